@@ -1,0 +1,3 @@
+"""agent."""
+
+__all__: list[str] = []

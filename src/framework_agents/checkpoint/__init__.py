@@ -1,0 +1,3 @@
+"""checkpoint."""
+
+__all__: list[str] = []

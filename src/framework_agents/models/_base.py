@@ -1,0 +1,85 @@
+"""The model seam: what the agent needs from an LLM, and nothing more."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol, runtime_checkable
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from ..messages import Message
+
+__all__ = [
+    "Model",
+    "ModelChunk",
+    "ModelDone",
+    "ReasoningDelta",
+    "StreamingModel",
+    "TextDelta",
+    "ToolSpec",
+]
+
+
+class ToolSpec(BaseModel):
+    """What a model is told about a tool: its name, description and JSON-schema parameters."""
+
+    model_config = ConfigDict(frozen=True)
+
+    name: str
+    description: str = ""
+    parameters: dict[str, Any] = Field(default_factory=lambda: {"type": "object", "properties": {}})
+
+
+@dataclass(frozen=True, slots=True)
+class TextDelta:
+    """A piece of answer text streamed by a model."""
+
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class ReasoningDelta:
+    """A piece of thinking streamed by a model."""
+
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class ModelDone:
+    """The end of a model stream: the complete assistant message."""
+
+    message: Message
+
+
+ModelChunk = TextDelta | ReasoningDelta | ModelDone
+
+
+@runtime_checkable
+class Model(Protocol):
+    """An LLM: given a history and tools, return one assistant message."""
+
+    async def complete(
+        self,
+        messages: Sequence[Message],
+        tools: Sequence[ToolSpec],
+        *,
+        system_prompt: str | None = None,
+    ) -> Message:
+        """The next assistant message (possibly with tool calls and reasoning blocks)."""
+        ...
+
+
+@runtime_checkable
+class StreamingModel(Model, Protocol):
+    """A model that can also stream its answer; the last chunk is a :class:`ModelDone`."""
+
+    def stream(
+        self,
+        messages: Sequence[Message],
+        tools: Sequence[ToolSpec],
+        *,
+        system_prompt: str | None = None,
+    ) -> AsyncIterator[ModelChunk]:
+        """Yield deltas as they arrive, then one :class:`ModelDone`."""
+        ...

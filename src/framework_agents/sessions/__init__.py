@@ -1,0 +1,3 @@
+"""sessions."""
+
+__all__: list[str] = []

@@ -1,0 +1,132 @@
+"""Deterministic models for tests and demos: no network, no randomness."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
+
+from .._util import maybe_await
+from ..errors import ScriptExhaustedError
+from ..messages import Message
+from ..models._base import ModelChunk, ModelDone, ReasoningDelta, TextDelta, ToolSpec
+
+__all__ = ["FunctionModel", "ModelCall", "ModelFunction", "Reply", "ScriptedModel"]
+
+#: ``fn(messages, tools)`` returning an assistant message or its text (sync or async).
+ModelFunction = Callable[
+    [list[Message], list[ToolSpec]], "Message | str | Awaitable[Message | str]"
+]
+
+#: One scripted reply: text, a message, a function like FunctionModel's, or an exception to raise.
+Reply = str | Message | ModelFunction | BaseException
+
+
+@dataclass(frozen=True)
+class ModelCall:
+    """What a test model was asked: the history, the tools and the system prompt."""
+
+    messages: list[Message]
+    tools: list[ToolSpec]
+    system_prompt: str | None = None
+
+
+def _as_assistant(value: Message | str) -> Message:
+    if isinstance(value, str):
+        return Message("assistant", value)
+    if value.role != "assistant":
+        raise TypeError(f"a model must return an assistant message, not role={value.role!r}")
+    return value
+
+
+async def _stream_message(message: Message) -> AsyncIterator[ModelChunk]:
+    for block in message.reasoning:
+        yield ReasoningDelta(block.text)
+    if message.text:
+        yield TextDelta(message.text)
+    yield ModelDone(message)
+
+
+@dataclass
+class FunctionModel:
+    """A model whose every answer comes from ``fn(messages, tools)``."""
+
+    fn: ModelFunction
+    calls: list[ModelCall] = field(default_factory=list)
+
+    async def complete(
+        self,
+        messages: Sequence[Message],
+        tools: Sequence[ToolSpec],
+        *,
+        system_prompt: str | None = None,
+    ) -> Message:
+        """Call ``fn`` with copies of the history and tools and return its answer."""
+        history, specs = list(messages), list(tools)
+        self.calls.append(ModelCall(history, specs, system_prompt))
+        return _as_assistant(await maybe_await(self.fn(history, specs)))
+
+    async def stream(
+        self,
+        messages: Sequence[Message],
+        tools: Sequence[ToolSpec],
+        *,
+        system_prompt: str | None = None,
+    ) -> AsyncIterator[ModelChunk]:
+        """Stream the answer of ``fn`` as one reasoning/text delta each, then the message."""
+        message = await self.complete(messages, tools, system_prompt=system_prompt)
+        async for chunk in _stream_message(message):
+            yield chunk
+
+
+class ScriptedModel:
+    """A model that answers with ``replies`` in order and records every call."""
+
+    def __init__(self, replies: Sequence[Reply]) -> None:
+        self.replies: list[Reply] = list(replies)
+        self.calls: list[ModelCall] = []
+
+    @property
+    def remaining(self) -> int:
+        """How many replies are left."""
+        return len(self.replies) - len(self.calls)
+
+    async def complete(
+        self,
+        messages: Sequence[Message],
+        tools: Sequence[ToolSpec],
+        *,
+        system_prompt: str | None = None,
+    ) -> Message:
+        """The next scripted reply; ``SCRIPT_EXHAUSTED`` once the script has run out."""
+        index = len(self.calls)
+        history, specs = list(messages), list(tools)
+        if index >= len(self.replies):
+            raise ScriptExhaustedError(
+                f"ScriptedModel was called {index + 1} times but has {len(self.replies)} replies"
+            )
+        self.calls.append(ModelCall(history, specs, system_prompt))
+        reply = self.replies[index]
+        if isinstance(reply, BaseException):
+            raise reply
+        if isinstance(reply, (str, Message)):
+            return _as_assistant(reply)
+        return _as_assistant(await maybe_await(reply(history, specs)))
+
+    async def stream(
+        self,
+        messages: Sequence[Message],
+        tools: Sequence[ToolSpec],
+        *,
+        system_prompt: str | None = None,
+    ) -> AsyncIterator[ModelChunk]:
+        """Stream the next scripted reply as deltas, then the message."""
+        message = await self.complete(messages, tools, system_prompt=system_prompt)
+        async for chunk in _stream_message(message):
+            yield chunk
+
+    def assert_complete(self) -> None:
+        """Fail unless every scripted reply was used."""
+        if self.remaining:
+            raise AssertionError(
+                f"ScriptedModel has {self.remaining} unused replies of {len(self.replies)}"
+            )
