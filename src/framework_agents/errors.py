@@ -23,6 +23,7 @@ contract, the subclasses let callers ``except`` one kind::
     ├── OutputInvalidError          OUTPUT_INVALID
     ├── ScriptExhaustedError        SCRIPT_EXHAUSTED
     ├── ContextOverflowError        CONTEXT_OVERFLOW
+    ├── InvalidArgumentError        INVALID_ARGUMENT
     └── ModelError                  MODEL_ERROR (or a provider-specific MODEL_* code)
 
 Control-flow signals such as ``HitlInterrupt`` are not errors and do not derive from
@@ -38,6 +39,7 @@ __all__ = [
     "CheckpointMissingError",
     "ContextOverflowError",
     "HitlDecisionError",
+    "InvalidArgumentError",
     "LockTimeoutError",
     "MaxTurnsError",
     "MemoryCorruptError",
@@ -192,6 +194,12 @@ class ContextOverflowError(AgentError):
     """The model rejected the request because the history exceeds its context window."""
 
     default_code = "CONTEXT_OVERFLOW"
+
+
+class InvalidArgumentError(AgentError):
+    """A constructor argument or callback result is of the wrong type or out of range."""
+
+    default_code = "INVALID_ARGUMENT"
 
 
 class ModelError(AgentError):
