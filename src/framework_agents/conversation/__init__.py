@@ -2,5 +2,14 @@
 
 from ..history import trim_dangling
 from ._base import ConversationManager
+from .null import NullConversationManager
+from .sliding import SlidingWindowConversationManager
+from .summarizing import SummarizingConversationManager
 
-__all__ = ["ConversationManager", "trim_dangling"]
+__all__ = [
+    "ConversationManager",
+    "NullConversationManager",
+    "SlidingWindowConversationManager",
+    "SummarizingConversationManager",
+    "trim_dangling",
+]

@@ -1,0 +1,82 @@
+"""``SlidingWindowConversationManager``: the pinned head plus the newest messages."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+
+from ..errors import InvalidArgumentError
+from ..history import repair_history, trim_dangling
+from ..messages import Message
+from ._cut import boundaries, check_count, pinned_end
+
+__all__ = ["SlidingWindowConversationManager"]
+
+logger = logging.getLogger(__name__)
+
+
+class SlidingWindowConversationManager:
+    """Keeps the first ``pin_first`` messages plus the newest ``window_size`` unpinned ones.
+
+    * Kept messages stay in their original order; pinned ones are never removed.
+    * The window is cut only between groups (an assistant turn with tool calls and its
+      results are one group), so a call never loses its results. When the window was cut,
+      :func:`~framework_agents.trim_dangling` then drops call-only assistant turns (with their
+      results) from its head. A window holding nothing but call-only turns therefore trims
+      to empty: pick ``window_size`` larger than your longest tool loop.
+    * If ``pin_first`` ends inside a tool group, the pinned region extends to the end of
+      that group (a pinned call keeps its results), so it may hold more than ``pin_first``.
+    * ``per_turn=True`` also windows in ``before_model`` (each model call), not only in
+      ``apply`` (after a run).
+    * ``reduce()`` drops at least the oldest half of the unpinned messages (and anything
+      outside the window), so every call on a context overflow makes progress.
+
+    Input is repaired first (a no-op for a well-formed history), and the input list is
+    never modified: every method returns a new list.
+    """
+
+    def __init__(self, window_size: int = 40, pin_first: int = 0, per_turn: bool = False) -> None:
+        self.window_size: int = check_count("window_size", window_size)
+        self.pin_first: int = check_count("pin_first", pin_first)
+        if not isinstance(per_turn, bool):
+            raise InvalidArgumentError(f"per_turn must be a bool, not {type(per_turn).__name__}")
+        self.per_turn: bool = per_turn
+
+    async def apply(self, messages: Sequence[Message]) -> list[Message]:
+        """The pinned head plus the newest ``window_size`` unpinned messages."""
+        return self._cut(messages, halve=False)
+
+    async def before_model(self, messages: Sequence[Message]) -> list[Message]:
+        """Like :meth:`apply` when built with ``per_turn=True``, else the history as is."""
+        if self.per_turn:
+            return self._cut(messages, halve=False)
+        return repair_history(messages)
+
+    async def reduce(self, messages: Sequence[Message]) -> list[Message]:
+        """Drop at least the oldest half of the unpinned messages (pins stay)."""
+        return self._cut(messages, halve=True)
+
+    def _cut(self, messages: Sequence[Message], *, halve: bool) -> list[Message]:
+        history = repair_history(messages)
+        pinned = pinned_end(history, self.pin_first)
+        head, rest = history[:pinned], history[pinned:]
+        n = len(rest)
+        # Drop at least this many of the oldest unpinned messages, then round up to the
+        # next group boundary so no call is separated from its results.
+        drop = max(n - self.window_size, 0)
+        if halve:
+            drop = max(drop, (n + 1) // 2)
+        if drop == 0:
+            return head + rest
+        start = next(b for b in boundaries(rest) if b >= drop)
+        kept = trim_dangling(rest[start:])
+        logger.debug(
+            "sliding window: kept %d pinned + %d of %d unpinned messages", pinned, len(kept), n
+        )
+        return head + kept
+
+    def __repr__(self) -> str:
+        return (
+            f"SlidingWindowConversationManager(window_size={self.window_size}, "
+            f"pin_first={self.pin_first}, per_turn={self.per_turn})"
+        )
