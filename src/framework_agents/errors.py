@@ -24,6 +24,9 @@ contract, the subclasses let callers ``except`` one kind::
     ├── ScriptExhaustedError        SCRIPT_EXHAUSTED
     ├── ContextOverflowError        CONTEXT_OVERFLOW
     ├── InvalidArgumentError        INVALID_ARGUMENT
+    ├── GraphTermError              GRAPH_TERM_INVALID
+    ├── GraphStateError             GRAPH_STATE_INVALID
+    ├── GraphStoreCorruptError      GRAPH_STORE_CORRUPT
     └── ModelError                  MODEL_ERROR (or a provider-specific MODEL_* code)
 
 Control-flow signals such as ``HitlInterrupt`` are not errors and do not derive from
@@ -38,6 +41,9 @@ __all__ = [
     "CheckpointCorruptError",
     "CheckpointMissingError",
     "ContextOverflowError",
+    "GraphStateError",
+    "GraphStoreCorruptError",
+    "GraphTermError",
     "HitlDecisionError",
     "InvalidArgumentError",
     "LockTimeoutError",
@@ -206,3 +212,21 @@ class ModelError(AgentError):
     """A model provider failed; ``code`` says how (``MODEL_ERROR`` or ``MODEL_*``)."""
 
     default_code = "MODEL_ERROR"
+
+
+class GraphTermError(AgentError):
+    """A graph term (entity, predicate or literal) is empty, too long or malformed."""
+
+    default_code = "GRAPH_TERM_INVALID"
+
+
+class GraphStateError(AgentError):
+    """An exported graph state handed to ``import_state()`` is wrongly shaped or too new."""
+
+    default_code = "GRAPH_STATE_INVALID"
+
+
+class GraphStoreCorruptError(AgentError):
+    """An on-disk graph store is unreadable or wrongly shaped; it was left untouched."""
+
+    default_code = "GRAPH_STORE_CORRUPT"
