@@ -1,5 +1,8 @@
 """Memory backends: where an agent's history lives between runs."""
 
 from ._base import Memory
+from .compacted import COMPACTION_PREFIX, CompactedMemory
+from .file import FileMemory
+from .in_memory import InMemoryMemory
 
-__all__ = ["Memory"]
+__all__ = ["COMPACTION_PREFIX", "CompactedMemory", "FileMemory", "InMemoryMemory", "Memory"]

@@ -1,0 +1,153 @@
+"""The ``memory.json`` document: strict parsing and per-message JSON fragments.
+
+The document is ``{"version": 1, "messages": [...]}`` and nothing else. The reader is
+strict because a document it accepted would later be rewritten: anything it cannot read
+exactly (bad UTF-8 or JSON, duplicate keys, NaN or infinite numbers, nesting too deep,
+wrong types, unknown keys, a newer version) is reported as corrupt instead. The writer
+emits the document as ``HEADER + fragment ("," fragment)* + FOOTER`` so that a writer can
+reuse the fragments of messages it already serialised.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+from pydantic_core import PydanticSerializationError
+
+from ..errors import InvalidArgumentError, MemoryCorruptError
+from ..messages import Message, MessageList
+
+__all__ = [
+    "FOOTER",
+    "HEADER",
+    "MEMORY_FORMAT_VERSION",
+    "SEP",
+    "encode_message",
+    "encode_stored",
+    "parse_document",
+    "strict_loads",
+]
+
+#: Version of the ``memory.json`` document; readers refuse newer ones.
+MEMORY_FORMAT_VERSION = 1
+
+HEADER = b'{"version":%d,"messages":[' % MEMORY_FORMAT_VERSION
+FOOTER = b"]}"
+SEP = b","
+
+_KEYS = frozenset({"version", "messages"})
+_SERIALIZER = Message.__pydantic_serializer__
+# A \uD800-\uDFFF escape: the only way valid UTF-8 JSON can produce an unencodable string.
+_SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")
+
+
+def _pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    obj = dict(pairs)
+    if len(obj) != len(pairs):
+        keys = [k for k, _ in pairs]
+        dup = next(k for i, k in enumerate(keys) if k in keys[:i])
+        raise ValueError(f"duplicate key {dup!r}")
+    return obj
+
+
+def _constant(name: str) -> Any:
+    raise ValueError(f"{name} is not valid JSON")
+
+
+def _finite(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        raise ValueError(f"number {text[:40]} is out of range")
+    return value
+
+
+def strict_loads(data: bytes) -> Any:
+    """Parse UTF-8 JSON, refusing duplicate keys, NaN/Infinity and out-of-range numbers.
+
+    Raises ``ValueError`` (including ``UnicodeDecodeError`` and ``JSONDecodeError``) or
+    ``RecursionError`` for input nested too deeply.
+    """
+    text = data.decode("utf-8")
+    value = json.loads(
+        text, object_pairs_hook=_pairs, parse_constant=_constant, parse_float=_finite
+    )
+    if _SURROGATE_ESCAPE.search(data):
+        # Escaped surrogate pairs decode to one character; lone ones cannot be stored.
+        json.dumps(value, ensure_ascii=False).encode("utf-8")
+    return value
+
+
+def parse_document(data: bytes, path: Path) -> list[Message]:
+    """The messages of a ``memory.json`` document, or ``MemoryCorruptError``."""
+
+    def corrupt(reason: str) -> MemoryCorruptError:
+        return MemoryCorruptError(
+            f"{path} is not a valid memory file ({reason}); it was left untouched — "
+            "inspect or remove it to continue"
+        )
+
+    try:
+        doc = strict_loads(data)
+    except RecursionError:
+        raise corrupt("nested too deeply") from None
+    except ValueError as exc:
+        raise corrupt(f"unreadable JSON: {exc}") from None
+    if not isinstance(doc, dict):
+        raise corrupt(f"top level is a JSON {type(doc).__name__}, not an object")
+    if doc.keys() != _KEYS:
+        missing = sorted(_KEYS - doc.keys())
+        extra = sorted(doc.keys() - _KEYS)
+        raise corrupt(f"missing keys {missing}, unknown keys {extra}")
+    version = doc["version"]
+    if type(version) is not int:
+        raise corrupt(f"version is {version!r}, not an integer")
+    if version > MEMORY_FORMAT_VERSION:
+        raise corrupt(
+            f"version {version} was written by a newer framework-agents; "
+            f"this one reads up to version {MEMORY_FORMAT_VERSION}"
+        )
+    if version < 1:
+        raise corrupt(f"unknown version {version}")
+    items = doc["messages"]
+    if not isinstance(items, list):
+        raise corrupt(f"messages is a JSON {type(items).__name__}, not an array")
+    try:
+        return MessageList.validate_python(items)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first["loc"])
+        raise corrupt(f"message {where}: {first['msg']} ({exc.error_count()} errors)") from None
+    except RecursionError:
+        raise corrupt("nested too deeply") from None
+
+
+def encode_stored(msg: Message) -> bytes:
+    """The JSON fragment of a message read back from a valid document."""
+    return _SERIALIZER.to_json(msg)
+
+
+def encode_message(msg: Message) -> bytes:
+    """The JSON fragment of a message to save, checked to read back equal.
+
+    A message whose content, tool-call args or metadata hold values JSON cannot carry
+    exactly (NaN, tuples, sets, datetimes, lone surrogates, arbitrary objects) would come
+    back different or make the file unreadable, so it is refused with
+    ``InvalidArgumentError`` rather than stored altered.
+    """
+    try:
+        fragment = _SERIALIZER.to_json(msg)
+        back = Message.model_validate(strict_loads(fragment))
+    except (PydanticSerializationError, ValueError, RecursionError) as exc:
+        raise InvalidArgumentError(f"message {msg.id!r} cannot be stored as JSON: {exc}") from None
+    if back.__dict__ != msg.__dict__ or type(msg) is not Message:
+        raise InvalidArgumentError(
+            f"message {msg.id!r} would not read back equal: content, tool-call args and "
+            "metadata must hold JSON values only (str, int, finite float, bool, None, "
+            "list, dict with str keys)"
+        )
+    return fragment

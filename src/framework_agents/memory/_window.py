@@ -1,0 +1,143 @@
+"""Helpers shared by the memory backends: argument checks, windowing and per-loop locks.
+
+Windowing keeps the newest ``max_messages`` messages and cuts only between groups (an
+assistant turn with its tool results is one group), then drops a dangling head with the
+rule of :func:`~framework_agents.history.trim_dangling`. The cut is computed on *shapes*
+(one small code per message) so a backend can window a cached history without holding
+its messages.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import weakref
+from collections.abc import Hashable, Iterable, Sequence
+
+from ..errors import InvalidArgumentError
+from ..history import repair_history
+from ..messages import Message
+
+__all__ = [
+    "CALL_ONLY",
+    "OTHER",
+    "TOOL",
+    "LoopLocks",
+    "bounded_view",
+    "check_max_messages",
+    "check_messages",
+    "shape_of",
+    "window",
+    "window_start",
+]
+
+#: Shape codes: any message that starts a group and is kept by ``trim_dangling``.
+OTHER = 0
+#: A ``role="tool"`` message.
+TOOL = 1
+#: An assistant turn holding only tool calls (``trim_dangling`` drops it at the head).
+CALL_ONLY = 2
+
+
+def check_max_messages(value: object, *, name: str = "max_messages") -> int:
+    """``value`` if it is a positive int, else ``InvalidArgumentError``."""
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise InvalidArgumentError(f"{name} must be a positive int, got {value!r}")
+    return value
+
+
+def check_messages(messages: object) -> list[Message]:
+    """``messages`` as a list of :class:`Message`, or a clear ``InvalidArgumentError``."""
+    if isinstance(messages, str | bytes | bytearray | dict | Message) or not isinstance(
+        messages, Iterable
+    ):
+        raise InvalidArgumentError(
+            f"save() takes a sequence of Message objects, got {type(messages).__name__}"
+        )
+    out = list(messages)
+    for i, msg in enumerate(out):
+        if not isinstance(msg, Message):
+            raise InvalidArgumentError(
+                f"item {i} given to save() is a {type(msg).__name__}, not a Message"
+            )
+    return out
+
+
+def shape_of(msg: Message) -> int:
+    """The shape code of ``msg`` (see ``OTHER``, ``TOOL``, ``CALL_ONLY``)."""
+    if msg.role == "tool":
+        return TOOL
+    if msg.role == "assistant" and msg.tool_calls and not msg.text.strip():
+        return CALL_ONLY
+    return OTHER
+
+
+def window_start(shapes: Sequence[int], max_messages: int) -> int:
+    """Index where the kept suffix of a history with these shapes begins.
+
+    Equivalent to: keep the suffix from the first group start at or after
+    ``len - max_messages``, then ``trim_dangling`` it. Tool messages never start a kept
+    suffix (either they belong to a group that began earlier, or they are orphans that
+    ``trim_dangling`` would drop), so the first non-tool message at or after the cut is
+    the first group start that survives. Only the messages past the cut are examined.
+    """
+    n = len(shapes)
+    if n <= max_messages:
+        return 0
+    i = n - max_messages
+    while i < n and shapes[i] == TOOL:
+        i += 1
+    while i < n:
+        if shapes[i] == TOOL:
+            i += 1
+        elif shapes[i] == CALL_ONLY:
+            i += 1
+            while i < n and shapes[i] == TOOL:
+                i += 1
+        else:
+            break
+    return i
+
+
+def window(messages: Sequence[Message], max_messages: int) -> list[Message]:
+    """The newest ``max_messages`` of ``messages``, cut between groups, head trimmed."""
+    if len(messages) <= max_messages:
+        return list(messages)
+    start = window_start([shape_of(m) for m in messages], max_messages)
+    return list(messages[start:])
+
+
+def bounded_view(stored: Sequence[Message], max_messages: int) -> list[Message]:
+    """What ``load()`` returns: the repaired history, windowed again.
+
+    Repair may add synthesised results for unanswered calls, so the repaired history can
+    be longer than what was stored; windowing it again keeps ``load()`` within the bound.
+    Windowing a well-formed history keeps it well formed.
+    """
+    return window(repair_history(stored), max_messages)
+
+
+class LoopLocks:
+    """``asyncio.Lock`` objects by key, one set per running event loop.
+
+    An ``asyncio.Lock`` belongs to the loop it was first contended in, so a lock shared
+    by key must be per loop: tests and applications may run several loops one after the
+    other (``asyncio.run``) or in several threads.
+    """
+
+    def __init__(self) -> None:
+        self._by_loop: weakref.WeakKeyDictionary[
+            asyncio.AbstractEventLoop, weakref.WeakValueDictionary[Hashable, asyncio.Lock]
+        ] = weakref.WeakKeyDictionary()
+
+    def get(self, key: Hashable) -> asyncio.Lock:
+        """The lock for ``key`` in the running loop (created on first use)."""
+        loop = asyncio.get_running_loop()
+        locks = self._by_loop.get(loop)
+        if locks is None:
+            locks = weakref.WeakValueDictionary()
+            self._by_loop[loop] = locks
+        lock = locks.get(key)
+        if lock is None:
+            lock = asyncio.Lock()
+            locks[key] = lock
+        return lock
