@@ -1,3 +1,20 @@
-"""sessions."""
+"""Sessions: byte storages, snapshots and the SessionManager that persists an agent.
 
-__all__: list[str] = []
+See ``docs/sessions.md`` for the key rules, the on-disk layout and the snapshot format.
+"""
+
+from ._base import Storage
+from .local import LocalFileStorage
+from .manager import SessionManager
+from .memory_storage import InMemoryStorage
+from .snapshot import Snapshot, SnapshotData, select_snapshot_fields
+
+__all__ = [
+    "InMemoryStorage",
+    "LocalFileStorage",
+    "SessionManager",
+    "Snapshot",
+    "SnapshotData",
+    "Storage",
+    "select_snapshot_fields",
+]

@@ -1,0 +1,353 @@
+"""``LocalFileStorage``: keys as files under one directory, traversal- and symlink-safe.
+
+Layout: the value of key ``a/b/c.json`` is the file ``<dir>/a/b/c.json``. Writes are atomic
+and durable: a uniquely named temp file ``.<name>.<hex>.tmp`` in the target's directory is
+written and fsynced, renamed over the target and the directory is fsynced, so a reader (or
+a process that restarts after a crash) sees the old value or the new one, never a torn one.
+Temp files cannot collide with keys (segments never start with a dot); those left by a
+killed writer are swept on a later write to the same directory once older than a minute.
+
+Safety, in depth:
+
+1. every key is checked against the allowlist of ``sessions._keys`` first;
+2. the joined path is normalised and checked to lie under the resolved root with
+   ``os.path.commonpath`` (never a string prefix);
+3. the path is then walked one component at a time with ``dir_fd``-relative calls:
+   each directory opened with ``O_DIRECTORY | O_NOFOLLOW``, the file with ``O_NOFOLLOW``,
+   so a symlink anywhere below the root (planted before or during the call) is never
+   followed: it makes the call fail with ``STORAGE_KEY_INVALID`` and ``list()`` skips it.
+
+Files are created ``0o600`` and directories ``0o700`` (sessions hold conversations). The
+root itself is resolved once, at construction. POSIX only (``dir_fd`` and ``O_NOFOLLOW``).
+Blocking work runs in ``asyncio.to_thread``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import builtins
+import contextlib
+import errno
+import os
+import stat
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+from .._fs import TEMP_SUFFIX
+from ..errors import StorageKeyInvalidError
+from ._keys import is_valid_key, is_valid_segment, validate_key, validate_prefix
+from .memory_storage import as_bytes
+
+__all__ = ["LocalFileStorage"]
+
+_FILE_MODE = 0o600
+_DIR_MODE = 0o700
+_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
+_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+_DIR_FLAGS = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | _NOFOLLOW | _CLOEXEC
+#: Temp files younger than this may belong to a writer that is still running.
+_TEMP_GRACE_SECONDS = 60.0
+#: A concurrent ``delete`` may prune a directory a ``put`` has just created; retry then.
+_PUT_ATTEMPTS = 8
+
+
+class _NotADir(Exception):
+    """A path component exists but is a regular file (or other non-directory)."""
+
+    def __init__(self, index: int) -> None:
+        super().__init__(index)
+        self.index = index
+
+
+def _symlink_error(key: str, part: str) -> StorageKeyInvalidError:
+    return StorageKeyInvalidError(f"storage key {key!r}: {part!r} is a symlink; not followed")
+
+
+class LocalFileStorage:
+    """Stores each key as a file under ``dir``; nothing outside ``dir`` is read or written."""
+
+    def __init__(self, dir: str | os.PathLike[str]) -> None:
+        if not (
+            _NOFOLLOW
+            and hasattr(os, "O_DIRECTORY")
+            and {os.open, os.mkdir, os.unlink, os.rmdir, os.stat} <= os.supports_dir_fd
+        ):
+            raise NotImplementedError("LocalFileStorage needs POSIX dir_fd and O_NOFOLLOW")
+        self._root = os.path.realpath(os.fspath(dir))
+        self._swept: set[tuple[str, ...]] = set()
+
+    @property
+    def dir(self) -> Path:
+        """The resolved root directory."""
+        return Path(self._root)
+
+    def __repr__(self) -> str:
+        return f"LocalFileStorage({self._root!r})"
+
+    # -- path handling -------------------------------------------------------------------
+
+    def _check_contained(self, key: str, segments: builtins.list[str]) -> None:
+        path = os.path.normpath(os.path.join(self._root, *segments))
+        if path == self._root or os.path.commonpath([self._root, path]) != self._root:
+            raise StorageKeyInvalidError(f"storage key {key!r} resolves outside the storage")
+
+    def _open_root(self, *, create: bool) -> int | None:
+        if create:
+            os.makedirs(self._root, mode=_DIR_MODE, exist_ok=True)
+        try:
+            return os.open(self._root, _DIR_FLAGS)
+        except FileNotFoundError:
+            return None
+        except NotADirectoryError as exc:
+            raise StorageKeyInvalidError(
+                f"storage root {self._root!r} is not a directory (or became a symlink)"
+            ) from exc
+
+    def _walk(self, key: str, dirs: builtins.list[str], *, create: bool) -> builtins.list[int]:
+        """Open the root and each of ``dirs`` without following links; return all fds.
+
+        The caller closes the fds. Raises ``_NotADir`` when a component is a file (a key
+        cannot be a directory and a value at once), ``FileNotFoundError`` when a component
+        is missing and ``create`` is false, and ``STORAGE_KEY_INVALID`` on a symlink.
+        """
+        root = self._open_root(create=create)
+        if root is None:
+            raise FileNotFoundError(self._root)
+        fds = [root]
+        try:
+            for index, name in enumerate(dirs):
+                fds.append(self._open_dir(key, fds[-1], name, index, create=create))
+        except BaseException:
+            for fd in fds:
+                os.close(fd)
+            raise
+        return fds
+
+    @staticmethod
+    def _open_dir(key: str, parent: int, name: str, index: int, *, create: bool) -> int:
+        for _ in range(3):
+            try:
+                return os.open(name, _DIR_FLAGS, dir_fd=parent)
+            except FileNotFoundError:
+                if not create:
+                    raise
+                with contextlib.suppress(FileExistsError):
+                    os.mkdir(name, _DIR_MODE, dir_fd=parent)
+                    os.fsync(parent)
+            except NotADirectoryError:
+                st = os.stat(name, dir_fd=parent, follow_symlinks=False)
+                if stat.S_ISLNK(st.st_mode):
+                    raise _symlink_error(key, name) from None
+                raise _NotADir(index) from None
+        raise FileNotFoundError(errno.ENOENT, "directory keeps vanishing", name)
+
+    # -- sync operations (run in a worker thread) -----------------------------------------
+
+    def _put_sync(self, key: str, segments: builtins.list[str], data: bytes) -> None:
+        *dirs, name = segments
+        for attempt in range(_PUT_ATTEMPTS):
+            try:
+                fds = self._walk(key, dirs, create=True)
+                try:
+                    self._publish(key, tuple(dirs), fds[-1], name, data)
+                finally:
+                    for fd in fds:
+                        os.close(fd)
+                return
+            except _NotADir as exc:
+                parent = "/".join(segments[: exc.index + 1])
+                raise StorageKeyInvalidError(
+                    f"cannot store {key!r}: {parent!r} already holds a value"
+                ) from None
+            except FileNotFoundError:
+                # A concurrent delete pruned a directory between our mkdir and create.
+                if attempt == _PUT_ATTEMPTS - 1:
+                    raise
+
+    def _publish(self, key: str, dirs: tuple[str, ...], dfd: int, name: str, data: bytes) -> None:
+        try:
+            st = os.stat(name, dir_fd=dfd, follow_symlinks=False)
+        except FileNotFoundError:
+            pass
+        else:
+            if stat.S_ISLNK(st.st_mode):
+                raise _symlink_error(key, name)
+            if stat.S_ISDIR(st.st_mode):
+                raise StorageKeyInvalidError(
+                    f"cannot store {key!r}: other keys are stored under it"
+                )
+        if dirs not in self._swept:
+            self._sweep(dfd)
+            self._swept.add(dirs)
+        tmp = f".{name}.{uuid.uuid4().hex}{TEMP_SUFFIX}"
+        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW | _CLOEXEC
+        fd = os.open(tmp, flags, _FILE_MODE, dir_fd=dfd)
+        try:
+            try:
+                view = memoryview(data)
+                while view:
+                    view = view[os.write(fd, view) :]
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+            os.replace(tmp, name, src_dir_fd=dfd, dst_dir_fd=dfd)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp, dir_fd=dfd)
+            raise
+        os.fsync(dfd)
+
+    @staticmethod
+    def _sweep(dfd: int) -> None:
+        """Remove stale temp files (of crashed writers) from the directory ``dfd``."""
+        now = time.time()
+        with os.scandir(dfd) as entries:
+            stale = [
+                e.name
+                for e in entries
+                if e.name.startswith(".")
+                and e.name.endswith(TEMP_SUFFIX)
+                and e.is_file(follow_symlinks=False)
+                and now - e.stat(follow_symlinks=False).st_mtime >= _TEMP_GRACE_SECONDS
+            ]
+        for name in stale:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(name, dir_fd=dfd)
+
+    def _get_sync(self, key: str, segments: builtins.list[str]) -> bytes | None:
+        *dirs, name = segments
+        try:
+            fds = self._walk(key, dirs, create=False)
+        except (FileNotFoundError, _NotADir):
+            return None
+        try:
+            # O_NONBLOCK: a FIFO planted under the root must not hang the reader.
+            flags = os.O_RDONLY | os.O_NONBLOCK | _NOFOLLOW | _CLOEXEC
+            try:
+                fd = os.open(name, flags, dir_fd=fds[-1])
+            except FileNotFoundError:
+                return None
+            except OSError as exc:
+                if exc.errno == errno.ELOOP:
+                    raise _symlink_error(key, name) from None
+                raise
+            try:
+                if not stat.S_ISREG(os.fstat(fd).st_mode):
+                    return None  # a directory of keys (or a device) is not a value
+                chunks: builtins.list[bytes] = []
+                while chunk := os.read(fd, 1 << 20):
+                    chunks.append(chunk)
+                return b"".join(chunks)
+            finally:
+                os.close(fd)
+        finally:
+            for fd in fds:
+                os.close(fd)
+
+    def _delete_sync(self, key: str, segments: builtins.list[str]) -> None:
+        *dirs, name = segments
+        try:
+            fds = self._walk(key, dirs, create=False)
+        except (FileNotFoundError, _NotADir):
+            return
+        try:
+            dfd = fds[-1]
+            try:
+                st = os.stat(name, dir_fd=dfd, follow_symlinks=False)
+            except FileNotFoundError:
+                return
+            if stat.S_ISLNK(st.st_mode):
+                raise _symlink_error(key, name)
+            if not stat.S_ISREG(st.st_mode):
+                return  # not a value
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(name, dir_fd=dfd)
+            os.fsync(dfd)
+            # Prune directories left empty, deepest first; stop at the first non-empty one.
+            for depth in range(len(dirs), 0, -1):
+                try:
+                    os.rmdir(dirs[depth - 1], dir_fd=fds[depth - 1])
+                except OSError:
+                    break
+                os.fsync(fds[depth - 1])
+        finally:
+            for fd in fds:
+                os.close(fd)
+
+    def _list_sync(self, prefix: str, dirs: builtins.list[str], tail: str) -> builtins.list[str]:
+        key = prefix or "<root>"
+        try:
+            fds = self._walk(key, dirs, create=False)
+        except (FileNotFoundError, _NotADir):
+            return []
+        except StorageKeyInvalidError:
+            return []  # a symlinked directory on the way: nothing under it is listed
+        try:
+            base = "/".join(dirs)
+            found = [
+                k
+                for k in self._iter_files(fds[-1], base, tail)
+                if k.startswith(prefix) and is_valid_key(k)
+            ]
+        finally:
+            for fd in fds:
+                os.close(fd)
+        return sorted(found)
+
+    @staticmethod
+    def _iter_files(top: int, base: str, tail: str) -> Iterator[str]:
+        """Relative keys of regular files under ``top``; symlinks are never entered."""
+        stack: builtins.list[tuple[int | None, str, str]] = [(None, base, tail)]
+        while stack:
+            owned, rel, name_prefix = stack.pop()
+            dfd = top if owned is None else owned
+            try:
+                with os.scandir(dfd) as entries:
+                    items = [
+                        (e.name, e.is_dir(follow_symlinks=False), e.is_file(follow_symlinks=False))
+                        for e in entries
+                        if e.name.startswith(name_prefix)
+                    ]
+                for name, is_dir, is_file in items:
+                    child = f"{rel}/{name}" if rel else name
+                    if is_file:
+                        yield child
+                    elif is_dir and is_valid_segment(name):
+                        try:
+                            sub = os.open(name, _DIR_FLAGS, dir_fd=dfd)
+                        except OSError:
+                            continue  # vanished, or swapped for a symlink since scandir
+                        stack.append((sub, child, ""))
+            finally:
+                if owned is not None:
+                    os.close(owned)
+
+    # -- the Storage contract ----------------------------------------------------------
+
+    async def put(self, key: str, data: bytes) -> None:
+        """Atomically and durably store ``data`` at ``<dir>/<key>``."""
+        segments = validate_key(key)
+        self._check_contained(key, segments)
+        value = as_bytes(data)
+        await asyncio.to_thread(self._put_sync, key, segments, value)
+
+    async def get(self, key: str) -> bytes | None:
+        """The bytes of ``<dir>/<key>``, or ``None`` when it does not exist."""
+        segments = validate_key(key)
+        self._check_contained(key, segments)
+        return await asyncio.to_thread(self._get_sync, key, segments)
+
+    async def delete(self, key: str) -> None:
+        """Remove ``<dir>/<key>`` (no-op when missing) and prune emptied directories."""
+        segments = validate_key(key)
+        self._check_contained(key, segments)
+        await asyncio.to_thread(self._delete_sync, key, segments)
+
+    async def list(self, prefix: str = "") -> builtins.list[str]:
+        """Keys under ``dir`` starting with ``prefix``, sorted; symlinks are skipped."""
+        dirs, tail = validate_prefix(prefix)
+        if dirs:
+            self._check_contained(prefix, dirs)
+        return await asyncio.to_thread(self._list_sync, prefix, dirs, tail)

@@ -1,0 +1,107 @@
+"""``SessionManager``: an agent's latest and immutable snapshots inside one storage.
+
+Key layout (``<sid>`` the session id, ``<aid>`` the agent id)::
+
+    session/<sid>/scopes/agent/<aid>/snapshots/snapshot_latest.json   # overwritten each run
+    session/<sid>/scopes/agent/<aid>/snapshots/<snapshot_id>.json     # immutable, UUIDv7 ids
+
+Session and agent ids become key segments, so they obey the storage segment rules
+(ASCII letters, digits, ``._-``, no dot at either end, ...) and a bad one raises
+``STORAGE_KEY_INVALID`` at construction.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from ..errors import SnapshotCorruptError, SnapshotMissingError
+from ._base import Storage
+from ._keys import validate_segment
+from .snapshot import Snapshot, SnapshotData, is_snapshot_id
+
+__all__ = ["LATEST_NAME", "SessionManager"]
+
+#: File name of the latest snapshot inside an agent's ``snapshots`` directory.
+LATEST_NAME = "snapshot_latest.json"
+_SUFFIX = ".json"
+
+
+class SessionManager:
+    """Saves and restores one agent's snapshots of one session in a :class:`Storage`."""
+
+    def __init__(self, session_id: str, storage: Storage, agent_id: str = "default") -> None:
+        self.session_id: str = validate_segment(session_id, what="session_id")
+        self.agent_id: str = validate_segment(agent_id, what="agent_id")
+        self.storage: Storage = storage
+        self._prefix = f"session/{session_id}/scopes/agent/{agent_id}/snapshots/"
+
+    def __repr__(self) -> str:
+        return (
+            f"SessionManager(session_id={self.session_id!r}, storage={self.storage!r}, "
+            f"agent_id={self.agent_id!r})"
+        )
+
+    @property
+    def latest_key(self) -> str:
+        """The storage key of the latest snapshot."""
+        return self._prefix + LATEST_NAME
+
+    def snapshot_key(self, snapshot_id: str) -> str:
+        """The storage key of the immutable snapshot ``snapshot_id`` (a UUID string)."""
+        if not is_snapshot_id(snapshot_id):
+            raise SnapshotMissingError(
+                f"no snapshot {snapshot_id!r}: snapshot ids are canonical UUID strings"
+            )
+        return f"{self._prefix}{snapshot_id}{_SUFFIX}"
+
+    async def save_latest(self, snapshot: Snapshot) -> None:
+        """Atomically replace the latest snapshot with ``snapshot``."""
+        if not isinstance(snapshot, Snapshot):
+            raise TypeError(f"save_latest() takes a Snapshot, not {type(snapshot).__name__}")
+        await self.storage.put(self.latest_key, snapshot.to_json())
+
+    async def load_latest(self) -> Snapshot | None:
+        """The latest snapshot, or ``None`` when the session has none (``SNAPSHOT_CORRUPT``)."""
+        raw = await self.storage.get(self.latest_key)
+        if raw is None:
+            return None
+        return Snapshot.from_json(raw, source=f"snapshot {self.latest_key!r}")
+
+    async def save_snapshot(
+        self, data: SnapshotData | Mapping[str, Any], app_data: Any = None
+    ) -> str:
+        """Store a new immutable snapshot of ``data``; return its id."""
+        if not isinstance(data, SnapshotData):
+            data = SnapshotData.model_validate(data)
+        snapshot = Snapshot(data, app_data=app_data)
+        await self.storage.put(self.snapshot_key(snapshot.snapshot_id), snapshot.to_json())
+        return snapshot.snapshot_id
+
+    async def list_snapshot_ids(self) -> list[str]:
+        """Ids of the immutable snapshots, oldest first (UUIDv7 ids sort by time)."""
+        ids = []
+        for key in await self.storage.list(self._prefix):
+            name = key[len(self._prefix) :]
+            if name.endswith(_SUFFIX) and is_snapshot_id(name[: -len(_SUFFIX)]):
+                ids.append(name[: -len(_SUFFIX)])
+        return sorted(ids)
+
+    async def restore_snapshot(self, snapshot_id: str) -> Snapshot:
+        """The immutable snapshot ``snapshot_id`` (``SNAPSHOT_MISSING`` when unknown)."""
+        key = self.snapshot_key(snapshot_id)
+        raw = await self.storage.get(key)
+        if raw is None:
+            raise SnapshotMissingError(
+                f"no snapshot {snapshot_id!r} in session {self.session_id!r}"
+            )
+        snapshot = Snapshot.from_json(raw, source=f"snapshot {key!r}")
+        if snapshot.snapshot_id != snapshot_id:
+            raise SnapshotCorruptError(
+                f"snapshot {key!r} holds id {snapshot.snapshot_id!r}, not {snapshot_id!r}"
+            )
+        return snapshot
+
+    async def delete_snapshot(self, snapshot_id: str) -> None:
+        """Remove the immutable snapshot ``snapshot_id`` (no-op when it does not exist)."""
+        await self.storage.delete(self.snapshot_key(snapshot_id))

@@ -1,0 +1,78 @@
+"""``InMemoryStorage``: a process-local byte store with exactly the file backend's rules."""
+
+from __future__ import annotations
+
+import builtins
+from collections import Counter
+
+from ..errors import StorageKeyInvalidError
+from ._keys import validate_key, validate_prefix
+
+__all__ = ["InMemoryStorage", "as_bytes"]
+
+
+def as_bytes(data: object) -> bytes:
+    """``data`` as immutable bytes; a bytes-like value is copied, anything else is refused."""
+    if isinstance(data, bytes):
+        return data
+    if isinstance(data, bytearray | memoryview):
+        return bytes(data)
+    raise TypeError(f"storage data must be bytes, not {type(data).__name__}")
+
+
+class InMemoryStorage:
+    """Keeps values in a dict; same key validation and key/directory rules as on disk.
+
+    Like a file system, a key cannot be both a value and a "directory": ``put("a/b")``
+    while ``a`` holds a value (or ``put("a")`` while ``a/b`` does) raises
+    ``STORAGE_KEY_INVALID``, so code tested against this backend behaves the same on
+    :class:`~framework_agents.sessions.LocalFileStorage`.
+    """
+
+    def __init__(self) -> None:
+        self._data: dict[str, bytes] = {}
+        # How many stored keys live under each directory prefix ("a", "a/b", ...).
+        self._dirs: Counter[str] = Counter()
+
+    @staticmethod
+    def _ancestors(segments: builtins.list[str]) -> builtins.list[str]:
+        return ["/".join(segments[:i]) for i in range(1, len(segments))]
+
+    async def put(self, key: str, data: bytes) -> None:
+        """Store ``data`` under ``key``."""
+        segments = validate_key(key)
+        value = as_bytes(data)
+        if key in self._data:
+            self._data[key] = value
+            return
+        ancestors = self._ancestors(segments)
+        for parent in ancestors:
+            if parent in self._data:
+                raise StorageKeyInvalidError(
+                    f"cannot store {key!r}: {parent!r} already holds a value"
+                )
+        if self._dirs[key]:
+            raise StorageKeyInvalidError(f"cannot store {key!r}: other keys are stored under it")
+        self._data[key] = value
+        for parent in ancestors:
+            self._dirs[parent] += 1
+
+    async def get(self, key: str) -> bytes | None:
+        """The bytes under ``key``, or ``None``."""
+        validate_key(key)
+        return self._data.get(key)
+
+    async def delete(self, key: str) -> None:
+        """Remove ``key`` (no-op when missing)."""
+        segments = validate_key(key)
+        if self._data.pop(key, None) is None:
+            return
+        for parent in self._ancestors(segments):
+            self._dirs[parent] -= 1
+            if not self._dirs[parent]:
+                del self._dirs[parent]
+
+    async def list(self, prefix: str = "") -> builtins.list[str]:
+        """Stored keys starting with ``prefix``, sorted."""
+        validate_prefix(prefix)
+        return sorted(k for k in self._data if k.startswith(prefix))

@@ -1,0 +1,282 @@
+"""Snapshots: a versioned, JSON-serialisable picture of an agent's messages, state and prompt.
+
+Stored form (one JSON document)::
+
+    {"schema_version": 1,
+     "snapshot_id": "0190f6c2-...",           # UUIDv7: time-ordered
+     "created_at": "2024-07-01T12:00:00Z",    # timezone-aware UTC
+     "data": {"messages": [...], "state": {...}, "system_prompt": "..."},  # present fields only
+     "app_data": <any JSON value or null>}
+
+Schema-version policy: a reader accepts every version up to :data:`SNAPSHOT_SCHEMA_VERSION`
+and refuses a newer one with ``SNAPSHOT_CORRUPT`` instead of guessing; unknown keys are an
+error too (never silently dropped). Any unreadable or wrongly shaped document raises
+:class:`~framework_agents.errors.SnapshotCorruptError`.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import threading
+import time
+import uuid
+from collections.abc import Iterable
+from datetime import UTC, datetime
+from typing import Any
+
+from pydantic import (
+    AwareDatetime,
+    BaseModel,
+    ConfigDict,
+    Field,
+    SerializationInfo,
+    SerializerFunctionWrapHandler,
+    ValidationError,
+    field_validator,
+    model_serializer,
+)
+
+from ..errors import SnapshotCorruptError, SnapshotFieldError, StateNotJsonError
+from ..messages import Message
+
+__all__ = [
+    "SNAPSHOT_FIELDS",
+    "SNAPSHOT_PRESETS",
+    "SNAPSHOT_SCHEMA_VERSION",
+    "Snapshot",
+    "SnapshotData",
+    "is_snapshot_id",
+    "new_snapshot_id",
+    "select_snapshot_fields",
+]
+
+#: Version of the stored snapshot document; bump on any incompatible change.
+SNAPSHOT_SCHEMA_VERSION = 1
+#: The fields a snapshot can carry.
+SNAPSHOT_FIELDS = frozenset({"messages", "state", "system_prompt"})
+#: Named bundles of fields for ``select_snapshot_fields``.
+SNAPSHOT_PRESETS: dict[str, frozenset[str]] = {"session": frozenset({"messages", "state"})}
+
+
+# -- ids ------------------------------------------------------------------------------
+
+_uuid_lock = threading.Lock()
+_uuid_last_ms = 0
+_uuid_counter = 0
+_COUNTER_BITS = 42  # 12 bits of rand_a + the top 30 bits of rand_b
+_COUNTER_MAX = (1 << _COUNTER_BITS) - 1
+
+
+def new_snapshot_id() -> str:
+    """A fresh UUIDv7 string (RFC 9562): time-ordered, and strictly increasing per process.
+
+    48 bits of Unix milliseconds, then a 42-bit counter (seeded randomly each millisecond,
+    top bit clear so it has room to grow; RFC 9562 method 1), then 32 random bits. When the
+    clock stands still or steps back the previous millisecond is reused and the counter
+    incremented, so ids generated later in a process always sort after earlier ones.
+    """
+    global _uuid_last_ms, _uuid_counter
+    with _uuid_lock:
+        now_ms = time.time_ns() // 1_000_000
+        if now_ms > _uuid_last_ms:
+            _uuid_last_ms = now_ms
+            _uuid_counter = int.from_bytes(os.urandom(6)) & (_COUNTER_MAX >> 1)
+        else:
+            _uuid_counter += 1
+            if _uuid_counter > _COUNTER_MAX:  # 2**41 ids in one millisecond: borrow the next
+                _uuid_last_ms += 1
+                _uuid_counter = 0
+        ms, counter = _uuid_last_ms, _uuid_counter
+    rand_a = counter >> 30
+    rand_b = ((counter & ((1 << 30) - 1)) << 32) | int.from_bytes(os.urandom(4))
+    value = (ms & ((1 << 48) - 1)) << 80 | 0x7 << 76 | rand_a << 64 | 0b10 << 62 | rand_b
+    return str(uuid.UUID(int=value))
+
+
+def is_snapshot_id(value: object) -> bool:
+    """Whether ``value`` is a UUID in canonical form (lowercase, hyphenated)."""
+    if not isinstance(value, str) or len(value) != 36:
+        return False
+    try:
+        return str(uuid.UUID(value)) == value
+    except ValueError:
+        return False
+
+
+# -- JSON values ----------------------------------------------------------------------
+
+
+def _json_problem(value: Any, path: str, depth: int = 0) -> str | None:
+    if depth > 200:
+        return f"{path}: nested too deeply"
+    if value is None or isinstance(value, bool | int | str):
+        return None
+    if isinstance(value, float):
+        return None if math.isfinite(value) else f"{path}: {value!r} is not a JSON number"
+    if isinstance(value, list | tuple):
+        for i, item in enumerate(value):
+            problem = _json_problem(item, f"{path}[{i}]", depth + 1)
+            if problem:
+                return problem
+        return None
+    if isinstance(value, dict):
+        for k, item in value.items():
+            if not isinstance(k, str):
+                return f"{path}: key {k!r} is not a str"
+            problem = _json_problem(item, f"{path}[{k!r}]", depth + 1)
+            if problem:
+                return problem
+        return None
+    return f"{path}: {type(value).__name__} is not a JSON value"
+
+
+def _require_json(value: Any, what: str) -> Any:
+    problem = _json_problem(value, what)
+    if problem is not None:
+        raise StateNotJsonError(f"snapshot {problem}")
+    return value
+
+
+# -- models ---------------------------------------------------------------------------
+
+
+class SnapshotData(BaseModel):
+    """What a snapshot holds; a field left ``None`` is absent (and is not restored)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    messages: list[Message] | None = None
+    state: dict[str, Any] | None = None
+    system_prompt: str | None = None
+
+    @field_validator("state")
+    @classmethod
+    def _state_is_json(cls, value: dict[str, Any] | None) -> dict[str, Any] | None:
+        return value if value is None else _require_json(value, "state")
+
+    @model_serializer(mode="wrap")
+    def _drop_absent(
+        self, handler: SerializerFunctionWrapHandler, info: SerializationInfo
+    ) -> dict[str, Any]:
+        dumped: dict[str, Any] = handler(self)
+        return {k: v for k, v in dumped.items() if getattr(self, k) is not None}
+
+    @property
+    def fields(self) -> set[str]:
+        """The names of the fields this snapshot carries."""
+        return {name for name in SNAPSHOT_FIELDS if getattr(self, name) is not None}
+
+
+def _now_utc() -> datetime:
+    return datetime.now(UTC)
+
+
+class Snapshot(BaseModel):
+    """One saved picture of an agent (``data``) plus ``app_data`` that rides along untouched."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    schema_version: int = SNAPSHOT_SCHEMA_VERSION
+    snapshot_id: str = Field(default_factory=new_snapshot_id)
+    created_at: AwareDatetime = Field(default_factory=_now_utc)
+    data: SnapshotData
+    app_data: Any = None
+
+    def __init__(self, data: SnapshotData | None = None, /, **kwargs: Any) -> None:
+        if data is not None:
+            kwargs["data"] = data
+        super().__init__(**kwargs)
+
+    @field_validator("schema_version")
+    @classmethod
+    def _known_version(cls, value: int) -> int:
+        if not 1 <= value <= SNAPSHOT_SCHEMA_VERSION:
+            raise ValueError(
+                f"schema_version {value} is not supported (this framework reads 1 to "
+                f"{SNAPSHOT_SCHEMA_VERSION}); upgrade framework-agents to read it"
+            )
+        return value
+
+    @field_validator("snapshot_id")
+    @classmethod
+    def _uuid_id(cls, value: str) -> str:
+        if not is_snapshot_id(value):
+            raise ValueError(f"snapshot_id {value!r} is not a canonical UUID string")
+        return value
+
+    @field_validator("created_at")
+    @classmethod
+    def _utc(cls, value: datetime) -> datetime:
+        return value.astimezone(UTC)
+
+    @field_validator("app_data")
+    @classmethod
+    def _app_data_is_json(cls, value: Any) -> Any:
+        return _require_json(value, "app_data")
+
+    def to_json(self) -> bytes:
+        """The stored form of this snapshot (UTF-8 JSON)."""
+        return self.model_dump_json().encode()
+
+    @classmethod
+    def from_json(cls, raw: bytes | str, *, source: str = "snapshot") -> Snapshot:
+        """Parse a stored snapshot; anything unreadable raises ``SNAPSHOT_CORRUPT``."""
+        try:
+            doc = json.loads(raw)
+        except (ValueError, RecursionError) as exc:
+            raise SnapshotCorruptError(f"{source} is not valid JSON: {exc}") from None
+        if not isinstance(doc, dict):
+            raise SnapshotCorruptError(f"{source} is not a JSON object")
+        version = doc.get("schema_version")
+        if type(version) is not int:
+            raise SnapshotCorruptError(f"{source} has no integer schema_version")
+        if version > SNAPSHOT_SCHEMA_VERSION:
+            raise SnapshotCorruptError(
+                f"{source} has schema_version {version}, newer than this framework reads "
+                f"({SNAPSHOT_SCHEMA_VERSION}); upgrade framework-agents"
+            )
+        try:
+            return cls.model_validate(doc)
+        except (ValidationError, StateNotJsonError, RecursionError) as exc:
+            raise SnapshotCorruptError(f"{source} is wrongly shaped: {exc}") from None
+
+
+def select_snapshot_fields(
+    preset: str | None = None,
+    include: Iterable[str] | None = None,
+    exclude: Iterable[str] | None = None,
+) -> set[str]:
+    """The fields to snapshot: ``(preset's base - exclude) | include``.
+
+    ``preset="session"`` gives ``{"messages", "state"}``; no preset gives the empty base.
+    An unknown preset or field raises ``SNAPSHOT_FIELD``.
+    """
+    if preset is None:
+        base: set[str] = set()
+    elif isinstance(preset, str) and preset in SNAPSHOT_PRESETS:
+        base = set(SNAPSHOT_PRESETS[preset])
+    else:
+        known = ", ".join(sorted(SNAPSHOT_PRESETS))
+        raise SnapshotFieldError(f"unknown snapshot preset {preset!r} (known: {known})")
+    include_set = _field_set(include, "include")
+    exclude_set = _field_set(exclude, "exclude")
+    return (base - exclude_set) | include_set
+
+
+def _field_set(fields: Iterable[str] | None, what: str) -> set[str]:
+    if fields is None:
+        return set()
+    if isinstance(fields, str):
+        raise SnapshotFieldError(f"{what} must be a collection of field names, not a str")
+    try:
+        names = set(fields)
+    except TypeError:
+        raise SnapshotFieldError(f"{what} must be a collection of field names") from None
+    unknown = names - SNAPSHOT_FIELDS
+    if unknown:
+        known = ", ".join(sorted(SNAPSHOT_FIELDS))
+        bad = ", ".join(sorted(map(repr, unknown)))
+        raise SnapshotFieldError(f"unknown snapshot field(s) {bad} in {what} (known: {known})")
+    return names

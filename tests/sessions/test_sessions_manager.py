@@ -1,0 +1,244 @@
+"""SessionManager: key layout, latest and immutable snapshots, id validation, corruption."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import uuid
+from collections.abc import Callable, Coroutine
+from pathlib import Path
+from typing import Any, TypeVar
+
+import pytest
+
+from framework_agents import Message
+from framework_agents.errors import (
+    SnapshotCorruptError,
+    SnapshotMissingError,
+    StorageKeyInvalidError,
+)
+from framework_agents.sessions import (
+    InMemoryStorage,
+    LocalFileStorage,
+    SessionManager,
+    Snapshot,
+    SnapshotData,
+    Storage,
+)
+
+T = TypeVar("T")
+
+LATEST = "session/user-42/scopes/agent/default/snapshots/snapshot_latest.json"
+
+
+def run(coro: Coroutine[Any, Any, T]) -> T:
+    return asyncio.run(coro)
+
+
+BACKENDS: dict[str, Callable[[Path], Storage]] = {
+    "memory": lambda _tmp: InMemoryStorage(),
+    "local": lambda tmp: LocalFileStorage(tmp / "store"),
+}
+
+
+@pytest.fixture(params=list(BACKENDS), ids=list(BACKENDS))
+def storage(request: pytest.FixtureRequest, tmp_path: Path) -> Storage:
+    return BACKENDS[request.param](tmp_path)
+
+
+def _data(n: int = 1) -> SnapshotData:
+    return SnapshotData(
+        messages=[Message("user", f"q{n}"), Message("assistant", f"a{n}")], state={"n": n}
+    )
+
+
+def test_latest_round_trip_uses_the_documented_key(storage: Storage) -> None:
+    sm = SessionManager("user-42", storage)
+
+    async def body() -> None:
+        assert await sm.load_latest() is None
+        snap = Snapshot(_data(), app_data={"v": 1})
+        await sm.save_latest(snap)
+        assert await storage.list() == [LATEST]
+        assert await sm.load_latest() == snap
+        raw = await storage.get(LATEST)
+        assert raw is not None and json.loads(raw)["data"]["state"] == {"n": 1}
+        newer = Snapshot(_data(2))
+        await sm.save_latest(newer)
+        assert await sm.load_latest() == newer
+        assert await storage.list() == [LATEST]
+
+    run(body())
+    assert sm.latest_key == LATEST
+
+
+def test_local_storage_layout_on_disk(tmp_path: Path) -> None:
+    sm = SessionManager("s1", LocalFileStorage(tmp_path), agent_id="writer")
+
+    async def body() -> str:
+        await sm.save_latest(Snapshot(_data()))
+        return await sm.save_snapshot(_data())
+
+    sid = run(body())
+    snaps = tmp_path / "session" / "s1" / "scopes" / "agent" / "writer" / "snapshots"
+    assert sorted(p.name for p in snaps.iterdir()) == sorted(
+        ["snapshot_latest.json", f"{sid}.json"]
+    )
+
+
+def test_immutable_snapshots(storage: Storage) -> None:
+    sm = SessionManager("user-42", storage)
+
+    async def body() -> None:
+        assert await sm.list_snapshot_ids() == []
+        ids = [await sm.save_snapshot(_data(i), app_data={"i": i}) for i in range(12)]
+        assert all(str(uuid.UUID(i)) == i and uuid.UUID(i).version == 7 for i in ids)
+        assert await sm.list_snapshot_ids() == ids  # oldest first
+        for i, sid in enumerate(ids):
+            snap = await sm.restore_snapshot(sid)
+            assert snap.snapshot_id == sid
+            assert snap.data.state == {"n": i}
+            assert snap.app_data == {"i": i}
+        # save_latest does not add to the immutable list; save_snapshot does not touch latest.
+        await sm.save_latest(Snapshot(_data(99)))
+        assert await sm.list_snapshot_ids() == ids
+        latest = await sm.load_latest()
+        assert latest is not None and latest.data.state == {"n": 99}
+        await sm.delete_snapshot(ids[0])
+        assert await sm.list_snapshot_ids() == ids[1:]
+
+    run(body())
+
+
+def test_save_snapshot_accepts_a_plain_mapping(storage: Storage) -> None:
+    sm = SessionManager("u", storage)
+
+    async def body() -> None:
+        sid = await sm.save_snapshot({"state": {"x": 1}, "system_prompt": "p"})
+        snap = await sm.restore_snapshot(sid)
+        assert snap.data.fields == {"state", "system_prompt"}
+
+    run(body())
+
+
+def test_restore_unknown_snapshot_is_missing(storage: Storage) -> None:
+    sm = SessionManager("u", storage)
+    with pytest.raises(SnapshotMissingError) as info:
+        run(sm.restore_snapshot(str(uuid.uuid4())))
+    assert info.value.code == "SNAPSHOT_MISSING"
+
+
+@pytest.mark.parametrize(
+    "bad_id",
+    ["../../../../etc/passwd", "snapshot_latest", "", "x/y", str(uuid.uuid4()).upper(), "a\x00"],
+    ids=["traversal", "latest", "empty", "slash", "upper", "nul"],
+)
+def test_restore_with_a_non_uuid_id_is_missing_and_reads_nothing(
+    storage: Storage, bad_id: str
+) -> None:
+    sm = SessionManager("u", storage)
+    run(sm.save_latest(Snapshot(_data())))
+    with pytest.raises(SnapshotMissingError):
+        run(sm.restore_snapshot(bad_id))
+
+
+def test_ids_of_foreign_files_are_not_listed(storage: Storage) -> None:
+    sm = SessionManager("u", storage)
+    prefix = "session/u/scopes/agent/default/snapshots/"
+
+    async def body() -> None:
+        sid = await sm.save_snapshot(_data())
+        await storage.put(prefix + "notes.txt", b"x")
+        await storage.put(prefix + "not-a-uuid.json", b"{}")
+        await storage.put(prefix + "sub/" + str(uuid.uuid4()) + ".json", b"{}")
+        await sm.save_latest(Snapshot(_data()))
+        assert await sm.list_snapshot_ids() == [sid]
+
+    run(body())
+
+
+def test_agents_and_sessions_are_isolated(storage: Storage) -> None:
+    a = SessionManager("s", storage, agent_id="a")
+    b = SessionManager("s", storage, agent_id="b")
+    other = SessionManager("s2", storage, agent_id="a")
+    prefix_clash = SessionManager("s", storage, agent_id="a-1")  # "a" is a string prefix
+
+    async def body() -> None:
+        await a.save_latest(Snapshot(_data(1)))
+        sid = await a.save_snapshot(_data(1))
+        await prefix_clash.save_snapshot(_data(3))
+        assert await b.load_latest() is None
+        assert await other.load_latest() is None
+        assert await b.list_snapshot_ids() == []
+        assert await a.list_snapshot_ids() == [sid]
+        with pytest.raises(SnapshotMissingError):
+            await b.restore_snapshot(sid)
+
+    run(body())
+
+
+@pytest.mark.parametrize(
+    "bad",
+    ["", "..", ".", "a/b", "../x", "a\\b", "a\x00", "CON", "caf\u00e9", " x", ".hidden", 42],
+    ids=[
+        "empty",
+        "dotdot",
+        "dot",
+        "slash",
+        "up",
+        "bs",
+        "nul",
+        "device",
+        "unicode",
+        "space",
+        "hidden",
+        "int",
+    ],
+)
+def test_session_and_agent_ids_are_validated(bad: object) -> None:
+    with pytest.raises(StorageKeyInvalidError, match="session_id") as info:
+        SessionManager(bad, InMemoryStorage())  # type: ignore[arg-type]
+    assert info.value.code == "STORAGE_KEY_INVALID"
+    with pytest.raises(StorageKeyInvalidError, match="agent_id"):
+        SessionManager("ok", InMemoryStorage(), agent_id=bad)  # type: ignore[arg-type]
+
+
+def test_corrupt_latest_raises_snapshot_corrupt(storage: Storage) -> None:
+    sm = SessionManager("u", storage)
+
+    async def body() -> None:
+        await storage.put(sm.latest_key, b'{"schema_version": 1, "data": {"messages": 3}}')
+        with pytest.raises(SnapshotCorruptError):
+            await sm.load_latest()
+        await storage.put(sm.latest_key, b"{not json")
+        with pytest.raises(SnapshotCorruptError):
+            await sm.load_latest()
+        # The corrupt document is left as it was for a human to inspect.
+        assert await storage.get(sm.latest_key) == b"{not json"
+
+    run(body())
+
+
+def test_immutable_snapshot_holding_another_id_is_corrupt(storage: Storage) -> None:
+    sm = SessionManager("u", storage)
+
+    async def body() -> None:
+        sid = await sm.save_snapshot(_data())
+        forged = Snapshot(_data(), snapshot_id=str(uuid.uuid4()))
+        await storage.put(sm.snapshot_key(sid), forged.to_json())
+        with pytest.raises(SnapshotCorruptError, match="holds id"):
+            await sm.restore_snapshot(sid)
+
+    run(body())
+
+
+def test_save_latest_takes_a_snapshot() -> None:
+    with pytest.raises(TypeError, match="Snapshot"):
+        run(SessionManager("u", InMemoryStorage()).save_latest(_data()))  # type: ignore[arg-type]
+
+
+def test_a_restarted_process_sees_the_saved_session(tmp_path: Path) -> None:
+    run(SessionManager("u", LocalFileStorage(tmp_path)).save_latest(Snapshot(_data(7))))
+    fresh = SessionManager("u", LocalFileStorage(tmp_path))
+    snap = run(fresh.load_latest())
+    assert snap is not None and snap.data.state == {"n": 7}

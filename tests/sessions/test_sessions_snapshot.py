@@ -1,0 +1,261 @@
+"""Snapshot models, their stored form, UUIDv7 ids and field selection."""
+
+from __future__ import annotations
+
+import json
+import threading
+import uuid
+from datetime import UTC, datetime, timedelta, timezone
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from pydantic import ValidationError
+
+from framework_agents import Message, ToolCall
+from framework_agents.errors import SnapshotCorruptError, SnapshotFieldError, StateNotJsonError
+from framework_agents.sessions import Snapshot, SnapshotData, select_snapshot_fields
+from framework_agents.sessions.snapshot import (
+    SNAPSHOT_SCHEMA_VERSION,
+    is_snapshot_id,
+    new_snapshot_id,
+)
+
+# -- select_snapshot_fields ---------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "expected"),
+    [
+        ({}, set()),
+        ({"preset": "session"}, {"messages", "state"}),
+        (
+            {"preset": "session", "include": ["system_prompt"]},
+            {"messages", "state", "system_prompt"},
+        ),
+        ({"preset": "session", "exclude": ["state"]}, {"messages"}),
+        ({"preset": "session", "exclude": ["messages", "state"]}, set()),
+        ({"include": ["state"]}, {"state"}),
+        ({"include": ("system_prompt", "messages")}, {"system_prompt", "messages"}),
+        ({"exclude": ["state"]}, set()),
+        # include wins over exclude: (base - exclude) | include
+        ({"preset": "session", "exclude": ["state"], "include": ["state"]}, {"messages", "state"}),
+        ({"include": ["state"], "exclude": ["state"]}, {"state"}),
+        ({"preset": "session", "exclude": ["system_prompt"]}, {"messages", "state"}),
+    ],
+    ids=[
+        "no-preset",
+        "session",
+        "session+prompt",
+        "session-state",
+        "session-all",
+        "include-only",
+        "include-tuple",
+        "exclude-only",
+        "include-beats-exclude",
+        "include-beats-exclude-no-preset",
+        "exclude-absent",
+    ],
+)
+def test_select_snapshot_fields(kwargs: dict[str, object], expected: set[str]) -> None:
+    assert select_snapshot_fields(**kwargs) == expected  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    "kwargs",
+    [
+        {"preset": "everything"},
+        {"preset": ""},
+        {"include": ["memory"]},
+        {"exclude": ["systemPrompt"]},
+        {"include": "state"},
+        {"include": 5},
+        {"preset": "session", "include": ["messages", "bogus"]},
+    ],
+    ids=["preset", "empty-preset", "include", "exclude", "str-include", "int", "mixed"],
+)
+def test_unknown_presets_and_fields_raise(kwargs: dict[str, object]) -> None:
+    with pytest.raises(SnapshotFieldError) as info:
+        select_snapshot_fields(**kwargs)  # type: ignore[arg-type]
+    assert info.value.code == "SNAPSHOT_FIELD"
+
+
+# -- ids ----------------------------------------------------------------------------------
+
+
+def test_snapshot_ids_are_uuid7() -> None:
+    sid = new_snapshot_id()
+    parsed = uuid.UUID(sid)
+    assert parsed.version == 7
+    assert parsed.variant == uuid.RFC_4122
+    assert is_snapshot_id(sid)
+    ms = parsed.int >> 80
+    now_ms = datetime.now(UTC).timestamp() * 1000
+    assert abs(now_ms - ms) < 60_000
+
+
+def test_snapshot_ids_strictly_increase_within_a_process() -> None:
+    ids = [new_snapshot_id() for _ in range(20_000)]
+    assert ids == sorted(ids)
+    assert len(set(ids)) == len(ids)
+
+
+def test_snapshot_ids_are_monotonic_across_threads() -> None:
+    per_thread: list[list[str]] = [[] for _ in range(4)]
+
+    def work(out: list[str]) -> None:
+        out.extend(new_snapshot_id() for _ in range(2000))
+
+    threads = [threading.Thread(target=work, args=(out,)) for out in per_thread]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    everything = [i for out in per_thread for i in out]
+    assert len(set(everything)) == len(everything)
+    for out in per_thread:
+        assert out == sorted(out)
+
+
+@pytest.mark.parametrize(
+    "value",
+    ["", "not-a-uuid", "../../etc/passwd", str(uuid.uuid4()).upper(), uuid.uuid4().hex, None, 7],
+    ids=["empty", "word", "traversal", "upper", "hex", "none", "int"],
+)
+def test_is_snapshot_id_refuses_non_canonical(value: object) -> None:
+    assert not is_snapshot_id(value)
+
+
+# -- models -------------------------------------------------------------------------------
+
+
+def _history() -> list[Message]:
+    return [
+        Message("user", "hi"),
+        Message("assistant", "", tool_calls=[ToolCall("c1", "add", {"a": 1})]),
+        Message("tool", "2", tool_call_id="c1", name="add"),
+        Message("assistant", "done", metadata={"kind": "x"}),
+    ]
+
+
+def test_absent_fields_are_absent_from_the_stored_form() -> None:
+    snap = Snapshot(SnapshotData(state={"n": 1}))
+    doc = json.loads(snap.to_json())
+    assert doc["data"] == {"state": {"n": 1}}
+    assert doc["schema_version"] == SNAPSHOT_SCHEMA_VERSION
+    assert doc["app_data"] is None
+    assert snap.data.fields == {"state"}
+    assert SnapshotData().fields == set()
+    assert json.loads(Snapshot(SnapshotData()).to_json())["data"] == {}
+
+
+def test_round_trip_keeps_everything() -> None:
+    data = SnapshotData(messages=_history(), state={"k": [1, 2.5, None, "x"]}, system_prompt="be")
+    snap = Snapshot(data, app_data={"ui": {"tab": 3}})
+    back = Snapshot.from_json(snap.to_json())
+    assert back == snap
+    assert back.data.messages is not None and data.messages is not None
+    assert [m.id for m in back.data.messages] == [m.id for m in data.messages]
+    assert back.created_at.tzinfo is not None
+
+
+def test_empty_state_and_prompt_are_present_not_absent() -> None:
+    snap = Snapshot(SnapshotData(messages=[], state={}, system_prompt=""))
+    back = Snapshot.from_json(snap.to_json())
+    assert back.data.fields == {"messages", "state", "system_prompt"}
+
+
+def test_created_at_is_utc_and_must_be_aware() -> None:
+    plus2 = timezone(timedelta(hours=2))
+    snap = Snapshot(SnapshotData(), created_at=datetime(2024, 1, 1, 12, tzinfo=plus2))
+    assert snap.created_at == datetime(2024, 1, 1, 10, tzinfo=UTC)
+    assert snap.created_at.utcoffset() == timedelta(0)
+    with pytest.raises(ValidationError):
+        Snapshot(SnapshotData(), created_at=datetime(2024, 1, 1))
+
+
+def test_snapshot_id_must_be_a_uuid() -> None:
+    with pytest.raises(ValidationError):
+        Snapshot(SnapshotData(), snapshot_id="../../x")
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [{"f": object()}, {"f": float("nan")}, {"f": float("inf")}, {1: "k"}, {"f": {1, 2}}],
+    ids=["object", "nan", "inf", "int-key", "set"],
+)
+def test_state_and_app_data_must_be_json(bad: dict[object, object]) -> None:
+    with pytest.raises((StateNotJsonError, ValidationError)):
+        SnapshotData(state=bad)  # type: ignore[arg-type]
+    with pytest.raises(StateNotJsonError):
+        Snapshot(SnapshotData(), app_data=bad)
+
+
+def _stored(**overrides: object) -> bytes:
+    doc = json.loads(Snapshot(SnapshotData(messages=_history(), state={"a": 1})).to_json())
+    doc.update(overrides)
+    return json.dumps(doc).encode()
+
+
+CORRUPT = {
+    "truncated": _stored()[:-7],
+    "not-json": b"\x00\xff garbage",
+    "empty": b"",
+    "list": b"[]",
+    "null": b"null",
+    "no-version": json.dumps({"data": {}}).encode(),
+    "string-version": _stored(schema_version="1"),
+    "bool-version": _stored(schema_version=True),
+    "newer-version": _stored(schema_version=SNAPSHOT_SCHEMA_VERSION + 1),
+    "zero-version": _stored(schema_version=0),
+    "unknown-key": _stored(surprise=1),
+    "bad-data": _stored(data={"messages": "nope"}),
+    "unknown-data-field": _stored(data={"memory": []}),
+    "bad-message": _stored(data={"messages": [{"role": "robot"}]}),
+    "bad-id": _stored(snapshot_id="../../x"),
+    "naive-time": _stored(created_at="2024-01-01T00:00:00"),
+    "no-data": _stored(data=None),
+    "deep": b'{"schema_version": 1, "data": {}, "app_data": '
+    + b"[" * 100_000
+    + b"]" * 100_000
+    + b"}",
+}
+
+
+@pytest.mark.parametrize("raw", CORRUPT.values(), ids=CORRUPT.keys())
+def test_corrupt_documents_raise_snapshot_corrupt(raw: bytes) -> None:
+    with pytest.raises(SnapshotCorruptError) as info:
+        Snapshot.from_json(raw)
+    assert info.value.code == "SNAPSHOT_CORRUPT"
+
+
+def test_newer_schema_version_says_upgrade() -> None:
+    with pytest.raises(SnapshotCorruptError, match="upgrade"):
+        Snapshot.from_json(_stored(schema_version=99))
+
+
+_json = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers()
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text(),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(), inner, max_size=4),
+    max_leaves=12,
+)
+
+
+@given(
+    state=st.none() | st.dictionaries(st.text(), _json, max_size=4),
+    prompt=st.none() | st.text(),
+    app=_json,
+)
+def test_any_json_state_round_trips(
+    state: dict[str, object] | None, prompt: str | None, app: object
+) -> None:
+    snap = Snapshot(SnapshotData(state=state, system_prompt=prompt), app_data=app)
+    back = Snapshot.from_json(snap.to_json())
+    assert back.data.state == state
+    assert back.data.system_prompt == prompt
+    assert back.app_data == app
+    assert back.snapshot_id == snap.snapshot_id
