@@ -1,0 +1,37 @@
+"""The checkpointer contract: save, load, delete, list, and a thread's run lock."""
+
+from __future__ import annotations
+
+from contextlib import AbstractAsyncContextManager
+from typing import Protocol, runtime_checkable
+
+from .model import ThreadCheckpoint
+
+__all__ = ["Checkpointer"]
+
+
+@runtime_checkable
+class Checkpointer(Protocol):
+    """Where threads are checkpointed. Every method validates the thread id (THREAD_ID_INVALID)."""
+
+    async def save(self, checkpoint: ThreadCheckpoint) -> None:
+        """Replace the thread's checkpoint with ``checkpoint`` (atomically)."""
+        ...
+
+    async def load(self, thread_id: str) -> ThreadCheckpoint | None:
+        """The thread's checkpoint or ``None``; CHECKPOINT_CORRUPT when unreadable."""
+        ...
+
+    async def delete(self, thread_id: str) -> None:
+        """Forget the thread's checkpoint (no error when there is none)."""
+        ...
+
+    async def list_threads(self) -> list[str]:
+        """The ids of the threads that have a checkpoint, sorted."""
+        ...
+
+    def thread_lock(
+        self, thread_id: str, *, timeout: float | None = 10.0
+    ) -> AbstractAsyncContextManager[None]:
+        """Hold the thread for a whole run; THREAD_BUSY after ``timeout``. Saves inside it work."""
+        ...

@@ -1,0 +1,415 @@
+"""Cross-process file locks that survive a holder's crash: :func:`with_file_lock`.
+
+The lock is the file at ``path``. Whoever creates it with ``O_CREAT | O_EXCL`` owns it, and
+holds ``flock(LOCK_EX)`` on it for as long as it owns it; the file carries a JSON record
+(pid, host, a random token, the time) for people reading it, never for deciding anything
+but "was the file completed by its creator".
+
+Proof of death. A waiter that finds the file opens it and tries ``flock(LOCK_EX | LOCK_NB)``.
+A live owner still holds the kernel lock, so the try fails and the waiter polls again. If the
+try succeeds, the kernel has released the owner's lock, which it does only when the owner
+closed the file or died. The waiter then re-checks, still holding the kernel lock, that the
+path names the very inode it locked (``fstat`` against ``stat``) and takes the lock over *in
+place*: it writes its own record into that file and is the owner. No unlink happens on this
+path, so racing waiters cannot delete each other's fresh locks: only one of them can hold the
+kernel lock of that inode, and a waiter that locked an inode the path no longer names starts
+again. Release unlinks the path only if it still names the owner's inode, and does so
+*before* closing the file (and so before the kernel lock drops).
+
+When ``stale_after`` applies (holders that cannot be proven dead):
+
+1. The file has no complete record and is older than ``stale_after`` seconds: its creator
+   died between ``O_EXCL`` and writing the record (or the machine crashed and lost the
+   data). A younger empty file belongs to a creator that is about to take the kernel lock.
+2. The filesystem refuses ``flock`` (``ENOLCK``, ``EOPNOTSUPP``, ``ENOSYS``, ``EINVAL``: some
+   NFS and FUSE mounts). Then nothing can prove death: an owner refreshes the file's mtime
+   every ``stale_after / 4`` seconds while it holds the lock (a heartbeat task), and a lock
+   whose mtime is older than ``stale_after`` counts as abandoned. The reclaim is serialised
+   by a second ``O_EXCL`` guard file (``<name>.reclaim``) and re-checks, under the guard,
+   that the path still names the same stale inode with the same record before unlinking it.
+   This mode trusts clocks (the file server's mtime against this host's time) and an owner
+   whose event loop stalls past ``stale_after`` can lose the lock: it is a fallback.
+
+A live owner that holds the kernel lock is never robbed, however old the file: age is
+never taken over proof. A hung owner therefore makes waiters fail with ``LOCK_TIMEOUT``.
+
+Inside one process the tasks of one event loop queue on an ``asyncio.Lock`` per resolved
+path first (FIFO, no polling); only the head of that queue polls the file, with a small
+jittered backoff (1 ms doubling to 50 ms). Across processes there is no FIFO order.
+
+Limits: the kernel lock belongs to the open file description, so a child made with
+``fork()`` while the lock is held shares it (the descriptor is ``O_CLOEXEC``, so ``exec``
+does not). Only POSIX systems with ``fcntl`` are supported.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import errno
+import fcntl
+import json
+import os
+import random
+import socket
+import threading
+import time
+import uuid
+import weakref
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ..errors import InvalidArgumentError, LockTimeoutError
+from ._io import run_blocking
+
+__all__ = ["lock_holder", "with_file_lock"]
+
+#: errno values meaning "this filesystem does not do flock" (degraded mode).
+_NO_FLOCK = frozenset({errno.ENOLCK, errno.EOPNOTSUPP, errno.ENOTSUP, errno.ENOSYS, errno.EINVAL})
+_OPEN_FLAGS = os.O_RDWR | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+_MIN_DELAY = 0.001
+_MAX_DELAY = 0.05
+#: How long a creator retries for the kernel lock on the file it just made while a waiter
+#: inspects it (waiters hold it for microseconds on that path).
+_CREATOR_SPIN = 0.05
+
+
+def _flock(fd: int, operation: int) -> None:
+    # One seam for the kernel lock, so tests can simulate a filesystem without flock.
+    fcntl.flock(fd, operation)
+
+
+@dataclass(frozen=True, slots=True)
+class _Held:
+    """A lock this process owns: its open descriptor and the inode it names."""
+
+    path: Path
+    fd: int
+    dev: int
+    ino: int
+    token: str
+    kernel_locked: bool
+
+
+class _Busy:
+    """Sentinel: the lock is held by someone else (or being created); poll again."""
+
+
+class _Again:
+    """Sentinel: the path changed under us; try again at once."""
+
+
+_BUSY = _Busy()
+_AGAIN = _Again()
+
+
+def _record(token: str) -> bytes:
+    info = {
+        "pid": os.getpid(),
+        "host": socket.gethostname(),
+        "token": token,
+        "acquired_at": time.time(),
+    }
+    return json.dumps(info).encode() + b"\n"
+
+
+def _write_record(fd: int, token: str) -> None:
+    # Diagnostics and "creator finished" marker only; not fsynced on purpose (after a
+    # machine crash the kernel lock is gone anyway and rule 1 covers a lost record).
+    data = _record(token)
+    os.ftruncate(fd, 0)
+    os.pwrite(fd, data, 0)
+
+
+def _parse_record(data: bytes) -> dict[str, Any] | None:
+    try:
+        value = json.loads(data)
+    except ValueError:
+        return None
+    if isinstance(value, dict) and isinstance(value.get("token"), str):
+        return value
+    return None
+
+
+def _read_record(fd: int) -> dict[str, Any] | None:
+    return _parse_record(os.pread(fd, 4096, 0))
+
+
+def _names(path: Path, st: os.stat_result) -> bool:
+    """Whether ``path`` (not followed) currently names the inode of ``st``."""
+    try:
+        now = os.stat(path, follow_symlinks=False)
+    except FileNotFoundError:
+        return False
+    return (now.st_dev, now.st_ino) == (st.st_dev, st.st_ino)
+
+
+def _try_kernel_lock(fd: int) -> bool | None:
+    """``True``: locked; ``None``: someone else holds it; ``False``: no flock here."""
+    try:
+        _flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return None
+    except OSError as exc:
+        if exc.errno in _NO_FLOCK:
+            return False
+        raise
+    return True
+
+
+def _create(path: Path, token: str) -> _Held | _Busy | _Again | None:
+    """Try to create the lock file; ``None`` when it already exists."""
+    try:
+        fd = os.open(path, _OPEN_FLAGS | os.O_CREAT | os.O_EXCL, 0o644)
+    except FileExistsError:
+        return None
+    try:
+        st = os.fstat(fd)
+        deadline = time.monotonic() + _CREATOR_SPIN
+        while True:
+            locked = _try_kernel_lock(fd)
+            if locked is not None or time.monotonic() >= deadline:
+                break
+            time.sleep(0.0005)
+        if locked is None:
+            # Someone took our fresh file over (only possible past stale_after): it is theirs.
+            os.close(fd)
+            return _BUSY
+        if locked and (os.fstat(fd).st_size != 0 or not _names(path, st)):
+            # A waiter took the file over and released it between our create and our lock.
+            os.close(fd)
+            return _AGAIN
+        _write_record(fd, token)
+        return _Held(path, fd, st.st_dev, st.st_ino, token, kernel_locked=locked)
+    except BaseException:
+        os.close(fd)
+        raise
+
+
+def _inspect(path: Path, token: str, stale_after: float) -> _Held | _Busy | _Again:
+    """The lock file exists: reclaim it if its owner is provably gone, else report busy."""
+    try:
+        fd = os.open(path, _OPEN_FLAGS)
+    except FileNotFoundError:
+        return _AGAIN
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise InvalidArgumentError(
+                f"lock path {str(path)!r} is a symlink; a lock file is never followed"
+            ) from exc
+        raise
+    keep = False
+    try:
+        locked = _try_kernel_lock(fd)
+        if locked is None:
+            return _BUSY
+        st = os.fstat(fd)
+        if not locked:
+            return _inspect_without_flock(path, fd, st, stale_after)
+        if not _names(path, st):
+            return _AGAIN
+        if _read_record(fd) is None and time.time() - st.st_mtime < stale_after:
+            return _BUSY  # its creator is between O_EXCL and taking the kernel lock
+        # The owner is gone (the kernel dropped its lock) or never finished creating the
+        # file long ago. We hold the kernel lock on the inode the path names: take over.
+        _write_record(fd, token)
+        keep = True
+        return _Held(path, fd, st.st_dev, st.st_ino, token, kernel_locked=True)
+    finally:
+        if not keep:
+            os.close(fd)
+
+
+def _inspect_without_flock(
+    path: Path, fd: int, st: os.stat_result, stale_after: float
+) -> _Busy | _Again:
+    """Degraded mode (no flock): reclaim by age under an O_EXCL guard (rule 2)."""
+    if time.time() - st.st_mtime <= stale_after:
+        return _BUSY
+    seen = _read_record(fd)
+    guard = path.with_name(path.name + ".reclaim")
+    try:
+        gfd = os.open(guard, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o644)
+    except FileExistsError:
+        with contextlib.suppress(FileNotFoundError):
+            if time.time() - os.stat(guard).st_mtime > stale_after:
+                os.unlink(guard)  # a reclaimer died holding the guard
+        return _BUSY
+    try:
+        try:
+            now = os.stat(path, follow_symlinks=False)
+        except FileNotFoundError:
+            return _AGAIN
+        same = (now.st_dev, now.st_ino, now.st_mtime_ns) == (st.st_dev, st.st_ino, st.st_mtime_ns)
+        if same and _read_record(fd) == seen and time.time() - now.st_mtime > stale_after:
+            os.unlink(path)
+        return _AGAIN
+    finally:
+        os.close(gfd)
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(guard)
+
+
+def _acquire_once(path: Path, token: str, stale_after: float) -> _Held | _Busy:
+    """One non-blocking attempt (blocking I/O; runs in a worker thread)."""
+    for _ in range(8):
+        created = _create(path, token)
+        outcome = _inspect(path, token, stale_after) if created is None else created
+        if not isinstance(outcome, _Again):
+            return outcome
+    return _BUSY
+
+
+def _release(held: _Held) -> None:
+    """Unlink the lock file if it is still ours, then close (dropping the kernel lock)."""
+    try:
+        now = os.stat(held.path, follow_symlinks=False)
+        ours = (now.st_dev, now.st_ino) == (held.dev, held.ino)
+        if ours and not held.kernel_locked:
+            record = _read_record(held.fd)
+            ours = record is not None and record.get("token") == held.token
+        if ours:
+            os.unlink(held.path)
+    except FileNotFoundError:
+        pass
+    finally:
+        os.close(held.fd)
+
+
+def _release_outcome(outcome: _Held | _Busy) -> None:
+    if isinstance(outcome, _Held):
+        _release(outcome)
+
+
+def lock_holder(path: str | os.PathLike[str]) -> dict[str, Any] | None:
+    """The record in a lock file (pid, host, token, acquired_at), or ``None`` (blocking)."""
+    try:
+        with open(path, "rb") as fh:
+            return _parse_record(fh.read(4096))
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+
+
+class LocalLocks:
+    """One ``asyncio.Lock`` per (event loop, resolved path), dropped when unused."""
+
+    def __init__(self) -> None:
+        self._mutex = threading.Lock()
+        self._by_loop: weakref.WeakKeyDictionary[
+            asyncio.AbstractEventLoop, dict[str, tuple[asyncio.Lock, int]]
+        ] = weakref.WeakKeyDictionary()
+
+    def enter(self, key: str) -> asyncio.Lock:
+        loop = asyncio.get_running_loop()
+        with self._mutex:
+            table = self._by_loop.setdefault(loop, {})
+            lock, users = table.get(key, (None, 0))
+            if lock is None:
+                lock = asyncio.Lock()
+            table[key] = (lock, users + 1)
+            return lock
+
+    def leave(self, key: str) -> None:
+        loop = asyncio.get_running_loop()
+        with self._mutex:
+            table = self._by_loop.get(loop, {})
+            lock, users = table[key]
+            if users <= 1:
+                del table[key]
+            else:
+                table[key] = (lock, users - 1)
+
+
+_LOCAL = LocalLocks()
+
+
+def _resolve(path: str | os.PathLike[str]) -> Path:
+    # Resolve the directory (symlinks and ..), never the lock file itself (O_NOFOLLOW).
+    p = Path(os.path.abspath(os.fspath(path)))
+    return p.parent.resolve() / p.name
+
+
+def _remaining(deadline: float | None) -> float | None:
+    return None if deadline is None else max(0.0, deadline - time.monotonic())
+
+
+def _timeout_error(path: Path, timeout: float | None) -> LockTimeoutError:
+    holder = lock_holder(path)
+    who = ""
+    if holder is not None:
+        who = f" (held by pid {holder.get('pid')} on {holder.get('host')})"
+    return LockTimeoutError(f"lock {str(path)!r} not acquired within {timeout}s{who}")
+
+
+async def _acquire_file(
+    path: Path, deadline: float | None, limit: float | None, stale_after: float
+) -> _Held:
+    token = uuid.uuid4().hex
+    delay = _MIN_DELAY
+    while True:
+        # A cancel waits for the attempt and gives back a lock it took (never leaked).
+        outcome = await run_blocking(_acquire_once, path, token, stale_after, undo=_release_outcome)
+        if isinstance(outcome, _Held):
+            return outcome
+        left = _remaining(deadline)
+        if left is not None and left <= 0:
+            raise _timeout_error(path, limit)
+        pause = delay * (0.5 + random.random())
+        await asyncio.sleep(pause if left is None else min(pause, left))
+        delay = min(delay * 2, _MAX_DELAY)
+
+
+async def _heartbeat(held: _Held, every: float) -> None:
+    # Degraded mode only: keep the mtime fresh so waiters do not judge us abandoned.
+    while True:
+        await asyncio.sleep(every)
+        with contextlib.suppress(OSError):
+            await run_blocking(os.utime, held.fd)
+
+
+@contextlib.asynccontextmanager
+async def with_file_lock(
+    path: str | os.PathLike[str],
+    timeout: float | None = 10.0,  # noqa: ASYNC109 - the contract's name (API.md)
+    stale_after: float = 30.0,
+) -> AsyncIterator[None]:
+    """Hold the cross-process lock file ``path`` for the block (see the module docstring).
+
+    ``timeout`` bounds the wait in seconds (``None`` waits forever, ``0`` tries once) and
+    raises :class:`~framework_agents.errors.LockTimeoutError` (``LOCK_TIMEOUT``).
+    ``stale_after`` is the age past which a lock that cannot be proven dead or alive counts
+    as abandoned. The directory of ``path`` must exist.
+    """
+    if timeout is not None and not timeout >= 0:
+        raise InvalidArgumentError(f"timeout must be >= 0 or None, not {timeout!r}")
+    if not stale_after > 0:
+        raise InvalidArgumentError(f"stale_after must be > 0, not {stale_after!r}")
+    target = _resolve(path)
+    key = str(target)
+    deadline = None if timeout is None else time.monotonic() + timeout
+    local = _LOCAL.enter(key)
+    try:
+        try:
+            async with asyncio.timeout(_remaining(deadline)):
+                await local.acquire()
+        except TimeoutError:
+            raise _timeout_error(target, timeout) from None
+        try:
+            held = await _acquire_file(target, deadline, timeout, stale_after)
+            beat = None
+            if not held.kernel_locked:
+                beat = asyncio.create_task(_heartbeat(held, stale_after / 4))
+            try:
+                yield
+            finally:
+                if beat is not None:
+                    beat.cancel()
+                    with contextlib.suppress(asyncio.CancelledError):
+                        await beat
+                await run_blocking(_release, held)
+        finally:
+            local.release()
+    finally:
+        _LOCAL.leave(key)

@@ -1,0 +1,83 @@
+"""Checkpoints kept in this process: :class:`InMemoryCheckpointer` (tests, demos)."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator
+
+from ..errors import InvalidArgumentError, ThreadBusyError
+from ..history import well_formed_problems
+from .lock import LocalLocks
+from .model import ThreadCheckpoint, check_thread_id
+
+__all__ = ["InMemoryCheckpointer"]
+
+
+class InMemoryCheckpointer:
+    """The :class:`~framework_agents.checkpoint.Checkpointer` contract in a dict.
+
+    Checkpoints are stored as their JSON bytes, so a loaded checkpoint never aliases a
+    saved one and whatever would not survive a file does not survive here either. The
+    thread lock is per event loop; it does not cross processes (use FileCheckpointer).
+    """
+
+    def __init__(self) -> None:
+        self._data: dict[str, bytes] = {}
+        self._locks = LocalLocks()
+
+    async def save(self, checkpoint: ThreadCheckpoint) -> None:
+        """Replace the thread's checkpoint with ``checkpoint``."""
+        if not isinstance(checkpoint, ThreadCheckpoint):
+            raise InvalidArgumentError(
+                f"save() takes a ThreadCheckpoint, not {type(checkpoint).__name__}"
+            )
+        check_thread_id(checkpoint.thread_id)
+        problems = well_formed_problems(checkpoint.messages)
+        if problems:
+            raise InvalidArgumentError(
+                f"checkpoint messages of thread {checkpoint.thread_id!r} are not well formed: "
+                + "; ".join(problems[:3])
+            )
+        payload = ThreadCheckpoint.__pydantic_serializer__.to_json(checkpoint)
+        self._data[checkpoint.thread_id] = payload
+
+    async def load(self, thread_id: str) -> ThreadCheckpoint | None:
+        """The thread's checkpoint (a fresh copy), or ``None``."""
+        data = self._data.get(check_thread_id(thread_id))
+        return None if data is None else ThreadCheckpoint.model_validate_json(data)
+
+    async def delete(self, thread_id: str) -> None:
+        """Forget the thread's checkpoint (no error when there is none)."""
+        self._data.pop(check_thread_id(thread_id), None)
+
+    async def list_threads(self) -> list[str]:
+        """The ids of the threads that have a checkpoint, sorted."""
+        return sorted(self._data)
+
+    @contextlib.asynccontextmanager
+    async def thread_lock(
+        self,
+        thread_id: str,
+        *,
+        timeout: float | None = 10.0,  # noqa: ASYNC109 - a lock wait, not an I/O deadline
+    ) -> AsyncIterator[None]:
+        """Hold the thread for a whole run; THREAD_BUSY after ``timeout`` seconds."""
+        check_thread_id(thread_id)
+        if timeout is not None and not timeout >= 0:
+            raise InvalidArgumentError(f"timeout must be >= 0 or None, not {timeout!r}")
+        lock = self._locks.enter(thread_id)
+        try:
+            try:
+                async with asyncio.timeout(timeout):
+                    await lock.acquire()
+            except TimeoutError:
+                raise ThreadBusyError(
+                    f"thread {thread_id!r} is busy: another run held it for {timeout}s"
+                ) from None
+            try:
+                yield
+            finally:
+                lock.release()
+        finally:
+            self._locks.leave(thread_id)

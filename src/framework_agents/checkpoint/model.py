@@ -1,0 +1,116 @@
+"""The stored shape of a thread: :class:`ThreadCheckpoint` (versioned, strict).
+
+A checkpoint is what a paused or interrupted run needs to go on in another process: the
+history, the agent's state and, for human-in-the-loop, what was waiting for a decision.
+The HITL fields beyond ``pending`` implement the at-most-once protocol (see
+``docs/checkpoints.md``):
+
+* ``turn`` / ``results``: an assistant turn whose calls are being executed and the results
+  of those calls that already ran. The turn is kept *out of* ``messages`` until all its
+  calls are answered, so ``messages`` is always a well-formed history on its own.
+* ``in_flight``: an approved call about to run, saved *before* the tool runs. Finding it in
+  a checkpoint means the process died after deciding to run the call and before its result
+  was saved: the outcome is unknown.
+* ``outcome_unknown``: ``pending`` is such a call; approving it again re-runs it knowingly.
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import UTC, datetime
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from ..errors import ThreadIdInvalidError
+from ..messages import Message, ToolCall
+
+__all__ = ["CHECKPOINT_FORMAT_VERSION", "THREAD_ID_PATTERN", "ThreadCheckpoint", "check_thread_id"]
+
+#: Version of the JSON shape of a checkpoint; readers refuse newer ones (CHECKPOINT_CORRUPT).
+CHECKPOINT_FORMAT_VERSION = 1
+
+#: A thread id is one safe directory name (no separators, no leading dot, no ``..``).
+THREAD_ID_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
+
+
+def check_thread_id(thread_id: object) -> str:
+    """Return ``thread_id`` if it is a single safe directory name, else raise THREAD_ID_INVALID."""
+    if not isinstance(thread_id, str) or THREAD_ID_PATTERN.fullmatch(thread_id) is None:
+        raise ThreadIdInvalidError(
+            f"thread id {thread_id!r} is not a single safe directory name "
+            "(^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$)"
+        )
+    return thread_id
+
+
+def _now() -> datetime:
+    return datetime.now(UTC)
+
+
+class ThreadCheckpoint(BaseModel):
+    """A thread's saved history, state and pending approval (``version`` = format version)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    version: int = CHECKPOINT_FORMAT_VERSION
+    thread_id: str
+    saved_at: datetime = Field(default_factory=_now)
+    messages: list[Message] = Field(default_factory=list)
+    state: dict[str, Any] = Field(default_factory=dict)
+    pending: ToolCall | None = None
+    turn: Message | None = None
+    results: list[Message] = Field(default_factory=list)
+    in_flight: ToolCall | None = None
+    outcome_unknown: bool = False
+
+    def __init__(
+        self,
+        thread_id: str | None = None,
+        saved_at: datetime | None = None,
+        messages: list[Message] | None = None,
+        state: dict[str, Any] | None = None,
+        pending: ToolCall | None = None,
+        /,
+        **data: Any,
+    ) -> None:
+        for name, value in (
+            ("thread_id", thread_id),
+            ("saved_at", saved_at),
+            ("messages", messages),
+            ("state", state),
+            ("pending", pending),
+        ):
+            if value is not None:
+                data[name] = value
+        super().__init__(**data)
+
+    @field_validator("version")
+    @classmethod
+    def _known_version(cls, value: int) -> int:
+        if value > CHECKPOINT_FORMAT_VERSION:
+            raise ValueError(
+                f"checkpoint format version {value} is newer than this framework-agents "
+                f"understands ({CHECKPOINT_FORMAT_VERSION}); upgrade to read it"
+            )
+        if value < 1:
+            raise ValueError(f"checkpoint format version {value} is not a valid version")
+        return value
+
+    @field_validator("thread_id")
+    @classmethod
+    def _safe_thread_id(cls, value: str) -> str:
+        return check_thread_id(value)
+
+    @field_validator("saved_at")
+    @classmethod
+    def _aware(cls, value: datetime) -> datetime:
+        # Naive datetimes are taken as UTC so every stored time is comparable.
+        return value.replace(tzinfo=UTC) if value.tzinfo is None else value
+
+    @field_validator("turn")
+    @classmethod
+    def _turn_has_calls(cls, value: Message | None) -> Message | None:
+        if value is not None and (value.role != "assistant" or not value.tool_calls):
+            raise ValueError("turn must be an assistant message with tool calls")
+        return value

@@ -1,0 +1,518 @@
+"""with_file_lock: exclusion across tasks, threads and processes; proof-of-death reclaim;
+stale rules; timeouts; cancellation; the degraded no-flock mode."""
+
+from __future__ import annotations
+
+import asyncio
+import errno
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from framework_agents.checkpoint import lock as lock_module
+from framework_agents.checkpoint import lock_holder, with_file_lock
+from framework_agents.errors import AgentError, InvalidArgumentError, LockTimeoutError
+
+CHILD = Path(__file__).with_name("lock_child.py")
+
+
+class Child:
+    """A lock_child.py process driven through its stdin/stdout."""
+
+    def __init__(self, *args: str, env: dict[str, str] | None = None) -> None:
+        self.proc = subprocess.Popen(
+            [sys.executable, str(CHILD), *args],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+            env={**os.environ, **(env or {})},
+        )
+
+    def expect(self, word: str) -> None:
+        assert self.proc.stdout is not None
+        line = self.proc.stdout.readline().strip()
+        assert line == word, f"child said {line!r}, expected {word!r}"
+
+    def send(self, word: str) -> None:
+        assert self.proc.stdin is not None
+        self.proc.stdin.write(word + "\n")
+        self.proc.stdin.flush()
+
+    def kill(self) -> None:
+        self.proc.send_signal(signal.SIGKILL)
+        self.proc.wait(timeout=10)
+
+    def finish(self) -> int:
+        return self.proc.wait(timeout=30)
+
+
+@pytest.fixture
+def children() -> Iterator[list[Child]]:
+    made: list[Child] = []
+    yield made
+    for child in made:
+        if child.proc.poll() is None:
+            child.kill()
+
+
+def run(coro: object) -> object:
+    return asyncio.run(coro)  # type: ignore[arg-type]
+
+
+def _no_flock(fd: int, operation: int) -> None:
+    raise OSError(errno.ENOLCK, "no locks available (simulated)")
+
+
+def _age(path: Path, seconds: float) -> None:
+    past = time.time() - seconds
+    os.utime(path, (past, past))
+
+
+# -- basics ---------------------------------------------------------------------------
+
+
+def test_lock_file_exists_with_a_record_while_held_and_is_removed_after(tmp_path: Path) -> None:
+    path = tmp_path / "a.lock"
+
+    async def main() -> None:
+        async with with_file_lock(path):
+            info = lock_holder(path)
+            assert info is not None
+            assert info["pid"] == os.getpid()
+            assert info["host"] == socket.gethostname()
+            assert len(info["token"]) == 32
+            assert abs(info["acquired_at"] - time.time()) < 60
+        assert not path.exists()
+        assert lock_holder(path) is None
+
+    run(main())
+
+
+def test_tasks_of_one_process_are_exclusive_and_fifo(tmp_path: Path) -> None:
+    path = tmp_path / "a.lock"
+    order: list[int] = []
+    inside = 0
+    worst = 0
+
+    async def worker(i: int) -> None:
+        nonlocal inside, worst
+        async with with_file_lock(path):
+            inside += 1
+            worst = max(worst, inside)
+            order.append(i)
+            await asyncio.sleep(0)
+            await asyncio.sleep(0)
+            inside -= 1
+
+    async def main() -> None:
+        async with with_file_lock(path):
+            tasks = [asyncio.create_task(worker(i)) for i in range(20)]
+            await asyncio.sleep(0)  # let every task queue up behind us (FIFO)
+        await asyncio.gather(*tasks)
+
+    run(main())
+    assert worst == 1
+    assert order == list(range(20))
+
+
+def test_event_loops_in_threads_exclude_each_other_through_the_file(tmp_path: Path) -> None:
+    path = tmp_path / "a.lock"
+    guard = threading.Lock()
+    state = {"inside": 0, "worst": 0, "done": 0}
+
+    async def loop_main() -> None:
+        for _ in range(30):
+            async with with_file_lock(path):
+                with guard:
+                    state["inside"] += 1
+                    state["worst"] = max(state["worst"], state["inside"])
+                await asyncio.sleep(0.001)
+                with guard:
+                    state["inside"] -= 1
+                    state["done"] += 1
+
+    threads = [threading.Thread(target=asyncio.run, args=(loop_main(),)) for _ in range(3)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=60)
+    assert state == {"inside": 0, "worst": 1, "done": 90}
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "needle"),
+    [
+        pytest.param({"timeout": -1}, "timeout", id="negative-timeout"),
+        pytest.param({"timeout": float("nan")}, "timeout", id="nan-timeout"),
+        pytest.param({"stale_after": 0}, "stale_after", id="zero-stale"),
+    ],
+)
+def test_bad_arguments_are_invalid_argument(
+    tmp_path: Path, kwargs: dict[str, float], needle: str
+) -> None:
+    async def main() -> None:
+        async with with_file_lock(tmp_path / "a.lock", **kwargs):
+            pass
+
+    with pytest.raises(InvalidArgumentError, match=needle) as err:
+        run(main())
+    assert err.value.code == "INVALID_ARGUMENT"
+
+
+def test_missing_directory_is_an_os_error_not_a_hang(tmp_path: Path) -> None:
+    async def main() -> None:
+        async with with_file_lock(tmp_path / "nope" / "a.lock", timeout=1):
+            pass
+
+    with pytest.raises(FileNotFoundError):
+        run(main())
+
+
+def test_a_symlink_at_the_lock_path_is_refused(tmp_path: Path) -> None:
+    target = tmp_path / "elsewhere"
+    target.write_text("not a lock")
+    (tmp_path / "a.lock").symlink_to(target)
+
+    async def main() -> None:
+        async with with_file_lock(tmp_path / "a.lock", timeout=1):
+            pass
+
+    with pytest.raises(InvalidArgumentError, match="symlink"):
+        run(main())
+    assert target.read_text() == "not a lock"
+
+
+# -- timeouts ---------------------------------------------------------------------------
+
+
+def test_timeout_in_process_is_lock_timeout(tmp_path: Path) -> None:
+    path = tmp_path / "a.lock"
+
+    async def main() -> None:
+        async with with_file_lock(path):
+            started = time.monotonic()
+            with pytest.raises(LockTimeoutError) as err:
+                async with with_file_lock(path, timeout=0.2):
+                    pass
+            assert 0.15 <= time.monotonic() - started < 5
+            assert err.value.code == "LOCK_TIMEOUT"
+            assert isinstance(err.value, AgentError)
+
+    run(main())
+
+
+def test_timeout_zero_tries_once(tmp_path: Path) -> None:
+    path = tmp_path / "a.lock"
+
+    async def main() -> None:
+        async with with_file_lock(path, timeout=0):
+            with pytest.raises(LockTimeoutError):
+                async with with_file_lock(path, timeout=0):
+                    pass
+
+    run(main())
+
+
+def test_timeout_across_processes_names_the_holder(tmp_path: Path, children: list[Child]) -> None:
+    path = tmp_path / "a.lock"
+    child = Child("hold", str(path))
+    children.append(child)
+    child.expect("held")
+
+    async def main() -> None:
+        with pytest.raises(LockTimeoutError, match=f"pid {child.proc.pid}"):
+            async with with_file_lock(path, timeout=0.3):
+                pass
+
+    run(main())
+    child.send("release")
+    child.expect("released")
+    assert child.finish() == 0
+    assert not path.exists()
+
+    async def then() -> None:
+        async with with_file_lock(path, timeout=0):
+            pass
+
+    run(then())
+
+
+# -- proof of death -------------------------------------------------------------------
+
+
+def test_a_killed_holder_is_reclaimed_at_once_not_after_stale_after(
+    tmp_path: Path, children: list[Child]
+) -> None:
+    path = tmp_path / "a.lock"
+    child = Child("hold", str(path))
+    children.append(child)
+    child.expect("held")
+    dead_pid = child.proc.pid
+    inode = path.stat().st_ino
+    child.kill()
+    assert lock_holder(path)["pid"] == dead_pid  # type: ignore[index]
+
+    async def main() -> float:
+        started = time.monotonic()
+        async with with_file_lock(path, timeout=5, stale_after=3600):
+            waited = time.monotonic() - started
+            assert lock_holder(path)["pid"] == os.getpid()  # type: ignore[index]
+            assert path.stat().st_ino == inode  # taken over in place, never unlinked
+        return waited
+
+    assert run(main()) < 2
+    assert not path.exists()
+
+
+def test_a_live_holder_is_never_robbed_however_old_its_file(
+    tmp_path: Path, children: list[Child]
+) -> None:
+    path = tmp_path / "a.lock"
+    child = Child("hold", str(path))
+    children.append(child)
+    child.expect("held")
+    _age(path, 3600)
+
+    async def main() -> None:
+        with pytest.raises(LockTimeoutError):
+            async with with_file_lock(path, timeout=0.5, stale_after=0.1):
+                pass
+
+    run(main())
+    assert lock_holder(path)["pid"] == child.proc.pid  # type: ignore[index]
+    child.send("release")
+    assert child.finish() == 0
+
+
+def test_an_empty_young_lock_file_waits_for_its_creator(tmp_path: Path) -> None:
+    path = tmp_path / "a.lock"
+    path.write_bytes(b"")  # a creator between O_EXCL and writing its record
+
+    async def main() -> None:
+        with pytest.raises(LockTimeoutError):
+            async with with_file_lock(path, timeout=0.3, stale_after=30):
+                pass
+
+    run(main())
+    assert path.exists() and path.read_bytes() == b""
+
+
+@pytest.mark.parametrize("content", [b"", b'{"pid": 1, "tok'], ids=["empty", "partial"])
+def test_an_incomplete_lock_file_older_than_stale_after_is_abandoned(
+    tmp_path: Path, content: bytes
+) -> None:
+    path = tmp_path / "a.lock"
+    path.write_bytes(content)
+    _age(path, 10)
+
+    async def main() -> None:
+        async with with_file_lock(path, timeout=2, stale_after=5):
+            assert lock_holder(path)["pid"] == os.getpid()  # type: ignore[index]
+
+    run(main())
+    assert not path.exists()
+
+
+def test_racing_reclaimers_of_a_dead_lock_take_it_one_at_a_time(
+    tmp_path: Path, children: list[Child]
+) -> None:
+    path = tmp_path / "a.lock"
+    marker = tmp_path / "inside"
+    holder = Child("hold", str(path))
+    children.append(holder)
+    holder.expect("held")
+    racers = [Child("race", str(path), str(marker), "20") for _ in range(6)]
+    children.extend(racers)
+    for racer in racers:
+        racer.expect("ready")
+    holder.kill()  # every racer now finds a dead lock and tries to reclaim it
+    for racer in racers:
+        racer.send("go")
+    codes = [racer.finish() for racer in racers]
+    assert codes == [0] * len(racers)  # 3 would be two racers inside at once
+    assert not path.exists() and not marker.exists()
+
+
+def test_release_leaves_a_lock_file_that_is_no_longer_ours(tmp_path: Path) -> None:
+    path = tmp_path / "a.lock"
+
+    async def main() -> None:
+        async with with_file_lock(path):
+            os.unlink(path)
+            path.write_text("someone else's")
+        assert path.read_text() == "someone else's"
+
+    run(main())
+
+
+# -- cancellation ---------------------------------------------------------------------
+
+
+def test_a_cancelled_waiter_leaks_nothing(tmp_path: Path) -> None:
+    path = tmp_path / "a.lock"
+
+    async def main() -> None:
+        async with with_file_lock(path):
+            waiter = asyncio.create_task(_enter(path))
+            for _ in range(20):
+                await asyncio.sleep(0)
+            waiter.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await waiter
+        async with with_file_lock(path, timeout=0):
+            pass
+        assert not path.exists()
+
+    run(main())
+
+
+def test_a_holder_cancelled_inside_releases(tmp_path: Path) -> None:
+    path = tmp_path / "a.lock"
+
+    async def main() -> None:
+        ready = asyncio.Event()
+
+        async def hold() -> None:
+            async with with_file_lock(path):
+                ready.set()
+                await asyncio.Event().wait()
+
+        task = asyncio.create_task(hold())
+        await ready.wait()
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        assert not path.exists()
+        async with with_file_lock(path, timeout=0):
+            pass
+
+    run(main())
+
+
+def test_cancel_during_an_attempt_gives_back_a_lock_taken_in_the_thread(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / "a.lock"
+    in_thread = threading.Event()
+    go_on = threading.Event()
+    real = lock_module._acquire_once
+
+    def slow_attempt(*args: object) -> object:
+        in_thread.set()
+        go_on.wait(10)
+        return real(*args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(lock_module, "_acquire_once", slow_attempt)
+
+    async def main() -> None:
+        task = asyncio.create_task(_enter(path))
+        await asyncio.to_thread(in_thread.wait, 10)
+        task.cancel()
+        await asyncio.sleep(0)
+        go_on.set()  # the attempt now takes the lock although nobody wants it any more
+        with pytest.raises(asyncio.CancelledError):
+            await task
+
+    run(main())
+    monkeypatch.setattr(lock_module, "_acquire_once", real)
+    deadline = time.monotonic() + 5
+    while path.exists() and time.monotonic() < deadline:
+        time.sleep(0.01)  # the undo runs on the I/O pool right after the cancel
+    assert not path.exists()
+
+
+async def _enter(path: Path) -> None:
+    async with with_file_lock(path, timeout=30):
+        pass
+
+
+# -- degraded mode: no flock ---------------------------------------------------------
+
+
+def test_without_flock_a_fresh_lock_is_respected_and_heartbeats(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(lock_module, "_flock", _no_flock)
+    path = tmp_path / "a.lock"
+
+    async def main() -> None:
+        async with with_file_lock(path, stale_after=0.3):
+            first = path.stat().st_mtime_ns
+            # Held 3x longer than stale_after: the heartbeat keeps it fresh, so no steal.
+            with pytest.raises(LockTimeoutError):
+                async with with_file_lock(path, timeout=0.9, stale_after=0.3):
+                    pass
+            assert path.stat().st_mtime_ns > first
+        assert not path.exists()
+
+    run(main())
+
+
+def test_without_flock_a_stale_lock_is_reclaimed_under_a_guard(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(lock_module, "_flock", _no_flock)
+    path = tmp_path / "a.lock"
+    path.write_text(json.dumps({"pid": 1, "host": "elsewhere", "token": "x", "acquired_at": 0}))
+    _age(path, 10)
+
+    async def main() -> None:
+        async with with_file_lock(path, timeout=2, stale_after=5):
+            assert lock_holder(path)["pid"] == os.getpid()  # type: ignore[index]
+        assert not path.exists()
+        assert not path.with_name("a.lock.reclaim").exists()
+
+    run(main())
+
+
+def test_without_flock_a_dead_reclaimers_guard_is_cleared_once_stale(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(lock_module, "_flock", _no_flock)
+    path = tmp_path / "a.lock"
+    guard = tmp_path / "a.lock.reclaim"
+    path.write_text(json.dumps({"pid": 1, "host": "h", "token": "x", "acquired_at": 0}))
+    guard.write_text("")
+    _age(path, 10)
+    _age(guard, 10)
+
+    async def main() -> None:
+        async with with_file_lock(path, timeout=2, stale_after=5):
+            pass
+
+    run(main())
+    assert not guard.exists()
+
+
+def test_without_flock_across_processes(tmp_path: Path, children: list[Child]) -> None:
+    path = tmp_path / "a.lock"
+    child = Child("hold", str(path), "--no-flock", env={"STALE": "0.6"})
+    children.append(child)
+    child.expect("held")
+
+    async def blocked() -> None:
+        with pytest.raises(LockTimeoutError):
+            async with with_file_lock(path, timeout=1.5, stale_after=0.6):
+                pass
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(lock_module, "_flock", _no_flock)
+        run(blocked())
+        child.kill()  # no proof of death here: only age frees it
+
+        async def reclaimed() -> float:
+            started = time.monotonic()
+            async with with_file_lock(path, timeout=5, stale_after=0.6):
+                pass
+            return time.monotonic() - started
+
+        assert run(reclaimed()) < 4
