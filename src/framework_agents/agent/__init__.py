@@ -1,3 +1,69 @@
-"""agent."""
+"""The agent: ``Agent``, its loop, events, middleware, state, timeline, tools and HITL."""
 
-__all__: list[str] = []
+from ..hitl import (
+    DecideCallback,
+    Decision,
+    HitlInterrupt,
+    ResolvedDecision,
+    ToolRejection,
+    hitl_key,
+)
+from ..tools import DECISION_KINDS, Tool, ToolArgumentsError, ToolContext, tool
+from ._loop import RunHooks, ToolProgress
+from .agent import DEFAULT_MAX_TURNS, Agent, OutputVersion, Prompt
+from .events import (
+    AgentEvent,
+    InterruptEvent,
+    MessageCompletedEvent,
+    MessageStartedEvent,
+    ReasoningDeltaEvent,
+    RunErrorEvent,
+    RunFinishedEvent,
+    RunStartedEvent,
+    TextDeltaEvent,
+    ToolCallEvent,
+    ToolResultEvent,
+)
+from .middleware import Middleware, ModelCallContext, ToolCallContext
+from .result import RunResult, Usage
+from .state import AgentState
+from .timeline import TimelineEntry, TimelineKind
+
+__all__ = [
+    "DECISION_KINDS",
+    "DEFAULT_MAX_TURNS",
+    "Agent",
+    "AgentEvent",
+    "AgentState",
+    "DecideCallback",
+    "Decision",
+    "HitlInterrupt",
+    "InterruptEvent",
+    "MessageCompletedEvent",
+    "MessageStartedEvent",
+    "Middleware",
+    "ModelCallContext",
+    "OutputVersion",
+    "Prompt",
+    "ReasoningDeltaEvent",
+    "ResolvedDecision",
+    "RunErrorEvent",
+    "RunFinishedEvent",
+    "RunHooks",
+    "RunResult",
+    "RunStartedEvent",
+    "TextDeltaEvent",
+    "TimelineEntry",
+    "TimelineKind",
+    "Tool",
+    "ToolArgumentsError",
+    "ToolCallContext",
+    "ToolCallEvent",
+    "ToolContext",
+    "ToolProgress",
+    "ToolRejection",
+    "ToolResultEvent",
+    "Usage",
+    "hitl_key",
+    "tool",
+]

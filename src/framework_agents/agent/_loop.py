@@ -1,0 +1,416 @@
+"""The agent loop: one async-generator step function that both ``run()`` and ``stream()`` drive.
+
+:func:`run_loop` takes an explicit starting history, an optional prompt and optional
+decisions (:class:`LoopRun`), and yields events while it works: model call, then the
+turn's tool calls (decided first, run concurrently), then the next model call, until the
+model answers without tool calls. It never touches memory: the caller commits
+``run.final_messages()`` (or ``run.kept`` after an interrupt). The :class:`RunHooks` are
+the seams checkpointing uses (see ``agent.py``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from pydantic import ValidationError
+
+from ..errors import (
+    ContextOverflowError,
+    HitlDecisionError,
+    MaxTurnsError,
+    ModelError,
+    OutputInvalidError,
+)
+from ..history import repair_history
+from ..hitl import HitlInterrupt, ResolvedDecision, ToolRejection, resolve_decision
+from ..messages import Message, ToolCall, new_id
+from ..models._base import ModelDone, ReasoningDelta, TextDelta
+from ..tools import Tool, ToolArgumentsError, ToolContext, encode_tool_result
+from ._output import correction_text, parse_output
+from .events import (
+    AgentEvent,
+    MessageCompletedEvent,
+    MessageStartedEvent,
+    ReasoningDeltaEvent,
+    TextDeltaEvent,
+    ToolCallEvent,
+    ToolResultEvent,
+)
+from .middleware import ModelCallContext, ToolCallContext
+from .result import Usage
+
+if TYPE_CHECKING:
+    from .agent import Agent
+
+__all__ = ["MAX_OVERFLOW_RETRIES", "LoopRun", "RunHooks", "ToolProgress", "run_loop"]
+
+logger = logging.getLogger(__name__)
+
+#: How many times one model call is retried after ``reduce()`` on a context overflow.
+MAX_OVERFLOW_RETRIES = 3
+
+_RETRY_KIND = "output_retry"
+
+
+@dataclass(frozen=True, slots=True)
+class ToolProgress:
+    """One finished call of a tool turn, with the turn as it stands (for checkpointing).
+
+    ``results`` holds the results finished so far, in call order; calls still running
+    are missing, so ``messages()`` may not be well formed (``repair_history`` marks the
+    missing ones interrupted).
+    """
+
+    history: list[Message]
+    assistant: Message
+    call: ToolCall
+    result: Message
+    results: list[Message]
+
+    def messages(self) -> list[Message]:
+        """The history before the turn, the assistant turn and the results so far."""
+        return [*self.history, self.assistant, *self.results]
+
+
+@dataclass(slots=True)
+class RunHooks:
+    """Async seams of one run (all optional); checkpointing and sessions plug in here.
+
+    * ``prepare()``: the starting history, called inside the busy section (replaces the
+      memory load and first-run seeding).
+    * ``on_tool_start(call, decision)``: just before a tool actually runs.
+    * ``on_tool_result(progress)``: after each result, before the loop goes on.
+    * ``on_tool_turn(messages)``: after a whole tool turn is in the transcript.
+    * ``on_interrupt(interrupt, messages)``: before :class:`HitlInterrupt` is raised;
+      ``messages`` exclude the interrupted assistant turn.
+    * ``on_commit(messages)``: after memory holds the run's managed transcript.
+    """
+
+    prepare: Callable[[], Awaitable[list[Message]]] | None = None
+    on_tool_start: Callable[[ToolCall, ResolvedDecision | None], Awaitable[None]] | None = None
+    on_tool_result: Callable[[ToolProgress], Awaitable[None]] | None = None
+    on_tool_turn: Callable[[list[Message]], Awaitable[None]] | None = None
+    on_interrupt: Callable[[HitlInterrupt, list[Message]], Awaitable[None]] | None = None
+    on_commit: Callable[[list[Message]], Awaitable[None]] | None = None
+
+
+@dataclass(slots=True)
+class LoopRun:
+    """Input and mutable state of one pass through the loop."""
+
+    history: list[Message]
+    prompt: Message | None = None
+    decisions: Mapping[str, Any] | None = None
+    thread_id: str | None = None
+    run_id: str = field(default_factory=new_id)
+    hooks: RunHooks = field(default_factory=RunHooks)
+    transcript: list[Message] = field(default_factory=list)
+    usage: Usage = field(default_factory=Usage)
+    turns: int = 0
+    final: Message | None = None
+    output: Any = None
+    kept: list[Message] | None = None
+    retry_ids: set[str] = field(default_factory=set)
+
+    def visible(self) -> list[Message]:
+        """The transcript without the corrective exchanges of structured-output retries."""
+        if not self.retry_ids:
+            return list(self.transcript)
+        return [m for m in self.transcript if m.id not in self.retry_ids]
+
+
+@dataclass(slots=True)
+class _Reply:
+    message: Message
+
+
+@dataclass(slots=True)
+class _Plan:
+    call: ToolCall  # as the model made it (its id answers the result)
+    run_call: ToolCall  # as it will run (edited arguments)
+    decision: ResolvedDecision | None
+
+
+def _tool_message(call: ToolCall, text: str, **metadata: Any) -> Message:
+    return Message("tool", text, tool_call_id=call.id, name=call.name, metadata=metadata)
+
+
+def _unique_call_ids(message: Message) -> Message:
+    """Give calls with an empty or repeated id a fresh one (ids only pair calls and results)."""
+    seen: set[str] = set()
+    calls: list[ToolCall] = []
+    changed = False
+    for call in message.tool_calls:
+        if not call.id or call.id in seen:
+            call = call.model_copy(update={"id": f"call_{new_id()}"})
+            changed = True
+        seen.add(call.id)
+        calls.append(call)
+    return message.model_copy(update={"tool_calls": calls}) if changed else message
+
+
+def _check_assistant(value: object, where: str) -> Message:
+    if not isinstance(value, Message) or value.role != "assistant":
+        raise ModelError(f"{where} must be an assistant Message, got {value!r:.200}")
+    return value
+
+
+async def _call_model(agent: Agent, run: LoopRun, turn: int) -> AsyncIterator[AgentEvent | _Reply]:
+    """One model call with overflow recovery; yields deltas, then a ``_Reply``."""
+    message_id = new_id()
+    yield MessageStartedEvent(message_id=message_id, turn=turn)
+    streaming = callable(getattr(agent.model, "stream", None))
+    specs = agent._tool_specs
+    overflow_retries = 0
+    streamed_text = streamed_reasoning = False
+    while True:
+        ctx = ModelCallContext(
+            agent, list(run.transcript), list(specs), agent._effective_prompt, turn
+        )
+        await agent._middleware.run("before_model", ctx)
+        sent = repair_history(ctx.messages)
+        try:
+            if streaming:
+                response: Message | None = None
+                stream = agent.model.stream(sent, ctx.tools, system_prompt=ctx.system_prompt)  # type: ignore[attr-defined]
+                async for chunk in stream:
+                    if isinstance(chunk, TextDelta):
+                        streamed_text = True
+                        yield TextDeltaEvent(message_id=message_id, delta=chunk.text)
+                    elif isinstance(chunk, ReasoningDelta):
+                        streamed_reasoning = True
+                        yield ReasoningDeltaEvent(message_id=message_id, delta=chunk.text)
+                    elif isinstance(chunk, ModelDone):
+                        response = chunk.message
+                if response is None:
+                    raise ModelError("the model's stream ended without a ModelDone chunk")
+            else:
+                response = await agent.model.complete(
+                    sent, ctx.tools, system_prompt=ctx.system_prompt
+                )
+        except ContextOverflowError:
+            if overflow_retries >= MAX_OVERFLOW_RETRIES:
+                raise
+            before = [m.id for m in run.transcript]
+            reduced = repair_history(await agent.conversation_manager.reduce(run.transcript))
+            if [m.id for m in reduced] == before:
+                raise  # the manager cannot shrink the history: retrying would fail again
+            logger.info(
+                "context overflow: reduced history from %d to %d messages, retrying",
+                len(before),
+                len(reduced),
+            )
+            run.transcript = reduced
+            overflow_retries += 1
+            continue
+        break
+    response = _check_assistant(response, "a model's answer")
+    ctx.response = _unique_call_ids(response.model_copy(update={"id": message_id}))
+    await agent._middleware.run("after_model", ctx)
+    response = _check_assistant(ctx.response, "after_model's ctx.response")
+    if response.id != message_id:
+        response = response.model_copy(update={"id": message_id})
+    response = _unique_call_ids(response)
+    if not streamed_reasoning:
+        for block in response.reasoning:
+            yield ReasoningDeltaEvent(message_id=message_id, delta=block.text)
+    if not streamed_text and response.text:
+        yield TextDeltaEvent(message_id=message_id, delta=response.text)
+    run.usage.add(response)
+    yield MessageCompletedEvent(message=response, turn=turn)
+    yield _Reply(response)
+
+
+def _final_form(agent: Agent, message: Message) -> Message:
+    """A final (tool-free) turn as stored: plain text for "v0", blocks kept for "v1"."""
+    if agent.output_version == "v0" and not isinstance(message.content, str):
+        return message.model_copy(update={"content": message.text})
+    return message
+
+
+async def _plan_turn(agent: Agent, run: LoopRun, response: Message) -> list[_Plan]:
+    """Decide every approval call of a turn before any call runs (raises on suspend)."""
+    plans: list[_Plan] = []
+    for call in response.tool_calls:
+        tool = agent._tools_by_name.get(call.name)
+        if tool is None or not tool.requires_approval:
+            plans.append(_Plan(call, call, None))
+            continue
+        decision = await resolve_decision(
+            tool, call.args, decisions=run.decisions, decide=agent.decide
+        )
+        if decision.kind == "suspend":
+            interrupt = HitlInterrupt(call.name, call.args, call.id, thread_id=run.thread_id)
+            run.kept = run.visible()
+            if run.hooks.on_interrupt is not None:
+                await run.hooks.on_interrupt(interrupt, list(run.kept))
+            raise interrupt
+        run_call = call
+        if decision.kind == "edit":
+            assert decision.args is not None
+            try:
+                tool.validate(decision.args)
+            except ToolArgumentsError as exc:
+                raise HitlDecisionError(f"edited arguments are invalid: {exc}") from None
+            run_call = call.model_copy(update={"args": decision.args})
+        plans.append(_Plan(call, run_call, decision))
+    return plans
+
+
+async def _execute(agent: Agent, tool: Tool | None, call: ToolCall) -> Message:
+    """Run one call; every failure becomes a result the model can read."""
+    if tool is None:
+        known = ", ".join(sorted(agent._tools_by_name)) or "none"
+        return _tool_message(
+            call, f"Unknown tool {call.name!r}. Available tools: {known}.", kind="tool_error"
+        )
+    try:
+        value = await tool.invoke(call.args, context=ToolContext(agent, call))
+    except ToolArgumentsError as exc:
+        return _tool_message(
+            call, f"Error: {exc}. Fix the arguments and try again.", kind="tool_error"
+        )
+    except ToolRejection as exc:
+        return _tool_message(call, f"Rejected: {exc.reason}", kind="rejected", reason=exc.reason)
+    except Exception as exc:
+        logger.info("tool %r raised", call.name, exc_info=True)
+        return _tool_message(
+            call, f"Error: tool {call.name!r} raised {type(exc).__name__}: {exc}", kind="tool_error"
+        )
+    return _tool_message(call, encode_tool_result(value))
+
+
+async def _run_call(agent: Agent, run: LoopRun, plan: _Plan, turn: int) -> Message:
+    """Middleware, decision and execution of one call; the result answers ``plan.call``."""
+    preset: Message | None = None
+    if plan.decision is not None and plan.decision.kind == "reject":
+        reason = plan.decision.reason or ""
+        preset = _tool_message(plan.call, f"Rejected: {reason}", kind="rejected", reason=reason)
+    ctx = ToolCallContext(
+        agent,
+        plan.run_call,
+        agent._tools_by_name.get(plan.run_call.name),
+        turn,
+        decision=plan.decision,
+        result=preset,
+    )
+    await agent._middleware.run("before_tool", ctx)
+    if ctx.result is None:
+        tool = agent._tools_by_name.get(ctx.call.name)
+        if run.hooks.on_tool_start is not None:
+            await run.hooks.on_tool_start(ctx.call, plan.decision)
+        ctx.result = await _execute(agent, tool, ctx.call)
+    await agent._middleware.run("after_tool", ctx)
+    result = ctx.result
+    if not isinstance(result, Message):
+        raise ModelError(f"after_tool's ctx.result must be a Message, got {result!r:.200}")
+    if result.role != "tool" or result.tool_call_id != plan.call.id:
+        result = result.model_copy(
+            update={"role": "tool", "tool_call_id": plan.call.id, "name": plan.call.name}
+        )
+    if plan.decision is not None and plan.decision.kind == "edit":
+        result = result.model_copy(
+            update={"metadata": {**result.metadata, "edited_args": plan.run_call.args}}
+        )
+    return result
+
+
+async def _run_tools(
+    agent: Agent, run: LoopRun, response: Message, plans: list[_Plan], turn: int
+) -> AsyncIterator[AgentEvent]:
+    """Run a turn's calls concurrently; yield each result as it lands; store in call order."""
+    history = run.visible()
+    run.transcript.append(response)
+    tasks = [asyncio.create_task(_run_call(agent, run, plan, turn)) for plan in plans]
+    position = {task: i for i, task in enumerate(tasks)}
+    results: list[Message | None] = [None] * len(tasks)
+    try:
+        pending = set(tasks)
+        while pending:
+            done, pending = await asyncio.wait(pending, return_when=asyncio.FIRST_COMPLETED)
+            for task in sorted(done, key=position.__getitem__):
+                message = task.result()
+                results[position[task]] = message
+                yield ToolResultEvent(
+                    call_id=message.tool_call_id or "", tool=message.name or "", message=message
+                )
+                if run.hooks.on_tool_result is not None:
+                    await run.hooks.on_tool_result(
+                        ToolProgress(
+                            history,
+                            response,
+                            plans[position[task]].call,
+                            message,
+                            [r for r in results if r is not None],
+                        )
+                    )
+    finally:
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+    run.transcript.extend(r for r in results if r is not None)
+    if run.hooks.on_tool_turn is not None:
+        await run.hooks.on_tool_turn(run.visible())
+
+
+async def run_loop(agent: Agent, run: LoopRun) -> AsyncIterator[AgentEvent]:
+    """Drive model and tools until a final answer; state lands in ``run`` (see module doc)."""
+    run.transcript = repair_history(run.history)
+    if run.prompt is not None:
+        run.transcript.append(run.prompt)
+    output_failures = 0
+    while True:
+        if run.turns >= agent.max_turns:
+            raise MaxTurnsError(
+                f"the run reached max_turns={agent.max_turns} model calls without a final answer"
+            )
+        run.turns += 1
+        turn = run.turns
+        run.transcript = list(await agent.conversation_manager.before_model(run.transcript))
+        response: Message | None = None
+        async for item in _call_model(agent, run, turn):
+            if isinstance(item, _Reply):
+                response = item.message
+            else:
+                yield item
+        assert response is not None
+        if response.tool_calls:
+            if run.turns >= agent.max_turns:
+                raise MaxTurnsError(
+                    f"the model still called tools after max_turns={agent.max_turns} model calls"
+                )
+            for call in response.tool_calls:
+                tool = agent._tools_by_name.get(call.name)
+                yield ToolCallEvent(
+                    call=call,
+                    message_id=response.id,
+                    requires_approval=bool(tool and tool.requires_approval),
+                )
+            plans = await _plan_turn(agent, run, response)
+            async for event in _run_tools(agent, run, response, plans, turn):
+                yield event
+            continue
+        if agent.response_format is not None:
+            try:
+                run.output = parse_output(agent.response_format, response.text)
+            except ValidationError as exc:
+                if output_failures >= agent.output_retries:
+                    raise OutputInvalidError(
+                        f"structured output stayed invalid after {output_failures + 1} "
+                        f"answers: {correction_text(exc)}"
+                    ) from None
+                output_failures += 1
+                correction = Message("user", correction_text(exc), metadata={"kind": _RETRY_KIND})
+                invalid = response.model_copy(
+                    update={"metadata": {**response.metadata, "kind": _RETRY_KIND}}
+                )
+                run.retry_ids.update((invalid.id, correction.id))
+                run.transcript.extend((invalid, correction))
+                continue
+        run.final = _final_form(agent, response)
+        run.transcript.append(run.final)
+        return

@@ -1,0 +1,389 @@
+"""``Agent``: a model, tools and a memory, driven by one loop for ``run()`` and ``stream()``.
+
+A run: take the busy flag (``AGENT_BUSY`` if taken), load memory and repair it, on the
+first run seed ``initial_messages`` into an empty history, append the prompt, run the
+loop (``_loop.run_loop``), then commit: ``conversation_manager.apply``, ``memory.clear()``
++ ``memory.save(managed)`` (clear-then-save), ``agent.messages`` and a timeline entry. A
+run that fails commits nothing (memory and history stay as they were); an interrupted run
+commits the history up to, and excluding, the interrupted assistant turn.
+
+Seams for the follow-up integrations (kept small on purpose):
+
+* Sessions (issue 5). Restore in :meth:`Agent._start_history`, where the comment marks
+  it: on the first run (``not self._started``), BEFORE the ``initial_messages`` seeding
+  (load_latest -> state via ``self._state.replace`` and history; memory re-synced).
+  Save in :meth:`Agent._commit` after the memory save (``save_latest``).
+  ``take_snapshot``/``load_snapshot``/``edit_message``/``branch`` are new methods; they
+  change history through :meth:`Agent._set_history` (memory kept in sync), record with
+  :meth:`Agent._record`, and clone with :meth:`Agent._constructor_kwargs`. Until then a
+  run with a ``session_manager`` raises ``NotImplementedError`` (never silently ignored).
+* Checkpoints (issue 6). ``run(..., checkpointer=, thread_id=)`` and ``pause``/``resume``
+  wrap :meth:`Agent._drive` under the thread lock: ``_drive(prompt or None, decisions=...,
+  thread_id=..., hooks=RunHooks(prepare=..., on_interrupt=..., on_tool_result=...,
+  on_commit=...), timeline_kind="resume")``. ``prepare`` supplies the starting history
+  (inside the busy section), ``on_interrupt`` saves the checkpoint before the interrupt
+  propagates, ``on_tool_result`` persists each result before the loop goes on, and
+  ``on_commit`` saves the final checkpoint. Until then a run with a ``checkpointer``
+  raises ``NotImplementedError``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncGenerator, AsyncIterator, Mapping, Sequence
+from typing import Any, Literal
+
+from pydantic import BaseModel
+
+from ..conversation._base import ConversationManager
+from ..errors import AgentBusyError, InvalidArgumentError
+from ..history import repair_history
+from ..hitl import DecideCallback, HitlInterrupt
+from ..memory._base import Memory
+from ..messages import Message
+from ..models._base import Model, ToolSpec
+from ..tools import Tool, as_tool
+from ._loop import LoopRun, RunHooks, run_loop
+from ._output import output_instruction
+from .events import (
+    AgentEvent,
+    InterruptEvent,
+    RunErrorEvent,
+    RunFinishedEvent,
+    RunStartedEvent,
+)
+from .middleware import MiddlewareChain
+from .result import RunResult
+from .state import AgentState
+from .timeline import Timeline, TimelineEntry, TimelineKind
+
+__all__ = ["DEFAULT_MAX_TURNS", "Agent", "OutputVersion", "Prompt"]
+
+OutputVersion = Literal["v0", "v1"]
+
+#: A user turn: its text, or a ready ``role="user"`` message.
+Prompt = str | Message
+
+#: Default bound on model calls per run.
+DEFAULT_MAX_TURNS = 25
+
+
+def _default_memory() -> Memory:
+    from ..memory.in_memory import InMemoryMemory
+
+    return InMemoryMemory()
+
+
+def _default_manager() -> ConversationManager:
+    from ..conversation.sliding import SlidingWindowConversationManager
+
+    return SlidingWindowConversationManager()
+
+
+class Agent:
+    """An LLM agent: ``await run(prompt)`` or ``async for event in stream(prompt)``.
+
+    One run at a time per instance (a concurrent run raises ``AGENT_BUSY``). The
+    constructor's arguments are kept as attributes with the defaults filled in
+    (``InMemoryMemory()``, ``SlidingWindowConversationManager()``).
+    """
+
+    def __init__(
+        self,
+        model: Model,
+        *,
+        tools: Sequence[Tool | Any] = (),
+        system_prompt: str | None = None,
+        memory: Memory | None = None,
+        conversation_manager: ConversationManager | None = None,
+        session_manager: Any = None,
+        initial_messages: Sequence[Message] | None = None,
+        state: Mapping[str, Any] | None = None,
+        middleware: Sequence[object] = (),
+        response_format: type[BaseModel] | None = None,
+        output_version: OutputVersion = "v0",
+        decide: DecideCallback | None = None,
+        agent_id: str = "default",
+        max_turns: int = DEFAULT_MAX_TURNS,
+        output_retries: int = 2,
+    ) -> None:
+        if not callable(getattr(model, "complete", None)):
+            raise InvalidArgumentError(f"model must have an async complete(), got {model!r:.100}")
+        self.model: Model = model
+        self.tools: tuple[Tool, ...] = tuple(as_tool(t) for t in tools)
+        names = [t.name for t in self.tools]
+        duplicates = sorted({n for n in names if names.count(n) > 1})
+        if duplicates:
+            raise InvalidArgumentError(f"duplicate tool names: {duplicates}")
+        if system_prompt is not None and not isinstance(system_prompt, str):
+            raise InvalidArgumentError("system_prompt must be a str or None")
+        self.system_prompt: str | None = system_prompt
+        self.memory: Memory = memory if memory is not None else _default_memory()
+        self.conversation_manager: ConversationManager = (
+            conversation_manager if conversation_manager is not None else _default_manager()
+        )
+        self.session_manager: Any = session_manager
+        if initial_messages is not None and not all(
+            isinstance(m, Message) for m in initial_messages
+        ):
+            raise InvalidArgumentError("initial_messages must be Message objects")
+        self.initial_messages: list[Message] = list(initial_messages or [])
+        self.middleware: tuple[object, ...] = tuple(middleware)
+        if response_format is not None and not (
+            isinstance(response_format, type) and issubclass(response_format, BaseModel)
+        ):
+            raise InvalidArgumentError("response_format must be a pydantic model class")
+        self.response_format: type[BaseModel] | None = response_format
+        if output_version not in ("v0", "v1"):
+            raise InvalidArgumentError(
+                f'output_version must be "v0" or "v1", not {output_version!r}'
+            )
+        self.output_version: OutputVersion = output_version
+        if decide is not None and not callable(decide):
+            raise InvalidArgumentError("decide must be a callable or None")
+        self.decide: DecideCallback | None = decide
+        if not isinstance(agent_id, str) or not agent_id:
+            raise InvalidArgumentError("agent_id must be a non-empty str")
+        self.agent_id: str = agent_id
+        for label, value, low in (
+            ("max_turns", max_turns, 1),
+            ("output_retries", output_retries, 0),
+        ):
+            if not isinstance(value, int) or isinstance(value, bool) or value < low:
+                raise InvalidArgumentError(f"{label} must be an int >= {low}, not {value!r}")
+        self.max_turns: int = max_turns
+        self.output_retries: int = output_retries
+
+        self._state = AgentState(state)
+        self._messages: list[Message] = list(self.initial_messages)
+        self._timeline = Timeline()
+        self._busy = False
+        self._started = False  # a run has committed (first-run seeding is done)
+        self._tools_by_name: dict[str, Tool] = {t.name: t for t in self.tools}
+        self._tool_specs: list[ToolSpec] = [t.spec for t in self.tools]
+        self._middleware = MiddlewareChain(self.middleware)
+        prompt_parts = [system_prompt] if system_prompt else []
+        if response_format is not None:
+            prompt_parts.append(output_instruction(response_format))
+        self._effective_prompt: str | None = "\n\n".join(prompt_parts) or None
+
+    # -- public attributes -------------------------------------------------------------
+
+    @property
+    def state(self) -> AgentState:
+        """Dict-like agent state; JSON values only (``STATE_NOT_JSON`` otherwise)."""
+        return self._state
+
+    @state.setter
+    def state(self, value: Mapping[str, Any]) -> None:
+        self._state.replace(value)
+
+    @property
+    def messages(self) -> list[Message]:
+        """The current history (a copy): what the last run left, or the seed before one."""
+        return list(self._messages)
+
+    @property
+    def timeline(self) -> list[TimelineEntry]:
+        """Every run (and later edit, branch, resume, snapshot), oldest first."""
+        return self._timeline.entries()
+
+    @property
+    def running(self) -> bool:
+        """Whether a run is in progress."""
+        return self._busy
+
+    # -- running ----------------------------------------------------------------------
+
+    async def run(
+        self,
+        prompt: Prompt | None,
+        *,
+        checkpointer: Any = None,
+        thread_id: str | None = None,
+        decisions: Mapping[str, Any] | None = None,
+    ) -> RunResult:
+        """Run the loop on ``prompt`` and return its result (``None``: continue as is).
+
+        ``decisions`` pre-answers approval calls (keys: ``hitl_key`` or a tool name).
+        Raises :class:`HitlInterrupt` when a call needs a decision nobody gave.
+        """
+        result: RunResult | None = None
+        async for event in self._drive(
+            prompt, checkpointer=checkpointer, thread_id=thread_id, decisions=decisions
+        ):
+            if isinstance(event, RunFinishedEvent):
+                result = event.result
+        assert result is not None  # _drive ends with RunFinished or raises
+        return result
+
+    async def stream(
+        self,
+        prompt: Prompt | None,
+        *,
+        checkpointer: Any = None,
+        thread_id: str | None = None,
+        decisions: Mapping[str, Any] | None = None,
+    ) -> AsyncIterator[AgentEvent]:
+        """Run like :meth:`run`, yielding events as they happen.
+
+        The stream ends with ``RunFinishedEvent``, or ``InterruptEvent`` (the interrupt
+        is not raised), or ``RunErrorEvent`` after which the error is raised. The agent
+        is busy from the first ``__anext__`` until the terminal event; if you stop
+        early, close the stream (``contextlib.aclosing``) to free it at once.
+        """
+        events = self._drive(
+            prompt, checkpointer=checkpointer, thread_id=thread_id, decisions=decisions
+        )
+        try:
+            async for event in events:
+                yield event
+        except HitlInterrupt:
+            return
+        finally:
+            await events.aclose()
+
+    async def _drive(
+        self,
+        prompt: Prompt | None,
+        *,
+        checkpointer: Any = None,
+        thread_id: str | None = None,
+        decisions: Mapping[str, Any] | None = None,
+        hooks: RunHooks | None = None,
+        timeline_kind: TimelineKind = "run",
+    ) -> AsyncGenerator[AgentEvent, None]:
+        """The one driver of the loop: busy flag, start, loop, commit, terminal event."""
+        if self._busy:
+            raise AgentBusyError(
+                f"agent {self.agent_id!r} is already running; one run at a time per instance"
+            )
+        self._busy = True
+        released = False
+
+        def release() -> None:
+            nonlocal released
+            if not released:
+                released = True
+                self._busy = False
+
+        try:
+            if checkpointer is not None:
+                raise NotImplementedError("checkpointed runs arrive with issue 6 (checkpoint/)")
+            if self.session_manager is not None:
+                raise NotImplementedError("session restore/save arrives with issue 5 (sessions/)")
+            message = _as_prompt(prompt)
+            hooks = hooks or RunHooks()
+            run = LoopRun([], message, decisions, thread_id, hooks=hooks)
+            try:
+                yield RunStartedEvent(
+                    run_id=run.run_id, agent_id=self.agent_id, thread_id=thread_id, prompt=message
+                )
+                run.history = (
+                    await hooks.prepare()
+                    if hooks.prepare is not None
+                    else await self._start_history()
+                )
+                start_ids = {m.id for m in run.history}
+                async for event in run_loop(self, run):
+                    yield event
+                assert run.final is not None
+                managed = await self._commit(run.visible())
+                if hooks.on_commit is not None:
+                    await hooks.on_commit(list(managed))
+                self._record(timeline_kind)
+                result = RunResult(
+                    text=run.final.text,
+                    messages=list(managed),
+                    stop_reason=str(run.final.metadata.get("stop_reason") or "end_turn"),
+                    output=run.output,
+                    usage=run.usage,
+                    new_messages=[m for m in managed if m.id not in start_ids],
+                    run_id=run.run_id,
+                    turns=run.turns,
+                )
+            except HitlInterrupt as interrupt:
+                await self._commit(run.kept if run.kept is not None else run.history)
+                self._record(timeline_kind, "interrupted")
+                release()
+                yield InterruptEvent(run_id=run.run_id, interrupt=interrupt)
+                raise
+            except Exception as exc:
+                code = getattr(exc, "code", type(exc).__name__)
+                self._record(timeline_kind, f"error:{code}")
+                release()
+                yield RunErrorEvent(run_id=run.run_id, error=exc)
+                raise
+            release()
+            yield RunFinishedEvent(run_id=run.run_id, result=result)
+        finally:
+            release()
+
+    # -- seams ------------------------------------------------------------------------
+
+    async def _start_history(self) -> list[Message]:
+        """The history a run starts from: memory (repaired), seeded on the first run."""
+        history = repair_history(await self.memory.load())
+        # Sessions (issue 5): on the first run, restore the latest snapshot HERE, before seeding.
+        if not self._started and not history and self.initial_messages:
+            history = repair_history(self.initial_messages)
+        return history
+
+    async def _commit(self, transcript: Sequence[Message]) -> list[Message]:
+        """Manage the transcript, clear-then-save memory, make it ``agent.messages``."""
+        managed = repair_history(await self.conversation_manager.apply(list(transcript)))
+        await self._set_history(managed)
+        self._started = True
+        # Sessions (issue 5): save_latest HERE.
+        return managed
+
+    async def _set_history(self, messages: Sequence[Message]) -> None:
+        """Replace memory and ``agent.messages`` with ``messages`` (clear-then-save)."""
+        history = list(messages)
+        await self.memory.clear()
+        await self.memory.save(history)
+        self._messages = history
+
+    def _record(self, kind: TimelineKind, label: str | None = None) -> TimelineEntry:
+        """Append a timeline entry (runs here; edits, branches, resumes, snapshots later)."""
+        return self._timeline.record(kind, label)
+
+    def _constructor_kwargs(self) -> dict[str, Any]:
+        """This agent's constructor arguments (for clones and branches)."""
+        return {
+            "model": self.model,
+            "tools": self.tools,
+            "system_prompt": self.system_prompt,
+            "memory": self.memory,
+            "conversation_manager": self.conversation_manager,
+            "session_manager": self.session_manager,
+            "initial_messages": self.initial_messages,
+            "state": self._state.to_dict(),
+            "middleware": self.middleware,
+            "response_format": self.response_format,
+            "output_version": self.output_version,
+            "decide": self.decide,
+            "agent_id": self.agent_id,
+            "max_turns": self.max_turns,
+            "output_retries": self.output_retries,
+        }
+
+    def with_tools(self, *extra: Tool | Any) -> Agent:
+        """A clone with ``extra`` tools added: fresh memory, no session manager, fresh state."""
+        kwargs = self._constructor_kwargs()
+        kwargs.update(tools=(*self.tools, *extra), memory=None, session_manager=None, state=None)
+        return Agent(**kwargs)
+
+    def __repr__(self) -> str:
+        return (
+            f"Agent(agent_id={self.agent_id!r}, model={self.model!r:.60}, tools={len(self.tools)})"
+        )
+
+
+def _as_prompt(prompt: Prompt | None) -> Message | None:
+    if prompt is None:
+        return None
+    if isinstance(prompt, str):
+        return Message("user", prompt)
+    if isinstance(prompt, Message) and prompt.role == "user":
+        return prompt
+    raise InvalidArgumentError(f"a prompt is a str or a role='user' Message, got {prompt!r:.100}")

@@ -1,0 +1,94 @@
+"""``agent.state``: a dict-like store of JSON values that snapshots and checkpoints copy."""
+
+from __future__ import annotations
+
+import copy
+import math
+from collections.abc import Iterator, Mapping, MutableMapping
+from typing import Any
+
+from ..errors import StateNotJsonError
+
+__all__ = ["AgentState", "check_json_value"]
+
+
+def check_json_value(value: Any, path: str = "value") -> None:
+    """Raise ``STATE_NOT_JSON`` unless ``value`` is plain JSON (no NaN, str keys, lists)."""
+    if value is None or isinstance(value, (bool, int, str)):
+        return
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            raise StateNotJsonError(f"{path} is {value!r}, which JSON cannot hold")
+        return
+    if isinstance(value, list):
+        for i, item in enumerate(value):
+            check_json_value(item, f"{path}[{i}]")
+        return
+    if isinstance(value, dict):
+        for key, item in value.items():
+            if not isinstance(key, str):
+                raise StateNotJsonError(f"{path} has a non-string key {key!r}")
+            check_json_value(item, f"{path}[{key!r}]")
+        return
+    raise StateNotJsonError(
+        f"{path} is a {type(value).__name__}; agent state holds JSON values only "
+        "(None, bool, int, float, str, list, dict with str keys)"
+    )
+
+
+class AgentState(MutableMapping[str, Any]):
+    """A mutable mapping of JSON values; setting anything else raises ``STATE_NOT_JSON``.
+
+    Values are deep-copied on the way in, so later changes to the caller's object do not
+    leak in. Values read out are the stored objects: mutate them in place only with JSON
+    values (``to_dict()`` re-checks everything and raises if a nested edit broke the rule).
+    """
+
+    __slots__ = ("_data",)
+
+    def __init__(self, initial: Mapping[str, Any] | None = None) -> None:
+        self._data: dict[str, Any] = {}
+        if initial is not None:
+            self.replace(initial)
+
+    def __getitem__(self, key: str) -> Any:
+        return self._data[key]
+
+    def __setitem__(self, key: str, value: Any) -> None:
+        if not isinstance(key, str):
+            raise StateNotJsonError(f"state keys are strings, not {type(key).__name__}")
+        check_json_value(value, f"state[{key!r}]")
+        self._data[key] = copy.deepcopy(value)
+
+    def __delitem__(self, key: str) -> None:
+        del self._data[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._data)
+
+    def __len__(self) -> int:
+        return len(self._data)
+
+    def __repr__(self) -> str:
+        return f"AgentState({self._data!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, AgentState):
+            return self._data == other._data
+        if isinstance(other, Mapping):
+            return self._data == dict(other)
+        return NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]  # mutable
+
+    def replace(self, values: Mapping[str, Any]) -> None:
+        """Replace the whole state with ``values`` (all checked before anything changes)."""
+        if not isinstance(values, Mapping):
+            raise StateNotJsonError(f"state must be a mapping, not {type(values).__name__}")
+        check_json_value(dict(values), "state")
+        self._data = copy.deepcopy(dict(values))
+
+    def to_dict(self) -> dict[str, Any]:
+        """A deep copy as a plain dict (what snapshots and checkpoints store)."""
+        check_json_value(self._data, "state")
+        return copy.deepcopy(self._data)

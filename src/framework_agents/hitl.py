@@ -1,0 +1,221 @@
+"""Human in the loop: decisions on tool calls that need approval, and the interrupt signal.
+
+A tool built with ``requires_approval=True`` does not run until a decision says so. The
+agent looks the decision up, in this order:
+
+1. the ``decisions`` given to the run or resume: first the exact key
+   ``hitl_key(tool, args)`` (or a key whose arguments are JSON-equal), then the bare tool
+   name, a wildcard that matches every re-issued call of that tool (models regenerate
+   argument text, so exact keys alone never converge);
+2. the agent's ``decide(tool_name, args)`` callback (sync or async);
+3. otherwise: suspend.
+
+Decisions: ``"approve"``; ``{"edit": new_args}`` (run with those arguments, validated);
+``{"reject": "reason"}`` (not run; the model sees a rejection result and the run goes on);
+``{"suspend": True}`` (the run stops with :class:`HitlInterrupt`). The bare strings
+``"reject"`` and ``"suspend"`` are accepted too. A decision of a kind the tool does not
+allow, or of any other shape, raises ``HITL_DECISION``. The default suspend (no decision
+at all) is the framework's, not a human's, so it is allowed for every tool.
+
+:class:`HitlInterrupt` and :class:`ToolRejection` are control-flow signals, not errors:
+they do not derive from :class:`~framework_agents.errors.AgentError`.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from ._util import maybe_await
+from .errors import HitlDecisionError
+from .tools import DECISION_KINDS, DecisionKind, Tool
+
+__all__ = [
+    "DecideCallback",
+    "Decision",
+    "HitlInterrupt",
+    "ResolvedDecision",
+    "ToolRejection",
+    "find_decision",
+    "hitl_key",
+    "parse_decision",
+    "resolve_decision",
+]
+
+#: ``"approve"``, ``{"edit": args}``, ``{"reject": reason}`` or ``{"suspend": True}``.
+Decision = str | Mapping[str, Any]
+
+#: ``decide(tool_name, args) -> Decision`` (sync or async).
+DecideCallback = Callable[[str, dict[str, Any]], "Decision | Awaitable[Decision]"]
+
+DecisionSource = Literal["exact", "wildcard", "callback", "default"]
+
+_DEFAULT_REJECTION = "The call was rejected by a human reviewer."
+
+
+def hitl_key(tool: str, args: Mapping[str, Any]) -> str:
+    """The decision key of one call: ``f"{tool}:{json.dumps(args)}"``."""
+    return f"{tool}:{json.dumps(args)}"
+
+
+class HitlInterrupt(Exception):
+    """A call needs a human decision: the run stopped before that assistant turn ran.
+
+    ``tool`` and ``arguments`` name the call, ``call_id`` is the model's call id, ``key``
+    its :func:`hitl_key` and ``thread_id`` the checkpointed thread (``None`` without one).
+    ``reason`` says why, when it is not simply "approval needed".
+    """
+
+    def __init__(
+        self,
+        tool: str,
+        arguments: Mapping[str, Any],
+        call_id: str,
+        *,
+        key: str | None = None,
+        thread_id: str | None = None,
+        reason: str | None = None,
+    ) -> None:
+        self.tool: str = tool
+        self.arguments: dict[str, Any] = dict(arguments)
+        self.call_id: str = call_id
+        self.key: str = key if key is not None else hitl_key(tool, self.arguments)
+        self.thread_id: str | None = thread_id
+        self.reason: str | None = reason
+        text = reason or "needs a human decision"
+        super().__init__(f"tool {tool!r} {text} (key {self.key!r})")
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        # Keep every attribute across pickling (process pools, multiprocessing queues).
+        return (
+            _rebuild_interrupt,
+            (self.tool, self.arguments, self.call_id, self.key, self.thread_id, self.reason),
+        )
+
+
+def _rebuild_interrupt(
+    tool: str,
+    arguments: dict[str, Any],
+    call_id: str,
+    key: str,
+    thread_id: str | None,
+    reason: str | None,
+) -> HitlInterrupt:
+    return HitlInterrupt(tool, arguments, call_id, key=key, thread_id=thread_id, reason=reason)
+
+
+class ToolRejection(Exception):
+    """A call was refused: raised by a tool (or made by a reject decision) to tell the model.
+
+    The run goes on; the model sees a tool result holding ``reason`` with
+    ``metadata["kind"] == "rejected"``.
+    """
+
+    def __init__(self, reason: str = _DEFAULT_REJECTION) -> None:
+        super().__init__(reason)
+        self.reason: str = reason
+
+
+@dataclass(frozen=True, slots=True)
+class ResolvedDecision:
+    """A validated decision for one call, and where it came from."""
+
+    kind: DecisionKind
+    source: DecisionSource
+    args: dict[str, Any] | None = None
+    reason: str | None = None
+    raw: Any = field(default=None, compare=False)
+
+
+def _malformed(tool: str, value: Any, why: str) -> HitlDecisionError:
+    return HitlDecisionError(f"malformed decision for tool {tool!r}: {value!r} ({why})")
+
+
+def parse_decision(value: Any, *, tool: Tool, source: DecisionSource) -> ResolvedDecision:
+    """Validate one decision for ``tool``; ``HITL_DECISION`` if malformed or not allowed."""
+    kind: str
+    args: dict[str, Any] | None = None
+    reason: str | None = None
+    if isinstance(value, str):
+        kind = value
+        if kind == "edit":
+            raise _malformed(tool.name, value, 'an edit needs {"edit": new_args}')
+        if kind not in DECISION_KINDS:
+            raise _malformed(tool.name, value, f"the kinds are {list(DECISION_KINDS)}")
+        if kind == "reject":
+            reason = _DEFAULT_REJECTION
+    elif isinstance(value, Mapping):
+        if len(value) != 1:
+            raise _malformed(tool.name, value, "a decision is a mapping with exactly one key")
+        ((kind, payload),) = value.items()
+        if kind == "approve":
+            if payload is not True:
+                raise _malformed(tool.name, value, '{"approve": True} or "approve"')
+        elif kind == "edit":
+            if not isinstance(payload, Mapping) or not all(isinstance(k, str) for k in payload):
+                raise _malformed(tool.name, value, "edit takes a mapping of new arguments")
+            args = dict(payload)
+        elif kind == "reject":
+            if payload is True:
+                reason = _DEFAULT_REJECTION
+            elif isinstance(payload, str) and payload.strip():
+                reason = payload
+            else:
+                raise _malformed(tool.name, value, "reject takes a non-empty reason string")
+        elif kind == "suspend":
+            if payload is not True:
+                raise _malformed(tool.name, value, '{"suspend": True}')
+        else:
+            raise _malformed(tool.name, value, f"the kinds are {list(DECISION_KINDS)}")
+    else:
+        raise _malformed(tool.name, value, "expected a string or a one-key mapping")
+    if kind not in tool.allowed_decisions:
+        raise HitlDecisionError(
+            f"decision {kind!r} is not allowed for tool {tool.name!r} "
+            f"(allowed: {list(tool.allowed_decisions)})"
+        )
+    return ResolvedDecision(kind, source, args=args, reason=reason, raw=value)
+
+
+def find_decision(
+    decisions: Mapping[str, Any] | None, tool: str, args: Mapping[str, Any]
+) -> tuple[Any, DecisionSource] | None:
+    """The stored decision for a call: exact key, then JSON-equal key, then bare tool name."""
+    if not decisions:
+        return None
+    key = hitl_key(tool, args)
+    if key in decisions:
+        return decisions[key], "exact"
+    prefix = f"{tool}:"
+    plain = dict(args)
+    for candidate, value in decisions.items():
+        if not candidate.startswith(prefix):
+            continue
+        try:
+            parsed = json.loads(candidate[len(prefix) :])
+        except ValueError:
+            continue
+        if parsed == plain:
+            return value, "exact"
+    if tool in decisions:
+        return decisions[tool], "wildcard"
+    return None
+
+
+async def resolve_decision(
+    tool: Tool,
+    args: Mapping[str, Any],
+    *,
+    decisions: Mapping[str, Any] | None,
+    decide: DecideCallback | None,
+) -> ResolvedDecision:
+    """The decision for one call of an approval tool (stored, else callback, else suspend)."""
+    found = find_decision(decisions, tool.name, args)
+    if found is not None:
+        return parse_decision(found[0], tool=tool, source=found[1])
+    if decide is not None:
+        value = await maybe_await(decide(tool.name, dict(args)))
+        return parse_decision(value, tool=tool, source="callback")
+    return ResolvedDecision("suspend", "default")
