@@ -46,6 +46,13 @@ _SERIALIZER = Message.__pydantic_serializer__
 _SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")
 
 
+def _json_type(value: Any) -> str:
+    if value is None:
+        return "null"
+    names = {bool: "boolean", int: "number", float: "number", str: "string", list: "array"}
+    return names.get(type(value), "object")
+
+
 def _pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     obj = dict(pairs)
     if len(obj) != len(pairs):
@@ -98,7 +105,7 @@ def parse_document(data: bytes, path: Path) -> list[Message]:
     except ValueError as exc:
         raise corrupt(f"unreadable JSON: {exc}") from None
     if not isinstance(doc, dict):
-        raise corrupt(f"top level is a JSON {type(doc).__name__}, not an object")
+        raise corrupt(f"top level is {_json_type(doc)}, not an object")
     if doc.keys() != _KEYS:
         missing = sorted(_KEYS - doc.keys())
         extra = sorted(doc.keys() - _KEYS)
@@ -115,13 +122,15 @@ def parse_document(data: bytes, path: Path) -> list[Message]:
         raise corrupt(f"unknown version {version}")
     items = doc["messages"]
     if not isinstance(items, list):
-        raise corrupt(f"messages is a JSON {type(items).__name__}, not an array")
+        raise corrupt(f"messages is {_json_type(items)}, not an array")
     try:
         return MessageList.validate_python(items)
     except ValidationError as exc:
         first = exc.errors()[0]
         where = ".".join(str(p) for p in first["loc"])
-        raise corrupt(f"message {where}: {first['msg']} ({exc.error_count()} errors)") from None
+        count = exc.error_count()
+        more = f" and {count - 1} more problem(s)" if count > 1 else ""
+        raise corrupt(f"message {where}: {first['msg']}{more}") from None
     except RecursionError:
         raise corrupt("nested too deeply") from None
 

@@ -1,0 +1,55 @@
+"""Child-process bodies for the FileMemory process tests (imported by spawned children).
+
+Kept apart from the test modules so a child imports only the standard library and
+framework_agents, not pytest or hypothesis.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+from multiprocessing.connection import Connection
+from multiprocessing.synchronize import Barrier
+
+from framework_agents import FileMemory, Message
+
+__all__ = ["append_worker", "crash_worker", "message_id"]
+
+#: Room for every append the process tests make: nothing is windowed away.
+BIG_WINDOW = 1_000_000
+
+
+def message_id(writer: str, seq: int) -> str:
+    """The id (and text) of append ``seq`` of ``writer``."""
+    return f"{writer}-{seq}"
+
+
+def append_worker(directory: str, writer: str, count: int, barrier: Barrier) -> None:
+    """Save ``count`` messages, one per save, after every worker reached the barrier."""
+
+    async def main() -> None:
+        memory = FileMemory(directory, max_messages=BIG_WINDOW)
+        for seq in range(count):
+            mid = message_id(writer, seq)
+            await memory.save([Message("user", mid, id=mid)])
+
+    barrier.wait()
+    asyncio.run(main())
+
+
+def crash_worker(directory: str, first_seq: int, conn: Connection) -> None:
+    """Save ``s<first_seq>``, ``s<first_seq+1>``, ... forever, reporting each save once done.
+
+    Sends ``-1`` before the first save, then each sequence number right after its save
+    returned (the save is acknowledged). The parent kills this process at random.
+    """
+
+    async def main() -> None:
+        memory = FileMemory(directory, max_messages=BIG_WINDOW)
+        conn.send(-1)
+        for seq in itertools.count(first_seq):
+            mid = message_id("s", seq)
+            await memory.save([Message("user", mid, id=mid)])
+            conn.send(seq)
+
+    asyncio.run(main())

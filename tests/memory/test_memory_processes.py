@@ -1,0 +1,131 @@
+"""FileMemory across real processes: concurrent appends and SIGKILL at random moments."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import multiprocessing as mp
+import os
+import random
+import signal
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from framework_agents import FileMemory, Message
+
+sys.path.insert(0, str(Path(__file__).parent))  # children import the worker module by name
+import memory_proc_workers as workers
+
+WRITERS, SAVES = 4, 25
+KILLS = 100
+
+
+def _temp_files(directory: Path) -> list[str]:
+    return [n for n in os.listdir(directory) if n.endswith(".tmp")]
+
+
+def _stored_ids(directory: Path) -> list[str]:
+    loaded = asyncio.run(FileMemory(directory, max_messages=workers.BIG_WINDOW).load())
+    return [m.id for m in loaded]
+
+
+@pytest.mark.slow
+def test_four_processes_appending_lose_nothing(tmp_path: Path) -> None:
+    ctx = mp.get_context("spawn")
+    barrier = ctx.Barrier(WRITERS)
+    procs = [
+        ctx.Process(target=workers.append_worker, args=(str(tmp_path), f"p{w}", SAVES, barrier))
+        for w in range(WRITERS)
+    ]
+    for proc in procs:
+        proc.start()
+    try:
+        for proc in procs:
+            proc.join(timeout=120)
+            assert proc.exitcode == 0
+    finally:
+        for proc in procs:
+            if proc.is_alive():
+                proc.kill()
+
+    doc = json.loads((tmp_path / "memory.json").read_bytes())
+    assert doc["version"] == 1
+    ids = _stored_ids(tmp_path)
+    assert len(ids) == len(set(ids)) == WRITERS * SAVES
+    for w in range(WRITERS):
+        mine = [i for i in ids if i.startswith(f"p{w}-")]
+        assert mine == [workers.message_id(f"p{w}", s) for s in range(SAVES)]
+    assert _temp_files(tmp_path) == []
+
+
+def _recv(conn: object, proc: mp.process.BaseProcess) -> int:
+    assert conn.poll(30), f"child sent nothing (exit code {proc.exitcode})"  # type: ignore[attr-defined]
+    return conn.recv()  # type: ignore[attr-defined, no-any-return]
+
+
+@pytest.mark.slow
+def test_sigkill_at_random_moments_leaves_an_acknowledged_state(tmp_path: Path) -> None:
+    # Forking from a server that already imported the package makes a child cost ~10 ms.
+    ctx = mp.get_context("forkserver")
+    ctx.set_forkserver_preload(["framework_agents", "memory_proc_workers"])
+    rng = random.Random(1729)
+    stored = 0  # messages s0 .. s<stored-1> are in memory.json
+    save_times: list[float] = [0.004]
+    killed_mid_write = published_unacked = 0
+    started = time.monotonic()
+
+    for _ in range(KILLS):
+        reader, writer = ctx.Pipe(duplex=False)
+        proc = ctx.Process(target=workers.crash_worker, args=(str(tmp_path), stored, writer))
+        proc.start()
+        writer.close()
+        try:
+            assert _recv(reader, proc) == -1  # about to start its first save
+            acks: list[int] = []
+            last = time.perf_counter()
+            for _ in range(rng.randint(0, 3)):  # how many saves it completes before the kill
+                acks.append(_recv(reader, proc))
+                now = time.perf_counter()
+                save_times.append(now - last)
+                last = now
+            # The kill lands at a random point of the save now in progress. This pause is
+            # the random moment itself, not a wait for any state: progress is only ever
+            # learned from the acknowledgements.
+            time.sleep(rng.uniform(0, 1.5 * statistics.median(save_times[-20:])))
+            os.kill(proc.pid, signal.SIGKILL)  # type: ignore[arg-type]
+            proc.join(timeout=30)
+            assert proc.exitcode == -signal.SIGKILL
+            while reader.poll(0):  # acknowledgements sent before it died
+                try:
+                    acks.append(reader.recv())
+                except EOFError:
+                    break
+        finally:
+            if proc.is_alive():
+                proc.kill()
+            reader.close()
+
+        assert acks == list(range(stored, stored + len(acks)))
+        acknowledged = stored + len(acks)
+        ids = _stored_ids(tmp_path)  # loads: never torn, never corrupt
+        # Exactly s0 .. s<n-1>: every acknowledged append, at most the one in flight more.
+        assert ids == [workers.message_id("s", i) for i in range(len(ids))]
+        assert acknowledged <= len(ids) <= acknowledged + 1
+        published_unacked += len(ids) - acknowledged
+        killed_mid_write += bool(_temp_files(tmp_path))
+
+        # The next save sweeps what the killed writer left behind.
+        stored = len(ids)
+        next_id = workers.message_id("s", stored)
+        sweeper = FileMemory(tmp_path, workers.BIG_WINDOW, stale_temp_seconds=0)
+        asyncio.run(sweeper.save([Message("user", next_id, id=next_id)]))
+        stored += 1
+        assert _temp_files(tmp_path) == []
+
+    assert time.monotonic() - started < 60
+    # The kills did land inside writes (a temp file was left behind) at least once.
+    assert killed_mid_write > 0, (killed_mid_write, published_unacked)
