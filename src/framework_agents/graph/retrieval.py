@@ -1,0 +1,285 @@
+"""Ranking closure facts by relevance to a text: BM25 on labels plus graph expansion.
+
+Every node of the closure (an entity, class, property or literal) is a tiny document:
+the tokens of an IRI's local name (``ex:worksFor`` -> ``work``) or of a literal's text.
+:func:`tokenize` splits camelCase, snake_case, CURIEs and IRIs, folds case, drops common
+English stop words and strips plural endings. A query is scored in four steps:
+
+1. **Lexical**: BM25 (k1=1.2, b=0.75) of every node that shares a token with the query.
+2. **Seeds**: the best ``SEEDS`` matched nodes that are subjects or objects, and the best
+   ``PREDICATE_SEEDS`` matched predicates.
+3. **Expansion**: each neighbour of a seed (one hop, either direction) gets
+   ``ALPHA`` times the seed's score (the best seed wins); seeds with more than
+   ``EXPAND_LIMIT`` neighbours are hubs and do not expand. The best ``EXPANDED``
+   neighbours join the seeds.
+4. **Facts**: the facts around seeds and expanded nodes (at most ``PER_NODE`` per node:
+   all of them for small nodes, the first by canonical order for hubs) are scored
+   ``rel(subject) + rel(object) + BETA * lex(predicate)``.
+
+Ties break on (asserted before entailed, then the canonical strings of subject, predicate
+and object), and nothing depends on insertion order, so the ranking is a pure function of
+the closure and the text. The index is updated with each change to the closure, so a
+query never rescans the graph; only a hub's capped fact list is cached and rebuilt after
+that hub changes.
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+import re
+from collections.abc import Callable, Iterable
+
+from ._table import TermTable
+from .rules import SAMEAS, Closure, Triple
+from .terms import IRI
+
+__all__ = [
+    "ALPHA",
+    "BETA",
+    "EXPANDED",
+    "EXPAND_LIMIT",
+    "PER_NODE",
+    "PREDICATE_SEEDS",
+    "SEEDS",
+    "LexicalIndex",
+    "label_tokens",
+    "tokenize",
+]
+
+K1 = 1.2
+B = 0.75
+#: How many lexically matched subject/object nodes seed a query.
+SEEDS = 24
+#: How many lexically matched predicates contribute facts of their own.
+PREDICATE_SEEDS = 2
+#: How many expanded neighbours join the seeds.
+EXPANDED = 16
+#: Facts taken around one node (all of them for nodes with fewer).
+PER_NODE = 48
+#: A seed with more neighbours than this is a hub and does not expand.
+EXPAND_LIMIT = 256
+#: Share of a seed's score a neighbour receives.
+ALPHA = 0.5
+#: Weight of a lexical match on the predicate.
+BETA = 0.5
+
+_STOP = frozenset(
+    """a about above after all also an and any are as at be been being but by can could did
+    do does doing for from had has have having he her here hers him his how i if in into is
+    it its me my no nor not of off on once only or other our out over own please same she
+    should so some such than that the their them then there these they this those through
+    to too under until up very was we were what when where which while who whom why will
+    with would you your yours tell know""".split()  # noqa: SIM905
+)
+_CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])|(?<=[A-Za-z])(?=\d)")
+_WORD = re.compile(r"[^\W_]+")
+
+
+def _stem(token: str) -> str:
+    if len(token) > 4 and token.endswith("ies"):
+        return token[:-3] + "y"
+    if len(token) > 4 and token.endswith(("sses", "shes", "ches", "xes")):
+        return token[:-2]
+    if len(token) > 3 and token.endswith("s") and not token.endswith(("ss", "us", "is")):
+        return token[:-1]
+    return token
+
+
+def tokenize(text: str) -> list[str]:
+    """Search tokens of ``text``: camelCase and non-word boundaries split, folded, stemmed."""
+    out: list[str] = []
+    for word in _WORD.findall(text):
+        for part in _CAMEL.split(word):
+            token = part.casefold()
+            if token and token not in _STOP:
+                out.append(_stem(token))
+    return out
+
+
+def _local_name(value: str) -> str:
+    cut = max(value.rfind("#"), value.rfind("/"), value.rfind(":"))
+    local = value[cut + 1 :]
+    return local or value
+
+
+def label_tokens(term: object) -> list[str]:
+    """The document of a node: its IRI's local name, or its literal's text, tokenized."""
+    if isinstance(term, IRI):
+        return tokenize(_local_name(term.value))
+    return tokenize(getattr(term, "value", ""))
+
+
+class LexicalIndex:
+    """BM25 postings over closure nodes plus node degrees, kept in step with the closure."""
+
+    def __init__(self, closure: Closure, terms: TermTable) -> None:
+        self._closure = closure
+        self._terms = terms
+        self._postings: dict[str, dict[int, int]] = {}
+        self._doc: dict[int, tuple[str, ...]] = {}
+        self._total_len = 0
+        self._degree: dict[int, int] = {}  # occurrences in any position
+        self._so_degree: dict[int, int] = {}  # occurrences as subject or object
+        self._hub_facts: dict[int, list[Triple]] = {}
+        self._pred_facts: dict[int, list[Triple]] = {}
+
+    # -- maintenance -------------------------------------------------------------------
+
+    def _bump(self, node: int, by: int) -> None:
+        count = self._degree.get(node, 0) + by
+        if count > 0:
+            self._degree[node] = count
+            if count == by:
+                self._add_doc(node)
+        else:
+            self._degree.pop(node, None)
+            self._drop_doc(node)
+
+    def _add_doc(self, node: int) -> None:
+        tokens = tuple(label_tokens(self._terms.term(node)))
+        if not tokens:
+            return
+        self._doc[node] = tokens
+        self._total_len += len(tokens)
+        for token in tokens:
+            posting = self._postings.setdefault(token, {})
+            posting[node] = posting.get(node, 0) + 1
+
+    def _drop_doc(self, node: int) -> None:
+        tokens = self._doc.pop(node, None)
+        if tokens is None:
+            return
+        self._total_len -= len(tokens)
+        for token in set(tokens):
+            posting = self._postings[token]
+            del posting[node]
+            if not posting:
+                del self._postings[token]
+
+    def update(self, added: Iterable[Triple], removed: Iterable[Triple]) -> None:
+        """Account for triples that entered and left the closure."""
+        so = self._so_degree
+        hub, pred = self._hub_facts, self._pred_facts
+        for sign, triples in ((1, added), (-1, removed)):
+            for s, p, o in triples:
+                for node in (s, o):
+                    count = so.get(node, 0) + sign
+                    if count > 0:
+                        so[node] = count
+                    else:
+                        so.pop(node, None)
+                    hub.pop(node, None)
+                    self._bump(node, sign)
+                self._bump(p, sign)
+                pred.pop(p, None)
+
+    # -- search ------------------------------------------------------------------------
+
+    def _triple_key(self, t: Triple) -> tuple[str, str, str]:
+        key = self._terms.key
+        return (key(t[0]), key(t[1]), key(t[2]))
+
+    def _around(self, node: int) -> list[Triple]:
+        """Facts with ``node`` as subject or object: all, or the first PER_NODE for hubs."""
+        if self._so_degree.get(node, 0) > PER_NODE:
+            cached = self._hub_facts.get(node)
+            if cached is None:
+                cached = heapq.nsmallest(PER_NODE, self._incident(node), key=self._triple_key)
+                self._hub_facts[node] = cached
+            return cached
+        return list(self._incident(node))
+
+    def _incident(self, node: int) -> Iterable[Triple]:
+        closure = self._closure
+        for p, objs in closure.spo.get(node, {}).items():
+            for o in objs:
+                yield (node, p, o)
+        for p, subs in closure.ops.get(node, {}).items():
+            for s in subs:
+                if s != node:
+                    yield (s, p, node)
+
+    def _with_predicate(self, p: int) -> list[Triple]:
+        cached = self._pred_facts.get(p)
+        if cached is None:
+            facts = ((s, p, o) for s, objs in self._closure.pso.get(p, {}).items() for o in objs)
+            cached = heapq.nsmallest(PER_NODE, facts, key=self._triple_key)
+            self._pred_facts[p] = cached
+        return cached
+
+    def _neighbours(self, node: int) -> Iterable[int]:
+        closure = self._closure
+        for objs in closure.spo.get(node, {}).values():
+            yield from objs
+        for subs in closure.ops.get(node, {}).values():
+            yield from subs
+
+    def lexical(self, text: str) -> dict[int, float]:
+        """BM25 score of every node sharing a token with ``text``."""
+        scores: dict[int, float] = {}
+        docs = len(self._doc)
+        if not docs:
+            return scores
+        avgdl = self._total_len / docs
+        for token in dict.fromkeys(tokenize(text)):
+            posting = self._postings.get(token)
+            if not posting:
+                continue
+            df = len(posting)
+            idf = math.log(1.0 + (docs - df + 0.5) / (df + 0.5))
+            doc = self._doc
+            for node, tf in posting.items():
+                norm = K1 * (1.0 - B + B * len(doc[node]) / avgdl)
+                scores[node] = scores.get(node, 0.0) + idf * tf * (K1 + 1.0) / (tf + norm)
+        return scores
+
+    def search(
+        self, text: str, k: int, asserted: Callable[[Triple], bool]
+    ) -> list[tuple[float, Triple]]:
+        """The ``k`` best closure triples for ``text`` with their scores, best first."""
+        if k <= 0:
+            return []
+        lex = self.lexical(text)
+        if not lex:
+            return []
+        key = self._terms.key
+        so, closure = self._so_degree, self._closure
+
+        def by_score(scores: dict[int, float]) -> Callable[[int], tuple[float, str]]:
+            return lambda n: (-scores[n], key(n))
+
+        seeds = heapq.nsmallest(SEEDS, (n for n in lex if n in so), key=by_score(lex))
+        preds = heapq.nsmallest(
+            PREDICATE_SEEDS, (n for n in lex if n in closure.pso), key=by_score(lex)
+        )
+        expansion: dict[int, float] = {}
+        for node in seeds:
+            if so[node] > EXPAND_LIMIT:
+                continue
+            share = ALPHA * lex[node]
+            for other in self._neighbours(node):
+                if expansion.get(other, 0.0) < share:
+                    expansion[other] = share
+        chosen = set(seeds)
+        expanded = heapq.nsmallest(
+            EXPANDED, (n for n in expansion if n not in chosen), key=by_score(expansion)
+        )
+        candidates: set[Triple] = set()
+        for node in (*seeds, *expanded):
+            candidates.update(self._around(node))
+        for p in preds:
+            candidates.update(self._with_predicate(p))
+
+        def rel(n: int) -> float:
+            return lex.get(n, 0.0) + expansion.get(n, 0.0)
+
+        scored: list[tuple[float, bool, str, str, str, Triple]] = []
+        for t in candidates:
+            s, p, o = t
+            if p == SAMEAS and s == o:
+                continue  # a reflexive sameAs says nothing
+            score = round(rel(s) + rel(o) + BETA * lex.get(p, 0.0), 9)
+            scored.append((-score, not asserted(t), key(s), key(p), key(o), t))
+        best = heapq.nsmallest(k, scored)
+        return [(-row[0], row[5]) for row in best]

@@ -1,0 +1,460 @@
+"""GraphStore: a quad store with a materialised, incrementally maintained closure.
+
+Engine: in-process indexes (dicts of sets over integer term ids) hold the asserted quads
+and the closure; the reasoner (:mod:`.rules`) keeps the closure exact on every add and
+remove; the retrieval index (:mod:`.retrieval`) follows every change. With a ``path`` the
+asserted quads are also kept in SQLite (:mod:`._disk`) and the closure is rebuilt on open.
+``bench/graph.py`` and ``docs/graph.md`` hold the measurements behind this choice.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import threading
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from types import EllipsisType
+from typing import Any, NamedTuple
+
+from ..errors import GraphStateError, GraphStoreCorruptError, GraphTermError
+from ._disk import FORMAT, Disk, Row, encode_object
+from ._table import TermTable
+from .retrieval import LexicalIndex
+from .rules import Closure, Triple
+from .terms import (
+    DEFAULT_PREFIXES,
+    IRI,
+    Position,
+    Term,
+    TermInput,
+    term_from_json,
+    term_to_json,
+    to_term,
+)
+
+__all__ = ["ENTAILED_GRAPH", "STATE_VERSION", "Fact", "GraphStore", "Quad"]
+
+#: The named graph that holds entailed quads (never asserted into, never exported).
+ENTAILED_GRAPH = "urn:x-framework-agents:entailed"
+#: Version of the ``export_state()`` document.
+STATE_VERSION = 1
+
+_Quad = tuple[int, int, int, int]  # subject, predicate, object, graph (0 = default graph)
+
+
+class Quad(NamedTuple):
+    """A fact in a named graph; ``graph`` is ``None`` for the default graph."""
+
+    subject: IRI
+    predicate: IRI
+    object: Term
+    graph: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class Fact:
+    """A closure entry ranked by :meth:`GraphStore.relevant`."""
+
+    subject: IRI
+    predicate: IRI
+    object: Term
+    graph: str | None
+    entailed: bool
+    score: float
+
+    @property
+    def text(self) -> str:
+        """One line: ``subject predicate object``, literals quoted, ``(inferred)`` if entailed."""
+        line = f"{self.subject.key} {self.predicate.key} {self.object.key}"
+        return f"{line} (inferred)" if self.entailed else line
+
+
+class _State:
+    """Everything in memory: terms, asserted quads, closure and retrieval index."""
+
+    def __init__(self) -> None:
+        self.terms = TermTable()
+        self.graphs: dict[Triple, set[int]] = {}
+        self.closure = Closure()
+        self.index = LexicalIndex(self.closure, self.terms)
+
+    @classmethod
+    def build(cls, quads: Iterable[tuple[Term, Term, Term, IRI | None]]) -> _State:
+        state = cls()
+        for quad in quads:
+            ids = state.intern(quad)
+            state.graphs.setdefault(ids[:3], set()).add(ids[3])
+        state.closure.rebuild(state.graphs)
+        state.index.update(state.closure.triples, ())
+        return state
+
+    def intern(self, quad: tuple[Term, Term, Term, IRI | None]) -> _Quad:
+        intern = self.terms.intern
+        s, p, o, g = quad
+        return (intern(s), intern(p), intern(o), 0 if g is None else intern(g))
+
+    def lookup(self, quad: tuple[Term, Term, Term, IRI | None]) -> _Quad | None:
+        ids = [self.terms.lookup(t) for t in quad[:3]]
+        g = 0 if quad[3] is None else self.terms.lookup(quad[3])
+        if g is None or None in ids:
+            return None
+        return (ids[0], ids[1], ids[2], g)  # type: ignore[return-value]
+
+    def row(self, q: _Quad) -> Row:
+        key, term = self.terms.key, self.terms.term
+        return (
+            key(q[0]),
+            key(q[1]),
+            encode_object(term_to_json(term(q[2]))),
+            key(q[3]) if q[3] else "",
+        )
+
+    def add(self, quads: Sequence[_Quad]) -> None:
+        fresh: list[Triple] = []
+        for s, p, o, g in quads:
+            graphs = self.graphs.setdefault((s, p, o), set())
+            if not graphs:
+                fresh.append((s, p, o))
+            graphs.add(g)
+        self.index.update(self.closure.add(fresh), ())
+
+    def remove(self, quads: Sequence[_Quad]) -> None:
+        gone: list[Triple] = []
+        for s, p, o, g in quads:
+            graphs = self.graphs[(s, p, o)]
+            graphs.discard(g)
+            if not graphs:
+                del self.graphs[(s, p, o)]
+                gone.append((s, p, o))
+        self.index.update((), self.closure.remove(gone))
+
+    def graph_name(self, t: Triple) -> tuple[str | None, bool]:
+        graphs = self.graphs.get(t)
+        if not graphs:
+            return ENTAILED_GRAPH, True
+        first = min(graphs)
+        return (self.terms.key(first) if first else None), False
+
+    def quad(self, t: Triple, g: int | None) -> Quad:
+        term = self.terms.term
+        name = ENTAILED_GRAPH if g is None else (self.terms.key(g) if g else None)
+        return Quad(term(t[0]), term(t[1]), term(t[2]), name)  # type: ignore[arg-type]
+
+
+class GraphStore:
+    """Quads (subject, predicate, object, graph) with a materialised RDFS/OWL-RL closure.
+
+    ``GraphStore()`` lives in memory; ``GraphStore(path)`` also keeps the asserted quads in
+    ``<path>/graph.sqlite3`` (every mutation durable when it returns, crash-safe,
+    reopenable) and rebuilds the closure when it opens. One process should own a path
+    at a time: the database stays consistent under several, but each process only sees
+    its own writes until it reopens. Entailed quads are in :data:`ENTAILED_GRAPH`.
+
+    Mutations are ``async`` (their work runs in a thread); reads are synchronous and
+    fast. An on-disk store opens on ``await store.open()`` or on the first mutation; a
+    synchronous read of a store that is not open yet opens it on the spot (blocking).
+    """
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str] | None = None,
+        *,
+        prefixes: Mapping[str, str] | None = None,
+    ) -> None:
+        self.path: Path | None = Path(path) if path is not None else None
+        self.prefixes: dict[str, str] = {**DEFAULT_PREFIXES, **(prefixes or {})}
+        self._lock = threading.RLock()
+        self._disk: Disk | None = None
+        self._state: _State | None = _State() if self.path is None else None
+
+    # -- life cycle --------------------------------------------------------------------
+
+    def _open_sync(self) -> _State:
+        with self._lock:
+            if self._state is not None:
+                return self._state
+            assert self.path is not None
+            disk = Disk(self.path)
+            rows = disk.open()
+            try:
+                state = _State.build(self._decode_row(row) for row in rows)
+            except (GraphTermError, ValueError) as exc:
+                disk.close()
+                raise GraphStoreCorruptError(f"{disk.file} holds a malformed quad: {exc}") from exc
+            except BaseException:
+                disk.close()
+                raise
+            self._disk, self._state = disk, state
+            return state
+
+    async def open(self) -> None:
+        """Load the store (an on-disk store reads its quads and rebuilds its closure)."""
+        await asyncio.to_thread(self._open_sync)
+
+    async def close(self) -> None:
+        """Close the database; a later call reopens it. No-op for an in-memory store."""
+
+        def close() -> None:
+            with self._lock:
+                if self._disk is not None:
+                    self._disk.close()
+                    self._disk, self._state = None, None
+
+        await asyncio.to_thread(close)
+
+    async def __aenter__(self) -> GraphStore:
+        await self.open()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    @contextmanager
+    def _read(self) -> Iterator[_State]:
+        with self._lock:
+            yield self._open_sync()
+
+    # -- terms -------------------------------------------------------------------------
+
+    def _parse(self, fact: Sequence[Any]) -> tuple[Term, Term, Term, IRI | None]:
+        if not isinstance(fact, Sequence) or isinstance(fact, str) or len(fact) not in (3, 4):
+            raise GraphTermError(f"a fact is (subject, predicate, object[, graph]), not {fact!r}")
+        s = to_term(fact[0], "subject", prefixes=self.prefixes)
+        p = to_term(fact[1], "predicate", prefixes=self.prefixes)
+        o = to_term(fact[2], "object", prefixes=self.prefixes)
+        g = self._graph(fact[3] if len(fact) == 4 else None)
+        return s, p, o, g
+
+    def _graph(self, graph: object) -> IRI | None:
+        if graph is None:
+            return None
+        term = to_term(graph, "graph", prefixes=self.prefixes)
+        assert isinstance(term, IRI)
+        if term.value == ENTAILED_GRAPH:
+            raise GraphTermError(f"graph: {ENTAILED_GRAPH} holds entailments and is read-only")
+        return term
+
+    def _decode_row(self, row: Row) -> tuple[Term, Term, Term, IRI | None]:
+        s, p, o, g = row
+        return (
+            term_from_json(s, "subject"),
+            term_from_json(p, "predicate"),
+            term_from_json(json.loads(o), "object"),
+            IRI(g) if g else None,
+        )
+
+    # -- mutations ---------------------------------------------------------------------
+
+    def _mutate(self, quads: list[tuple[Term, Term, Term, IRI | None]], adding: bool) -> int:
+        with self._lock:
+            state = self._open_sync()
+            if adding:
+                ids = [state.intern(q) for q in quads]
+                todo = [q for q in dict.fromkeys(ids) if q[3] not in state.graphs.get(q[:3], ())]
+            else:
+                found = (state.lookup(q) for q in quads)
+                todo = [
+                    q
+                    for q in dict.fromkeys(f for f in found if f is not None)
+                    if q[3] in state.graphs.get(q[:3], ())
+                ]
+            if not todo:
+                return 0
+            if self._disk is not None:
+                rows = [state.row(q) for q in todo]
+                (self._disk.insert if adding else self._disk.delete)(rows)
+            (state.add if adding else state.remove)(todo)
+            return len(todo)
+
+    async def add(
+        self, subject: TermInput, predicate: TermInput, object: TermInput, graph: str | None = None
+    ) -> bool:
+        """Assert one fact; ``False`` if it was already asserted in that graph."""
+        return await self.add_many([(subject, predicate, object, graph)]) == 1
+
+    async def add_many(self, facts: Iterable[Sequence[Any]]) -> int:
+        """Assert ``(subject, predicate, object[, graph])`` facts in one durable step."""
+        quads = [self._parse(f) for f in facts]
+        return await asyncio.to_thread(self._mutate, quads, True)
+
+    async def remove(
+        self, subject: TermInput, predicate: TermInput, object: TermInput, graph: str | None = None
+    ) -> bool:
+        """Retract one asserted fact (and the entailments only it supported)."""
+        return await self.remove_many([(subject, predicate, object, graph)]) == 1
+
+    async def remove_many(self, facts: Iterable[Sequence[Any]]) -> int:
+        """Retract asserted facts in one durable step; unknown facts are ignored."""
+        quads = [self._parse(f) for f in facts]
+        return await asyncio.to_thread(self._mutate, quads, False)
+
+    def _replace(self, quads: list[tuple[Term, Term, Term, IRI | None]]) -> None:
+        state = _State.build(quads)  # built outside the lock: readers go on meanwhile
+        with self._lock:
+            self._open_sync()
+            if self._disk is not None:
+                self._disk.replace(state.row(q) for q in self._all_quads(state))
+            self._state = state
+
+    async def clear(self) -> None:
+        """Forget every fact."""
+        await asyncio.to_thread(self._replace, [])
+
+    # -- reads -------------------------------------------------------------------------
+
+    @staticmethod
+    def _all_quads(state: _State) -> Iterator[_Quad]:
+        for (s, p, o), graphs in state.graphs.items():
+            for g in graphs:
+                yield (s, p, o, g)
+
+    def quads(
+        self,
+        subject: TermInput | None = None,
+        predicate: TermInput | None = None,
+        object: TermInput | None = None,
+        *,
+        graph: str | EllipsisType | None = ...,
+        entailed: bool = True,
+    ) -> list[Quad]:
+        """Closure quads matching a pattern (``None`` = any), in canonical order.
+
+        ``graph=...`` (the default) matches every graph, ``None`` the default graph and
+        :data:`ENTAILED_GRAPH` the entailments; ``entailed=False`` keeps asserted quads only.
+        """
+        positions: tuple[Position, ...] = ("subject", "predicate", "object")
+        pattern: list[Term | None] = [
+            None if v is None else to_term(v, pos, prefixes=self.prefixes)
+            for v, pos in zip((subject, predicate, object), positions, strict=True)
+        ]
+        with self._read() as state:
+            ids = [None if t is None else state.terms.lookup(t) for t in pattern]
+            if any(i is None and t is not None for i, t in zip(ids, pattern, strict=True)):
+                return []
+            want_g: int | EllipsisType | None = ...
+            if graph is not ...:
+                if graph == ENTAILED_GRAPH:
+                    want_g = None
+                else:
+                    g_term = self._graph(graph)
+                    want_g = 0 if g_term is None else state.terms.lookup(g_term)
+                    if want_g is None:
+                        return []
+            out: list[Quad] = []
+            for t in self._match(state, ids[0], ids[1], ids[2]):
+                graphs = state.graphs.get(t)
+                for g in sorted(graphs) if graphs else ([None] if entailed else []):
+                    if want_g is ... or want_g == g:
+                        out.append(state.quad(t, g))
+        out.sort(key=lambda q: (q.subject.key, q.predicate.key, q.object.key, q.graph or ""))
+        return out
+
+    @staticmethod
+    def _match(state: _State, s: int | None, p: int | None, o: int | None) -> Iterator[Triple]:
+        c = state.closure
+        if s is not None:
+            for p2, objs in c.spo.get(s, {}).items():
+                if p is None or p == p2:
+                    yield from ((s, p2, o2) for o2 in objs if o is None or o == o2)
+        elif o is not None:
+            for p2, subs in c.ops.get(o, {}).items():
+                if p is None or p == p2:
+                    yield from ((s2, p2, o) for s2 in subs)
+        elif p is not None:
+            for s2, objs in c.pso.get(p, {}).items():
+                yield from ((s2, p, o2) for o2 in objs)
+        else:
+            yield from c.triples
+
+    def contains(self, subject: TermInput, predicate: TermInput, object: TermInput) -> bool:
+        """Whether the closure (asserted or entailed) holds this triple."""
+        return bool(self.quads(subject, predicate, object))
+
+    def is_entailed(self, subject: TermInput, predicate: TermInput, object: TermInput) -> bool:
+        """Whether the triple is in the closure without being asserted in any graph."""
+        found = self.quads(subject, predicate, object)
+        return bool(found) and all(q.graph == ENTAILED_GRAPH for q in found)
+
+    @property
+    def closure_size(self) -> int:
+        """How many distinct triples the closure holds (asserted and entailed)."""
+        with self._read() as state:
+            return len(state.closure.triples)
+
+    @property
+    def asserted_count(self) -> int:
+        """How many quads are asserted (a triple asserted in two graphs counts twice)."""
+        with self._read() as state:
+            return sum(len(g) for g in state.graphs.values())
+
+    def __len__(self) -> int:
+        return self.closure_size
+
+    def relevant(self, text: str, k: int = 8) -> list[Fact]:
+        """The ``k`` closure entries most relevant to ``text``, best first (deterministic)."""
+        with self._read() as state:
+            ranked = state.index.search(text, k, lambda t: t in state.graphs)
+            out: list[Fact] = []
+            for score, t in ranked:
+                graph, entailed = state.graph_name(t)
+                s, p, o = (state.terms.term(i) for i in t)
+                out.append(Fact(s, p, o, graph, entailed, score))  # type: ignore[arg-type]
+            return out
+
+    # -- state -------------------------------------------------------------------------
+
+    def export_state(self) -> dict[str, Any]:
+        """The asserted quads as a versioned JSON-serialisable dict (no entailments)."""
+        with self._read() as state:
+            rows = [state.row(q) for q in self._all_quads(state)]
+        rows.sort()
+        quads = [[s, p, json.loads(o), g or None] for s, p, o, g in rows]
+        return {"format": FORMAT, "version": STATE_VERSION, "quads": quads}
+
+    async def import_state(self, state: Mapping[str, Any]) -> None:
+        """Replace every fact by those of an exported state and recompute the closure."""
+        quads = _parse_state(state)
+        await asyncio.to_thread(self._replace, quads)
+
+
+def _parse_state(state: Mapping[str, Any]) -> list[tuple[Term, Term, Term, IRI | None]]:
+    if not isinstance(state, Mapping):
+        raise GraphStateError(f"a graph state is a dict, not {type(state).__name__}")
+    if set(state) != {"format", "version", "quads"} or state.get("format") != FORMAT:
+        raise GraphStateError(
+            f"a graph state has exactly the keys format={FORMAT!r}, version and quads; "
+            f"got {sorted(state)}"
+        )
+    version = state["version"]
+    if not isinstance(version, int) or isinstance(version, bool) or version < 1:
+        raise GraphStateError(f"graph state version must be a positive integer, not {version!r}")
+    if version > STATE_VERSION:
+        raise GraphStateError(
+            f"graph state version {version} is newer than {STATE_VERSION}; upgrade to read it"
+        )
+    rows = state["quads"]
+    if not isinstance(rows, list):
+        raise GraphStateError("graph state quads must be a list")
+    out: list[tuple[Term, Term, Term, IRI | None]] = []
+    for i, row in enumerate(rows):
+        if not isinstance(row, list) or len(row) != 4:
+            raise GraphStateError(f"quad {i} must be [subject, predicate, object, graph]")
+        s, p, o, g = row
+        try:
+            if g is not None and (not isinstance(g, str) or g == ENTAILED_GRAPH):
+                raise GraphTermError(f"graph: {g!r} is not an assertable graph name")
+            out.append(
+                (
+                    term_from_json(s, "subject"),
+                    term_from_json(p, "predicate"),
+                    term_from_json(o, "object"),
+                    None if g is None else IRI(term_from_json(g, "graph").key),
+                )
+            )
+        except GraphTermError as exc:
+            raise GraphStateError(f"quad {i}: {exc.message}") from exc
+    return out

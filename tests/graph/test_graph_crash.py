@@ -1,0 +1,70 @@
+"""A process killed while writing leaves an on-disk GraphStore that reopens consistent."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+from framework_agents.graph import GraphStore
+
+BATCH = 200
+
+WRITER = f"""
+import asyncio, sys
+from framework_agents.graph import GraphStore
+
+async def main():
+    store = GraphStore(sys.argv[1])
+    await store.add("ex:Item", "rdfs:subClassOf", "ex:Thing")
+    batch = 0
+    while True:
+        facts = [(f"ex:b{{batch}}i{{i}}", "rdf:type", "ex:Item") for i in range({BATCH})]
+        await store.add_many(facts)
+        print(batch, flush=True)  # acknowledged: the batch is committed
+        batch += 1
+
+asyncio.run(main())
+"""
+
+
+def test_kill_mid_write_leaves_a_reopenable_store(tmp_path: Path) -> None:
+    target = tmp_path / "g"
+    proc = subprocess.Popen(
+        [sys.executable, "-c", WRITER, str(target)],
+        stdout=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+    )
+    assert proc.stdout is not None
+    acked = -1
+    try:
+        for line in proc.stdout:
+            acked = int(line)
+            if acked >= 15:
+                break
+    finally:
+        proc.send_signal(signal.SIGKILL)  # mid-write: the writer never pauses between batches
+        proc.wait()
+    assert acked >= 15
+
+    async def check() -> None:
+        store = GraphStore(target)
+        await store.open()
+        items = store.quads(predicate="rdf:type", object="ex:Item", entailed=False)
+        per_batch: dict[str, int] = {}
+        for q in items:
+            batch = q.subject.key.split("i")[0]
+            per_batch[batch] = per_batch.get(batch, 0) + 1
+        for b in range(acked + 1):
+            assert per_batch.get(f"ex:b{b}") == BATCH  # every acknowledged batch survived
+        assert set(per_batch.values()) == {BATCH}  # no batch was torn
+        things = store.quads(predicate="rdf:type", object="ex:Thing")
+        assert len(things) == len(items)  # the closure was rebuilt on open
+        await store.add("ex:after", "rdf:type", "ex:Item")  # and it takes writes again
+        await store.close()
+
+    asyncio.run(check())

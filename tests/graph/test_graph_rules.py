@@ -1,0 +1,280 @@
+"""The reasoner: every entailment rule, exact removal, and incremental == from scratch."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+from graph_naive_reasoner import naive_closure
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from framework_agents.graph import ENTAILED_GRAPH, IRI, GraphStore, Literal
+
+Fact = tuple[str, str, object]
+
+RULES: list[tuple[str, list[Fact], list[Fact]]] = [
+    (
+        "rdfs2-domain",
+        [("ex:worksFor", "rdfs:domain", "ex:Employee"), ("ex:alice", "ex:worksFor", "ex:acme")],
+        [("ex:alice", "rdf:type", "ex:Employee")],
+    ),
+    (
+        "rdfs3-range",
+        [("ex:worksFor", "rdfs:range", "ex:Org"), ("ex:alice", "ex:worksFor", "ex:acme")],
+        [("ex:acme", "rdf:type", "ex:Org")],
+    ),
+    (
+        "rdfs5-subproperty-transitive",
+        [("ex:a", "rdfs:subPropertyOf", "ex:b"), ("ex:b", "rdfs:subPropertyOf", "ex:c")],
+        [("ex:a", "rdfs:subPropertyOf", "ex:c")],
+    ),
+    (
+        "rdfs7-subproperty",
+        [("ex:headOf", "rdfs:subPropertyOf", "ex:worksFor"), ("ex:bob", "ex:headOf", "ex:acme")],
+        [("ex:bob", "ex:worksFor", "ex:acme")],
+    ),
+    (
+        "rdfs9-subclass-instance",
+        [("ex:Cat", "rdfs:subClassOf", "ex:Animal"), ("ex:tom", "rdf:type", "ex:Cat")],
+        [("ex:tom", "rdf:type", "ex:Animal")],
+    ),
+    (
+        "rdfs11-subclass-transitive",
+        [("ex:Cat", "rdfs:subClassOf", "ex:Mammal"), ("ex:Mammal", "rdfs:subClassOf", "ex:Animal")],
+        [("ex:Cat", "rdfs:subClassOf", "ex:Animal")],
+    ),
+    (
+        "prp-trp-transitive",
+        [
+            ("ex:partOf", "rdf:type", "owl:TransitiveProperty"),
+            ("ex:room", "ex:partOf", "ex:house"),
+            ("ex:house", "ex:partOf", "ex:street"),
+            ("ex:street", "ex:partOf", "ex:town"),
+        ],
+        [("ex:room", "ex:partOf", "ex:street"), ("ex:room", "ex:partOf", "ex:town")],
+    ),
+    (
+        "prp-symp-symmetric",
+        [("ex:knows", "rdf:type", "owl:SymmetricProperty"), ("ex:alice", "ex:knows", "ex:bob")],
+        [("ex:bob", "ex:knows", "ex:alice")],
+    ),
+    (
+        "prp-inv1-inverse",
+        [("ex:parentOf", "owl:inverseOf", "ex:childOf"), ("ex:ann", "ex:parentOf", "ex:ben")],
+        [("ex:ben", "ex:childOf", "ex:ann")],
+    ),
+    (
+        "prp-inv2-inverse",
+        [("ex:parentOf", "owl:inverseOf", "ex:childOf"), ("ex:ben", "ex:childOf", "ex:ann")],
+        [("ex:ann", "ex:parentOf", "ex:ben")],
+    ),
+    (
+        "eq-sym-sameas",
+        [("ex:a", "owl:sameAs", "ex:b")],
+        [("ex:b", "owl:sameAs", "ex:a")],
+    ),
+    (
+        "eq-trans-sameas",
+        [("ex:a", "owl:sameAs", "ex:b"), ("ex:b", "owl:sameAs", "ex:c")],
+        [("ex:a", "owl:sameAs", "ex:c"), ("ex:c", "owl:sameAs", "ex:a")],
+    ),
+    (
+        "eq-rep-s-sameas-subject",
+        [("ex:bob", "owl:sameAs", "ex:robert"), ("ex:bob", "ex:age", 42)],
+        [("ex:robert", "ex:age", 42)],
+    ),
+    (
+        "eq-rep-p-sameas-predicate",
+        [("ex:likes", "owl:sameAs", "ex:enjoys"), ("ex:ann", "ex:likes", "ex:jazz")],
+        [("ex:ann", "ex:enjoys", "ex:jazz")],
+    ),
+    (
+        "eq-rep-o-sameas-object",
+        [("ex:nyc", "owl:sameAs", "ex:newYork"), ("ex:ann", "ex:livesIn", "ex:nyc")],
+        [("ex:ann", "ex:livesIn", "ex:newYork")],
+    ),
+    (
+        "scm-eqc1-equivalent-class",
+        [("ex:Human", "owl:equivalentClass", "ex:Person"), ("ex:ann", "rdf:type", "ex:Human")],
+        [
+            ("ex:Human", "rdfs:subClassOf", "ex:Person"),
+            ("ex:Person", "rdfs:subClassOf", "ex:Human"),
+            ("ex:ann", "rdf:type", "ex:Person"),
+        ],
+    ),
+    (
+        "scm-eqp1-equivalent-property",
+        [("ex:name", "owl:equivalentProperty", "ex:label"), ("ex:ann", "ex:name", "Ann")],
+        [("ex:ann", "ex:label", Literal("Ann"))],
+    ),
+    (
+        "chained-rules",
+        [
+            ("ex:headOf", "rdfs:subPropertyOf", "ex:worksFor"),
+            ("ex:worksFor", "rdfs:domain", "ex:Employee"),
+            ("ex:Employee", "rdfs:subClassOf", "ex:Person"),
+            ("ex:bob", "ex:headOf", "ex:acme"),
+        ],
+        [("ex:bob", "rdf:type", "ex:Employee"), ("ex:bob", "rdf:type", "ex:Person")],
+    ),
+]
+
+
+def run(coro):  # type: ignore[no-untyped-def]
+    return asyncio.run(coro)
+
+
+@pytest.mark.parametrize(
+    ("asserted", "entailed"), [r[1:] for r in RULES], ids=[r[0] for r in RULES]
+)
+def test_rule_entails_and_retracts(asserted: list[Fact], entailed: list[Fact]) -> None:
+    async def main() -> None:
+        store = GraphStore()
+        await store.add_many(asserted)
+        for fact in entailed:
+            assert store.contains(*fact), fact
+            assert store.is_entailed(*fact), fact
+            assert [q.graph for q in store.quads(*fact)] == [ENTAILED_GRAPH]
+        # Without the schema premise, none of these entailments holds any more.
+        await store.remove(*asserted[0])
+        for fact in entailed:
+            assert not store.contains(*fact), fact
+        await store.add(*asserted[0])
+        assert all(store.contains(*fact) for fact in entailed)
+
+    run(main())
+
+
+def test_literals_are_never_subjects() -> None:
+    async def main() -> None:
+        store = GraphStore()
+        await store.add_many(
+            [
+                ("ex:name", "rdfs:range", "ex:Name"),
+                ("ex:name", "rdf:type", "owl:SymmetricProperty"),
+                ("ex:ann", "ex:name", "Ann Lee"),
+            ]
+        )
+        assert all(isinstance(q.subject, IRI) for q in store.quads())
+        assert store.quads(predicate="rdf:type", entailed=False) == store.quads(
+            predicate="rdf:type"
+        )
+        assert [q.subject for q in store.quads(object="Ann Lee")] == [IRI("ex:ann")]
+
+    run(main())
+
+
+def test_a_removed_fact_that_is_still_entailed_stays_as_entailment() -> None:
+    async def main() -> None:
+        store = GraphStore()
+        await store.add_many(
+            [
+                ("ex:Cat", "rdfs:subClassOf", "ex:Animal"),
+                ("ex:tom", "rdf:type", "ex:Cat"),
+                ("ex:tom", "rdf:type", "ex:Animal"),
+            ]
+        )
+        assert not store.is_entailed("ex:tom", "rdf:type", "ex:Animal")
+        assert await store.remove("ex:tom", "rdf:type", "ex:Animal")
+        assert store.is_entailed("ex:tom", "rdf:type", "ex:Animal")
+        assert not await store.remove("ex:tom", "rdf:type", "ex:Animal")  # not asserted now
+
+    run(main())
+
+
+def test_removal_keeps_entailments_with_another_derivation() -> None:
+    async def main() -> None:
+        store = GraphStore()
+        await store.add_many(
+            [
+                ("ex:partOf", "rdf:type", "owl:TransitiveProperty"),
+                ("ex:a", "ex:partOf", "ex:b"),
+                ("ex:b", "ex:partOf", "ex:c"),
+                ("ex:a", "ex:partOf", "ex:x"),
+                ("ex:x", "ex:partOf", "ex:c"),
+                ("ex:c", "ex:partOf", "ex:a"),  # a cycle
+            ]
+        )
+        before = store.closure_size
+        await store.remove("ex:b", "ex:partOf", "ex:c")
+        assert store.contains("ex:a", "ex:partOf", "ex:c")  # still via x
+        assert store.contains("ex:b", "ex:partOf", "ex:a") is False
+        assert store.closure_size < before
+
+    run(main())
+
+
+def test_same_triple_in_two_graphs_is_asserted_until_both_go() -> None:
+    async def main() -> None:
+        store = GraphStore()
+        await store.add("ex:Cat", "rdfs:subClassOf", "ex:Animal", graph="ex:g1")
+        await store.add("ex:Cat", "rdfs:subClassOf", "ex:Animal", graph="ex:g2")
+        await store.add("ex:tom", "rdf:type", "ex:Cat")
+        graphs = [q.graph for q in store.quads("ex:Cat", "rdfs:subClassOf", "ex:Animal")]
+        assert graphs == ["ex:g1", "ex:g2"]
+        await store.remove("ex:Cat", "rdfs:subClassOf", "ex:Animal", graph="ex:g1")
+        assert store.contains("ex:tom", "rdf:type", "ex:Animal")
+        await store.remove("ex:Cat", "rdfs:subClassOf", "ex:Animal", graph="ex:g2")
+        assert not store.contains("ex:tom", "rdf:type", "ex:Animal")
+
+    run(main())
+
+
+# -- incremental maintenance equals recomputation ----------------------------------------
+
+_NODES = ["ex:a", "ex:b", "ex:c", "ex:p", "ex:q"]
+_PREDICATES = [
+    "ex:p",
+    "ex:q",
+    "rdf:type",
+    "rdfs:subClassOf",
+    "rdfs:subPropertyOf",
+    "rdfs:domain",
+    "rdfs:range",
+    "owl:inverseOf",
+    "owl:sameAs",
+    "owl:equivalentClass",
+    "owl:equivalentProperty",
+]
+_OBJECTS = [*_NODES, "owl:TransitiveProperty", "owl:SymmetricProperty", "plain text", 7]
+
+_triples = st.tuples(
+    st.sampled_from(_NODES), st.sampled_from(_PREDICATES), st.sampled_from(_OBJECTS)
+)
+_ops = st.lists(st.tuples(st.booleans(), _triples), min_size=1, max_size=30)
+
+
+def _closure_of(store: GraphStore) -> set[tuple[object, object, object]]:
+    return {(q.subject, q.predicate, q.object) for q in store.quads()}
+
+
+@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(ops=_ops)
+def test_incremental_add_remove_equals_recomputation(ops: list[tuple[bool, Fact]]) -> None:
+    async def main() -> None:
+        store = GraphStore()
+        asserted: list[Fact] = []
+        for adding, fact in ops:
+            if adding or not asserted:
+                await store.add(*fact)
+                if fact not in asserted:
+                    asserted.append(fact)
+            else:
+                victim = asserted.pop(len(asserted) // 2)
+                await store.remove(*victim)
+            incremental = _closure_of(store)
+            scratch = GraphStore()
+            await scratch.add_many(asserted)
+            assert incremental == _closure_of(scratch)
+            base = {(q.subject, q.predicate, q.object) for q in scratch.quads(entailed=False)}
+            assert incremental == naive_closure(base)  # type: ignore[arg-type]
+        # The retrieval index followed every change too.
+        fresh = GraphStore()
+        await fresh.add_many(asserted)
+        for text in ("a", "p q", "plain text", "b c"):
+            assert [f.text for f in store.relevant(text, 20)] == [
+                f.text for f in fresh.relevant(text, 20)
+            ]
+
+    run(main())
