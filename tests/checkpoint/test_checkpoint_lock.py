@@ -293,32 +293,68 @@ def test_a_live_holder_is_never_robbed_however_old_its_file(
     assert child.finish() == 0
 
 
-def test_an_empty_young_lock_file_waits_for_its_creator(tmp_path: Path) -> None:
-    path = tmp_path / "a.lock"
-    path.write_bytes(b"")  # a creator between O_EXCL and writing its record
-
-    async def main() -> None:
-        with pytest.raises(LockTimeoutError):
-            async with with_file_lock(path, timeout=0.3, stale_after=30):
-                pass
-
-    run(main())
-    assert path.exists() and path.read_bytes() == b""
-
-
+@pytest.mark.parametrize("age", [0, 3600], ids=["young", "old"])
 @pytest.mark.parametrize("content", [b"", b'{"pid": 1, "tok'], ids=["empty", "partial"])
-def test_an_incomplete_lock_file_older_than_stale_after_is_abandoned(
-    tmp_path: Path, content: bytes
+def test_an_incomplete_lock_file_nobody_holds_is_taken_over_at_once(
+    tmp_path: Path, content: bytes, age: float
 ) -> None:
+    # A creator killed between O_EXCL and writing its record leaves such a file.
     path = tmp_path / "a.lock"
     path.write_bytes(content)
-    _age(path, 10)
+    _age(path, age)
 
     async def main() -> None:
-        async with with_file_lock(path, timeout=2, stale_after=5):
+        async with with_file_lock(path, timeout=2, stale_after=3600):
             assert lock_holder(path)["pid"] == os.getpid()  # type: ignore[index]
 
     run(main())
+    assert not path.exists()
+
+
+def _rival_attempt(path: Path) -> object:
+    return lock_module._inspect(path, "rival", 30.0)
+
+
+def test_a_creator_that_loses_its_fresh_file_to_a_waiter_does_not_own_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / "a.lock"
+    real = lock_module._try_kernel_lock
+    rival: list[object] = []
+
+    def rival_first(fd: int) -> bool | None:
+        if not rival:
+            rival.append(None)
+            rival[0] = _rival_attempt(path)  # a waiter slips in before our flock
+        return real(fd)
+
+    monkeypatch.setattr(lock_module, "_try_kernel_lock", rival_first)
+    outcome = lock_module._create(path, "creator")
+    assert isinstance(outcome, lock_module._Busy)
+    held = rival[0]
+    assert isinstance(held, lock_module._Held)
+    assert lock_holder(path)["token"] == "rival"  # type: ignore[index]
+    lock_module._release(held)
+    assert not path.exists()
+
+
+def test_a_creator_whose_file_was_taken_and_released_starts_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / "a.lock"
+    real = lock_module._try_kernel_lock
+    seen: list[object] = []
+
+    def rival_in_and_out(fd: int) -> bool | None:
+        if not seen:
+            seen.append(None)
+            held = _rival_attempt(path)
+            assert isinstance(held, lock_module._Held)
+            lock_module._release(held)
+        return real(fd)
+
+    monkeypatch.setattr(lock_module, "_try_kernel_lock", rival_in_and_out)
+    assert isinstance(lock_module._create(path, "creator"), lock_module._Again)
     assert not path.exists()
 
 

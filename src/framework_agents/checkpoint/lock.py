@@ -2,8 +2,7 @@
 
 The lock is the file at ``path``. Whoever creates it with ``O_CREAT | O_EXCL`` owns it, and
 holds ``flock(LOCK_EX)`` on it for as long as it owns it; the file carries a JSON record
-(pid, host, a random token, the time) for people reading it, never for deciding anything
-but "was the file completed by its creator".
+(pid, host, a random token, the time) for people reading it (:func:`lock_holder`).
 
 Proof of death. A waiter that finds the file opens it and tries ``flock(LOCK_EX | LOCK_NB)``.
 A live owner still holds the kernel lock, so the try fails and the waiter polls again. If the
@@ -16,19 +15,20 @@ kernel lock of that inode, and a waiter that locked an inode the path no longer 
 again. Release unlinks the path only if it still names the owner's inode, and does so
 *before* closing the file (and so before the kernel lock drops).
 
-When ``stale_after`` applies (holders that cannot be proven dead):
+A creator takes the kernel lock right after ``O_EXCL``; a creator killed in between leaves
+an empty file that nobody holds, which the next waiter takes over at once like any other
+dead lock. A live creator that lost that instant to a waiter notices it (its ``flock``
+fails, or the file is no longer empty or no longer at the path) and does not own the lock.
 
-1. The file has no complete record and is older than ``stale_after`` seconds: its creator
-   died between ``O_EXCL`` and writing the record (or the machine crashed and lost the
-   data). A younger empty file belongs to a creator that is about to take the kernel lock.
-2. The filesystem refuses ``flock`` (``ENOLCK``, ``EOPNOTSUPP``, ``ENOSYS``, ``EINVAL``: some
-   NFS and FUSE mounts). Then nothing can prove death: an owner refreshes the file's mtime
-   every ``stale_after / 4`` seconds while it holds the lock (a heartbeat task), and a lock
-   whose mtime is older than ``stale_after`` counts as abandoned. The reclaim is serialised
-   by a second ``O_EXCL`` guard file (``<name>.reclaim``) and re-checks, under the guard,
-   that the path still names the same stale inode with the same record before unlinking it.
-   This mode trusts clocks (the file server's mtime against this host's time) and an owner
-   whose event loop stalls past ``stale_after`` can lose the lock: it is a fallback.
+When ``stale_after`` applies: only when the filesystem refuses ``flock`` (``ENOLCK``,
+``EOPNOTSUPP``, ``ENOSYS``, ``EINVAL``: some NFS and FUSE mounts), because then nothing can
+prove death. An owner then refreshes the file's mtime every ``stale_after / 4`` seconds
+while it holds the lock (a heartbeat task), and a lock whose mtime is older than
+``stale_after`` counts as abandoned. That reclaim is serialised by a second ``O_EXCL``
+guard file (``<name>.reclaim``, itself abandoned after ``stale_after``) and re-checks under
+the guard that the path still names the same stale inode with the same record before it
+unlinks it. This mode trusts clocks (the file server's mtime against this host's time),
+and an owner whose event loop stalls past ``stale_after`` can lose the lock: a fallback.
 
 A live owner that holds the kernel lock is never robbed, however old the file: age is
 never taken over proof. A hung owner therefore makes waiters fail with ``LOCK_TIMEOUT``.
@@ -39,7 +39,8 @@ jittered backoff (1 ms doubling to 50 ms). Across processes there is no FIFO ord
 
 Limits: the kernel lock belongs to the open file description, so a child made with
 ``fork()`` while the lock is held shares it (the descriptor is ``O_CLOEXEC``, so ``exec``
-does not). Only POSIX systems with ``fcntl`` are supported.
+does not). Only POSIX systems with ``fcntl`` are supported; all processes that share a
+lock must see the same flock behaviour of its filesystem.
 """
 
 from __future__ import annotations
@@ -71,9 +72,6 @@ _NO_FLOCK = frozenset({errno.ENOLCK, errno.EOPNOTSUPP, errno.ENOTSUP, errno.ENOS
 _OPEN_FLAGS = os.O_RDWR | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
 _MIN_DELAY = 0.001
 _MAX_DELAY = 0.05
-#: How long a creator retries for the kernel lock on the file it just made while a waiter
-#: inspects it (waiters hold it for microseconds on that path).
-_CREATOR_SPIN = 0.05
 
 
 def _flock(fd: int, operation: int) -> None:
@@ -167,18 +165,13 @@ def _create(path: Path, token: str) -> _Held | _Busy | _Again | None:
         return None
     try:
         st = os.fstat(fd)
-        deadline = time.monotonic() + _CREATOR_SPIN
-        while True:
-            locked = _try_kernel_lock(fd)
-            if locked is not None or time.monotonic() >= deadline:
-                break
-            time.sleep(0.0005)
+        locked = _try_kernel_lock(fd)
         if locked is None:
-            # Someone took our fresh file over (only possible past stale_after): it is theirs.
+            # A waiter found our fresh file unlocked and took it over: it is theirs now.
             os.close(fd)
             return _BUSY
         if locked and (os.fstat(fd).st_size != 0 or not _names(path, st)):
-            # A waiter took the file over and released it between our create and our lock.
+            # A waiter took it over and already released it again: start afresh.
             os.close(fd)
             return _AGAIN
         _write_record(fd, token)
@@ -210,10 +203,8 @@ def _inspect(path: Path, token: str, stale_after: float) -> _Held | _Busy | _Aga
             return _inspect_without_flock(path, fd, st, stale_after)
         if not _names(path, st):
             return _AGAIN
-        if _read_record(fd) is None and time.time() - st.st_mtime < stale_after:
-            return _BUSY  # its creator is between O_EXCL and taking the kernel lock
-        # The owner is gone (the kernel dropped its lock) or never finished creating the
-        # file long ago. We hold the kernel lock on the inode the path names: take over.
+        # Nobody holds the kernel lock of the inode the path names: its owner is gone (or
+        # its creator has not locked it yet and will notice the takeover). Take it over.
         _write_record(fd, token)
         keep = True
         return _Held(path, fd, st.st_dev, st.st_ino, token, kernel_locked=True)

@@ -1,0 +1,442 @@
+"""Checkpointers: the contract (file and in-memory), layout, ids, corruption, locks, crashes."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import random
+import signal
+import subprocess
+import sys
+from collections.abc import Callable, Iterator
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from framework_agents import Message, ToolCall
+from framework_agents.checkpoint import (
+    Checkpointer,
+    FileCheckpointer,
+    InMemoryCheckpointer,
+    ThreadCheckpoint,
+)
+from framework_agents.errors import (
+    CheckpointCorruptError,
+    InvalidArgumentError,
+    ThreadBusyError,
+    ThreadIdInvalidError,
+)
+
+CHILD = Path(__file__).with_name("checkpoint_child.py")
+
+Factory = Callable[[Path], Checkpointer]
+FACTORIES = [
+    pytest.param(lambda root: FileCheckpointer(root), id="file"),
+    pytest.param(lambda root: InMemoryCheckpointer(), id="memory"),
+]
+
+
+def run(coro: object) -> object:
+    return asyncio.run(coro)  # type: ignore[arg-type]
+
+
+def sample(thread_id: str = "t1", **extra: object) -> ThreadCheckpoint:
+    call = ToolCall("c1", "publish", {"text": "hi", "n": [1, 2]})
+    messages = [
+        Message("system", "be brief"),
+        Message("user", "publish it"),
+        Message("assistant", "", tool_calls=[ToolCall("c0", "lookup", {"q": "x"})]),
+        Message("tool", "found", tool_call_id="c0", name="lookup"),
+        Message("assistant", "done", metadata={"kind": "summary", "k": [1]}),
+    ]
+    return ThreadCheckpoint(thread_id, None, messages, {"step": 3, "tags": ["a"]}, call, **extra)
+
+
+@pytest.fixture
+def fresh_children() -> Iterator[list[subprocess.Popen[str]]]:
+    made: list[subprocess.Popen[str]] = []
+    yield made
+    for proc in made:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+
+
+def child(*args: str) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [sys.executable, str(CHILD), *args],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+
+
+# -- the contract, for every checkpointer --------------------------------------------
+
+
+@pytest.mark.parametrize("make", FACTORIES)
+def test_save_load_round_trip(tmp_path: Path, make: Factory) -> None:
+    cp = make(tmp_path)
+    original = sample(turn=Message("assistant", "", tool_calls=[ToolCall("c1", "publish", {})]))
+
+    async def main() -> None:
+        assert isinstance(cp, Checkpointer)
+        assert await cp.load("t1") is None
+        await cp.save(original)
+        loaded = await cp.load("t1")
+        assert loaded == original
+        assert loaded is not original
+        assert loaded.saved_at.tzinfo is not None
+        assert [m.id for m in loaded.messages] == [m.id for m in original.messages]
+
+    run(main())
+
+
+@pytest.mark.parametrize("make", FACTORIES)
+def test_save_replaces_and_delete_forgets(tmp_path: Path, make: Factory) -> None:
+    cp = make(tmp_path)
+
+    async def main() -> None:
+        await cp.save(sample())
+        await cp.save(ThreadCheckpoint("t1", None, [Message("user", "second")], {"v": 2}))
+        loaded = await cp.load("t1")
+        assert loaded is not None and loaded.state == {"v": 2} and loaded.pending is None
+        await cp.delete("t1")
+        assert await cp.load("t1") is None
+        await cp.delete("t1")  # deleting nothing is fine
+        await cp.delete("never-existed")
+
+    run(main())
+
+
+@pytest.mark.parametrize("make", FACTORIES)
+def test_list_threads_is_sorted_and_only_lists_checkpointed_threads(
+    tmp_path: Path, make: Factory
+) -> None:
+    cp = make(tmp_path)
+
+    async def main() -> None:
+        assert await cp.list_threads() == []
+        for tid in ["b", "a.2", "A", "z-9"]:
+            await cp.save(ThreadCheckpoint(tid))
+        async with cp.thread_lock("running-no-checkpoint-yet"):
+            assert await cp.list_threads() == ["A", "a.2", "b", "z-9"]
+        await cp.delete("b")
+        assert await cp.list_threads() == ["A", "a.2", "z-9"]
+
+    run(main())
+
+
+BAD_IDS = [
+    *["", ".", "..", "../x", "a/b", "a\\b", "-a", "_a", ".hidden", "a b", "a\x00", "é"],
+    "a" * 129,
+]
+
+
+@pytest.mark.parametrize("make", FACTORIES)
+@pytest.mark.parametrize("bad", BAD_IDS, ids=repr)
+def test_unsafe_thread_ids_are_thread_id_invalid(tmp_path: Path, make: Factory, bad: str) -> None:
+    cp = make(tmp_path)
+
+    async def lock() -> None:
+        async with cp.thread_lock(bad):
+            pass
+
+    for attempt in (cp.load(bad), cp.delete(bad), lock()):
+        with pytest.raises(ThreadIdInvalidError) as err:
+            run(attempt)
+        assert err.value.code == "THREAD_ID_INVALID"
+    with pytest.raises(ThreadIdInvalidError):
+        ThreadCheckpoint(bad)
+    assert not any(p.name not in {"threads"} for p in tmp_path.rglob("*") if p.is_file())
+
+
+@pytest.mark.parametrize("good", ["a", "0", "A.b-c_d", "a" * 128, "x..y"])
+def test_safe_thread_ids_are_accepted(tmp_path: Path, good: str) -> None:
+    cp = FileCheckpointer(tmp_path)
+
+    async def main() -> None:
+        await cp.save(ThreadCheckpoint(good))
+        assert (await cp.load(good)) is not None
+
+    run(main())
+    assert (tmp_path / "threads" / good / "checkpoint.json").is_file()
+
+
+def test_non_string_thread_id_is_thread_id_invalid(tmp_path: Path) -> None:
+    with pytest.raises(ThreadIdInvalidError):
+        run(FileCheckpointer(tmp_path).load(5))  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("make", FACTORIES)
+def test_malformed_history_is_refused(tmp_path: Path, make: Factory) -> None:
+    cp = make(tmp_path)
+    broken = ThreadCheckpoint(
+        "t1", None, [Message("assistant", "", tool_calls=[ToolCall("c1", "f", {})])]
+    )
+    with pytest.raises(InvalidArgumentError, match="well formed"):
+        run(cp.save(broken))
+    with pytest.raises(InvalidArgumentError, match="ThreadCheckpoint"):
+        run(cp.save({"thread_id": "t1"}))  # type: ignore[arg-type]
+    assert run(cp.load("t1")) is None
+
+
+@pytest.mark.parametrize("make", FACTORIES)
+def test_thread_lock_excludes_a_second_run_and_allows_saves(tmp_path: Path, make: Factory) -> None:
+    cp = make(tmp_path)
+
+    async def main() -> None:
+        async with cp.thread_lock("t1"):
+            await cp.save(sample())  # saves inside the run do not deadlock
+            with pytest.raises(ThreadBusyError) as err:
+                async with cp.thread_lock("t1", timeout=0.2):
+                    pass
+            assert err.value.code == "THREAD_BUSY"
+            async with cp.thread_lock("t2", timeout=0):
+                pass  # other threads are independent
+        async with cp.thread_lock("t1", timeout=0):
+            pass
+
+    run(main())
+
+
+@pytest.mark.parametrize("make", FACTORIES)
+def test_second_run_waits_for_the_first(tmp_path: Path, make: Factory) -> None:
+    cp = make(tmp_path)
+    events: list[str] = []
+
+    async def one(name: str, gate: asyncio.Event | None, inside: asyncio.Event) -> None:
+        async with cp.thread_lock("t1", timeout=10):
+            events.append(f"{name} in")
+            inside.set()
+            if gate is not None:
+                await gate.wait()
+            events.append(f"{name} out")
+
+    async def main() -> None:
+        gate, first_in = asyncio.Event(), asyncio.Event()
+        first = asyncio.create_task(one("first", gate, first_in))
+        await first_in.wait()
+        second = asyncio.create_task(one("second", None, asyncio.Event()))
+        for _ in range(50):
+            await asyncio.sleep(0)
+        gate.set()
+        await asyncio.gather(first, second)
+
+    run(main())
+    assert events == ["first in", "first out", "second in", "second out"]
+
+
+# -- FileCheckpointer specifics -------------------------------------------------------
+
+
+def test_layout_and_format(tmp_path: Path) -> None:
+    cp = FileCheckpointer(tmp_path)
+    run(cp.save(sample()))
+    path = tmp_path / "threads" / "t1" / "checkpoint.json"
+    assert cp.path("t1") == path
+    doc = json.loads(path.read_bytes())
+    assert doc["version"] == 1
+    assert doc["thread_id"] == "t1"
+    assert doc["pending"] == {"id": "c1", "name": "publish", "args": {"text": "hi", "n": [1, 2]}}
+    assert datetime.fromisoformat(doc["saved_at"]).tzinfo is not None
+    # No lock file or temp file is left behind once nobody holds the thread.
+    assert sorted(p.name for p in path.parent.iterdir()) == ["checkpoint.json"]
+
+
+CORRUPT = [
+    pytest.param(b"", "document", id="empty"),
+    pytest.param(b"{not json", "document", id="garbage"),
+    pytest.param(b"[1, 2]", "document", id="wrong-shape"),
+    pytest.param(b'{"thread_id": "t1", "messages": 5}', "messages", id="bad-field"),
+    pytest.param(b'{"thread_id": "t1", "surprise": 1}', "surprise", id="unknown-key"),
+    pytest.param(b'{"thread_id": "other"}', "belongs to thread", id="other-thread"),
+    pytest.param(b'{"thread_id": "../x"}', "thread id", id="unsafe-inner-id"),
+    pytest.param(
+        b'{"version": 99, "thread_id": "t1", "new_field": {}}', "newer", id="newer-version"
+    ),
+    pytest.param(b'{"version": 0, "thread_id": "t1"}', "version", id="version-zero"),
+]
+
+
+@pytest.mark.parametrize(("data", "needle"), CORRUPT)
+def test_corrupt_checkpoint_fails_loudly_and_is_never_overwritten(
+    tmp_path: Path, data: bytes, needle: str
+) -> None:
+    path = tmp_path / "threads" / "t1" / "checkpoint.json"
+    path.parent.mkdir(parents=True)
+    path.write_bytes(data)
+    cp = FileCheckpointer(tmp_path)
+    with pytest.raises(CheckpointCorruptError, match=needle) as err:
+        run(cp.load("t1"))
+    assert err.value.code == "CHECKPOINT_CORRUPT"
+    with pytest.raises(CheckpointCorruptError):
+        run(cp.save(sample()))
+    assert path.read_bytes() == data
+    run(cp.delete("t1"))  # deleting is how a person recovers
+    assert not path.exists()
+    run(cp.save(sample()))
+
+
+def test_a_file_written_by_another_instance_is_validated_before_overwrite(tmp_path: Path) -> None:
+    one, two = FileCheckpointer(tmp_path), FileCheckpointer(tmp_path)
+
+    async def main() -> None:
+        await one.save(sample())
+        await two.save(ThreadCheckpoint("t1", None, [], {"by": "two"}))
+        await one.save(ThreadCheckpoint("t1", None, [], {"by": "one"}))  # valid: fine
+        one.path("t1").write_bytes(b"torn")  # corrupted behind our back
+        with pytest.raises(CheckpointCorruptError):
+            await one.save(sample())
+        assert one.path("t1").read_bytes() == b"torn"
+
+    run(main())
+
+
+def test_stale_temp_files_are_swept_on_save(tmp_path: Path) -> None:
+    cp = FileCheckpointer(tmp_path)
+    run(cp.save(sample()))
+    stale = cp.path("t1").with_name(".checkpoint.json.deadbeef.tmp")
+    stale.write_bytes(b"half a checkpoint")
+    os.utime(stale, (0, 0))
+    run(cp.save(sample()))
+    assert not stale.exists()
+
+
+def test_delete_keeps_the_directory_of_a_running_thread(tmp_path: Path) -> None:
+    cp = FileCheckpointer(tmp_path)
+
+    async def main() -> None:
+        await cp.save(sample())
+        async with cp.thread_lock("t1"):
+            await cp.delete("t1")
+            assert (tmp_path / "threads" / "t1" / "run.lock").exists()
+            await cp.save(sample())  # the run goes on saving
+        await cp.delete("t1")
+        assert not (tmp_path / "threads" / "t1").exists()
+
+    run(main())
+
+
+def test_a_stale_write_lock_of_a_dead_writer_is_reclaimed(tmp_path: Path) -> None:
+    cp = FileCheckpointer(tmp_path, lock_timeout=2)
+    lock = tmp_path / "threads" / "t1" / "checkpoint.lock"
+    lock.parent.mkdir(parents=True)
+    lock.write_text(json.dumps({"pid": 999999, "host": "h", "token": "t", "acquired_at": 0}))
+    run(cp.save(sample()))  # nobody holds the kernel lock: proof of death
+    assert not lock.exists()
+
+
+def test_concurrent_saves_of_many_tasks_never_tear(tmp_path: Path) -> None:
+    cp = FileCheckpointer(tmp_path)
+
+    async def writer(i: int) -> None:
+        for j in range(5):
+            await cp.save(ThreadCheckpoint("t1", None, [Message("user", f"{i}/{j}")], {"i": i}))
+            loaded = await cp.load("t1")
+            assert loaded is not None and len(loaded.messages) == 1
+
+    async def main() -> None:
+        await asyncio.gather(*(writer(i) for i in range(8)))
+
+    run(main())
+    assert sorted(p.name for p in cp.path("t1").parent.iterdir()) == ["checkpoint.json"]
+
+
+def test_thread_lock_across_processes(
+    tmp_path: Path, fresh_children: list[subprocess.Popen[str]]
+) -> None:
+    proc = child("hold-thread", str(tmp_path), "t1")
+    fresh_children.append(proc)
+    assert proc.stdout is not None and proc.stdout.readline().strip() == "held"
+    cp = FileCheckpointer(tmp_path)
+
+    async def busy() -> None:
+        with pytest.raises(ThreadBusyError, match="busy"):
+            async with cp.thread_lock("t1", timeout=0.3):
+                pass
+        await cp.save(sample())  # the write lock is separate from the run lock
+
+    run(busy())
+    proc.send_signal(signal.SIGKILL)  # the run dies holding its thread
+    proc.wait()
+
+    async def free() -> None:
+        async with cp.thread_lock("t1", timeout=5):
+            pass
+
+    run(free())
+
+
+def test_a_writer_killed_mid_save_never_leaves_an_unreadable_checkpoint(
+    tmp_path: Path, fresh_children: list[subprocess.Popen[str]]
+) -> None:
+    cp = FileCheckpointer(tmp_path, lock_timeout=10)
+    rng = random.Random(6)
+    last = 0
+    for _round in range(6):
+        proc = child("save-loop", str(tmp_path), "t1")
+        fresh_children.append(proc)
+        assert proc.stdout is not None
+        for _ in range(rng.randint(1, 20)):
+            line = proc.stdout.readline().strip()
+            assert line.startswith("saved ")
+        proc.send_signal(signal.SIGKILL)  # somewhere inside a later save
+        proc.wait()
+        loaded = run(cp.load("t1"))
+        assert isinstance(loaded, ThreadCheckpoint)
+        assert loaded.state["n"] >= 1
+        assert len(loaded.messages) == loaded.state["n"] % 50
+        last = loaded.state["n"]
+        # The next writer reclaims the dead writer's lock and saves at once.
+        run(cp.save(ThreadCheckpoint("t1", None, [], {"n": last})))
+    assert last >= 1
+
+
+# -- the model ------------------------------------------------------------------------
+
+
+def test_positional_construction_and_defaults() -> None:
+    at = datetime(2024, 1, 2, 3, 4, 5, tzinfo=UTC)
+    call = ToolCall("c1", "f", {"a": 1})
+    cp = ThreadCheckpoint("t1", at, [Message("user", "hi")], {"k": 1}, call)
+    assert (cp.thread_id, cp.saved_at, cp.state, cp.pending) == ("t1", at, {"k": 1}, call)
+    assert cp.version == 1
+    bare = ThreadCheckpoint(thread_id="t2")
+    assert bare.messages == [] and bare.state == {} and bare.pending is None
+    assert bare.in_flight is None and bare.turn is None and bare.results == []
+    assert bare.outcome_unknown is False
+    assert bare.saved_at.tzinfo is not None
+
+
+def test_naive_saved_at_is_taken_as_utc() -> None:
+    cp = ThreadCheckpoint("t1", datetime(2024, 1, 1, 12, 0))
+    assert cp.saved_at == datetime(2024, 1, 1, 12, 0, tzinfo=UTC)
+
+
+def test_turn_must_be_an_assistant_turn_with_calls() -> None:
+    with pytest.raises(ValueError, match="turn"):
+        ThreadCheckpoint("t1", turn=Message("user", "hi"))
+
+
+@settings(
+    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(data=st.data())
+def test_any_well_formed_history_round_trips_through_a_file(
+    tmp_path: Path,
+    history_strategy: Callable[..., st.SearchStrategy[list[Message]]],
+    data: st.DataObject,
+) -> None:
+    history = data.draw(history_strategy(well_formed=True))
+    state = data.draw(
+        st.dictionaries(st.text(max_size=5), st.integers() | st.text(max_size=5), max_size=4)
+    )
+    cp = FileCheckpointer(tmp_path)
+    original = ThreadCheckpoint("prop", None, history, state)
+    run(cp.save(original))
+    assert run(cp.load("prop")) == original
