@@ -1,0 +1,163 @@
+"""Helpers shared by the provider models: lazy SDK imports, error mapping, tool arguments.
+
+Provider errors become :class:`~framework_agents.errors.ModelError` with one of these codes
+(the SDK's exception stays reachable as ``__cause__``)::
+
+    MODEL_AUTH          401 / 403: a missing, wrong or unauthorised key
+    MODEL_RATE_LIMIT    429: rate or quota limits
+    MODEL_BAD_REQUEST   400 / 413 / 422: the provider refused the request as sent
+    MODEL_NOT_FOUND     404: unknown model or endpoint
+    MODEL_SERVER        5xx / 529: the provider failed or is overloaded
+    MODEL_CONNECTION    the server could not be reached
+    MODEL_TIMEOUT       the request timed out
+    MODEL_ERROR         anything else (e.g. a response the SDK could not parse)
+
+A refusal because the prompt does not fit the context window is a
+:class:`~framework_agents.errors.ContextOverflowError` instead, so the agent can reduce the
+history and retry.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+from collections.abc import Mapping
+from types import ModuleType
+from typing import Any
+
+from ..errors import AgentError, ContextOverflowError, ModelError
+
+__all__ = [
+    "RAW_ARGS_KEY",
+    "extra_hint",
+    "is_context_overflow",
+    "parse_tool_arguments",
+    "require_module",
+    "status_error",
+]
+
+#: Key under which unparseable tool-call arguments are kept (``{"_raw": "<text>"}``).
+RAW_ARGS_KEY = "_raw"
+
+# Phrases providers use when a prompt does not fit the context window, lower-cased.
+_OVERFLOW_MARKERS = (
+    "context_length_exceeded",  # OpenAI error code
+    "maximum context length",  # OpenAI, vLLM
+    "exceeds the available context size",  # llama.cpp server
+    "exceed_context_size_error",  # llama.cpp error type
+    "context window",  # several OpenAI-compatible servers
+    "prompt is too long",  # Anthropic
+    "exceed context limit",  # Anthropic: "input length and `max_tokens` exceed context limit"
+    "too many tokens",  # some proxies
+)
+
+
+def extra_hint(extra: str) -> str:
+    """The install command for one of the package's extras."""
+    return f"pip install 'framework-agents[{extra}]'"
+
+
+def require_module(name: str, extra: str) -> ModuleType:
+    """Import ``name`` or raise an ImportError that says which extra to install."""
+    try:
+        return importlib.import_module(name)
+    except ImportError as exc:
+        raise ImportError(
+            f"{name!r} is not installed; this model needs the {extra!r} extra: {extra_hint(extra)}"
+        ) from exc
+
+
+def is_context_overflow(*texts: object) -> bool:
+    """Whether any of ``texts`` (error messages, bodies) reports a context-window overflow."""
+    for text in texts:
+        if text is None:
+            continue
+        blob = text if isinstance(text, str) else _dump(text)
+        lowered = blob.lower()
+        if any(marker in lowered for marker in _OVERFLOW_MARKERS):
+            return True
+    return False
+
+
+def _dump(value: object) -> str:
+    try:
+        return json.dumps(value, default=str)
+    except (TypeError, ValueError):
+        return str(value)
+
+
+# Error types named in a body (Anthropic, and errors sent inside a 200 event stream).
+_ERROR_TYPE_STATUS = {
+    "invalid_request_error": 400,
+    "authentication_error": 401,
+    "permission_error": 403,
+    "not_found_error": 404,
+    "request_too_large": 413,
+    "rate_limit_error": 429,
+    "api_error": 500,
+    "server_error": 500,
+    "overloaded_error": 529,
+}
+
+
+def _error_type(body: object) -> str | None:
+    if isinstance(body, Mapping):
+        inner = body.get("error")
+        if isinstance(inner, Mapping) and isinstance(inner.get("type"), str):
+            return str(inner["type"])
+        if isinstance(body.get("type"), str):
+            return str(body["type"])
+    return None
+
+
+def status_error(provider: str, status: int | None, message: str, body: object) -> AgentError:
+    """The framework error for HTTP ``status`` from ``provider``.
+
+    ``status=None`` stands for an error event inside a stream that had started with 200:
+    the body's error type then says what failed.
+    """
+    if status is None or status < 400:
+        kind = _error_type(body)
+        text = f"{provider} sent an error ({kind or 'of unknown type'}): {message}"
+        status = _ERROR_TYPE_STATUS.get(kind or "")
+    else:
+        text = f"{provider} returned HTTP {status}: {message}"
+    if status in (None, 400, 413, 422) and is_context_overflow(message, body):
+        return ContextOverflowError(text)
+    if status is None:
+        code = "MODEL_ERROR"
+    elif status in (401, 403):
+        code = "MODEL_AUTH"
+    elif status == 429:
+        code = "MODEL_RATE_LIMIT"
+    elif status == 404:
+        code = "MODEL_NOT_FOUND"
+    elif status in (400, 413, 422):
+        code = "MODEL_BAD_REQUEST"
+    elif status >= 500:
+        code = "MODEL_SERVER"
+    else:
+        code = "MODEL_ERROR"
+    return ModelError(text, code=code)
+
+
+def parse_tool_arguments(raw: str | Mapping[str, Any] | None) -> tuple[dict[str, Any], str | None]:
+    """Tool-call arguments as a dict, and why they were unusable (``None`` when fine).
+
+    Empty text means no arguments. Text that is not a JSON object is kept verbatim as
+    ``{"_raw": text}``: no tool declares ``_raw``, so validation fails and the agent sends the
+    model a tool error instead of crashing, and the raw text stays visible for debugging.
+    """
+    if raw is None:
+        return {}, None
+    if isinstance(raw, Mapping):
+        return dict(raw), None
+    if not raw.strip():
+        return {}, None
+    try:
+        value = json.loads(raw)
+    except ValueError as exc:
+        return {RAW_ARGS_KEY: raw}, f"arguments are not valid JSON: {exc}"
+    if not isinstance(value, dict):
+        return {RAW_ARGS_KEY: raw}, f"arguments are JSON {type(value).__name__}, not an object"
+    return value, None

