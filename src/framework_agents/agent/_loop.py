@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+import operator
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -135,6 +136,16 @@ class _Plan:
     decision: ResolvedDecision | None
 
 
+def _same(a: Sequence[Message], b: Sequence[Message]) -> bool:
+    """Whether two lists hold the very same message objects (O(n), no comparisons)."""
+    return len(a) == len(b) and all(map(operator.is_, a, b))
+
+
+def _kept_well_formed(new: Sequence[Message], known: Sequence[Message]) -> list[Message]:
+    """``new`` repaired, skipping the repair when it is ``known`` (already well formed)."""
+    return list(new) if _same(new, known) else repair_history(new)
+
+
 def _tool_message(call: ToolCall, text: str, **metadata: Any) -> Message:
     return Message("tool", text, tool_call_id=call.id, name=call.name, metadata=metadata)
 
@@ -172,7 +183,9 @@ async def _call_model(agent: Agent, run: LoopRun, turn: int) -> AsyncIterator[Ag
             agent, list(run.transcript), list(specs), agent._effective_prompt, turn
         )
         await agent._middleware.run("before_model", ctx)
-        sent = repair_history(ctx.messages)
+        # run.transcript is well formed (an invariant of the loop), so the repair before
+        # the model call is skipped when the messages to send are exactly the transcript.
+        sent = _kept_well_formed(ctx.messages, run.transcript)
         try:
             if streaming:
                 response: Message | None = None
@@ -359,6 +372,9 @@ async def _run_tools(
 
 async def run_loop(agent: Agent, run: LoopRun) -> AsyncIterator[AgentEvent]:
     """Drive model and tools until a final answer; state lands in ``run`` (see module doc)."""
+    # Invariant: run.transcript is well formed at every step. It starts repaired, every
+    # list a manager returns is repaired unless it is the transcript itself, and the loop
+    # only appends a user prompt, complete tool groups and final assistant turns.
     run.transcript = repair_history(run.history)
     if run.prompt is not None:
         run.transcript.append(run.prompt)
@@ -370,7 +386,8 @@ async def run_loop(agent: Agent, run: LoopRun) -> AsyncIterator[AgentEvent]:
             )
         run.turns += 1
         turn = run.turns
-        run.transcript = list(await agent.conversation_manager.before_model(run.transcript))
+        managed = await agent.conversation_manager.before_model(run.transcript)
+        run.transcript = _kept_well_formed(managed, run.transcript)
         response: Message | None = None
         async for item in _call_model(agent, run, turn):
             if isinstance(item, _Reply):

@@ -36,13 +36,12 @@ from pydantic import BaseModel
 
 from ..conversation._base import ConversationManager
 from ..errors import AgentBusyError, InvalidArgumentError
-from ..history import repair_history
 from ..hitl import DecideCallback, HitlInterrupt
 from ..memory._base import Memory
 from ..messages import Message
 from ..models._base import Model, ToolSpec
 from ..tools import Tool, as_tool
-from ._loop import LoopRun, RunHooks, run_loop
+from ._loop import LoopRun, RunHooks, _kept_well_formed, run_loop
 from ._output import output_instruction
 from .events import (
     AgentEvent,
@@ -321,16 +320,17 @@ class Agent:
     # -- seams ------------------------------------------------------------------------
 
     async def _start_history(self) -> list[Message]:
-        """The history a run starts from: memory (repaired), seeded on the first run."""
-        history = repair_history(await self.memory.load())
+        """The history a run starts from: memory, seeded on the first run (repaired later)."""
+        history = await self.memory.load()
         # Sessions (issue 5): on the first run, restore the latest snapshot HERE, before seeding.
         if not self._started and not history and self.initial_messages:
-            history = repair_history(self.initial_messages)
-        return history
+            history = list(self.initial_messages)
+        return history  # the loop repairs whatever it starts from
 
     async def _commit(self, transcript: Sequence[Message]) -> list[Message]:
         """Manage the transcript, clear-then-save memory, make it ``agent.messages``."""
-        managed = repair_history(await self.conversation_manager.apply(list(transcript)))
+        history = list(transcript)  # well formed: the loop keeps it so
+        managed = _kept_well_formed(await self.conversation_manager.apply(history), history)
         await self._set_history(managed)
         self._started = True
         # Sessions (issue 5): save_latest HERE.

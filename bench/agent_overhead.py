@@ -1,0 +1,161 @@
+"""Benchmark: per-turn framework overhead of the agent loop (run by hand).
+
+The model is a zero-latency ``FunctionModel``, so everything measured is framework work:
+memory load and repair, conversation management, repair before each model call, events,
+tool dispatch and the clear-then-save commit. Scenarios, each over ``--turns`` turns
+(default 1000):
+
+* ``runs``: a conversation of ``--turns`` runs (one user prompt, one answer each), with
+  ``InMemoryMemory`` and with ``FileMemory`` (in ``--dir``, default a temp directory; its
+  file system matters: fsync on tmpfs is free). Each memory is tried with its default
+  window (50 messages, bounded work) and with a window larger than the conversation under
+  ``NullConversationManager`` (the history grows to ``2 * turns`` messages: inherent
+  per-run work is O(history), since a run loads, repairs and re-saves it).
+* ``tools``: ONE run of ``--turns`` tool-calling turns with ``InMemoryMemory``: the
+  per-turn cost inside a run (repair before each model call is O(history); nothing is
+  serialised until the run ends).
+
+For each scenario: mean ms/turn, and ms/turn over the first and last 10% of turns (a
+last/first ratio far above the history growth would mean per-turn work that should be a
+delta). Usage: ``.venv/bin/python bench/agent_overhead.py [--turns 1000] [--dir PATH]
+[--json]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import itertools
+import json
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from framework_agents import (
+    Agent,
+    FileMemory,
+    FunctionModel,
+    InMemoryMemory,
+    Memory,
+    Message,
+    NullConversationManager,
+    ToolCall,
+    ToolSpec,
+    tool,
+)
+
+
+@tool
+def noop(n: int) -> int:
+    """Return n."""
+    return n
+
+
+async def _answer(messages: list[Message], tools: list[ToolSpec]) -> Message:
+    return Message("assistant", "ok")
+
+
+def _summary(name: str, times: list[float]) -> dict[str, Any]:
+    tenth = max(len(times) // 10, 1)
+    first = sum(times[:tenth]) / tenth * 1e3
+    last = sum(times[-tenth:]) / tenth * 1e3
+    return {
+        "scenario": name,
+        "turns": len(times),
+        "ms_per_turn": sum(times) / len(times) * 1e3,
+        "first_10pct_ms": first,
+        "last_10pct_ms": last,
+        "last_over_first": last / first if first else float("nan"),
+    }
+
+
+async def bench_runs(name: str, memory: Memory, turns: int, *, unbounded: bool) -> dict[str, Any]:
+    """``turns`` runs of one prompt and one answer each; times every run."""
+    manager = NullConversationManager() if unbounded else None
+    agent = Agent(FunctionModel(_answer), memory=memory, conversation_manager=manager)
+    times: list[float] = []
+    for i in range(turns):
+        start = time.perf_counter()
+        await agent.run(f"question {i}")
+        times.append(time.perf_counter() - start)
+    result = _summary(name, times)
+    result["final_history"] = len(agent.messages)
+    return result
+
+
+async def bench_tools(turns: int) -> dict[str, Any]:
+    """One run of ``turns`` tool turns; times each model-to-model step via events."""
+
+    calls = 0
+
+    async def call_tool(messages: list[Message], tools: list[ToolSpec]) -> Message:
+        nonlocal calls  # a counter, not a scan: the model itself must stay O(1)
+        calls += 1
+        if calls > turns:
+            return Message("assistant", "finished")
+        return Message("assistant", "", tool_calls=[ToolCall(f"c{calls}", "noop", {"n": calls})])
+
+    agent = Agent(
+        FunctionModel(call_tool),
+        tools=[noop],
+        memory=InMemoryMemory(max_messages=4 * turns),
+        conversation_manager=NullConversationManager(),
+        max_turns=turns + 1,
+    )
+    marks: list[float] = []
+    start = time.perf_counter()
+    async for event in agent.stream("go"):
+        if event.type == "message_started":
+            marks.append(time.perf_counter())
+    end = time.perf_counter()
+    steps = [b - a for a, b in itertools.pairwise(marks)]
+    result = _summary("tools: one run, InMemoryMemory", steps)
+    result["total_s"] = end - start
+    result["final_history"] = len(agent.messages)
+    return result
+
+
+async def main(turns: int, directory: Path, as_json: bool) -> None:
+    results = [
+        await bench_runs("runs: InMemoryMemory(50)", InMemoryMemory(), turns, unbounded=False),
+        await bench_runs(
+            "runs: InMemoryMemory(unbounded)",
+            InMemoryMemory(max_messages=4 * turns),
+            turns,
+            unbounded=True,
+        ),
+        await bench_runs(
+            "runs: FileMemory(50)", FileMemory(directory / "w50"), turns, unbounded=False
+        ),
+        await bench_runs(
+            "runs: FileMemory(unbounded)",
+            FileMemory(directory / "unbounded", max_messages=4 * turns),
+            turns,
+            unbounded=True,
+        ),
+        await bench_tools(turns),
+    ]
+    if as_json:
+        print(json.dumps(results, indent=2))
+        return
+    print(f"{'scenario':36} {'ms/turn':>9} {'first10%':>9} {'last10%':>9} {'ratio':>6} {'hist':>6}")
+    for r in results:
+        print(
+            f"{r['scenario']:36} {r['ms_per_turn']:9.3f} {r['first_10pct_ms']:9.3f} "
+            f"{r['last_10pct_ms']:9.3f} {r['last_over_first']:6.1f} {r['final_history']:6d}"
+        )
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--turns", type=int, default=1000)
+    parser.add_argument("--dir", type=Path, default=None)
+    parser.add_argument("--json", action="store_true")
+    args = parser.parse_args()
+    if args.dir is None:
+        with tempfile.TemporaryDirectory() as tmp:
+            asyncio.run(main(args.turns, Path(tmp), args.json))
+    else:
+        args.dir.mkdir(parents=True, exist_ok=True)
+        asyncio.run(main(args.turns, args.dir, args.json))
