@@ -8,13 +8,16 @@ English stop words and strips plural endings. A query is scored in four steps:
 1. **Lexical**: BM25 (k1=1.2, b=0.75) of every node that shares a token with the query.
 2. **Seeds**: the best ``SEEDS`` matched nodes that are subjects or objects, and the best
    ``PREDICATE_SEEDS`` matched predicates.
-3. **Expansion**: each neighbour of a seed (one hop, either direction) gets
-   ``ALPHA`` times the seed's score (the best seed wins); seeds with more than
+3. **Expansion**: each neighbour of a seed (one hop, either direction, seeds included)
+   gets ``ALPHA`` times the seed's score (the best seed wins); seeds with more than
    ``EXPAND_LIMIT`` neighbours are hubs and do not expand. The best ``EXPANDED``
    neighbours join the seeds.
 4. **Facts**: the facts around seeds and expanded nodes (at most ``PER_NODE`` per node:
-   all of them for small nodes, the first by canonical order for hubs) are scored
-   ``rel(subject) + rel(object) + BETA * lex(predicate)``.
+   all of them for small nodes, the first by canonical order for hubs) are scored: for
+   each query token the best of its BM25 share in the subject, the object and (times
+   ``BETA``) the predicate, summed -- so a token counts once per fact, and a fact that
+   names the entity *and* the asked relation beats one that repeats the entity's name --
+   plus the expansion scores of the subject and the object.
 
 Ties break on (asserted before entailed, then the canonical strings of subject, predicate
 and object), and nothing depends on insertion order, so the ranking is a pure function of
@@ -215,24 +218,31 @@ class LexicalIndex:
         for subs in closure.ops.get(node, {}).values():
             yield from subs
 
-    def lexical(self, text: str) -> dict[int, float]:
-        """BM25 score of every node sharing a token with ``text``."""
-        scores: dict[int, float] = {}
+    def lexical(self, text: str) -> tuple[dict[int, float], dict[int, list[float]]]:
+        """BM25 of every node sharing a token with ``text``, in total and per query token."""
+        totals: dict[int, float] = {}
+        parts: dict[int, list[float]] = {}
         docs = len(self._doc)
         if not docs:
-            return scores
+            return totals, parts
         avgdl = self._total_len / docs
-        for token in dict.fromkeys(tokenize(text)):
+        tokens = list(dict.fromkeys(tokenize(text)))
+        doc = self._doc
+        for i, token in enumerate(tokens):
             posting = self._postings.get(token)
             if not posting:
                 continue
             df = len(posting)
             idf = math.log(1.0 + (docs - df + 0.5) / (df + 0.5))
-            doc = self._doc
             for node, tf in posting.items():
                 norm = K1 * (1.0 - B + B * len(doc[node]) / avgdl)
-                scores[node] = scores.get(node, 0.0) + idf * tf * (K1 + 1.0) / (tf + norm)
-        return scores
+                score = idf * tf * (K1 + 1.0) / (tf + norm)
+                row = parts.get(node)
+                if row is None:
+                    row = parts[node] = [0.0] * len(tokens)
+                row[i] = score
+                totals[node] = totals.get(node, 0.0) + score
+        return totals, parts
 
     def search(
         self, text: str, k: int, asserted: Callable[[Triple], bool]
@@ -240,19 +250,14 @@ class LexicalIndex:
         """The ``k`` best closure triples for ``text`` with their scores, best first."""
         if k <= 0:
             return []
-        lex = self.lexical(text)
+        lex, parts = self.lexical(text)
         if not lex:
             return []
         key = self._terms.key
         so, closure = self._so_degree, self._closure
 
-        def by_score(scores: dict[int, float]) -> Callable[[int], tuple[float, str]]:
-            return lambda n: (-scores[n], key(n))
-
-        seeds = heapq.nsmallest(SEEDS, (n for n in lex if n in so), key=by_score(lex))
-        preds = heapq.nsmallest(
-            PREDICATE_SEEDS, (n for n in lex if n in closure.pso), key=by_score(lex)
-        )
+        seeds = _top([n for n in lex if n in so], lex, SEEDS, key)
+        preds = _top([n for n in lex if n in closure.pso], lex, PREDICATE_SEEDS, key)
         expansion: dict[int, float] = {}
         for node in seeds:
             if so[node] > EXPAND_LIMIT:
@@ -262,24 +267,50 @@ class LexicalIndex:
                 if expansion.get(other, 0.0) < share:
                     expansion[other] = share
         chosen = set(seeds)
-        expanded = heapq.nsmallest(
-            EXPANDED, (n for n in expansion if n not in chosen), key=by_score(expansion)
-        )
+        expanded = _top([n for n in expansion if n not in chosen], expansion, EXPANDED, key)
         candidates: set[Triple] = set()
         for node in (*seeds, *expanded):
             candidates.update(self._around(node))
         for p in preds:
             candidates.update(self._with_predicate(p))
 
-        def rel(n: int) -> float:
-            return lex.get(n, 0.0) + expansion.get(n, 0.0)
+        def lexical_part(s: int, p: int, o: int) -> float:
+            # Each query token counts once per fact: the best of its three nodes.
+            ps, po, pp = parts.get(s), parts.get(o), parts.get(p)
+            matched = (ps is not None) + (po is not None) + (pp is not None)
+            if matched == 0:
+                return 0.0
+            if matched == 1:
+                return lex[s] if ps else lex[o] if po else BETA * lex[p]
+            best = 0.0
+            for i in range(len(next(r for r in (ps, po, pp) if r is not None))):
+                best += max(ps[i] if ps else 0.0, po[i] if po else 0.0, BETA * pp[i] if pp else 0.0)
+            return best
 
-        scored: list[tuple[float, bool, str, str, str, Triple]] = []
+        scores: dict[Triple, float] = {}
+        near = expansion.get
         for t in candidates:
             s, p, o = t
             if p == SAMEAS and s == o:
                 continue  # a reflexive sameAs says nothing
-            score = round(rel(s) + rel(o) + BETA * lex.get(p, 0.0), 9)
-            scored.append((-score, not asserted(t), key(s), key(p), key(o), t))
-        best = heapq.nsmallest(k, scored)
-        return [(-row[0], row[5]) for row in best]
+            scores[t] = round(lexical_part(s, p, o) + near(s, 0.0) + near(o, 0.0), 9)
+        if not scores:
+            return []
+        # Canonical keys only for the facts that can still make the cut (ties included).
+        cutoff = heapq.nlargest(k, scores.values())[-1]
+        pool = [
+            (-score, not asserted(t), key(t[0]), key(t[1]), key(t[2]), t)
+            for t, score in scores.items()
+            if score >= cutoff
+        ]
+        return [(-row[0], row[5]) for row in heapq.nsmallest(k, pool)]
+
+
+def _top(
+    nodes: list[int], scores: dict[int, float], m: int, key: Callable[[int], str]
+) -> list[int]:
+    """The ``m`` best ``nodes`` by score, ties broken by canonical string."""
+    if len(nodes) > m:
+        cutoff = heapq.nlargest(m, (scores[n] for n in nodes))[-1]
+        nodes = [n for n in nodes if scores[n] >= cutoff]
+    return sorted(nodes, key=lambda n: (-scores[n], key(n)))[:m]
