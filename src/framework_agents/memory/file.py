@@ -12,10 +12,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import dataclasses
 import logging
 import math
 import os
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -126,8 +126,9 @@ class FileMemory:
     file is unchanged (same identity and same bytes) a save only serialises the new
     messages. A file changed by another writer is re-read and re-validated.
 
-    Temp files left by crashed writers are removed by the next save once they are older
-    than ``stale_temp_seconds``. If the awaiting task is cancelled, a save already handed
+    Temp files left by crashed writers are removed by a later save once they are older
+    than ``stale_temp_seconds`` (each instance scans for them at most once a second,
+    every save when the grace is 0). If the awaiting task is cancelled, a save already handed
     to its worker thread still completes (or publishes nothing); it is never torn.
     """
 
@@ -155,6 +156,7 @@ class FileMemory:
         self.path: Path = self.dir / "memory.json"
         self.lock_path: Path = self.dir / "memory.json.lock"
         self._known: _Known | None = None
+        self._next_sweep = 0.0  # monotonic time of the next temp-file sweep
         self._reparses = 0  # how often save() had to parse the file (for tests/benchmarks)
 
     async def load(self) -> list[Message]:
@@ -163,20 +165,20 @@ class FileMemory:
 
     async def save(self, messages: Sequence[Message]) -> None:
         """Append ``messages``, keep the newest ``max_messages``, publish atomically."""
-        new = check_messages(messages)
+        fragments, shapes = _encode(messages)
         async with _PATH_LOCKS.get(self.path):
-            await asyncio.to_thread(self._update_sync, new, append=True, create=True)
+            await asyncio.to_thread(self._update_sync, fragments, shapes, append=True, create=True)
 
     async def replace(self, messages: Sequence[Message]) -> None:
         """Replace the stored history with ``messages`` (windowed) in one atomic publish."""
-        new = check_messages(messages)
+        fragments, shapes = _encode(messages)
         async with _PATH_LOCKS.get(self.path):
-            await asyncio.to_thread(self._update_sync, new, append=False, create=True)
+            await asyncio.to_thread(self._update_sync, fragments, shapes, append=False, create=True)
 
     async def clear(self) -> None:
         """Forget the stored history (publishes an empty document; a corrupt file raises)."""
         async with _PATH_LOCKS.get(self.path):
-            await asyncio.to_thread(self._update_sync, [], append=False, create=False)
+            await asyncio.to_thread(self._update_sync, [], b"", append=False, create=False)
 
     def __repr__(self) -> str:
         return f"FileMemory({str(self.dir)!r}, max_messages={self.max_messages})"
@@ -189,11 +191,9 @@ class FileMemory:
             return []
         return bounded_view(parse_document(data, self.path), self.max_messages)
 
-    def _update_sync(self, new: list[Message], *, append: bool, create: bool) -> None:
-        # Serialise (and check) the new messages before taking the lock: bad input fails
-        # without touching the disk, and the lock is held only for the file work.
-        fragments = [encode_message(m) for m in new]
-        shapes = bytes(shape_of(m) for m in new)
+    def _update_sync(
+        self, fragments: list[bytes], shapes: bytes, *, append: bool, create: bool
+    ) -> None:
         fd = self._open_lock(create=create)
         if fd is None:
             return  # clear() of a memory whose directory does not exist
@@ -202,13 +202,13 @@ class FileMemory:
 
             fcntl.flock(fd, fcntl.LOCK_EX)
             current = self._read_current()
-            base = current if append else dataclasses.replace(_EMPTY, ident=current.ident)
+            base = current if append else _Known(b"", [], b"", current.ident)
             updated = base.extended(fragments, shapes, self.max_messages)
             exists = current.ident is not None
             if (exists and updated.body != current.body) or (not exists and updated.lengths):
                 atomic_write(self.path, updated.chunks())
                 st = os.stat(self.path)
-                updated = dataclasses.replace(updated, ident=_ident_of(st))
+                updated = _Known(updated.body, updated.lengths, updated.shapes, _ident_of(st))
             else:
                 updated = current
             self._known = updated
@@ -231,9 +231,12 @@ class FileMemory:
             fd = os.open(self.path, os.O_RDONLY | os.O_CLOEXEC)
         except FileNotFoundError:
             return _EMPTY
-        with open(fd, "rb", closefd=True) as fh:
-            ident = _ident_of(os.fstat(fd))
-            data = fh.read()
+        try:
+            st = os.fstat(fd)
+            data = _read_all(fd, st.st_size)
+        finally:
+            os.close(fd)
+        ident = _ident_of(st)
         known = self._known
         # The identity alone is not proof: inode numbers are reused and timestamps are
         # coarse, so a file rewritten twice by another process can look unchanged. The
@@ -245,11 +248,44 @@ class FileMemory:
         return _Known.of(parse_document(data, self.path), ident)
 
     def _sweep(self) -> None:
+        # A temp file only becomes removable once it is older than the grace period, so
+        # scanning the directory more than about once a second gains nothing; with a
+        # grace of 0 every save sweeps.
+        now = time.monotonic()
+        if now < self._next_sweep:
+            return
+        self._next_sweep = now + min(1.0, self.stale_temp_seconds)
         try:
             sweep_temp_files(self.path, grace_seconds=self.stale_temp_seconds)
         except OSError as exc:
             # The save itself succeeded; a temp file we may not delete is not its failure.
             logger.warning("could not sweep temp files next to %s: %s", self.path, exc)
+
+
+def _encode(messages: Sequence[Message]) -> tuple[list[bytes], bytes]:
+    """JSON fragments and window shapes of messages to store (checked, no I/O).
+
+    Done on the caller's thread before any file work: it is CPU work on messages the
+    caller just made (cheaper there than in a cold worker thread), and bad input fails
+    before the disk is touched or the lock taken.
+    """
+    new = check_messages(messages)
+    return [encode_message(m) for m in new], bytes(shape_of(m) for m in new)
+
+
+def _read_all(fd: int, size: int) -> bytes:
+    """Everything readable from ``fd``, whose size was ``size`` (usually one read).
+
+    A published ``memory.json`` is never written in place (only replaced), so a short
+    first read means the end of the file.
+    """
+    first = os.read(fd, size + 1)
+    if len(first) <= size:
+        return first
+    parts = [first]
+    while chunk := os.read(fd, 1 << 20):
+        parts.append(chunk)
+    return b"".join(parts)
 
 
 def _ident_of(st: os.stat_result) -> _Ident:
