@@ -231,6 +231,31 @@ def test_second_run_waits_for_the_first(tmp_path: Path, make: Factory) -> None:
     assert events == ["first in", "first out", "second in", "second out"]
 
 
+@pytest.mark.parametrize("make", FACTORIES)
+def test_save_progress_round_trips_like_save(tmp_path: Path, make: Factory) -> None:
+    cp = make(tmp_path)
+    base = sample()
+
+    async def main() -> None:
+        await cp.save(base)
+        step = base.model_copy(
+            update={
+                "turn": TURN,
+                "results": [_result("a")],
+                "in_flight": [ToolCall("b", "g", {"x": 1})],
+                "state": {"step": 4},
+                "decisions": {"g": "approve"},
+            }
+        )
+        await cp.save_progress(step)
+        assert await cp.load("t1") == step
+        done = step.model_copy(update={"in_flight": [], "results": [_result("a"), _result("b")]})
+        await cp.save_progress(done)
+        assert await cp.load("t1") == done
+
+    run(main())
+
+
 # -- FileCheckpointer specifics -------------------------------------------------------
 
 
@@ -295,6 +320,98 @@ def test_a_file_written_by_another_instance_is_validated_before_overwrite(tmp_pa
         assert one.path("t1").read_bytes() == b"torn"
 
     run(main())
+
+
+def _progress_step(base: ThreadCheckpoint) -> ThreadCheckpoint:
+    return base.model_copy(
+        update={"turn": TURN, "results": [_result("a")], "in_flight": [ToolCall("b", "g", {})]}
+    )
+
+
+def test_save_progress_writes_only_the_delta_when_the_history_is_stored(tmp_path: Path) -> None:
+    cp = FileCheckpointer(tmp_path)
+    base = sample()
+    run(cp.save(base))
+    path = cp.path("t1")
+    before = (path.read_bytes(), path.stat().st_ino, path.stat().st_mtime_ns)
+    run(cp.save_progress(_progress_step(base)))
+    assert (path.read_bytes(), path.stat().st_ino, path.stat().st_mtime_ns) == before
+    progress = path.with_name("progress.json")
+    assert progress.is_file()
+    assert "messages" not in json.loads(progress.read_bytes())
+    # Another instance (another process) sees the merged checkpoint.
+    assert run(FileCheckpointer(tmp_path).load("t1")) == _progress_step(base)
+    # A full save replaces the checkpoint and drops the delta.
+    run(cp.save(base))
+    assert not progress.exists()
+    assert run(cp.load("t1")) == base
+
+
+def test_save_progress_falls_back_to_a_full_save(tmp_path: Path) -> None:
+    cp = FileCheckpointer(tmp_path)
+    base = sample()
+    run(cp.save(base))
+    grown = _progress_step(base).model_copy(
+        update={"messages": [*base.messages, Message("user", "more")]}
+    )
+    run(cp.save_progress(grown))  # a different history: the delta would be wrong
+    assert not cp.path("t1").with_name("progress.json").exists()
+    assert run(cp.load("t1")) == grown
+    stranger = FileCheckpointer(tmp_path)  # never saw the file: cannot vouch for it
+    step = _progress_step(grown)
+    run(stranger.save_progress(step))
+    assert run(cp.load("t1")) == step
+    with pytest.raises(InvalidArgumentError, match="well formed"):
+        bad = step.model_copy(update={"messages": [TURN]})
+        run(FileCheckpointer(tmp_path).save_progress(bad))
+
+
+def test_a_progress_file_of_an_older_checkpoint_is_ignored(tmp_path: Path) -> None:
+    cp = FileCheckpointer(tmp_path)
+    base = sample()
+    run(cp.save(base))
+    run(cp.save_progress(_progress_step(base)))
+    progress = cp.path("t1").with_name("progress.json")
+    leftover = progress.read_bytes()
+    newer = ThreadCheckpoint("t1", None, [Message("user", "new")], {"v": 2})
+    run(cp.save(newer))
+    progress.write_bytes(leftover)  # as if the process died before removing it
+    assert run(FileCheckpointer(tmp_path).load("t1")) == newer
+
+
+@pytest.mark.parametrize(
+    "data",
+    [
+        pytest.param(b"{nope", id="garbage"),
+        pytest.param(b'{"version": 7}', id="newer"),
+        pytest.param(b'{"thread_id": "t1", "base": "x", "surprise": 1}', id="unknown-key"),
+    ],
+)
+def test_a_corrupt_progress_file_fails_loudly_and_is_kept(tmp_path: Path, data: bytes) -> None:
+    cp = FileCheckpointer(tmp_path)
+    run(cp.save(sample()))
+    progress = cp.path("t1").with_name("progress.json")
+    progress.write_bytes(data)
+    with pytest.raises(CheckpointCorruptError, match=r"progress\.json"):
+        run(cp.load("t1"))
+    with pytest.raises(CheckpointCorruptError):
+        run(cp.save(sample()))
+    assert progress.read_bytes() == data
+    run(cp.delete("t1"))
+    assert not progress.exists()
+
+
+def test_an_inconsistent_progress_file_is_corrupt(tmp_path: Path) -> None:
+    cp = FileCheckpointer(tmp_path)
+    base = sample()
+    run(cp.save(base))
+    run(cp.save_progress(_progress_step(base)))
+    progress = cp.path("t1").with_name("progress.json")
+    doc = json.loads(progress.read_bytes())
+    doc["results"][0]["tool_call_id"] = "nobody"
+    progress.write_text(json.dumps(doc))
+    with pytest.raises(CheckpointCorruptError, match=r"progress\.json"):
+        run(FileCheckpointer(tmp_path).load("t1"))
 
 
 def test_stale_temp_files_are_swept_on_save(tmp_path: Path) -> None:
@@ -408,7 +525,8 @@ def test_positional_construction_and_defaults() -> None:
     assert cp.version == 1
     bare = ThreadCheckpoint(thread_id="t2")
     assert bare.messages == [] and bare.state == {} and bare.pending is None
-    assert bare.in_flight is None and bare.turn is None and bare.results == []
+    assert bare.in_flight == [] and bare.turn is None and bare.results == []
+    assert bare.decisions == {}
     assert bare.outcome_unknown is False
     assert bare.saved_at.tzinfo is not None
 
@@ -421,6 +539,47 @@ def test_naive_saved_at_is_taken_as_utc() -> None:
 def test_turn_must_be_an_assistant_turn_with_calls() -> None:
     with pytest.raises(ValueError, match="turn"):
         ThreadCheckpoint("t1", turn=Message("user", "hi"))
+
+
+TURN = Message("assistant", "", tool_calls=[ToolCall("a", "f", {}), ToolCall("b", "g", {"x": 1})])
+
+
+def _result(call_id: str) -> Message:
+    return Message("tool", "ok", tool_call_id=call_id, name="f", id=f"r-{call_id}")
+
+
+@pytest.mark.parametrize(
+    ("fields", "needle"),
+    [
+        pytest.param({"results": [_result("a")]}, "need the turn", id="results-without-turn"),
+        pytest.param({"in_flight": [ToolCall("a", "f", {})]}, "need the turn", id="flight-no-turn"),
+        pytest.param({"turn": TURN, "results": [_result("zz")]}, "no open call", id="stray-result"),
+        pytest.param(
+            {"turn": TURN, "results": [_result("a"), _result("a")]}, "no open call", id="twice"
+        ),
+        pytest.param(
+            {"turn": TURN, "in_flight": [ToolCall("zz", "f", {})]},
+            "no open call",
+            id="stray-flight",
+        ),
+        pytest.param(
+            {"turn": TURN, "results": [_result("a")], "in_flight": [ToolCall("a", "f", {})]},
+            "no open call",
+            id="answered-flight",
+        ),
+        pytest.param({"outcome_unknown": True}, "outcome_unknown", id="unknown-without-flight"),
+    ],
+)
+def test_turn_bookkeeping_must_be_consistent(fields: dict[str, object], needle: str) -> None:
+    with pytest.raises(ValueError, match=needle):
+        ThreadCheckpoint("t1", **fields)
+
+
+def test_resumable_history_appends_the_executed_part_of_the_turn() -> None:
+    base = [Message("user", "go")]
+    cp = ThreadCheckpoint("t1", None, base, turn=TURN, results=[_result("b")])
+    assert cp.resumable_history() == [*base, TURN, _result("b")]
+    assert ThreadCheckpoint("t1", None, base).resumable_history() == base
 
 
 @settings(

@@ -1,4 +1,4 @@
-"""The checkpointer contract: save, load, delete, list, and a thread's run lock."""
+"""The checkpointer contract: save (full or a delta), load, delete, list, a run lock."""
 
 from __future__ import annotations
 
@@ -16,6 +16,10 @@ class Checkpointer(Protocol):
 
     async def save(self, checkpoint: ThreadCheckpoint) -> None:
         """Replace the thread's checkpoint with ``checkpoint`` (atomically)."""
+        ...
+
+    async def save_progress(self, checkpoint: ThreadCheckpoint) -> None:
+        """Like ``save``; may skip rewriting the history when the stored one is the same."""
         ...
 
     async def load(self, thread_id: str) -> ThreadCheckpoint | None:

@@ -4,13 +4,17 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import hashlib
 import os
 from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
+from typing import Any
 
-from pydantic import ValidationError
+from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
 
-from .._fs import atomic_write, sweep_temp_files
+from .._fs import atomic_write, read_bytes_or_none, sweep_temp_files
 from ..errors import (
     AgentError,
     CheckpointCorruptError,
@@ -19,6 +23,7 @@ from ..errors import (
     ThreadBusyError,
 )
 from ..history import well_formed_problems
+from ..messages import Message, ToolCall
 from ._io import run_blocking
 from .lock import with_file_lock
 from .model import ThreadCheckpoint, check_thread_id
@@ -26,15 +31,85 @@ from .model import ThreadCheckpoint, check_thread_id
 __all__ = ["FileCheckpointer"]
 
 CHECKPOINT_FILE = "checkpoint.json"
+PROGRESS_FILE = "progress.json"
 WRITE_LOCK_FILE = "checkpoint.lock"
 RUN_LOCK_FILE = "run.lock"
 
-#: (device, inode, size, mtime, ctime) of a checkpoint file as this instance last saw it.
+#: Version of the JSON shape of ``progress.json``.
+PROGRESS_FORMAT_VERSION = 1
+
+#: Fields a progress file carries (everything of a checkpoint but its history).
+_OVERLAY = (
+    "saved_at",
+    "state",
+    "pending",
+    "turn",
+    "results",
+    "in_flight",
+    "outcome_unknown",
+    "decisions",
+)
+
+#: (device, inode, size, mtime, ctime) of a file as this instance last saw it.
 _Signature = tuple[int, int, int, int, int]
 
 
 def _signature(st: os.stat_result) -> _Signature:
     return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+
+
+def _digest(data: bytes) -> str:
+    return hashlib.blake2b(data, digest_size=16).hexdigest()
+
+
+def _ids(checkpoint: ThreadCheckpoint) -> tuple[str, ...]:
+    return tuple(m.id for m in checkpoint.messages)
+
+
+@dataclass(frozen=True, slots=True)
+class _Known:
+    """A checkpoint file as this instance last wrote or read it."""
+
+    signature: _Signature
+    digest: str
+    ids: tuple[str, ...]
+
+
+class _Progress(BaseModel):
+    """``progress.json``: a checkpoint without its history, bound to one checkpoint.json."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    version: int = PROGRESS_FORMAT_VERSION
+    thread_id: str
+    base: str
+    saved_at: datetime
+    state: dict[str, Any]
+    pending: ToolCall | None
+    turn: Message | None
+    results: list[Message]
+    in_flight: list[ToolCall]
+    outcome_unknown: bool
+    decisions: dict[str, Any]
+
+    @field_validator("version")
+    @classmethod
+    def _known_version(cls, value: int) -> int:
+        if not 1 <= value <= PROGRESS_FORMAT_VERSION:
+            raise ValueError(
+                f"progress format version {value} is not one this framework-agents "
+                f"understands (1..{PROGRESS_FORMAT_VERSION})"
+            )
+        return value
+
+
+def _corrupt(path: Path, exc: ValidationError) -> CheckpointCorruptError:
+    errors = exc.errors()
+    first = next((e for e in errors if e["loc"] == ("version",)), errors[0])
+    where = ".".join(str(p) for p in first["loc"]) or "document"
+    return CheckpointCorruptError(
+        f"checkpoint {str(path)!r} is unreadable ({where}: {first['msg']})"
+    )
 
 
 class FileCheckpointer:
@@ -43,7 +118,9 @@ class FileCheckpointer:
     Layout::
 
         <root>/threads/<thread_id>/checkpoint.json   the checkpoint (atomic publish)
-        <root>/threads/<thread_id>/checkpoint.lock   write lock: held for one save/delete
+        <root>/threads/<thread_id>/progress.json     optional delta: the checkpoint's
+                                                     non-history fields (save_progress)
+        <root>/threads/<thread_id>/checkpoint.lock   write lock: held for one write
         <root>/threads/<thread_id>/run.lock          thread lock: held for a whole run
 
     Two lock files, so a run that holds its thread (``thread_lock``) can save as often as it
@@ -51,9 +128,15 @@ class FileCheckpointer:
     The thread lock is not reentrant on purpose: a second run of the same thread, even from
     inside the first, waits and then fails with THREAD_BUSY instead of interleaving.
 
-    Reads take no lock (a published file is always complete). A save never overwrites a
-    corrupt checkpoint: when the file changed since this instance last read or wrote it,
-    it is validated first and CHECKPOINT_CORRUPT leaves it untouched.
+    ``save_progress`` writes only ``progress.json`` (size of one turn, not of the history)
+    when the stored history is the one passed; the file names the blake2b digest of the
+    ``checkpoint.json`` it completes, and ``load`` applies it only to that file. ``save``
+    publishes a new ``checkpoint.json`` first and then removes ``progress.json``, so a
+    crash in between leaves a progress file that no longer matches and is ignored.
+
+    Reads take no lock (a published file is always complete). A write never replaces a
+    corrupt file: when a file changed since this instance last read or wrote it, it is
+    validated first and CHECKPOINT_CORRUPT leaves it untouched.
     """
 
     def __init__(
@@ -70,7 +153,7 @@ class FileCheckpointer:
         self.root = Path(root)
         self.lock_timeout = lock_timeout
         self.stale_after = stale_after
-        self._seen: dict[str, _Signature] = {}
+        self._known: dict[str, _Known] = {}
 
     def __repr__(self) -> str:
         return f"FileCheckpointer({str(self.root)!r})"
@@ -89,12 +172,7 @@ class FileCheckpointer:
         try:
             checkpoint = ThreadCheckpoint.model_validate_json(data)
         except ValidationError as exc:
-            errors = exc.errors()
-            first = next((e for e in errors if e["loc"] == ("version",)), errors[0])
-            where = ".".join(str(p) for p in first["loc"]) or "document"
-            raise CheckpointCorruptError(
-                f"checkpoint {str(path)!r} is unreadable ({where}: {first['msg']})"
-            ) from exc
+            raise _corrupt(path, exc) from exc
         except AgentError as exc:
             raise CheckpointCorruptError(f"checkpoint {str(path)!r} is unreadable: {exc}") from exc
         if checkpoint.thread_id != thread_id:
@@ -102,6 +180,22 @@ class FileCheckpointer:
                 f"checkpoint {str(path)!r} belongs to thread {checkpoint.thread_id!r}"
             )
         return checkpoint
+
+    def _parse_progress(self, thread_id: str, path: Path, data: bytes) -> _Progress:
+        try:
+            progress = _Progress.model_validate_json(data)
+        except ValidationError as exc:
+            raise _corrupt(path, exc) from exc
+        if progress.thread_id != thread_id:
+            raise CheckpointCorruptError(
+                f"checkpoint {str(path)!r} belongs to thread {progress.thread_id!r}"
+            )
+        return progress
+
+    def _read_progress(self, thread_id: str) -> _Progress | None:
+        path = self.thread_dir(thread_id) / PROGRESS_FILE
+        data = read_bytes_or_none(path)
+        return None if data is None else self._parse_progress(thread_id, path, data)
 
     def _read(self, thread_id: str) -> ThreadCheckpoint | None:
         path = self.path(thread_id)
@@ -112,8 +206,17 @@ class FileCheckpointer:
         except (FileNotFoundError, NotADirectoryError):
             return None
         checkpoint = self._parse(thread_id, path, data)
-        self._seen[thread_id] = sig
-        return checkpoint
+        digest = _digest(data)
+        self._known[thread_id] = _Known(sig, digest, _ids(checkpoint))
+        progress = self._read_progress(thread_id)
+        if progress is None or progress.base != digest:
+            return checkpoint  # no delta, or one left over from an older checkpoint
+        fields = {name: getattr(checkpoint, name) for name in ThreadCheckpoint.model_fields}
+        fields.update({name: getattr(progress, name) for name in _OVERLAY})
+        try:
+            return ThreadCheckpoint.model_validate(fields)
+        except ValidationError as exc:
+            raise _corrupt(path.with_name(PROGRESS_FILE), exc) from exc
 
     async def load(self, thread_id: str) -> ThreadCheckpoint | None:
         """The thread's checkpoint, or ``None`` (CHECKPOINT_CORRUPT when unreadable)."""
@@ -159,44 +262,80 @@ class FileCheckpointer:
                         raise
             yield
 
-    def _write(self, checkpoint: ThreadCheckpoint, payload: bytes) -> None:
-        thread_id = checkpoint.thread_id
+    def _check_replaceable(self, thread_id: str) -> os.stat_result | None:
+        """Refuse (CHECKPOINT_CORRUPT) to replace files that changed and are unreadable."""
         path = self.path(thread_id)
         try:
             st = os.stat(path)
         except FileNotFoundError:
             st = None
-        if st is not None and self._seen.get(thread_id) != _signature(st):
+        known = self._known.get(thread_id)
+        if st is not None and (known is None or known.signature != _signature(st)):
             with open(path, "rb") as fh:
-                self._parse(thread_id, path, fh.read())  # refuse to overwrite a corrupt file
+                self._parse(thread_id, path, fh.read())
+        self._read_progress(thread_id)
+        return st
+
+    def _write(self, checkpoint: ThreadCheckpoint, payload: bytes) -> None:
+        thread_id = checkpoint.thread_id
+        path = self.path(thread_id)
+        self._check_replaceable(thread_id)
         atomic_write(path, payload)
-        self._seen[thread_id] = _signature(os.stat(path))
-        sweep_temp_files(path, grace_seconds=max(60.0, self.stale_after))
+        self._known[thread_id] = _Known(
+            _signature(os.stat(path)), _digest(payload), _ids(checkpoint)
+        )
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(path.with_name(PROGRESS_FILE))  # bound to the replaced checkpoint
+        grace = max(60.0, self.stale_after)
+        sweep_temp_files(path, grace_seconds=grace)
+        sweep_temp_files(path.with_name(PROGRESS_FILE), grace_seconds=grace)
+
+    def _write_progress(self, checkpoint: ThreadCheckpoint) -> None:
+        thread_id = checkpoint.thread_id
+        st = self._check_replaceable(thread_id)
+        known = self._known.get(thread_id)
+        if (
+            st is None
+            or known is None
+            or known.signature != _signature(st)
+            or known.ids != _ids(checkpoint)
+        ):
+            # The stored history is not the one given: only a full save is right.
+            _check_well_formed(checkpoint)
+            self._write(checkpoint, ThreadCheckpoint.__pydantic_serializer__.to_json(checkpoint))
+            return
+        fields = {name: getattr(checkpoint, name) for name in _OVERLAY}
+        progress = _Progress(thread_id=thread_id, base=known.digest, **fields)
+        target = self.thread_dir(thread_id) / PROGRESS_FILE
+        atomic_write(target, progress.model_dump_json().encode())
 
     async def save(self, checkpoint: ThreadCheckpoint) -> None:
         """Atomically replace the thread's checkpoint, under the thread's write lock."""
-        if not isinstance(checkpoint, ThreadCheckpoint):
-            raise InvalidArgumentError(
-                f"save() takes a ThreadCheckpoint, not {type(checkpoint).__name__}"
-            )
-        check_thread_id(checkpoint.thread_id)
-        problems = well_formed_problems(checkpoint.messages)
-        if problems:
-            raise InvalidArgumentError(
-                f"checkpoint messages of thread {checkpoint.thread_id!r} are not well formed: "
-                + "; ".join(problems[:3])
-            )
+        _check_checkpoint(checkpoint)
+        _check_well_formed(checkpoint)
         payload = ThreadCheckpoint.__pydantic_serializer__.to_json(checkpoint)
         async with self._locked(checkpoint.thread_id, WRITE_LOCK_FILE, self.lock_timeout):
             await run_blocking(self._write, checkpoint, payload)
 
+    async def save_progress(self, checkpoint: ThreadCheckpoint) -> None:
+        """Like :meth:`save`, writing only the non-history fields when the history is stored.
+
+        When the stored ``checkpoint.json`` is the one this instance last wrote or read and
+        holds the same messages (by id), only ``progress.json`` is written: the cost is the
+        size of the turn, not of the history. Otherwise this is a full :meth:`save`.
+        """
+        _check_checkpoint(checkpoint)
+        async with self._locked(checkpoint.thread_id, WRITE_LOCK_FILE, self.lock_timeout):
+            await run_blocking(self._write_progress, checkpoint)
+
     def _unlink(self, thread_id: str) -> None:
         path = self.path(thread_id)
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(path)
-        self._seen.pop(thread_id, None)
-        # We hold the write lock, so no writer of ours is mid-flight: sweep every temp.
-        sweep_temp_files(path, grace_seconds=0.0)
+        for target in (path, path.with_name(PROGRESS_FILE)):
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(target)
+            # We hold the write lock, so no writer of ours is mid-flight: sweep every temp.
+            sweep_temp_files(target, grace_seconds=0.0)
+        self._known.pop(thread_id, None)
 
     def _remove_dir_if_empty(self, thread_id: str) -> None:
         with contextlib.suppress(FileNotFoundError, OSError):
@@ -228,3 +367,20 @@ class FileCheckpointer:
                     f"thread {thread_id!r} is busy: another run holds it ({exc.message})"
                 ) from exc
             yield
+
+
+def _check_checkpoint(checkpoint: object) -> None:
+    if not isinstance(checkpoint, ThreadCheckpoint):
+        raise InvalidArgumentError(
+            f"save() takes a ThreadCheckpoint, not {type(checkpoint).__name__}"
+        )
+    check_thread_id(checkpoint.thread_id)
+
+
+def _check_well_formed(checkpoint: ThreadCheckpoint) -> None:
+    problems = well_formed_problems(checkpoint.messages)
+    if problems:
+        raise InvalidArgumentError(
+            f"checkpoint messages of thread {checkpoint.thread_id!r} are not well formed: "
+            + "; ".join(problems[:3])
+        )

@@ -42,6 +42,10 @@ class InMemoryCheckpointer:
         payload = ThreadCheckpoint.__pydantic_serializer__.to_json(checkpoint)
         self._data[checkpoint.thread_id] = payload
 
+    async def save_progress(self, checkpoint: ThreadCheckpoint) -> None:
+        """Same as :meth:`save` (nothing to gain from a delta in memory)."""
+        await self.save(checkpoint)
+
     async def load(self, thread_id: str) -> ThreadCheckpoint | None:
         """The thread's checkpoint (a fresh copy), or ``None``."""
         data = self._data.get(check_thread_id(thread_id))

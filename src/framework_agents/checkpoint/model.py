@@ -2,16 +2,18 @@
 
 A checkpoint is what a paused or interrupted run needs to go on in another process: the
 history, the agent's state and, for human-in-the-loop, what was waiting for a decision.
-The HITL fields beyond ``pending`` implement the at-most-once protocol (see
-``docs/checkpoints.md``):
+The fields beyond ``pending`` implement the at-most-once protocol (``docs/checkpoints.md``):
 
 * ``turn`` / ``results``: an assistant turn whose calls are being executed and the results
-  of those calls that already ran. The turn is kept *out of* ``messages`` until all its
+  of those calls that already landed. The turn is kept *out of* ``messages`` until all its
   calls are answered, so ``messages`` is always a well-formed history on its own.
-* ``in_flight``: an approved call about to run, saved *before* the tool runs. Finding it in
-  a checkpoint means the process died after deciding to run the call and before its result
-  was saved: the outcome is unknown.
-* ``outcome_unknown``: ``pending`` is such a call; approving it again re-runs it knowingly.
+* ``in_flight``: approved calls of ``turn`` that were about to run, saved *before* the tool
+  ran. Finding one in a checkpoint means a process died after deciding to run it and
+  before its result was saved: its outcome is unknown.
+* ``outcome_unknown``: the ``in_flight`` calls were already reported to a human as such
+  (``pending`` is the first of them); a decision given after that may re-run them.
+* ``decisions``: decisions given to earlier resumes of the interrupted turn, carried so
+  several approval calls of one turn can be decided one interrupt at a time.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ import re
 from datetime import UTC, datetime
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from ..errors import ThreadIdInvalidError
 from ..messages import Message, ToolCall
@@ -61,8 +63,9 @@ class ThreadCheckpoint(BaseModel):
     pending: ToolCall | None = None
     turn: Message | None = None
     results: list[Message] = Field(default_factory=list)
-    in_flight: ToolCall | None = None
+    in_flight: list[ToolCall] = Field(default_factory=list)
     outcome_unknown: bool = False
+    decisions: dict[str, Any] = Field(default_factory=dict)
 
     def __init__(
         self,
@@ -114,3 +117,29 @@ class ThreadCheckpoint(BaseModel):
         if value is not None and (value.role != "assistant" or not value.tool_calls):
             raise ValueError("turn must be an assistant message with tool calls")
         return value
+
+    @model_validator(mode="after")
+    def _consistent_turn(self) -> ThreadCheckpoint:
+        if self.turn is None:
+            if self.results or self.in_flight:
+                raise ValueError("results and in_flight need the turn they belong to")
+        else:
+            calls = {c.id for c in self.turn.tool_calls}
+            answered: set[str] = set()
+            for result in self.results:
+                cid = result.tool_call_id
+                if result.role != "tool" or cid not in calls or cid in answered:
+                    raise ValueError(f"result {result.id!r} answers no open call of the turn")
+                answered.add(cid)
+            for call in self.in_flight:
+                if call.id not in calls or call.id in answered:
+                    raise ValueError(f"in-flight call {call.id!r} is no open call of the turn")
+        if self.outcome_unknown and not self.in_flight:
+            raise ValueError("outcome_unknown needs in_flight calls")
+        return self
+
+    def resumable_history(self) -> list[Message]:
+        """``messages`` plus the executed part of ``turn`` (unanswered calls left open)."""
+        if self.turn is None:
+            return list(self.messages)
+        return [*self.messages, self.turn, *self.results]
