@@ -456,3 +456,13 @@ def test_unimplemented_integrations_are_not_silently_ignored() -> None:
     with pytest.raises(NotImplementedError):
         arun(agent.run("q", checkpointer=object(), thread_id="t1"))
     assert not agent.running
+
+
+def test_a_grounding_memory_is_grounded_on_the_incoming_prompt() -> None:
+    class Grounding(RawMemory):
+        async def ground(self, messages: Sequence[Message], prompt: str) -> list[Message]:
+            return [Message("system", f"facts about {prompt}"), *messages]
+
+    model = ScriptedModel(["ok"])
+    arun(Agent(model, memory=Grounding([])).run("Alice"))
+    assert [m.text for m in model.calls[0].messages] == ["facts about Alice", "Alice"]

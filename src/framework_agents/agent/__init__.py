@@ -1,7 +1,6 @@
 """The agent: ``Agent``, its loop, events, middleware, state, timeline, tools and HITL."""
 
 from ..hitl import (
-    DecideCallback,
     Decision,
     HitlInterrupt,
     ResolvedDecision,
@@ -10,7 +9,7 @@ from ..hitl import (
 )
 from ..tools import DECISION_KINDS, Tool, ToolArgumentsError, ToolContext, tool
 from ._loop import RunHooks, ToolProgress
-from .agent import DEFAULT_MAX_TURNS, Agent, OutputVersion, Prompt
+from .agent import DEFAULT_MAX_TURNS, Agent, Prompt
 from .events import (
     AgentEvent,
     InterruptEvent,
@@ -27,7 +26,7 @@ from .events import (
 from .middleware import Middleware, ModelCallContext, ToolCallContext
 from .result import RunResult, Usage
 from .state import AgentState
-from .timeline import TimelineEntry, TimelineKind
+from .timeline import TimelineEntry
 
 __all__ = [
     "DECISION_KINDS",
@@ -35,7 +34,6 @@ __all__ = [
     "Agent",
     "AgentEvent",
     "AgentState",
-    "DecideCallback",
     "Decision",
     "HitlInterrupt",
     "InterruptEvent",
@@ -43,7 +41,6 @@ __all__ = [
     "MessageStartedEvent",
     "Middleware",
     "ModelCallContext",
-    "OutputVersion",
     "Prompt",
     "ReasoningDeltaEvent",
     "ResolvedDecision",
@@ -54,7 +51,6 @@ __all__ = [
     "RunStartedEvent",
     "TextDeltaEvent",
     "TimelineEntry",
-    "TimelineKind",
     "Tool",
     "ToolArgumentsError",
     "ToolCallContext",

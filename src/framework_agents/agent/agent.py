@@ -36,6 +36,7 @@ from pydantic import BaseModel
 
 from ..conversation._base import ConversationManager
 from ..errors import AgentBusyError, InvalidArgumentError
+from ..graph.memory import GroundingMemory
 from ..hitl import DecideCallback, HitlInterrupt
 from ..memory._base import Memory
 from ..messages import Message
@@ -277,11 +278,11 @@ class Agent:
                 yield RunStartedEvent(
                     run_id=run.run_id, agent_id=self.agent_id, thread_id=thread_id, prompt=message
                 )
-                run.history = (
-                    await hooks.prepare()
-                    if hooks.prepare is not None
-                    else await self._start_history()
-                )
+                prepare = hooks.prepare or self._start_history
+                run.history = await prepare()
+                if message is not None and isinstance(self.memory, GroundingMemory):
+                    # Ground on what the user asks now, not on the previous turn.
+                    run.history = await self.memory.ground(run.history, message.text)
                 start_ids = {m.id for m in run.history}
                 async for event in run_loop(self, run):
                     yield event
