@@ -231,6 +231,7 @@ def test_load_compacts_an_oversized_inner_history_without_storing_it() -> None:
         view = await memory.load()
         assert len(view) <= 4 and view[0].kind == "compaction"
         assert len(await inner.load()) == 10
+        assert await memory.load() == view  # deterministic: the boundary id too
 
     asyncio.run(main())
 

@@ -10,6 +10,7 @@ messages it stands for (rolled up across compactions).
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Sequence
 from typing import Protocol, runtime_checkable
 
@@ -156,9 +157,13 @@ class CompactedMemory:
         summary = await maybe_await(self.summarize([_for_summary(m) for m in head]))
         if not isinstance(summary, str):
             raise InvalidArgumentError(f"summarize must return a str, got {type(summary).__name__}")
+        # The id derives from what it summarises, so loading one history twice (or
+        # compacting the same head in two backends) gives the same boundary.
+        digest = hashlib.sha256("\0".join(m.id for m in head).encode()).hexdigest()
         boundary = Message(
             "user",
             COMPACTION_PREFIX + summary,
+            id=f"compaction-{digest[:32]}",
             metadata={"kind": "compaction", "covers": sum(_covers(m) for m in head)},
         )
         return [boundary, *tail]
