@@ -187,3 +187,14 @@ def test_the_base_class_does_nothing() -> None:
         Agent(ScriptedModel([tool_turn(), "ok"]), tools=[echo], middleware=[Middleware()]).run("q")
     )
     assert result.text == "ok"
+
+
+def test_a_hook_that_sets_a_wrong_type_is_a_clear_error() -> None:
+    from framework_agents import InvalidArgumentError
+
+    class Wrong:
+        def after_model(self, ctx: ModelCallContext) -> None:
+            ctx.response = "not a message"  # type: ignore[assignment]
+
+    with pytest.raises(InvalidArgumentError, match="after_model"):
+        arun(Agent(ScriptedModel(["x"]), middleware=[Wrong()]).run("q"))

@@ -20,8 +20,10 @@ from typing import TYPE_CHECKING, Any
 from pydantic import ValidationError
 
 from ..errors import (
+    AgentError,
     ContextOverflowError,
     HitlDecisionError,
+    InvalidArgumentError,
     MaxTurnsError,
     ModelError,
     OutputInvalidError,
@@ -164,9 +166,9 @@ def _unique_call_ids(message: Message) -> Message:
     return message.model_copy(update={"tool_calls": calls}) if changed else message
 
 
-def _check_assistant(value: object, where: str) -> Message:
+def _check_assistant(value: object, where: str, error: type[AgentError]) -> Message:
     if not isinstance(value, Message) or value.role != "assistant":
-        raise ModelError(f"{where} must be an assistant Message, got {value!r:.200}")
+        raise error(f"{where} must be an assistant Message, got {value!r:.200}")
     return value
 
 
@@ -185,7 +187,9 @@ async def _call_model(agent: Agent, run: LoopRun, turn: int) -> AsyncIterator[Ag
         await agent._middleware.run("before_model", ctx)
         # run.transcript is well formed (an invariant of the loop), so the repair before
         # the model call is skipped when the messages to send are exactly the transcript.
-        sent = _kept_well_formed(ctx.messages, run.transcript)
+        sent = ctx.messages
+        if not _same(sent, run.transcript):
+            sent = repair_history(sent)
         try:
             if streaming:
                 response: Message | None = None
@@ -221,10 +225,10 @@ async def _call_model(agent: Agent, run: LoopRun, turn: int) -> AsyncIterator[Ag
             overflow_retries += 1
             continue
         break
-    response = _check_assistant(response, "a model's answer")
+    response = _check_assistant(response, "a model's answer", ModelError)
     ctx.response = _unique_call_ids(response.model_copy(update={"id": message_id}))
     await agent._middleware.run("after_model", ctx)
-    response = _check_assistant(ctx.response, "after_model's ctx.response")
+    response = _check_assistant(ctx.response, "after_model's ctx.response", InvalidArgumentError)
     if response.id != message_id:
         response = response.model_copy(update={"id": message_id})
     response = _unique_call_ids(response)
@@ -320,7 +324,9 @@ async def _run_call(agent: Agent, run: LoopRun, plan: _Plan, turn: int) -> Messa
     await agent._middleware.run("after_tool", ctx)
     result = ctx.result
     if not isinstance(result, Message):
-        raise ModelError(f"after_tool's ctx.result must be a Message, got {result!r:.200}")
+        raise InvalidArgumentError(
+            f"after_tool's ctx.result must be a Message, got {result!r:.200}"
+        )
     if result.role != "tool" or result.tool_call_id != plan.call.id:
         result = result.model_copy(
             update={"role": "tool", "tool_call_id": plan.call.id, "name": plan.call.name}
