@@ -271,3 +271,10 @@ def test_missing_credentials_are_an_auth_error(monkeypatch: pytest.MonkeyPatch) 
         asyncio.run(AnthropicModel("c", client=client).complete([Message("user", "hi")], []))
     assert info.value.code == "MODEL_AUTH"
     assert replay.requests == []
+
+
+def test_a_json_body_to_a_stream_request_is_an_error_not_an_empty_answer() -> None:
+    replay = Replay(json_response("anthropic_text.json"))
+    with pytest.raises(ModelError) as info:
+        asyncio.run(collect(make_model(replay).stream([Message("user", "hi")], [])))
+    assert "no stream events" in str(info.value)

@@ -334,3 +334,48 @@ def test_local_base_url_needs_no_key(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     model = OpenAIModel("m", base_url="http://127.0.0.1:9/v1")
     assert "127.0.0.1:9" in repr(model)
+
+
+def test_invalid_arguments_reach_the_agent_as_a_tool_error() -> None:
+    from framework_agents import Agent, tool
+
+    @tool
+    def get_weather(city: str) -> str:
+        """The weather in a city."""
+        return f"sunny in {city}"
+
+    @tool
+    def get_time(zone: str = "UTC") -> str:
+        """The time in a zone."""
+        return f"noon {zone}"
+
+    # The agent streams from models that can; the second turn answers in plain text.
+    replay = Replay(
+        sse_response("openai_stream_tool_calls.sse"), sse_response("llamacpp_stream.sse")
+    )
+    agent = Agent(make_model(replay), tools=[get_weather, get_time])
+    result = asyncio.run(agent.run("Weather and time?"))
+    results = {m.tool_call_id: m for m in result.messages if m.role == "tool"}
+    assert results["call_a"].text == "sunny in Paris"
+    # get_time got {"_raw": "not json"}: validation failed, the model is told, the run went on.
+    assert results["call_b"].kind == "tool_error"
+    sent = replay.body(1)["messages"]
+    assert [m["tool_call_id"] for m in sent if m["role"] == "tool"] == ["call_a", "call_b"]
+    assert json.loads(sent[1]["tool_calls"][1]["function"]["arguments"]) == {"_raw": "not json"}
+    assert result.text == json_text_of_recorded_stream()
+
+
+def json_text_of_recorded_stream() -> str:
+    text = []
+    for line in sse_response("llamacpp_stream.sse").content.decode().splitlines():
+        if line.startswith("data: {"):
+            for choice in json.loads(line[6:])["choices"]:
+                text.append(choice["delta"].get("content") or "")
+    return "".join(text)
+
+
+def test_a_json_body_to_a_stream_request_is_an_error_not_an_empty_answer() -> None:
+    replay = Replay(json_response("llamacpp_completion.json"))
+    with pytest.raises(ModelError) as info:
+        asyncio.run(collect(make_model(replay).stream([Message("user", "hi")], [])))
+    assert "no stream events" in str(info.value)

@@ -203,6 +203,7 @@ class _StreamState:
     """Accumulates Messages API stream events into one message."""
 
     def __init__(self) -> None:
+        self.events = 0
         self.blocks: dict[int, dict[str, Any]] = {}
         self.json_parts: dict[int, list[str]] = {}
         self.usage: dict[str, Any] = {}
@@ -211,6 +212,7 @@ class _StreamState:
         self.response_id: object = None
 
     def feed(self, event: Mapping[str, Any]) -> list[ModelChunk]:
+        self.events += 1
         kind = event.get("type")
         if kind == "message_start":
             message = event.get("message") or {}
@@ -400,4 +402,7 @@ class AnthropicModel:
                         yield piece
         except (self._sdk.AnthropicError, TypeError) as exc:
             raise self._error(exc) from exc
+        if not state.events:
+            # A real stream always has events; none means a body that was not a stream.
+            raise ModelError("Anthropic answered a streaming request with no stream events")
         yield ModelDone(state.message())

@@ -190,6 +190,7 @@ class _StreamState:
     """Accumulates Chat Completions stream chunks into one message."""
 
     def __init__(self) -> None:
+        self.events = 0
         self.text: list[str] = []
         self.reasoning: list[str] = []
         self.calls: dict[int, list[Any]] = {}  # index -> [id, name, [argument pieces]]
@@ -199,6 +200,7 @@ class _StreamState:
         self.response_id: str | None = None
 
     def feed(self, chunk: Mapping[str, Any]) -> list[ModelChunk]:
+        self.events += 1
         out: list[ModelChunk] = []
         self.model = chunk.get("model") or self.model
         self.response_id = chunk.get("id") or self.response_id
@@ -378,4 +380,7 @@ class OpenAIModel:
                         yield piece
         except self._sdk.OpenAIError as exc:
             raise self._error(exc) from exc
+        if not state.events:
+            # A real stream always has events; none means a body that was not a stream.
+            raise ModelError(f"{self._provider} answered a streaming request with no stream events")
         yield ModelDone(state.message())
