@@ -33,7 +33,7 @@ def append_worker(directory: str, writer: str, count: int, barrier: Barrier) -> 
             mid = message_id(writer, seq)
             await memory.save([Message("user", mid, id=mid)])
 
-    barrier.wait()
+    barrier.wait(timeout=60)
     asyncio.run(main())
 
 
