@@ -34,8 +34,6 @@ class Checkpointer(Protocol):
         """The ids of the threads that have a checkpoint, sorted."""
         ...
 
-    def thread_lock(
-        self, thread_id: str, *, timeout: float | None = 10.0
-    ) -> AbstractAsyncContextManager[None]:
-        """Hold the thread for a whole run; THREAD_BUSY after ``timeout``. Saves inside it work."""
+    def thread_lock(self, thread_id: str) -> AbstractAsyncContextManager[None]:
+        """Hold the thread for a whole run; THREAD_BUSY when it stays taken. Saves inside work."""
         ...

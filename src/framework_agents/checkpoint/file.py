@@ -10,6 +10,7 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
+from types import EllipsisType
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
@@ -146,6 +147,7 @@ class FileCheckpointer:
         lock_timeout: float | None = 10.0,
         stale_after: float = 30.0,
     ) -> None:
+        """``lock_timeout``: how long a save or a run waits for the thread (``None``: forever)."""
         if lock_timeout is not None and not lock_timeout >= 0:
             raise InvalidArgumentError(f"lock_timeout must be >= 0 or None, not {lock_timeout!r}")
         if not stale_after > 0:
@@ -355,13 +357,17 @@ class FileCheckpointer:
         self,
         thread_id: str,
         *,
-        timeout: float | None = 10.0,  # noqa: ASYNC109 - a lock wait, not an I/O deadline
+        timeout: float | EllipsisType | None = ...,  # noqa: ASYNC109 - a lock wait
     ) -> AsyncIterator[None]:
-        """Hold the thread for a whole run (``run.lock``); THREAD_BUSY after ``timeout``."""
+        """Hold the thread for a whole run (``run.lock``); THREAD_BUSY after the wait.
+
+        The wait is ``lock_timeout`` unless ``timeout`` is given (``None``: forever).
+        """
         check_thread_id(thread_id)
+        wait = self.lock_timeout if timeout is ... else timeout
         async with contextlib.AsyncExitStack() as stack:
             try:
-                await stack.enter_async_context(self._locked(thread_id, RUN_LOCK_FILE, timeout))
+                await stack.enter_async_context(self._locked(thread_id, RUN_LOCK_FILE, wait))
             except LockTimeoutError as exc:
                 raise ThreadBusyError(
                     f"thread {thread_id!r} is busy: another run holds it ({exc.message})"

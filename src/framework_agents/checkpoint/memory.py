@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import AsyncIterator
+from types import EllipsisType
 
 from ..errors import InvalidArgumentError, ThreadBusyError
 from ..history import well_formed_problems
@@ -22,7 +23,10 @@ class InMemoryCheckpointer:
     thread lock is per event loop; it does not cross processes (use FileCheckpointer).
     """
 
-    def __init__(self) -> None:
+    def __init__(self, *, lock_timeout: float | None = 10.0) -> None:
+        if lock_timeout is not None and not lock_timeout >= 0:
+            raise InvalidArgumentError(f"lock_timeout must be >= 0 or None, not {lock_timeout!r}")
+        self.lock_timeout = lock_timeout
         self._data: dict[str, bytes] = {}
         self._locks = LocalLocks()
 
@@ -64,20 +68,21 @@ class InMemoryCheckpointer:
         self,
         thread_id: str,
         *,
-        timeout: float | None = 10.0,  # noqa: ASYNC109 - a lock wait, not an I/O deadline
+        timeout: float | EllipsisType | None = ...,  # noqa: ASYNC109 - a lock wait
     ) -> AsyncIterator[None]:
-        """Hold the thread for a whole run; THREAD_BUSY after ``timeout`` seconds."""
+        """Hold the thread for a whole run; THREAD_BUSY after ``lock_timeout`` (or ``timeout``)."""
         check_thread_id(thread_id)
-        if timeout is not None and not timeout >= 0:
-            raise InvalidArgumentError(f"timeout must be >= 0 or None, not {timeout!r}")
+        wait = self.lock_timeout if timeout is ... else timeout
+        if wait is not None and not wait >= 0:
+            raise InvalidArgumentError(f"timeout must be >= 0 or None, not {wait!r}")
         lock = self._locks.enter(thread_id)
         try:
             try:
-                async with asyncio.timeout(timeout):
+                async with asyncio.timeout(wait):
                     await lock.acquire()
             except TimeoutError:
                 raise ThreadBusyError(
-                    f"thread {thread_id!r} is busy: another run held it for {timeout}s"
+                    f"thread {thread_id!r} is busy: another run held it for {wait}s"
                 ) from None
             try:
                 yield
