@@ -21,7 +21,7 @@ def make_console(*, stderr: bool = False) -> Console:
     """A console: colours on a terminal, plain unwrapped text when piped."""
     console = Console(stderr=stderr, highlight=False)
     if not console.is_terminal:
-        console = Console(stderr=stderr, highlight=False, width=200, soft_wrap=True)
+        console = Console(stderr=stderr, highlight=False, width=100, soft_wrap=True)
     return console
 
 

@@ -160,6 +160,7 @@ class LocalModel:
         max_tokens: int | None = 256,
         temperature: float | None = 0.2,
         seed: int | None = 0,
+        repeat_penalty: float | None = 1.15,
         threads: int | None = None,
         timeout: float = 300.0,
         ready_timeout: float = 120.0,
@@ -176,6 +177,7 @@ class LocalModel:
         self.max_tokens = max_tokens
         self.temperature = temperature
         self.seed = seed
+        self.repeat_penalty = repeat_penalty
         self.timeout = timeout
         self.ready_timeout = ready_timeout
         self._key = _ServerKey(str(path.resolve()), n_ctx, threads or _default_threads())
@@ -204,7 +206,12 @@ class LocalModel:
         """Start (or join) the shared server; returns the OpenAI-protocol model that uses it."""
         if self._inner is None:
             server = await asyncio.to_thread(_server_for, self._key, self.ready_timeout)
-            extra = {"seed": self.seed} if self.seed is not None else None
+            extra: dict[str, float | int] = {}
+            if self.seed is not None:
+                extra["seed"] = self.seed
+            if self.repeat_penalty is not None:
+                # llama.cpp's own sampler option: a 135M model loops on phrases without it.
+                extra["repeat_penalty"] = self.repeat_penalty
             self._server = server
             self._inner = OpenAIModel(
                 DEFAULT_LOCAL_MODEL,
@@ -214,7 +221,7 @@ class LocalModel:
                 max_tokens=self.max_tokens,
                 timeout=self.timeout,
                 max_retries=0,
-                extra_body=extra,
+                extra_body=extra or None,
             )
         return self._inner
 
