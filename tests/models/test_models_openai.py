@@ -39,10 +39,13 @@ WEATHER = ToolSpec(
 )
 
 
-def make_model(replay: Replay, **kwargs: Any) -> OpenAIModel:
+def make_model(
+    replay: Replay, base_url: str = "https://api.openai.com/v1", **kwargs: Any
+) -> OpenAIModel:
+    # The transport answers every request: nothing leaves this process, whatever the URL.
     client = openai.AsyncOpenAI(
         api_key="sk-test",
-        base_url="http://replay.invalid/v1",
+        base_url=base_url,
         max_retries=0,
         http_client=replay.client(),
     )
@@ -75,7 +78,7 @@ def test_request_maps_history_tools_and_options() -> None:
     assert replay.requests[0].url.path == "/v1/chat/completions"
     assert body["model"] == "test-model"
     assert body["temperature"] == 0.1
-    # The official endpoint wants max_completion_tokens; this client has no base_url of ours.
+    # OpenAI's own endpoint wants max_completion_tokens (max_tokens is deprecated there).
     assert body["max_completion_tokens"] == 32
     assert body["messages"] == [
         {"role": "system", "content": "Be brief."},
@@ -115,8 +118,7 @@ def test_compatible_server_gets_max_tokens_and_reasoning_when_asked() -> None:
     )
     model = OpenAIModel(
         "m",
-        client=client,
-        base_url="http://replay.invalid/v1",
+        client=client,  # its base_url says which server this is
         max_tokens=7,
         send_reasoning=True,
         extra_body={"cache_prompt": True},

@@ -265,15 +265,18 @@ class OpenAIModel:
     ) -> None:
         self._sdk = require_module("openai", "openai")
         self.model = model
+        if base_url is None and client is not None:
+            base_url = str(client.base_url).rstrip("/")  # the endpoint a given client talks to
         self.base_url = base_url
         self.temperature = temperature
         self.max_tokens = max_tokens
         self.extra_body: dict[str, Any] = dict(extra_body or {})
         self.send_reasoning = send_reasoning
         self.stream_usage = stream_usage
-        self._provider = "OpenAI" if base_url is None else f"the server at {base_url}"
+        official = _is_official(base_url)
+        self._provider = "OpenAI" if official else f"the server at {base_url}"
         self._given_client = client
-        if api_key is None and base_url is not None and not os.environ.get("OPENAI_API_KEY"):
+        if api_key is None and not official and not os.environ.get("OPENAI_API_KEY"):
             api_key = "unused"  # local servers need no key, but the SDK insists on one
         self._client_args: dict[str, Any] = {
             "base_url": base_url,
