@@ -15,8 +15,8 @@ Seams for the follow-up integrations (kept small on purpose):
   Save in :meth:`Agent._commit` after the memory save (``save_latest``).
   ``take_snapshot``/``load_snapshot``/``edit_message``/``branch`` are new methods; they
   change history through :meth:`Agent._set_history` (memory kept in sync), record with
-  :meth:`Agent._record`, and clone with :meth:`Agent._constructor_kwargs`. Until then a
-  run with a ``session_manager`` raises ``NotImplementedError`` (never silently ignored).
+  :meth:`Agent._record`, and clone with :meth:`Agent._constructor_kwargs`. Done: the
+  logic lives in ``agent/_sessions.py`` (see ``docs/sessions.md``).
 * Checkpoints (issue 6). ``run(..., checkpointer=, thread_id=)`` and ``pause``/``resume``
   wrap :meth:`Agent._drive` under the thread lock: ``_drive(prompt or None, decisions=...,
   thread_id=..., hooks=RunHooks(prepare=..., on_interrupt=..., on_tool_result=...,
@@ -41,7 +41,9 @@ from ..hitl import DecideCallback, HitlInterrupt
 from ..memory._base import Memory
 from ..messages import Message
 from ..models._base import Model, ToolSpec
+from ..sessions.snapshot import Snapshot
 from ..tools import Tool, as_tool
+from . import _sessions
 from ._loop import LoopRun, RunHooks, _kept_well_formed, run_loop
 from ._output import output_instruction
 from .events import (
@@ -158,6 +160,7 @@ class Agent:
         self._timeline = Timeline()
         self._busy = False
         self._started = False  # a run has committed (first-run seeding is done)
+        self._session_link = _sessions.SessionLink()  # session restore bookkeeping
         self._tools_by_name: dict[str, Tool] = {t.name: t for t in self.tools}
         self._tool_specs: list[ToolSpec] = [t.spec for t in self.tools]
         self._middleware = MiddlewareChain(self.middleware)
@@ -269,8 +272,6 @@ class Agent:
         try:
             if checkpointer is not None:
                 raise NotImplementedError("checkpointed runs arrive with issue 6 (checkpoint/)")
-            if self.session_manager is not None:
-                raise NotImplementedError("session restore/save arrives with issue 5 (sessions/)")
             message = _as_prompt(prompt)
             hooks = hooks or RunHooks()
             run = LoopRun([], message, decisions, thread_id, hooks=hooks)
@@ -322,9 +323,10 @@ class Agent:
 
     async def _start_history(self) -> list[Message]:
         """The history a run starts from: memory, seeded on the first run (repaired later)."""
+        # The session's latest snapshot is restored before seeding and wins over the seed.
+        from_session = not self._started and await _sessions.restore_session(self)
         history = await self.memory.load()
-        # Sessions (issue 5): on the first run, restore the latest snapshot HERE, before seeding.
-        if not self._started and not history and self.initial_messages:
+        if not self._started and not from_session and not history and self.initial_messages:
             history = list(self.initial_messages)
         return history  # the loop repairs whatever it starts from
 
@@ -334,7 +336,7 @@ class Agent:
         managed = _kept_well_formed(await self.conversation_manager.apply(history), history)
         await self._set_history(managed)
         self._started = True
-        # Sessions (issue 5): save_latest HERE.
+        await _sessions.save_session(self)  # every committed run ends with save_latest
         return managed
 
     async def _set_history(self, messages: Sequence[Message]) -> None:
@@ -367,6 +369,30 @@ class Agent:
             "max_turns": self.max_turns,
             "output_retries": self.output_retries,
         }
+
+    # -- snapshots, editing, branches (implemented in _sessions) -----------------------
+
+    def take_snapshot(
+        self,
+        preset: str | None = "session",
+        include: Sequence[str] | None = None,
+        exclude: Sequence[str] | None = None,
+        app_data: Any = None,
+    ) -> Snapshot:
+        """A snapshot of the selected fields (sync, no I/O); records a ``"snapshot"`` entry."""
+        return _sessions.take_snapshot(self, preset, include, exclude, app_data)
+
+    async def load_snapshot(self, snapshot: Snapshot) -> None:
+        """Restore the fields present in ``snapshot``; absent ones keep their values."""
+        await _sessions.load_snapshot(self, snapshot)
+
+    async def edit_message(self, id_or_index: str | int, content: Any) -> Message:
+        """Replace one message's content, by id or index (negative: from the end)."""
+        return await _sessions.edit_message(self, id_or_index, content)
+
+    def branch(self, label: str, overrides: Mapping[str, Any] | None = None) -> Agent:
+        """An independent fork: shared model/tools, copied state, fresh seeded memory."""
+        return _sessions.branch(self, label, overrides)
 
     def with_tools(self, *extra: Tool | Any) -> Agent:
         """A clone with ``extra`` tools added: fresh memory, no session manager, fresh state."""

@@ -1,0 +1,224 @@
+"""The agent's session side: restore/save through a SessionManager, snapshots, edits, branches.
+
+``Agent`` delegates here so the loop module stays about the loop. The rules:
+
+* **Restore once, before seeding.** The first run (or the first ``edit_message`` /
+  ``load_snapshot`` before any run) calls ``load_latest()``; a snapshot found there wins
+  over ``initial_messages`` (they are ignored), its present fields are applied like
+  ``load_snapshot`` and memory is re-synced. A corrupt latest snapshot raises
+  ``SNAPSHOT_CORRUPT`` and is looked up again next time (it is never overwritten).
+* **Save after every committed run** (also an interrupted one, which commits its history),
+  and after ``edit_message`` / ``load_snapshot``: ``save_latest`` with ``messages`` and
+  ``state`` (the ``"session"`` preset) and the ``app_data`` of the restored snapshot, so
+  an application's data stored with the session rides along untouched. The system prompt
+  is not saved: it belongs to the code, and a changed prompt in a new release must win.
+* ``take_snapshot`` is sync and does no I/O; ``load_snapshot`` restores only the fields
+  present; both keep memory in sync through ``Agent._set_history``.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from ..errors import (
+    AgentBusyError,
+    InvalidArgumentError,
+    MessageNotEditableError,
+    MessageNotFoundError,
+)
+from ..history import repair_history
+from ..messages import Message
+from ..sessions.snapshot import Snapshot, SnapshotData, select_snapshot_fields
+from ._output import output_instruction
+from .timeline import Timeline
+
+if TYPE_CHECKING:
+    from .agent import Agent
+
+__all__ = [
+    "SessionLink",
+    "branch",
+    "edit_message",
+    "load_snapshot",
+    "restore_session",
+    "save_session",
+    "set_system_prompt",
+    "take_snapshot",
+]
+
+
+@dataclass
+class SessionLink:
+    """Per-agent session bookkeeping: was the latest snapshot looked up, found; its app data."""
+
+    restored: bool = False
+    found: bool = False
+    app_data: Any = None
+
+
+def _check_idle(agent: Agent, what: str) -> None:
+    if agent.running:
+        raise AgentBusyError(
+            f"{what}() while agent {agent.agent_id!r} is running; wait for the run to end"
+        )
+
+
+def set_system_prompt(agent: Agent, prompt: str | None) -> None:
+    """Replace the agent's system prompt (and the prompt sent with the output schema)."""
+    if prompt is not None and not isinstance(prompt, str):
+        raise InvalidArgumentError("system_prompt must be a str or None")
+    agent.system_prompt = prompt
+    parts = [prompt] if prompt else []
+    if agent.response_format is not None:
+        parts.append(output_instruction(agent.response_format))
+    agent._effective_prompt = "\n\n".join(parts) or None
+
+
+async def _apply(agent: Agent, data: SnapshotData) -> None:
+    """Apply the fields present in ``data``; absent ones keep their current values."""
+    if data.state is not None:
+        agent._state.replace(data.state)
+    if data.system_prompt is not None:
+        set_system_prompt(agent, data.system_prompt)
+    if data.messages is not None:
+        await agent._set_history(repair_history(data.messages))
+
+
+async def restore_session(agent: Agent) -> bool:
+    """Apply the session's latest snapshot once per agent; whether the session had one."""
+    link = agent._session_link
+    manager = agent.session_manager
+    if manager is None or link.restored:
+        return link.found
+    snapshot = await manager.load_latest()
+    link.restored = True
+    if snapshot is None:
+        return False
+    link.found = True
+    link.app_data = snapshot.app_data
+    await _apply(agent, snapshot.data)
+    return True
+
+
+async def save_session(agent: Agent) -> None:
+    """``save_latest`` of the current messages and state (no-op without a session manager)."""
+    manager = agent.session_manager
+    if manager is None:
+        return
+    link = agent._session_link
+    data = SnapshotData(messages=list(agent._messages), state=agent._state.to_dict())
+    await manager.save_latest(Snapshot(data, app_data=link.app_data))
+    link.restored = True  # what is stored now is ours: never restore over it
+
+
+async def _ensure_restored(agent: Agent) -> None:
+    if agent.session_manager is not None and not agent._started:
+        await restore_session(agent)
+
+
+def take_snapshot(
+    agent: Agent,
+    preset: str | None = "session",
+    include: Iterable[str] | None = None,
+    exclude: Iterable[str] | None = None,
+    app_data: Any = None,
+) -> Snapshot:
+    """A snapshot of the selected fields (sync, no I/O); records a ``"snapshot"`` entry."""
+    fields = select_snapshot_fields(preset, include, exclude)
+    data = SnapshotData(
+        messages=[m.model_copy(deep=True) for m in agent._messages]
+        if "messages" in fields
+        else None,
+        state=agent._state.to_dict() if "state" in fields else None,
+        system_prompt=agent.system_prompt if "system_prompt" in fields else None,
+    )
+    snapshot = Snapshot(data, app_data=app_data)
+    agent._record("snapshot", f"take:{snapshot.snapshot_id}")
+    return snapshot
+
+
+async def load_snapshot(agent: Agent, snapshot: Snapshot) -> None:
+    """Restore the fields present in ``snapshot``; memory (and the session) kept in sync."""
+    if not isinstance(snapshot, Snapshot):
+        raise InvalidArgumentError(
+            f"load_snapshot() takes a Snapshot, not {type(snapshot).__name__}"
+        )
+    _check_idle(agent, "load_snapshot")
+    await _ensure_restored(agent)
+    await _apply(agent, snapshot.data)
+    agent._record("snapshot", f"load:{snapshot.snapshot_id}")
+    await save_session(agent)
+
+
+def _find(messages: list[Message], id_or_index: str | int) -> int:
+    if isinstance(id_or_index, bool) or not isinstance(id_or_index, str | int):
+        raise InvalidArgumentError(
+            "edit_message() takes a message id (str) or an index (int), "
+            f"not {type(id_or_index).__name__}"
+        )
+    if isinstance(id_or_index, int):
+        n = len(messages)
+        if not -n <= id_or_index < n:
+            raise MessageNotFoundError(
+                f"no message at index {id_or_index}: the history has {n} message(s)"
+            )
+        return id_or_index % n
+    for i, message in enumerate(messages):
+        if message.id == id_or_index:
+            return i
+    raise MessageNotFoundError(f"no message with id {id_or_index!r} in the history")
+
+
+async def edit_message(agent: Agent, id_or_index: str | int, content: Any) -> Message:
+    """Replace one message's content (by id, or index counting from the end when negative)."""
+    _check_idle(agent, "edit_message")
+    await _ensure_restored(agent)
+    history = list(agent._messages)
+    index = _find(history, id_or_index)
+    old = history[index]
+    if old.tool_calls:
+        raise MessageNotEditableError(
+            f"message {old.id!r} holds tool calls; the tool results after it answer those "
+            "calls, so editing it would break the history (branch from before it instead)"
+        )
+    try:
+        new = Message.model_validate({**old.model_dump(), "content": content})
+    except ValueError as exc:  # pydantic's ValidationError is a ValueError
+        raise InvalidArgumentError(f"invalid content for message {old.id!r}: {exc}") from None
+    history[index] = new
+    await agent._set_history(history)
+    agent._record("edit", old.id)
+    await save_session(agent)
+    return new
+
+
+def branch(agent: Agent, label: str, overrides: Mapping[str, Any] | None = None) -> Agent:
+    """An independent agent forked from ``agent`` (see ``Agent.branch``)."""
+    if not isinstance(label, str):
+        raise InvalidArgumentError(f"branch label must be a str, not {type(label).__name__}")
+    overrides = {} if overrides is None else overrides
+    if not isinstance(overrides, Mapping):
+        raise InvalidArgumentError("branch overrides must be a dict of constructor arguments")
+    cls = type(agent)
+    known = set(inspect.signature(cls).parameters)
+    unknown = sorted(str(k) for k in overrides if k not in known)
+    if unknown:
+        raise InvalidArgumentError(
+            f"unknown branch override(s) {unknown}; use constructor arguments: {sorted(known)}"
+        )
+    kwargs = agent._constructor_kwargs()
+    kwargs.update(
+        memory=None,  # fresh default memory, seeded with the history on the branch's first run
+        session_manager=None,
+        state=agent._state.to_dict(),
+        initial_messages=[m.model_copy(deep=True) for m in agent._messages],
+    )
+    kwargs.update(overrides)
+    child = cls(**kwargs)
+    child._timeline = Timeline(agent._timeline.entries())
+    agent._record("branch", label)
+    child._record("branch", label)
+    return child
