@@ -65,7 +65,9 @@ class HitlInterrupt(Exception):
 
     ``tool`` and ``arguments`` name the call, ``call_id`` is the model's call id, ``key``
     its :func:`hitl_key` and ``thread_id`` the checkpointed thread (``None`` without one).
-    ``reason`` says why, when it is not simply "approval needed".
+    ``reason`` says why, when it is not simply "approval needed". ``outcome_unknown`` is
+    ``True`` when the call was approved and started but its process died before the result
+    was saved: it may or may not have run, and runs again only on a new explicit decision.
     """
 
     def __init__(
@@ -77,6 +79,7 @@ class HitlInterrupt(Exception):
         key: str | None = None,
         thread_id: str | None = None,
         reason: str | None = None,
+        outcome_unknown: bool = False,
     ) -> None:
         self.tool: str = tool
         self.arguments: dict[str, Any] = dict(arguments)
@@ -84,6 +87,7 @@ class HitlInterrupt(Exception):
         self.key: str = key if key is not None else hitl_key(tool, self.arguments)
         self.thread_id: str | None = thread_id
         self.reason: str | None = reason
+        self.outcome_unknown: bool = bool(outcome_unknown)
         text = reason or "needs a human decision"
         super().__init__(f"tool {tool!r} {text} (key {self.key!r})")
 
@@ -91,7 +95,15 @@ class HitlInterrupt(Exception):
         # Keep every attribute across pickling (process pools, multiprocessing queues).
         return (
             _rebuild_interrupt,
-            (self.tool, self.arguments, self.call_id, self.key, self.thread_id, self.reason),
+            (
+                self.tool,
+                self.arguments,
+                self.call_id,
+                self.key,
+                self.thread_id,
+                self.reason,
+                self.outcome_unknown,
+            ),
         )
 
 
@@ -102,8 +114,17 @@ def _rebuild_interrupt(
     key: str,
     thread_id: str | None,
     reason: str | None,
+    outcome_unknown: bool = False,
 ) -> HitlInterrupt:
-    return HitlInterrupt(tool, arguments, call_id, key=key, thread_id=thread_id, reason=reason)
+    return HitlInterrupt(
+        tool,
+        arguments,
+        call_id,
+        key=key,
+        thread_id=thread_id,
+        reason=reason,
+        outcome_unknown=outcome_unknown,
+    )
 
 
 class ToolRejection(Exception):

@@ -85,6 +85,8 @@ class RunHooks:
 
     * ``prepare()``: the starting history, called inside the busy section (replaces the
       memory load and first-run seeding).
+    * ``on_turn_start(history, assistant)``: a tool turn is about to run its calls;
+      ``history`` is the transcript before ``assistant`` (checkpointing records it).
     * ``on_tool_start(call, decision)``: just before a tool actually runs.
     * ``on_tool_result(progress)``: after each result, before the loop goes on.
     * ``on_tool_turn(messages)``: after a whole tool turn is in the transcript.
@@ -94,6 +96,7 @@ class RunHooks:
     """
 
     prepare: Callable[[], Awaitable[list[Message]]] | None = None
+    on_turn_start: Callable[[list[Message], Message], Awaitable[None]] | None = None
     on_tool_start: Callable[[ToolCall, ResolvedDecision | None], Awaitable[None]] | None = None
     on_tool_result: Callable[[ToolProgress], Awaitable[None]] | None = None
     on_tool_turn: Callable[[list[Message]], Awaitable[None]] | None = None
@@ -344,6 +347,8 @@ async def _run_tools(
     """Run a turn's calls concurrently; yield each result as it lands; store in call order."""
     history = run.visible()
     run.transcript.append(response)
+    if run.hooks.on_turn_start is not None:
+        await run.hooks.on_turn_start(list(history), response)
     tasks = [asyncio.create_task(_run_call(agent, run, plan, turn)) for plan in plans]
     position = {task: i for i, task in enumerate(tasks)}
     results: list[Message | None] = [None] * len(tasks)

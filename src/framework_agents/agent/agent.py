@@ -23,8 +23,8 @@ Seams for the follow-up integrations (kept small on purpose):
   on_commit=...), timeline_kind="resume")``. ``prepare`` supplies the starting history
   (inside the busy section), ``on_interrupt`` saves the checkpoint before the interrupt
   propagates, ``on_tool_result`` persists each result before the loop goes on, and
-  ``on_commit`` saves the final checkpoint. Until then a run with a ``checkpointer``
-  raises ``NotImplementedError``.
+  ``on_commit`` saves the final checkpoint. Done: the logic lives in
+  ``agent/_threads.py`` (see ``docs/checkpoints.md``; it adds the ``on_turn_start`` hook).
 """
 
 from __future__ import annotations
@@ -43,7 +43,7 @@ from ..messages import Message
 from ..models._base import Model, ToolSpec
 from ..sessions.snapshot import Snapshot
 from ..tools import Tool, as_tool
-from . import _sessions
+from . import _sessions, _threads
 from ._loop import LoopRun, RunHooks, _kept_well_formed, run_loop
 from ._output import output_instruction
 from .events import (
@@ -245,6 +245,37 @@ class Agent:
         finally:
             await events.aclose()
 
+    async def pause(self, thread_id: str, *, checkpointer: Any) -> None:
+        """Save ``messages`` and ``state`` as the thread's checkpoint (``pending=None``)."""
+        await _threads.pause_thread(self, thread_id, checkpointer)
+
+    async def resume(
+        self,
+        thread_id: str,
+        decisions: Mapping[str, Any] | None = None,
+        *,
+        checkpointer: Any,
+    ) -> RunResult:
+        """Continue a checkpointed thread (no new user message); ``CHECKPOINT_MISSING`` if unknown.
+
+        Restores state, messages and memory from the checkpoint and goes on with the loop;
+        ``decisions`` answer the interrupted approval calls (keys: ``hitl_key`` or a tool
+        name) and add to those given to earlier resumes of the same interrupt.
+        """
+        result: RunResult | None = None
+        async for event in _threads.drive_thread(
+            self,
+            None,
+            checkpointer=checkpointer,
+            thread_id=thread_id,
+            decisions=decisions,
+            resume=True,
+        ):
+            if isinstance(event, RunFinishedEvent):
+                result = event.result
+        assert result is not None  # the driver ends with RunFinished or raises
+        return result
+
     async def _drive(
         self,
         prompt: Prompt | None,
@@ -256,6 +287,17 @@ class Agent:
         timeline_kind: TimelineKind = "run",
     ) -> AsyncGenerator[AgentEvent, None]:
         """The one driver of the loop: busy flag, start, loop, commit, terminal event."""
+        if checkpointer is not None:  # a thread: _threads wraps this driver in its lock
+            async for event in _threads.drive_thread(
+                self,
+                _as_prompt(prompt),
+                checkpointer=checkpointer,
+                thread_id=thread_id,
+                decisions=decisions,
+                resume=False,
+            ):
+                yield event
+            return
         if self._busy:
             raise AgentBusyError(
                 f"agent {self.agent_id!r} is already running; one run at a time per instance"
@@ -270,8 +312,6 @@ class Agent:
                 self._busy = False
 
         try:
-            if checkpointer is not None:
-                raise NotImplementedError("checkpointed runs arrive with issue 6 (checkpoint/)")
             message = _as_prompt(prompt)
             hooks = hooks or RunHooks()
             run = LoopRun([], message, decisions, thread_id, hooks=hooks)

@@ -1,0 +1,385 @@
+"""Checkpointed runs: threads, ``pause``/``resume`` and the at-most-once HITL protocol.
+
+A run with ``checkpointer`` and ``thread_id`` holds the thread's run lock for its whole
+length (a second run of the thread waits, then ``THREAD_BUSY``), starts from the thread's
+checkpoint when there is one (messages, state, memory) and saves it when it ends
+(``pending=None``). Everything plugs into :meth:`Agent._drive` through ``RunHooks``.
+
+At most once, for calls of ``requires_approval`` tools that a decision let run:
+
+1. Before such a call runs, its turn is checkpointed with the call in ``in_flight``.
+2. When its result lands, the result is checkpointed and the call leaves ``in_flight``,
+   before the loop goes on; when the turn ends, all its results are.
+3. A resume that finds ``in_flight`` calls cannot know whether they ran: it never runs
+   them again on its own. It marks them ``outcome_unknown`` and raises a
+   :class:`HitlInterrupt` with ``outcome_unknown=True``. Only decisions given to a later
+   resume (not earlier ones, not the ``decide`` callback) settle them: approve or edit
+   re-runs the call under the same protocol, reject answers it with a rejection.
+
+Steps 1 and 2 write a delta (``save_progress``: the turn and its results, not the history)
+whenever the checkpointer already holds the turn's history. Calls that need no approval
+are not guarded: a crash while one runs leaves it unanswered, and ``repair_history`` tells
+the model it was interrupted. An interrupt saves the history up to, and excluding, the
+interrupted assistant turn with that call as ``pending``, plus the decisions given so far,
+so that several approval calls of one turn can be decided one interrupt at a time.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import json
+from collections.abc import AsyncGenerator, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any
+
+from ..checkpoint._base import Checkpointer
+from ..checkpoint.model import ThreadCheckpoint, check_thread_id
+from ..errors import AgentBusyError, CheckpointMissingError, InvalidArgumentError
+from ..history import repair_history
+from ..hitl import HitlInterrupt, ResolvedDecision, find_decision, parse_decision
+from ..messages import Message, ToolCall, new_id
+from ._loop import LoopRun, RunHooks, ToolProgress, _Plan, _run_call
+from .events import AgentEvent, InterruptEvent, RunStartedEvent
+
+if TYPE_CHECKING:
+    from .agent import Agent
+
+__all__ = ["drive_thread", "exclude_interrupted_turn", "pause_thread"]
+
+#: The (checkpointer, thread id) whose run lock the current context holds.
+_HOLDING: contextvars.ContextVar[tuple[Checkpointer, str] | None] = contextvars.ContextVar(
+    "framework_agents_thread", default=None
+)
+
+_UNKNOWN_REASON = (
+    "was approved and started, but the process stopped before its result was saved: "
+    "whether it ran is unknown. It is not re-run on its own; resume with a decision for it "
+    "(approve or edit runs it again, reject answers it without running it)"
+)
+
+
+def _json_equal(a: Any, b: Any) -> bool:
+    try:
+        return json.dumps(a, sort_keys=True) == json.dumps(b, sort_keys=True)
+    except (TypeError, ValueError):
+        return bool(a == b)
+
+
+def exclude_interrupted_turn(
+    messages: Sequence[Message], tool: str, args: Mapping[str, Any]
+) -> list[Message]:
+    """``messages`` without the trailing, unanswered assistant turn that called ``tool(args)``.
+
+    The turn is found by tool name and JSON-equal arguments, and only when it is the last
+    turn and not fully answered, so an earlier finished call with equal arguments stays.
+    (The loop already hands over the history without it; this keeps the rule explicit.)
+    """
+    for i in range(len(messages) - 1, -1, -1):
+        message = messages[i]
+        if message.role == "tool":
+            continue
+        if message.role == "assistant" and any(
+            c.name == tool and _json_equal(c.args, dict(args)) for c in message.tool_calls
+        ):
+            answered = {m.tool_call_id for m in messages[i + 1 :] if m.role == "tool"}
+            if any(c.id not in answered for c in message.tool_calls):
+                return list(messages[:i])
+        break
+    return list(messages)
+
+
+def _check_target(checkpointer: object, thread_id: object) -> Checkpointer:
+    if not isinstance(checkpointer, Checkpointer):
+        raise InvalidArgumentError(
+            f"checkpointer must implement the Checkpointer protocol, got {checkpointer!r:.100}"
+        )
+    if thread_id is None:
+        raise InvalidArgumentError("a run with a checkpointer needs a thread_id")
+    check_thread_id(thread_id)
+    return checkpointer
+
+
+@dataclass(slots=True)
+class _Turn:
+    """An assistant turn being executed, as the checkpoint records it."""
+
+    history: list[Message]
+    assistant: Message
+    results: dict[str, Message] = field(default_factory=dict)
+    in_flight: dict[str, ToolCall] = field(default_factory=dict)
+    guarded: bool = False  # an approved call of this turn ran: its progress is saved
+
+
+@dataclass(slots=True)
+class _ThreadRun:
+    """The checkpoint side of one checkpointed run (its ``RunHooks``)."""
+
+    agent: Agent
+    checkpointer: Checkpointer
+    thread_id: str
+    decisions: dict[str, Any]
+    start: list[Message] | None = None
+    settle: ThreadCheckpoint | None = None
+    plans: list[tuple[ToolCall, ResolvedDecision]] = field(default_factory=list)
+    lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+    turn: _Turn | None = None
+
+    def hooks(self) -> RunHooks:
+        return RunHooks(
+            prepare=self.prepare,
+            on_turn_start=self.on_turn_start,
+            on_tool_start=self.on_tool_start,
+            on_tool_result=self.on_tool_result,
+            on_tool_turn=self.on_tool_turn,
+            on_interrupt=self.on_interrupt,
+            on_commit=self.on_commit,
+        )
+
+    def checkpoint(self, messages: Sequence[Message], **fields: Any) -> ThreadCheckpoint:
+        state = self.agent.state.to_dict()
+        return ThreadCheckpoint(self.thread_id, None, list(messages), state, **fields)
+
+    async def save_turn(self, turn: _Turn) -> None:
+        order = [c.id for c in turn.assistant.tool_calls]
+        checkpoint = self.checkpoint(
+            turn.history,
+            turn=turn.assistant,
+            results=[turn.results[i] for i in order if i in turn.results],
+            in_flight=[turn.in_flight[i] for i in order if i in turn.in_flight],
+            decisions=self.decisions,
+        )
+        await self.checkpointer.save_progress(checkpoint)  # a delta when the history is stored
+
+    # -- hooks ------------------------------------------------------------------------
+
+    async def prepare(self) -> list[Message]:
+        if self.start is None:
+            return await self.agent._start_history()
+        if self.settle is not None:
+            self.start = await self.run_settled(self.settle)
+        history = repair_history(self.start)
+        await self.agent._set_history(history)
+        return history
+
+    async def on_turn_start(self, history: list[Message], assistant: Message) -> None:
+        self.turn = _Turn(list(history), assistant)
+
+    async def on_tool_start(self, call: ToolCall, decision: ResolvedDecision | None) -> None:
+        turn = self.turn
+        if turn is None or decision is None or decision.kind not in ("approve", "edit"):
+            return
+        async with self.lock:
+            turn.in_flight[call.id] = call
+            turn.guarded = True
+            await self.save_turn(turn)  # step 1: recorded BEFORE the tool runs
+
+    async def on_tool_result(self, progress: ToolProgress) -> None:
+        turn = self.turn
+        if turn is None:
+            return
+        turn.results[progress.call.id] = progress.result
+        if progress.call.id in turn.in_flight:
+            async with self.lock:
+                del turn.in_flight[progress.call.id]
+                await self.save_turn(turn)  # step 2: the result is durable before going on
+
+    async def on_tool_turn(self, messages: list[Message]) -> None:
+        turn, self.turn = self.turn, None
+        if turn is not None and turn.guarded:
+            async with self.lock:
+                await self.save_turn(turn)  # every result of the turn, before the next call
+
+    async def on_interrupt(self, interrupt: HitlInterrupt, messages: list[Message]) -> None:
+        kept = exclude_interrupted_turn(messages, interrupt.tool, interrupt.arguments)
+        pending = ToolCall(interrupt.call_id, interrupt.tool, interrupt.arguments)
+        async with self.lock:
+            await self.checkpointer.save(
+                self.checkpoint(kept, pending=pending, decisions=self.decisions)
+            )
+
+    async def on_commit(self, messages: list[Message]) -> None:
+        async with self.lock:
+            await self.checkpointer.save(self.checkpoint(messages))
+
+    # -- settling calls of unknown outcome ----------------------------------------------
+
+    async def run_settled(self, base: ThreadCheckpoint) -> list[Message]:
+        """Run (or reject) the decided in-flight calls of ``base``; the turn's history."""
+        assert base.turn is not None
+        turn = _Turn(list(base.messages), base.turn, guarded=True)
+        turn.results = {r.tool_call_id or "": r for r in base.results}
+        asked = {c.id: c for c in base.turn.tool_calls}
+        for call, decision in self.plans:
+            run_call = call
+            if decision.kind == "edit":
+                assert decision.args is not None
+                run_call = call.model_copy(update={"args": decision.args})
+            if decision.kind != "reject":
+                async with self.lock:
+                    turn.in_flight[call.id] = run_call
+                    await self.save_turn(turn)  # step 1 again: this re-run is guarded too
+            loop_run = LoopRun([], thread_id=self.thread_id)
+            plan = _Plan(asked[call.id], run_call, decision)
+            result = await _run_call(self.agent, loop_run, plan, 0)
+            async with self.lock:
+                turn.results[call.id] = result
+                turn.in_flight.pop(call.id, None)
+                await self.save_turn(turn)
+        order = [c.id for c in base.turn.tool_calls]
+        return [
+            *turn.history,
+            turn.assistant,
+            *(turn.results[i] for i in order if i in turn.results),
+        ]
+
+
+def _decide_unknown(
+    agent: Agent, base: ThreadCheckpoint, given: Mapping[str, Any]
+) -> tuple[list[tuple[ToolCall, ResolvedDecision]], ToolCall | None]:
+    """Decisions for every in-flight call, from ``given`` only; the first undecided call."""
+    plans: list[tuple[ToolCall, ResolvedDecision]] = []
+    for call in base.in_flight:
+        found = find_decision(given, call.name, call.args)
+        if found is None:
+            return plans, call
+        tool = agent._tools_by_name.get(call.name)
+        if tool is None:  # the tool is gone: running it answers "unknown tool", harmlessly
+            decision = ResolvedDecision("approve", found[1], raw=found[0])
+        else:
+            decision = parse_decision(found[0], tool=tool, source=found[1])
+        if decision.kind == "suspend":
+            return plans, call
+        plans.append((call, decision))
+    return plans, None
+
+
+async def _surface_unknown(
+    agent: Agent,
+    checkpointer: Checkpointer,
+    base: ThreadCheckpoint,
+    call: ToolCall,
+    *,
+    resume: bool,
+    prompt: Message | None,
+) -> AsyncGenerator[AgentEvent, None]:
+    """Save the calls as of unknown outcome, restore the agent, raise the interrupt."""
+    marked = base.model_copy(
+        update={
+            "outcome_unknown": True,
+            "pending": call,
+            "decisions": {},
+            "saved_at": datetime.now(UTC),
+        }
+    )
+    await checkpointer.save_progress(marked)
+    agent._busy = True
+    try:
+        agent._state.replace(base.state)
+        await agent._set_history(base.messages)
+        agent._record("resume" if resume else "run", "outcome_unknown")
+    finally:
+        agent._busy = False
+    interrupt = HitlInterrupt(
+        call.name,
+        call.args,
+        call.id,
+        thread_id=base.thread_id,
+        reason=_UNKNOWN_REASON,
+        outcome_unknown=True,
+    )
+    run_id = new_id()
+    yield RunStartedEvent(
+        run_id=run_id, agent_id=agent.agent_id, thread_id=base.thread_id, prompt=prompt
+    )
+    yield InterruptEvent(run_id=run_id, interrupt=interrupt)
+    raise interrupt
+
+
+async def drive_thread(
+    agent: Agent,
+    prompt: Message | None,
+    *,
+    checkpointer: object,
+    thread_id: str | None,
+    decisions: Mapping[str, Any] | None,
+    resume: bool,
+) -> AsyncGenerator[AgentEvent, None]:
+    """Run or resume ``thread_id`` under its run lock (see the module docstring)."""
+    cp = _check_target(checkpointer, thread_id)
+    assert thread_id is not None
+    if agent._busy:
+        raise AgentBusyError(
+            f"agent {agent.agent_id!r} is already running; one run at a time per instance"
+        )
+    given = dict(decisions or {})
+    async with cp.thread_lock(thread_id):
+        outer = _HOLDING.get()
+        _HOLDING.set((cp, thread_id))
+        try:
+            base = await cp.load(thread_id)
+            if base is None and resume:
+                raise CheckpointMissingError(f"thread {thread_id!r} has no checkpoint to resume")
+            carried = dict(base.decisions) if base is not None and resume else {}
+            run = _ThreadRun(agent, cp, thread_id, {**carried, **given})
+            if base is not None:
+                if base.in_flight:
+                    plans, undecided = (
+                        _decide_unknown(agent, base, given)
+                        if resume and base.outcome_unknown
+                        else ([], base.in_flight[0])
+                    )
+                    if undecided is not None:
+                        async for event in _surface_unknown(
+                            agent, cp, base, undecided, resume=resume, prompt=prompt
+                        ):
+                            yield event
+                        return  # not reached: _surface_unknown raises
+                    run.settle, run.plans = base, plans
+                agent._state.replace(base.state)
+                run.start = base.resumable_history()
+            events = agent._drive(
+                prompt,
+                decisions=run.decisions or None,
+                thread_id=thread_id,
+                hooks=run.hooks(),
+                timeline_kind="resume" if resume else "run",
+            )
+            try:
+                async for event in events:
+                    yield event
+            finally:
+                await events.aclose()
+        finally:
+            _HOLDING.set(outer)
+
+
+async def pause_thread(agent: Agent, thread_id: str, checkpointer: object) -> None:
+    """Save ``agent.messages`` and ``agent.state`` as the thread's checkpoint (``pending=None``).
+
+    Calls of unknown outcome recorded in the thread's checkpoint are kept (a pause must not
+    make the at-most-once protocol forget them). Called from inside a run that holds the
+    thread (a tool, middleware or a stream consumer), it saves without waiting for the lock.
+    """
+    cp = _check_target(checkpointer, thread_id)
+
+    async def save() -> None:
+        base = await cp.load(thread_id)
+        keep: dict[str, Any] = {}
+        if base is not None and base.in_flight:
+            keep = {
+                "turn": base.turn,
+                "results": base.results,
+                "in_flight": base.in_flight,
+                "outcome_unknown": base.outcome_unknown,
+            }
+        state = agent.state.to_dict()
+        await cp.save(ThreadCheckpoint(thread_id, None, agent.messages, state, **keep))
+
+    holding = _HOLDING.get()
+    if holding is not None and holding[0] is cp and holding[1] == thread_id:
+        await save()
+        return
+    async with cp.thread_lock(thread_id):
+        await save()
