@@ -451,9 +451,9 @@ def test_plain_functions_are_accepted_as_tools() -> None:
     assert result.messages[2].text == "HI"
 
 
-def test_unimplemented_integrations_are_not_silently_ignored() -> None:
+def test_a_checkpointer_that_is_not_one_is_not_silently_ignored() -> None:
     agent = Agent(ScriptedModel(["x"]))
-    with pytest.raises(NotImplementedError):
+    with pytest.raises(InvalidArgumentError, match="Checkpointer"):
         arun(agent.run("q", checkpointer=object(), thread_id="t1"))
     assert not agent.running
 
