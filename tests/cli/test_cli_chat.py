@@ -127,3 +127,29 @@ def test_chat_with_the_local_model(tmp_path: Path) -> None:
     assert "model ready in" in result.stdout
     assert len(answers(result.stdout)) == 2  # whatever the tiny model says, it answers twice
     assert "4 messages in history" in result.stdout
+
+
+def test_help_lists_the_commands(tmp_path: Path) -> None:
+    result = subprocess.run(
+        [sys.executable, "-m", "framework_agents.cli", "--help"],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        timeout=60,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr
+    assert "chat" in result.stdout and "demo" in result.stdout
+
+
+def test_missing_cli_extra_says_what_to_install(tmp_path: Path) -> None:
+    code = (
+        "import sys\nsys.modules['typer'] = None\n"
+        "from framework_agents.cli import main\nmain(['chat'])\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=False
+    )
+    assert result.returncode == 1
+    assert "pip install 'framework-agents[cli]'" in result.stderr
+    assert "Traceback" not in result.stderr
