@@ -1,0 +1,600 @@
+"""Checkpointed threads: continue, lock, pause/resume, checkpointed interrupts, decisions,
+the at-most-once protocol (in process; real crashes are in test_agent_threads_crash.py)."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import pytest
+from threads_scenario import CrashingCheckpointer, effects, publishing_agent
+
+from framework_agents import (
+    Agent,
+    FileCheckpointer,
+    FunctionModel,
+    HitlInterrupt,
+    InMemoryMemory,
+    Message,
+    NullConversationManager,
+    ScriptedModel,
+    ToolCall,
+    hitl_key,
+    is_well_formed,
+    tool,
+)
+from framework_agents.agent import ToolContext
+from framework_agents.agent._threads import exclude_interrupted_turn
+from framework_agents.checkpoint import InMemoryCheckpointer, ThreadCheckpoint
+from framework_agents.errors import (
+    AgentBusyError,
+    CheckpointMissingError,
+    HitlDecisionError,
+    InvalidArgumentError,
+    ModelError,
+    ThreadBusyError,
+    ThreadIdInvalidError,
+)
+from framework_agents.models._base import ToolSpec
+
+
+def arun(coro: Any) -> Any:
+    return asyncio.run(coro)
+
+
+def interrupt_of(coro: Any) -> HitlInterrupt:
+    with pytest.raises(HitlInterrupt) as info:
+        arun(coro)
+    return info.value
+
+
+@pytest.fixture
+def cp(tmp_path: Path) -> FileCheckpointer:
+    return FileCheckpointer(tmp_path / "cp")
+
+
+@pytest.fixture
+def fx(tmp_path: Path) -> Path:
+    return tmp_path / "effects.txt"
+
+
+def reply_with_history(messages: Sequence[Message], tools: Sequence[ToolSpec]) -> str:
+    return f"seen {len(messages)}: " + "|".join(m.text for m in messages if m.role == "user")
+
+
+# -- threads -------------------------------------------------------------------------
+
+
+def test_a_run_saves_the_thread_and_the_next_run_continues_it(cp: FileCheckpointer) -> None:
+    first = Agent(FunctionModel(reply_with_history), state={"visits": 1})
+    arun(first.run("hello", checkpointer=cp, thread_id="t1"))
+    saved = arun(cp.load("t1"))
+    assert saved is not None and saved.pending is None
+    assert [m.text for m in saved.messages] == ["hello", "seen 1: hello"]
+    assert saved.state == {"visits": 1}
+
+    second = Agent(FunctionModel(reply_with_history))  # another process, a fresh agent
+    result = arun(second.run("again", checkpointer=cp, thread_id="t1"))
+    assert result.text == "seen 3: hello|again"
+    assert second.state.to_dict() == {"visits": 1}
+    assert [m.text for m in arun(second.memory.load())] == [m.text for m in result.messages]
+    assert [m.text for m in arun(cp.load("t1")).messages] == [m.text for m in result.messages]
+    assert [e.kind for e in second.timeline] == ["run"]
+
+
+def test_a_thread_wins_over_memory_and_a_new_thread_starts_from_memory(
+    cp: FileCheckpointer,
+) -> None:
+    agent = Agent(FunctionModel(reply_with_history))
+    arun(agent.run("plain", checkpointer=None))
+    arun(agent.run("threaded", checkpointer=cp, thread_id="fresh"))
+    assert arun(cp.load("fresh")).messages[0].text == "plain"  # started from memory
+    other = Agent(FunctionModel(reply_with_history), memory=InMemoryMemory())
+    arun(other.run("x", checkpointer=cp, thread_id="fresh"))
+    assert [m.text for m in arun(cp.load("fresh")).messages][:2] == ["plain", "seen 1: plain"]
+
+
+def test_two_runs_of_one_thread_never_interleave(tmp_path: Path) -> None:
+    cp = FileCheckpointer(tmp_path / "cp")
+    events: list[str] = []
+
+    async def main() -> None:
+        gate, inside = asyncio.Event(), asyncio.Event()
+
+        async def slow(messages: Sequence[Message], tools: Sequence[ToolSpec]) -> str:
+            events.append("first in")
+            inside.set()
+            await gate.wait()
+            events.append("first out")
+            return "one"
+
+        def fast(messages: Sequence[Message], tools: Sequence[ToolSpec]) -> str:
+            events.append("second in")
+            return "two"
+
+        one = asyncio.create_task(
+            Agent(FunctionModel(slow)).run("a", checkpointer=cp, thread_id="t")
+        )
+        await inside.wait()
+        two = asyncio.create_task(
+            Agent(FunctionModel(fast)).run("b", checkpointer=cp, thread_id="t")
+        )
+        for _ in range(20):
+            await asyncio.sleep(0)
+        gate.set()
+        await asyncio.gather(one, two)
+
+    arun(main())
+    assert events == ["first in", "first out", "second in"]
+    texts = [m.text for m in arun(cp.load("t")).messages]
+    assert texts == ["a", "one", "b", "two"]
+
+
+def test_a_second_run_gives_up_with_thread_busy(tmp_path: Path) -> None:
+    cp = FileCheckpointer(tmp_path / "cp", lock_timeout=0.2)
+
+    async def main() -> None:
+        gate, inside = asyncio.Event(), asyncio.Event()
+
+        async def slow(messages: Sequence[Message], tools: Sequence[ToolSpec]) -> str:
+            inside.set()
+            await gate.wait()
+            return "one"
+
+        first = asyncio.create_task(
+            Agent(FunctionModel(slow)).run("a", checkpointer=cp, thread_id="t")
+        )
+        await inside.wait()
+        with pytest.raises(ThreadBusyError) as err:
+            await Agent(ScriptedModel(["x"])).run("b", checkpointer=cp, thread_id="t")
+        assert err.value.code == "THREAD_BUSY"
+        gate.set()
+        await first
+
+    arun(main())
+
+
+def test_a_busy_agent_is_refused_at_once(cp: FileCheckpointer) -> None:
+    async def main() -> None:
+        gate, started = asyncio.Event(), asyncio.Event()
+
+        async def slow(messages: Sequence[Message], tools: Sequence[ToolSpec]) -> str:
+            started.set()
+            await gate.wait()
+            return "one"
+
+        agent = Agent(FunctionModel(slow))
+        task = asyncio.create_task(agent.run("a", checkpointer=cp, thread_id="t"))
+        await started.wait()
+        with pytest.raises(AgentBusyError):
+            await agent.run("b", checkpointer=cp, thread_id="other")
+        gate.set()
+        await task
+
+    arun(main())
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "error"),
+    [
+        pytest.param({"thread_id": "../x"}, ThreadIdInvalidError, id="unsafe-id"),
+        pytest.param({"thread_id": None}, InvalidArgumentError, id="no-id"),
+    ],
+)
+def test_bad_thread_arguments(cp: FileCheckpointer, kwargs: dict[str, Any], error: type) -> None:
+    with pytest.raises(error):
+        arun(Agent(ScriptedModel(["x"])).run("q", checkpointer=cp, **kwargs))
+    with pytest.raises(error):
+        arun(Agent(ScriptedModel(["x"])).resume(kwargs["thread_id"], checkpointer=cp))
+
+
+def test_stream_with_a_thread(cp: FileCheckpointer) -> None:
+    async def main() -> list[str]:
+        agent = Agent(ScriptedModel(["streamed"]))
+        return [e.type async for e in agent.stream("q", checkpointer=cp, thread_id="s")]
+
+    kinds = arun(main())
+    assert kinds[0] == "run_started" and kinds[-1] == "run_finished"
+    assert arun(cp.load("s")).messages[-1].text == "streamed"
+
+
+# -- pause / resume ------------------------------------------------------------------
+
+
+def test_pause_then_resume_in_another_agent(cp: FileCheckpointer) -> None:
+    agent = Agent(ScriptedModel(["first answer"]), state={"step": 1})
+    arun(agent.run("start"))
+    agent.state["step"] = 2
+    arun(agent.pause("p1", checkpointer=cp))
+    saved = arun(cp.load("p1"))
+    assert saved.pending is None and saved.state == {"step": 2}
+    assert [m.text for m in saved.messages] == ["start", "first answer"]
+
+    seen: list[list[str]] = []
+
+    def model(messages: Sequence[Message], tools: Sequence[ToolSpec]) -> str:
+        seen.append([m.text for m in messages])
+        return "continued"
+
+    resumed = Agent(FunctionModel(model))
+    result = arun(resumed.resume("p1", checkpointer=cp))
+    assert seen == [["start", "first answer"]]  # no new user message
+    assert result.text == "continued"
+    assert resumed.state.to_dict() == {"step": 2}
+    assert [m.text for m in arun(resumed.memory.load())] == ["start", "first answer", "continued"]
+    assert [(e.kind, e.label) for e in resumed.timeline] == [("resume", None)]
+    assert arun(cp.load("p1")).messages[-1].text == "continued"
+
+
+@pytest.mark.parametrize("make", [FileCheckpointer, lambda root: InMemoryCheckpointer()])
+def test_resume_of_an_unknown_thread_is_checkpoint_missing(
+    tmp_path: Path, make: Callable[[Path], Any]
+) -> None:
+    with pytest.raises(CheckpointMissingError) as err:
+        arun(Agent(ScriptedModel(["x"])).resume("nope", checkpointer=make(tmp_path)))
+    assert err.value.code == "CHECKPOINT_MISSING"
+
+
+def test_pause_from_inside_the_threads_own_run_does_not_deadlock(tmp_path: Path) -> None:
+    cp = FileCheckpointer(tmp_path / "cp", lock_timeout=0.5)
+
+    @tool
+    async def checkpoint_now(ctx: ToolContext) -> str:
+        """Pause the thread from inside the run."""
+        await ctx.agent.pause("own", checkpointer=cp)
+        return "paused"
+
+    model = ScriptedModel(
+        [Message("assistant", "", tool_calls=[ToolCall("c1", "checkpoint_now", {})]), "done"]
+    )
+    agent = Agent(model, tools=[checkpoint_now], state={"k": 1})
+    result = arun(agent.run("go", checkpointer=cp, thread_id="own"))
+    assert [m.text for m in result.messages if m.role == "tool"] == ["paused"]
+    assert result.text == "done"
+    # A pause of the same thread from elsewhere during a run waits like a run would.
+    other = FileCheckpointer(tmp_path / "cp", lock_timeout=0.2)
+
+    async def contended() -> None:
+        gate, inside = asyncio.Event(), asyncio.Event()
+
+        async def slow(messages: Sequence[Message], tools: Sequence[ToolSpec]) -> str:
+            inside.set()
+            await gate.wait()
+            return "x"
+
+        task = asyncio.create_task(
+            Agent(FunctionModel(slow)).run("a", checkpointer=cp, thread_id="own")
+        )
+        await inside.wait()
+        with pytest.raises(ThreadBusyError):
+            await Agent(ScriptedModel([])).pause("own", checkpointer=other)
+        gate.set()
+        await task
+
+    arun(contended())
+
+
+# -- checkpointed interrupts and decisions ----------------------------------------
+
+
+def test_the_interrupt_saves_history_before_the_turn_and_the_pending_call(
+    cp: FileCheckpointer, fx: Path
+) -> None:
+    agent = publishing_agent(fx)
+    interrupt = interrupt_of(agent.run("publish it", checkpointer=cp, thread_id="t1"))
+    assert (interrupt.tool, interrupt.arguments, interrupt.thread_id) == (
+        "publish",
+        {"text": "hello"},
+        "t1",
+    )
+    assert interrupt.key == hitl_key("publish", {"text": "hello"})
+    assert interrupt.outcome_unknown is False
+    saved = arun(cp.load("t1"))
+    assert [m.text for m in saved.messages] == ["publish it"]  # the calling turn is excluded
+    assert saved.pending == ToolCall(interrupt.call_id, "publish", {"text": "hello"})
+    assert saved.turn is None and saved.in_flight == []
+    assert [m.text for m in agent.messages] == ["publish it"]
+    assert effects(fx) == []
+
+
+@pytest.mark.parametrize(
+    ("decision", "expected_effects", "expected_text"),
+    [
+        pytest.param("approve", ["hello"], "finished: published hello", id="approve-wildcard"),
+        pytest.param({"edit": {"text": "bye"}}, ["bye"], "finished: published bye", id="edit"),
+        pytest.param({"reject": "not today"}, [], "finished: Rejected: not today", id="reject"),
+    ],
+)
+def test_resume_applies_the_decision_to_the_reissued_call(
+    cp: FileCheckpointer, fx: Path, decision: Any, expected_effects: list[str], expected_text: str
+) -> None:
+    interrupt_of(publishing_agent(fx).run("publish it", checkpointer=cp, thread_id="t1"))
+    resumed = publishing_agent(fx)
+    result = arun(resumed.resume("t1", {"publish": decision}, checkpointer=cp))
+    assert result.text == expected_text
+    assert effects(fx) == expected_effects
+    saved = arun(cp.load("t1"))
+    assert saved.pending is None and saved.turn is None and saved.decisions == {}
+    assert is_well_formed(saved.messages)
+    assert [(e.kind, e.label) for e in resumed.timeline] == [("resume", None)]
+
+
+def test_resume_with_the_exact_key(cp: FileCheckpointer, fx: Path) -> None:
+    interrupt = interrupt_of(publishing_agent(fx).run("go", checkpointer=cp, thread_id="t1"))
+    result = arun(publishing_agent(fx).resume("t1", {interrupt.key: "approve"}, checkpointer=cp))
+    assert result.text == "finished: published hello" and effects(fx) == ["hello"]
+
+
+def test_resume_without_a_decision_interrupts_again(cp: FileCheckpointer, fx: Path) -> None:
+    interrupt_of(publishing_agent(fx).run("go", checkpointer=cp, thread_id="t1"))
+    again = interrupt_of(publishing_agent(fx).resume("t1", checkpointer=cp))
+    assert again.tool == "publish" and again.thread_id == "t1"
+    assert arun(cp.load("t1")).pending is not None
+    assert effects(fx) == []
+
+
+def test_a_decision_the_tool_does_not_allow_is_hitl_decision(cp: FileCheckpointer) -> None:
+    @tool(requires_approval=True, allowed_decisions=("approve", "reject"))
+    def wire(amount: int) -> str:
+        """Wire money."""
+        return "sent"
+
+    def model(messages: Sequence[Message], tools: Sequence[ToolSpec]) -> Message | str:
+        if messages[-1].role == "user":
+            return Message("assistant", "", tool_calls=[ToolCall("w", "wire", {"amount": 5})])
+        return "ok"
+
+    interrupt_of(
+        Agent(FunctionModel(model), tools=[wire]).run("pay", checkpointer=cp, thread_id="w")
+    )
+    with pytest.raises(HitlDecisionError) as err:
+        arun(
+            Agent(FunctionModel(model), tools=[wire]).resume(
+                "w", {"wire": {"edit": {"amount": 500}}}, checkpointer=cp
+            )
+        )
+    assert err.value.code == "HITL_DECISION"
+
+
+def two_approval_agent(ran: list[str], **kwargs: Any) -> Agent:
+    @tool(requires_approval=True)
+    def send(to: str) -> str:
+        """Send mail."""
+        ran.append(f"send {to}")
+        return f"sent to {to}"
+
+    @tool(requires_approval=True)
+    def pay(amount: int) -> str:
+        """Pay."""
+        ran.append(f"pay {amount}")
+        return f"paid {amount}"
+
+    def model(messages: Sequence[Message], tools: Sequence[ToolSpec]) -> Message | str:
+        if messages[-1].role == "user":
+            calls = [
+                ToolCall(f"s{len(ran)}", "send", {"to": "bob"}),
+                ToolCall(f"p{len(ran)}", "pay", {"amount": 3}),
+            ]
+            return Message("assistant", "", tool_calls=calls)
+        return "both done: " + ", ".join(m.text for m in messages if m.role == "tool")
+
+    return Agent(FunctionModel(model), tools=[send, pay], **kwargs)
+
+
+def test_several_approval_calls_are_decided_one_by_one(cp: FileCheckpointer) -> None:
+    ran: list[str] = []
+    first = interrupt_of(two_approval_agent(ran).run("do both", checkpointer=cp, thread_id="m"))
+    assert first.tool == "send"
+    second = interrupt_of(two_approval_agent(ran).resume("m", {"send": "approve"}, checkpointer=cp))
+    assert second.tool == "pay" and ran == []  # nothing of the turn ran yet
+    assert arun(cp.load("m")).decisions == {"send": "approve"}  # carried to the next resume
+    result = arun(two_approval_agent(ran).resume("m", {"pay": "approve"}, checkpointer=cp))
+    assert sorted(ran) == ["pay 3", "send bob"]
+    assert result.text == "both done: sent to bob, paid 3"
+    assert arun(cp.load("m")).decisions == {}
+
+
+def test_decisions_for_all_calls_in_one_resume(cp: FileCheckpointer) -> None:
+    ran: list[str] = []
+    interrupt_of(two_approval_agent(ran).run("do both", checkpointer=cp, thread_id="m"))
+    decisions = {"send": "approve", hitl_key("pay", {"amount": 3}): {"reject": "too much"}}
+    result = arun(two_approval_agent(ran).resume("m", decisions, checkpointer=cp))
+    assert ran == ["send bob"]
+    assert result.text == "both done: sent to bob, Rejected: too much"
+
+
+@pytest.mark.parametrize(
+    ("history", "cut"),
+    [
+        pytest.param(["u", ("a", {"b": 1, "a": 2})], 1, id="trailing-unanswered"),
+        pytest.param(["u", ("a", {"a": 2, "b": 1}), "r"], 3, id="answered-stays"),
+        pytest.param(["u", ("a", {"a": 9})], 2, id="other-args"),
+        pytest.param(["u"], 1, id="no-turn"),
+    ],
+)
+def test_exclude_interrupted_turn_matches_by_name_and_json_equal_args(
+    history: list[Any], cut: int
+) -> None:
+    messages: list[Message] = []
+    for item in history:
+        if item == "u":
+            messages.append(Message("user", "go"))
+        elif item == "r":
+            messages.append(Message("tool", "ok", tool_call_id="c", name="f"))
+        else:
+            messages.append(Message("assistant", "", tool_calls=[ToolCall("c", "f", item[1])]))
+    assert exclude_interrupted_turn(messages, "f", {"a": 2, "b": 1}) == messages[:cut]
+
+
+# -- at most once (in process) ------------------------------------------------------
+
+
+class Crash(BaseException):
+    """Stands in for a process dying: nothing in the framework catches it."""
+
+
+def test_the_in_flight_record_is_saved_before_the_tool_and_the_result_before_going_on(
+    tmp_path: Path,
+) -> None:
+    root = tmp_path / "cp"
+    observed: dict[str, ThreadCheckpoint] = {}
+
+    @tool(requires_approval=True)
+    async def publish(text: str) -> str:
+        """Publish."""
+        observed["during"] = await FileCheckpointer(root).load("t1")  # what a crash would leave
+        return "published"
+
+    def model(messages: Sequence[Message], tools: Sequence[ToolSpec]) -> Message | str:
+        if messages[-1].role == "user":
+            return Message("assistant", "", tool_calls=[ToolCall("c9", "publish", {"text": "x"})])
+        return "done"
+
+    async def after_model_sees_result(
+        messages: Sequence[Message], tools: Sequence[ToolSpec]
+    ) -> Message | str:
+        if messages[-1].role == "tool":
+            observed["next_turn"] = await FileCheckpointer(root).load("t1")
+        return model(messages, tools)
+
+    cp = CrashingCheckpointer(root)
+    agent = Agent(
+        FunctionModel(after_model_sees_result), tools=[publish], decide=lambda n, a: "approve"
+    )
+    arun(agent.run("go", checkpointer=cp, thread_id="t1"))
+    during, after = observed["during"], observed["next_turn"]
+    assert [c.id for c in during.in_flight] == ["c9"] and during.results == []
+    assert [m.text for m in during.messages] == ["go"] and during.turn is not None
+    assert after.in_flight == [] and [r.text for r in after.results] == ["published"]
+    # Both were deltas: the history before the turn went to disk once.
+    assert cp.delta_saves >= 2
+
+
+def test_a_result_saved_is_never_run_again_after_a_later_failure(
+    cp: FileCheckpointer, fx: Path
+) -> None:
+    interrupt_of(publishing_agent(fx).run("go", checkpointer=cp, thread_id="t1"))
+
+    class FailAfterTool(CrashingCheckpointer):
+        pass
+
+    failing = publishing_agent(fx)
+    calls = {"n": 0}
+    real = failing.model.fn  # type: ignore[attr-defined]
+
+    def flaky(messages: Sequence[Message], tools: Sequence[ToolSpec]) -> Message | str:
+        calls["n"] += 1
+        if messages[-1].role == "tool":
+            raise ModelError("the provider fell over")
+        return real(messages, tools)
+
+    failing.model.fn = flaky  # type: ignore[attr-defined]
+    with pytest.raises(ModelError):
+        arun(failing.resume("t1", {"publish": "approve"}, checkpointer=cp))
+    assert effects(fx) == ["hello"]
+    saved = arun(cp.load("t1"))
+    assert saved.in_flight == [] and [r.text for r in saved.results] == ["published hello"]
+    result = arun(publishing_agent(fx).resume("t1", {"publish": "approve"}, checkpointer=cp))
+    assert result.text == "finished: published hello"
+    assert effects(fx) == ["hello"]  # not run again
+    assert is_well_formed(result.messages)
+
+
+def crash_in_tool(fx: Path) -> Agent:
+    agent = publishing_agent(fx)
+
+    @tool(requires_approval=True)
+    def publish(text: str) -> str:
+        """Publish, then die before returning."""
+        with open(fx, "a") as fh:
+            fh.write(text + "\n")
+        raise Crash
+
+    agent._tools_by_name["publish"] = publish
+    return agent
+
+
+def test_an_unknown_outcome_is_surfaced_not_rerun_then_rejected(
+    cp: FileCheckpointer, fx: Path
+) -> None:
+    interrupt_of(publishing_agent(fx).run("go", checkpointer=cp, thread_id="t1"))
+    with pytest.raises(Crash):
+        arun(crash_in_tool(fx).resume("t1", {"publish": "approve"}, checkpointer=cp))
+    assert effects(fx) == ["hello"]
+    assert [c.name for c in arun(cp.load("t1")).in_flight] == ["publish"]
+
+    # The same decisions again (a retry): surfaced, not re-run; nor by the decide callback.
+    retry = publishing_agent(fx, decide=lambda name, args: "approve")
+    unknown = interrupt_of(retry.resume("t1", {"publish": "approve"}, checkpointer=cp))
+    assert unknown.outcome_unknown is True and unknown.tool == "publish"
+    assert "unknown" in str(unknown) and unknown.thread_id == "t1"
+    assert effects(fx) == ["hello"]
+    marked = arun(cp.load("t1"))
+    assert marked.outcome_unknown and marked.pending is not None and marked.decisions == {}
+    assert [(e.kind, e.label) for e in retry.timeline] == [("resume", "outcome_unknown")]
+    assert [m.text for m in retry.messages] == ["go"]
+    again = interrupt_of(
+        publishing_agent(fx, decide=lambda n, a: "approve").resume("t1", checkpointer=cp)
+    )
+    assert again.outcome_unknown  # the decide callback never settles an unknown outcome
+
+    result = arun(
+        publishing_agent(fx).resume(
+            "t1", {"publish": {"reject": "it may have gone out"}}, checkpointer=cp
+        )
+    )
+    assert effects(fx) == ["hello"]
+    assert result.text == "finished: Rejected: it may have gone out"
+    final = arun(cp.load("t1"))
+    assert final.in_flight == [] and not final.outcome_unknown and is_well_formed(final.messages)
+    tool_results = [m for m in final.messages if m.role == "tool"]
+    assert len(tool_results) == 1
+
+
+def test_an_unknown_outcome_may_be_rerun_on_explicit_approval(
+    cp: FileCheckpointer, fx: Path
+) -> None:
+    interrupt_of(publishing_agent(fx).run("go", checkpointer=cp, thread_id="t1"))
+    with pytest.raises(Crash):
+        arun(crash_in_tool(fx).resume("t1", {"publish": "approve"}, checkpointer=cp))
+    unknown = interrupt_of(publishing_agent(fx).resume("t1", checkpointer=cp))
+    result = arun(publishing_agent(fx).resume("t1", {unknown.key: "approve"}, checkpointer=cp))
+    assert effects(fx) == ["hello", "hello"]  # the human asked for it twice, knowingly
+    assert result.text == "finished: published hello"
+    assert [m.role for m in result.messages] == ["user", "assistant", "tool", "assistant"]
+
+
+def test_a_new_prompt_on_a_thread_with_an_unknown_outcome_surfaces_it(
+    cp: FileCheckpointer, fx: Path
+) -> None:
+    interrupt_of(publishing_agent(fx).run("go", checkpointer=cp, thread_id="t1"))
+    with pytest.raises(Crash):
+        arun(crash_in_tool(fx).resume("t1", {"publish": "approve"}, checkpointer=cp))
+    agent = publishing_agent(fx)
+    unknown = interrupt_of(agent.run("something else", checkpointer=cp, thread_id="t1"))
+    assert unknown.outcome_unknown
+    assert [(e.kind, e.label) for e in agent.timeline] == [("run", "outcome_unknown")]
+    assert effects(fx) == ["hello"]
+
+
+def test_a_pause_keeps_an_unknown_outcome(cp: FileCheckpointer, fx: Path) -> None:
+    interrupt_of(publishing_agent(fx).run("go", checkpointer=cp, thread_id="t1"))
+    with pytest.raises(Crash):
+        arun(crash_in_tool(fx).resume("t1", {"publish": "approve"}, checkpointer=cp))
+    arun(Agent(ScriptedModel([])).pause("t1", checkpointer=cp))
+    assert [c.name for c in arun(cp.load("t1")).in_flight] == ["publish"]
+    assert interrupt_of(
+        publishing_agent(fx).resume("t1", {"publish": "approve"}, checkpointer=cp)
+    ).outcome_unknown
+
+
+def test_an_abandoned_pending_call_is_dropped_by_a_new_prompt(
+    cp: FileCheckpointer, fx: Path
+) -> None:
+    interrupt_of(publishing_agent(fx).run("go", checkpointer=cp, thread_id="t1"))
+    plain = Agent(FunctionModel(reply_with_history), conversation_manager=NullConversationManager())
+    result = arun(plain.run("never mind", checkpointer=cp, thread_id="t1"))
+    assert result.text == "seen 2: go|never mind"
+    assert arun(cp.load("t1")).pending is None
