@@ -407,3 +407,24 @@ def test_null_manager_session_keeps_the_whole_history(tmp_path: Path) -> None:
     for i in range(30):
         arun(agent.run(f"q{i}"))
     assert len(saved(sm).data.messages or []) == 60
+
+
+def test_an_interrupted_run_saves_the_history_it_commits() -> None:
+    from framework_agents import HitlInterrupt
+
+    @tool(requires_approval=True)
+    def publish(text: str) -> str:
+        """Publish the text."""
+        return "published"
+
+    model = ScriptedModel(
+        [Message("assistant", "", tool_calls=[ToolCall("c1", "publish", {"text": "t"})])]
+    )
+    sm = SessionManager("s", InMemoryStorage())
+    agent = Agent(model, tools=[publish], session_manager=sm)
+    agent.state["draft"] = "t"
+    with pytest.raises(HitlInterrupt):
+        arun(agent.run("publish it"))
+    snap = saved(sm)
+    assert texts(snap.data.messages or []) == ["publish it"]  # up to the interrupted turn
+    assert snap.data.state == {"draft": "t"}
