@@ -94,13 +94,14 @@ async def restore_session(agent: Agent) -> bool:
     if manager is None or link.restored:
         return link.found
     snapshot = await manager.load_latest()
+    if snapshot is not None:
+        # Applying is idempotent, so a failure here (a memory that cannot save) leaves
+        # ``restored`` unset and the next attempt applies the same snapshot again.
+        await _apply(agent, snapshot.data)
+        link.found = True
+        link.app_data = snapshot.app_data
     link.restored = True
-    if snapshot is None:
-        return False
-    link.found = True
-    link.app_data = snapshot.app_data
-    await _apply(agent, snapshot.data)
-    return True
+    return link.found
 
 
 async def save_session(agent: Agent) -> None:
