@@ -159,9 +159,10 @@ class _ThreadRun:
             return await self.agent._start_history()
         if self.settle is not None:
             self.start = await self.run_settled(self.settle)
-        history = repair_history(self.start)
-        await self.agent._set_history(history)
-        return history
+        # Memory and agent.messages take the thread's history when the run commits (on
+        # success or interrupt), like every run; rewriting them here too would cost a
+        # second whole-history save, and a failed run commits nothing.
+        return repair_history(self.start)
 
     async def on_turn_start(self, history: list[Message], assistant: Message) -> None:
         self.turn = _Turn(list(history), assistant)

@@ -1,0 +1,190 @@
+"""Benchmark: resume latency of a checkpointed thread with 10, 1k and 10k messages (by hand).
+
+Each measurement is one ``agent.resume()`` by a fresh ``Agent`` and a fresh
+``FileCheckpointer`` (nothing cached: what a new process pays), with a zero-latency
+``FunctionModel``, so everything measured is framework and file work. Scenarios:
+
+* ``approve``: the thread was interrupted on an approval tool; the resume approves it, the
+  model re-issues the call, the call runs under the at-most-once protocol (in-flight
+  record before it, result after it, the turn at its end) and the model answers.
+* ``pause``: the thread was paused; the resume continues with one model answer.
+
+The history is kept whole (``NullConversationManager``, a memory window larger than the
+history), so the final checkpoint holds every message: the worst case. Messages are
+~100-character user/assistant pairs. For each size: median and p90 of the resume in ms,
+and the time spent in checkpoint load, full saves and delta saves (progress.json), with
+their counts. Usage: ``.venv/bin/python bench/resume.py [--sizes 10,1000,10000]
+[--repeat 15] [--dir PATH] [--json]`` (``--dir``'s file system matters: fsync on tmpfs
+is free).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import shutil
+import statistics
+import tempfile
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from framework_agents import (
+    Agent,
+    FileCheckpointer,
+    FunctionModel,
+    HitlInterrupt,
+    InMemoryMemory,
+    Message,
+    NullConversationManager,
+    ToolCall,
+    ToolSpec,
+    tool,
+)
+from framework_agents.checkpoint import ThreadCheckpoint
+
+
+@tool(requires_approval=True)
+def publish(text: str) -> str:
+    """Publish ``text``."""
+    return f"published {text}"
+
+
+def _model(messages: Sequence[Message], tools: Sequence[ToolSpec]) -> Message | str:
+    last = messages[-1]
+    if last.role == "user" and last.text == "publish it":
+        return Message("assistant", "", tool_calls=[ToolCall("c", "publish", {"text": "x"})])
+    return "done"
+
+
+def _history(size: int) -> list[Message]:
+    return [
+        Message("user", f"question {i}: " + "q" * 90)
+        if i % 2 == 0
+        else Message("assistant", f"answer {i}: " + "a" * 90)
+        for i in range(size)
+    ]
+
+
+class TimedCheckpointer(FileCheckpointer):
+    """A FileCheckpointer that adds up where its time goes."""
+
+    def __init__(self, root: Path) -> None:
+        super().__init__(root)
+        self.spent = {"load": 0.0, "save": 0.0, "delta": 0.0}
+        self.count = {"load": 0, "save": 0, "delta": 0}
+
+    async def _timed(self, name: str, coro: Any) -> Any:
+        started = time.perf_counter()
+        try:
+            return await coro
+        finally:
+            self.spent[name] += time.perf_counter() - started
+            self.count[name] += 1
+
+    async def load(self, thread_id: str) -> ThreadCheckpoint | None:
+        return await self._timed("load", super().load(thread_id))  # type: ignore[no-any-return]
+
+    async def save(self, checkpoint: ThreadCheckpoint) -> None:
+        await self._timed("save", super().save(checkpoint))
+
+    async def save_progress(self, checkpoint: ThreadCheckpoint) -> None:
+        await self._timed("delta", super().save_progress(checkpoint))
+
+
+def _agent(size: int) -> Agent:
+    return Agent(
+        FunctionModel(_model),
+        tools=[publish],
+        memory=InMemoryMemory(max_messages=size + 100),
+        conversation_manager=NullConversationManager(),
+    )
+
+
+async def _prepare(root: Path, size: int, scenario: str) -> None:
+    """A thread whose checkpoint holds ``size`` messages, interrupted or paused."""
+    cp = FileCheckpointer(root)
+    history = _history(size - 1)
+    if scenario == "approve":
+        await cp.save(ThreadCheckpoint("t", None, history, {"n": size}))
+        try:
+            await _agent(size).run("publish it", checkpointer=cp, thread_id="t")
+        except HitlInterrupt:
+            pass
+        else:
+            raise AssertionError("the setup run should have been interrupted")
+    else:
+        await cp.save(ThreadCheckpoint("t", None, [*history, Message("user", "go on")], {}))
+    saved = await cp.load("t")
+    assert saved is not None and len(saved.messages) == size, len(saved.messages)
+
+
+async def _measure(base: Path, size: int, scenario: str, repeat: int) -> dict[str, Any]:
+    template = base / f"template-{scenario}-{size}"
+    await _prepare(template, size, scenario)
+    decisions = {"publish": "approve"} if scenario == "approve" else None
+    times: list[float] = []
+    spent = {"load": 0.0, "save": 0.0, "delta": 0.0}
+    count = {"load": 0, "save": 0, "delta": 0}
+    for i in range(repeat):
+        root = base / f"run-{scenario}-{size}-{i}"
+        shutil.copytree(template, root)
+        cp = TimedCheckpointer(root)
+        agent = _agent(size)
+        started = time.perf_counter()
+        result = await agent.resume("t", decisions, checkpointer=cp)
+        times.append(time.perf_counter() - started)
+        assert result.text == "done", result.text
+        for key in spent:
+            spent[key] += cp.spent[key]
+            count[key] = cp.count[key]
+        shutil.rmtree(root)
+    times.sort()
+    return {
+        "scenario": scenario,
+        "messages": size,
+        "median_ms": round(statistics.median(times) * 1000, 2),
+        "p90_ms": round(times[int(len(times) * 0.9) - 1] * 1000, 2),
+        "load_ms": round(spent["load"] / repeat * 1000, 2),
+        "full_saves": count["save"],
+        "full_save_ms": round(spent["save"] / repeat * 1000, 2),
+        "delta_saves": count["delta"],
+        "delta_save_ms": round(spent["delta"] / repeat * 1000, 2),
+    }
+
+
+async def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", default="10,1000,10000")
+    parser.add_argument("--repeat", type=int, default=15)
+    parser.add_argument("--dir", type=Path, default=None)
+    parser.add_argument("--json", action="store_true")
+    args = parser.parse_args()
+    base = Path(tempfile.mkdtemp(prefix="fa-bench-resume-", dir=args.dir))
+    rows = []
+    try:
+        for scenario in ("approve", "pause"):
+            for size in (int(s) for s in args.sizes.split(",")):
+                rows.append(await _measure(base, size, scenario, args.repeat))
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
+    if args.json:
+        print(json.dumps(rows, indent=2))
+        return
+    header = (
+        f"{'scenario':<8} {'messages':>8} {'median ms':>10} {'p90 ms':>8} {'load ms':>8} "
+        f"{'full saves':>16} {'delta saves':>17}"
+    )
+    print(header)
+    for r in rows:
+        print(
+            f"{r['scenario']:<8} {r['messages']:>8} {r['median_ms']:>10} {r['p90_ms']:>8} "
+            f"{r['load_ms']:>8} {r['full_saves']:>3} x {r['full_save_ms']:>7} ms "
+            f"{r['delta_saves']:>3} x {r['delta_save_ms']:>7} ms"
+        )
+
+
+if __name__ == "__main__":
+    asyncio.run(main())
