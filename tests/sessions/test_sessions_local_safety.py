@@ -306,3 +306,36 @@ def test_get_on_a_missing_root_is_none_and_creates_nothing(tmp_path: Path) -> No
     assert run(storage.list()) == []
     run(storage.delete("k"))
     assert not (tmp_path / "nowhere").exists()
+
+
+async def _churn(storage: LocalFileStorage) -> None:
+    for _ in range(50):
+        await storage.list()
+        await storage.get("a/b1/c/d1")
+        await storage.put("a/b2/c/d2", b"z")
+        with pytest.raises(StorageKeyInvalidError):
+            await storage.put("a/link/x", b"z")
+
+
+@pytest.mark.skipif(not Path("/proc/self/fd").is_dir(), reason="needs /proc/self/fd")
+def test_no_file_descriptor_leaks(tmp_path: Path) -> None:
+    storage = LocalFileStorage(tmp_path / "root")
+
+    async def body() -> None:
+        for i in range(5):
+            await storage.put(f"a/b{i}/c/d{i}", b"x")
+        (tmp_path / "root" / "a" / "link").symlink_to(tmp_path, target_is_directory=True)
+        for _ in range(50):
+            await storage.list()
+            await storage.list("a/b1/")
+            await storage.get("a/b1/c/d1")
+            await storage.get("a/missing/x")
+            await storage.put("a/b1/c/d1", b"y")
+            with pytest.raises(StorageKeyInvalidError):
+                await storage.get("a/link/x")
+            await storage.delete("a/b9/none")
+
+    run(body())  # warm up the worker thread pool so its fds are not counted
+    before = len(os.listdir("/proc/self/fd"))
+    run(_churn(storage))
+    assert len(os.listdir("/proc/self/fd")) <= before

@@ -32,7 +32,6 @@ import os
 import stat
 import time
 import uuid
-from collections.abc import Iterator
 from pathlib import Path
 
 from .._fs import TEMP_SUFFIX
@@ -288,7 +287,7 @@ class LocalFileStorage:
             base = "/".join(dirs)
             found = [
                 k
-                for k in self._iter_files(fds[-1], base, tail)
+                for k in self._walk_files(fds[-1], base, tail)
                 if k.startswith(prefix) and is_valid_key(k)
             ]
         finally:
@@ -297,32 +296,43 @@ class LocalFileStorage:
         return sorted(found)
 
     @staticmethod
-    def _iter_files(top: int, base: str, tail: str) -> Iterator[str]:
+    def _walk_files(top: int, base: str, tail: str) -> builtins.list[str]:
         """Relative keys of regular files under ``top``; symlinks are never entered."""
+        found: builtins.list[str] = []
         stack: builtins.list[tuple[int | None, str, str]] = [(None, base, tail)]
-        while stack:
-            owned, rel, name_prefix = stack.pop()
-            dfd = top if owned is None else owned
-            try:
-                with os.scandir(dfd) as entries:
-                    items = [
-                        (e.name, e.is_dir(follow_symlinks=False), e.is_file(follow_symlinks=False))
-                        for e in entries
-                        if e.name.startswith(name_prefix)
-                    ]
-                for name, is_dir, is_file in items:
-                    child = f"{rel}/{name}" if rel else name
-                    if is_file:
-                        yield child
-                    elif is_dir and is_valid_segment(name):
-                        try:
-                            sub = os.open(name, _DIR_FLAGS, dir_fd=dfd)
-                        except OSError:
-                            continue  # vanished, or swapped for a symlink since scandir
-                        stack.append((sub, child, ""))
-            finally:
+        try:
+            while stack:
+                owned, rel, name_prefix = stack.pop()
+                dfd = top if owned is None else owned
+                try:
+                    with os.scandir(dfd) as entries:
+                        items = [
+                            (
+                                e.name,
+                                e.is_dir(follow_symlinks=False),
+                                e.is_file(follow_symlinks=False),
+                            )
+                            for e in entries
+                            if e.name.startswith(name_prefix)
+                        ]
+                    for name, is_dir, is_file in items:
+                        child = f"{rel}/{name}" if rel else name
+                        if is_file:
+                            found.append(child)
+                        elif is_dir and is_valid_segment(name):
+                            try:
+                                sub = os.open(name, _DIR_FLAGS, dir_fd=dfd)
+                            except OSError:
+                                continue  # vanished, or swapped for a symlink since scandir
+                            stack.append((sub, child, ""))
+                finally:
+                    if owned is not None:
+                        os.close(owned)
+        finally:
+            for owned, _, _ in stack:  # only left over when something raised
                 if owned is not None:
                     os.close(owned)
+        return found
 
     # -- the Storage contract ----------------------------------------------------------
 
