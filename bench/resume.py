@@ -7,6 +7,8 @@ Each measurement is one ``agent.resume()`` by a fresh ``Agent`` and a fresh
 * ``approve``: the thread was interrupted on an approval tool; the resume approves it, the
   model re-issues the call, the call runs under the at-most-once protocol (in-flight
   record before it, result after it, the turn at its end) and the model answers.
+* ``approve-no-delta``: the same with every protocol write a full save (what the
+  ``progress.json`` delta saves).
 * ``pause``: the thread was paused; the resume continues with one model answer.
 
 The history is kept whole (``NullConversationManager``, a memory window larger than the
@@ -71,8 +73,9 @@ def _history(size: int) -> list[Message]:
 class TimedCheckpointer(FileCheckpointer):
     """A FileCheckpointer that adds up where its time goes."""
 
-    def __init__(self, root: Path) -> None:
+    def __init__(self, root: Path, *, deltas: bool = True) -> None:
         super().__init__(root)
+        self.deltas = deltas
         self.spent = {"load": 0.0, "save": 0.0, "delta": 0.0}
         self.count = {"load": 0, "save": 0, "delta": 0}
 
@@ -91,6 +94,9 @@ class TimedCheckpointer(FileCheckpointer):
         await self._timed("save", super().save(checkpoint))
 
     async def save_progress(self, checkpoint: ThreadCheckpoint) -> None:
+        if not self.deltas:  # the comparison: every protocol write rewrites the history
+            await self._timed("delta", super().save(checkpoint))
+            return
         await self._timed("delta", super().save_progress(checkpoint))
 
 
@@ -123,15 +129,16 @@ async def _prepare(root: Path, size: int, scenario: str) -> None:
 
 async def _measure(base: Path, size: int, scenario: str, repeat: int) -> dict[str, Any]:
     template = base / f"template-{scenario}-{size}"
-    await _prepare(template, size, scenario)
-    decisions = {"publish": "approve"} if scenario == "approve" else None
+    kind = "approve" if scenario.startswith("approve") else "pause"
+    await _prepare(template, size, kind)
+    decisions = {"publish": "approve"} if kind == "approve" else None
     times: list[float] = []
     spent = {"load": 0.0, "save": 0.0, "delta": 0.0}
     count = {"load": 0, "save": 0, "delta": 0}
     for i in range(repeat):
         root = base / f"run-{scenario}-{size}-{i}"
         shutil.copytree(template, root)
-        cp = TimedCheckpointer(root)
+        cp = TimedCheckpointer(root, deltas=scenario != "approve-no-delta")
         agent = _agent(size)
         started = time.perf_counter()
         result = await agent.resume("t", decisions, checkpointer=cp)
@@ -159,13 +166,14 @@ async def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", default="10,1000,10000")
     parser.add_argument("--repeat", type=int, default=15)
+    parser.add_argument("--scenarios", default="approve,approve-no-delta,pause")
     parser.add_argument("--dir", type=Path, default=None)
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
     base = Path(tempfile.mkdtemp(prefix="fa-bench-resume-", dir=args.dir))
     rows = []
     try:
-        for scenario in ("approve", "pause"):
+        for scenario in args.scenarios.split(","):
             for size in (int(s) for s in args.sizes.split(",")):
                 rows.append(await _measure(base, size, scenario, args.repeat))
     finally:
@@ -174,13 +182,13 @@ async def main() -> None:
         print(json.dumps(rows, indent=2))
         return
     header = (
-        f"{'scenario':<8} {'messages':>8} {'median ms':>10} {'p90 ms':>8} {'load ms':>8} "
+        f"{'scenario':<16} {'messages':>8} {'median ms':>10} {'p90 ms':>8} {'load ms':>8} "
         f"{'full saves':>16} {'delta saves':>17}"
     )
     print(header)
     for r in rows:
         print(
-            f"{r['scenario']:<8} {r['messages']:>8} {r['median_ms']:>10} {r['p90_ms']:>8} "
+            f"{r['scenario']:<16} {r['messages']:>8} {r['median_ms']:>10} {r['p90_ms']:>8} "
             f"{r['load_ms']:>8} {r['full_saves']:>3} x {r['full_save_ms']:>7} ms "
             f"{r['delta_saves']:>3} x {r['delta_save_ms']:>7} ms"
         )

@@ -321,6 +321,15 @@ def test_resume_applies_the_decision_to_the_reissued_call(
     assert [(e.kind, e.label) for e in resumed.timeline] == [("resume", None)]
 
 
+def test_the_whole_flow_with_an_in_memory_checkpointer(fx: Path) -> None:
+    cp = InMemoryCheckpointer()
+    interrupt = interrupt_of(publishing_agent(fx).run("go", checkpointer=cp, thread_id="m"))
+    assert arun(cp.load("m")).pending is not None and interrupt.thread_id == "m"
+    result = arun(publishing_agent(fx).resume("m", {"publish": "approve"}, checkpointer=cp))
+    assert result.text == "finished: published hello" and effects(fx) == ["hello"]
+    assert arun(cp.list_threads()) == ["m"]
+
+
 def test_resume_with_the_exact_key(cp: FileCheckpointer, fx: Path) -> None:
     interrupt = interrupt_of(publishing_agent(fx).run("go", checkpointer=cp, thread_id="t1"))
     result = arun(publishing_agent(fx).resume("t1", {interrupt.key: "approve"}, checkpointer=cp))
@@ -476,9 +485,6 @@ def test_a_result_saved_is_never_run_again_after_a_later_failure(
     cp: FileCheckpointer, fx: Path
 ) -> None:
     interrupt_of(publishing_agent(fx).run("go", checkpointer=cp, thread_id="t1"))
-
-    class FailAfterTool(CrashingCheckpointer):
-        pass
 
     failing = publishing_agent(fx)
     calls = {"n": 0}
