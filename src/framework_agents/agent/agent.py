@@ -38,7 +38,7 @@ from ..conversation._base import ConversationManager
 from ..errors import AgentBusyError, InvalidArgumentError
 from ..graph.memory import GroundingMemory
 from ..hitl import DecideCallback, HitlInterrupt
-from ..memory._base import Memory
+from ..memory._base import Memory, replace_history
 from ..messages import Message
 from ..models._base import Model, ToolSpec
 from ..sessions.snapshot import Snapshot
@@ -380,10 +380,13 @@ class Agent:
         return managed
 
     async def _set_history(self, messages: Sequence[Message]) -> None:
-        """Replace memory and ``agent.messages`` with ``messages`` (clear-then-save)."""
+        """Replace memory and ``agent.messages`` with ``messages`` (clear-then-save).
+
+        Atomic where the memory offers ``replace()`` (every shipped backend does), so a
+        crash here leaves either the old history or the new one, never an empty memory.
+        """
         history = list(messages)
-        await self.memory.clear()
-        await self.memory.save(history)
+        await replace_history(self.memory, history)
         self._messages = history
 
     def _record(self, kind: TimelineKind, label: str | None = None) -> TimelineEntry:

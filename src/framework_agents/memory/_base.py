@@ -1,4 +1,10 @@
-"""The memory contract: ``load()``, ``save(messages)`` (appends) and ``clear()``."""
+"""The memory contract: ``load()``, ``save(messages)`` (appends) and ``clear()``.
+
+A memory may also offer ``replace(messages)``: the same result as ``clear()`` followed by
+``save(messages)``, in one atomic step. The agent's clear-then-save at the end of a run
+goes through :func:`replace_history`, which uses it when present, so a crash between the
+clear and the save can never leave a durable memory empty.
+"""
 
 from __future__ import annotations
 
@@ -7,7 +13,7 @@ from typing import Protocol, runtime_checkable
 
 from ..messages import Message
 
-__all__ = ["Memory"]
+__all__ = ["Memory", "ReplaceableMemory", "replace_history"]
 
 
 @runtime_checkable
@@ -25,3 +31,21 @@ class Memory(Protocol):
     async def clear(self) -> None:
         """Forget the stored history."""
         ...
+
+
+@runtime_checkable
+class ReplaceableMemory(Memory, Protocol):
+    """A memory that can swap its whole history atomically."""
+
+    async def replace(self, messages: Sequence[Message]) -> None:
+        """Make ``messages`` the stored history in one step (clear + save, atomically)."""
+        ...
+
+
+async def replace_history(memory: Memory, messages: Sequence[Message]) -> None:
+    """Clear-then-save ``messages`` into ``memory``, atomically where the memory can."""
+    if isinstance(memory, ReplaceableMemory):
+        await memory.replace(messages)
+    else:
+        await memory.clear()
+        await memory.save(messages)

@@ -12,25 +12,19 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Sequence
-from typing import Protocol, runtime_checkable
 
 from .._util import maybe_await
 from ..errors import InvalidArgumentError
 from ..history import INTERRUPTED_TEXT
 from ..messages import Message
 from ..summarize import Summarizer, extractive_summary
-from ._base import Memory
+from ._base import Memory, replace_history
 from ._window import LoopLocks, check_max_messages, check_messages
 
 __all__ = ["COMPACTION_PREFIX", "CompactedMemory"]
 
 #: Opening of every boundary message's text.
 COMPACTION_PREFIX = "Summary of the earlier conversation:\n"
-
-
-@runtime_checkable
-class _Replaceable(Protocol):
-    async def replace(self, messages: Sequence[Message]) -> None: ...
 
 
 def _is_placeholder(msg: Message) -> bool:
@@ -138,11 +132,7 @@ class CompactedMemory:
         return f"CompactedMemory({self.inner!r}, max_messages={self.max_messages})"
 
     async def _write(self, history: list[Message]) -> None:
-        if isinstance(self.inner, _Replaceable):
-            await self.inner.replace(history)
-        else:
-            await self.inner.clear()
-            await self.inner.save(history)
+        await replace_history(self.inner, history)
 
     async def _compact(self, history: list[Message]) -> list[Message]:
         """``[boundary, *tail]`` with ``len(tail) <= max_messages - 1``, cut between groups."""

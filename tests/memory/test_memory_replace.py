@@ -1,0 +1,70 @@
+"""``replace_history``: the agent's clear-then-save, atomic where the memory can do it."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+
+from framework_agents import Agent, InMemoryMemory, Message, ScriptedModel
+from framework_agents.memory import ReplaceableMemory, replace_history
+
+
+class AppendOnly:
+    """A memory without ``replace()``: the fallback must clear, then save."""
+
+    def __init__(self) -> None:
+        self.stored: list[Message] = []
+        self.calls: list[str] = []
+
+    async def load(self) -> list[Message]:
+        return list(self.stored)
+
+    async def save(self, messages: Sequence[Message]) -> None:
+        self.calls.append("save")
+        self.stored.extend(messages)
+
+    async def clear(self) -> None:
+        self.calls.append("clear")
+        self.stored = []
+
+
+class Recording(InMemoryMemory):
+    """An InMemoryMemory that records which write methods the agent used."""
+
+    def __init__(self) -> None:
+        super().__init__(max_messages=100)
+        self.calls: list[str] = []
+
+    async def save(self, messages: Sequence[Message]) -> None:
+        self.calls.append("save")
+        await super().save(messages)
+
+    async def clear(self) -> None:
+        self.calls.append("clear")
+        await super().clear()
+
+    async def replace(self, messages: Sequence[Message]) -> None:
+        self.calls.append("replace")
+        await super().replace(messages)
+
+
+def test_fallback_clears_then_saves() -> None:
+    memory = AppendOnly()
+    memory.stored = [Message("user", "old")]
+    asyncio.run(replace_history(memory, [Message("user", "new")]))
+    assert memory.calls == ["clear", "save"]
+    assert [m.text for m in memory.stored] == ["new"]
+    assert not isinstance(memory, ReplaceableMemory)
+
+
+def test_shipped_memories_replace_atomically() -> None:
+    assert isinstance(InMemoryMemory(), ReplaceableMemory)
+
+
+def test_agent_commits_with_one_atomic_replace() -> None:
+    memory = Recording()
+    agent = Agent(ScriptedModel(["one", "two"]), memory=memory)
+    asyncio.run(agent.run("first"))
+    asyncio.run(agent.run("second"))
+    assert memory.calls == ["replace", "replace"]
+    assert [m.text for m in asyncio.run(memory.load())] == ["first", "one", "second", "two"]
