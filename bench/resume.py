@@ -13,9 +13,10 @@ Each measurement is one ``agent.resume()`` by a fresh ``Agent`` and a fresh
 
 The history is kept whole (``NullConversationManager``, a memory window larger than the
 history), so the final checkpoint holds every message: the worst case. Messages are
-~100-character user/assistant pairs. For each size: median and p90 of the resume in ms,
-and the time spent in checkpoint load, full saves and delta saves (progress.json), with
-their counts. Usage: ``.venv/bin/python bench/resume.py [--sizes 10,1000,10000]
+~100-character user/assistant pairs. Repetitions of the scenarios are interleaved. For each
+size: median and p90 of the resume in ms, and the medians of the time spent per resume in
+the checkpoint load, in all full saves and in all delta saves (progress.json), with their
+counts. Usage: ``.venv/bin/python bench/resume.py [--sizes 10,1000,10000]
 [--repeat 15] [--dir PATH] [--json]`` (``--dir``'s file system matters: fsync on tmpfs
 is free).
 """
@@ -127,38 +128,41 @@ async def _prepare(root: Path, size: int, scenario: str) -> None:
     assert saved is not None and len(saved.messages) == size, len(saved.messages)
 
 
-async def _measure(base: Path, size: int, scenario: str, repeat: int) -> dict[str, Any]:
-    template = base / f"template-{scenario}-{size}"
-    kind = "approve" if scenario.startswith("approve") else "pause"
-    await _prepare(template, size, kind)
-    decisions = {"publish": "approve"} if kind == "approve" else None
-    times: list[float] = []
-    spent = {"load": 0.0, "save": 0.0, "delta": 0.0}
-    count = {"load": 0, "save": 0, "delta": 0}
-    for i in range(repeat):
-        root = base / f"run-{scenario}-{size}-{i}"
-        shutil.copytree(template, root)
+async def _once(template: Path, root: Path, size: int, scenario: str) -> dict[str, float]:
+    """One resume of a copy of ``template``: its time and where the time went (seconds)."""
+    shutil.copytree(template, root)
+    try:
         cp = TimedCheckpointer(root, deltas=scenario != "approve-no-delta")
+        decisions = {"publish": "approve"} if scenario.startswith("approve") else None
         agent = _agent(size)
         started = time.perf_counter()
         result = await agent.resume("t", decisions, checkpointer=cp)
-        times.append(time.perf_counter() - started)
+        total = time.perf_counter() - started
         assert result.text == "done", result.text
-        for key in spent:
-            spent[key] += cp.spent[key]
-            count[key] = cp.count[key]
+        return {
+            "total": total,
+            **{f"{k}_s": v for k, v in cp.spent.items()},
+            **{f"{k}_n": float(v) for k, v in cp.count.items()},
+        }
+    finally:
         shutil.rmtree(root)
-    times.sort()
+
+
+def _row(scenario: str, size: int, runs: list[dict[str, float]]) -> dict[str, Any]:
+    def median_ms(key: str) -> float:
+        return round(statistics.median(r[key] for r in runs) * 1000, 2)
+
+    totals = sorted(r["total"] for r in runs)
     return {
         "scenario": scenario,
         "messages": size,
-        "median_ms": round(statistics.median(times) * 1000, 2),
-        "p90_ms": round(times[int(len(times) * 0.9) - 1] * 1000, 2),
-        "load_ms": round(spent["load"] / repeat * 1000, 2),
-        "full_saves": count["save"],
-        "full_save_ms": round(spent["save"] / repeat * 1000, 2),
-        "delta_saves": count["delta"],
-        "delta_save_ms": round(spent["delta"] / repeat * 1000, 2),
+        "median_ms": median_ms("total"),
+        "p90_ms": round(totals[max(int(len(totals) * 0.9) - 1, 0)] * 1000, 2),
+        "load_ms": median_ms("load_s"),
+        "full_saves": int(runs[0]["save_n"]),
+        "full_save_ms": median_ms("save_s"),
+        "delta_saves": int(runs[0]["delta_n"]),
+        "delta_save_ms": median_ms("delta_s"),
     }
 
 
@@ -171,11 +175,21 @@ async def main() -> None:
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
     base = Path(tempfile.mkdtemp(prefix="fa-bench-resume-", dir=args.dir))
+    scenarios = args.scenarios.split(",")
     rows = []
     try:
-        for scenario in args.scenarios.split(","):
-            for size in (int(s) for s in args.sizes.split(",")):
-                rows.append(await _measure(base, size, scenario, args.repeat))
+        for size in (int(s) for s in args.sizes.split(",")):
+            templates = {}
+            for scenario in scenarios:
+                templates[scenario] = base / f"template-{scenario}-{size}"
+                kind = "approve" if scenario.startswith("approve") else "pause"
+                await _prepare(templates[scenario], size, kind)
+            runs: dict[str, list[dict[str, float]]] = {s: [] for s in scenarios}
+            for i in range(args.repeat):  # interleaved, so machine noise hits all alike
+                for scenario in scenarios:
+                    root = base / f"run-{scenario}-{size}-{i}"
+                    runs[scenario].append(await _once(templates[scenario], root, size, scenario))
+            rows.extend(_row(scenario, size, runs[scenario]) for scenario in scenarios)
     finally:
         shutil.rmtree(base, ignore_errors=True)
     if args.json:
@@ -183,14 +197,14 @@ async def main() -> None:
         return
     header = (
         f"{'scenario':<16} {'messages':>8} {'median ms':>10} {'p90 ms':>8} {'load ms':>8} "
-        f"{'full saves':>16} {'delta saves':>17}"
+        f"{'full saves (ms, all)':>21} {'delta saves (ms, all)':>22}"
     )
     print(header)
     for r in rows:
         print(
             f"{r['scenario']:<16} {r['messages']:>8} {r['median_ms']:>10} {r['p90_ms']:>8} "
-            f"{r['load_ms']:>8} {r['full_saves']:>3} x {r['full_save_ms']:>7} ms "
-            f"{r['delta_saves']:>3} x {r['delta_save_ms']:>7} ms"
+            f"{r['load_ms']:>8} {r['full_saves']:>8} {r['full_save_ms']:>12} "
+            f"{r['delta_saves']:>9} {r['delta_save_ms']:>12}"
         )
 
 
