@@ -208,3 +208,15 @@ def test_state_round_trip_through_json() -> None:
         assert other.store.quads() == memory.store.quads()
 
     run(main())
+
+
+def test_replace_is_atomic_through_the_inner_memory_and_drops_grounding() -> None:
+    async def main() -> None:
+        memory = await _memory()
+        await memory.save([Message("user", "old")])
+        grounded = await memory.ground([Message("user", "Where does Alice work?")], "alice")
+        assert is_grounding(grounded[0])
+        await memory.replace(grounded)
+        assert [m.text for m in await memory.inner.load()] == ["Where does Alice work?"]
+
+    run(main())

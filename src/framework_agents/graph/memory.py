@@ -14,9 +14,10 @@ the front it never breaks the user/assistant alternation strict chat templates d
 The seam for agents is :class:`GroundingMemory`: ``await memory.ground(history, prompt)``
 returns the history with its grounding replaced by one for the *incoming* prompt, so the
 model is grounded on what the user asks now, not only on the previous turn. Plain
-``load()`` grounds on the latest user turn of the stored history. ``save()`` drops
-grounding messages, so they are never stored; ``clear()`` clears ``inner`` only (the agent
-clears memory before every save; the long-term graph must survive that).
+``load()`` grounds on the latest user turn of the stored history. ``save()`` and
+``replace()`` drop grounding messages, so they are never stored; ``clear()`` clears
+``inner`` only (the agent clears memory before every save; the long-term graph must
+survive that).
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ from collections.abc import Sequence
 from typing import Any, Literal, Protocol, runtime_checkable
 
 from ..errors import InvalidArgumentError
-from ..memory._base import Memory
+from ..memory._base import Memory, replace_history
 from ..messages import Message
 from ..tools import Tool
 from .store import Fact, GraphStore
@@ -122,6 +123,10 @@ class GraphMemory:
     async def save(self, messages: Sequence[Message]) -> None:
         """Append ``messages`` to ``inner``, without grounding messages."""
         await self.inner.save([m for m in messages if not is_grounding(m)])
+
+    async def replace(self, messages: Sequence[Message]) -> None:
+        """Make ``messages`` (without grounding) the inner history, atomically if it can."""
+        await replace_history(self.inner, [m for m in messages if not is_grounding(m)])
 
     async def clear(self) -> None:
         """Clear the inner history; the long-term graph stays."""

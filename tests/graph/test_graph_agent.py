@@ -1,0 +1,107 @@
+"""GraphMemory in agent runs: the model records facts, later runs are grounded on them."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Any
+
+from framework_agents import Agent, InMemoryMemory, Message, ScriptedModel, ToolCall
+from framework_agents.graph import GraphMemory, GraphStore, is_grounding
+from framework_agents.history import is_well_formed
+
+
+def run(coro: Any) -> Any:
+    return asyncio.run(coro)
+
+
+def _record(subject: str, predicate: str, obj: str) -> Message:
+    args = {"subject": subject, "predicate": predicate, "object": obj}
+    return Message("assistant", "", tool_calls=[ToolCall("c1", "graph_add", args)])
+
+
+async def _schema(store: GraphStore) -> None:
+    await store.add_many(
+        [
+            ("ex:Engineer", "rdfs:subClassOf", "ex:Person"),
+            ("ex:worksFor", "rdfs:range", "ex:Organization"),
+            ("ex:bob", "ex:likes", "ex:jazz"),
+        ]
+    )
+
+
+def test_model_records_a_fact_and_a_later_run_is_grounded_on_it(tmp_path: Path) -> None:
+    async def main() -> None:
+        store = GraphStore(tmp_path / "graph")
+        await _schema(store)
+        inner = InMemoryMemory()
+        memory = GraphMemory(store, inner)
+        first = ScriptedModel([_record("ex:alice", "rdf:type", "ex:Engineer"), "Noted."])
+        agent = Agent(first, memory=memory, tools=memory.tools)
+        result = await agent.run("Remember this: Alice is an engineer.")
+        assert result.text == "Noted."
+        tool_result = next(m for m in result.messages if m.role == "tool")
+        assert tool_result.text.startswith("Recorded: ex:alice rdf:type ex:Engineer.")
+        assert "ex:alice rdf:type ex:Person (inferred)" in tool_result.text
+        await store.close()
+
+        # A later run, in a "new process": the store reopened from disk.
+        reopened = GraphStore(tmp_path / "graph")
+        later = GraphMemory(reopened, inner)
+        second = ScriptedModel(["Alice is an engineer, so a person."])
+        agent2 = Agent(second, memory=later, tools=later.tools)
+        await agent2.run("What do you know about Alice?")
+        sent = second.calls[0].messages
+        grounding = [m for m in sent if is_grounding(m)]
+        assert len(grounding) == 1 and sent[0] is grounding[0]
+        assert "ex:alice rdf:type ex:Engineer" in grounding[0].text
+        assert "ex:alice rdf:type ex:Person (inferred)" in grounding[0].text
+        assert sent[-1].text == "What do you know about Alice?"
+        assert is_well_formed(sent)
+
+        stored = await inner.load()
+        assert not any(is_grounding(m) for m in stored)
+        roles = ["user", "assistant", "tool", "assistant", "user", "assistant"]
+        assert [m.role for m in stored] == roles
+        assert [m.text for m in stored if m.role == "user"] == [
+            "Remember this: Alice is an engineer.",
+            "What do you know about Alice?",
+        ]
+
+    run(main())
+
+
+def test_grounding_follows_the_incoming_prompt_not_the_previous_turn() -> None:
+    async def main() -> None:
+        store = GraphStore()
+        await _schema(store)
+        await store.add("ex:alice", "rdf:type", "ex:Engineer")
+        memory = GraphMemory(store, InMemoryMemory())
+        model = ScriptedModel(["Alice is a person.", "Bob likes jazz."])
+        agent = Agent(model, memory=memory, tools=memory.tools)
+        await agent.run("Tell me about Alice.")
+        await agent.run("What does Bob like?")
+        first, second = (call.messages for call in model.calls)
+        assert "ex:alice" in first[0].text and is_grounding(first[0])
+        assert is_grounding(second[0]) and "ex:bob ex:likes ex:jazz" in second[0].text
+        assert sum(is_grounding(m) for m in second) == 1  # the old grounding was replaced
+        assert not any(is_grounding(m) for m in await memory.inner.load())
+
+    run(main())
+
+
+def test_tool_errors_reach_the_model_and_store_nothing() -> None:
+    async def main() -> None:
+        store = GraphStore()
+        memory = GraphMemory(store, InMemoryMemory())
+        model = ScriptedModel(
+            [_record("Alice Smith", "ex:worksFor", "ex:acme"), _record("", "ex:p", "x"), "ok"]
+        )
+        agent = Agent(model, memory=memory, tools=memory.tools)
+        result = await agent.run("Alice Smith works at Acme.")
+        errors = [m.text for m in result.messages if m.role == "tool"]
+        assert "GRAPH_TERM_INVALID" in errors[0] and "subject" in errors[0]
+        assert "subject" in errors[1]
+        assert store.closure_size == 0
+
+    run(main())
