@@ -4,6 +4,7 @@ the at-most-once protocol (in process; real crashes are in test_agent_threads_cr
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -198,6 +199,22 @@ def test_stream_with_a_thread(cp: FileCheckpointer) -> None:
     kinds = arun(main())
     assert kinds[0] == "run_started" and kinds[-1] == "run_finished"
     assert arun(cp.load("s")).messages[-1].text == "streamed"
+
+
+def test_a_stream_closed_early_frees_the_thread_and_the_agent(tmp_path: Path) -> None:
+    cp = FileCheckpointer(tmp_path / "cp", lock_timeout=0)
+
+    async def main() -> str:
+        agent = Agent(ScriptedModel(["one"]))
+        async with contextlib.aclosing(agent.stream("q", checkpointer=cp, thread_id="t")) as s:
+            async for _ in s:
+                break
+        assert not agent.running
+        return (
+            await Agent(ScriptedModel(["two"])).run("again", checkpointer=cp, thread_id="t")
+        ).text
+
+    assert arun(main()) == "two"
 
 
 # -- pause / resume ------------------------------------------------------------------

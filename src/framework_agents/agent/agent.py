@@ -288,15 +288,19 @@ class Agent:
     ) -> AsyncGenerator[AgentEvent, None]:
         """The one driver of the loop: busy flag, start, loop, commit, terminal event."""
         if checkpointer is not None:  # a thread: _threads wraps this driver in its lock
-            async for event in _threads.drive_thread(
+            thread_events = _threads.drive_thread(
                 self,
                 _as_prompt(prompt),
                 checkpointer=checkpointer,
                 thread_id=thread_id,
                 decisions=decisions,
                 resume=False,
-            ):
-                yield event
+            )
+            try:
+                async for event in thread_events:
+                    yield event
+            finally:
+                await thread_events.aclose()  # a stream closed early frees the thread now
             return
         if self._busy:
             raise AgentBusyError(
