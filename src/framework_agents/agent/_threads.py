@@ -121,6 +121,7 @@ class _ThreadRun:
     thread_id: str
     decisions: dict[str, Any]
     start: list[Message] | None = None
+    state: dict[str, Any] | None = None
     settle: ThreadCheckpoint | None = None
     plans: list[tuple[ToolCall, ResolvedDecision]] = field(default_factory=list)
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
@@ -155,6 +156,9 @@ class _ThreadRun:
     # -- hooks ------------------------------------------------------------------------
 
     async def prepare(self) -> list[Message]:
+        # Inside the busy section: nothing of the agent changes before the run is ours.
+        if self.state is not None:
+            self.agent._state.replace(self.state)
         if self.start is None:
             return await self.agent._start_history()
         if self.settle is not None:
@@ -274,9 +278,13 @@ async def _surface_unknown(
             "saved_at": datetime.now(UTC),
         }
     )
-    await checkpointer.save_progress(marked)
+    if agent._busy:
+        raise AgentBusyError(
+            f"agent {agent.agent_id!r} is already running; one run at a time per instance"
+        )
     agent._busy = True
     try:
+        await checkpointer.save_progress(marked)
         agent._state.replace(base.state)
         await agent._set_history(base.messages)
         agent._record("resume" if resume else "run", "outcome_unknown")
@@ -338,7 +346,7 @@ async def drive_thread(
                             yield event
                         return  # not reached: _surface_unknown raises
                     run.settle, run.plans = base, plans
-                agent._state.replace(base.state)
+                run.state = base.state
                 run.start = base.resumable_history()
             events = agent._drive(
                 prompt,
