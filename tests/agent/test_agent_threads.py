@@ -602,6 +602,22 @@ def test_a_new_prompt_on_a_thread_with_an_unknown_outcome_surfaces_it(
     assert effects(fx) == ["hello"]
 
 
+def test_a_stream_ends_on_the_interrupt_of_an_unknown_outcome(
+    cp: FileCheckpointer, fx: Path
+) -> None:
+    interrupt_of(publishing_agent(fx).run("go", checkpointer=cp, thread_id="t1"))
+    with pytest.raises(Crash):
+        arun(crash_in_tool(fx).resume("t1", {"publish": "approve"}, checkpointer=cp))
+
+    async def main() -> list[Any]:
+        agent = publishing_agent(fx)
+        return [e async for e in agent.stream(None, checkpointer=cp, thread_id="t1")]
+
+    events = arun(main())
+    assert [e.type for e in events] == ["run_started", "interrupt"]
+    assert events[1].interrupt.outcome_unknown and events[0].thread_id == "t1"
+
+
 def test_a_pause_keeps_an_unknown_outcome(cp: FileCheckpointer, fx: Path) -> None:
     interrupt_of(publishing_agent(fx).run("go", checkpointer=cp, thread_id="t1"))
     with pytest.raises(Crash):
