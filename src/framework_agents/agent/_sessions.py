@@ -14,6 +14,11 @@
   is not saved: it belongs to the code, and a changed prompt in a new release must win.
 * ``take_snapshot`` is sync and does no I/O; ``load_snapshot`` restores only the fields
   present; both keep memory in sync through ``Agent._set_history``.
+* **Before the first run, edit what the first run would start from.** ``edit_message``
+  and ``load_snapshot`` first make ``agent.messages`` the history the first run would
+  load: the restored snapshot's, else the stored memory's, else the seed. A memory left
+  by an earlier process is therefore edited, never overwritten with the seed; and a
+  history set that way (even an empty one) is not reseeded by the first run.
 """
 
 from __future__ import annotations
@@ -29,6 +34,7 @@ from ..errors import (
     MessageNotEditableError,
     MessageNotFoundError,
 )
+from ..graph.memory import is_grounding
 from ..history import repair_history
 from ..messages import Message
 from ..sessions.snapshot import Snapshot, SnapshotData, select_snapshot_fields
@@ -52,11 +58,18 @@ __all__ = [
 
 @dataclass
 class SessionLink:
-    """Per-agent session bookkeeping: was the latest snapshot looked up, found; its app data."""
+    """Per-agent bookkeeping of the restore and of the history before the first run.
+
+    ``restored``/``found``: the latest snapshot was looked up / existed; ``app_data``: its
+    app data. ``settled``: ``agent.messages`` was made the first run's start history.
+    ``history_set``: a snapshot set the history before the first run (no seeding then).
+    """
 
     restored: bool = False
     found: bool = False
     app_data: Any = None
+    settled: bool = False
+    history_set: bool = False
 
 
 def _check_idle(agent: Agent, what: str) -> None:
@@ -85,6 +98,7 @@ async def _apply(agent: Agent, data: SnapshotData) -> None:
         set_system_prompt(agent, data.system_prompt)
     if data.messages is not None:
         await agent._set_history(repair_history(data.messages))
+        agent._session_link.history_set = True
 
 
 async def restore_session(agent: Agent) -> bool:
@@ -92,7 +106,7 @@ async def restore_session(agent: Agent) -> bool:
     link = agent._session_link
     manager = agent.session_manager
     if manager is None or link.restored:
-        return link.found
+        return link.found or link.history_set
     snapshot = await manager.load_latest()
     if snapshot is not None:
         # Applying is idempotent, so a failure here (a memory that cannot save) leaves
@@ -101,7 +115,7 @@ async def restore_session(agent: Agent) -> bool:
         link.found = True
         link.app_data = snapshot.app_data
     link.restored = True
-    return link.found
+    return link.found or link.history_set
 
 
 async def save_session(agent: Agent) -> None:
@@ -116,8 +130,22 @@ async def save_session(agent: Agent) -> None:
 
 
 async def _ensure_restored(agent: Agent) -> None:
-    if agent.session_manager is not None and not agent._started:
-        await restore_session(agent)
+    """Before the first run: make ``agent._messages`` the history that run would start from.
+
+    That is the restored snapshot's history, else what the memory holds (a memory left by
+    an earlier process), else the seed; the same choice as ``Agent._start_history``. Done
+    once, so later edits before the first run keep the whole seed even when the memory's
+    window is smaller.
+    """
+    link = agent._session_link
+    if agent._started or link.settled:
+        return
+    from_snapshot = await restore_session(agent)
+    if not link.history_set:
+        history = [m for m in await agent.memory.load() if not is_grounding(m)]
+        if history or from_snapshot:
+            agent._messages = history
+    link.settled = True
 
 
 def take_snapshot(

@@ -1,0 +1,103 @@
+"""Review pass over the agent's session side: no lost history before the first run."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Any
+
+from framework_agents import (
+    Agent,
+    FileMemory,
+    FunctionModel,
+    InMemoryMemory,
+    InMemoryStorage,
+    Message,
+    SessionManager,
+    Snapshot,
+    SnapshotData,
+)
+
+
+def arun(coro: Any) -> Any:
+    return asyncio.run(coro)
+
+
+def echo_model() -> FunctionModel:
+    return FunctionModel(lambda messages, tools: f"re: {messages[-1].text}")
+
+
+def texts(messages: list[Message]) -> list[str]:
+    return [m.text for m in messages]
+
+
+def _persisted(tmp_path: Path) -> list[str]:
+    """A FileMemory left by an earlier process: two runs' worth of history."""
+    earlier = Agent(echo_model(), memory=FileMemory(tmp_path))
+    arun(earlier.run("one"))
+    arun(earlier.run("two"))
+    return texts(arun(FileMemory(tmp_path).load()))
+
+
+def test_edit_before_the_first_run_edits_the_stored_memory_not_the_seed(
+    tmp_path: Path,
+) -> None:
+    stored = _persisted(tmp_path)
+    assert stored == ["one", "re: one", "two", "re: two"]
+    model = echo_model()
+    seed = [Message("user", "seed"), Message("assistant", "seed answer")]
+    agent = Agent(model, memory=FileMemory(tmp_path), initial_messages=seed)
+    # The first run would start from the stored memory (the seed only fills an empty
+    # one), so an edit before it must edit that history and never overwrite it.
+    arun(agent.edit_message(0, "ONE"))
+    assert texts(arun(FileMemory(tmp_path).load())) == ["ONE", "re: one", "two", "re: two"]
+    arun(agent.run("three"))
+    assert texts(model.calls[0].messages) == ["ONE", "re: one", "two", "re: two", "three"]
+
+
+def test_edit_by_id_before_the_first_run_finds_a_stored_message(tmp_path: Path) -> None:
+    _persisted(tmp_path)
+    target = arun(FileMemory(tmp_path).load())[2]
+    agent = Agent(echo_model(), memory=FileMemory(tmp_path))
+    edited = arun(agent.edit_message(target.id, "TWO"))
+    assert edited.id == target.id
+    assert texts(agent.messages) == ["one", "re: one", "TWO", "re: two"]
+
+
+def test_load_snapshot_without_messages_before_the_first_run_saves_the_stored_history(
+    tmp_path: Path,
+) -> None:
+    stored = _persisted(tmp_path)
+    sm = SessionManager("s", InMemoryStorage())
+    agent = Agent(
+        echo_model(),
+        memory=FileMemory(tmp_path),
+        session_manager=sm,
+        initial_messages=[Message("user", "seed")],
+    )
+    arun(agent.load_snapshot(Snapshot(SnapshotData(state={"k": 1}))))
+    latest = arun(sm.load_latest())
+    assert latest is not None
+    assert texts(latest.data.messages or []) == stored
+    assert texts(arun(FileMemory(tmp_path).load())) == stored
+
+
+def test_repeated_edits_before_the_first_run_keep_the_whole_seed() -> None:
+    # The memory window (2) is smaller than the seed (4): the second edit must still see
+    # the seed, not the memory's window of it.
+    seed = [Message("user", f"s{i}") for i in range(4)]
+    model = echo_model()
+    agent = Agent(model, memory=InMemoryMemory(max_messages=2), initial_messages=seed)
+    arun(agent.edit_message(0, "S0"))
+    arun(agent.edit_message(1, "S1"))
+    assert texts(agent.messages) == ["S0", "S1", "s2", "s3"]
+
+
+def test_a_loaded_empty_history_is_not_reseeded_by_the_first_run() -> None:
+    model = echo_model()
+    agent = Agent(model, initial_messages=[Message("user", "seed")])
+    arun(agent.load_snapshot(Snapshot(SnapshotData(messages=[]))))
+    assert agent.messages == []
+    arun(agent.run("new"))
+    # Like a session snapshot with an empty history, a loaded one wins over the seed.
+    assert texts(model.calls[0].messages) == ["new"]
