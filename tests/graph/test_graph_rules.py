@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import random
 
 import pytest
 from graph_naive_reasoner import naive_closure
@@ -10,8 +11,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from framework_agents.graph import ENTAILED_GRAPH, IRI, GraphStore, Literal
+from framework_agents.graph.terms import to_term
 
-Fact = tuple[str, str, object]
+Fact = tuple[object, object, object]
 
 RULES: list[tuple[str, list[Fact], list[Fact]]] = [
     (
@@ -224,9 +226,8 @@ def test_same_triple_in_two_graphs_is_asserted_until_both_go() -> None:
 # -- incremental maintenance equals recomputation ----------------------------------------
 
 _NODES = ["ex:a", "ex:b", "ex:c", "ex:p", "ex:q"]
-_PREDICATES = [
-    "ex:p",
-    "ex:q",
+_DATA = ["ex:p", "ex:q"]
+_SCHEMA = [
     "rdf:type",
     "rdfs:subClassOf",
     "rdfs:subPropertyOf",
@@ -239,42 +240,86 @@ _PREDICATES = [
 ]
 _OBJECTS = [*_NODES, "owl:TransitiveProperty", "owl:SymmetricProperty", "plain text", 7]
 
+# Data predicates as often as all schema predicates together, so data facts and the
+# schema that acts on them meet.
 _triples = st.tuples(
-    st.sampled_from(_NODES), st.sampled_from(_PREDICATES), st.sampled_from(_OBJECTS)
+    st.sampled_from(_NODES),
+    st.one_of(st.sampled_from(_DATA), st.sampled_from(_SCHEMA)),
+    st.sampled_from(_OBJECTS),
 )
-_ops = st.lists(st.tuples(st.booleans(), _triples), min_size=1, max_size=30)
+_op = st.tuples(
+    st.sampled_from(["add", "add", "remove", "assert-entailed", "remove-any"]),
+    _triples,
+    st.integers(0, 1 << 16),
+)
+_ops = st.lists(_op, min_size=1, max_size=30)
 
 
 def _closure_of(store: GraphStore) -> set[tuple[object, object, object]]:
     return {(q.subject, q.predicate, q.object) for q in store.quads()}
 
 
-@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(ops=_ops)
-def test_incremental_add_remove_equals_recomputation(ops: list[tuple[bool, Fact]]) -> None:
-    async def main() -> None:
-        store = GraphStore()
-        asserted: list[Fact] = []
-        for adding, fact in ops:
-            if adding or not asserted:
-                await store.add(*fact)
-                if fact not in asserted:
-                    asserted.append(fact)
-            else:
-                victim = asserted.pop(len(asserted) // 2)
-                await store.remove(*victim)
-            incremental = _closure_of(store)
-            scratch = GraphStore()
-            await scratch.add_many(asserted)
-            assert incremental == _closure_of(scratch)
-            base = {(q.subject, q.predicate, q.object) for q in scratch.quads(entailed=False)}
-            assert incremental == naive_closure(base)  # type: ignore[arg-type]
-        # The retrieval index followed every change too.
-        fresh = GraphStore()
-        await fresh.add_many(asserted)
-        for text in ("a", "p q", "plain text", "b c"):
-            assert [f.text for f in store.relevant(text, 20)] == [
-                f.text for f in fresh.relevant(text, 20)
-            ]
+async def _check_sequence(ops: list[tuple[str, Fact, int]]) -> None:
+    """Apply ``ops``; after each, the incremental closure equals two recomputations."""
+    store = GraphStore()
+    asserted: list[Fact] = []
+    for kind, raw, pick in ops:
+        fact: Fact = (  # canonical terms, so list membership matches the store's
+            to_term(raw[0], "subject"),
+            to_term(raw[1], "predicate"),
+            to_term(raw[2], "object"),
+        )
+        entailed = store.quads(graph=ENTAILED_GRAPH)
+        if kind == "assert-entailed" and entailed:
+            # Asserting what is already entailed sets up "removed but still derivable".
+            q = entailed[pick % len(entailed)]
+            fact = (q.subject, q.predicate, q.object)
+            kind = "add"
+        if kind == "add" or not asserted:
+            await store.add(*fact)
+            if fact not in asserted:
+                asserted.append(fact)
+        elif kind == "remove-any":
+            await store.remove(*fact)  # maybe never asserted: a no-op then
+            if fact in asserted:
+                asserted.remove(fact)
+        else:
+            await store.remove(*asserted.pop(pick % len(asserted)))
+        incremental = _closure_of(store)
+        scratch = GraphStore()
+        await scratch.add_many(asserted)
+        assert incremental == _closure_of(scratch), (kind, fact)
+        assert store.quads(entailed=False) == scratch.quads(entailed=False)
+        base = {(q.subject, q.predicate, q.object) for q in scratch.quads(entailed=False)}
+        assert incremental == naive_closure(base)  # type: ignore[arg-type]
+    # The retrieval index followed every change too.
+    fresh = GraphStore()
+    await fresh.add_many(asserted)
+    for text in ("a", "p q", "plain text", "b c"):
+        assert [f.text for f in store.relevant(text, 20)] == [
+            f.text for f in fresh.relevant(text, 20)
+        ]
 
-    run(main())
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(ops=_ops)
+def test_incremental_add_remove_equals_recomputation(ops: list[tuple[str, Fact, int]]) -> None:
+    run(_check_sequence(ops))
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_long_random_sequences_equal_recomputation(seed: int) -> None:
+    """Longer seeded sequences than hypothesis draws, 25 ops each, 25 sequences a seed."""
+    rnd = random.Random(seed)
+    kinds = ["add", "add", "add", "remove", "remove", "assert-entailed", "remove-any"]
+    preds = [*_DATA, *_DATA, *_SCHEMA]
+    for _ in range(25):
+        ops = [
+            (
+                rnd.choice(kinds),
+                (rnd.choice(_NODES), rnd.choice(preds), rnd.choice(_OBJECTS)),
+                rnd.randrange(1 << 16),
+            )
+            for _ in range(25)
+        ]
+        run(_check_sequence(ops))
