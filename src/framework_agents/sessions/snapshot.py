@@ -37,6 +37,7 @@ from pydantic import (
     field_validator,
     model_serializer,
 )
+from pydantic_core import PydanticSerializationError
 
 from ..errors import SnapshotCorruptError, SnapshotFieldError, StateNotJsonError
 from ..messages import Message
@@ -156,6 +157,17 @@ class SnapshotData(BaseModel):
     def _state_is_json(cls, value: dict[str, Any] | None) -> dict[str, Any] | None:
         return value if value is None else _require_json(value, "state")
 
+    @field_validator("messages")
+    @classmethod
+    def _messages_are_json(cls, value: list[Message] | None) -> list[Message] | None:
+        # Metadata and tool-call args are free-form: a NaN, datetime or set there would
+        # be stored altered (null, a string, a list) or crash the serialiser.
+        for i, msg in enumerate(value or ()):
+            _require_json(msg.metadata, f"messages[{i}].metadata")
+            for j, call in enumerate(msg.tool_calls):
+                _require_json(call.args, f"messages[{i}].tool_calls[{j}].args")
+        return value
+
     @model_serializer(mode="wrap")
     def _drop_absent(
         self, handler: SerializerFunctionWrapHandler, info: SerializationInfo
@@ -217,8 +229,12 @@ class Snapshot(BaseModel):
         return _require_json(value, "app_data")
 
     def to_json(self) -> bytes:
-        """The stored form of this snapshot (UTF-8 JSON)."""
-        return self.model_dump_json().encode()
+        """The stored form of this snapshot (UTF-8 JSON); ``STATE_NOT_JSON`` if it has none."""
+        try:
+            return self.model_dump_json().encode()
+        except (PydanticSerializationError, UnicodeEncodeError) as exc:
+            # A lone surrogate in a string, or a value mutated in place after validation.
+            raise StateNotJsonError(f"snapshot cannot be stored as JSON: {exc}") from None
 
     @classmethod
     def from_json(cls, raw: bytes | str, *, source: str = "snapshot") -> Snapshot:
