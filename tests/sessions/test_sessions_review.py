@@ -67,3 +67,50 @@ def test_a_message_with_json_values_round_trips_exactly() -> None:
     )
     back = Snapshot.from_json(Snapshot(SnapshotData(messages=[msg])).to_json())
     assert back.data.messages == [msg]
+
+
+# -- the reader is as strict as the memory reader -----------------------------------------
+
+
+def _doc(messages: list[dict[str, Any]]) -> dict[str, Any]:
+    return json.loads(Snapshot(SnapshotData(messages=[])).to_json()) | {
+        "data": {"messages": messages}
+    }
+
+
+STRICT_CORRUPT = {
+    "nan-in-metadata": json.dumps(
+        _doc([{"role": "user", "content": "x", "metadata": {"a": float("nan")}}])
+    ).encode(),
+    "infinity-in-args": json.dumps(
+        _doc(
+            [
+                {
+                    "role": "assistant",
+                    "tool_calls": [{"id": "c", "name": "t", "args": {"x": float("inf")}}],
+                }
+            ]
+        )
+    ).encode(),
+    "duplicate-key": b'{"schema_version": 1, "schema_version": 1, "data": {}}',
+    "duplicate-key-in-state": b'{"schema_version": 1, "data": {"state": {"a": 1, "a": 2}}}',
+    "number-overflow": b'{"schema_version": 1, "data": {"state": {"a": 1e999}}}',
+    "escaped-lone-surrogate": b'{"schema_version": 1, "data": {"system_prompt": "\\ud800"}}',
+}
+
+
+@pytest.mark.parametrize("raw", STRICT_CORRUPT.values(), ids=STRICT_CORRUPT.keys())
+def test_documents_that_would_not_read_back_equal_are_corrupt(raw: bytes) -> None:
+    with pytest.raises(SnapshotCorruptError):
+        Snapshot.from_json(raw)
+
+
+@pytest.mark.parametrize("raw", [5, None, ["x"]], ids=["int", "none", "list"])
+def test_from_json_of_a_non_document_is_a_clear_error(raw: object) -> None:
+    with pytest.raises(SnapshotCorruptError):
+        Snapshot.from_json(raw)  # type: ignore[arg-type]
+
+
+def test_from_json_still_reads_str() -> None:
+    snap = Snapshot(SnapshotData(state={"k": "é"}))
+    assert Snapshot.from_json(snap.to_json().decode()) == snap

@@ -16,7 +16,6 @@ error too (never silently dropped). Any unreadable or wrongly shaped document ra
 
 from __future__ import annotations
 
-import json
 import math
 import os
 import threading
@@ -40,6 +39,7 @@ from pydantic import (
 from pydantic_core import PydanticSerializationError
 
 from ..errors import SnapshotCorruptError, SnapshotFieldError, StateNotJsonError
+from ..memory._document import strict_loads
 from ..messages import Message
 
 __all__ = [
@@ -239,8 +239,19 @@ class Snapshot(BaseModel):
     @classmethod
     def from_json(cls, raw: bytes | str, *, source: str = "snapshot") -> Snapshot:
         """Parse a stored snapshot; anything unreadable raises ``SNAPSHOT_CORRUPT``."""
+        if isinstance(raw, str):
+            try:
+                raw = raw.encode("utf-8")
+            except UnicodeEncodeError as exc:
+                raise SnapshotCorruptError(f"{source} is not valid UTF-8: {exc}") from None
+        if not isinstance(raw, bytes | bytearray | memoryview):
+            raise SnapshotCorruptError(
+                f"{source} is a {type(raw).__name__}, not a JSON document (bytes or str)"
+            )
         try:
-            doc = json.loads(raw)
+            # The memory reader's strictness: a duplicate key, NaN/Infinity or an escaped
+            # lone surrogate would not read back equal once the snapshot is saved again.
+            doc = strict_loads(bytes(raw))
         except (ValueError, RecursionError) as exc:
             raise SnapshotCorruptError(f"{source} is not valid JSON: {exc}") from None
         if not isinstance(doc, dict):
