@@ -105,3 +105,40 @@ def test_tool_errors_reach_the_model_and_store_nothing() -> None:
         assert store.closure_size == 0
 
     run(main())
+
+
+def test_grounding_is_sent_but_never_persisted_anywhere(tmp_path: Path) -> None:
+    """Grounding reaches the model only: not the transcript, snapshots or checkpoints."""
+    from framework_agents import FileCheckpointer, InMemoryStorage, SessionManager
+
+    async def main() -> None:
+        store = GraphStore()
+        await _schema(store)
+        await store.add("ex:alice", "rdf:type", "ex:Engineer")
+        memory = GraphMemory(store, InMemoryMemory())
+        session = SessionManager("s1", InMemoryStorage())
+        model = ScriptedModel(["Alice is a person.", "Bob likes jazz."])
+        agent = Agent(model, memory=memory, session_manager=session)
+        result = await agent.run("Who is Alice?")
+        assert any(is_grounding(m) for m in model.calls[0].messages)
+        assert not any(is_grounding(m) for m in result.messages)
+        assert not any(is_grounding(m) for m in agent.messages)
+        latest = await session.load_latest()
+        assert latest is not None and latest.data.messages is not None
+        assert not any(is_grounding(m) for m in latest.data.messages)
+        snapshot = agent.take_snapshot()
+        assert snapshot.data.messages is not None
+        assert not any(is_grounding(m) for m in snapshot.data.messages)
+
+        checkpointer = FileCheckpointer(tmp_path / "cp")
+        threaded = Agent(model, memory=memory)
+        await threaded.run("What does Bob like?", checkpointer=checkpointer, thread_id="t1")
+        assert "ex:bob ex:likes ex:jazz" in next(
+            m.text for m in model.calls[1].messages if is_grounding(m)
+        )
+        saved = await checkpointer.load("t1")
+        assert saved is not None
+        assert not any(is_grounding(m) for m in saved.messages)
+        assert is_well_formed(saved.messages)
+
+    run(main())

@@ -121,6 +121,9 @@ class LoopRun:
     output: Any = None
     kept: list[Message] | None = None
     retry_ids: set[str] = field(default_factory=set)
+    # Sent ahead of the transcript on every model call, never part of it (so never stored,
+    # snapshotted or checkpointed): e.g. the grounding message of a GraphMemory.
+    context: list[Message] = field(default_factory=list)
 
     def visible(self) -> list[Message]:
         """The transcript without the corrective exchanges of structured-output retries."""
@@ -193,6 +196,8 @@ async def _call_model(agent: Agent, run: LoopRun, turn: int) -> AsyncIterator[Ag
         sent = ctx.messages
         if not _same(sent, run.transcript):
             sent = repair_history(sent)
+        if run.context:
+            sent = [*run.context, *sent]
         try:
             if streaming:
                 response: Message | None = None

@@ -36,7 +36,7 @@ from pydantic import BaseModel
 
 from ..conversation._base import ConversationManager
 from ..errors import AgentBusyError, InvalidArgumentError
-from ..graph.memory import GroundingMemory
+from ..graph.memory import GroundingMemory, is_grounding
 from ..hitl import DecideCallback, HitlInterrupt
 from ..memory._base import Memory, replace_history
 from ..messages import Message
@@ -67,6 +67,10 @@ Prompt = str | Message
 
 #: Default bound on model calls per run.
 DEFAULT_MAX_TURNS = 25
+
+
+def _latest_user(history: Sequence[Message]) -> Message | None:
+    return next((m for m in reversed(history) if m.role == "user"), None)
 
 
 def _default_memory() -> Memory:
@@ -325,9 +329,13 @@ class Agent:
                 )
                 prepare = hooks.prepare or self._start_history
                 run.history = await prepare()
-                if message is not None and isinstance(self.memory, GroundingMemory):
-                    # Ground on what the user asks now, not on the previous turn.
-                    run.history = await self.memory.ground(run.history, message.text)
+                if isinstance(self.memory, GroundingMemory):
+                    # Ground on what the user asks now (a resume: on the latest user turn).
+                    # Grounding rides along with each model call, outside the transcript.
+                    run.history = [m for m in run.history if not is_grounding(m)]
+                    asked = message if message is not None else _latest_user(run.history)
+                    if asked is not None:
+                        run.context = await self.memory.ground([], asked.text)
                 start_ids = {m.id for m in run.history}
                 async for event in run_loop(self, run):
                     yield event
