@@ -38,6 +38,7 @@ __all__ = [
     "HitlInterrupt",
     "ResolvedDecision",
     "ToolRejection",
+    "check_decisions",
     "find_decision",
     "hitl_key",
     "parse_decision",
@@ -198,6 +199,27 @@ def parse_decision(value: Any, *, tool: Tool, source: DecisionSource) -> Resolve
             f"(allowed: {list(tool.allowed_decisions)})"
         )
     return ResolvedDecision(kind, source, args=args, reason=reason, raw=value)
+
+
+def check_decisions(decisions: object) -> Mapping[str, Any] | None:
+    """``decisions`` if it is ``None`` or a mapping with ``str`` keys, else ``HITL_DECISION``.
+
+    Only the container is checked here; each decision is checked against its tool when a
+    call looks it up (:func:`parse_decision`).
+    """
+    if decisions is None:
+        return None
+    if not isinstance(decisions, Mapping):
+        raise HitlDecisionError(
+            "decisions must be a mapping of hitl_key(tool, args) or tool name to a decision, "
+            f"not {type(decisions).__name__}"
+        )
+    bad = [key for key in decisions if not isinstance(key, str)]
+    if bad:
+        raise HitlDecisionError(
+            f"decision keys are hitl_key(tool, args) strings or tool names, not {bad[0]!r}"
+        )
+    return decisions
 
 
 def find_decision(

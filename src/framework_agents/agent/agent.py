@@ -37,7 +37,7 @@ from pydantic import BaseModel
 from ..conversation._base import ConversationManager
 from ..errors import AgentBusyError, InvalidArgumentError
 from ..graph.memory import GroundingMemory, is_grounding
-from ..hitl import DecideCallback, HitlInterrupt
+from ..hitl import DecideCallback, HitlInterrupt, check_decisions
 from ..memory._base import Memory, replace_history
 from ..messages import Message
 from ..models._base import Model, ToolSpec
@@ -272,7 +272,7 @@ class Agent:
             None,
             checkpointer=checkpointer,
             thread_id=thread_id,
-            decisions=decisions,
+            decisions=check_decisions(decisions),
             resume=True,
         ):
             if isinstance(event, RunFinishedEvent):
@@ -291,6 +291,7 @@ class Agent:
         timeline_kind: TimelineKind = "run",
     ) -> AsyncGenerator[AgentEvent, None]:
         """The one driver of the loop: busy flag, start, loop, commit, terminal event."""
+        decisions = check_decisions(decisions)  # HITL_DECISION unless a str-keyed mapping
         if checkpointer is not None:  # a thread: _threads wraps this driver in its lock
             thread_events = _threads.drive_thread(
                 self,
