@@ -5,19 +5,27 @@ from __future__ import annotations
 import asyncio
 import json
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from framework_agents import (
     InMemoryStorage,
+    LocalFileStorage,
     Message,
     SessionManager,
     Snapshot,
     SnapshotData,
     ToolCall,
 )
-from framework_agents.errors import AgentError, SnapshotCorruptError, StateNotJsonError
+from framework_agents.errors import (
+    AgentError,
+    InvalidArgumentError,
+    SnapshotCorruptError,
+    StateNotJsonError,
+)
+from framework_agents.sessions import Storage
 
 
 def arun(coro: Any) -> Any:
@@ -114,3 +122,51 @@ def test_from_json_of_a_non_document_is_a_clear_error(raw: object) -> None:
 def test_from_json_still_reads_str() -> None:
     snap = Snapshot(SnapshotData(state={"k": "é"}))
     assert Snapshot.from_json(snap.to_json().decode()) == snap
+
+
+# -- bad arguments are clear AgentErrors ---------------------------------------------------
+
+
+@pytest.fixture(params=["memory", "local"])
+def storage(request: pytest.FixtureRequest, tmp_path: Path) -> Storage:
+    return InMemoryStorage() if request.param == "memory" else LocalFileStorage(tmp_path / "st")
+
+
+@pytest.mark.parametrize("data", ["text", None, 5, [1, 2]], ids=["str", "none", "int", "list"])
+def test_put_of_non_bytes_is_invalid_argument(storage: Storage, data: object) -> None:
+    with pytest.raises(InvalidArgumentError) as info:
+        arun(storage.put("k", data))  # type: ignore[arg-type]
+    assert info.value.code == "INVALID_ARGUMENT"
+    assert isinstance(info.value, TypeError)  # the earlier contract still holds
+    assert arun(storage.list()) == []
+
+
+@pytest.mark.parametrize("bad", [123, None, b"/tmp/x", 1.5], ids=["int", "none", "bytes", "float"])
+def test_local_storage_dir_must_be_a_path(bad: object) -> None:
+    with pytest.raises(InvalidArgumentError):
+        LocalFileStorage(bad)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("bad", [None, "storage", object(), {}], ids=["none", "str", "obj", "dict"])
+def test_session_manager_storage_must_be_a_storage(bad: object) -> None:
+    with pytest.raises(InvalidArgumentError):
+        SessionManager("s", bad)  # type: ignore[arg-type]
+
+
+def test_save_latest_of_a_non_snapshot_is_invalid_argument() -> None:
+    sm = SessionManager("s", InMemoryStorage())
+    with pytest.raises(InvalidArgumentError):
+        arun(sm.save_latest(None))  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    "data",
+    [None, {"memory": []}, {"messages": [1]}, {"messages": "x"}, {"state": 5}, "messages"],
+    ids=["none", "unknown-field", "bad-message", "messages-str", "state-int", "str"],
+)
+def test_save_snapshot_of_bad_data_is_invalid_argument_and_stores_nothing(data: object) -> None:
+    storage = InMemoryStorage()
+    sm = SessionManager("s", storage)
+    with pytest.raises(InvalidArgumentError):
+        arun(sm.save_snapshot(data))  # type: ignore[arg-type]
+    assert arun(storage.list()) == []

@@ -35,7 +35,7 @@ import uuid
 from pathlib import Path
 
 from .._fs import TEMP_SUFFIX
-from ..errors import StorageKeyInvalidError
+from ..errors import ArgumentTypeError, StorageKeyInvalidError
 from ._keys import is_valid_key, is_valid_segment, validate_key, validate_prefix
 from .memory_storage import as_bytes
 
@@ -74,6 +74,8 @@ class LocalFileStorage:
             and {os.open, os.mkdir, os.unlink, os.rmdir, os.stat} <= os.supports_dir_fd
         ):
             raise NotImplementedError("LocalFileStorage needs POSIX dir_fd and O_NOFOLLOW")
+        if not isinstance(dir, str | os.PathLike) or not isinstance(os.fspath(dir), str):
+            raise ArgumentTypeError(f"dir must be a str path, not {type(dir).__name__}")
         self._root = os.path.realpath(os.fspath(dir))
         self._swept: set[tuple[str, ...]] = set()
 

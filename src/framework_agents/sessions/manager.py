@@ -15,7 +15,14 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ..errors import SnapshotCorruptError, SnapshotMissingError
+from pydantic import ValidationError
+
+from ..errors import (
+    ArgumentTypeError,
+    InvalidArgumentError,
+    SnapshotCorruptError,
+    SnapshotMissingError,
+)
 from ._base import Storage
 from ._keys import validate_segment
 from .snapshot import Snapshot, SnapshotData, is_snapshot_id
@@ -33,6 +40,10 @@ class SessionManager:
     def __init__(self, session_id: str, storage: Storage, agent_id: str = "default") -> None:
         self.session_id: str = validate_segment(session_id, what="session_id")
         self.agent_id: str = validate_segment(agent_id, what="agent_id")
+        if not isinstance(storage, Storage):
+            raise ArgumentTypeError(
+                f"storage must be a Storage (put/get/delete/list), not {type(storage).__name__}"
+            )
         self.storage: Storage = storage
         self._prefix = f"session/{session_id}/scopes/agent/{agent_id}/snapshots/"
 
@@ -58,7 +69,9 @@ class SessionManager:
     async def save_latest(self, snapshot: Snapshot) -> None:
         """Atomically replace the latest snapshot with ``snapshot``."""
         if not isinstance(snapshot, Snapshot):
-            raise TypeError(f"save_latest() takes a Snapshot, not {type(snapshot).__name__}")
+            raise ArgumentTypeError(
+                f"save_latest() takes a Snapshot, not {type(snapshot).__name__}"
+            )
         await self.storage.put(self.latest_key, snapshot.to_json())
 
     async def load_latest(self) -> Snapshot | None:
@@ -73,7 +86,16 @@ class SessionManager:
     ) -> str:
         """Store a new immutable snapshot of ``data``; return its id."""
         if not isinstance(data, SnapshotData):
-            data = SnapshotData.model_validate(data)
+            if not isinstance(data, Mapping):
+                raise ArgumentTypeError(
+                    f"save_snapshot() takes SnapshotData or a mapping, not {type(data).__name__}"
+                )
+            try:
+                data = SnapshotData.model_validate(data)
+            except ValidationError as exc:
+                raise InvalidArgumentError(
+                    f"save_snapshot() data is wrongly shaped: {exc}"
+                ) from None
         snapshot = Snapshot(data, app_data=app_data)
         await self.storage.put(self.snapshot_key(snapshot.snapshot_id), snapshot.to_json())
         return snapshot.snapshot_id

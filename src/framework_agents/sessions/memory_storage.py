@@ -5,7 +5,7 @@ from __future__ import annotations
 import builtins
 from collections import Counter
 
-from ..errors import StorageKeyInvalidError
+from ..errors import ArgumentTypeError, StorageKeyInvalidError
 from ._keys import validate_key, validate_prefix
 
 __all__ = ["InMemoryStorage", "as_bytes"]
@@ -17,7 +17,7 @@ def as_bytes(data: object) -> bytes:
         return data
     if isinstance(data, bytearray | memoryview):
         return bytes(data)
-    raise TypeError(f"storage data must be bytes, not {type(data).__name__}")
+    raise ArgumentTypeError(f"storage data must be bytes, not {type(data).__name__}")
 
 
 class InMemoryStorage:
