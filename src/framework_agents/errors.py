@@ -24,7 +24,6 @@ contract, the subclasses let callers ``except`` one kind::
     ├── ScriptExhaustedError        SCRIPT_EXHAUSTED
     ├── ContextOverflowError        CONTEXT_OVERFLOW
     ├── InvalidArgumentError        INVALID_ARGUMENT
-    │   └── ArgumentTypeError       INVALID_ARGUMENT (also a TypeError)
     ├── GraphTermError              GRAPH_TERM_INVALID
     ├── GraphStateError             GRAPH_STATE_INVALID
     ├── GraphStoreCorruptError      GRAPH_STORE_CORRUPT
@@ -39,7 +38,6 @@ from __future__ import annotations
 __all__ = [
     "AgentBusyError",
     "AgentError",
-    "ArgumentTypeError",
     "CheckpointCorruptError",
     "CheckpointMissingError",
     "ContextOverflowError",
@@ -208,10 +206,6 @@ class InvalidArgumentError(AgentError):
     """A constructor argument or callback result is of the wrong type or out of range."""
 
     default_code = "INVALID_ARGUMENT"
-
-
-class ArgumentTypeError(InvalidArgumentError, TypeError):
-    """An argument of the wrong type; also a ``TypeError``, so ``except TypeError`` still works."""
 
 
 class ModelError(AgentError):

@@ -5,7 +5,13 @@ from __future__ import annotations
 import builtins
 from typing import Protocol, runtime_checkable
 
-__all__ = ["Storage"]
+from ..errors import InvalidArgumentError
+
+__all__ = ["ArgumentTypeError", "Storage"]
+
+
+class ArgumentTypeError(InvalidArgumentError, TypeError):
+    """A wrong-typed argument: ``INVALID_ARGUMENT``, and still a ``TypeError`` as before."""
 
 
 @runtime_checkable

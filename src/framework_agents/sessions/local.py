@@ -35,7 +35,8 @@ import uuid
 from pathlib import Path
 
 from .._fs import TEMP_SUFFIX
-from ..errors import ArgumentTypeError, StorageKeyInvalidError
+from ..errors import StorageKeyInvalidError
+from ._base import ArgumentTypeError
 from ._keys import is_valid_key, is_valid_segment, validate_key, validate_prefix
 from .memory_storage import as_bytes
 

@@ -18,12 +18,11 @@ from typing import Any
 from pydantic import ValidationError
 
 from ..errors import (
-    ArgumentTypeError,
     InvalidArgumentError,
     SnapshotCorruptError,
     SnapshotMissingError,
 )
-from ._base import Storage
+from ._base import ArgumentTypeError, Storage
 from ._keys import validate_segment
 from .snapshot import Snapshot, SnapshotData, is_snapshot_id
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 import builtins
 from collections import Counter
 
-from ..errors import ArgumentTypeError, StorageKeyInvalidError
+from ..errors import StorageKeyInvalidError
+from ._base import ArgumentTypeError
 from ._keys import validate_key, validate_prefix
 
 __all__ = ["InMemoryStorage", "as_bytes"]
