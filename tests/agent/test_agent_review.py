@@ -9,8 +9,11 @@ import pytest
 
 from framework_agents import (
     Agent,
+    FunctionModel,
     HitlDecisionError,
+    InvalidArgumentError,
     Message,
+    ModelError,
     ScriptedModel,
     ToolCall,
     tool,
@@ -67,3 +70,39 @@ def test_resume_checks_the_decisions_container_too(tmp_path: Any) -> None:
     agent = _approval_agent()
     with pytest.raises(HitlDecisionError):
         arun(agent.resume("t1", ["danger"], checkpointer=FileCheckpointer(tmp_path)))  # type: ignore[arg-type]
+
+
+# -- test models: a wrong answer is a clear error -------------------------------------
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        pytest.param(None, id="none"),
+        pytest.param(5, id="int"),
+        pytest.param(Message("user", "nope"), id="user-message"),
+        pytest.param({"role": "assistant"}, id="dict"),
+    ],
+)
+def test_a_function_model_answer_of_the_wrong_shape_is_a_model_error(answer: Any) -> None:
+    agent = Agent(FunctionModel(lambda m, t: answer))
+    with pytest.raises(ModelError) as info:
+        arun(agent.run("q"))
+    assert info.value.code == "MODEL_ERROR"
+    assert agent.messages == [] and not agent.running
+
+
+def test_a_scripted_reply_of_an_unknown_kind_is_refused_when_built() -> None:
+    with pytest.raises(InvalidArgumentError) as info:
+        ScriptedModel(["ok", 5])  # type: ignore[list-item]
+    assert "reply 1" in str(info.value)
+    with pytest.raises(InvalidArgumentError):
+        ScriptedModel("not a list")  # a bare string would be a script of characters
+    # What a reply may be: text, a message, a function, an exception to raise.
+    ScriptedModel(["ok", Message("assistant", "x"), lambda m, t: "y", ModelError("down")])
+
+
+def test_a_scripted_function_reply_of_the_wrong_shape_is_a_model_error() -> None:
+    agent = Agent(ScriptedModel([lambda m, t: None]))
+    with pytest.raises(ModelError):
+        arun(agent.run("q"))

@@ -6,7 +6,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 
 from .._util import maybe_await
-from ..errors import ScriptExhaustedError
+from ..errors import InvalidArgumentError, ModelError, ScriptExhaustedError
 from ..messages import Message
 from ..models._base import ModelChunk, ModelDone, ReasoningDelta, TextDelta, ToolSpec
 
@@ -30,12 +30,31 @@ class ModelCall:
     system_prompt: str | None = None
 
 
-def _as_assistant(value: Message | str) -> Message:
+def _as_assistant(value: object) -> Message:
     if isinstance(value, str):
         return Message("assistant", value)
+    if not isinstance(value, Message):
+        raise ModelError(
+            "a test model's function must return an assistant Message or a str, "
+            f"not {type(value).__name__}: {value!r:.100}"
+        )
     if value.role != "assistant":
-        raise TypeError(f"a model must return an assistant message, not role={value.role!r}")
+        raise ModelError(f"a model must return an assistant message, not role={value.role!r}")
     return value
+
+
+def _check_replies(replies: object) -> list[Reply]:
+    if isinstance(replies, str | Message) or not isinstance(replies, Sequence):
+        raise InvalidArgumentError(
+            f"ScriptedModel takes a list of replies, not {type(replies).__name__}"
+        )
+    for i, reply in enumerate(replies):
+        if not (isinstance(reply, str | Message | BaseException) or callable(reply)):
+            raise InvalidArgumentError(
+                f"ScriptedModel reply {i} must be a str, a Message, a function or an "
+                f"exception, not {type(reply).__name__}: {reply!r:.100}"
+            )
+    return list(replies)
 
 
 async def _stream_message(message: Message) -> AsyncIterator[ModelChunk]:
@@ -82,7 +101,7 @@ class ScriptedModel:
     """A model that answers with ``replies`` in order and records every call."""
 
     def __init__(self, replies: Sequence[Reply]) -> None:
-        self.replies: list[Reply] = list(replies)
+        self.replies: list[Reply] = _check_replies(replies)
         self.calls: list[ModelCall] = []
 
     @property
