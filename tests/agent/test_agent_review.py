@@ -9,6 +9,7 @@ import pytest
 
 from framework_agents import (
     Agent,
+    ContextOverflowError,
     FunctionModel,
     HitlDecisionError,
     InvalidArgumentError,
@@ -106,3 +107,105 @@ def test_a_scripted_function_reply_of_the_wrong_shape_is_a_model_error() -> None
     agent = Agent(ScriptedModel([lambda m, t: None]))
     with pytest.raises(ModelError):
         arun(agent.run("q"))
+
+
+# -- middleware and managers that hand back the wrong type ------------------------------
+
+
+@tool
+def echo(text: str) -> str:
+    """Echo the text."""
+    return text
+
+
+def _echo_turn() -> Message:
+    return Message("assistant", tool_calls=[ToolCall("c1", "echo", {"text": "hi"})])
+
+
+class _Setter:
+    """A middleware that assigns ``values`` to the context in one hook."""
+
+    def __init__(self, hook: str, **values: Any) -> None:
+        self.hook, self.values = hook, values
+
+    def _set(self, hook: str, ctx: Any) -> None:
+        if hook == self.hook:
+            for name, value in self.values.items():
+                setattr(ctx, name, value)
+
+    def before_model(self, ctx: Any) -> None:
+        self._set("before_model", ctx)
+
+    def before_tool(self, ctx: Any) -> None:
+        self._set("before_tool", ctx)
+
+
+@pytest.mark.parametrize(
+    ("hook", "values"),
+    [
+        pytest.param("before_model", {"messages": None}, id="messages-none"),
+        pytest.param("before_model", {"messages": ["text"]}, id="messages-of-str"),
+        pytest.param("before_model", {"messages": "text"}, id="messages-str"),
+        pytest.param("before_model", {"tools": None}, id="tools-none"),
+        pytest.param("before_model", {"tools": [{"name": "x"}]}, id="tools-of-dict"),
+        pytest.param("before_model", {"system_prompt": 5}, id="system-prompt-int"),
+        pytest.param("before_tool", {"call": None}, id="call-none"),
+        pytest.param("before_tool", {"call": {"id": "c1"}}, id="call-dict"),
+    ],
+)
+def test_a_hook_that_sets_a_wrong_type_is_invalid_argument(
+    hook: str, values: dict[str, Any]
+) -> None:
+    model = ScriptedModel([_echo_turn(), "done"])
+    agent = Agent(model, tools=[echo], middleware=[_Setter(hook, **values)])
+    with pytest.raises(InvalidArgumentError) as info:
+        arun(agent.run("go"))
+    assert hook in str(info.value)
+    assert agent.messages == [] and not agent.running
+
+
+def test_a_hook_may_still_send_a_tuple_of_messages() -> None:
+    seen: list[list[Message]] = []
+
+    def answer(messages: list[Message], tools: Any) -> str:
+        seen.append(messages)
+        return "ok"
+
+    class Tuple:
+        def before_model(self, ctx: Any) -> None:
+            ctx.messages = tuple(ctx.messages)
+
+    assert arun(Agent(FunctionModel(answer), middleware=[Tuple()]).run("q")).text == "ok"
+    assert [m.text for m in seen[0]] == ["q"]
+
+
+class _WrongManager:
+    """A manager whose ``method`` returns ``value``; the others keep the history."""
+
+    def __init__(self, method: str, value: Any) -> None:
+        self.method, self.value = method, value
+
+    async def _answer(self, method: str, messages: Any) -> Any:
+        return self.value if method == self.method else list(messages)
+
+    async def apply(self, messages: Any) -> Any:
+        return await self._answer("apply", messages)
+
+    async def before_model(self, messages: Any) -> Any:
+        return await self._answer("before_model", messages)
+
+    async def reduce(self, messages: Any) -> Any:
+        return await self._answer("reduce", messages)
+
+
+@pytest.mark.parametrize("method", ["apply", "before_model", "reduce"])
+@pytest.mark.parametrize("value", [None, ["text"], 5], ids=["none", "list-of-str", "int"])
+def test_a_manager_result_of_the_wrong_type_is_invalid_argument(method: str, value: Any) -> None:
+    replies: list[Any] = ["done"]
+    if method == "reduce":
+        replies = [ContextOverflowError("too long"), "done"]
+    agent = Agent(ScriptedModel(replies), conversation_manager=_WrongManager(method, value))
+    with pytest.raises(InvalidArgumentError) as info:
+        arun(agent.run("go"))
+    assert "conversation manager" in str(info.value)
+    assert agent.messages == [] and not agent.running

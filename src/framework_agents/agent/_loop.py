@@ -31,7 +31,7 @@ from ..errors import (
 from ..history import repair_history
 from ..hitl import HitlInterrupt, ResolvedDecision, ToolRejection, resolve_decision
 from ..messages import Message, ToolCall, new_id
-from ..models._base import ModelDone, ReasoningDelta, TextDelta
+from ..models._base import ModelDone, ReasoningDelta, TextDelta, ToolSpec
 from ..tools import Tool, ToolArgumentsError, ToolContext, encode_tool_result
 from ._output import correction_text, parse_output
 from .events import (
@@ -149,9 +149,36 @@ def _same(a: Sequence[Message], b: Sequence[Message]) -> bool:
     return len(a) == len(b) and all(map(operator.is_, a, b))
 
 
-def _kept_well_formed(new: Sequence[Message], known: Sequence[Message]) -> list[Message]:
+def _checked_messages(value: object, where: str) -> list[Message]:
+    """``value`` as a list of messages, else ``INVALID_ARGUMENT`` naming ``where``."""
+    if isinstance(value, list | tuple) and all(isinstance(m, Message) for m in value):
+        return list(value)
+    raise InvalidArgumentError(f"{where} must be a list of Message objects, got {value!r:.200}")
+
+
+def _kept_well_formed(
+    new: Sequence[Message],
+    known: Sequence[Message],
+    where: str = "a conversation manager's result",
+) -> list[Message]:
     """``new`` repaired, skipping the repair when it is ``known`` (already well formed)."""
-    return list(new) if _same(new, known) else repair_history(new)
+    if isinstance(new, list | tuple) and _same(new, known):
+        return list(new)
+    return repair_history(_checked_messages(new, where))
+
+
+def _check_model_context(ctx: ModelCallContext) -> None:
+    """What ``before_model`` hooks left in ``ctx`` (besides messages) has the right types."""
+    tools = ctx.tools
+    if not (isinstance(tools, list | tuple) and all(isinstance(t, ToolSpec) for t in tools)):
+        raise InvalidArgumentError(
+            f"before_model's ctx.tools must be a list of ToolSpec objects, got {tools!r:.200}"
+        )
+    prompt = ctx.system_prompt
+    if prompt is not None and not isinstance(prompt, str):
+        raise InvalidArgumentError(
+            f"before_model's ctx.system_prompt must be a str or None, got {prompt!r:.200}"
+        )
 
 
 def _tool_message(call: ToolCall, text: str, **metadata: Any) -> Message:
@@ -193,9 +220,10 @@ async def _call_model(agent: Agent, run: LoopRun, turn: int) -> AsyncIterator[Ag
         await agent._middleware.run("before_model", ctx)
         # run.transcript is well formed (an invariant of the loop), so the repair before
         # the model call is skipped when the messages to send are exactly the transcript.
+        _check_model_context(ctx)
         sent = ctx.messages
-        if not _same(sent, run.transcript):
-            sent = repair_history(sent)
+        if not (isinstance(sent, list) and _same(sent, run.transcript)):
+            sent = repair_history(_checked_messages(sent, "before_model's ctx.messages"))
         if run.context:
             sent = [*run.context, *sent]
         try:
@@ -221,7 +249,11 @@ async def _call_model(agent: Agent, run: LoopRun, turn: int) -> AsyncIterator[Ag
             if overflow_retries >= MAX_OVERFLOW_RETRIES:
                 raise
             before = [m.id for m in run.transcript]
-            reduced = repair_history(await agent.conversation_manager.reduce(run.transcript))
+            reduced = _kept_well_formed(
+                await agent.conversation_manager.reduce(run.transcript),
+                (),
+                "a conversation manager's reduce() result",
+            )
             if [m.id for m in reduced] == before:
                 raise  # the manager cannot shrink the history: retrying would fail again
             logger.info(
@@ -324,6 +356,10 @@ async def _run_call(agent: Agent, run: LoopRun, plan: _Plan, turn: int) -> Messa
         result=preset,
     )
     await agent._middleware.run("before_tool", ctx)
+    if not isinstance(ctx.call, ToolCall):
+        raise InvalidArgumentError(
+            f"before_tool's ctx.call must be a ToolCall, got {ctx.call!r:.200}"
+        )
     if ctx.result is None:
         tool = agent._tools_by_name.get(ctx.call.name)
         if run.hooks.on_tool_start is not None:
