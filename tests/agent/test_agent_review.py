@@ -209,3 +209,38 @@ def test_a_manager_result_of_the_wrong_type_is_invalid_argument(method: str, val
         arun(agent.run("go"))
     assert "conversation manager" in str(info.value)
     assert agent.messages == [] and not agent.running
+
+
+# -- tool results that cannot be encoded ------------------------------------------------
+
+
+def _circular() -> list[Any]:
+    value: list[Any] = []
+    value.append(value)
+    return value
+
+
+@pytest.mark.parametrize(
+    "value",
+    [pytest.param(b"\xff\x00", id="invalid-utf8-bytes"), pytest.param(_circular(), id="circular")],
+)
+def test_a_tool_result_that_cannot_be_encoded_is_a_tool_error_the_model_sees(value: Any) -> None:
+    @tool
+    def weird() -> Any:
+        """Return something JSON cannot hold."""
+        return value
+
+    seen: list[list[Message]] = []
+
+    def answer(messages: list[Message], tools: Any) -> Message | str:
+        seen.append(messages)
+        if len(seen) == 1:
+            return Message("assistant", tool_calls=[ToolCall("c1", "weird", {})])
+        return "recovered"
+
+    result = arun(Agent(FunctionModel(answer), tools=[weird]).run("go"))
+    assert result.text == "recovered"
+    error = seen[1][-1]
+    assert error.role == "tool" and error.tool_call_id == "c1"
+    assert error.kind == "tool_error"
+    assert "weird" in error.text and "encode" in error.text

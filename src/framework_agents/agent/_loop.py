@@ -338,7 +338,17 @@ async def _execute(agent: Agent, tool: Tool | None, call: ToolCall) -> Message:
         return _tool_message(
             call, f"Error: tool {call.name!r} raised {type(exc).__name__}: {exc}", kind="tool_error"
         )
-    return _tool_message(call, encode_tool_result(value))
+    try:
+        text = encode_tool_result(value)
+    except Exception as exc:  # e.g. bytes that are not UTF-8, a circular structure
+        logger.info("tool %r returned a value that cannot be encoded", call.name, exc_info=True)
+        return _tool_message(
+            call,
+            f"Error: tool {call.name!r} returned a {type(value).__name__} that cannot be "
+            f"encoded as text for the model: {exc}",
+            kind="tool_error",
+        )
+    return _tool_message(call, text)
 
 
 async def _run_call(agent: Agent, run: LoopRun, plan: _Plan, turn: int) -> Message:
