@@ -192,7 +192,11 @@ class Tool:
             raise InvalidArgumentError(
                 f"cannot read the signature of tool {self.name!r}: {exc}"
             ) from exc
+        # Fields get neutral names (``p0``, ``p1``...) with the parameter's name as alias, so
+        # parameters pydantic reserves (``model_config``, ``schema``, ``json``, ``_x``...)
+        # work like any other; schema, validation and error locations use the alias.
         fields: dict[str, Any] = {}
+        self._param_names: dict[str, str] = {}
         for param in signature.parameters.values():
             if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD, param.POSITIONAL_ONLY):
                 raise InvalidArgumentError(
@@ -204,9 +208,15 @@ class Tool:
                 self._context_param = param.name
                 continue
             default = ... if param.default is param.empty else param.default
-            fields[param.name] = (
+            field_name = f"p{len(fields)}"
+            self._param_names[field_name] = param.name
+            fields[field_name] = (
                 annotation,
-                Field(default, description=param_docs.get(param.name) or None),
+                Field(
+                    default,
+                    alias=param.name,
+                    description=param_docs.get(param.name) or None,
+                ),
             )
         try:
             return cast(
@@ -228,7 +238,7 @@ class Tool:
             model = self.args_model.model_validate(dict(args))
         except ValidationError as exc:
             raise ToolArgumentsError(self.name, exc) from None
-        return {name: getattr(model, name) for name in type(model).model_fields}
+        return {param: getattr(model, field) for field, param in self._param_names.items()}
 
     async def invoke(self, args: Mapping[str, Any], *, context: ToolContext | None = None) -> Any:
         """Validate ``args`` and run the function (sync functions in a worker thread)."""
