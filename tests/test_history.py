@@ -281,3 +281,31 @@ def test_trim_dangling_properties(history_strategy: Any, data: st.DataObject) ->
         first = trimmed[0]
         assert first.role != "tool"
         assert not (first.tool_calls and not first.text.strip())
+
+
+# --- bad input ------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [None, 5, "user", Message("user", "x"), [Message("user", "x"), {"role": "user"}], [None]],
+    ids=["none", "int", "str", "one-message", "dict-item", "none-item"],
+)
+@pytest.mark.parametrize(
+    "fn",
+    [repair_history, trim_dangling, is_well_formed, well_formed_problems, group_bounds],
+    ids=["repair", "trim", "is_well_formed", "problems", "groups"],
+)
+def test_non_message_input_is_invalid_argument(fn: Any, bad: object) -> None:
+    from framework_agents.errors import InvalidArgumentError
+
+    with pytest.raises(InvalidArgumentError) as info:
+        fn(bad)
+    assert info.value.code == "INVALID_ARGUMENT"
+
+
+def test_any_iterable_of_messages_is_accepted() -> None:
+    history = [user(), calls("a"), result("a"), answer()]
+    assert repair_history(iter(history)) == history
+    assert repair_history(tuple(history)) == history
+    assert is_well_formed(m for m in history)

@@ -12,8 +12,9 @@ Cutting a history only between groups keeps it well formed.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Mapping, Sequence
 
+from .errors import InvalidArgumentError
 from .messages import Message, ToolCall
 
 __all__ = [
@@ -29,8 +30,24 @@ __all__ = [
 INTERRUPTED_TEXT = "Tool call was interrupted before it returned a result."
 
 
+def _messages(messages: Iterable[Message], fn: str) -> Sequence[Message]:
+    """``messages`` as a sequence of :class:`Message`, or a clear ``INVALID_ARGUMENT``."""
+    if isinstance(messages, str | bytes | Mapping | Message) or not isinstance(messages, Iterable):
+        raise InvalidArgumentError(
+            f"{fn}() takes a sequence of Message objects, not {type(messages).__name__}"
+        )
+    seq = messages if isinstance(messages, Sequence) else list(messages)
+    for i, msg in enumerate(seq):
+        if not isinstance(msg, Message):
+            raise InvalidArgumentError(
+                f"item {i} given to {fn}() is a {type(msg).__name__}, not a Message"
+            )
+    return seq
+
+
 def well_formed_problems(messages: Sequence[Message]) -> list[str]:
     """Every reason ``messages`` is not well formed (empty when it is)."""
+    messages = _messages(messages, "well_formed_problems")
     problems: list[str] = []
     open_calls: dict[str, ToolCall] = {}
     answered: set[str] = set()
@@ -92,6 +109,7 @@ def repair_history(messages: Sequence[Message]) -> list[Message]:
     The input list and its messages are not modified; a well-formed history comes back
     equal (same message objects, same order). Deterministic and idempotent.
     """
+    messages = _messages(messages, "repair_history")
     out: list[Message] = []
     calls: list[ToolCall] = []
     answered: set[str] = set()
@@ -126,6 +144,7 @@ def group_bounds(messages: Sequence[Message]) -> list[tuple[int, int]]:
     An assistant turn with tool calls owns the tool messages that directly follow it; a
     tool message with no such owner (an orphan at the head) is a group of its own.
     """
+    messages = _messages(messages, "group_bounds")
     bounds: list[tuple[int, int]] = []
     i, n = 0, len(messages)
     while i < n:
@@ -144,6 +163,7 @@ def trim_dangling(messages: Sequence[Message]) -> list[Message]:
     The result never opens on an orphaned tool message or on an assistant turn that holds
     only tool calls. Only the head is touched.
     """
+    messages = _messages(messages, "trim_dangling")
     i, n = 0, len(messages)
     while i < n:
         msg = messages[i]
