@@ -6,6 +6,8 @@ import asyncio
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from framework_agents import (
     Agent,
     FileMemory,
@@ -17,6 +19,7 @@ from framework_agents import (
     Snapshot,
     SnapshotData,
 )
+from framework_agents.errors import InvalidArgumentError
 
 
 def arun(coro: Any) -> Any:
@@ -101,3 +104,16 @@ def test_a_loaded_empty_history_is_not_reseeded_by_the_first_run() -> None:
     arun(agent.run("new"))
     # Like a session snapshot with an empty history, a loaded one wins over the seed.
     assert texts(model.calls[0].messages) == ["new"]
+
+
+@pytest.mark.parametrize(
+    "bad", ["user-42", object(), InMemoryStorage()], ids=["str", "obj", "storage"]
+)
+def test_a_session_manager_that_is_not_one_is_a_clear_error(bad: object) -> None:
+    model = echo_model()
+    agent = Agent(model, session_manager=bad)
+    with pytest.raises(InvalidArgumentError, match="session_manager"):
+        arun(agent.run("hi"))
+    assert model.calls == []
+    with pytest.raises(InvalidArgumentError, match="session_manager"):
+        arun(agent.load_snapshot(Snapshot(SnapshotData(state={}))))

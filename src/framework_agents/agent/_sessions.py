@@ -79,6 +79,20 @@ def _check_idle(agent: Agent, what: str) -> None:
         )
 
 
+def _manager(agent: Agent) -> Any:
+    """The agent's session manager (or ``None``); a clear error if it cannot be one."""
+    manager = agent.session_manager
+    if manager is not None and not (
+        callable(getattr(manager, "load_latest", None))
+        and callable(getattr(manager, "save_latest", None))
+    ):
+        raise InvalidArgumentError(
+            "session_manager must be a SessionManager (load_latest/save_latest), "
+            f"not {type(manager).__name__}"
+        )
+    return manager
+
+
 def set_system_prompt(agent: Agent, prompt: str | None) -> None:
     """Replace the agent's system prompt (and the prompt sent with the output schema)."""
     if prompt is not None and not isinstance(prompt, str):
@@ -104,7 +118,7 @@ async def _apply(agent: Agent, data: SnapshotData) -> None:
 async def restore_session(agent: Agent) -> bool:
     """Apply the session's latest snapshot once per agent; whether the session had one."""
     link = agent._session_link
-    manager = agent.session_manager
+    manager = _manager(agent)
     if manager is None or link.restored:
         return link.found or link.history_set
     snapshot = await manager.load_latest()
@@ -120,7 +134,7 @@ async def restore_session(agent: Agent) -> bool:
 
 async def save_session(agent: Agent) -> None:
     """``save_latest`` of the current messages and state (no-op without a session manager)."""
-    manager = agent.session_manager
+    manager = _manager(agent)
     if manager is None:
         return
     link = agent._session_link
