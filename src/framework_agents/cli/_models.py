@@ -72,17 +72,29 @@ def make_model(
     max_tokens: int | None = None,
     n_ctx: int = 4096,
 ) -> Model:
-    """The model a ``--model`` value names (``INVALID_ARGUMENT`` for an unknown one)."""
+    """The model a ``--model`` value names (``INVALID_ARGUMENT`` for an unknown one).
+
+    ``max_tokens=None`` keeps the model's own default; ``base_url`` applies to ``openai:``
+    and ``anthropic:`` models only (``INVALID_ARGUMENT`` for the others).
+    """
     kind, _, name = spec.partition(":")
     kind = kind.strip().lower()
+    if base_url is not None and kind in ("local", "echo"):
+        raise InvalidArgumentError(
+            f"--base-url applies to openai:NAME and anthropic:NAME models, not {spec!r}"
+        )
     if kind == "local" and not name:
+        if max_tokens is None:
+            return LocalModel(n_ctx=n_ctx)
         return LocalModel(max_tokens=max_tokens, n_ctx=n_ctx)
     if kind == "echo" and not name:
         return EchoModel()
     if kind == "openai" and name:
         return OpenAIModel(name, base_url=base_url, max_tokens=max_tokens)
     if kind == "anthropic" and name:
-        return AnthropicModel(name, max_tokens=max_tokens or 1024)
+        if max_tokens is None:
+            return AnthropicModel(name, base_url=base_url)
+        return AnthropicModel(name, base_url=base_url, max_tokens=max_tokens)
     raise InvalidArgumentError(f"unknown model {spec!r}; use {MODEL_HELP}")
 
 
