@@ -13,7 +13,7 @@ from pathlib import Path
 from types import EllipsisType
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from .._fs import atomic_write, read_bytes_or_none, sweep_temp_files
 from ..errors import (
@@ -24,6 +24,7 @@ from ..errors import (
     ThreadBusyError,
 )
 from ..history import well_formed_problems
+from ..memory._document import strict_loads
 from ..messages import Message, ToolCall
 from ._io import run_blocking
 from .lock import with_file_lock
@@ -81,7 +82,7 @@ class _Progress(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    version: int = PROGRESS_FORMAT_VERSION
+    version: int = Field(PROGRESS_FORMAT_VERSION, strict=True)
     thread_id: str
     base: str
     saved_at: datetime
@@ -102,6 +103,22 @@ class _Progress(BaseModel):
                 f"understands (1..{PROGRESS_FORMAT_VERSION})"
             )
         return value
+
+
+def _strict_json(path: Path, data: bytes) -> Any:
+    """Parse like ``memory.json``: what would not read back equal once saved is corrupt.
+
+    A duplicate key, NaN/Infinity, an out-of-range number or an escaped lone surrogate
+    would be accepted by a lenient parser and silently altered by the next save.
+    """
+    try:
+        return strict_loads(data)
+    except RecursionError:
+        raise CheckpointCorruptError(f"checkpoint {str(path)!r} is nested too deeply") from None
+    except ValueError as exc:
+        raise CheckpointCorruptError(
+            f"checkpoint {str(path)!r} is unreadable (document: invalid JSON: {exc})"
+        ) from None
 
 
 def _corrupt(path: Path, exc: ValidationError) -> CheckpointCorruptError:
@@ -172,7 +189,7 @@ class FileCheckpointer:
 
     def _parse(self, thread_id: str, path: Path, data: bytes) -> ThreadCheckpoint:
         try:
-            checkpoint = ThreadCheckpoint.model_validate_json(data)
+            checkpoint = ThreadCheckpoint.model_validate(_strict_json(path, data))
         except ValidationError as exc:
             raise _corrupt(path, exc) from exc
         except AgentError as exc:
@@ -185,7 +202,7 @@ class FileCheckpointer:
 
     def _parse_progress(self, thread_id: str, path: Path, data: bytes) -> _Progress:
         try:
-            progress = _Progress.model_validate_json(data)
+            progress = _Progress.model_validate(_strict_json(path, data))
         except ValidationError as exc:
             raise _corrupt(path, exc) from exc
         if progress.thread_id != thread_id:

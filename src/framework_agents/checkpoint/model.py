@@ -55,7 +55,7 @@ class ThreadCheckpoint(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    version: int = CHECKPOINT_FORMAT_VERSION
+    version: int = Field(CHECKPOINT_FORMAT_VERSION, strict=True)  # 1.0, "1", true: corrupt
     thread_id: str
     saved_at: datetime = Field(default_factory=_now)
     messages: list[Message] = Field(default_factory=list)

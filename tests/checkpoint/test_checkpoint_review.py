@@ -1,0 +1,95 @@
+"""Review pass over the checkpointers and the file lock: strict reads, values JSON cannot
+hold, junk on disk, argument validation, descriptors, a lock file deleted while held."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import pytest
+
+from framework_agents import Message, ToolCall
+from framework_agents.checkpoint import (
+    FileCheckpointer,
+    ThreadCheckpoint,
+)
+from framework_agents.errors import CheckpointCorruptError
+
+
+def run(coro: object) -> object:
+    return asyncio.run(coro)  # type: ignore[arg-type]
+
+
+def sample(thread_id: str = "t1") -> ThreadCheckpoint:
+    messages = [Message("user", "publish it"), Message("assistant", "done")]
+    return ThreadCheckpoint(thread_id, None, messages, {"step": 3})
+
+
+# -- strict reads: what would not read back equal once saved again is corrupt ----------
+
+STRICT_CORRUPT = [
+    pytest.param(b'{"thread_id": "t1", "state": {"x": NaN}}', id="nan"),
+    pytest.param(b'{"thread_id": "t1", "state": {"x": Infinity}}', id="infinity"),
+    pytest.param(b'{"thread_id": "t1", "state": {"x": -Infinity}}', id="minus-infinity"),
+    pytest.param(b'{"thread_id": "t1", "state": {"x": 1e999}}', id="out-of-range"),
+    pytest.param(b'{"thread_id": "t1", "state": {"x": 1, "x": 2}}', id="duplicate-key"),
+    pytest.param(b'{"thread_id": "t1", "thread_id": "t1"}', id="duplicate-top-key"),
+    pytest.param(b'{"version": "1", "thread_id": "t1"}', id="version-string"),
+    pytest.param(b'{"version": 1.0, "thread_id": "t1"}', id="version-float"),
+    pytest.param(b'{"version": true, "thread_id": "t1"}', id="version-bool"),
+    pytest.param(
+        b'{"thread_id": "t1", "messages": [{"role": "user", "content": "\\ud800"}]}',
+        id="lone-surrogate",
+    ),
+]
+
+
+@pytest.mark.parametrize("data", STRICT_CORRUPT)
+def test_a_checkpoint_that_would_not_read_back_equal_is_corrupt_and_kept(
+    tmp_path: Path, data: bytes
+) -> None:
+    path = tmp_path / "threads" / "t1" / "checkpoint.json"
+    path.parent.mkdir(parents=True)
+    path.write_bytes(data)
+    cp = FileCheckpointer(tmp_path)
+    with pytest.raises(CheckpointCorruptError) as err:
+        run(cp.load("t1"))
+    assert err.value.code == "CHECKPOINT_CORRUPT"
+    with pytest.raises(CheckpointCorruptError):
+        run(cp.save(sample()))
+    assert path.read_bytes() == data
+
+
+def test_every_truncation_of_a_real_checkpoint_is_corrupt(tmp_path: Path) -> None:
+    cp = FileCheckpointer(tmp_path)
+    call = ToolCall("c1", "publish", {"text": "hi"})
+    run(cp.save(ThreadCheckpoint("t1", None, sample().messages, {"a": [1.5, None]}, call)))
+    data = cp.path("t1").read_bytes()
+    for cut in range(len(data)):  # every proper prefix
+        cp.path("t1").write_bytes(data[:cut])
+        with pytest.raises(CheckpointCorruptError):
+            run(FileCheckpointer(tmp_path).load("t1"))
+        assert cp.path("t1").read_bytes() == data[:cut]
+
+
+@pytest.mark.parametrize(
+    "data",
+    [
+        pytest.param(b'"state": {"x": NaN}', id="nan"),
+        pytest.param(b'"state": {"x": 1, "x": 2}', id="duplicate-key"),
+    ],
+)
+def test_a_progress_file_that_would_not_read_back_equal_is_corrupt(
+    tmp_path: Path, data: bytes
+) -> None:
+    cp = FileCheckpointer(tmp_path)
+    base = sample()
+    run(cp.save(base))
+    run(cp.save_progress(base.model_copy(update={"state": {"x": 1}})))
+    progress = cp.path("t1").with_name("progress.json")
+    text = progress.read_bytes().replace(b'"state":{"x":1}', data)
+    assert text != progress.read_bytes()
+    progress.write_bytes(text)
+    with pytest.raises(CheckpointCorruptError):
+        run(FileCheckpointer(tmp_path).load("t1"))
+    assert progress.read_bytes() == text
