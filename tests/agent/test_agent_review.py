@@ -244,3 +244,40 @@ def test_a_tool_result_that_cannot_be_encoded_is_a_tool_error_the_model_sees(val
     assert error.role == "tool" and error.tool_call_id == "c1"
     assert error.kind == "tool_error"
     assert "weird" in error.text and "encode" in error.text
+
+
+# -- constructor arguments ---------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "kwargs",
+    [
+        pytest.param({"tools": 5}, id="tools-int"),
+        pytest.param({"tools": "abc"}, id="tools-str"),
+        pytest.param({"middleware": 5}, id="middleware-int"),
+        pytest.param({"memory": "x"}, id="memory-str"),
+        pytest.param({"memory": object()}, id="memory-object"),
+        pytest.param({"conversation_manager": "x"}, id="manager-str"),
+        pytest.param({"initial_messages": 5}, id="initial-int"),
+        pytest.param({"initial_messages": Message("user", "x")}, id="initial-one-message"),
+    ],
+)
+def test_constructor_arguments_of_the_wrong_kind_are_invalid_argument(
+    kwargs: dict[str, Any],
+) -> None:
+    with pytest.raises(InvalidArgumentError) as info:
+        Agent(ScriptedModel(["ok"]), **kwargs)
+    assert next(iter(kwargs)) in str(info.value)
+
+
+def test_none_for_tools_or_middleware_means_none() -> None:
+    agent = Agent(ScriptedModel(["ok"]), tools=None, middleware=None)  # type: ignore[arg-type]
+    assert agent.tools == () and agent.middleware == ()
+    assert arun(agent.run("q")).text == "ok"
+
+
+def test_initial_messages_from_a_generator_are_all_kept() -> None:
+    seed = (Message("user" if i % 2 == 0 else "assistant", f"m{i}") for i in range(2))
+    agent = Agent(ScriptedModel(["ok"]), initial_messages=seed)
+    assert [m.text for m in agent.initial_messages] == ["m0", "m1"]
+    assert [m.text for m in arun(agent.run("q")).messages] == ["m0", "m1", "q", "ok"]

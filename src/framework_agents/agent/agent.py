@@ -29,7 +29,7 @@ Seams for the follow-up integrations (kept small on purpose):
 
 from __future__ import annotations
 
-from collections.abc import AsyncGenerator, AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Iterable, Mapping, Sequence
 from typing import Any, Literal
 
 from pydantic import BaseModel
@@ -115,7 +115,7 @@ class Agent:
         if not callable(getattr(model, "complete", None)):
             raise InvalidArgumentError(f"model must have an async complete(), got {model!r:.100}")
         self.model: Model = model
-        self.tools: tuple[Tool, ...] = tuple(as_tool(t) for t in tools)
+        self.tools: tuple[Tool, ...] = tuple(as_tool(t) for t in _items(tools, "tools"))
         names = [t.name for t in self.tools]
         duplicates = sorted({n for n in names if names.count(n) > 1})
         if duplicates:
@@ -123,17 +123,20 @@ class Agent:
         if system_prompt is not None and not isinstance(system_prompt, str):
             raise InvalidArgumentError("system_prompt must be a str or None")
         self.system_prompt: str | None = system_prompt
+        _check_methods(memory, "memory", ("load", "save", "clear"))
         self.memory: Memory = memory if memory is not None else _default_memory()
+        _check_methods(
+            conversation_manager, "conversation_manager", ("apply", "before_model", "reduce")
+        )
         self.conversation_manager: ConversationManager = (
             conversation_manager if conversation_manager is not None else _default_manager()
         )
         self.session_manager: Any = session_manager
-        if initial_messages is not None and not all(
-            isinstance(m, Message) for m in initial_messages
-        ):
+        seed = _items(initial_messages, "initial_messages")
+        if not all(isinstance(m, Message) for m in seed):
             raise InvalidArgumentError("initial_messages must be Message objects")
-        self.initial_messages: list[Message] = list(initial_messages or [])
-        self.middleware: tuple[object, ...] = tuple(middleware)
+        self.initial_messages: list[Message] = list(seed)
+        self.middleware: tuple[object, ...] = _items(middleware, "middleware")
         if response_format is not None and not (
             isinstance(response_format, type) and issubclass(response_format, BaseModel)
         ):
@@ -459,6 +462,25 @@ class Agent:
     def __repr__(self) -> str:
         return (
             f"Agent(agent_id={self.agent_id!r}, model={self.model!r:.60}, tools={len(self.tools)})"
+        )
+
+
+def _items(value: object, label: str) -> tuple[Any, ...]:
+    """``value`` as a tuple (``None``: empty); ``INVALID_ARGUMENT`` unless a collection."""
+    if value is None:
+        return ()
+    if isinstance(value, str | bytes | Mapping | Message) or not isinstance(value, Iterable):
+        raise InvalidArgumentError(f"{label} must be a list or tuple, not {value!r:.100}")
+    return tuple(value)
+
+
+def _check_methods(value: object, label: str, methods: Sequence[str]) -> None:
+    """``INVALID_ARGUMENT`` unless ``value`` is ``None`` or has every one of ``methods``."""
+    missing = [m for m in methods if not callable(getattr(value, m, None))]
+    if value is not None and missing:
+        raise InvalidArgumentError(
+            f"{label} must have async {', '.join(methods)} methods; {value!r:.100} lacks "
+            f"{', '.join(missing)}"
         )
 
 
