@@ -15,13 +15,14 @@ import contextlib
 import logging
 import math
 import os
+import stat
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from .._fs import atomic_write, fsync_dir, read_bytes_or_none, sweep_temp_files
-from ..errors import InvalidArgumentError
+from .._fs import atomic_write, fsync_dir, sweep_temp_files
+from ..errors import InvalidArgumentError, MemoryCorruptError
 from ..messages import Message
 from ._document import FOOTER, HEADER, SEP, encode_message, encode_stored, parse_document
 from ._window import (
@@ -186,10 +187,10 @@ class FileMemory:
     # -- blocking parts, run in a worker thread ---------------------------------------
 
     def _load_sync(self) -> list[Message]:
-        data = read_bytes_or_none(self.path)
-        if data is None:
+        found = _read_document(self.path)
+        if found is None:
             return []
-        return bounded_view(parse_document(data, self.path), self.max_messages)
+        return bounded_view(parse_document(found[0], self.path), self.max_messages)
 
     def _update_sync(
         self, fragments: list[bytes], shapes: bytes, *, append: bool, create: bool
@@ -219,23 +220,21 @@ class FileMemory:
     def _open_lock(self, *, create: bool) -> int | None:
         flags = os.O_RDWR | os.O_CREAT | os.O_CLOEXEC
         try:
+            try:
+                return os.open(self.lock_path, flags, 0o644)
+            except FileNotFoundError:
+                if not create:
+                    return None
+            _make_dirs(self.dir)
             return os.open(self.lock_path, flags, 0o644)
-        except FileNotFoundError:
-            if not create:
-                return None
-        _make_dirs(self.dir)
-        return os.open(self.lock_path, flags, 0o644)
+        except NotADirectoryError:
+            raise _not_a_directory(self.dir) from None
 
     def _read_current(self) -> _Known:
-        try:
-            fd = os.open(self.path, os.O_RDONLY | os.O_CLOEXEC)
-        except FileNotFoundError:
+        found = _read_document(self.path)
+        if found is None:
             return _EMPTY
-        try:
-            st = os.fstat(fd)
-            data = _read_all(fd, st.st_size)
-        finally:
-            os.close(fd)
+        data, st = found
         ident = _ident_of(st)
         known = self._known
         # The identity alone is not proof: inode numbers are reused and timestamps are
@@ -271,6 +270,40 @@ def _encode(messages: Sequence[Message]) -> tuple[list[bytes], bytes]:
     """
     new = check_messages(messages)
     return [encode_message(m) for m in new], bytes(shape_of(m) for m in new)
+
+
+def _not_a_directory(directory: Path) -> InvalidArgumentError:
+    return InvalidArgumentError(f"FileMemory dir {str(directory)!r} is not a directory")
+
+
+def _not_a_file(path: Path) -> MemoryCorruptError:
+    return MemoryCorruptError(
+        f"{path} is not a regular file; it was left untouched — inspect or remove it to continue"
+    )
+
+
+def _read_document(path: Path) -> tuple[bytes, os.stat_result] | None:
+    """The bytes and ``fstat`` of ``memory.json``, or ``None`` when it does not exist.
+
+    Anything but a regular file there (a directory, a FIFO that would block the reader
+    forever, a device) is ``MEMORY_CORRUPT`` and left alone.
+    """
+    try:
+        # O_NONBLOCK: opening a FIFO must not wait for a writer (no effect on a file).
+        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC | os.O_NONBLOCK)
+    except FileNotFoundError:
+        return None
+    except NotADirectoryError:
+        raise _not_a_directory(path.parent) from None
+    except IsADirectoryError:
+        raise _not_a_file(path) from None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise _not_a_file(path)
+        return _read_all(fd, st.st_size), st
+    finally:
+        os.close(fd)
 
 
 def _read_all(fd: int, size: int) -> bytes:
