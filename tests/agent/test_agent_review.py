@@ -3,21 +3,31 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from pydantic import BaseModel
 
 from framework_agents import (
     Agent,
     ContextOverflowError,
     FunctionModel,
     HitlDecisionError,
+    HitlInterrupt,
+    InMemoryMemory,
     InvalidArgumentError,
+    MaxTurnsError,
     Message,
     ModelError,
+    OutputInvalidError,
     ScriptedModel,
     ToolCall,
+    is_well_formed,
     tool,
+    well_formed_problems,
 )
 
 
@@ -281,3 +291,114 @@ def test_initial_messages_from_a_generator_are_all_kept() -> None:
     agent = Agent(ScriptedModel(["ok"]), initial_messages=seed)
     assert [m.text for m in agent.initial_messages] == ["m0", "m1"]
     assert [m.text for m in arun(agent.run("q")).messages] == ["m0", "m1", "q", "ok"]
+
+
+# -- property: whatever managers, middleware, tools and the model do, histories stay sendable
+
+
+class _Chaos:
+    """A manager and middleware that hand back random sub-sequences (order kept, or not)."""
+
+    def __init__(self, data: Any) -> None:
+        self.data = data
+
+    def _mangle(self, messages: Any) -> list[Message]:
+        items = list(messages)
+        if not items or not self.data.draw(st.booleans(), label="mangle"):
+            return items
+        keep = self.data.draw(st.lists(st.booleans(), min_size=len(items), max_size=len(items)))
+        out = [m for m, k in zip(items, keep, strict=True) if k]
+        if out and self.data.draw(st.booleans(), label="duplicate"):
+            out.append(out[self.data.draw(st.integers(0, len(out) - 1))])
+        if self.data.draw(st.booleans(), label="reverse"):
+            out.reverse()
+        return out
+
+    async def apply(self, messages: Any) -> list[Message]:
+        return self._mangle(messages)
+
+    async def before_model(self, messages: Any) -> list[Message]:
+        return self._mangle(messages)
+
+    async def reduce(self, messages: Any) -> list[Message]:
+        return self._mangle(messages)[: max(len(messages) - 1, 0)]
+
+    def before_model_hook(self, ctx: Any) -> None:
+        ctx.messages = self._mangle(ctx.messages)
+
+
+class _ChaosMiddleware:
+    def __init__(self, chaos: _Chaos) -> None:
+        self.chaos = chaos
+
+    def before_model(self, ctx: Any) -> None:
+        self.chaos.before_model_hook(ctx)
+
+
+class _Answer(BaseModel):
+    value: int
+
+
+@tool
+def boom(n: int) -> str:
+    """Always fails."""
+    raise RuntimeError(f"boom {n}")
+
+
+_CALLS = st.sampled_from(
+    [
+        ("echo", {"text": "hi"}),
+        ("echo", {"wrong": 1}),
+        ("boom", {"n": 1}),
+        ("danger", {"x": 2}),
+        ("missing", {}),
+    ]
+)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data())
+def test_every_history_sent_or_stored_is_well_formed_under_chaos(data: Any) -> None:
+    chaos = _Chaos(data)
+    structured = data.draw(st.booleans(), label="structured")
+    sent: list[list[Message]] = []
+    counter = iter(range(10_000))
+
+    def answer(messages: list[Message], tools: Any) -> Message | str:
+        sent.append(list(messages))
+        kind = data.draw(st.sampled_from(["calls", "overflow", "bad-output", "final"]))
+        if kind == "calls":
+            calls = data.draw(st.lists(_CALLS, min_size=1, max_size=3))
+            return Message(
+                "assistant",
+                tool_calls=[ToolCall(f"c{next(counter)}", name, args) for name, args in calls],
+            )
+        if kind == "overflow":
+            raise ContextOverflowError("too long")
+        if kind == "bad-output":
+            return "not json"
+        return '{"value": 1}' if structured else "done"
+
+    def decide(tool_name: str, args: dict[str, Any]) -> Any:
+        return data.draw(st.sampled_from(["approve", {"reject": "no"}, {"suspend": True}]))
+
+    memory = InMemoryMemory(max_messages=1000)
+    agent = Agent(
+        FunctionModel(answer),
+        tools=[echo, boom, danger],
+        memory=memory,
+        conversation_manager=chaos,
+        middleware=[_ChaosMiddleware(chaos)],
+        response_format=_Answer if structured else None,
+        decide=decide,
+        max_turns=6,
+    )
+    for prompt in ("one", "two", None):
+        expected = (HitlInterrupt, MaxTurnsError, OutputInvalidError, ContextOverflowError)
+        with contextlib.suppress(*expected):
+            arun(agent.run(prompt))
+        assert is_well_formed(agent.messages)
+        assert is_well_formed(arun(memory.load()))
+        assert not agent.running
+    for messages in sent:
+        assert is_well_formed(messages), well_formed_problems(messages)
