@@ -11,9 +11,10 @@ import pytest
 from framework_agents import Message, ToolCall
 from framework_agents.checkpoint import (
     FileCheckpointer,
+    InMemoryCheckpointer,
     ThreadCheckpoint,
 )
-from framework_agents.errors import CheckpointCorruptError
+from framework_agents.errors import CheckpointCorruptError, StateNotJsonError
 
 
 def run(coro: object) -> object:
@@ -93,3 +94,74 @@ def test_a_progress_file_that_would_not_read_back_equal_is_corrupt(
     with pytest.raises(CheckpointCorruptError):
         run(FileCheckpointer(tmp_path).load("t1"))
     assert progress.read_bytes() == text
+
+
+# -- values JSON cannot hold are refused on save, never stored altered ---------------
+
+NAN = float("nan")
+TURN_CALL = ToolCall("c9", "publish", {"text": "x"})
+
+
+def _not_json(kind: str) -> ThreadCheckpoint:
+    base = sample()
+    if kind == "state-nan":
+        return base.model_copy(update={"state": {"x": NAN}})
+    if kind == "state-infinity":
+        return base.model_copy(update={"state": {"deep": [{"x": float("inf")}]}})
+    if kind == "state-object":
+        return base.model_copy(update={"state": {"x": {1, 2}}})
+    if kind == "state-int-key":
+        return base.model_copy(update={"state": {"x": {1: "a"}}})
+    if kind == "metadata-nan":
+        return ThreadCheckpoint("t1", None, [Message("user", "u", metadata={"score": NAN})])
+    if kind == "args-nan":
+        call = ToolCall("c1", "f", {"v": NAN})
+        messages = [
+            Message("user", "u"),
+            Message("assistant", "", tool_calls=[call]),
+            Message("tool", "r", tool_call_id="c1", name="f"),
+        ]
+        return ThreadCheckpoint("t1", None, messages)
+    if kind == "pending-nan":
+        return base.model_copy(update={"pending": ToolCall("c1", "f", {"v": NAN})})
+    if kind == "decisions-nan":
+        return base.model_copy(update={"decisions": {"f": {"edit": {"v": NAN}}}})
+    if kind == "turn-nan":
+        turn = Message("assistant", "", tool_calls=[ToolCall("c9", "f", {"v": NAN})])
+        return base.model_copy(update={"turn": turn})
+    if kind == "lone-surrogate":
+        return ThreadCheckpoint("t1", None, [Message("user", "bad \ud800 text")])
+    raise AssertionError(kind)
+
+
+NOT_JSON = [
+    "state-nan",
+    "state-infinity",
+    "state-object",
+    "state-int-key",
+    "metadata-nan",
+    "args-nan",
+    "pending-nan",
+    "decisions-nan",
+    "turn-nan",
+    "lone-surrogate",
+]
+
+
+@pytest.mark.parametrize("kind", NOT_JSON)
+@pytest.mark.parametrize("method", ["save", "save_progress"])
+@pytest.mark.parametrize("which", ["file", "memory"])
+def test_values_json_cannot_hold_are_state_not_json_and_nothing_is_written(
+    tmp_path: Path, kind: str, method: str, which: str
+) -> None:
+    cp = FileCheckpointer(tmp_path) if which == "file" else InMemoryCheckpointer()
+    before = sample()
+
+    async def main() -> None:
+        await cp.save(before)
+        with pytest.raises(StateNotJsonError) as err:
+            await getattr(cp, method)(_not_json(kind))
+        assert err.value.code == "STATE_NOT_JSON"
+        assert await cp.load("t1") == before
+
+    run(main())

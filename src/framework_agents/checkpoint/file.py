@@ -28,7 +28,7 @@ from ..memory._document import strict_loads
 from ..messages import Message, ToolCall
 from ._io import run_blocking
 from .lock import with_file_lock
-from .model import ThreadCheckpoint, check_thread_id
+from .model import ThreadCheckpoint, check_storable, check_thread_id, to_json
 
 __all__ = ["FileCheckpointer"]
 
@@ -321,18 +321,20 @@ class FileCheckpointer:
         ):
             # The stored history is not the one given: only a full save is right.
             _check_well_formed(checkpoint)
-            self._write(checkpoint, ThreadCheckpoint.__pydantic_serializer__.to_json(checkpoint))
+            check_storable(checkpoint)
+            self._write(checkpoint, to_json(checkpoint))
             return
         fields = {name: getattr(checkpoint, name) for name in _OVERLAY}
         progress = _Progress(thread_id=thread_id, base=known.digest, **fields)
         target = self.thread_dir(thread_id) / PROGRESS_FILE
-        atomic_write(target, progress.model_dump_json().encode())
+        atomic_write(target, to_json(progress))
 
     async def save(self, checkpoint: ThreadCheckpoint) -> None:
         """Atomically replace the thread's checkpoint, under the thread's write lock."""
         _check_checkpoint(checkpoint)
         _check_well_formed(checkpoint)
-        payload = ThreadCheckpoint.__pydantic_serializer__.to_json(checkpoint)
+        check_storable(checkpoint)  # STATE_NOT_JSON rather than stored altered
+        payload = to_json(checkpoint)
         async with self._locked(checkpoint.thread_id, WRITE_LOCK_FILE, self.lock_timeout):
             await run_blocking(self._write, checkpoint, payload)
 
@@ -344,6 +346,7 @@ class FileCheckpointer:
         size of the turn, not of the history. Otherwise this is a full :meth:`save`.
         """
         _check_checkpoint(checkpoint)
+        check_storable(checkpoint, history=False)  # the history is checked if it is written
         async with self._locked(checkpoint.thread_id, WRITE_LOCK_FILE, self.lock_timeout):
             await run_blocking(self._write_progress, checkpoint)
 

@@ -10,7 +10,7 @@ from types import EllipsisType
 from ..errors import InvalidArgumentError, ThreadBusyError
 from ..history import well_formed_problems
 from .lock import LocalLocks
-from .model import ThreadCheckpoint, check_thread_id
+from .model import ThreadCheckpoint, check_storable, check_thread_id, to_json
 
 __all__ = ["InMemoryCheckpointer"]
 
@@ -43,8 +43,8 @@ class InMemoryCheckpointer:
                 f"checkpoint messages of thread {checkpoint.thread_id!r} are not well formed: "
                 + "; ".join(problems[:3])
             )
-        payload = ThreadCheckpoint.__pydantic_serializer__.to_json(checkpoint)
-        self._data[checkpoint.thread_id] = payload
+        check_storable(checkpoint)  # STATE_NOT_JSON rather than stored altered
+        self._data[checkpoint.thread_id] = to_json(checkpoint)
 
     async def save_progress(self, checkpoint: ThreadCheckpoint) -> None:
         """Same as :meth:`save` (nothing to gain from a delta in memory)."""

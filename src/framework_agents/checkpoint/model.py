@@ -18,16 +18,25 @@ The fields beyond ``pending`` implement the at-most-once protocol (``docs/checkp
 
 from __future__ import annotations
 
+import math
 import re
 from datetime import UTC, datetime
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic_core import PydanticSerializationError
 
-from ..errors import ThreadIdInvalidError
+from ..errors import StateNotJsonError, ThreadIdInvalidError
 from ..messages import Message, ToolCall
 
-__all__ = ["CHECKPOINT_FORMAT_VERSION", "THREAD_ID_PATTERN", "ThreadCheckpoint", "check_thread_id"]
+__all__ = [
+    "CHECKPOINT_FORMAT_VERSION",
+    "THREAD_ID_PATTERN",
+    "ThreadCheckpoint",
+    "check_storable",
+    "check_thread_id",
+    "to_json",
+]
 
 #: Version of the JSON shape of a checkpoint; readers refuse newer ones (CHECKPOINT_CORRUPT).
 CHECKPOINT_FORMAT_VERSION = 1
@@ -44,6 +53,71 @@ def check_thread_id(thread_id: object) -> str:
             "(^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$)"
         )
     return thread_id
+
+
+def _json_problem(value: Any, path: str) -> str | None:
+    """Where ``value`` stops being plain JSON (a NaN, a set, a non-str key...), or ``None``."""
+    stack = [(value, path)]
+    while stack:
+        item, where = stack.pop()
+        if item is None or isinstance(item, bool | int | str):
+            continue
+        if isinstance(item, float):
+            if not math.isfinite(item):
+                return f"{where} is {item!r}, which JSON cannot hold"
+        elif isinstance(item, list):
+            stack.extend((v, f"{where}[{i}]") for i, v in enumerate(item))
+        elif isinstance(item, dict):
+            for key, v in item.items():
+                if not isinstance(key, str):
+                    return f"{where} has the non-string key {key!r}"
+                stack.append((v, f"{where}[{key!r}]"))
+        else:
+            return f"{where} is a {type(item).__name__}, not a JSON value"
+    return None
+
+
+def _message_problem(message: Message, where: str) -> str | None:
+    if message.metadata:
+        problem = _json_problem(message.metadata, f"{where}.metadata")
+        if problem:
+            return problem
+    for j, call in enumerate(message.tool_calls):
+        problem = _json_problem(call.args, f"{where}.tool_calls[{j}].args")
+        if problem:
+            return problem
+    return None
+
+
+def check_storable(checkpoint: ThreadCheckpoint, *, history: bool = True) -> None:
+    """STATE_NOT_JSON unless every free-form value of ``checkpoint`` is plain JSON.
+
+    A NaN would be stored as ``null``, a set as a list, a tuple key would crash the
+    serialiser: a checkpoint is refused rather than stored altered. ``history=False``
+    skips ``messages`` (a delta that does not write them).
+    """
+    problems: list[str | None] = [
+        _json_problem(checkpoint.state, "state"),
+        _json_problem(checkpoint.decisions, "decisions"),
+    ]
+    calls = [*checkpoint.in_flight, *([checkpoint.pending] if checkpoint.pending else [])]
+    problems += [_json_problem(c.args, f"call {c.id!r}.args") for c in calls]
+    tail = [("turn", checkpoint.turn)] if checkpoint.turn is not None else []
+    tail += [(f"results[{i}]", m) for i, m in enumerate(checkpoint.results)]
+    if history:
+        tail += [(f"messages[{i}]", m) for i, m in enumerate(checkpoint.messages)]
+    problems += [_message_problem(m, where) for where, m in tail]
+    found = next((p for p in problems if p), None)
+    if found:
+        raise StateNotJsonError(f"checkpoint of thread {checkpoint.thread_id!r}: {found}")
+
+
+def to_json(model: BaseModel) -> bytes:
+    """The JSON bytes of a checked checkpoint (STATE_NOT_JSON for unencodable text)."""
+    try:
+        return model.__pydantic_serializer__.to_json(model)
+    except PydanticSerializationError as exc:  # e.g. a lone surrogate in some text
+        raise StateNotJsonError(f"a checkpoint cannot be stored as JSON: {exc}") from None
 
 
 def _now() -> datetime:
