@@ -193,7 +193,8 @@ class _StreamState:
         self.events = 0
         self.text: list[str] = []
         self.reasoning: list[str] = []
-        self.calls: dict[int, list[Any]] = {}  # index -> [id, name, [argument pieces]]
+        self.calls: list[list[Any]] = []  # [id, name, [argument pieces]], in order opened
+        self._by_index: dict[int, list[Any]] = {}
         self.finish_reason: str | None = None
         self.usage: object = None
         self.model: str | None = None
@@ -219,7 +220,7 @@ class _StreamState:
                 self.text.append(content)
                 out.append(TextDelta(content))
             for call in delta.get("tool_calls") or []:
-                slot = self.calls.setdefault(call.get("index", 0), [None, "", []])
+                slot = self._slot(call)
                 function = call.get("function") or {}
                 slot[0] = slot[0] or call.get("id")
                 slot[1] = slot[1] or function.get("name") or ""
@@ -229,8 +230,26 @@ class _StreamState:
                 self.finish_reason = choice["finish_reason"]
         return out
 
+    def _slot(self, call: Mapping[str, Any]) -> list[Any]:
+        """The call a tool-call delta continues, or a new one.
+
+        Deltas are matched by ``index``; a delta that brings a different ``id`` starts a new
+        call even under a known index (Ollama labels every call of a turn ``index: 0``), and
+        a delta without an index (Gemini) continues the last call unless it brings an id.
+        """
+        index, call_id = call.get("index"), call.get("id")
+        slot = self._by_index.get(index) if isinstance(index, int) else None
+        if slot is None and not isinstance(index, int) and self.calls:
+            slot = self.calls[-1]
+        if slot is None or (call_id and slot[0] and call_id != slot[0]):
+            slot = [None, "", []]
+            self.calls.append(slot)
+        if isinstance(index, int):
+            self._by_index[index] = slot
+        return slot
+
     def message(self) -> Message:
-        calls = [(c[0], c[1], "".join(c[2])) for _, c in sorted(self.calls.items())]
+        calls = [(c[0], c[1], "".join(c[2])) for c in self.calls]
         return _build_message(
             text="".join(self.text),
             reasoning="".join(self.reasoning),
