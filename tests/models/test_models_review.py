@@ -113,3 +113,35 @@ def test_interleaved_indexed_calls_are_still_merged_by_index() -> None:
         )
     )
     assert message.tool_calls == [PARIS, TOKYO]
+
+
+@pytest.mark.parametrize("raw", [[1, 2], 5, True], ids=["list", "int", "bool"])
+def test_tool_arguments_that_are_neither_text_nor_an_object_become_a_tool_error(raw: Any) -> None:
+    from framework_agents.models.anthropic import from_anthropic_message
+    from framework_agents.models.openai import from_openai_message
+
+    openai_message = from_openai_message(
+        {
+            "choices": [
+                {
+                    "message": {
+                        "role": "assistant",
+                        "tool_calls": [
+                            {
+                                "id": "c1",
+                                "type": "function",
+                                "function": {"name": "t", "arguments": raw},
+                            }
+                        ],
+                    },
+                    "finish_reason": "tool_calls",
+                }
+            ]
+        }
+    )
+    anthropic_message = from_anthropic_message(
+        {"content": [{"type": "tool_use", "id": "c1", "name": "t", "input": raw}]}
+    )
+    for message in (openai_message, anthropic_message):
+        assert message.tool_calls == [ToolCall("c1", "t", {"_raw": json.dumps(raw)})]
+        assert "c1" in message.metadata["tool_args_errors"]

@@ -141,7 +141,7 @@ def status_error(provider: str, status: int | None, message: str, body: object) 
     return ModelError(text, code=code)
 
 
-def parse_tool_arguments(raw: str | Mapping[str, Any] | None) -> tuple[dict[str, Any], str | None]:
+def parse_tool_arguments(raw: object) -> tuple[dict[str, Any], str | None]:
     """Tool-call arguments as a dict, and why they were unusable (``None`` when fine).
 
     Empty text means no arguments. Text that is not a JSON object is kept verbatim as
@@ -152,6 +152,9 @@ def parse_tool_arguments(raw: str | Mapping[str, Any] | None) -> tuple[dict[str,
         return {}, None
     if isinstance(raw, Mapping):
         return dict(raw), None
+    if not isinstance(raw, str):  # a server that sent a JSON list, number, ... as is
+        text = _dump(raw)
+        return {RAW_ARGS_KEY: text}, f"arguments are JSON {type(raw).__name__}, not an object"
     if not raw.strip():
         return {}, None
     try:
