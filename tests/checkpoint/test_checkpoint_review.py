@@ -165,3 +165,63 @@ def test_values_json_cannot_hold_are_state_not_json_and_nothing_is_written(
         assert await cp.load("t1") == before
 
     run(main())
+
+
+# -- junk where a checkpoint should be --------------------------------------------------
+
+
+def test_a_directory_named_checkpoint_json_is_corrupt_and_kept(tmp_path: Path) -> None:
+    junk = tmp_path / "threads" / "t1" / "checkpoint.json"
+    (junk / "inner").mkdir(parents=True)
+    cp = FileCheckpointer(tmp_path)
+    for attempt in (cp.load("t1"), cp.save(sample()), cp.delete("t1")):
+        with pytest.raises(CheckpointCorruptError, match="not a file"):
+            run(attempt)
+    assert (junk / "inner").is_dir()
+    assert run(cp.list_threads()) == []
+
+
+def test_a_file_where_the_thread_directory_should_be_is_corrupt_and_kept(
+    tmp_path: Path,
+) -> None:
+    junk = tmp_path / "threads" / "t1"
+    junk.parent.mkdir()
+    junk.write_text("not a directory")
+    cp = FileCheckpointer(tmp_path)
+    assert run(cp.load("t1")) is None  # nothing checkpointed there
+
+    async def lock() -> None:
+        async with cp.thread_lock("t1"):
+            pass
+
+    for attempt in (cp.save(sample()), cp.save_progress(sample()), lock()):
+        with pytest.raises(CheckpointCorruptError, match="not a directory"):
+            run(attempt)
+    run(cp.delete("t1"))  # no checkpoint: nothing to forget
+    assert junk.read_text() == "not a directory"
+    assert run(cp.list_threads()) == []
+
+
+def test_a_file_where_the_threads_directory_should_be_is_corrupt(tmp_path: Path) -> None:
+    (tmp_path / "threads").write_text("junk")
+    cp = FileCheckpointer(tmp_path)
+    assert run(cp.load("t1")) is None and run(cp.list_threads()) == []
+    with pytest.raises(CheckpointCorruptError, match="not a directory"):
+        run(cp.save(sample()))
+    assert (tmp_path / "threads").read_text() == "junk"
+
+
+def test_list_threads_ignores_junk(tmp_path: Path) -> None:
+    cp = FileCheckpointer(tmp_path)
+    run(cp.save(sample("good")))
+    threads = tmp_path / "threads"
+    for name in [".hidden", "bad name", "-dash", "é", "x" * 129]:
+        (threads / name).mkdir()
+        (threads / name / "checkpoint.json").write_bytes(b"{}")
+    (threads / "a-file").write_text("x")
+    (threads / "only-locks").mkdir()
+    (threads / "only-locks" / "run.lock").write_text("")
+    (threads / "only-locks" / "progress.json").write_text("{}")
+    (threads / "dir-checkpoint" / "checkpoint.json").mkdir(parents=True)
+    (threads / "empty").mkdir()
+    assert run(cp.list_threads()) == ["good"]

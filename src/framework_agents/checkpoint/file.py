@@ -6,6 +6,7 @@ import contextlib
 import functools
 import hashlib
 import os
+import stat
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from datetime import datetime
@@ -224,6 +225,8 @@ class FileCheckpointer:
                 data = fh.read()
         except (FileNotFoundError, NotADirectoryError):
             return None
+        except IsADirectoryError:
+            raise _not_a_file(path) from None
         checkpoint = self._parse(thread_id, path, data)
         digest = _digest(data)
         self._known[thread_id] = _Known(sig, digest, _ids(checkpoint))
@@ -269,7 +272,13 @@ class FileCheckpointer:
         directory = self.thread_dir(thread_id)
         async with contextlib.AsyncExitStack() as stack:
             for attempt in range(3):
-                await run_blocking(functools.partial(os.makedirs, directory, exist_ok=True))
+                try:
+                    await run_blocking(functools.partial(os.makedirs, directory, exist_ok=True))
+                except (FileExistsError, NotADirectoryError):
+                    raise CheckpointCorruptError(
+                        f"{str(directory)!r} is not a directory (a file is in its way); "
+                        "it was left untouched: remove it to continue"
+                    ) from None
                 try:
                     await stack.enter_async_context(
                         with_file_lock(directory / name, wait, self.stale_after)
@@ -289,6 +298,8 @@ class FileCheckpointer:
         except FileNotFoundError:
             st = None
         known = self._known.get(thread_id)
+        if st is not None and not stat.S_ISREG(st.st_mode):
+            raise _not_a_file(path)
         if st is not None and (known is None or known.signature != _signature(st)):
             with open(path, "rb") as fh:
                 self._parse(thread_id, path, fh.read())
@@ -353,8 +364,12 @@ class FileCheckpointer:
     def _unlink(self, thread_id: str) -> None:
         path = self.path(thread_id)
         for target in (path, path.with_name(PROGRESS_FILE)):
-            with contextlib.suppress(FileNotFoundError):
+            try:
                 os.unlink(target)
+            except FileNotFoundError:
+                pass
+            except IsADirectoryError:  # a directory in the way (EISDIR on Linux)
+                raise _not_a_file(target) from None
             # We hold the write lock, so no writer of ours is mid-flight: sweep every temp.
             sweep_temp_files(target, grace_seconds=0.0)
         self._known.pop(thread_id, None)
@@ -393,6 +408,13 @@ class FileCheckpointer:
                     f"thread {thread_id!r} is busy: another run holds it ({exc.message})"
                 ) from exc
             yield
+
+
+def _not_a_file(path: Path) -> CheckpointCorruptError:
+    return CheckpointCorruptError(
+        f"checkpoint {str(path)!r} is not a file (a directory is in its place); "
+        "it was left untouched: remove it to continue"
+    )
 
 
 def _check_checkpoint(checkpoint: object) -> None:
