@@ -16,7 +16,9 @@ made. Mapping, both ways:
   ``redacted_thinking``. Reasoning without a signature (from another provider) is not sent.
 - **Turn order.** Consecutive turns of one role are merged; a history that opens on an
   assistant turn (e.g. a summary) gets a short user turn first, since the API wants the
-  conversation to start with the user. Empty text is never sent.
+  conversation to start with the user. An assistant turn that opens on thinking is not
+  merged into the assistant turn before it (the API wants thinking to open the turn): a
+  short user turn goes between them. Empty text is never sent.
 - ``metadata["usage"]``: ``input_tokens`` (uncached + cache writes + cache reads, the API's
   definition of the prompt size), ``output_tokens``, ``total_tokens``, the raw numbers under
   ``raw``; ``metadata["stop_reason"]`` as the API says it.
@@ -51,6 +53,13 @@ REDACTED_THINKING_PREFIX = "anthropic-redacted-thinking:"
 
 #: Text of the user turn put before a history that opens on an assistant turn.
 OPENING_USER_TEXT = "(conversation continued)"
+
+
+_THINKING_TYPES = ("thinking", "redacted_thinking")
+
+
+def _continued() -> dict[str, Any]:
+    return {"type": "text", "text": OPENING_USER_TEXT}
 
 
 def _assistant_blocks(msg: Message) -> list[dict[str, Any]]:
@@ -104,11 +113,17 @@ def to_anthropic_messages(
         if not blocks:
             continue
         if turns and turns[-1]["role"] == role:
-            turns[-1]["content"].extend(blocks)
+            if role == "assistant" and blocks[0]["type"] in _THINKING_TYPES:
+                # Merged, the thinking would no longer open the turn, which the API
+                # requires of the turn before the newest tool results: keep both apart.
+                turns.append({"role": "user", "content": [_continued()]})
+                turns.append({"role": role, "content": blocks})
+            else:
+                turns[-1]["content"].extend(blocks)
         else:
             turns.append({"role": role, "content": blocks})
     if turns and turns[0]["role"] == "assistant":
-        turns.insert(0, {"role": "user", "content": [{"type": "text", "text": OPENING_USER_TEXT}]})
+        turns.insert(0, {"role": "user", "content": [_continued()]})
     return ("\n\n".join(system) if system else None), turns
 
 
