@@ -13,8 +13,13 @@ from framework_agents.checkpoint import (
     FileCheckpointer,
     InMemoryCheckpointer,
     ThreadCheckpoint,
+    with_file_lock,
 )
-from framework_agents.errors import CheckpointCorruptError, StateNotJsonError
+from framework_agents.errors import (
+    CheckpointCorruptError,
+    InvalidArgumentError,
+    StateNotJsonError,
+)
 
 
 def run(coro: object) -> object:
@@ -225,3 +230,136 @@ def test_list_threads_ignores_junk(tmp_path: Path) -> None:
     (threads / "dir-checkpoint" / "checkpoint.json").mkdir(parents=True)
     (threads / "empty").mkdir()
     assert run(cp.list_threads()) == ["good"]
+
+
+# -- argument validation: a clear INVALID_ARGUMENT, never a stray TypeError ------------
+
+BAD_WAITS = [
+    pytest.param("1", id="str"),
+    pytest.param([1], id="list"),
+    pytest.param(True, id="bool"),
+    pytest.param(10**400, id="huge-int"),
+    pytest.param(-0.5, id="negative"),
+    pytest.param(float("nan"), id="nan"),
+    pytest.param(float("-inf"), id="minus-inf"),
+]
+
+
+@pytest.mark.parametrize("value", BAD_WAITS)
+@pytest.mark.parametrize("name", ["timeout", "stale_after"])
+def test_bad_lock_waits_are_invalid_argument(tmp_path: Path, name: str, value: object) -> None:
+    async def main() -> None:
+        async with with_file_lock(tmp_path / "a.lock", **{name: value}):  # type: ignore[arg-type]
+            pass
+
+    with pytest.raises(InvalidArgumentError, match=name) as err:
+        run(main())
+    assert err.value.code == "INVALID_ARGUMENT"
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize(
+    ("name", "value"),
+    [
+        pytest.param("stale_after", None, id="stale-none"),
+        pytest.param("stale_after", 0, id="stale-zero"),
+    ],
+)
+def test_stale_after_must_be_positive(tmp_path: Path, name: str, value: object) -> None:
+    async def main() -> None:
+        async with with_file_lock(tmp_path / "a.lock", **{name: value}):  # type: ignore[arg-type]
+            pass
+
+    with pytest.raises(InvalidArgumentError, match=name):
+        run(main())
+
+
+@pytest.mark.parametrize("kwargs", [{"timeout": None}, {"timeout": float("inf")}, {"timeout": 0}])
+def test_good_lock_waits_are_accepted(tmp_path: Path, kwargs: dict[str, object]) -> None:
+    async def main() -> None:
+        async with with_file_lock(tmp_path / "a.lock", stale_after=float("inf"), **kwargs):  # type: ignore[arg-type]
+            assert (tmp_path / "a.lock").exists()
+
+    run(main())
+    assert not (tmp_path / "a.lock").exists()
+
+
+@pytest.mark.parametrize("path", [None, 5, b"a.lock", ""], ids=["none", "int", "bytes", "empty"])
+def test_bad_lock_paths_are_invalid_argument(path: object) -> None:
+    async def main() -> None:
+        async with with_file_lock(path):  # type: ignore[arg-type]
+            pass
+
+    with pytest.raises(InvalidArgumentError, match="lock path"):
+        run(main())
+
+
+def test_a_directory_at_the_lock_path_is_invalid_argument(tmp_path: Path) -> None:
+    (tmp_path / "a.lock").mkdir()
+
+    async def main() -> None:
+        async with with_file_lock(tmp_path / "a.lock", timeout=1):
+            pass
+
+    with pytest.raises(InvalidArgumentError, match="directory"):
+        run(main())
+    assert (tmp_path / "a.lock").is_dir()
+
+
+@pytest.mark.parametrize("missing", ["nope/a.lock", "file/a.lock"])
+def test_a_lock_in_a_missing_directory_is_invalid_argument_and_file_not_found(
+    tmp_path: Path, missing: str
+) -> None:
+    (tmp_path / "file").write_text("a file, not a directory")
+
+    async def main() -> None:
+        async with with_file_lock(tmp_path / missing, timeout=1):
+            pass
+
+    with pytest.raises(InvalidArgumentError, match="directory") as err:
+        run(main())
+    assert isinstance(err.value, FileNotFoundError)  # still an OSError for old callers
+    assert err.value.code == "INVALID_ARGUMENT"
+
+
+@pytest.mark.parametrize(
+    "kwargs",
+    [
+        {"lock_timeout": "1"},
+        {"lock_timeout": True},
+        {"lock_timeout": -1},
+        {"stale_after": "30"},
+        {"stale_after": None},
+        {"stale_after": float("nan")},
+    ],
+    ids=repr,
+)
+def test_bad_checkpointer_arguments_are_invalid_argument(
+    tmp_path: Path, kwargs: dict[str, object]
+) -> None:
+    with pytest.raises(InvalidArgumentError):
+        FileCheckpointer(tmp_path, **kwargs)  # type: ignore[arg-type]
+    if "lock_timeout" in kwargs:
+        with pytest.raises(InvalidArgumentError):
+            InMemoryCheckpointer(**kwargs)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("root", [None, 5, b"x"], ids=repr)
+def test_a_bad_checkpointer_root_is_invalid_argument(root: object) -> None:
+    with pytest.raises(InvalidArgumentError, match="root"):
+        FileCheckpointer(root)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("which", ["file", "memory"])
+@pytest.mark.parametrize("timeout", ["1", True, -1, float("nan")], ids=repr)
+def test_a_bad_thread_lock_timeout_is_invalid_argument(
+    tmp_path: Path, which: str, timeout: object
+) -> None:
+    cp = FileCheckpointer(tmp_path) if which == "file" else InMemoryCheckpointer()
+
+    async def main() -> None:
+        async with cp.thread_lock("t1", timeout=timeout):  # type: ignore[arg-type]
+            pass
+
+    with pytest.raises(InvalidArgumentError, match="timeout"):
+        run(main())

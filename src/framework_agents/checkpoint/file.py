@@ -28,7 +28,7 @@ from ..history import well_formed_problems
 from ..memory._document import strict_loads
 from ..messages import Message, ToolCall
 from ._io import run_blocking
-from .lock import with_file_lock
+from .lock import check_seconds, with_file_lock
 from .model import ThreadCheckpoint, check_storable, check_thread_id, to_json
 
 __all__ = ["FileCheckpointer"]
@@ -166,10 +166,12 @@ class FileCheckpointer:
         stale_after: float = 30.0,
     ) -> None:
         """``lock_timeout``: how long a save or a run waits for the thread (``None``: forever)."""
-        if lock_timeout is not None and not lock_timeout >= 0:
-            raise InvalidArgumentError(f"lock_timeout must be >= 0 or None, not {lock_timeout!r}")
-        if not stale_after > 0:
-            raise InvalidArgumentError(f"stale_after must be > 0, not {stale_after!r}")
+        if not isinstance(root, str | os.PathLike) or not isinstance(os.fspath(root), str):
+            raise InvalidArgumentError(
+                f"FileCheckpointer root must be a str or os.PathLike of str, not {root!r:.60}"
+            )
+        check_seconds("lock_timeout", lock_timeout, optional=True)
+        check_seconds("stale_after", stale_after, optional=False, positive=True)
         self.root = Path(root)
         self.lock_timeout = lock_timeout
         self.stale_after = stale_after

@@ -50,6 +50,7 @@ import contextlib
 import errno
 import fcntl
 import json
+import numbers
 import os
 import random
 import socket
@@ -65,13 +66,39 @@ from typing import Any
 from ..errors import InvalidArgumentError, LockTimeoutError
 from ._io import run_blocking
 
-__all__ = ["lock_holder", "with_file_lock"]
+__all__ = ["LockDirectoryMissingError", "check_seconds", "lock_holder", "with_file_lock"]
 
 #: errno values meaning "this filesystem does not do flock" (degraded mode).
 _NO_FLOCK = frozenset({errno.ENOLCK, errno.EOPNOTSUPP, errno.ENOTSUP, errno.ENOSYS, errno.EINVAL})
 _OPEN_FLAGS = os.O_RDWR | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
 _MIN_DELAY = 0.001
 _MAX_DELAY = 0.05
+
+
+class LockDirectoryMissingError(InvalidArgumentError, FileNotFoundError):
+    """The directory of a lock path does not exist (INVALID_ARGUMENT, still an OSError)."""
+
+
+def check_seconds(
+    name: str, value: object, *, optional: bool, positive: bool = False
+) -> float | None:
+    """``value`` as seconds (``None`` if ``optional``), else a clear INVALID_ARGUMENT.
+
+    A real number, not a bool; ``>= 0`` (``> 0`` when ``positive``); ``inf`` is allowed.
+    """
+    bound = "> 0" if positive else ">= 0"
+    what = f"{name} must be a number of seconds {bound}" + (" or None" if optional else "")
+    if value is None and optional:
+        return None
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise InvalidArgumentError(f"{what}, not {value!r:.60}")
+    try:
+        seconds = float(value)
+    except OverflowError:
+        raise InvalidArgumentError(f"{what}, not {value!r:.40} (too large)") from None
+    if not (seconds > 0 if positive else seconds >= 0):  # NaN fails both
+        raise InvalidArgumentError(f"{what}, not {value!r}")
+    return seconds
 
 
 def _flock(fd: int, operation: int) -> None:
@@ -163,6 +190,10 @@ def _create(path: Path, token: str) -> _Held | _Busy | _Again | None:
         fd = os.open(path, _OPEN_FLAGS | os.O_CREAT | os.O_EXCL, 0o644)
     except FileExistsError:
         return None
+    except (FileNotFoundError, NotADirectoryError):
+        raise LockDirectoryMissingError(
+            f"lock path {str(path)!r}: its directory does not exist (create it first)"
+        ) from None
     try:
         st = os.fstat(fd)
         locked = _try_kernel_lock(fd)
@@ -192,6 +223,10 @@ def _inspect(path: Path, token: str, stale_after: float) -> _Held | _Busy | _Aga
             raise InvalidArgumentError(
                 f"lock path {str(path)!r} is a symlink; a lock file is never followed"
             ) from exc
+        if exc.errno == errno.EISDIR:
+            raise InvalidArgumentError(
+                f"lock path {str(path)!r} is a directory, not a lock file"
+            ) from None
         raise
     keep = False
     try:
@@ -316,9 +351,14 @@ class LocalLocks:
 _LOCAL = LocalLocks()
 
 
-def _resolve(path: str | os.PathLike[str]) -> Path:
+def _resolve(path: object) -> Path:
     # Resolve the directory (symlinks and ..), never the lock file itself (O_NOFOLLOW).
-    p = Path(os.path.abspath(os.fspath(path)))
+    raw = os.fspath(path) if isinstance(path, str | os.PathLike) else path
+    if not isinstance(raw, str) or not raw:
+        raise InvalidArgumentError(
+            f"lock path must be a non-empty str or os.PathLike of str, not {path!r:.60}"
+        )
+    p = Path(os.path.abspath(raw))
     return p.parent.resolve() / p.name
 
 
@@ -371,12 +411,14 @@ async def with_file_lock(
     ``timeout`` bounds the wait in seconds (``None`` waits forever, ``0`` tries once) and
     raises :class:`~framework_agents.errors.LockTimeoutError` (``LOCK_TIMEOUT``).
     ``stale_after`` is the age past which a lock that cannot be proven dead or alive counts
-    as abandoned. The directory of ``path`` must exist.
+    as abandoned. The directory of ``path`` must exist (else
+    :class:`LockDirectoryMissingError`: INVALID_ARGUMENT, and a ``FileNotFoundError``).
+    A wrong type or value of any argument is INVALID_ARGUMENT.
     """
-    if timeout is not None and not timeout >= 0:
-        raise InvalidArgumentError(f"timeout must be >= 0 or None, not {timeout!r}")
-    if not stale_after > 0:
-        raise InvalidArgumentError(f"stale_after must be > 0, not {stale_after!r}")
+    timeout = check_seconds("timeout", timeout, optional=True)
+    stale = check_seconds("stale_after", stale_after, optional=False, positive=True)
+    assert stale is not None
+    stale_after = stale
     target = _resolve(path)
     key = str(target)
     deadline = None if timeout is None else time.monotonic() + timeout

@@ -9,7 +9,7 @@ from types import EllipsisType
 
 from ..errors import InvalidArgumentError, ThreadBusyError
 from ..history import well_formed_problems
-from .lock import LocalLocks
+from .lock import LocalLocks, check_seconds
 from .model import ThreadCheckpoint, check_storable, check_thread_id, to_json
 
 __all__ = ["InMemoryCheckpointer"]
@@ -24,8 +24,7 @@ class InMemoryCheckpointer:
     """
 
     def __init__(self, *, lock_timeout: float | None = 10.0) -> None:
-        if lock_timeout is not None and not lock_timeout >= 0:
-            raise InvalidArgumentError(f"lock_timeout must be >= 0 or None, not {lock_timeout!r}")
+        check_seconds("lock_timeout", lock_timeout, optional=True)
         self.lock_timeout = lock_timeout
         self._data: dict[str, bytes] = {}
         self._locks = LocalLocks()
@@ -72,9 +71,11 @@ class InMemoryCheckpointer:
     ) -> AsyncIterator[None]:
         """Hold the thread for a whole run; THREAD_BUSY after ``lock_timeout`` (or ``timeout``)."""
         check_thread_id(thread_id)
-        wait = self.lock_timeout if timeout is ... else timeout
-        if wait is not None and not wait >= 0:
-            raise InvalidArgumentError(f"timeout must be >= 0 or None, not {wait!r}")
+        wait = (
+            self.lock_timeout
+            if timeout is ...
+            else check_seconds("timeout", timeout, optional=True)
+        )
         lock = self._locks.enter(thread_id)
         try:
             try:
