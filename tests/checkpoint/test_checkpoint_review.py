@@ -4,6 +4,8 @@ hold, junk on disk, argument validation, descriptors, a lock file deleted while 
 from __future__ import annotations
 
 import asyncio
+import os
+import threading
 from pathlib import Path
 
 import pytest
@@ -18,7 +20,9 @@ from framework_agents.checkpoint import (
 from framework_agents.errors import (
     CheckpointCorruptError,
     InvalidArgumentError,
+    LockTimeoutError,
     StateNotJsonError,
+    ThreadBusyError,
 )
 
 
@@ -363,3 +367,107 @@ def test_a_bad_thread_lock_timeout_is_invalid_argument(
 
     with pytest.raises(InvalidArgumentError, match="timeout"):
         run(main())
+
+
+# -- release, descriptors, a lock file deleted under its holder ------------------------
+
+
+def _open_fds() -> int:
+    return len(os.listdir("/proc/self/fd"))
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self/fd"), reason="needs /proc/self/fd")
+def test_no_descriptor_leaks_on_any_path(tmp_path: Path) -> None:
+    lock = tmp_path / "a.lock"
+    corrupt = tmp_path / "threads" / "bad" / "checkpoint.json"
+    corrupt.parent.mkdir(parents=True)
+    corrupt.write_bytes(b"{torn")
+
+    async def body() -> None:
+        for _ in range(20):
+            async with with_file_lock(lock):
+                pass
+            with pytest.raises(RuntimeError):
+                async with with_file_lock(lock):
+                    raise RuntimeError("inside")
+            async with with_file_lock(lock):  # a waiter that times out
+                with pytest.raises(LockTimeoutError):
+                    async with with_file_lock(lock, timeout=0):
+                        pass
+            holder_in = asyncio.Event()
+            holder = asyncio.create_task(_hold(lock, holder_in))
+            await holder_in.wait()
+            waiter = asyncio.create_task(_enter(lock))
+            await asyncio.sleep(0)
+            waiter.cancel()
+            holder.cancel()
+            for task in (waiter, holder):
+                with pytest.raises(asyncio.CancelledError):
+                    await task
+            cp = FileCheckpointer(tmp_path, lock_timeout=0)
+            await cp.save(sample())
+            await cp.save_progress((await cp.load("t1")) or sample())
+            with pytest.raises(CheckpointCorruptError):
+                await cp.load("bad")
+            with pytest.raises(CheckpointCorruptError):
+                await cp.save(sample("bad"))
+            async with cp.thread_lock("t1"):
+                with pytest.raises(ThreadBusyError):
+                    async with cp.thread_lock("t1"):
+                        pass
+            await cp.delete("t1")
+            await cp.list_threads()
+
+    run(body())  # warm up: worker threads, imports, the loop's own descriptors
+    before = _open_fds()
+    run(body())
+    assert _open_fds() == before
+    assert not lock.exists()
+
+
+async def _enter(path: Path) -> None:
+    async with with_file_lock(path):
+        pass
+
+
+async def _hold(path: Path, inside: asyncio.Event) -> None:
+    async with with_file_lock(path):
+        inside.set()
+        await asyncio.Event().wait()
+
+
+def test_release_after_the_lock_file_was_deleted_by_someone_else(tmp_path: Path) -> None:
+    """Deleting a held lock file breaks exclusion (do not): a waiter elsewhere gets in.
+    The first holder's release then neither fails nor removes the newcomer's lock."""
+    path = tmp_path / "a.lock"
+    order: list[str] = []
+
+    def elsewhere(step: str) -> None:
+        async def take() -> None:
+            async with with_file_lock(path, timeout=0):
+                order.append(step)
+                if step == "keeps it":
+                    holding.set()
+                    await asyncio.to_thread(release_newcomer.wait)
+
+        asyncio.run(take())  # another event loop: only the file excludes it
+
+    holding, release_newcomer = threading.Event(), threading.Event()
+
+    async def main() -> None:
+        async with with_file_lock(path):
+            os.unlink(path)  # someone removes the lock file of a live holder
+            await asyncio.to_thread(elsewhere, "got in")
+            assert not path.exists()  # the newcomer released its own file
+            newcomer = threading.Thread(target=elsewhere, args=("keeps it",))
+            newcomer.start()
+            await asyncio.to_thread(holding.wait)
+        assert path.exists()  # our release left the newcomer's file alone
+        release_newcomer.set()
+        await asyncio.to_thread(newcomer.join)
+        assert not path.exists()
+        async with with_file_lock(path, timeout=0):
+            order.append("free again")
+
+    run(main())
+    assert order == ["got in", "keeps it", "free again"]
