@@ -142,3 +142,52 @@ def test_grounding_is_sent_but_never_persisted_anywhere(tmp_path: Path) -> None:
         assert is_well_formed(saved.messages)
 
     run(main())
+
+
+def test_every_model_call_of_a_tool_run_is_grounded_and_nothing_stores_it(
+    tmp_path: Path,
+) -> None:
+    """A multi-turn tool run: each call carries one grounding first; no state keeps it."""
+    from framework_agents import FileMemory, InMemoryStorage, SessionManager
+
+    async def main() -> None:
+        store = GraphStore(tmp_path / "graph")
+        await _schema(store)
+        await store.add("ex:alice", "rdf:type", "ex:Engineer")
+        inner = FileMemory(tmp_path / "chat")
+        memory = GraphMemory(store, inner)
+        query = ToolCall("c2", "graph_query", {"text": "alice"})
+        model = ScriptedModel(
+            [
+                _record("ex:alice", "ex:worksFor", "ex:acme"),
+                Message("assistant", "", tool_calls=[query]),
+                "Alice is an engineer at Acme.",
+                "Bob likes jazz.",
+            ]
+        )
+        session = SessionManager("s1", InMemoryStorage())
+        agent = Agent(model, memory=memory, tools=memory.tools, session_manager=session)
+        await agent.run("Who is Alice?")
+        await agent.run("And Bob?")
+        assert len(model.calls) == 4
+        for call in model.calls:
+            grounding = [m for m in call.messages if is_grounding(m)]
+            assert len(grounding) == 1 and call.messages[0] is grounding[0]
+            assert is_well_formed(call.messages)
+        first_run = [call.messages[0].text for call in model.calls[:3]]
+        assert all("ex:alice rdf:type ex:Person (inferred)" in text for text in first_run)
+        assert "ex:bob ex:likes ex:jazz" in model.calls[3].messages[0].text
+        # The transcript each call saw grew by the tool turns, grounding aside.
+        assert [len(c.messages) for c in model.calls] == [2, 4, 6, 8]
+        assert not any(is_grounding(m) for m in agent.messages)
+        assert not any(is_grounding(m) for m in await inner.load())
+        latest = await session.load_latest()
+        assert latest is not None and latest.data.messages is not None
+        assert not any(is_grounding(m) for m in latest.data.messages)
+        assert latest.data.messages == agent.messages
+        snapshot = agent.take_snapshot()
+        assert snapshot.data.messages is not None
+        assert not any(is_grounding(m) for m in snapshot.data.messages)
+        await store.close()
+
+    run(main())
