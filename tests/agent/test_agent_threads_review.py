@@ -17,15 +17,19 @@ from framework_agents import (
     FileCheckpointer,
     FunctionModel,
     HitlInterrupt,
+    InMemoryStorage,
     Message,
     ScriptedModel,
+    SessionManager,
+    Snapshot,
+    SnapshotData,
     ToolCall,
     hitl_key,
     is_well_formed,
     tool,
 )
 from framework_agents.checkpoint import InMemoryCheckpointer, ThreadCheckpoint
-from framework_agents.errors import ThreadBusyError, ThreadIdInvalidError
+from framework_agents.errors import SnapshotCorruptError, ThreadBusyError, ThreadIdInvalidError
 from framework_agents.models._base import ToolSpec
 
 
@@ -221,3 +225,124 @@ def test_a_second_run_of_a_busy_thread_waits_then_is_thread_busy(tmp_path: Path)
     assert waited >= 0.3  # it waited for the lock before giving up
     assert second_model_calls == []
     assert [m.text for m in arun(cp.load("t")).messages] == ["a", "one"]
+
+
+# -- a session and a thread together ------------------------------------------------------
+
+
+def echo(messages: Sequence[Message], tools: Sequence[ToolSpec]) -> str:
+    return "seen " + "|".join(m.text for m in messages if m.role == "user")
+
+
+def test_a_thread_wins_over_the_session_at_start_and_the_session_keeps_its_app_data(
+    tmp_path: Path,
+) -> None:
+    storage = InMemoryStorage()
+    cp = FileCheckpointer(tmp_path / "cp")
+    session_history = [Message("user", "from session"), Message("assistant", "s")]
+    thread_history = [Message("user", "from thread"), Message("assistant", "t")]
+
+    async def main() -> None:
+        await SessionManager("s1", storage).save_latest(
+            Snapshot(
+                SnapshotData(messages=session_history, state={"src": "session"}),
+                app_data={"app": 42},
+            )
+        )
+        await cp.save(ThreadCheckpoint("t1", None, thread_history, {"src": "thread"}))
+        agent = Agent(
+            FunctionModel(echo),
+            session_manager=SessionManager("s1", storage),
+            initial_messages=[Message("user", "seed")],
+        )
+        result = await agent.run("next", checkpointer=cp, thread_id="t1")
+        # The thread's checkpoint wins: its history and state, not the session's or the seed.
+        assert result.text == "seen from thread|next"
+        assert agent.state.to_dict() == {"src": "thread"}
+        expected = ["from thread", "t", "next", "seen from thread|next"]
+        assert [m.text for m in result.messages] == expected
+        assert [m.text for m in (await cp.load("t1")).messages] == expected
+        assert [m.text for m in await agent.memory.load()] == expected
+        # The session still gets save_latest at the end: nothing duplicated, app data kept.
+        latest = await SessionManager("s1", storage).load_latest()
+        assert latest is not None
+        assert [m.text for m in latest.data.messages or []] == expected
+        assert latest.data.state == {"src": "thread"}
+        assert latest.app_data == {"app": 42}
+        # A later plain run goes on from there (the session is not restored over it).
+        again = await agent.run("plain")
+        assert again.text == "seen from thread|next|plain"
+
+    arun(main())
+
+
+def test_a_new_thread_starts_from_the_session_and_both_end_equal(tmp_path: Path) -> None:
+    storage = InMemoryStorage()
+    cp = FileCheckpointer(tmp_path / "cp")
+
+    async def main() -> None:
+        await SessionManager("s1", storage).save_latest(
+            Snapshot(
+                SnapshotData(messages=[Message("user", "old")], state={"k": 1}),
+                app_data="keep me",
+            )
+        )
+        agent = Agent(FunctionModel(echo), session_manager=SessionManager("s1", storage))
+        result = await agent.run("new", checkpointer=cp, thread_id="fresh")
+        assert [m.text for m in result.messages] == ["old", "new", "seen old|new"]
+        saved = await cp.load("fresh")
+        latest = await SessionManager("s1", storage).load_latest()
+        assert latest is not None
+        assert saved.messages == latest.data.messages == result.messages
+        assert saved.state == latest.data.state == {"k": 1}
+        assert latest.app_data == "keep me"
+
+    arun(main())
+
+
+def test_a_failed_thread_run_leaves_the_session_to_restore_later(tmp_path: Path) -> None:
+    storage = InMemoryStorage()
+    cp = FileCheckpointer(tmp_path / "cp")
+
+    def broken(messages: Sequence[Message], tools: Sequence[ToolSpec]) -> str:
+        raise RuntimeError("model down")
+
+    async def main() -> None:
+        session = [Message("user", "from session"), Message("assistant", "s")]
+        await SessionManager("s1", storage).save_latest(
+            Snapshot(SnapshotData(messages=session, state={"src": "session"}), app_data=7)
+        )
+        await cp.save(ThreadCheckpoint("t1", None, [Message("user", "thread")], {}))
+        calls = iter([broken, echo])
+
+        def model(messages: Sequence[Message], tools: Sequence[ToolSpec]) -> str:
+            result: str = next(calls)(messages, tools)
+            return result
+
+        agent = Agent(FunctionModel(model), session_manager=SessionManager("s1", storage))
+        with pytest.raises(Exception, match="model down"):
+            await agent.run("x", checkpointer=cp, thread_id="t1")
+        result = await agent.run("plain")  # no thread: the session is restored as usual
+        assert result.text == "seen from session|plain"
+        assert agent.state.to_dict() == {"src": "session"}
+        latest = await SessionManager("s1", storage).load_latest()
+        assert latest is not None and latest.app_data == 7
+
+    arun(main())
+
+
+def test_a_corrupt_session_snapshot_fails_a_thread_run_and_is_kept(tmp_path: Path) -> None:
+    storage = InMemoryStorage()
+    cp = FileCheckpointer(tmp_path / "cp")
+    key = "session/s1/scopes/agent/default/snapshots/snapshot_latest.json"
+
+    async def main() -> None:
+        await storage.put(key, b"{torn")
+        await cp.save(ThreadCheckpoint("t1", None, [Message("user", "thread")], {}))
+        agent = Agent(FunctionModel(echo), session_manager=SessionManager("s1", storage))
+        with pytest.raises(SnapshotCorruptError):
+            await agent.run("x", checkpointer=cp, thread_id="t1")
+        assert await storage.get(key) == b"{torn"
+        assert [m.text for m in (await cp.load("t1")).messages] == ["thread"]
+
+    arun(main())

@@ -40,6 +40,7 @@ from ..errors import AgentBusyError, CheckpointMissingError, InvalidArgumentErro
 from ..history import repair_history
 from ..hitl import HitlInterrupt, ResolvedDecision, find_decision, parse_decision
 from ..messages import Message, ToolCall, new_id
+from . import _sessions
 from ._loop import LoopRun, RunHooks, ToolProgress, _Plan, _run_call
 from .events import AgentEvent, InterruptEvent, RunStartedEvent
 
@@ -161,6 +162,7 @@ class _ThreadRun:
             self.agent._state.replace(self.state)
         if self.start is None:
             return await self.agent._start_history()
+        await _carry_session_app_data(self.agent)
         if self.settle is not None:
             self.start = await self.run_settled(self.settle)
         # Memory and agent.messages take the thread's history when the run commits (on
@@ -238,6 +240,25 @@ class _ThreadRun:
             turn.assistant,
             *(turn.results[i] for i in order if i in turn.results),
         ]
+
+
+async def _carry_session_app_data(agent: Agent) -> None:
+    """The thread wins over the session's history and state at start, not over its app data.
+
+    A run that starts from a thread's checkpoint does not restore the session (the thread
+    is what goes on), but it still ends with ``save_latest``: the app data stored with the
+    session must ride along into it instead of being dropped. The session is not marked
+    restored, so if this run commits nothing a later run without a thread restores it.
+    """
+    link = agent._session_link
+    if link.restored:
+        return
+    manager = _sessions._manager(agent)
+    if manager is None:
+        return
+    snapshot = await manager.load_latest()
+    if snapshot is not None:
+        link.app_data = snapshot.app_data
 
 
 def _decide_unknown(
