@@ -111,30 +111,31 @@ def repair_history(messages: Sequence[Message]) -> list[Message]:
     """
     messages = _messages(messages, "repair_history")
     out: list[Message] = []
-    calls: list[ToolCall] = []
+    # The open assistant turn's calls by id (empty between turns) and the ids answered so
+    # far. The agent repairs on every load and before model calls, so the common case (no
+    # open turn, nothing to add) stays a dict lookup per message.
+    calls: dict[str, ToolCall] = {}
     answered: set[str] = set()
-
-    def close() -> None:
-        out.extend(_interrupted_result(c) for c in calls if c.id not in answered)
-
+    append = out.append
     for msg in messages:
         if msg.role == "tool":
             cid = msg.tool_call_id
-            if cid is not None and cid not in answered and any(c.id == cid for c in calls):
+            if cid in calls and cid not in answered:
                 answered.add(cid)
-                out.append(msg)
+                append(msg)
             continue
-        close()
-        calls, answered = [], set()
+        if calls:
+            if len(answered) != len(calls):
+                out.extend(_interrupted_result(c) for c in calls.values() if c.id not in answered)
+            calls, answered = {}, set()
         if msg.role == "assistant" and msg.tool_calls:
-            unique: dict[str, ToolCall] = {}
             for call in msg.tool_calls:
-                unique.setdefault(call.id, call)
-            if len(unique) != len(msg.tool_calls):
-                msg = msg.model_copy(update={"tool_calls": list(unique.values())})
-            calls = list(unique.values())
-        out.append(msg)
-    close()
+                calls.setdefault(call.id, call)
+            if len(calls) != len(msg.tool_calls):
+                msg = msg.model_copy(update={"tool_calls": list(calls.values())})
+        append(msg)
+    if calls and len(answered) != len(calls):
+        out.extend(_interrupted_result(c) for c in calls.values() if c.id not in answered)
     return out
 
 

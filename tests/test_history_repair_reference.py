@@ -1,0 +1,65 @@
+"""``repair_history`` (tuned for the agent's hot path) matches a plain reference repair."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from framework_agents import Message, ToolCall, repair_history
+from framework_agents.history import INTERRUPTED_TEXT
+
+
+def reference_repair(messages: Sequence[Message]) -> list[Message]:
+    """The straightforward repair: close every turn, answer its unanswered calls."""
+    out: list[Message] = []
+    calls: list[ToolCall] = []
+    answered: set[str] = set()
+
+    def close() -> None:
+        for c in calls:
+            if c.id not in answered:
+                out.append(
+                    Message(
+                        "tool",
+                        INTERRUPTED_TEXT,
+                        tool_call_id=c.id,
+                        name=c.name,
+                        id=f"interrupted-{c.id}",
+                        metadata={"kind": "interrupted"},
+                    )
+                )
+
+    for msg in messages:
+        if msg.role == "tool":
+            cid = msg.tool_call_id
+            if cid is not None and cid not in answered and any(c.id == cid for c in calls):
+                answered.add(cid)
+                out.append(msg)
+            continue
+        close()
+        calls, answered = [], set()
+        if msg.role == "assistant" and msg.tool_calls:
+            unique: dict[str, ToolCall] = {}
+            for call in msg.tool_calls:
+                unique.setdefault(call.id, call)
+            if len(unique) != len(msg.tool_calls):
+                msg = msg.model_copy(update={"tool_calls": list(unique.values())})
+            calls = list(unique.values())
+        out.append(msg)
+    close()
+    return out
+
+
+@settings(max_examples=300)
+@given(data=st.data())
+def test_repair_matches_the_reference(history_strategy: Any, data: Any) -> None:
+    history = data.draw(history_strategy(well_formed=False))
+    got = repair_history(history)
+    want = reference_repair(history)
+    assert got == want
+    # Kept messages are the very objects given (only a deduplicated turn is a copy).
+    given_ids = {id(m) for m in history}
+    assert [id(m) in given_ids for m in got] == [id(m) in given_ids for m in want]
