@@ -34,6 +34,7 @@ CODES = {
     "ContextOverflowError": "CONTEXT_OVERFLOW",
     "InvalidArgumentError": "INVALID_ARGUMENT",
     "ModelError": "MODEL_ERROR",
+    "GraphStoreIOError": "GRAPH_STORE_IO",
 }
 
 

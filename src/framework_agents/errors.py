@@ -27,6 +27,7 @@ contract, the subclasses let callers ``except`` one kind::
     ├── GraphTermError              GRAPH_TERM_INVALID
     ├── GraphStateError             GRAPH_STATE_INVALID
     ├── GraphStoreCorruptError      GRAPH_STORE_CORRUPT
+    ├── GraphStoreIOError           GRAPH_STORE_IO
     └── ModelError                  MODEL_ERROR (or a provider-specific MODEL_* code)
 
 Control-flow signals such as ``HitlInterrupt`` are not errors and do not derive from
@@ -43,6 +44,7 @@ __all__ = [
     "ContextOverflowError",
     "GraphStateError",
     "GraphStoreCorruptError",
+    "GraphStoreIOError",
     "GraphTermError",
     "HitlDecisionError",
     "InvalidArgumentError",
@@ -230,3 +232,9 @@ class GraphStoreCorruptError(AgentError):
     """An on-disk graph store is unreadable or wrongly shaped; it was left untouched."""
 
     default_code = "GRAPH_STORE_CORRUPT"
+
+
+class GraphStoreIOError(AgentError):
+    """An on-disk graph store cannot be opened or written (permissions, disk full or read-only)."""
+
+    default_code = "GRAPH_STORE_IO"

@@ -4,16 +4,22 @@ SQLite (standard library) in WAL mode with ``synchronous=FULL``: every mutation 
 transaction that is on disk when it returns, and a crash or kill at any instant leaves the
 database as of the last committed transaction (SQLite's journal rolls a torn write back on
 the next open). Only asserted quads are stored; the closure is recomputed on open.
+
+Failures are AgentErrors: a path that cannot hold a store (a file, or a file on the way)
+is ``INVALID_ARGUMENT``; a database that is not a graph store, or is damaged, is
+``GRAPH_STORE_CORRUPT``; a store that cannot be opened or written for lack of permission,
+space or a lock is ``GRAPH_STORE_IO``.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import sqlite3
 from collections.abc import Iterable
 from pathlib import Path
 
-from ..errors import GraphStoreCorruptError
+from ..errors import AgentError, GraphStoreCorruptError, GraphStoreIOError, InvalidArgumentError
 
 __all__ = ["DB_NAME", "FORMAT", "STORE_VERSION", "Disk", "Row"]
 
@@ -34,6 +40,35 @@ CREATE TABLE IF NOT EXISTS quads (
 """
 
 
+#: SQLite result codes that say "cannot get at the file now", not "the file is bad".
+_IO_CODES = frozenset(
+    {
+        sqlite3.SQLITE_PERM,
+        sqlite3.SQLITE_BUSY,
+        sqlite3.SQLITE_LOCKED,
+        sqlite3.SQLITE_NOMEM,
+        sqlite3.SQLITE_READONLY,
+        sqlite3.SQLITE_IOERR,
+        sqlite3.SQLITE_FULL,
+        sqlite3.SQLITE_CANTOPEN,
+        sqlite3.SQLITE_PROTOCOL,
+        sqlite3.SQLITE_AUTH,
+    }
+)
+_CORRUPT_CODES = frozenset({sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB})
+
+
+def _failure(file: Path, exc: sqlite3.Error, *, opening: bool) -> AgentError:
+    """The AgentError for a SQLite failure on ``file`` (on open, unknown means corrupt)."""
+    code = (getattr(exc, "sqlite_errorcode", None) or 0) & 0xFF
+    if file.is_dir():
+        return InvalidArgumentError(f"graph store database {file} is a directory, not a file")
+    if code in _IO_CODES or (not opening and code not in _CORRUPT_CODES):
+        doing = "open" if opening else "write to"
+        return GraphStoreIOError(f"cannot {doing} graph store {file}: {exc}")
+    return GraphStoreCorruptError(f"{file} is unreadable: {exc}")
+
+
 def encode_object(data: str | dict[str, str]) -> str:
     """The canonical JSON text of a term's JSON form (unique per term)."""
     return json.dumps(data, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
@@ -49,8 +84,22 @@ class Disk:
 
     def open(self) -> list[Row]:
         """Open (creating if missing) and return every stored quad."""
-        self.directory.mkdir(parents=True, exist_ok=True)
-        conn = sqlite3.connect(self.file, check_same_thread=False, isolation_level=None)
+        try:
+            self.directory.mkdir(parents=True, exist_ok=True)
+        except (FileExistsError, NotADirectoryError) as exc:
+            raise InvalidArgumentError(
+                f"graph store path {self.directory} is not a directory: {exc.strerror}"
+            ) from exc
+        except OSError as exc:
+            raise GraphStoreIOError(
+                f"cannot create graph store directory {self.directory}: {exc.strerror}"
+            ) from exc
+        if self.file.exists() and not self.file.is_file():
+            raise InvalidArgumentError(f"graph store database {self.file} is not a file")
+        try:
+            conn = sqlite3.connect(self.file, check_same_thread=False, isolation_level=None)
+        except sqlite3.Error as exc:
+            raise _failure(self.file, exc, opening=True) from exc
         try:
             conn.execute("PRAGMA journal_mode=WAL")
             conn.execute("PRAGMA synchronous=FULL")
@@ -69,9 +118,9 @@ class Disk:
                     f"{STORE_VERSION}; upgrade framework-agents to read it"
                 )
             rows: list[Row] = conn.execute("SELECT s, p, o, g FROM quads").fetchall()
-        except sqlite3.DatabaseError as exc:
+        except sqlite3.Error as exc:
             conn.close()
-            raise GraphStoreCorruptError(f"{self.file} is unreadable: {exc}") from exc
+            raise _failure(self.file, exc, opening=True) from exc
         except BaseException:
             conn.close()
             raise
@@ -81,15 +130,19 @@ class Disk:
     def _write(self, sql: str, rows: Iterable[Row], *, wipe: bool = False) -> None:
         conn = self._conn
         assert conn is not None, "graph store database is not open"
-        conn.execute("BEGIN IMMEDIATE")
         try:
-            if wipe:
-                conn.execute("DELETE FROM quads")
-            conn.executemany(sql, rows)
-        except BaseException:
-            conn.execute("ROLLBACK")
-            raise
-        conn.execute("COMMIT")
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                if wipe:
+                    conn.execute("DELETE FROM quads")
+                conn.executemany(sql, rows)
+                conn.execute("COMMIT")
+            except BaseException:
+                with contextlib.suppress(sqlite3.Error):
+                    conn.execute("ROLLBACK")
+                raise
+        except sqlite3.Error as exc:
+            raise _failure(self.file, exc, opening=False) from exc
 
     def insert(self, rows: Iterable[Row]) -> None:
         """Durably add ``rows`` in one transaction."""

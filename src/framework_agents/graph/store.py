@@ -182,7 +182,7 @@ class GraphStore:
             rows = disk.open()
             try:
                 state = _State.build(self._decode_row(row) for row in rows)
-            except (GraphTermError, ValueError) as exc:
+            except (GraphTermError, ValueError, TypeError) as exc:
                 disk.close()
                 raise GraphStoreCorruptError(f"{disk.file} holds a malformed quad: {exc}") from exc
             except BaseException:
@@ -240,11 +240,14 @@ class GraphStore:
 
     def _decode_row(self, row: Row) -> tuple[Term, Term, Term, IRI | None]:
         s, p, o, g = row
+        graph = None if g == "" else term_from_json(g, "graph")
+        if graph is not None and graph.key == ENTAILED_GRAPH:
+            raise GraphTermError(f"graph: {ENTAILED_GRAPH} holds entailments, never stored")
         return (
             term_from_json(s, "subject"),
             term_from_json(p, "predicate"),
             term_from_json(json.loads(o), "object"),
-            IRI(g) if g else None,
+            IRI(graph.key) if graph is not None else None,
         )
 
     # -- mutations ---------------------------------------------------------------------

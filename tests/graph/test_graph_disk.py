@@ -1,0 +1,134 @@
+"""The on-disk GraphStore refuses unusable paths and files with a clear AgentError code."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from framework_agents.errors import (
+    GraphStoreCorruptError,
+    GraphStoreIOError,
+    InvalidArgumentError,
+)
+from framework_agents.graph import GraphStore
+
+ROOT = os.geteuid() == 0
+
+
+def run(coro: Any) -> Any:
+    return asyncio.run(coro)
+
+
+async def _made(path: Path) -> None:
+    store = GraphStore(path)
+    await store.add("ex:a", "ex:p", "ex:b")
+    await store.close()
+
+
+@pytest.mark.parametrize("how", ["open", "add", "sync-read", "import"])
+@pytest.mark.parametrize("where", ["path-is-a-file", "parent-is-a-file", "database-is-a-dir"])
+def test_a_path_that_cannot_hold_a_store_is_invalid_argument(
+    tmp_path: Path, where: str, how: str
+) -> None:
+    blocker = tmp_path / "taken"
+    blocker.write_text("not a store")
+    path = {
+        "path-is-a-file": blocker,
+        "parent-is-a-file": blocker / "graph",
+        "database-is-a-dir": tmp_path / "g",
+    }[where]
+    if where == "database-is-a-dir":
+        (path / "graph.sqlite3").mkdir(parents=True)
+    store = GraphStore(path)
+    actions = {
+        "open": lambda: run(store.open()),
+        "add": lambda: run(store.add("ex:a", "ex:p", "ex:b")),
+        "sync-read": lambda: store.quads(),
+        "import": lambda: run(store.import_state(GraphStore().export_state())),
+    }
+    with pytest.raises(InvalidArgumentError) as info:
+        actions[how]()
+    assert info.value.code == "INVALID_ARGUMENT"
+    assert str(path) in info.value.message
+    assert blocker.read_text() == "not a store"
+
+
+def _unwritable(tmp_path: Path) -> Path:
+    if not ROOT:
+        locked = tmp_path / "locked"
+        locked.mkdir()
+        locked.chmod(0o500)
+        return locked / "graph"
+    if Path("/sys").is_dir():  # even root may not create directories in sysfs
+        return Path("/sys/framework-agents-graph-test")
+    pytest.skip("no unwritable location for root")
+
+
+def test_an_unwritable_location_is_graph_store_io(tmp_path: Path) -> None:
+    path = _unwritable(tmp_path)
+    try:
+        with pytest.raises(GraphStoreIOError) as info:
+            run(GraphStore(path).open())
+        assert info.value.code == "GRAPH_STORE_IO"
+        assert str(path) in info.value.message
+    finally:
+        if (tmp_path / "locked").exists():
+            (tmp_path / "locked").chmod(0o700)
+
+
+@pytest.mark.skipif(ROOT, reason="root writes read-only files")
+def test_a_read_only_database_is_graph_store_io_and_changes_nothing(tmp_path: Path) -> None:
+    async def main() -> None:
+        await _made(tmp_path / "g")
+        (tmp_path / "g" / "graph.sqlite3").chmod(0o400)
+        (tmp_path / "g").chmod(0o500)
+        try:
+            store = GraphStore(tmp_path / "g")
+            try:
+                await store.open()
+            except GraphStoreIOError:
+                return  # refused at open: fine too
+            before = store.quads()
+            with pytest.raises(GraphStoreIOError):
+                await store.add("ex:c", "ex:p", "ex:d")
+            assert store.quads() == before
+        finally:
+            (tmp_path / "g").chmod(0o700)
+
+    run(main())
+
+
+@pytest.mark.parametrize(
+    ("column", "value"),
+    [
+        ("g", "has space"),
+        ("g", "urn:x-framework-agents:entailed"),
+        ("g", b"\x00\x01"),
+        ("o", b"\x00"),
+        ("s", b"ex:s"),
+        ("o", 5),
+    ],
+    ids=[
+        "graph-with-space",
+        "entailed-graph",
+        "blob-graph",
+        "blob-object",
+        "blob-subject",
+        "number-object",
+    ],
+)
+def test_malformed_rows_are_graph_store_corrupt(tmp_path: Path, column: str, value: Any) -> None:
+    run(_made(tmp_path / "g"))
+    row = {"s": "ex:s", "p": "ex:p", "o": '"x"', "g": "", column: value}
+    with sqlite3.connect(tmp_path / "g" / "graph.sqlite3") as conn:
+        conn.execute(
+            "INSERT INTO quads VALUES (?, ?, ?, ?)", (row["s"], row["p"], row["o"], row["g"])
+        )
+    with pytest.raises(GraphStoreCorruptError) as info:
+        run(GraphStore(tmp_path / "g").open())
+    assert info.value.code == "GRAPH_STORE_CORRUPT"
