@@ -15,6 +15,7 @@ import pytest
 from framework_agents import (
     Agent,
     FileCheckpointer,
+    FileMemory,
     FunctionModel,
     HitlInterrupt,
     InMemoryStorage,
@@ -346,3 +347,55 @@ def test_a_corrupt_session_snapshot_fails_a_thread_run_and_is_kept(tmp_path: Pat
         assert [m.text for m in (await cp.load("t1")).messages] == ["thread"]
 
     arun(main())
+
+
+# -- pause before a first run --------------------------------------------------------------
+
+
+def test_pause_before_a_first_run_saves_the_stored_memory_not_an_empty_history(
+    tmp_path: Path,
+) -> None:
+    store, cp = tmp_path / "mem", FileCheckpointer(tmp_path / "cp")
+
+    async def main() -> None:
+        await Agent(ScriptedModel(["a1"]), memory=FileMemory(store)).run("u1")
+        # Another process: a fresh agent over the same memory pauses before any run.
+        await Agent(ScriptedModel([]), memory=FileMemory(store)).pause("p", checkpointer=cp)
+        assert [m.text for m in (await cp.load("p")).messages] == ["u1", "a1"]
+        resumed = Agent(ScriptedModel(["cont"]), memory=FileMemory(store))
+        result = await resumed.resume("p", checkpointer=cp)
+        assert [m.text for m in result.messages] == ["u1", "a1", "cont"]
+        assert [m.text for m in await FileMemory(store).load()] == ["u1", "a1", "cont"]
+
+    arun(main())
+
+
+def test_pause_before_a_first_run_saves_the_session_history_and_state(tmp_path: Path) -> None:
+    storage, cp = InMemoryStorage(), FileCheckpointer(tmp_path / "cp")
+
+    async def main() -> None:
+        first = Agent(
+            ScriptedModel(["x1"]), session_manager=SessionManager("s", storage), state={"k": 1}
+        )
+        await first.run("hello")
+        later = Agent(ScriptedModel([]), session_manager=SessionManager("s", storage))
+        await later.pause("r", checkpointer=cp)
+        saved = await cp.load("r")
+        assert [m.text for m in saved.messages] == ["hello", "x1"]
+        assert saved.state == {"k": 1}
+
+    arun(main())
+
+
+def test_pause_before_a_first_run_saves_the_seed_repaired(tmp_path: Path) -> None:
+    cp = FileCheckpointer(tmp_path / "cp")
+    seed = [
+        Message("tool", "orphan", tool_call_id="nobody", name="f"),
+        Message("user", "hi"),
+        Message("assistant", "", tool_calls=[ToolCall("c1", "f", {})]),
+    ]
+    arun(Agent(ScriptedModel([]), initial_messages=seed).pause("s", checkpointer=cp))
+    saved = arun(cp.load("s")).messages
+    assert is_well_formed(saved)
+    assert [m.text for m in saved][:1] == ["hi"]
+    assert saved[-1].role == "tool" and saved[-1].metadata.get("kind") == "interrupted"

@@ -388,6 +388,9 @@ async def drive_thread(
 async def pause_thread(agent: Agent, thread_id: str, checkpointer: object) -> None:
     """Save ``agent.messages`` and ``agent.state`` as the thread's checkpoint (``pending=None``).
 
+    Before the agent's first run, the history saved is the one that run would start from
+    (the session's snapshot, else the stored memory, else the seed), repaired.
+
     Calls of unknown outcome recorded in the thread's checkpoint are kept (a pause must not
     make the at-most-once protocol forget them). Called from inside a run that holds the
     thread (a tool, middleware or a stream consumer), it saves without waiting for the lock.
@@ -395,6 +398,11 @@ async def pause_thread(agent: Agent, thread_id: str, checkpointer: object) -> No
     cp = _check_target(checkpointer, thread_id)
 
     async def save() -> None:
+        if not agent._busy:
+            # Before a first run, agent.messages is only the seed: what that run would start
+            # from (the session's snapshot, else the stored memory, else the seed) is what
+            # a pause must save, or a resume would overwrite the stored history with it.
+            await _sessions._ensure_restored(agent)
         base = await cp.load(thread_id)
         keep: dict[str, Any] = {}
         if base is not None and base.in_flight:
@@ -405,7 +413,8 @@ async def pause_thread(agent: Agent, thread_id: str, checkpointer: object) -> No
                 "outcome_unknown": base.outcome_unknown,
             }
         state = agent.state.to_dict()
-        await cp.save(ThreadCheckpoint(thread_id, None, agent.messages, state, **keep))
+        messages = repair_history(agent.messages)  # a seed may be malformed; runs repair too
+        await cp.save(ThreadCheckpoint(thread_id, None, messages, state, **keep))
 
     holding = _HOLDING.get()
     if holding is not None and holding[0] is cp and holding[1] == thread_id:
