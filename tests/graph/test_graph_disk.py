@@ -132,3 +132,32 @@ def test_malformed_rows_are_graph_store_corrupt(tmp_path: Path, column: str, val
     with pytest.raises(GraphStoreCorruptError) as info:
         run(GraphStore(tmp_path / "g").open())
     assert info.value.code == "GRAPH_STORE_CORRUPT"
+
+
+@pytest.mark.parametrize(
+    "kwargs",
+    [
+        {"path": 123},
+        {"path": b"/tmp/graph"},
+        {"path": ""},
+        {"prefixes": "ex"},
+        {"prefixes": {"ex": 5}},
+        {"prefixes": {"": "http://example.org/"}},
+        {"prefixes": {"e x": "http://example.org/"}},
+        {"prefixes": {"ex": ""}},
+    ],
+    ids=[
+        "int-path",
+        "bytes-path",
+        "empty-path",
+        "str-prefixes",
+        "int-namespace",
+        "empty-prefix",
+        "spaced-prefix",
+        "empty-namespace",
+    ],
+)
+def test_bad_constructor_arguments_are_invalid_argument(kwargs: dict[str, Any]) -> None:
+    with pytest.raises(InvalidArgumentError) as info:
+        GraphStore(**kwargs)
+    assert info.value.code == "INVALID_ARGUMENT"

@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import re
 import threading
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -20,7 +21,7 @@ from pathlib import Path
 from types import EllipsisType
 from typing import Any, NamedTuple
 
-from ..errors import GraphStateError, GraphStoreCorruptError, GraphTermError
+from ..errors import GraphStateError, GraphStoreCorruptError, GraphTermError, InvalidArgumentError
 from ._disk import FORMAT, Disk, Row, encode_object
 from ._table import TermTable
 from .retrieval import LexicalIndex
@@ -165,8 +166,8 @@ class GraphStore:
         *,
         prefixes: Mapping[str, str] | None = None,
     ) -> None:
-        self.path: Path | None = Path(path) if path is not None else None
-        self.prefixes: dict[str, str] = {**DEFAULT_PREFIXES, **(prefixes or {})}
+        self.path: Path | None = _check_path(path)
+        self.prefixes: dict[str, str] = {**DEFAULT_PREFIXES, **_check_prefixes(prefixes)}
         self._lock = threading.RLock()
         self._disk: Disk | None = None
         self._state: _State | None = _State() if self.path is None else None
@@ -422,6 +423,35 @@ class GraphStore:
         """Replace every fact by those of an exported state and recompute the closure."""
         quads = _parse_state(state)
         await asyncio.to_thread(self._replace, quads)
+
+
+_PREFIX = re.compile(r"^[A-Za-z][A-Za-z0-9._+-]*$")
+
+
+def _check_path(path: object) -> Path | None:
+    if path is None:
+        return None
+    if not isinstance(path, str | os.PathLike) or isinstance(path, bytes):
+        raise InvalidArgumentError(f"path must be a str or a path, not {type(path).__name__}")
+    resolved = os.fspath(path)
+    if not isinstance(resolved, str) or not resolved:
+        raise InvalidArgumentError(f"path must be a non-empty text path, not {path!r}")
+    return Path(resolved)
+
+
+def _check_prefixes(prefixes: object) -> dict[str, str]:
+    if prefixes is None:
+        return {}
+    if not isinstance(prefixes, Mapping):
+        raise InvalidArgumentError(
+            f"prefixes must map prefix names to namespaces, not {type(prefixes).__name__}"
+        )
+    for prefix, namespace in prefixes.items():
+        if not isinstance(prefix, str) or not _PREFIX.match(prefix):
+            raise InvalidArgumentError(f"{prefix!r} is not a prefix name (like ex or foaf)")
+        if not isinstance(namespace, str) or not namespace or re.search(r"\s", namespace):
+            raise InvalidArgumentError(f"prefix {prefix!r}: {namespace!r} is not a namespace IRI")
+    return dict(prefixes)
 
 
 def _parse_state(state: Mapping[str, Any]) -> list[tuple[Term, Term, Term, IRI | None]]:
