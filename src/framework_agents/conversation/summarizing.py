@@ -8,7 +8,7 @@ import math
 from collections.abc import Sequence
 
 from .._util import maybe_await
-from ..errors import InvalidArgumentError
+from ..errors import InvalidArgumentError, ModelError
 from ..history import repair_history
 from ..messages import Message
 from ..models._base import Model
@@ -149,9 +149,13 @@ class SummarizingConversationManager:
             return body.strip()
         if self.model is not None:
             prompt = SUMMARY_PROMPT.format(transcript=_transcript(head))
-            reply = await self.model.complete(
+            reply: object = await self.model.complete(
                 [Message("user", prompt)], [], system_prompt=SUMMARY_SYSTEM_PROMPT
             )
+            if not isinstance(reply, Message) or reply.role != "assistant":
+                raise ModelError(
+                    f"the summary model must answer an assistant Message, got {reply!r:.200}"
+                )
             if reply.text.strip():
                 return reply.text.strip()
             logger.warning("summary model returned no text; using the extractive summary")
