@@ -30,7 +30,12 @@ from framework_agents import (
     tool,
 )
 from framework_agents.checkpoint import InMemoryCheckpointer, ThreadCheckpoint
-from framework_agents.errors import SnapshotCorruptError, ThreadBusyError, ThreadIdInvalidError
+from framework_agents.errors import (
+    HitlDecisionError,
+    SnapshotCorruptError,
+    ThreadBusyError,
+    ThreadIdInvalidError,
+)
 from framework_agents.models._base import ToolSpec
 
 
@@ -399,3 +404,130 @@ def test_pause_before_a_first_run_saves_the_seed_repaired(tmp_path: Path) -> Non
     assert is_well_formed(saved)
     assert [m.text for m in saved][:1] == ["hi"]
     assert saved[-1].role == "tool" and saved[-1].metadata.get("kind") == "interrupted"
+
+
+# -- the interrupt checkpoint and decisions on resume ---------------------------------------
+
+
+def _turn(*calls: ToolCall, text: str = "") -> Message:
+    return Message("assistant", text, tool_calls=list(calls))
+
+
+def test_the_interrupt_checkpoint_keeps_earlier_turns_and_excludes_only_the_interrupted_one(
+    tmp_path: Path,
+) -> None:
+    cp = FileCheckpointer(tmp_path)
+    ran: list[str] = []
+
+    @tool
+    def lookup(q: str) -> str:
+        """Look up."""
+        ran.append(f"lookup {q}")
+        return f"found {q}"
+
+    @tool(requires_approval=True)
+    def publish(text: str) -> str:
+        """Publish."""
+        ran.append(f"publish {text}")
+        return f"published {text}"
+
+    approvals = iter(["approve"])  # the callback approves the first publish only
+
+    def decide(name: str, args: dict[str, Any]) -> Any:
+        return next(approvals, {"suspend": True})
+
+    same = {"text": "hi"}
+    model = ScriptedModel(
+        [
+            _turn(ToolCall("l1", "lookup", {"q": "x"})),
+            _turn(ToolCall("p1", "publish", same), text="first"),
+            _turn(ToolCall("l2", "lookup", {"q": "y"}), ToolCall("p2", "publish", same)),
+        ]
+    )
+    with pytest.raises(HitlInterrupt) as info:
+        arun(
+            Agent(model, tools=[lookup, publish], decide=decide).run(
+                "go", checkpointer=cp, thread_id="t1"
+            )
+        )
+    assert (info.value.call_id, info.value.key) == ("p2", hitl_key("publish", same))
+    saved = arun(cp.load("t1"))
+    # Everything before the interrupted turn, the earlier publish with equal args included.
+    assert [(m.role, m.text) for m in saved.messages] == [
+        ("user", "go"),
+        ("assistant", ""),
+        ("tool", "found x"),
+        ("assistant", "first"),
+        ("tool", "published hi"),
+    ]
+    assert is_well_formed(saved.messages)
+    assert saved.pending == ToolCall("p2", "publish", same)
+    assert saved.turn is None and saved.in_flight == [] and saved.results == []
+    assert ran == ["lookup x", "publish hi"]  # nothing of the interrupted turn ran
+
+
+@pytest.mark.parametrize(
+    ("allowed", "decision"),
+    [
+        pytest.param(("approve",), {"reject": "no"}, id="reject-not-allowed"),
+        pytest.param(("approve",), "reject", id="bare-reject-not-allowed"),
+        pytest.param(("approve", "reject"), {"suspend": True}, id="suspend-not-allowed"),
+        pytest.param(("reject",), "approve", id="approve-not-allowed"),
+        pytest.param(("approve", "edit"), {"edit": "text"}, id="malformed-edit"),
+        pytest.param(("approve",), {"approve": True, "reject": "x"}, id="two-keys"),
+        pytest.param(("approve",), 5, id="not-a-decision"),
+    ],
+)
+def test_a_disallowed_or_malformed_decision_on_resume_is_hitl_decision_and_changes_nothing(
+    tmp_path: Path, allowed: tuple[str, ...], decision: Any
+) -> None:
+    cp = FileCheckpointer(tmp_path)
+    ran: list[int] = []
+
+    @tool(requires_approval=True, allowed_decisions=allowed)  # type: ignore[arg-type]
+    def wire(amount: int) -> str:
+        """Wire money."""
+        ran.append(amount)
+        return "sent"
+
+    def mk() -> Agent:
+        def model(messages: Sequence[Message], tools: Sequence[ToolSpec]) -> Message | str:
+            if messages[-1].role == "user":
+                return _turn(ToolCall("w", "wire", {"amount": 5}))
+            return "ok"
+
+        return Agent(FunctionModel(model), tools=[wire])
+
+    with pytest.raises(HitlInterrupt):
+        arun(mk().run("pay", checkpointer=cp, thread_id="w"))
+    before = arun(cp.load("w"))
+    resumed = mk()
+    with pytest.raises(HitlDecisionError) as err:
+        arun(resumed.resume("w", {"wire": decision}, checkpointer=cp))
+    assert err.value.code == "HITL_DECISION"
+    assert ran == [] and arun(cp.load("w")) == before
+    assert [(e.kind, (e.label or "").split(":")[0]) for e in resumed.timeline] == [
+        ("resume", "error")
+    ]
+
+
+def test_a_resume_that_interrupts_again_is_a_resume_entry_and_keeps_the_thread(
+    tmp_path: Path,
+) -> None:
+    cp = FileCheckpointer(tmp_path)
+    p = Publisher()
+    with pytest.raises(HitlInterrupt):
+        arun(p.mk(state={"n": {"deep": [1, 2.5, None]}}).run("go", checkpointer=cp, thread_id="t"))
+    again = p.mk()
+    with pytest.raises(HitlInterrupt) as info:
+        arun(again.resume("t", {"publish": {"suspend": True}}, checkpointer=cp))
+    assert info.value.thread_id == "t" and info.value.arguments == {"text": "draft 1"}
+    assert [(e.kind, e.label) for e in again.timeline] == [("resume", "interrupted")]
+    assert again.state.to_dict() == {"n": {"deep": [1, 2.5, None]}}
+    saved = arun(cp.load("t"))
+    assert saved.pending == ToolCall("call-1", "publish", {"text": "draft 1"})
+    assert [m.text for m in saved.messages] == ["go"] and p.published == []
+    final = p.mk()
+    result = arun(final.resume("t", {"publish": "approve"}, checkpointer=cp))
+    assert p.published == ["draft 2"] and is_well_formed(result.messages)
+    assert final.state.to_dict() == {"n": {"deep": [1, 2.5, None]}}
