@@ -137,3 +137,46 @@ def test_ranking_is_a_function_of_the_closure_not_of_history() -> None:
             assert keys == sorted(keys)  # stable tie-break order
 
     run(main())
+
+
+@pytest.mark.parametrize(
+    ("text", "k"),
+    [
+        ("alice", -1),
+        ("alice", True),
+        ("alice", 2.5),
+        ("alice", "3"),
+        ("alice", None),
+        (None, 3),
+        (5, 3),
+        (b"alice", 3),
+    ],
+    ids=[
+        "negative-k",
+        "bool-k",
+        "float-k",
+        "str-k",
+        "none-k",
+        "none-text",
+        "int-text",
+        "bytes-text",
+    ],
+)
+def test_bad_relevant_arguments_are_invalid_argument(text: Any, k: Any) -> None:
+    from framework_agents.errors import InvalidArgumentError
+
+    store = run(_world())
+    with pytest.raises(InvalidArgumentError) as info:
+        store.relevant(text, k)
+    assert info.value.code == "INVALID_ARGUMENT"
+
+
+def test_relevant_edge_values() -> None:
+    async def main() -> None:
+        store = await _world()
+        assert store.relevant("", 5) == [] and store.relevant("   \n", 5) == []
+        everything = store.relevant("alice acme paris bob jazz zebulon", 10**9)
+        assert 0 < len(everything) <= store.closure_size
+        assert everything == store.relevant("alice acme paris bob jazz zebulon", 10**6)
+
+    run(main())

@@ -400,6 +400,10 @@ class GraphStore:
 
     def relevant(self, text: str, k: int = 8) -> list[Fact]:
         """The ``k`` closure entries most relevant to ``text``, best first (deterministic)."""
+        if not isinstance(text, str):
+            raise InvalidArgumentError(f"text must be a str, not {type(text).__name__}")
+        if isinstance(k, bool) or not isinstance(k, int) or k < 0:
+            raise InvalidArgumentError(f"k must be a non-negative integer, not {k!r}")
         with self._read() as state:
             ranked = state.index.search(text, k, lambda t: t in state.graphs)
             out: list[Fact] = []
