@@ -4,9 +4,11 @@ hold, junk on disk, argument validation, descriptors, a lock file deleted while 
 from __future__ import annotations
 
 import asyncio
+import errno
 import os
 import threading
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -17,6 +19,7 @@ from framework_agents.checkpoint import (
     ThreadCheckpoint,
     with_file_lock,
 )
+from framework_agents.checkpoint import lock as lock_module
 from framework_agents.errors import (
     CheckpointCorruptError,
     InvalidArgumentError,
@@ -471,3 +474,50 @@ def test_release_after_the_lock_file_was_deleted_by_someone_else(tmp_path: Path)
 
     run(main())
     assert order == ["got in", "keeps it", "free again"]
+
+
+# -- degraded mode (no flock): a cancel that arrives while the heartbeat stops -----------
+
+
+def test_without_flock_a_cancel_during_release_is_not_swallowed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def no_flock(fd: int, operation: int) -> None:
+        raise OSError(errno.ENOLCK, "no locks available (simulated)")
+
+    monkeypatch.setattr(lock_module, "_flock", no_flock)
+    in_utime, let_go = threading.Event(), threading.Event()
+    real_utime = os.utime
+
+    def slow_utime(target: Any, *args: Any, **kwargs: Any) -> None:
+        if isinstance(target, int):  # the heartbeat's utime(fd)
+            in_utime.set()
+            let_go.wait(10)
+        real_utime(target, *args, **kwargs)
+
+    monkeypatch.setattr(os, "utime", slow_utime)
+    path = tmp_path / "a.lock"
+    after_block: list[str] = []
+
+    async def holder(leaving: asyncio.Event) -> None:
+        async with with_file_lock(path, stale_after=0.02):
+            await asyncio.to_thread(in_utime.wait, 10)  # a heartbeat is mid-utime
+            leaving.set()
+        after_block.append("went on")  # must not run: the task was cancelled
+
+    async def main() -> None:
+        leaving = asyncio.Event()
+        task = asyncio.create_task(holder(leaving))
+        await leaving.wait()
+        for _ in range(5):
+            await asyncio.sleep(0)  # the holder now waits for its heartbeat to stop
+        task.cancel()
+        let_go.set()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        assert not path.exists()  # released all the same
+        async with with_file_lock(path, timeout=0, stale_after=0.02):
+            pass
+
+    run(main())
+    assert after_block == []

@@ -437,11 +437,19 @@ async def with_file_lock(
             try:
                 yield
             finally:
+                recancel = False
                 if beat is not None:
+                    # Wait for the heartbeat to stop (its utime must not hit a closed fd),
+                    # without swallowing a cancel of ours that arrives meanwhile.
                     beat.cancel()
-                    with contextlib.suppress(asyncio.CancelledError):
-                        await beat
+                    while not beat.done():
+                        try:
+                            await asyncio.wait([beat])
+                        except asyncio.CancelledError:
+                            recancel = True
                 await run_blocking(_release, held)
+                if recancel:
+                    raise asyncio.CancelledError()
         finally:
             local.release()
     finally:
