@@ -157,7 +157,9 @@ class GraphStore:
 
     Mutations are ``async`` (their work runs in a thread); reads are synchronous and
     fast. An on-disk store opens on ``await store.open()`` or on the first mutation; a
-    synchronous read of a store that is not open yet opens it on the spot (blocking).
+    synchronous read of a store that is not open yet opens it on the spot (blocking), and
+    a read waits while a mutation holds the lock: async callers run reads in a thread, as
+    GraphMemory and the graph tools do.
     """
 
     def __init__(

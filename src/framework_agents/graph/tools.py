@@ -9,6 +9,7 @@ correct.
 
 from __future__ import annotations
 
+import asyncio
 from typing import Annotated
 
 from pydantic import Field
@@ -49,9 +50,14 @@ def graph_tools(store: GraphStore) -> list[Tool]:
             object: An entity name such as ex:AcmeCorp, or a value (text, number, boolean).
         """
         added = await store.add(subject, predicate, object)
-        quads = store.quads(subject, predicate, object, entailed=False)
+
+        def read() -> tuple[list[Quad], list[Quad]]:
+            asserted = store.quads(subject, predicate, object, entailed=False)
+            return asserted, [q for q in store.quads(subject) if q.graph == ENTAILED_GRAPH]
+
+        # Reads wait for the store's lock (a long mutation may hold it): off the loop.
+        quads, known = await asyncio.to_thread(read)
         fact = _line(quads[0]) if quads else f"{subject} {predicate} {object}"
-        known = [q for q in store.quads(subject) if q.graph == ENTAILED_GRAPH]
         head = f"Recorded: {fact}." if added else f"Already known: {fact}."
         if not known:
             return head
@@ -77,10 +83,12 @@ def graph_tools(store: GraphStore) -> list[Tool]:
             object: Exact object to match.
             limit: How many facts to return at most.
         """
+        found: list[Quad | Fact]
         if text.strip():
-            found: list[Quad | Fact] = list(store.relevant(text, limit))
+            found = list(await asyncio.to_thread(store.relevant, text, limit))
         elif subject.strip() or predicate.strip() or object.strip():
-            found = list(store.quads(subject or None, predicate or None, object or None)[:limit])
+            pattern = (subject or None, predicate or None, object or None)
+            found = list((await asyncio.to_thread(store.quads, *pattern))[:limit])
         else:
             raise InvalidArgumentError(
                 "graph_query needs text, or at least one of subject, predicate and object"
