@@ -402,3 +402,35 @@ def test_every_history_sent_or_stored_is_well_formed_under_chaos(data: Any) -> N
         assert not agent.running
     for messages in sent:
         assert is_well_formed(messages), well_formed_problems(messages)
+
+
+# -- a decide callback that raises HitlInterrupt itself --------------------------------
+
+
+def test_a_decide_callback_raising_hitl_interrupt_suspends_like_a_suspend_decision() -> None:
+    def raising(tool_name: str, args: dict[str, Any]) -> Any:
+        raise HitlInterrupt(tool_name, args, "made-up-id", reason="needs a manager")
+
+    outcomes, reasons = [], []
+    for decide in (lambda n, a: {"suspend": True}, raising):
+        script = [
+            Message("assistant", tool_calls=[ToolCall("e1", "echo", {"text": "x"})]),
+            Message("assistant", tool_calls=[ToolCall("c1", "danger", {"x": 1})]),
+        ]
+        agent = Agent(ScriptedModel(script), tools=[echo, danger], decide=decide)
+        with pytest.raises(HitlInterrupt) as info:
+            arun(agent.run("go"))
+        reasons.append(info.value.reason)
+        outcomes.append(
+            (
+                info.value.call_id,
+                info.value.key,
+                [(m.role, m.text) for m in agent.messages],
+                agent.timeline[-1].label,
+            )
+        )
+    assert outcomes[1] == outcomes[0]
+    assert outcomes[0][0] == "c1"
+    assert reasons == [None, "needs a manager"]
+    # The earlier, finished tool turn of this run is kept; only the interrupted turn is not.
+    assert [role for role, _ in outcomes[0][2]] == ["user", "assistant", "tool"]

@@ -297,11 +297,19 @@ async def _plan_turn(agent: Agent, run: LoopRun, response: Message) -> list[_Pla
         if tool is None or not tool.requires_approval:
             plans.append(_Plan(call, call, None))
             continue
-        decision = await resolve_decision(
-            tool, call.args, decisions=run.decisions, decide=agent.decide
-        )
+        reason: str | None = None
+        try:
+            decision = await resolve_decision(
+                tool, call.args, decisions=run.decisions, decide=agent.decide
+            )
+        except HitlInterrupt as raised:
+            # A decide callback that raises the interrupt itself means "suspend": the loop
+            # makes the interrupt (this call's id, the thread) and saves what it must.
+            decision, reason = ResolvedDecision("suspend", "callback"), raised.reason
         if decision.kind == "suspend":
-            interrupt = HitlInterrupt(call.name, call.args, call.id, thread_id=run.thread_id)
+            interrupt = HitlInterrupt(
+                call.name, call.args, call.id, thread_id=run.thread_id, reason=reason
+            )
             run.kept = run.visible()
             if run.hooks.on_interrupt is not None:
                 await run.hooks.on_interrupt(interrupt, list(run.kept))
