@@ -474,6 +474,8 @@ def test_the_interrupt_checkpoint_keeps_earlier_turns_and_excludes_only_the_inte
         pytest.param(("approve", "reject"), {"suspend": True}, id="suspend-not-allowed"),
         pytest.param(("reject",), "approve", id="approve-not-allowed"),
         pytest.param(("approve", "edit"), {"edit": "text"}, id="malformed-edit"),
+        pytest.param(("edit",), {"edit": {"amount": "lots"}}, id="invalid-edited-args"),
+        pytest.param(("edit",), {"edit": {"amount": 1, "to": "x"}}, id="unknown-edited-arg"),
         pytest.param(("approve",), {"approve": True, "reject": "x"}, id="two-keys"),
         pytest.param(("approve",), 5, id="not-a-decision"),
     ],
