@@ -521,3 +521,21 @@ def test_without_flock_a_cancel_during_release_is_not_swallowed(
 
     run(main())
     assert after_block == []
+
+
+# -- the model's constructor -------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("args", "kwargs"),
+    [
+        pytest.param(("a",), {"thread_id": "b"}, id="thread_id"),
+        pytest.param(("a", None, [Message("user", "x")]), {"messages": []}, id="messages"),
+        pytest.param(("a", None, None, {"k": 1}), {"state": {}}, id="state"),
+    ],
+)
+def test_a_field_given_positionally_and_by_name_is_a_type_error(
+    args: tuple[object, ...], kwargs: dict[str, object]
+) -> None:
+    with pytest.raises(TypeError, match="multiple values"):
+        ThreadCheckpoint(*args, **kwargs)  # type: ignore[arg-type]

@@ -159,6 +159,8 @@ class ThreadCheckpoint(BaseModel):
             ("pending", pending),
         ):
             if value is not None:
+                if name in data:  # as Python says for any other signature
+                    raise TypeError(f"ThreadCheckpoint() got multiple values for argument {name!r}")
                 data[name] = value
         super().__init__(**data)
 
