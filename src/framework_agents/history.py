@@ -13,6 +13,7 @@ Cutting a history only between groups keeps it well formed.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
+from itertools import repeat
 
 from .errors import InvalidArgumentError
 from .messages import Message, ToolCall
@@ -37,6 +38,8 @@ def _messages(messages: Iterable[Message], fn: str) -> Sequence[Message]:
             f"{fn}() takes a sequence of Message objects, not {type(messages).__name__}"
         )
     seq = messages if isinstance(messages, Sequence) else list(messages)
+    if all(map(isinstance, seq, repeat(Message))):  # the hot path: one C-level pass
+        return seq
     for i, msg in enumerate(seq):
         if not isinstance(msg, Message):
             raise InvalidArgumentError(
