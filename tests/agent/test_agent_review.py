@@ -434,3 +434,50 @@ def test_a_decide_callback_raising_hitl_interrupt_suspends_like_a_suspend_decisi
     assert reasons == [None, "needs a manager"]
     # The earlier, finished tool turn of this run is kept; only the interrupted turn is not.
     assert [role for role, _ in outcomes[0][2]] == ["user", "assistant", "tool"]
+
+
+# -- run() and stream() are the same loop -----------------------------------------------
+
+
+def _scenario() -> Agent:
+    script: list[Any] = [
+        Message("assistant", tool_calls=[ToolCall("e1", "echo", {"text": "a"})]),
+        Message(
+            "assistant",
+            tool_calls=[ToolCall("e2", "echo", {"bad": 1}), ToolCall("b1", "boom", {"n": 2})],
+        ),
+        "not json",
+        '{"value": 7}',
+    ]
+    return Agent(ScriptedModel(script), tools=[echo, boom], response_format=_Answer)
+
+
+def _shape(messages: list[Message]) -> list[tuple[str, str, str | None, str | None]]:
+    return [(m.role, m.text, m.tool_call_id, m.kind) for m in messages]
+
+
+def test_run_and_stream_give_the_same_result_and_history() -> None:
+    ran = _scenario()
+    result = arun(ran.run("go"))
+
+    streamed = _scenario()
+
+    async def consume() -> Any:
+        finished = None
+        async for event in streamed.stream("go"):
+            if event.type == "run_finished":
+                finished = event.result
+        return finished
+
+    other = arun(consume())
+    assert other is not None
+    assert _shape(other.messages) == _shape(result.messages) == _shape(streamed.messages)
+    assert _shape(ran.messages) == _shape(streamed.messages)
+    assert (other.text, other.output, other.turns, other.stop_reason) == (
+        result.text,
+        result.output,
+        result.turns,
+        result.stop_reason,
+    )
+    assert other.usage == result.usage
+    assert result.output == _Answer(value=7)
