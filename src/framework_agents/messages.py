@@ -7,6 +7,7 @@ newer versions instead of guessing (see ``docs/persistence.md``).
 
 from __future__ import annotations
 
+import inspect
 import uuid
 from typing import Annotated, Any, Literal
 
@@ -34,6 +35,38 @@ def new_id() -> str:
     return uuid.uuid4().hex
 
 
+class _Unset:
+    """Default of a constructor argument that is left out, so pydantic applies the field's.
+
+    Pydantic calls a model's ``__init__`` when it validates data too, so a required
+    argument cannot be a plain required parameter (a missing field would be a
+    ``TypeError`` instead of a ``ValidationError``), and an explicit ``None`` must reach
+    the validator (a stored ``"id": null`` is corrupt, not a request for a fresh id).
+    """
+
+    def __init__(self, name: str) -> None:
+        self._name = name
+
+    def __repr__(self) -> str:
+        return self._name
+
+
+#: A required argument (shown as required by :func:`show_required`).
+REQUIRED: Any = _Unset("<required>")
+#: ``Message(id=...)`` left out: a fresh id.
+NEW_ID: Any = _Unset("<new>")
+
+
+def show_required(cls: type[BaseModel], *names: str) -> None:
+    """Make ``inspect.signature(cls)`` show ``names`` as required, as API.md writes them."""
+    sig = inspect.signature(cls)
+    params = [
+        p.replace(default=inspect.Parameter.empty) if p.name in names else p
+        for p in sig.parameters.values()
+    ]
+    setattr(cls, "__signature__", sig.replace(parameters=params))  # noqa: B010
+
+
 class TextBlock(BaseModel):
     """A block of plain text inside a message's content."""
 
@@ -42,10 +75,10 @@ class TextBlock(BaseModel):
     type: Literal["text"] = "text"
     text: str
 
-    def __init__(self, text: str | None = None, /, **data: Any) -> None:
-        if text is not None:
-            data["text"] = text
-        super().__init__(**data)
+    def __init__(self, text: str = REQUIRED, **extra: Any) -> None:
+        if text is not REQUIRED:
+            extra["text"] = text
+        super().__init__(**extra)
 
 
 class ReasoningBlock(BaseModel):
@@ -57,17 +90,19 @@ class ReasoningBlock(BaseModel):
     text: str
     signature: str | None = None
 
-    def __init__(
-        self, text: str | None = None, signature: str | None = None, /, **data: Any
-    ) -> None:
-        if text is not None:
-            data["text"] = text
+    def __init__(self, text: str = REQUIRED, signature: str | None = None, **extra: Any) -> None:
+        if text is not REQUIRED:
+            extra["text"] = text
         if signature is not None:
-            data["signature"] = signature
-        super().__init__(**data)
+            extra["signature"] = signature
+        super().__init__(**extra)
 
 
 ContentBlock = Annotated[TextBlock | ReasoningBlock, Field(discriminator="type")]
+
+
+#: Defaults shown in signatures; never mutated (pydantic makes fresh ones).
+_NO_ARGS: dict[str, Any] = {}
 
 
 class ToolCall(BaseModel):
@@ -81,19 +116,22 @@ class ToolCall(BaseModel):
 
     def __init__(
         self,
-        id: str | None = None,
-        name: str | None = None,
-        args: dict[str, Any] | None = None,
-        /,
-        **data: Any,
+        id: str = REQUIRED,
+        name: str = REQUIRED,
+        args: dict[str, Any] = _NO_ARGS,
+        **extra: Any,
     ) -> None:
-        if id is not None:
-            data["id"] = id
-        if name is not None:
-            data["name"] = name
-        if args is not None:
-            data["args"] = args
-        super().__init__(**data)
+        if id is not REQUIRED:
+            extra["id"] = id
+        if name is not REQUIRED:
+            extra["name"] = name
+        if args is not _NO_ARGS:
+            extra["args"] = args
+        super().__init__(**extra)
+
+
+_NO_CALLS: list[ToolCall] = []
+_NO_METADATA: dict[str, Any] = {}
 
 
 class Message(BaseModel):
@@ -111,16 +149,33 @@ class Message(BaseModel):
 
     def __init__(
         self,
-        role: Role | None = None,
-        content: str | list[TextBlock | ReasoningBlock] | None = None,
-        /,
-        **data: Any,
+        role: Role = REQUIRED,
+        content: str | list[TextBlock | ReasoningBlock] = "",
+        tool_calls: list[ToolCall] = _NO_CALLS,
+        tool_call_id: str | None = None,
+        name: str | None = None,
+        id: str = NEW_ID,
+        metadata: dict[str, Any] = _NO_METADATA,
+        **extra: Any,
     ) -> None:
-        if role is not None:
-            data["role"] = role
-        if content is not None:
-            data["content"] = content
-        super().__init__(**data)
+        # Positionally in API.md's order or by keyword; a left-out id is a fresh one.
+        # Only what was given is handed on (pydantic fills and copies the defaults), and
+        # ``extra`` only exists so that an unknown field is pydantic's ValidationError.
+        if role is not REQUIRED:
+            extra["role"] = role
+        if content.__class__ is not str or content:
+            extra["content"] = content
+        if tool_calls is not _NO_CALLS:
+            extra["tool_calls"] = tool_calls
+        if tool_call_id is not None:
+            extra["tool_call_id"] = tool_call_id
+        if name is not None:
+            extra["name"] = name
+        if id is not NEW_ID:
+            extra["id"] = id
+        if metadata is not _NO_METADATA:
+            extra["metadata"] = metadata
+        super().__init__(**extra)
 
     @property
     def text(self) -> str:
@@ -151,6 +206,11 @@ class Message(BaseModel):
         """Parse one message from its stored JSON form (raises pydantic's ValidationError)."""
         return cls.model_validate_json(data)
 
+
+show_required(TextBlock, "text")
+show_required(ReasoningBlock, "text")
+show_required(ToolCall, "id", "name")
+show_required(Message, "role")
 
 #: Validates a JSON list of messages in one pass.
 MessageList: TypeAdapter[list[Message]] = TypeAdapter(list[Message])

@@ -54,3 +54,13 @@ def test_a_dir_that_is_a_file_is_invalid_argument_and_left_alone(tmp_path: Path,
         arun(_ops(FileMemory(target))[op]())
     assert "not a directory" in str(info.value)
     assert target.read_bytes() == b"precious"
+
+
+def test_a_stored_null_content_is_corrupt_not_read_as_empty(tmp_path: Path) -> None:
+    raw = b'{"version":1,"messages":[{"role":"user","content":null,"id":"m1"}]}'
+    (tmp_path / "memory.json").write_bytes(raw)
+    with pytest.raises(MemoryCorruptError):
+        arun(FileMemory(tmp_path).load())
+    with pytest.raises(MemoryCorruptError):
+        arun(FileMemory(tmp_path).save([Message("user", "x")]))
+    assert (tmp_path / "memory.json").read_bytes() == raw

@@ -170,3 +170,13 @@ def test_save_snapshot_of_bad_data_is_invalid_argument_and_stores_nothing(data: 
     with pytest.raises(InvalidArgumentError):
         arun(sm.save_snapshot(data))  # type: ignore[arg-type]
     assert arun(storage.list()) == []
+
+
+@pytest.mark.parametrize(
+    "field", ["snapshot_id", "created_at", "data", "schema_version"], ids=lambda f: f
+)
+def test_a_stored_null_is_corrupt_not_a_fresh_default(field: str) -> None:
+    doc = json.loads(Snapshot(SnapshotData(state={})).to_json())
+    doc[field] = None
+    with pytest.raises(SnapshotCorruptError):
+        Snapshot.from_json(json.dumps(doc).encode())

@@ -40,7 +40,7 @@ from pydantic_core import PydanticSerializationError
 
 from ..errors import SnapshotCorruptError, SnapshotFieldError, StateNotJsonError
 from ..memory._document import strict_loads
-from ..messages import Message
+from ..messages import REQUIRED, Message, _Unset, show_required
 
 __all__ = [
     "SNAPSHOT_FIELDS",
@@ -152,6 +152,17 @@ class SnapshotData(BaseModel):
     state: dict[str, Any] | None = None
     system_prompt: str | None = None
 
+    def __init__(
+        self,
+        messages: list[Message] | None = None,
+        state: dict[str, Any] | None = None,
+        system_prompt: str | None = None,
+        **extra: Any,
+    ) -> None:
+        # Positionally in API.md's order or by keyword; ``extra`` only exists so that an
+        # unknown field is pydantic's ValidationError.
+        super().__init__(messages=messages, state=state, system_prompt=system_prompt, **extra)
+
     @field_validator("state")
     @classmethod
     def _state_is_json(cls, value: dict[str, Any] | None) -> dict[str, Any] | None:
@@ -181,6 +192,11 @@ class SnapshotData(BaseModel):
         return {name for name in SNAPSHOT_FIELDS if getattr(self, name) is not None}
 
 
+#: ``Snapshot(...)`` arguments left out (an explicit ``None`` is invalid, as when stored).
+_NEW_SNAPSHOT_ID: Any = _Unset("<new uuid7>")
+_NOW: Any = _Unset("<now, UTC>")
+
+
 def _now_utc() -> datetime:
     return datetime.now(UTC)
 
@@ -196,10 +212,25 @@ class Snapshot(BaseModel):
     data: SnapshotData
     app_data: Any = None
 
-    def __init__(self, data: SnapshotData | None = None, /, **kwargs: Any) -> None:
-        if data is not None:
-            kwargs["data"] = data
-        super().__init__(**kwargs)
+    def __init__(
+        self,
+        data: SnapshotData = REQUIRED,
+        app_data: Any = None,
+        snapshot_id: str = _NEW_SNAPSHOT_ID,
+        created_at: datetime = _NOW,
+        **extra: Any,
+    ) -> None:
+        # Positionally in API.md's order or by keyword; ``None`` draws a fresh UUIDv7 id /
+        # the current UTC time. ``extra`` carries ``schema_version`` (and makes an unknown
+        # field pydantic's ValidationError).
+        if data is not REQUIRED:
+            extra["data"] = data
+        extra["app_data"] = app_data
+        if snapshot_id is not _NEW_SNAPSHOT_ID:
+            extra["snapshot_id"] = snapshot_id
+        if created_at is not _NOW:
+            extra["created_at"] = created_at
+        super().__init__(**extra)
 
     @field_validator("schema_version")
     @classmethod
@@ -268,6 +299,9 @@ class Snapshot(BaseModel):
             return cls.model_validate(doc)
         except (ValidationError, StateNotJsonError, RecursionError) as exc:
             raise SnapshotCorruptError(f"{source} is wrongly shaped: {exc}") from None
+
+
+show_required(Snapshot, "data")
 
 
 def select_snapshot_fields(
