@@ -481,3 +481,27 @@ def test_run_and_stream_give_the_same_result_and_history() -> None:
     )
     assert other.usage == result.usage
     assert result.output == _Answer(value=7)
+
+
+def test_an_interrupt_raised_by_middleware_keeps_the_run_up_to_the_interrupted_turn() -> None:
+    class Gate:
+        def before_tool(self, ctx: Any) -> None:
+            if ctx.call.name == "boom":
+                raise HitlInterrupt(ctx.call.name, ctx.call.args, ctx.call.id, reason="gated")
+
+    script = [
+        Message("assistant", tool_calls=[ToolCall("e1", "echo", {"text": "x"})]),
+        Message("assistant", tool_calls=[ToolCall("b1", "boom", {"n": 1})]),
+    ]
+    agent = Agent(ScriptedModel(script), tools=[echo, boom], middleware=[Gate()])
+    with pytest.raises(HitlInterrupt) as info:
+        arun(agent.run("go"))
+    assert info.value.reason == "gated"
+    # Like a suspend: the prompt and the finished tool turn stay; the gated turn does not.
+    assert [(m.role, m.text) for m in agent.messages] == [
+        ("user", "go"),
+        ("assistant", ""),
+        ("tool", "x"),
+    ]
+    assert is_well_formed(arun(agent.memory.load()))
+    assert agent.timeline[-1].label == "interrupted"

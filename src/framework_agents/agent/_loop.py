@@ -121,6 +121,24 @@ class LoopRun:
     output: Any = None
     kept: list[Message] | None = None
     retry_ids: set[str] = field(default_factory=set)
+    started: bool = False  # run_loop has built the transcript
+
+    def kept_on_interrupt(self) -> list[Message]:
+        """What an interrupted run commits: up to, and excluding, the interrupted turn.
+
+        ``kept`` when the loop suspended a call itself; otherwise (an interrupt raised by
+        a hook or middleware) the transcript without a tool turn still running, or the
+        starting history when the loop had not begun.
+        """
+        if self.kept is not None:
+            return self.kept
+        if not self.started:
+            return self.history
+        messages = self.visible()
+        if messages and messages[-1].role == "assistant" and messages[-1].tool_calls:
+            messages.pop()  # the turn whose calls were running: its results are missing
+        return messages
+
     # Sent ahead of the transcript on every model call, never part of it (so never stored,
     # snapshotted or checkpointed): e.g. the grounding message of a GraphMemory.
     context: list[Message] = field(default_factory=list)
@@ -448,6 +466,7 @@ async def run_loop(agent: Agent, run: LoopRun) -> AsyncIterator[AgentEvent]:
     run.transcript = repair_history(run.history)
     if run.prompt is not None:
         run.transcript.append(run.prompt)
+    run.started = True
     output_failures = 0
     while True:
         if run.turns >= agent.max_turns:

@@ -359,7 +359,7 @@ class Agent:
                     turns=run.turns,
                 )
             except HitlInterrupt as interrupt:
-                await self._commit(run.kept if run.kept is not None else run.history)
+                await self._commit(run.kept_on_interrupt())
                 self._record(timeline_kind, "interrupted")
                 release()
                 yield InterruptEvent(run_id=run.run_id, interrupt=interrupt)
