@@ -117,3 +117,18 @@ def test_a_session_manager_that_is_not_one_is_a_clear_error(bad: object) -> None
     assert model.calls == []
     with pytest.raises(InvalidArgumentError, match="session_manager"):
         arun(agent.load_snapshot(Snapshot(SnapshotData(state={}))))
+
+
+def test_a_load_snapshot_whose_history_cannot_be_stored_changes_nothing(tmp_path: Path) -> None:
+    sm = SessionManager("s", InMemoryStorage())
+    agent = Agent(echo_model(), memory=FileMemory(tmp_path), session_manager=sm)
+    agent.state["k"] = "before"
+    arun(agent.run("hi"))
+    before = (agent.messages, dict(agent.state), agent.system_prompt)
+    # A lone surrogate: FileMemory refuses to store it (it would not read back).
+    bad = Snapshot(SnapshotData([Message("user", "a\ud800")], {"k": "after"}, "new prompt"))
+    with pytest.raises(InvalidArgumentError):
+        arun(agent.load_snapshot(bad))
+    assert (agent.messages, dict(agent.state), agent.system_prompt) == before
+    latest = arun(sm.load_latest())
+    assert latest is not None and latest.data.state == {"k": "before"}

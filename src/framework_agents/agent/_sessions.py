@@ -105,14 +105,18 @@ def set_system_prompt(agent: Agent, prompt: str | None) -> None:
 
 
 async def _apply(agent: Agent, data: SnapshotData) -> None:
-    """Apply the fields present in ``data``; absent ones keep their current values."""
+    """Apply the fields present in ``data``; absent ones keep their current values.
+
+    The history goes first: it is the one write that can fail (a memory that refuses a
+    message), and a failure must leave state and prompt as they were too.
+    """
+    if data.messages is not None:
+        await agent._set_history(repair_history(data.messages))
+        agent._session_link.history_set = True
     if data.state is not None:
         agent._state.replace(data.state)
     if data.system_prompt is not None:
         set_system_prompt(agent, data.system_prompt)
-    if data.messages is not None:
-        await agent._set_history(repair_history(data.messages))
-        agent._session_link.history_set = True
 
 
 async def restore_session(agent: Agent) -> bool:
