@@ -539,3 +539,14 @@ def test_a_field_given_positionally_and_by_name_is_a_type_error(
 ) -> None:
     with pytest.raises(TypeError, match="multiple values"):
         ThreadCheckpoint(*args, **kwargs)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("which", ["file", "memory"])
+def test_a_tuple_in_tool_arguments_is_stored_as_a_list_like_a_session_does(
+    tmp_path: Path, which: str
+) -> None:
+    cp = FileCheckpointer(tmp_path) if which == "file" else InMemoryCheckpointer()
+    call = ToolCall("c1", "f", {"xs": (1, 2)})
+    checkpoint = ThreadCheckpoint("t1", None, [Message("user", "u")], {}, call)
+    run(cp.save(checkpoint))
+    assert run(cp.load("t1")).pending.args == {"xs": [1, 2]}  # type: ignore[union-attr]

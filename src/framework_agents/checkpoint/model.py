@@ -65,7 +65,7 @@ def _json_problem(value: Any, path: str) -> str | None:
         if isinstance(item, float):
             if not math.isfinite(item):
                 return f"{where} is {item!r}, which JSON cannot hold"
-        elif isinstance(item, list):
+        elif isinstance(item, list | tuple):  # a tuple reads back as a list, as in sessions
             stack.extend((v, f"{where}[{i}]") for i, v in enumerate(item))
         elif isinstance(item, dict):
             for key, v in item.items():
