@@ -180,3 +180,123 @@ def test_relevant_edge_values() -> None:
         assert everything == store.relevant("alice acme paris bob jazz zebulon", 10**6)
 
     run(main())
+
+
+def test_a_query_after_a_change_to_a_hub_does_not_rescan_the_hub(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Work per query is bounded by the caps, not by the size of a hub that just changed."""
+    from framework_agents.graph._table import TermTable
+
+    async def work(hub_size: int) -> list[int]:
+        store = GraphStore()
+        await store.add_many(
+            [(f"ex:e{i}", "rdf:type", "ex:Engineer") for i in range(hub_size)]
+            + [("ex:Engineer", "rdfs:subClassOf", "ex:Person")]
+        )
+        query = "which type of engineer"  # a hub class and the rdf:type predicate
+        store.relevant(query, 8)  # warm the caches
+        counts: list[int] = []
+        calls = [0]
+        original = TermTable.key
+
+        def counting(self: TermTable, ident: int) -> str:
+            calls[0] += 1
+            return original(self, ident)
+
+        for change in ("add", "remove", "add-first", "remove-first"):
+            name = "ex:a0" if change.endswith("first") else f"ex:z{hub_size}"  # a0 sorts first
+            if change.startswith("add"):
+                await store.add(name, "rdf:type", "ex:Engineer")
+            else:
+                await store.remove(name, "rdf:type", "ex:Engineer")
+            calls[0] = 0
+            monkeypatch.setattr(TermTable, "key", counting)
+            fresh = store.relevant(query, 8)
+            monkeypatch.setattr(TermTable, "key", original)
+            counts.append(calls[0])
+            rebuilt = GraphStore()
+            await rebuilt.add_many(
+                [(q.subject, q.predicate, q.object) for q in store.quads(entailed=False)]
+            )
+            assert fresh == rebuilt.relevant(query, 8), change  # the caches stayed exact
+            assert store.relevant(query, 200) == rebuilt.relevant(query, 200), change
+        return counts
+
+    small, large = run(work(300)), run(work(3000))
+    assert all(big <= 2 * s + 200 for s, big in zip(small, large, strict=True)), (small, large)
+
+
+def test_cached_hub_lists_stay_exact_under_random_changes() -> None:
+    """Hubs and predicates grow past the caps and shrink back: rankings stay exact."""
+
+    async def main() -> None:
+        rnd = random.Random(11)
+        store = GraphStore()
+        asserted: list[tuple[str, str, str]] = []
+        # "mentor" reaches its facts only through the predicate; "engineer" and "pilot"
+        # through hub classes.
+        queries = ["mentor", "engineer", "pilot type", "x7 mentor"]
+        for step in range(1000):
+            grow = (step // 250) % 2 == 0  # grow, shrink, grow, shrink
+            if asserted and rnd.random() < (0.1 if grow else 0.7):
+                await store.remove(*asserted.pop(rnd.randrange(len(asserted))))
+            else:
+                s, roll = f"ex:x{rnd.randrange(300)}", rnd.random()
+                fact = (
+                    (s, "ex:mentors", f"ex:x{rnd.randrange(300)}")
+                    if roll < 0.3
+                    else (s, "rdf:type", "ex:Engineer" if roll < 0.8 else "ex:Pilot")
+                )
+                if await store.add(*fact):
+                    asserted.append(fact)
+            if step % 10 == 9:
+                fresh = GraphStore()
+                await fresh.add_many(asserted)
+                for q in queries:
+                    found = store.relevant(q, 200)  # every candidate: ties hide nothing
+                    assert found == fresh.relevant(q, 200), (step, q)
+
+    run(main())
+
+
+def _scenario_fact(kind: str, i: int) -> tuple[str, str, str]:
+    if kind == "hub":  # reached through the class node ex:Engineer
+        return (f"ex:n{i:03d}", "rdf:type", "ex:Engineer")
+    return (f"ex:n{i:03d}", "ex:mentors", f"ex:m{i:03d}")  # through the predicate only
+
+
+@pytest.mark.parametrize("kind", ["hub", "predicate"])
+def test_cached_lists_cross_every_threshold_exactly(kind: str) -> None:
+    """Grow a cached list past its buffer, empty its head, drop its tail: always exact."""
+    query = "engineer" if kind == "hub" else "mentor"
+
+    async def main() -> None:
+        store = GraphStore()
+        live: set[int] = set()
+
+        async def change(add: list[int] = [], remove: list[int] = []) -> None:  # noqa: B006
+            for i in add:
+                await store.add(*_scenario_fact(kind, i))
+                live.add(i)
+            for i in remove:
+                await store.remove(*_scenario_fact(kind, i))
+                live.discard(i)
+            fresh = GraphStore()
+            await fresh.add_many([_scenario_fact(kind, i) for i in sorted(live)])
+            assert store.relevant(query, 200) == fresh.relevant(query, 200), (add, remove)
+
+        # A complete list (60 facts) overflows its buffer (96) and must know it.
+        await change(add=list(range(0, 120, 2)))
+        await change(add=list(range(1, 80, 2)))  # interleaved keys: the tail falls off
+        await change(remove=sorted(live)[:60])  # the head goes: fewer than 48 listed remain
+        # An incomplete list loses its last listed fact, then enough of its head.
+        await change(add=list(range(200, 400)))
+        store.relevant(query, 8)  # build the list: the first 96 facts by key
+        listed = sorted(live)[:96]
+        await change(remove=[listed[-1]])
+        await change(remove=listed[:48])
+        await change(remove=sorted(live)[: len(live) - 50])  # near the hub threshold
+        await change(remove=sorted(live)[:3])  # below it: no cached list in use
+
+    run(main())

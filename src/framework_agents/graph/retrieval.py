@@ -22,12 +22,13 @@ English stop words and strips plural endings. A query is scored in four steps:
 Ties break on (asserted before entailed, then the canonical strings of subject, predicate
 and object), and nothing depends on insertion order, so the ranking is a pure function of
 the closure and the text. The index is updated with each change to the closure, so a
-query never rescans the graph; only a hub's capped fact list is cached and rebuilt after
-that hub changes.
+query never rescans the graph. The capped fact lists of hubs and predicates are cached
+and patched on each change; only the removal of a listed fact drops a list for rebuilding.
 """
 
 from __future__ import annotations
 
+import bisect
 import heapq
 import math
 import re
@@ -62,6 +63,8 @@ EXPANDED = 16
 PER_NODE = 48
 #: A seed with more neighbours than this is a hub and does not expand.
 EXPAND_LIMIT = 256
+#: Facts kept in a cached list (twice what a query takes, so removals rarely rebuild it).
+_BUFFER = 2 * PER_NODE
 #: Share of a seed's score a neighbour receives.
 ALPHA = 0.5
 #: Weight of a lexical match on the predicate.
@@ -124,8 +127,8 @@ class LexicalIndex:
         self._total_len = 0
         self._degree: dict[int, int] = {}  # occurrences in any position
         self._so_degree: dict[int, int] = {}  # occurrences as subject or object
-        self._hub_facts: dict[int, list[Triple]] = {}
-        self._pred_facts: dict[int, list[Triple]] = {}
+        self._hub_facts: dict[int, _Capped] = {}
+        self._pred_facts: dict[int, _Capped] = {}
 
     # -- maintenance -------------------------------------------------------------------
 
@@ -165,17 +168,41 @@ class LexicalIndex:
         so = self._so_degree
         hub, pred = self._hub_facts, self._pred_facts
         for sign, triples in ((1, added), (-1, removed)):
-            for s, p, o in triples:
+            for t in triples:
+                s, p, o = t
                 for node in (s, o):
                     count = so.get(node, 0) + sign
                     if count > 0:
                         so[node] = count
                     else:
                         so.pop(node, None)
-                    hub.pop(node, None)
                     self._bump(node, sign)
-                self._bump(p, sign)
-                pred.pop(p, None)
+                self._follow(hub, s, t, sign)
+                if o != s:
+                    self._follow(hub, o, t, sign)
+                self._follow(pred, p, t, sign)
+
+    def _follow(self, cache: dict[int, _Capped], node: int, t: Triple, sign: int) -> None:
+        """Keep ``cache[node]`` exact after ``t`` entered (``sign`` 1) or left the closure.
+
+        Patching the list costs O(_BUFFER); dropping it would make the next query rescan
+        every fact of a hub (or predicate) after each change to it. A list that is not
+        complete is rebuilt only once removals leave fewer than PER_NODE facts in it.
+        """
+        capped = cache.get(node)
+        if capped is None:
+            return
+        facts, key = capped.facts, self._triple_key
+        if sign > 0:
+            if capped.complete or key(t) < key(facts[-1]):
+                bisect.insort(facts, t, key=key)
+                if len(facts) > _BUFFER:
+                    facts.pop()
+                    capped.complete = False
+        elif (capped.complete or key(t) <= key(facts[-1])) and t in facts:
+            facts.remove(t)
+            if not capped.complete and len(facts) < PER_NODE:
+                del cache[node]  # the successors of the list are unknown: rebuild it
 
     # -- search ------------------------------------------------------------------------
 
@@ -188,9 +215,8 @@ class LexicalIndex:
         if self._so_degree.get(node, 0) > PER_NODE:
             cached = self._hub_facts.get(node)
             if cached is None:
-                cached = heapq.nsmallest(PER_NODE, self._incident(node), key=self._triple_key)
-                self._hub_facts[node] = cached
-            return cached
+                cached = self._hub_facts[node] = _Capped.of(self._incident(node), self._triple_key)
+            return cached.facts[:PER_NODE]
         return list(self._incident(node))
 
     def _incident(self, node: int) -> Iterable[Triple]:
@@ -204,12 +230,11 @@ class LexicalIndex:
                     yield (s, p, node)
 
     def _with_predicate(self, p: int) -> list[Triple]:
-        cached = self._pred_facts.get(p)
-        if cached is None:
+        capped = self._pred_facts.get(p)
+        if capped is None:
             facts = ((s, p, o) for s, objs in self._closure.pso.get(p, {}).items() for o in objs)
-            cached = heapq.nsmallest(PER_NODE, facts, key=self._triple_key)
-            self._pred_facts[p] = cached
-        return cached
+            capped = self._pred_facts[p] = _Capped.of(facts, self._triple_key)
+        return capped.facts[:PER_NODE]
 
     def _neighbours(self, node: int) -> Iterable[int]:
         closure = self._closure
@@ -304,6 +329,21 @@ class LexicalIndex:
             if score >= cutoff
         ]
         return [(-row[0], row[5]) for row in heapq.nsmallest(k, pool)]
+
+
+class _Capped:
+    """The first ``_BUFFER`` facts of a node in canonical order; ``complete`` if that is all."""
+
+    __slots__ = ("complete", "facts")
+
+    def __init__(self, facts: list[Triple], complete: bool) -> None:
+        self.facts = facts
+        self.complete = complete
+
+    @classmethod
+    def of(cls, facts: Iterable[Triple], key: Callable[[Triple], tuple[str, str, str]]) -> _Capped:
+        first = heapq.nsmallest(_BUFFER, facts, key=key)
+        return cls(first, len(first) < _BUFFER)
 
 
 def _top(
