@@ -300,3 +300,25 @@ def test_cached_lists_cross_every_threshold_exactly(kind: str) -> None:
         await change(remove=sorted(live)[:3])  # below it: no cached list in use
 
     run(main())
+
+
+def test_the_graph_of_a_fact_asserted_in_several_graphs_is_canonical() -> None:
+    async def build(graphs: list[str | None]) -> GraphStore:
+        store = GraphStore()
+        await store.add("ex:other", "ex:p", "ex:o", graph=graphs[-1])  # interns graphs in order
+        for graph in graphs:
+            await store.add("ex:alice", "ex:knows", "ex:bob", graph=graph)
+        return store
+
+    async def main() -> None:
+        for graphs, expected in (
+            (["ex:g2", "ex:g1"], "ex:g1"),
+            (["ex:g1", "ex:g2"], "ex:g1"),
+            (["ex:g2", None], None),
+            ([None, "ex:g2"], None),
+        ):
+            store = await build(graphs)
+            [fact] = [f for f in store.relevant("alice", 5) if f.subject == IRI("ex:alice")]
+            assert fact.graph == expected, graphs
+
+    run(main())

@@ -137,8 +137,10 @@ class _State:
         graphs = self.graphs.get(t)
         if not graphs:
             return ENTAILED_GRAPH, True
-        first = min(graphs)
-        return (self.terms.key(first) if first else None), False
+        # By name, not id: ids follow insertion order, the answer must not.
+        key = self.terms.key
+        first = min(graphs, key=lambda g: key(g) if g else "")
+        return (key(first) if first else None), False
 
     def quad(self, t: Triple, g: int | None) -> Quad:
         term = self.terms.term
