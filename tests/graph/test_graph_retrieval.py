@@ -44,8 +44,21 @@ async def _world(facts: list[tuple[Any, ...]] = WORLD) -> GraphStore:
         ("Where does Alice work?", ["alice", "work"]),
         ("companies classes", ["company", "class"]),
         ("Person42", ["person", "42"]),
+        ("Alice's employer", ["alice", "employer"]),
+        ("Who\u2019s Bob\u2019s boss? He doesn't know", ["bob", "boss"]),
+        ("Zoe\u0308 \uff21\uff2c\uff29\uff23\uff25", ["zoë", "alice"]),
     ],
-    ids=["curie", "acronym", "snake", "question", "plurals", "digits"],
+    ids=[
+        "curie",
+        "acronym",
+        "snake",
+        "question",
+        "plurals",
+        "digits",
+        "possessive",
+        "contractions",
+        "unicode-forms",
+    ],
 )
 def test_tokenize(text: str, tokens: list[str]) -> None:
     assert tokenize(text) == tokens
@@ -320,5 +333,22 @@ def test_the_graph_of_a_fact_asserted_in_several_graphs_is_canonical() -> None:
             store = await build(graphs)
             [fact] = [f for f in store.relevant("alice", 5) if f.subject == IRI("ex:alice")]
             assert fact.graph == expected, graphs
+
+    run(main())
+
+
+def test_unicode_forms_and_possessives_match_the_same_entity() -> None:
+    async def main() -> None:
+        store = await _world(
+            [
+                ("ex:zoe", "rdfs:label", "Zoë Café"),  # composed
+                ("ex:alice", "ex:worksFor", "ex:acme"),
+                ("ex:alice", "owl:sameAs", "ex:aliceS"),
+            ]
+        )
+        for query in ("Zoe\u0308", "ZOË", "cafe\u0301", "\uff5a\uff4f\u00eb"):
+            assert [f.subject.key for f in store.relevant(query, 1)] == ["ex:zoe"], query
+        top = store.relevant("Alice's employer", 1)[0]
+        assert top.text == "ex:alice ex:worksFor ex:acme"  # not a fact of ex:alice*S*
 
     run(main())

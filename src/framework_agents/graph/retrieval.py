@@ -2,8 +2,9 @@
 
 Every node of the closure (an entity, class, property or literal) is a tiny document:
 the tokens of an IRI's local name (``ex:worksFor`` -> ``work``) or of a literal's text.
-:func:`tokenize` splits camelCase, snake_case, CURIEs and IRIs, folds case, drops common
-English stop words and strips plural endings. A query is scored in four steps:
+:func:`tokenize` normalises Unicode (NFKC), splits camelCase, snake_case, CURIEs and
+IRIs, folds case, drops common English stop words and clitics (``'s``) and strips plural
+endings. A query is scored in four steps:
 
 1. **Lexical**: BM25 (k1=1.2, b=0.75) of every node that shares a token with the query.
 2. **Seeds**: the best ``SEEDS`` matched nodes that are subjects or objects, and the best
@@ -32,6 +33,7 @@ import bisect
 import heapq
 import math
 import re
+import unicodedata
 from collections.abc import Callable, Iterable
 
 from ._table import TermTable
@@ -76,8 +78,11 @@ _STOP = frozenset(
     it its me my no nor not of off on once only or other our out over own please same she
     should so some such than that the their them then there these they this those through
     to too under until up very was we were what when where which while who whom why will
-    with would you your yours tell know""".split()  # noqa: SIM905
+    with would you your yours tell know don doesn didn isn aren wasn weren hasn haven hadn
+    shouldn wouldn couldn""".split()  # noqa: SIM905
 )
+# A clitic after an apostrophe ("Alice's", "doesn't", "we're"): dropped, never a token.
+_CLITIC = re.compile(r"(?<=\w)['\u2019](?:s|t|d|ll|re|ve|m)\b", re.IGNORECASE)
 _CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])|(?<=[A-Za-z])(?=\d)")
 _WORD = re.compile(r"[^\W_]+")
 
@@ -93,9 +98,14 @@ def _stem(token: str) -> str:
 
 
 def tokenize(text: str) -> list[str]:
-    """Search tokens of ``text``: camelCase and non-word boundaries split, folded, stemmed."""
+    """Search tokens of ``text``: camelCase and non-word boundaries split, folded, stemmed.
+
+    The text is NFKC-normalised first, so composed and decomposed accents, full-width
+    letters and ligatures match their plain forms; possessive and contracted endings
+    (``'s``, ``n't``) are dropped.
+    """
     out: list[str] = []
-    for word in _WORD.findall(text):
+    for word in _WORD.findall(_CLITIC.sub("", unicodedata.normalize("NFKC", text))):
         for part in _CAMEL.split(word):
             token = part.casefold()
             if token and token not in _STOP:
