@@ -25,6 +25,7 @@ from framework_agents import (
     OutputInvalidError,
     ScriptedModel,
     ToolCall,
+    hitl_key,
     is_well_formed,
     tool,
     well_formed_problems,
@@ -505,3 +506,27 @@ def test_an_interrupt_raised_by_middleware_keeps_the_run_up_to_the_interrupted_t
     ]
     assert is_well_formed(arun(agent.memory.load()))
     assert agent.timeline[-1].label == "interrupted"
+
+
+@pytest.mark.parametrize(
+    "decision",
+    [{"edit": "not a dict"}, {"reject": 5}, {"approve": 1, "reject": "x"}, {"approve": 1}],
+    ids=["edit-not-a-dict", "reject-int", "two-kinds", "approve-int"],
+)
+@pytest.mark.parametrize("keyed", ["exact", "wildcard"])
+def test_malformed_decisions_given_to_a_run_are_hitl_decision(decision: Any, keyed: str) -> None:
+    ran: list[int] = []
+
+    @tool(requires_approval=True)
+    def guarded(x: int) -> str:
+        """Needs approval."""
+        ran.append(x)
+        return "ran"
+
+    key = hitl_key("guarded", {"x": 1}) if keyed == "exact" else "guarded"
+    script = [Message("assistant", tool_calls=[ToolCall("c1", "guarded", {"x": 1})]), "done"]
+    agent = Agent(ScriptedModel(script), tools=[guarded])
+    with pytest.raises(HitlDecisionError) as info:
+        arun(agent.run("go", decisions={key: decision}))
+    assert info.value.code == "HITL_DECISION"
+    assert ran == [] and agent.messages == [] and not agent.running
