@@ -161,3 +161,26 @@ def test_bad_constructor_arguments_are_invalid_argument(kwargs: dict[str, Any]) 
     with pytest.raises(InvalidArgumentError) as info:
         GraphStore(**kwargs)
     assert info.value.code == "INVALID_ARGUMENT"
+
+
+def test_text_utf8_cannot_encode_is_refused_before_the_disk(tmp_path: Path) -> None:
+    """A lone surrogate was a raw UnicodeEncodeError from SQLite (and stored in memory)."""
+    from framework_agents.errors import GraphStateError, GraphTermError
+
+    async def main() -> None:
+        store = GraphStore(tmp_path / "g")
+        await store.add("ex:a", "ex:p", "fine")
+        with pytest.raises(GraphTermError):
+            await store.add("ex:a", "ex:p", "bad \ud800 text")
+        state = {
+            "format": "framework-agents.graph",
+            "version": 1,
+            "quads": [["ex:\udc00", "ex:p", "ex:o", None]],
+        }
+        with pytest.raises(GraphStateError):
+            await store.import_state(state)
+        assert [q.object.key for q in store.quads()] == ['"fine"']
+        await store.close()
+        assert [q.object.key for q in GraphStore(tmp_path / "g").quads()] == ['"fine"']
+
+    run(main())

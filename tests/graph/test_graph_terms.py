@@ -63,8 +63,27 @@ def test_to_term(value: Any, position: Position, term: Any) -> None:
         (Literal("x", lang="not a tag"), "object"),
         (None, "object"),
         (float("inf"), "object"),
+        ("bad \ud800 text", "object"),
+        ("ex:\udc00", "subject"),
+        (Literal("x", lang="e\ud800"), "object"),
+        (10**2500, "object"),
+        (-(10**5000), "object"),
     ],
-    ids=["empty", "space", "quote", "literal-predicate", "both", "bad-lang", "none", "inf"],
+    ids=[
+        "empty",
+        "space",
+        "quote",
+        "literal-predicate",
+        "both",
+        "bad-lang",
+        "none",
+        "inf",
+        "lone-surrogate-literal",
+        "lone-surrogate-iri",
+        "lone-surrogate-lang",
+        "long-int",
+        "huge-int",
+    ],
 )
 def test_to_term_rejects(value: Any, position: Position) -> None:
     with pytest.raises(GraphTermError) as info:

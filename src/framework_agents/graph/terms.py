@@ -60,6 +60,10 @@ Position = TypingLiteral["subject", "predicate", "object", "graph"]
 _CURIE = re.compile(r"^[A-Za-z][A-Za-z0-9._+-]*:\S*$")
 _IRI_FORBIDDEN = re.compile(r'[\s<>"{}|\\^`\x00-\x1f]')
 _LANG = re.compile(r"^[A-Za-z]{1,8}(-[A-Za-z0-9]{1,8})*$")
+# A lone surrogate is not text: UTF-8 (SQLite, JSON for a model) cannot encode it.
+_SURROGATE = re.compile("[\ud800-\udfff]")
+# More bits than MAX_TERM_LENGTH decimal digits can hold (log2(10) < 3.33).
+_MAX_INT_BITS = int(MAX_TERM_LENGTH * 3.33)
 
 
 @dataclass(frozen=True, slots=True, order=True)
@@ -132,6 +136,8 @@ def _iri(value: str, position: str, prefixes: Mapping[str, str]) -> IRI:
         raise _fail(position, "an entity name must not be empty")
     if len(value) > MAX_TERM_LENGTH:
         raise _fail(position, f"an entity name is limited to {MAX_TERM_LENGTH} characters")
+    if _SURROGATE.search(value):
+        raise _fail(position, "an entity name must be valid Unicode (a lone surrogate is not)")
     if _IRI_FORBIDDEN.search(value):
         raise _fail(
             position,
@@ -144,6 +150,8 @@ def _iri(value: str, position: str, prefixes: Mapping[str, str]) -> IRI:
 def _literal(value: str, datatype: str | None, lang: str | None, position: str) -> Literal:
     if len(value) > MAX_TERM_LENGTH:
         raise _fail(position, f"a literal is limited to {MAX_TERM_LENGTH} characters")
+    if _SURROGATE.search(value):
+        raise _fail(position, "a literal must be valid Unicode (a lone surrogate is not)")
     if datatype is not None and lang is not None:
         raise _fail(position, "a literal has a datatype or a language tag, not both")
     if lang is not None and not _LANG.match(lang):
@@ -172,7 +180,9 @@ def to_term(
     elif isinstance(value, bool):
         term = Literal("true" if value else "false", "xsd:boolean")
     elif isinstance(value, int):
-        term = Literal(str(value), "xsd:integer")
+        if value.bit_length() > _MAX_INT_BITS:
+            raise _fail(position, f"a number is limited to {MAX_TERM_LENGTH} digits")
+        term = _literal(str(value), "xsd:integer", None, position)
     elif isinstance(value, float):
         if not math.isfinite(value):
             raise _fail(position, "a number must be finite")
