@@ -365,3 +365,115 @@ def test_meta_level_and_named_graph_sequences_equal_recomputation(seed: int) -> 
     rnd = random.Random(100 + seed)
     for _ in range(8):
         run(_check_quad_sequence(rnd, 25))
+
+
+def _triples_of(store: GraphStore, predicate: str) -> set[tuple[str, str]]:
+    return {(q.subject.key, q.object.key) for q in store.quads(predicate=predicate)}
+
+
+def test_interactions_of_rules() -> None:
+    """Cycles, transitive+symmetric, sameAs substitution, chains with domain and range."""
+
+    async def main() -> None:
+        store = GraphStore()
+        # A subClassOf cycle: every class is a subclass of each (itself included).
+        cycle = [("ex:A", "rdfs:subClassOf", "ex:B"), ("ex:B", "rdfs:subClassOf", "ex:C")]
+        cycle.append(("ex:C", "rdfs:subClassOf", "ex:A"))
+        await store.add_many([*cycle, ("ex:i", "rdf:type", "ex:B")])
+        names = ["ex:A", "ex:B", "ex:C"]
+        assert _triples_of(store, "rdfs:subClassOf") == {(a, b) for a in names for b in names}
+        assert {o for s, o in _triples_of(store, "rdf:type") if s == "ex:i"} == set(names)
+        await store.remove(*cycle[2])  # the cycle opens: a chain A -> B -> C
+        assert _triples_of(store, "rdfs:subClassOf") == {
+            ("ex:A", "ex:B"),
+            ("ex:B", "ex:C"),
+            ("ex:A", "ex:C"),
+        }
+        assert {o for s, o in _triples_of(store, "rdf:type") if s == "ex:i"} == {"ex:B", "ex:C"}
+
+        # A property both transitive and symmetric relates a connected set completely.
+        await store.add_many(
+            [
+                ("ex:near", "rdf:type", "owl:TransitiveProperty"),
+                ("ex:near", "rdf:type", "owl:SymmetricProperty"),
+                ("ex:x", "ex:near", "ex:y"),
+                ("ex:y", "ex:near", "ex:z"),
+            ]
+        )
+        xyz = ["ex:x", "ex:y", "ex:z"]
+        assert _triples_of(store, "ex:near") == {(a, b) for a in xyz for b in xyz}
+        await store.remove("ex:near", "rdf:type", "owl:SymmetricProperty")
+        assert _triples_of(store, "ex:near") == {
+            ("ex:x", "ex:y"),
+            ("ex:y", "ex:z"),
+            ("ex:x", "ex:z"),
+        }
+
+        # sameAs is an equivalence with substitution in every position.
+        await store.add_many(
+            [
+                ("ex:bob", "owl:sameAs", "ex:robert"),
+                ("ex:robert", "owl:sameAs", "ex:bobby"),
+                ("ex:bob", "ex:age", 42),
+                ("ex:ann", "ex:knows", "ex:bobby"),
+                ("ex:likes", "owl:sameAs", "ex:enjoys"),
+                ("ex:robert", "ex:likes", "ex:jazz"),
+            ]
+        )
+        bobs = ["ex:bob", "ex:robert", "ex:bobby"]
+        assert _triples_of(store, "owl:sameAs") >= {(a, b) for a in bobs for b in bobs}
+        for bob in bobs:
+            assert store.is_entailed(bob, "ex:age", 42) == (bob != "ex:bob")
+            assert store.contains("ex:ann", "ex:knows", bob)
+            assert store.contains(bob, "ex:enjoys", "ex:jazz")
+        await store.remove("ex:robert", "owl:sameAs", "ex:bobby")  # bobby leaves the clique
+        assert not store.contains("ex:bobby", "ex:age", 42)
+        assert not store.contains("ex:ann", "ex:knows", "ex:bob")
+        assert store.contains("ex:robert", "ex:age", 42) and store.contains(
+            "ex:bob", "owl:sameAs", "ex:robert"
+        )
+
+        # A subPropertyOf chain carries domain and range from its top.
+        chain = [
+            ("ex:p1", "rdfs:subPropertyOf", "ex:p2"),
+            ("ex:p2", "rdfs:subPropertyOf", "ex:p3"),
+            ("ex:p3", "rdfs:domain", "ex:D"),
+            ("ex:p3", "rdfs:range", "ex:R"),
+            ("ex:s", "ex:p1", "ex:o"),
+        ]
+        await store.add_many(chain)
+        assert store.contains("ex:s", "ex:p3", "ex:o") and store.contains(
+            "ex:s", "rdf:type", "ex:D"
+        )
+        assert store.contains("ex:o", "rdf:type", "ex:R")
+        await store.remove(*chain[1])
+        assert not store.contains("ex:s", "ex:p3", "ex:o")
+        assert not store.contains("ex:s", "rdf:type", "ex:D")
+        await store.add(*chain[1])  # re-adding the schema triple brings everything back
+        assert store.contains("ex:o", "rdf:type", "ex:R")
+
+    run(main())
+
+
+def test_an_entailment_with_two_derivations_survives_losing_either() -> None:
+    async def main() -> None:
+        store = GraphStore()
+        domain = ("ex:teaches", "rdfs:domain", "ex:Teacher")
+        subclass = ("ex:Professor", "rdfs:subClassOf", "ex:Teacher")
+        await store.add_many(
+            [
+                domain,
+                subclass,
+                ("ex:kim", "ex:teaches", "ex:math"),
+                ("ex:kim", "rdf:type", "ex:Professor"),
+            ]
+        )
+        for first, second in ((domain, subclass), (subclass, domain)):
+            await store.remove(*first)
+            assert store.is_entailed("ex:kim", "rdf:type", "ex:Teacher")  # the other holds it
+            await store.remove(*second)
+            assert not store.contains("ex:kim", "rdf:type", "ex:Teacher")
+            await store.add_many([first, second])
+            assert store.is_entailed("ex:kim", "rdf:type", "ex:Teacher")
+
+    run(main())
