@@ -85,3 +85,12 @@ def test_error_codes_are_stable() -> None:
         cls = getattr(framework_agents, name)
         assert issubclass(cls, framework_agents.AgentError)
         assert cls("boom").code == code
+
+
+def test_star_import_does_not_shadow_common_names() -> None:
+    namespace: dict[str, object] = {}
+    exec("from typing import Literal\nfrom framework_agents import *", namespace)
+    import typing
+
+    assert namespace["Literal"] is typing.Literal
+    assert framework_agents.GraphLiteral is framework_agents.graph.Literal

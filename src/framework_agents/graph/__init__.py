@@ -4,15 +4,19 @@ from .memory import GROUNDING_HEADER, GraphMemory, GroundingMemory, is_grounding
 from .store import ENTAILED_GRAPH, Fact, GraphStore, Quad
 from .terms import IRI, Literal, Term
 
+# ``Literal`` stays importable from this subpackage, but the flat top-level API exports it
+# as ``GraphLiteral``: a star import of ``framework_agents`` must not shadow typing.Literal.
+GraphLiteral = Literal
+
 __all__ = [
     "ENTAILED_GRAPH",
     "GROUNDING_HEADER",
     "IRI",
     "Fact",
+    "GraphLiteral",
     "GraphMemory",
     "GraphStore",
     "GroundingMemory",
-    "Literal",
     "Quad",
     "Term",
     "is_grounding",
