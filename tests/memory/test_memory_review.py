@@ -64,3 +64,90 @@ def test_a_stored_null_content_is_corrupt_not_read_as_empty(tmp_path: Path) -> N
     with pytest.raises(MemoryCorruptError):
         arun(FileMemory(tmp_path).save([Message("user", "x")]))
     assert (tmp_path / "memory.json").read_bytes() == raw
+
+
+# -- replace() (the agent's commit) re-encodes only what changed ---------------------------
+
+
+def _history(n: int) -> list[Message]:
+    return [Message("user" if i % 2 else "assistant", f"turn {i}", id=f"m{i}") for i in range(n)]
+
+
+class _CountingEncode:
+    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        from framework_agents.memory import file as file_module
+
+        self.calls = 0
+        real = file_module.encode_message
+
+        def counting(msg: Message) -> Any:
+            self.calls += 1
+            return real(msg)
+
+        monkeypatch.setattr(file_module, "encode_message", counting)
+
+
+def test_replace_with_one_more_message_encodes_only_that_one(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    counter = _CountingEncode(monkeypatch)
+    memory = FileMemory(tmp_path, max_messages=100)
+    history = _history(40)
+    arun(memory.replace(history))
+    assert counter.calls == 40
+    # The agent's next run: it loads (fresh objects), appends, and replaces.
+    loaded = arun(memory.load())
+    arun(memory.replace([*loaded, Message("user", "new", id="new")]))
+    assert counter.calls == 41
+    assert [m.id for m in arun(FileMemory(tmp_path, max_messages=100).load())] == [
+        *(m.id for m in history),
+        "new",
+    ]
+
+
+def test_a_message_changed_in_place_after_saving_is_encoded_again(tmp_path: Path) -> None:
+    memory = FileMemory(tmp_path)
+    history = _history(3)
+    arun(memory.replace(history))
+    history[1].metadata["edited"] = True
+    history[2].content = "changed"
+    arun(memory.replace(history))
+    back = arun(FileMemory(tmp_path).load())
+    assert back == history
+    assert back[1].metadata == {"edited": True}
+
+
+@pytest.mark.parametrize(
+    ("before", "after"),
+    [
+        (1, True),
+        (True, 1),
+        (1, 1.0),
+        (0, False),
+        (0.0, -0.0),
+        ({"a": 1, "b": 2}, {"b": 2, "a": 1}),
+    ],
+    ids=["int-to-bool", "bool-to-int", "int-to-float", "zero-to-false", "zero-sign", "key-order"],
+)
+def test_values_equal_in_python_but_not_in_json_are_encoded_again(
+    tmp_path: Path, before: object, after: object
+) -> None:
+    memory = FileMemory(tmp_path)
+    arun(memory.replace([Message("user", "x", id="m", metadata={"v": before})]))
+    arun(memory.replace([Message("user", "x", id="m", metadata={"v": after})]))
+    (back,) = arun(FileMemory(tmp_path).load())
+    assert type(back.metadata["v"]) is type(after)
+    assert back.metadata["v"] == after
+    if isinstance(after, dict):
+        assert list(back.metadata["v"]) == list(after)
+    if isinstance(after, float):
+        assert repr(back.metadata["v"]) == repr(after)
+
+
+def test_a_value_json_cannot_carry_is_still_refused_after_an_equal_one(tmp_path: Path) -> None:
+    memory = FileMemory(tmp_path)
+    arun(memory.replace([Message("user", "x", id="m", metadata={"v": [1, 2]})]))
+    with pytest.raises(InvalidArgumentError):
+        arun(memory.replace([Message("user", "x", id="m", metadata={"v": (1, 2)})]))
+    (back,) = arun(FileMemory(tmp_path).load())
+    assert back.metadata == {"v": [1, 2]}

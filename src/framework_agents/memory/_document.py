@@ -30,6 +30,7 @@ __all__ = [
     "encode_message",
     "encode_stored",
     "parse_document",
+    "same_json_message",
     "strict_loads",
 ]
 
@@ -140,13 +141,14 @@ def encode_stored(msg: Message) -> bytes:
     return _SERIALIZER.to_json(msg)
 
 
-def encode_message(msg: Message) -> bytes:
-    """The JSON fragment of a message to save, checked to read back equal.
+def encode_message(msg: Message) -> tuple[bytes, Message]:
+    """The JSON fragment of a message to save, checked to read back equal, and its read-back.
 
     A message whose content, tool-call args or metadata hold values JSON cannot carry
     exactly (NaN, tuples, sets, datetimes, lone surrogates, arbitrary objects) would come
     back different or make the file unreadable, so it is refused with
-    ``InvalidArgumentError`` rather than stored altered.
+    ``InvalidArgumentError`` rather than stored altered. The read-back message is an
+    independent object equal to ``msg`` (see :func:`same_json_message`).
     """
     try:
         fragment = _SERIALIZER.to_json(msg)
@@ -159,4 +161,42 @@ def encode_message(msg: Message) -> bytes:
             "metadata must hold JSON values only (str, int, finite float, bool, None, "
             "list, dict with str keys)"
         )
-    return fragment
+    return fragment, back
+
+
+def _same_json(a: Any, b: Any) -> bool:
+    """Whether two JSON values would serialise the same: equal, and equal ``repr``.
+
+    ``==`` alone holds for ``True`` and ``1``, ``1`` and ``1.0``, ``0.0`` and ``-0.0``, a
+    tuple and a list, or dicts in another key order, all of which JSON writes (or reads
+    back) differently; their ``repr`` tells each of them apart, in C.
+    """
+    return bool(a == b) and repr(a) == repr(b)
+
+
+def same_json_message(a: Message, b: Message) -> bool:
+    """Whether ``a`` and ``b`` would serialise to the same JSON fragment.
+
+    Stricter than ``==``, which holds for ``True`` and ``1``, ``1`` and ``1.0``, ``0.0`` and
+    ``-0.0`` or dicts in another key order: all of which JSON writes differently.
+    """
+    if type(a) is not Message or type(b) is not Message:
+        return False
+    if (a.id, a.role, a.tool_call_id, a.name) != (b.id, b.role, b.tool_call_id, b.name):
+        return False
+    ca, cb = a.content, b.content
+    if type(ca) is not type(cb) or len(ca) != len(cb):
+        return False
+    if isinstance(ca, str):
+        if ca != cb:
+            return False
+    elif not all(type(x) is type(y) and x == y for x, y in zip(ca, cb, strict=True)):
+        return False
+    if len(a.tool_calls) != len(b.tool_calls):
+        return False
+    for x, y in zip(a.tool_calls, b.tool_calls, strict=True):
+        if type(x) is not type(y) or (x.id, x.name) != (y.id, y.name):
+            return False
+        if not _same_json(x.args, y.args):
+            return False
+    return _same_json(a.metadata, b.metadata)

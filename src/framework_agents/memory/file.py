@@ -24,7 +24,15 @@ from pathlib import Path
 from .._fs import atomic_write, fsync_dir, sweep_temp_files
 from ..errors import InvalidArgumentError, MemoryCorruptError
 from ..messages import Message
-from ._document import FOOTER, HEADER, SEP, encode_message, encode_stored, parse_document
+from ._document import (
+    FOOTER,
+    HEADER,
+    SEP,
+    encode_message,
+    encode_stored,
+    parse_document,
+    same_json_message,
+)
 from ._window import (
     LoopLocks,
     bounded_view,
@@ -157,6 +165,9 @@ class FileMemory:
         self.path: Path = self.dir / "memory.json"
         self.lock_path: Path = self.dir / "memory.json.lock"
         self._known: _Known | None = None
+        # Fragments this instance encoded, by message id, with the message read back from
+        # each: replace() (the agent's commit) re-encodes only messages that changed.
+        self._memo: dict[str, tuple[Message, bytes]] = {}
         self._next_sweep = 0.0  # monotonic time of the next temp-file sweep
         self._reparses = 0  # how often save() had to parse the file (for tests/benchmarks)
 
@@ -166,13 +177,13 @@ class FileMemory:
 
     async def save(self, messages: Sequence[Message]) -> None:
         """Append ``messages``, keep the newest ``max_messages``, publish atomically."""
-        fragments, shapes = _encode(messages)
+        fragments, shapes = self._encode(messages)
         async with _PATH_LOCKS.get(self.path):
             await asyncio.to_thread(self._update_sync, fragments, shapes, append=True, create=True)
 
     async def replace(self, messages: Sequence[Message]) -> None:
         """Replace the stored history with ``messages`` (windowed) in one atomic publish."""
-        fragments, shapes = _encode(messages)
+        fragments, shapes = self._encode(messages)
         async with _PATH_LOCKS.get(self.path):
             await asyncio.to_thread(self._update_sync, fragments, shapes, append=False, create=True)
 
@@ -183,6 +194,36 @@ class FileMemory:
 
     def __repr__(self) -> str:
         return f"FileMemory({str(self.dir)!r}, max_messages={self.max_messages})"
+
+    def _encode(self, messages: Sequence[Message]) -> tuple[list[bytes], bytes]:
+        """JSON fragments and window shapes of messages to store (checked, no I/O).
+
+        Done on the caller's thread before any file work: it is CPU work on messages the
+        caller just made (cheaper there than in a cold worker thread), and bad input fails
+        before the disk is touched or the lock taken. A message this instance encoded
+        before reuses its fragment when it is still exactly what was encoded (compared
+        with the read-back copy, never with an object the caller holds, so changes made
+        in place are seen); only the others are serialised and checked.
+        """
+        new = check_messages(messages)
+        memo = self._memo
+        fresh: dict[str, tuple[Message, bytes]] = {}
+        fragments: list[bytes] = []
+        for msg in new:
+            known = memo.get(msg.id)
+            if known is not None and same_json_message(known[0], msg):
+                fragments.append(known[1])
+                continue
+            fragment, back = encode_message(msg)
+            fresh[msg.id] = (back, fragment)
+            fragments.append(fragment)
+        if fresh:
+            memo = {**memo, **fresh}
+            limit = 2 * self.max_messages
+            if len(memo) > limit:  # keep the newest entries: a window's worth and more
+                memo = dict(list(memo.items())[-limit:])
+            self._memo = memo
+        return fragments, bytes(shape_of(m) for m in new)
 
     # -- blocking parts, run in a worker thread ---------------------------------------
 
@@ -259,17 +300,6 @@ class FileMemory:
         except OSError as exc:
             # The save itself succeeded; a temp file we may not delete is not its failure.
             logger.warning("could not sweep temp files next to %s: %s", self.path, exc)
-
-
-def _encode(messages: Sequence[Message]) -> tuple[list[bytes], bytes]:
-    """JSON fragments and window shapes of messages to store (checked, no I/O).
-
-    Done on the caller's thread before any file work: it is CPU work on messages the
-    caller just made (cheaper there than in a cold worker thread), and bad input fails
-    before the disk is touched or the lock taken.
-    """
-    new = check_messages(messages)
-    return [encode_message(m) for m in new], bytes(shape_of(m) for m in new)
 
 
 def _not_a_directory(directory: Path) -> InvalidArgumentError:
