@@ -1,13 +1,15 @@
-"""A process killed while writing leaves an on-disk GraphStore that reopens consistent."""
+"""Cross-process: a killed writer leaves a store that reopens consistent; racing creators."""
 
 from __future__ import annotations
 
 import asyncio
+import multiprocessing
 import os
 import signal
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 from framework_agents.graph import GraphStore
 
@@ -66,5 +68,40 @@ def test_kill_mid_write_leaves_a_reopenable_store(tmp_path: Path) -> None:
         assert len(things) == len(items)  # the closure was rebuilt on open
         await store.add("ex:after", "rdf:type", "ex:Item")  # and it takes writes again
         await store.close()
+
+    asyncio.run(check())
+
+
+def _open_fresh_paths(base: str, rounds: int, barrier: Any, results: Any) -> None:
+    for r in range(rounds):
+        barrier.wait()  # every process opens the same fresh path at once
+        try:
+            asyncio.run(GraphStore(Path(base) / f"g{r}").open())
+            results.put("ok")
+        except Exception as exc:  # reported to the test process
+            results.put(f"{type(exc).__name__}: {exc}")
+
+
+def test_processes_creating_the_same_store_at_once_all_open_it(tmp_path: Path) -> None:
+    """The schema is created once, under SQLite's write lock, whoever comes first."""
+    ctx = multiprocessing.get_context("spawn")
+    workers, rounds = 4, 12
+    barrier, results = ctx.Barrier(workers), ctx.Queue()
+    procs = [
+        ctx.Process(target=_open_fresh_paths, args=(str(tmp_path), rounds, barrier, results))
+        for _ in range(workers)
+    ]
+    for proc in procs:
+        proc.start()
+    outcomes = [results.get(timeout=60) for _ in range(workers * rounds)]
+    for proc in procs:
+        proc.join(timeout=60)
+    assert [o for o in outcomes if o != "ok"] == []
+
+    async def check() -> None:
+        for r in range(rounds):
+            store = GraphStore(tmp_path / f"g{r}")
+            await store.add("ex:a", "ex:p", "ex:b")
+            await store.close()
 
     asyncio.run(check())

@@ -184,3 +184,18 @@ def test_text_utf8_cannot_encode_is_refused_before_the_disk(tmp_path: Path) -> N
         assert [q.object.key for q in GraphStore(tmp_path / "g").quads()] == ['"fine"']
 
     run(main())
+
+
+def test_a_foreign_sqlite_database_is_refused_and_left_byte_identical(tmp_path: Path) -> None:
+    """It was switched to WAL mode (rewritten, -wal/-shm files added) before the refusal."""
+    (tmp_path / "g").mkdir()
+    file = tmp_path / "g" / "graph.sqlite3"
+    with sqlite3.connect(file) as conn:
+        conn.execute("CREATE TABLE notes (x)")
+        conn.execute("INSERT INTO notes VALUES (1)")
+    conn.close()
+    before = file.read_bytes()
+    with pytest.raises(GraphStoreCorruptError, match="not a framework-agents graph store"):
+        run(GraphStore(tmp_path / "g").open())
+    assert file.read_bytes() == before
+    assert sorted(p.name for p in (tmp_path / "g").iterdir()) == ["graph.sqlite3"]

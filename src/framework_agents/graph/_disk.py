@@ -16,6 +16,7 @@ from __future__ import annotations
 import contextlib
 import json
 import sqlite3
+import time
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -31,14 +32,55 @@ STORE_VERSION = 1
 #: One stored quad: subject, predicate, object as JSON text, graph ("" = default graph).
 Row = tuple[str, str, str, str]
 
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
-CREATE TABLE IF NOT EXISTS quads (
-    s TEXT NOT NULL, p TEXT NOT NULL, o TEXT NOT NULL, g TEXT NOT NULL,
-    PRIMARY KEY (s, p, o, g)
-) WITHOUT ROWID;
-"""
+_SCHEMA = (
+    "CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
+    "CREATE TABLE quads (s TEXT NOT NULL, p TEXT NOT NULL, o TEXT NOT NULL, g TEXT NOT NULL,"
+    " PRIMARY KEY (s, p, o, g)) WITHOUT ROWID",
+)
 
+
+def _tables(conn: sqlite3.Connection) -> set[str]:
+    return {name for (name,) in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+
+
+def _wal(conn: sqlite3.Connection) -> None:
+    """Switch to WAL mode, waiting out other openers as a busy timeout would.
+
+    SQLite answers a journal-mode change with SQLITE_BUSY at once, without its busy
+    handler, while another connection has the file open mid-statement (processes
+    creating the same store at the same moment), so retry for up to _BUSY_SECONDS.
+    """
+    deadline, delay = time.monotonic() + _BUSY_SECONDS, 0.001
+    while True:
+        try:
+            conn.execute("PRAGMA journal_mode=WAL").fetchall()
+            return
+        except sqlite3.OperationalError as exc:
+            busy = (getattr(exc, "sqlite_errorcode", 0) or 0) & 0xFF == sqlite3.SQLITE_BUSY
+            if not busy or time.monotonic() > deadline:
+                raise
+        time.sleep(delay)
+        delay = min(delay * 2, 0.05)
+
+
+def _create(conn: sqlite3.Connection) -> None:
+    """Create the schema once: processes racing to create a store all end up opening it."""
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        if not _tables(conn):  # checked again under the write lock: another may have won
+            for statement in _SCHEMA:
+                conn.execute(statement)
+            conn.execute("INSERT INTO meta VALUES ('format', ?)", (FORMAT,))
+            conn.execute("INSERT INTO meta VALUES ('version', ?)", (str(STORE_VERSION),))
+        conn.execute("COMMIT")
+    except BaseException:
+        with contextlib.suppress(sqlite3.Error):
+            conn.execute("ROLLBACK")
+        raise
+
+
+#: How long a connection waits for another's lock (SQLite's default busy timeout).
+_BUSY_SECONDS = 5.0
 
 #: SQLite result codes that say "cannot get at the file now", not "the file is bad".
 _IO_CODES = frozenset(
@@ -97,26 +139,33 @@ class Disk:
         if self.file.exists() and not self.file.is_file():
             raise InvalidArgumentError(f"graph store database {self.file} is not a file")
         try:
-            conn = sqlite3.connect(self.file, check_same_thread=False, isolation_level=None)
+            conn = sqlite3.connect(
+                self.file, timeout=_BUSY_SECONDS, check_same_thread=False, isolation_level=None
+            )
         except sqlite3.Error as exc:
             raise _failure(self.file, exc, opening=True) from exc
         try:
-            conn.execute("PRAGMA journal_mode=WAL")
-            conn.execute("PRAGMA synchronous=FULL")
-            tables = conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")
-            if not tables.fetchall():  # a new file, or one a crash left before its schema
-                conn.executescript(
-                    f"BEGIN IMMEDIATE; {_SCHEMA} INSERT INTO meta VALUES ('format', '{FORMAT}');"
-                    f" INSERT INTO meta VALUES ('version', '{STORE_VERSION}'); COMMIT;"
+            conn.execute("PRAGMA synchronous=FULL")  # this connection only: writes nothing
+            if not _tables(conn):  # a new file, or one a crash left before its schema
+                _wal(conn)
+                _create(conn)
+            # Look before switching to WAL (which rewrites the file): never alter a
+            # database that is not a graph store.
+            tables = _tables(conn)
+            if not {"meta", "quads"} <= tables:
+                raise GraphStoreCorruptError(
+                    f"{self.file} is not a framework-agents graph store "
+                    f"(it holds the tables {sorted(tables)})"
                 )
             meta = dict(conn.execute("SELECT key, value FROM meta").fetchall())
-            if meta.get("format") != FORMAT or not meta.get("version", "").isdigit():
+            if meta.get("format") != FORMAT or not str(meta.get("version", "")).isdigit():
                 raise GraphStoreCorruptError(f"{self.file} is not a framework-agents graph store")
             if int(meta["version"]) > STORE_VERSION:
                 raise GraphStoreCorruptError(
                     f"{self.file} has layout version {meta['version']}, newer than "
                     f"{STORE_VERSION}; upgrade framework-agents to read it"
                 )
+            _wal(conn)  # already so for a store made here
             rows: list[Row] = conn.execute("SELECT s, p, o, g FROM quads").fetchall()
         except sqlite3.Error as exc:
             conn.close()
