@@ -254,3 +254,14 @@ def test_concurrent_mutations_from_many_tasks(tmp_path: Path) -> None:
         assert len(again.quads(predicate="rdf:type", object="ex:Animal")) == 20
 
     run(main())
+
+
+def test_the_entailed_graph_can_be_read_under_any_spelling() -> None:
+    async def main() -> None:
+        store = await _filled()
+        expected = store.quads(graph=ENTAILED_GRAPH)
+        assert expected
+        assert store.quads(graph=f"<{ENTAILED_GRAPH}>") == expected
+        assert store.quads(graph=IRI(ENTAILED_GRAPH)) == expected  # type: ignore[arg-type]
+
+    run(main())

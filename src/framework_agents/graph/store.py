@@ -345,8 +345,9 @@ class GraphStore:
                 return []
             want_g: int | EllipsisType | None = ...
             if graph is not ...:
-                if graph == ENTAILED_GRAPH:
-                    want_g = None
+                named = None if graph is None else to_term(graph, "graph", prefixes=self.prefixes)
+                if isinstance(named, IRI) and named.value == ENTAILED_GRAPH:
+                    want_g = None  # however it was spelt (a str, <...>, an IRI)
                 else:
                     g_term = self._graph(graph)
                     want_g = 0 if g_term is None else state.terms.lookup(g_term)
