@@ -132,3 +132,69 @@ def test_a_load_snapshot_whose_history_cannot_be_stored_changes_nothing(tmp_path
     assert (agent.messages, dict(agent.state), agent.system_prompt) == before
     latest = arun(sm.load_latest())
     assert latest is not None and latest.data.state == {"k": "before"}
+
+
+class _GatedMemory(InMemoryMemory):
+    """An InMemoryMemory whose load() and replace() wait for a gate (a slow disk)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.entered = asyncio.Event()
+        self.gate = asyncio.Event()
+        self.gated = True
+
+    async def _pass(self) -> None:
+        if self.gated:
+            self.entered.set()
+            await asyncio.wait_for(self.gate.wait(), timeout=10)
+
+    async def load(self) -> list[Message]:
+        await self._pass()
+        return await super().load()
+
+    async def replace(self, messages: Any) -> None:
+        await self._pass()
+        await super().replace(messages)
+
+
+def test_a_run_cannot_start_while_an_edit_is_in_flight() -> None:
+    from framework_agents import AgentBusyError
+
+    async def body() -> None:
+        memory = _GatedMemory()
+        memory.gated = False
+        agent = Agent(echo_model(), memory=memory)
+        await agent.run("one")
+        memory.gated = True
+        edit = asyncio.create_task(agent.edit_message(0, "ONE"))
+        await asyncio.wait_for(memory.entered.wait(), timeout=10)
+        # The edit holds the agent: a run now would commit a history without the edit
+        # (or the edit would overwrite the run's turn), so it is refused.
+        assert agent.running
+        with pytest.raises(AgentBusyError):
+            await asyncio.wait_for(agent.run("two"), timeout=10)
+        memory.gate.set()
+        await edit
+        assert not agent.running
+        memory.gated = False
+        await agent.run("two")
+        assert texts(agent.messages) == ["ONE", "re: one", "two", "re: two"]
+
+    arun(body())
+
+
+def test_load_snapshot_holds_the_agent_too() -> None:
+    from framework_agents import AgentBusyError
+
+    async def body() -> None:
+        memory = _GatedMemory()
+        agent = Agent(echo_model(), memory=memory)
+        task = asyncio.create_task(agent.load_snapshot(Snapshot(SnapshotData(state={"k": 1}))))
+        await asyncio.wait_for(memory.entered.wait(), timeout=10)
+        with pytest.raises(AgentBusyError):
+            await asyncio.wait_for(agent.edit_message(0, "x"), timeout=10)
+        memory.gate.set()
+        await task
+        assert dict(agent.state) == {"k": 1}
+
+    arun(body())

@@ -23,8 +23,9 @@
 
 from __future__ import annotations
 
+import contextlib
 import inspect
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -72,11 +73,23 @@ class SessionLink:
     history_set: bool = False
 
 
-def _check_idle(agent: Agent, what: str) -> None:
-    if agent.running:
+@contextlib.contextmanager
+def _holding(agent: Agent, what: str) -> Iterator[None]:
+    """Hold the agent's busy flag, as a run does: ``AGENT_BUSY`` if it is taken.
+
+    An edit or a snapshot load awaits memory and storage; a run starting in between would
+    commit a history without the change, or have its turn overwritten by it.
+    """
+    if agent._busy:
         raise AgentBusyError(
-            f"{what}() while agent {agent.agent_id!r} is running; wait for the run to end"
+            f"{what}() while agent {agent.agent_id!r} is busy (a run, edit or snapshot load); "
+            "wait for it to end"
         )
+    agent._busy = True
+    try:
+        yield
+    finally:
+        agent._busy = False
 
 
 def _manager(agent: Agent) -> Any:
@@ -193,11 +206,11 @@ async def load_snapshot(agent: Agent, snapshot: Snapshot) -> None:
         raise InvalidArgumentError(
             f"load_snapshot() takes a Snapshot, not {type(snapshot).__name__}"
         )
-    _check_idle(agent, "load_snapshot")
-    await _ensure_restored(agent)
-    await _apply(agent, snapshot.data)
-    agent._record("snapshot", f"load:{snapshot.snapshot_id}")
-    await save_session(agent)
+    with _holding(agent, "load_snapshot"):
+        await _ensure_restored(agent)
+        await _apply(agent, snapshot.data)
+        agent._record("snapshot", f"load:{snapshot.snapshot_id}")
+        await save_session(agent)
 
 
 def _find(messages: list[Message], id_or_index: str | int) -> int:
@@ -221,7 +234,11 @@ def _find(messages: list[Message], id_or_index: str | int) -> int:
 
 async def edit_message(agent: Agent, id_or_index: str | int, content: Any) -> Message:
     """Replace one message's content (by id, or index counting from the end when negative)."""
-    _check_idle(agent, "edit_message")
+    with _holding(agent, "edit_message"):
+        return await _edit(agent, id_or_index, content)
+
+
+async def _edit(agent: Agent, id_or_index: str | int, content: Any) -> Message:
     await _ensure_restored(agent)
     history = list(agent._messages)
     index = _find(history, id_or_index)
