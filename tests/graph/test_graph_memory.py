@@ -220,3 +220,38 @@ def test_replace_is_atomic_through_the_inner_memory_and_drops_grounding() -> Non
         assert [m.text for m in await memory.inner.load()] == ["Where does Alice work?"]
 
     run(main())
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda m: m.save(["not a message"]),
+        lambda m: m.save(None),
+        lambda m: m.save("text"),
+        lambda m: m.replace([1]),
+        lambda m: m.ground(["not a message"], "alice"),
+        lambda m: m.ground([], None),
+        lambda m: m.grounding_for(5),
+        lambda m: m.relevant_facts(b"alice"),
+    ],
+    ids=[
+        "save-item",
+        "save-none",
+        "save-str",
+        "replace-item",
+        "ground-item",
+        "ground-prompt",
+        "grounding_for-text",
+        "relevant_facts-bytes",
+    ],
+)
+def test_bad_arguments_are_invalid_argument(call: Any) -> None:
+    async def main() -> None:
+        memory = await _memory()
+        await memory.save([Message("user", "kept")])
+        with pytest.raises(InvalidArgumentError) as info:
+            await call(memory)
+        assert info.value.code == "INVALID_ARGUMENT"
+        assert [m.text for m in await memory.inner.load()] == ["kept"]
+
+    run(main())

@@ -45,7 +45,27 @@ GROUNDING_HEADER = (
 
 def is_grounding(message: Message) -> bool:
     """Whether ``message`` is a grounding message (never to be stored)."""
-    return message.metadata.get("kind") == "grounding"
+    return isinstance(message, Message) and message.metadata.get("kind") == "grounding"
+
+
+def _without_grounding(messages: Sequence[Message], where: str) -> list[Message]:
+    """``messages`` minus grounding; anything but a list of Messages is INVALID_ARGUMENT."""
+    if isinstance(messages, str | bytes) or not isinstance(messages, Sequence):
+        raise InvalidArgumentError(
+            f"{where}() takes a list of Messages, not {type(messages).__name__}"
+        )
+    for i, message in enumerate(messages):
+        if not isinstance(message, Message):
+            raise InvalidArgumentError(
+                f"item {i} given to {where}() is a {type(message).__name__}, not a Message"
+            )
+    return [m for m in messages if not is_grounding(m)]
+
+
+def _text(text: object, where: str) -> str:
+    if not isinstance(text, str):
+        raise InvalidArgumentError(f"{where}() takes a str, not {type(text).__name__}")
+    return text
 
 
 @runtime_checkable
@@ -86,7 +106,7 @@ class GraphMemory:
 
     async def relevant_facts(self, text: str) -> list[Fact]:
         """The top ``facts`` closure entries for ``text`` (read off the event loop)."""
-        if not text.strip() or self.facts == 0:
+        if not _text(text, "relevant_facts").strip() or self.facts == 0:
             return []
         await self.store.open()
         return await asyncio.to_thread(self.store.relevant, text, self.facts)
@@ -108,8 +128,8 @@ class GraphMemory:
 
     async def ground(self, messages: Sequence[Message], prompt: str) -> list[Message]:
         """``messages`` without grounding, led by one grounding message for ``prompt``."""
-        kept = [m for m in messages if not is_grounding(m)]
-        grounding = await self.grounding_for(prompt)
+        kept = _without_grounding(messages, "ground")
+        grounding = await self.grounding_for(_text(prompt, "ground"))
         return kept if grounding is None else [grounding, *kept]
 
     # -- Memory ------------------------------------------------------------------------
@@ -122,11 +142,11 @@ class GraphMemory:
 
     async def save(self, messages: Sequence[Message]) -> None:
         """Append ``messages`` to ``inner``, without grounding messages."""
-        await self.inner.save([m for m in messages if not is_grounding(m)])
+        await self.inner.save(_without_grounding(messages, "save"))
 
     async def replace(self, messages: Sequence[Message]) -> None:
         """Make ``messages`` (without grounding) the inner history, atomically if it can."""
-        await replace_history(self.inner, [m for m in messages if not is_grounding(m)])
+        await replace_history(self.inner, _without_grounding(messages, "replace"))
 
     async def clear(self) -> None:
         """Clear the inner history; the long-term graph stays."""
