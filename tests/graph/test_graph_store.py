@@ -265,3 +265,16 @@ def test_the_entailed_graph_can_be_read_under_any_spelling() -> None:
         assert store.quads(graph=IRI(ENTAILED_GRAPH)) == expected  # type: ignore[arg-type]
 
     run(main())
+
+
+@pytest.mark.parametrize(
+    "facts", [None, 5, "ex:s ex:p ex:o", b"x"], ids=["none", "int", "str", "bytes"]
+)
+@pytest.mark.parametrize("method", ["add_many", "remove_many"])
+def test_fact_batches_that_are_not_lists_are_invalid_argument(method: str, facts: Any) -> None:
+    from framework_agents.errors import InvalidArgumentError
+
+    store = GraphStore()
+    with pytest.raises(InvalidArgumentError) as info:
+        run(getattr(store, method)(facts))
+    assert info.value.code == "INVALID_ARGUMENT"

@@ -286,7 +286,7 @@ class GraphStore:
 
     async def add_many(self, facts: Iterable[Sequence[Any]]) -> int:
         """Assert ``(subject, predicate, object[, graph])`` facts in one durable step."""
-        quads = [self._parse(f) for f in facts]
+        quads = [self._parse(f) for f in _batch(facts, "add_many")]
         return await asyncio.to_thread(self._mutate, quads, True)
 
     async def remove(
@@ -297,7 +297,7 @@ class GraphStore:
 
     async def remove_many(self, facts: Iterable[Sequence[Any]]) -> int:
         """Retract asserted facts in one durable step; unknown facts are ignored."""
-        quads = [self._parse(f) for f in facts]
+        quads = [self._parse(f) for f in _batch(facts, "remove_many")]
         return await asyncio.to_thread(self._mutate, quads, False)
 
     def _replace(self, quads: list[tuple[Term, Term, Term, IRI | None]]) -> None:
@@ -432,6 +432,15 @@ class GraphStore:
         """Replace every fact by those of an exported state and recompute the closure."""
         quads = _parse_state(state)
         await asyncio.to_thread(self._replace, quads)
+
+
+def _batch(facts: object, where: str) -> Iterable[Sequence[Any]]:
+    if isinstance(facts, str | bytes) or not isinstance(facts, Iterable):
+        raise InvalidArgumentError(
+            f"{where}() takes an iterable of (subject, predicate, object[, graph]) facts, "
+            f"not {type(facts).__name__}"
+        )
+    return facts
 
 
 _PREFIX = re.compile(r"^[A-Za-z][A-Za-z0-9._+-]*$")
