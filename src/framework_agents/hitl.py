@@ -10,6 +10,12 @@ agent looks the decision up, in this order:
 2. the agent's ``decide(tool_name, args)`` callback (sync or async);
 3. otherwise: suspend.
 
+A stored decision answers ONE assistant turn: it applies to the next turn that needs it,
+and once a turn whose approval calls were all decided goes on to run them, the decisions
+it used are spent (:class:`DecisionBook`), so a later turn that calls the tool again is
+asked about again (callback or suspend). Decisions accumulate across the resumes of one
+interrupted turn (the checkpoint carries the unspent ones).
+
 Decisions: ``"approve"``; ``{"edit": new_args}`` (run with those arguments, validated);
 ``{"reject": "reason"}`` (not run; the model sees a rejection result and the run goes on);
 ``{"suspend": True}`` (the run stops with :class:`HitlInterrupt`). The bare strings
@@ -24,8 +30,8 @@ they do not derive from :class:`~framework_agents.errors.AgentError`.
 from __future__ import annotations
 
 import json
-from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 from ._util import maybe_await
@@ -35,12 +41,14 @@ from .tools import DECISION_KINDS, DecisionKind, Tool
 __all__ = [
     "DecideCallback",
     "Decision",
+    "DecisionBook",
     "HitlInterrupt",
     "ResolvedDecision",
     "ToolRejection",
     "check_decisions",
     "find_decision",
     "hitl_key",
+    "match_decision",
     "parse_decision",
     "resolve_decision",
 ]
@@ -142,13 +150,49 @@ class ToolRejection(Exception):
 
 @dataclass(frozen=True, slots=True)
 class ResolvedDecision:
-    """A validated decision for one call, and where it came from."""
+    """A validated decision for one call, and where it came from.
+
+    ``key`` is the key of the stored decisions it was found under (``None`` for the
+    callback and the default suspend): the key a turn spends once it runs.
+    """
 
     kind: DecisionKind
     source: DecisionSource
     args: dict[str, Any] | None = None
     reason: str | None = None
     raw: Any = field(default=None, compare=False)
+    key: str | None = field(default=None, compare=False)
+
+
+class DecisionBook(Mapping[str, Any]):
+    """The stored decisions of one run or resume; each is spent by the turn that uses it.
+
+    A read-only mapping for lookups (a copy of what was given: the caller's mapping is
+    never changed) plus :meth:`consume`, which the loop calls with the keys a turn used
+    once every approval call of that turn is decided and the turn goes on to run.
+    """
+
+    __slots__ = ("_items",)
+
+    def __init__(self, decisions: Mapping[str, Any] | None = None) -> None:
+        self._items: dict[str, Any] = dict(decisions or {})
+
+    def __getitem__(self, key: str) -> Any:
+        return self._items[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._items)
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def consume(self, keys: Iterable[str]) -> None:
+        """Spend the decisions stored under ``keys`` (unknown keys are ignored)."""
+        for key in keys:
+            self._items.pop(key, None)
+
+    def __repr__(self) -> str:
+        return f"DecisionBook({self._items!r})"
 
 
 def _malformed(tool: str, value: Any, why: str) -> HitlDecisionError:
@@ -226,11 +270,19 @@ def find_decision(
     decisions: Mapping[str, Any] | None, tool: str, args: Mapping[str, Any]
 ) -> tuple[Any, DecisionSource] | None:
     """The stored decision for a call: exact key, then JSON-equal key, then bare tool name."""
+    found = match_decision(decisions, tool, args)
+    return None if found is None else (found[1], found[2])
+
+
+def match_decision(
+    decisions: Mapping[str, Any] | None, tool: str, args: Mapping[str, Any]
+) -> tuple[str, Any, DecisionSource] | None:
+    """Like :func:`find_decision`, with the key the decision is stored under first."""
     if not decisions:
         return None
     key = hitl_key(tool, args)
     if key in decisions:
-        return decisions[key], "exact"
+        return key, decisions[key], "exact"
     prefix = f"{tool}:"
     plain = dict(args)
     for candidate, value in decisions.items():
@@ -241,9 +293,9 @@ def find_decision(
         except ValueError:
             continue
         if parsed == plain:
-            return value, "exact"
+            return candidate, value, "exact"
     if tool in decisions:
-        return decisions[tool], "wildcard"
+        return tool, decisions[tool], "wildcard"
     return None
 
 
@@ -255,9 +307,10 @@ async def resolve_decision(
     decide: DecideCallback | None,
 ) -> ResolvedDecision:
     """The decision for one call of an approval tool (stored, else callback, else suspend)."""
-    found = find_decision(decisions, tool.name, args)
+    found = match_decision(decisions, tool.name, args)
     if found is not None:
-        return parse_decision(found[0], tool=tool, source=found[1])
+        key, value, source = found
+        return replace(parse_decision(value, tool=tool, source=source), key=key)
     if decide is not None:
         value = await maybe_await(decide(tool.name, dict(args)))
         return parse_decision(value, tool=tool, source="callback")

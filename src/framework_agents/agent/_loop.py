@@ -29,7 +29,13 @@ from ..errors import (
     OutputInvalidError,
 )
 from ..history import repair_history
-from ..hitl import HitlInterrupt, ResolvedDecision, ToolRejection, resolve_decision
+from ..hitl import (
+    DecisionBook,
+    HitlInterrupt,
+    ResolvedDecision,
+    ToolRejection,
+    resolve_decision,
+)
 from ..messages import Message, ToolCall, new_id
 from ..models._base import ModelDone, ReasoningDelta, TextDelta, ToolSpec
 from ..tools import Tool, ToolArgumentsError, ToolContext, encode_tool_result
@@ -106,7 +112,12 @@ class RunHooks:
 
 @dataclass(slots=True)
 class LoopRun:
-    """Input and mutable state of one pass through the loop."""
+    """Input and mutable state of one pass through the loop.
+
+    ``decisions`` is what the run was given; ``book`` is the live copy that the turns
+    spend (the very object when ``decisions`` already is a :class:`DecisionBook`, so a
+    checkpointed run saves what is left of it).
+    """
 
     history: list[Message]
     prompt: Message | None = None
@@ -122,6 +133,11 @@ class LoopRun:
     kept: list[Message] | None = None
     retry_ids: set[str] = field(default_factory=set)
     started: bool = False  # run_loop has built the transcript
+    book: DecisionBook = field(init=False)
+
+    def __post_init__(self) -> None:
+        given = self.decisions
+        self.book = given if isinstance(given, DecisionBook) else DecisionBook(given)
 
     def kept_on_interrupt(self) -> list[Message]:
         """What an interrupted run commits: up to, and excluding, the interrupted turn.
@@ -308,7 +324,10 @@ def _final_form(agent: Agent, message: Message) -> Message:
 
 
 async def _plan_turn(agent: Agent, run: LoopRun, response: Message) -> list[_Plan]:
-    """Decide every approval call of a turn before any call runs (raises on suspend)."""
+    """Decide every approval call of a turn before any call runs (raises on suspend).
+
+    A turn fully decided spends the stored decisions it used (see :class:`DecisionBook`).
+    """
     plans: list[_Plan] = []
     for call in response.tool_calls:
         tool = agent._tools_by_name.get(call.name)
@@ -318,7 +337,7 @@ async def _plan_turn(agent: Agent, run: LoopRun, response: Message) -> list[_Pla
         reason: str | None = None
         try:
             decision = await resolve_decision(
-                tool, call.args, decisions=run.decisions, decide=agent.decide
+                tool, call.args, decisions=run.book, decide=agent.decide
             )
         except HitlInterrupt as raised:
             # A decide callback that raises the interrupt itself means "suspend": the loop
@@ -341,6 +360,13 @@ async def _plan_turn(agent: Agent, run: LoopRun, response: Message) -> list[_Pla
                 raise HitlDecisionError(f"edited arguments are invalid: {exc}") from None
             run_call = call.model_copy(update={"args": decision.args})
         plans.append(_Plan(call, run_call, decision))
+    # Every approval call of the turn is decided and the turn goes on to run: the stored
+    # decisions it used are spent now, before any call runs (so no checkpoint written
+    # while the turn runs still holds them), and a later turn that calls the tool again
+    # is asked again. A turn that suspends spends nothing: its resume re-issues it.
+    run.book.consume(
+        p.decision.key for p in plans if p.decision is not None and p.decision.key is not None
+    )
     return plans
 
 

@@ -22,6 +22,11 @@ are not guarded: a crash while one runs leaves it unanswered, and ``repair_histo
 the model it was interrupted. An interrupt saves the history up to, and excluding, the
 interrupted assistant turn with that call as ``pending``, plus the decisions given so far,
 so that several approval calls of one turn can be decided one interrupt at a time.
+
+Decisions are spent per assistant turn (``hitl.DecisionBook``): the ones a turn used leave
+the book before its calls run, so no checkpoint written from then on carries them and a
+later turn calling the tool again interrupts again. Settling calls of unknown outcome
+spends the decisions that settled them the same way.
 """
 
 from __future__ import annotations
@@ -30,7 +35,7 @@ import asyncio
 import contextvars
 import json
 from collections.abc import AsyncGenerator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
@@ -38,7 +43,7 @@ from ..checkpoint._base import Checkpointer
 from ..checkpoint.model import ThreadCheckpoint, check_thread_id
 from ..errors import AgentBusyError, CheckpointMissingError, InvalidArgumentError
 from ..history import repair_history
-from ..hitl import HitlInterrupt, ResolvedDecision, find_decision, parse_decision
+from ..hitl import DecisionBook, HitlInterrupt, ResolvedDecision, match_decision, parse_decision
 from ..messages import Message, ToolCall, new_id
 from . import _sessions
 from ._loop import LoopRun, RunHooks, ToolProgress, _Plan, _run_call
@@ -120,7 +125,7 @@ class _ThreadRun:
     agent: Agent
     checkpointer: Checkpointer
     thread_id: str
-    decisions: dict[str, Any]
+    decisions: DecisionBook  # shared with the loop, which spends it turn by turn
     start: list[Message] | None = None
     state: dict[str, Any] | None = None
     settle: ThreadCheckpoint | None = None
@@ -150,7 +155,7 @@ class _ThreadRun:
             turn=turn.assistant,
             results=[turn.results[i] for i in order if i in turn.results],
             in_flight=[turn.in_flight[i] for i in order if i in turn.in_flight],
-            decisions=self.decisions,
+            decisions=dict(self.decisions),
         )
         await self.checkpointer.save_progress(checkpoint)  # a delta when the history is stored
 
@@ -203,7 +208,7 @@ class _ThreadRun:
         pending = ToolCall(interrupt.call_id, interrupt.tool, interrupt.arguments)
         async with self.lock:
             await self.checkpointer.save(
-                self.checkpoint(kept, pending=pending, decisions=self.decisions)
+                self.checkpoint(kept, pending=pending, decisions=dict(self.decisions))
             )
 
     async def on_commit(self, messages: list[Message]) -> None:
@@ -218,6 +223,8 @@ class _ThreadRun:
         turn = _Turn(list(base.messages), base.turn, guarded=True)
         turn.results = {r.tool_call_id or "": r for r in base.results}
         asked = {c.id: c for c in base.turn.tool_calls}
+        # The settling decisions answer this turn only: spent before any write or re-run.
+        self.decisions.consume(d.key for _, d in self.plans if d.key is not None)
         for call, decision in self.plans:
             run_call = call
             if decision.kind == "edit":
@@ -267,14 +274,15 @@ def _decide_unknown(
     """Decisions for every in-flight call, from ``given`` only; the first undecided call."""
     plans: list[tuple[ToolCall, ResolvedDecision]] = []
     for call in base.in_flight:
-        found = find_decision(given, call.name, call.args)
+        found = match_decision(given, call.name, call.args)
         if found is None:
             return plans, call
+        key, value, source = found
         tool = agent._tools_by_name.get(call.name)
         if tool is None:  # the tool is gone: running it answers "unknown tool", harmlessly
-            decision = ResolvedDecision("approve", found[1], raw=found[0])
+            decision = ResolvedDecision("approve", source, raw=value, key=key)
         else:
-            decision = parse_decision(found[0], tool=tool, source=found[1])
+            decision = replace(parse_decision(value, tool=tool, source=source), key=key)
         if decision.kind == "suspend":
             return plans, call
         plans.append((call, decision))
@@ -352,7 +360,7 @@ async def drive_thread(
             if base is None and resume:
                 raise CheckpointMissingError(f"thread {thread_id!r} has no checkpoint to resume")
             carried = dict(base.decisions) if base is not None and resume else {}
-            run = _ThreadRun(agent, cp, thread_id, {**carried, **given})
+            run = _ThreadRun(agent, cp, thread_id, DecisionBook({**carried, **given}))
             if base is not None:
                 if base.in_flight:
                     plans, undecided = (
@@ -371,7 +379,7 @@ async def drive_thread(
                 run.start = base.resumable_history()
             events = agent._drive(
                 prompt,
-                decisions=run.decisions or None,
+                decisions=run.decisions,
                 thread_id=thread_id,
                 hooks=run.hooks(),
                 timeline_kind="resume" if resume else "run",
