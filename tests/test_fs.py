@@ -56,3 +56,15 @@ def test_read_bytes_or_none(tmp_path: Path) -> None:
     assert read_bytes_or_none(tmp_path / "missing") is None
     (tmp_path / "f").write_bytes(b"abc")
     assert read_bytes_or_none(tmp_path / "f") == b"abc"
+
+
+@pytest.mark.parametrize("kind", ["fifo", "directory"])
+def test_read_bytes_or_none_refuses_what_is_not_a_regular_file(tmp_path: Path, kind: str) -> None:
+    # A FIFO planted where a document belongs must fail fast, not block the reader forever.
+    path = tmp_path / "doc.json"
+    if kind == "fifo":
+        os.mkfifo(path)
+    else:
+        path.mkdir()
+    with pytest.raises(OSError, match="not a regular file"):
+        read_bytes_or_none(path)

@@ -11,7 +11,9 @@ younger one may belong to a writer that is still running).
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
+import stat
 import time
 import uuid
 from collections.abc import Iterable
@@ -65,12 +67,25 @@ def atomic_write(target: Path, chunks: bytes | Iterable[bytes], *, mode: int = 0
 
 
 def read_bytes_or_none(path: Path) -> bytes | None:
-    """The file's bytes, or ``None`` when it does not exist."""
+    """The file's bytes, or ``None`` when it does not exist.
+
+    Anything but a regular file there (a directory, a FIFO, a device) raises ``OSError``
+    (``EINVAL``, "not a regular file"): opened non-blocking, a FIFO never hangs the reader.
+    """
     try:
-        with open(path, "rb") as fh:
-            return fh.read()
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
     except FileNotFoundError:
         return None
+    except IsADirectoryError:
+        raise OSError(errno.EINVAL, "not a regular file", str(path)) from None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise OSError(errno.EINVAL, "not a regular file", str(path))
+    except BaseException:
+        os.close(fd)
+        raise
+    with os.fdopen(fd, "rb", closefd=True) as fh:
+        return fh.read()
 
 
 def sweep_temp_files(target: Path, *, grace_seconds: float = 60.0) -> int:
