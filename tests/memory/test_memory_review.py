@@ -151,3 +151,31 @@ def test_a_value_json_cannot_carry_is_still_refused_after_an_equal_one(tmp_path:
         arun(memory.replace([Message("user", "x", id="m", metadata={"v": (1, 2)})]))
     (back,) = arun(FileMemory(tmp_path).load())
     assert back.metadata == {"v": [1, 2]}
+
+
+# -- symlinks planted in the memory directory are not followed -----------------------------
+
+
+@pytest.mark.parametrize("op", ["save", "replace", "clear"])
+def test_a_symlinked_lock_file_never_creates_a_file_outside_dir(tmp_path: Path, op: str) -> None:
+    memdir, outside = tmp_path / "mem", tmp_path / "outside"
+    memdir.mkdir()
+    outside.mkdir()
+    (memdir / "memory.json.lock").symlink_to(outside / "planted")
+    with pytest.raises(MemoryCorruptError, match="symlink"):
+        arun(_ops(FileMemory(memdir))[op]())
+    assert list(outside.iterdir()) == []
+
+
+@pytest.mark.parametrize("op", ["load", "save", "replace", "clear"])
+def test_a_symlinked_memory_json_is_corrupt_not_followed(tmp_path: Path, op: str) -> None:
+    memdir, outside = tmp_path / "mem", tmp_path / "outside"
+    memdir.mkdir()
+    outside.mkdir()
+    elsewhere = outside / "memory.json"
+    elsewhere.write_bytes(b'{"version":1,"messages":[]}')
+    (memdir / "memory.json").symlink_to(elsewhere)
+    with pytest.raises(MemoryCorruptError, match="symlink"):
+        arun(_ops(FileMemory(memdir))[op]())
+    assert (memdir / "memory.json").is_symlink()
+    assert elsewhere.read_bytes() == b'{"version":1,"messages":[]}'

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import errno
 import logging
 import math
 import os
@@ -259,7 +260,9 @@ class FileMemory:
             os.close(fd)  # releases the flock
 
     def _open_lock(self, *, create: bool) -> int | None:
-        flags = os.O_RDWR | os.O_CREAT | os.O_CLOEXEC
+        # O_NOFOLLOW: a symlink planted as the lock file must not make us create (or lock)
+        # a file outside ``dir``.
+        flags = os.O_RDWR | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW
         try:
             try:
                 return os.open(self.lock_path, flags, 0o644)
@@ -270,6 +273,10 @@ class FileMemory:
             return os.open(self.lock_path, flags, 0o644)
         except NotADirectoryError:
             raise _not_a_directory(self.dir) from None
+        except OSError as exc:
+            if exc.errno == errno.ELOOP:
+                raise _symlink(self.lock_path) from None
+            raise
 
     def _read_current(self) -> _Known:
         found = _read_document(self.path)
@@ -312,6 +319,13 @@ def _not_a_file(path: Path) -> MemoryCorruptError:
     )
 
 
+def _symlink(path: Path) -> MemoryCorruptError:
+    return MemoryCorruptError(
+        f"{path} is a symlink; it is not followed and was left untouched — replace it with "
+        "the file itself (or point FileMemory at the directory it lives in)"
+    )
+
+
 def _read_document(path: Path) -> tuple[bytes, os.stat_result] | None:
     """The bytes and ``fstat`` of ``memory.json``, or ``None`` when it does not exist.
 
@@ -320,13 +334,19 @@ def _read_document(path: Path) -> tuple[bytes, os.stat_result] | None:
     """
     try:
         # O_NONBLOCK: opening a FIFO must not wait for a writer (no effect on a file).
-        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC | os.O_NONBLOCK)
+        # O_NOFOLLOW: a symlink would be read through but replaced (not followed) by the
+        # next write, silently detaching it; refuse it instead.
+        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC | os.O_NONBLOCK | os.O_NOFOLLOW)
     except FileNotFoundError:
         return None
     except NotADirectoryError:
         raise _not_a_directory(path.parent) from None
     except IsADirectoryError:
         raise _not_a_file(path) from None
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise _symlink(path) from None
+        raise
     try:
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):
