@@ -352,3 +352,20 @@ def test_unicode_forms_and_possessives_match_the_same_entity() -> None:
         assert top.text == "ex:alice ex:worksFor ex:acme"  # not a fact of ex:alice*S*
 
     run(main())
+
+
+def test_an_exact_entity_match_outranks_its_neighbours_facts() -> None:
+    async def main() -> None:
+        store = await _world()
+        ranked = store.relevant("acmeCorp", 20)
+        names = {"ex:acmeCorp"}
+        direct = [f for f in ranked if {f.subject.key, f.object.key} & names]
+        around = [f for f in ranked if not {f.subject.key, f.object.key} & names]
+        assert direct and around  # the expansion reached the neighbours' facts
+        assert min(f.score for f in direct) > max(f.score for f in around)
+        assert ranked[: len(direct)] == direct
+        # The neighbours' facts are those of entities one hop from the match.
+        hop = {"ex:aliceSmith", "ex:paris", "ex:Organization"}
+        assert all({f.subject.key, f.object.key} & hop for f in around)
+
+    run(main())
