@@ -180,3 +180,25 @@ def test_a_stored_null_is_corrupt_not_a_fresh_default(field: str) -> None:
     doc[field] = None
     with pytest.raises(SnapshotCorruptError):
         Snapshot.from_json(json.dumps(doc).encode())
+
+
+def test_a_long_lived_storage_sweeps_temp_files_left_after_its_first_write(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A writer killed (and restarted quickly) leaves a temp file too young for the first
+    # sweep; the same storage must sweep it on a later write once it is stale, not never.
+    import os
+    import time
+
+    from framework_agents.sessions import local
+
+    monkeypatch.setattr(local, "_SWEEP_INTERVAL_SECONDS", 0.0)
+    storage = LocalFileStorage(tmp_path / "root")
+    arun(storage.put("d/k", b"1"))
+    stale = tmp_path / "root" / "d" / ".k.deadbeef.tmp"
+    stale.write_bytes(b"left by a killed writer")
+    old = time.time() - 3600
+    os.utime(stale, (old, old))
+    arun(storage.put("d/k", b"2"))
+    assert not stale.exists()
+    assert arun(storage.get("d/k")) == b"2"

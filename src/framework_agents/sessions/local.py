@@ -49,6 +49,8 @@ _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 _DIR_FLAGS = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | _NOFOLLOW | _CLOEXEC
 #: Temp files younger than this may belong to a writer that is still running.
 _TEMP_GRACE_SECONDS = 60.0
+#: How often one instance scans a directory it writes into for stale temp files.
+_SWEEP_INTERVAL_SECONDS = 60.0
 #: A concurrent ``delete`` may prune a directory a ``put`` has just created; retry then.
 _PUT_ATTEMPTS = 8
 
@@ -78,7 +80,8 @@ class LocalFileStorage:
         if not isinstance(dir, str | os.PathLike) or not isinstance(os.fspath(dir), str):
             raise ArgumentTypeError(f"dir must be a str path, not {type(dir).__name__}")
         self._root = os.path.realpath(os.fspath(dir))
-        self._swept: set[tuple[str, ...]] = set()
+        # Directory (as key segments) -> monotonic time of its next temp-file sweep.
+        self._next_sweep: dict[tuple[str, ...], float] = {}
 
     @property
     def dir(self) -> Path:
@@ -180,9 +183,12 @@ class LocalFileStorage:
                 raise StorageKeyInvalidError(
                     f"cannot store {key!r}: other keys are stored under it"
                 )
-        if dirs not in self._swept:
+        # A temp file left by a writer killed just before (a quick restart) is too young
+        # for the first sweep; sweep again once a minute, not only once per instance.
+        now = time.monotonic()
+        if now >= self._next_sweep.get(dirs, 0.0):
             self._sweep(dfd)
-            self._swept.add(dirs)
+            self._next_sweep[dirs] = now + _SWEEP_INTERVAL_SECONDS
         tmp = f".{name}.{uuid.uuid4().hex}{TEMP_SUFFIX}"
         flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW | _CLOEXEC
         fd = os.open(tmp, flags, _FILE_MODE, dir_fd=dfd)
