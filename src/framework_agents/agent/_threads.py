@@ -17,11 +17,15 @@ At most once, for calls of ``requires_approval`` tools that a decision let run:
    re-runs the call under the same protocol, reject answers it with a rejection.
 
 Steps 1 and 2 write a delta (``save_progress``: the turn and its results, not the history)
-whenever the checkpointer already holds the turn's history. Calls that need no approval
-are not guarded: a crash while one runs leaves it unanswered, and ``repair_history`` tells
-the model it was interrupted. An interrupt saves the history up to, and excluding, the
-interrupted assistant turn with that call as ``pending``, plus the decisions given so far,
-so that several approval calls of one turn can be decided one interrupt at a time.
+whenever the checkpointer already holds the turn's history; with a checkpointer that has
+no ``save_progress``, they are full saves. A checkpointer without ``thread_lock`` gets an
+in-process lock per thread instead (``checkpoint._base.thread_lock``).
+
+Calls that need no approval are not guarded: a crash while one runs leaves it unanswered,
+and ``repair_history`` tells the model it was interrupted. An interrupt saves the history
+up to, and excluding, the interrupted assistant turn with that call as ``pending``, plus
+the decisions given so far, so that several approval calls of one turn can be decided one
+interrupt at a time.
 
 Decisions are spent per assistant turn (``hitl.DecisionBook``): the ones a turn used leave
 the book before its calls run, so no checkpoint written from then on carries them and a
@@ -39,7 +43,7 @@ from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
-from ..checkpoint._base import Checkpointer
+from ..checkpoint._base import Checkpointer, save_progress, thread_lock
 from ..checkpoint.model import ThreadCheckpoint, check_thread_id
 from ..errors import AgentBusyError, CheckpointMissingError, InvalidArgumentError
 from ..history import repair_history
@@ -99,7 +103,8 @@ def exclude_interrupted_turn(
 def _check_target(checkpointer: object, thread_id: object) -> Checkpointer:
     if not isinstance(checkpointer, Checkpointer):
         raise InvalidArgumentError(
-            f"checkpointer must implement the Checkpointer protocol, got {checkpointer!r:.100}"
+            "checkpointer must implement the Checkpointer protocol (async save, load, "
+            f"delete, list_threads), got {checkpointer!r:.100}"
         )
     if thread_id is None:
         raise InvalidArgumentError("a run with a checkpointer needs a thread_id")
@@ -157,7 +162,7 @@ class _ThreadRun:
             in_flight=[turn.in_flight[i] for i in order if i in turn.in_flight],
             decisions=dict(self.decisions),
         )
-        await self.checkpointer.save_progress(checkpoint)  # a delta when the history is stored
+        await save_progress(self.checkpointer, checkpoint)  # a delta when the history is stored
 
     # -- hooks ------------------------------------------------------------------------
 
@@ -313,7 +318,7 @@ async def _surface_unknown(
         )
     agent._busy = True
     try:
-        await checkpointer.save_progress(marked)
+        await save_progress(checkpointer, marked)
         agent._state.replace(base.state)
         await agent._set_history(base.messages)
         agent._record("resume" if resume else "run", "outcome_unknown")
@@ -352,7 +357,7 @@ async def drive_thread(
             f"agent {agent.agent_id!r} is already running; one run at a time per instance"
         )
     given = dict(decisions or {})
-    async with cp.thread_lock(thread_id):
+    async with thread_lock(cp, thread_id):
         outer = _HOLDING.get()
         _HOLDING.set((cp, thread_id))
         try:
@@ -428,5 +433,5 @@ async def pause_thread(agent: Agent, thread_id: str, checkpointer: object) -> No
     if holding is not None and holding[0] is cp and holding[1] == thread_id:
         await save()
         return
-    async with cp.thread_lock(thread_id):
+    async with thread_lock(cp, thread_id):
         await save()

@@ -1,25 +1,50 @@
-"""The checkpointer contract: save (full or a delta), load, delete, list, a run lock."""
+"""The checkpointer contract: save, load, delete, list; optionally a delta save and a run lock.
+
+A checkpointer needs the four methods API.md names. Two more are optional:
+
+* ``save_progress(checkpoint)``: a cheaper save that may skip rewriting an unchanged
+  history. Without it, :func:`save_progress` does a full ``save``.
+* ``thread_lock(thread_id)``: an async context manager that holds the thread for a whole
+  run. Without it, :func:`thread_lock` serialises the runs of a thread with an asyncio
+  lock per (checkpointer, thread id) in this process, waiting ``cp.lock_timeout`` seconds
+  when the checkpointer has that attribute (``None``: forever), else
+  :data:`DEFAULT_LOCK_TIMEOUT`, then THREAD_BUSY. Excluding runs in other processes is
+  then the checkpointer's own business.
+"""
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator
 from contextlib import AbstractAsyncContextManager
-from typing import Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
-from .model import ThreadCheckpoint
+from ..errors import ThreadBusyError
+from .lock import LocalLocks, check_seconds
+from .model import ThreadCheckpoint, check_thread_id
 
-__all__ = ["Checkpointer"]
+__all__ = ["DEFAULT_LOCK_TIMEOUT", "Checkpointer", "save_progress", "thread_lock"]
+
+#: Seconds a run waits for a thread held in this process, for checkpointers without a
+#: ``thread_lock`` and without a ``lock_timeout`` attribute.
+DEFAULT_LOCK_TIMEOUT = 10.0
+
+# Keyed by id(checkpointer) and thread id. An entry lives only while a run holds or waits
+# for it, and that run keeps the checkpointer alive, so the id cannot be reused meanwhile.
+_LOCAL = LocalLocks()
 
 
 @runtime_checkable
 class Checkpointer(Protocol):
-    """Where threads are checkpointed. Every method validates the thread id (THREAD_ID_INVALID)."""
+    """Where threads are checkpointed. Every method validates the thread id (THREAD_ID_INVALID).
+
+    ``save_progress`` and ``thread_lock`` (below) are optional: the agent calls them
+    through :func:`save_progress` and :func:`thread_lock`, which stand in for them.
+    """
 
     async def save(self, checkpoint: ThreadCheckpoint) -> None:
         """Replace the thread's checkpoint with ``checkpoint`` (atomically)."""
-        ...
-
-    async def save_progress(self, checkpoint: ThreadCheckpoint) -> None:
-        """Like ``save``; may skip rewriting the history when the stored one is the same."""
         ...
 
     async def load(self, thread_id: str) -> ThreadCheckpoint | None:
@@ -34,6 +59,54 @@ class Checkpointer(Protocol):
         """The ids of the threads that have a checkpoint, sorted."""
         ...
 
-    def thread_lock(self, thread_id: str) -> AbstractAsyncContextManager[None]:
-        """Hold the thread for a whole run; THREAD_BUSY when it stays taken. Saves inside work."""
-        ...
+
+async def save_progress(checkpointer: Checkpointer, checkpoint: ThreadCheckpoint) -> None:
+    """``checkpointer.save_progress(checkpoint)`` (a delta when it can), else a full ``save``.
+
+    Optional method: like ``save``; may skip rewriting the history when the stored one is
+    the same.
+    """
+    method: Any = getattr(checkpointer, "save_progress", None)
+    if callable(method):
+        await method(checkpoint)
+    else:
+        await checkpointer.save(checkpoint)
+
+
+def thread_lock(checkpointer: Checkpointer, thread_id: str) -> AbstractAsyncContextManager[None]:
+    """``checkpointer.thread_lock(thread_id)``, else an in-process lock of the thread.
+
+    Optional method: hold the thread for a whole run; THREAD_BUSY when it stays taken;
+    saves inside still work. The stand-in only excludes runs of this process (module doc).
+    """
+    method: Any = getattr(checkpointer, "thread_lock", None)
+    if callable(method):
+        lock: AbstractAsyncContextManager[None] = method(thread_id)
+        return lock
+    return _local_thread_lock(checkpointer, thread_id)
+
+
+@contextlib.asynccontextmanager
+async def _local_thread_lock(checkpointer: Checkpointer, thread_id: str) -> AsyncIterator[None]:
+    check_thread_id(thread_id)
+    wait = check_seconds(
+        "a checkpointer's lock_timeout",
+        getattr(checkpointer, "lock_timeout", DEFAULT_LOCK_TIMEOUT),
+        optional=True,
+    )
+    key = f"{id(checkpointer)}/{thread_id}"
+    lock = _LOCAL.enter(key)
+    try:
+        try:
+            async with asyncio.timeout(wait):
+                await lock.acquire()
+        except TimeoutError:
+            raise ThreadBusyError(
+                f"thread {thread_id!r} is busy: another run in this process held it for {wait}s"
+            ) from None
+        try:
+            yield
+        finally:
+            lock.release()
+    finally:
+        _LOCAL.leave(key)
