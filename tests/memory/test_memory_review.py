@@ -179,3 +179,8 @@ def test_a_symlinked_memory_json_is_corrupt_not_followed(tmp_path: Path, op: str
         arun(_ops(FileMemory(memdir))[op]())
     assert (memdir / "memory.json").is_symlink()
     assert elsewhere.read_bytes() == b'{"version":1,"messages":[]}'
+
+
+def test_an_empty_dir_is_refused_not_taken_as_the_working_directory() -> None:
+    with pytest.raises(InvalidArgumentError):
+        FileMemory("")

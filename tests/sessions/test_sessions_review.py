@@ -202,3 +202,9 @@ def test_a_long_lived_storage_sweeps_temp_files_left_after_its_first_write(
     arun(storage.put("d/k", b"2"))
     assert not stale.exists()
     assert arun(storage.get("d/k")) == b"2"
+
+
+def test_an_empty_dir_is_refused_not_taken_as_the_working_directory() -> None:
+    # "" (an unset environment variable, say) would silently put sessions in the cwd.
+    with pytest.raises(InvalidArgumentError):
+        LocalFileStorage("")

@@ -149,8 +149,10 @@ class FileMemory:
         *,
         stale_temp_seconds: float = 60.0,
     ) -> None:
-        if not isinstance(dir, str | os.PathLike):
+        if not isinstance(dir, str | os.PathLike) or not isinstance(os.fspath(dir), str):
             raise InvalidArgumentError(f"dir must be a path, got {type(dir).__name__}")
+        if not os.fspath(dir):
+            raise InvalidArgumentError("dir is empty (use '.' for the working directory)")
         if (
             isinstance(stale_temp_seconds, bool)
             or not isinstance(stale_temp_seconds, int | float)

@@ -35,7 +35,7 @@ import uuid
 from pathlib import Path
 
 from .._fs import TEMP_SUFFIX
-from ..errors import StorageKeyInvalidError
+from ..errors import InvalidArgumentError, StorageKeyInvalidError
 from ._base import ArgumentTypeError
 from ._keys import is_valid_key, is_valid_segment, validate_key, validate_prefix
 from .memory_storage import as_bytes
@@ -79,6 +79,8 @@ class LocalFileStorage:
             raise NotImplementedError("LocalFileStorage needs POSIX dir_fd and O_NOFOLLOW")
         if not isinstance(dir, str | os.PathLike) or not isinstance(os.fspath(dir), str):
             raise ArgumentTypeError(f"dir must be a str path, not {type(dir).__name__}")
+        if not os.fspath(dir):
+            raise InvalidArgumentError("dir is empty (use '.' for the working directory)")
         self._root = os.path.realpath(os.fspath(dir))
         # Directory (as key segments) -> monotonic time of its next temp-file sweep.
         self._next_sweep: dict[tuple[str, ...], float] = {}
