@@ -160,10 +160,46 @@ def test_positional_only_is_refused() -> None:
         tool(f)
 
 
-@pytest.mark.parametrize("name", ["", "has space", "9starts", "x" * 65])
+@pytest.mark.parametrize(
+    "name",
+    ["", "has space", "has.dot", "ns.tool", "x" * 65, "café", "a/b", "a:b", "tab\t", "x\n"],
+)
 def test_invalid_names(name: str) -> None:
-    with pytest.raises(InvalidArgumentError):
+    # The providers' rule, ^[a-zA-Z0-9_-]{1,64}$: a "." is refused by OpenAI and Anthropic.
+    with pytest.raises(
+        InvalidArgumentError, match=r"invalid tool name .*\^\[A-Za-z0-9_-\]\{1,64\}\$"
+    ):
         tool(name=name)(lambda: None)
+
+
+@pytest.mark.parametrize("name", ["9starts", "0", "-dash", "_", "a-b_C9", "x" * 64])
+def test_names_the_providers_accept_are_accepted(name: str) -> None:
+    made = tool(name=name)(lambda: None)
+    assert made.name == made.spec.name == name
+
+
+def test_a_function_name_that_does_not_fit_is_invalid_argument() -> None:
+    def long_name_function_that_goes_on_and_on_well_past_the_sixty_four_limit() -> None:
+        """Too long a name for a provider."""
+
+    with pytest.raises(InvalidArgumentError, match="function name") as info:
+        tool(long_name_function_that_goes_on_and_on_well_past_the_sixty_four_limit)
+    assert info.value.code == "INVALID_ARGUMENT"
+    assert "name=" in str(info.value)  # it says how to fix it
+
+    def café() -> None:
+        """A non-ASCII identifier."""
+
+    with pytest.raises(InvalidArgumentError, match="function name"):
+        tool(café)
+    assert tool(name="cafe")(café).name == "cafe"
+    with pytest.raises(InvalidArgumentError, match="function name"):
+        Tool(lambda: None)  # "<lambda>"
+
+
+def test_a_non_string_name_is_invalid_argument() -> None:
+    with pytest.raises(InvalidArgumentError, match="tool name"):
+        Tool(lambda: None, name=5)  # type: ignore[arg-type]
 
 
 @pytest.mark.parametrize(

@@ -34,6 +34,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "DECISION_KINDS",
+    "TOOL_NAME_PATTERN",
     "DecisionKind",
     "Tool",
     "ToolArgumentsError",
@@ -48,7 +49,13 @@ DecisionKind = Literal["approve", "edit", "reject", "suspend"]
 #: Every decision kind a human-in-the-loop tool may allow (the default set).
 DECISION_KINDS: tuple[DecisionKind, ...] = ("approve", "edit", "reject", "suspend")
 
-_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_.-]{0,63}$")
+#: What OpenAI and Anthropic accept as a tool name (no ".", a leading digit is fine).
+TOOL_NAME_PATTERN = "^[A-Za-z0-9_-]{1,64}$"
+_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")  # used with fullmatch: "$" would allow a "\n"
+_NAME_RULE = (
+    f"a tool name must match {TOOL_NAME_PATTERN} (ASCII letters, digits, '_' and '-', "
+    "1 to 64 characters), as model providers require"
+)
 _SECTION = re.compile(r"^\s*(Args|Arguments|Parameters|Params)\s*:\s*$", re.IGNORECASE)
 _PARAM_LINE = re.compile(r"^\s*\*{0,2}(\w+)\s*(?:\([^)]*\))?\s*:\s*(.*)$")
 
@@ -129,6 +136,21 @@ def _dunder_call(fn: object) -> Any:
     return None
 
 
+def _checked_name(fn: Callable[..., Any], name: object) -> str:
+    """The tool's name (``name``, else ``fn.__name__``); INVALID_ARGUMENT unless it fits."""
+    if name is not None:
+        if not isinstance(name, str) or _NAME.fullmatch(name) is None:
+            raise InvalidArgumentError(f"invalid tool name {name!r}: {_NAME_RULE}")
+        return name
+    derived = getattr(fn, "__name__", None)
+    if not isinstance(derived, str) or _NAME.fullmatch(derived) is None:
+        raise InvalidArgumentError(
+            f"invalid tool name {derived!r} (the function name): {_NAME_RULE}; "
+            "give the tool another name with name=..."
+        )
+    return derived
+
+
 def encode_tool_result(value: Any) -> str:
     """The text a model sees for a tool's return value: ``str`` as is, anything else as JSON."""
     if isinstance(value, str):
@@ -151,12 +173,7 @@ class Tool:
         if not callable(fn):
             raise InvalidArgumentError(f"a tool needs a callable, not {type(fn).__name__}")
         self.fn: Callable[..., Any] = fn
-        self.name: str = name if name is not None else getattr(fn, "__name__", "")
-        if not isinstance(self.name, str) or not _NAME.match(self.name):
-            raise InvalidArgumentError(
-                f"invalid tool name {self.name!r}: use letters, digits, '_', '-', '.' "
-                "(64 characters at most, not starting with a digit)"
-            )
+        self.name: str = _checked_name(fn, name)
         doc_text, param_docs = _split_docstring(inspect.getdoc(fn) or "")
         self.description: str = description if description is not None else doc_text
         self.requires_approval: bool = bool(requires_approval)
