@@ -7,8 +7,10 @@ newer versions instead of guessing (see ``docs/persistence.md``).
 
 from __future__ import annotations
 
+import copy
 import inspect
 import uuid
+from collections.abc import Iterable
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
@@ -214,3 +216,83 @@ show_required(Message, "role")
 
 #: Validates a JSON list of messages in one pass.
 MessageList: TypeAdapter[list[Message]] = TypeAdapter(list[Message])
+
+
+# -- fast copies ----------------------------------------------------------------------------
+#
+# Memories copy every message they store and hand out; ``model_copy(deep=True)`` pays for
+# ``copy.deepcopy`` over every field (~5 us a plain message, ~15 us with tool calls). These
+# copies rebuild only what is mutable: lists, ``ToolCall.args`` and ``metadata`` (JSON-like
+# values, copied by a small copier that falls back to ``copy.deepcopy`` for anything else).
+# Text and reasoning blocks are frozen and hold only strings, so copies share them. The
+# result is equal (``==``), has the same ``model_fields_set`` and dumps the same JSON.
+# Only the exact classes take the fast path: theirs have no private attributes and forbid
+# extras, so ``__pydantic_private__`` and ``__pydantic_extra__`` are always ``None``.
+
+_ATOMS = frozenset({str, int, float, bool, type(None)})
+_BLOCKS = frozenset({TextBlock, ReasoningBlock})
+_new = object.__new__
+_set = object.__setattr__
+
+
+def _copy_json(value: Any) -> Any:
+    """A deep copy of a JSON-like value (dicts with scalar keys, lists, scalars)."""
+    cls = value.__class__
+    if cls in _ATOMS:
+        return value
+    if cls is dict:
+        out = {}
+        for k, v in value.items():
+            if k.__class__ not in _ATOMS:  # a key that might hold state: copy it all
+                return copy.deepcopy(value)
+            out[k] = v if v.__class__ in _ATOMS else _copy_json(v)
+        return out
+    if cls is list:
+        return [v if v.__class__ in _ATOMS else _copy_json(v) for v in value]
+    return copy.deepcopy(value)
+
+
+def _copy_call(call: ToolCall) -> ToolCall:
+    if call.__class__ is not ToolCall:
+        return copy.deepcopy(call)
+    fields = call.__dict__.copy()
+    fields["args"] = _copy_json(fields["args"])
+    new = _new(ToolCall)
+    _set(new, "__dict__", fields)
+    _set(new, "__pydantic_extra__", None)
+    _set(new, "__pydantic_fields_set__", call.__pydantic_fields_set__.copy())
+    _set(new, "__pydantic_private__", None)
+    return new
+
+
+def copy_message(msg: Message) -> Message:
+    """A deep copy of ``msg``, as ``msg.model_copy(deep=True)`` but several times faster."""
+    if msg.__class__ is not Message:  # a subclass may add fields or private state
+        return msg.model_copy(deep=True)
+    try:
+        fields = msg.__dict__.copy()
+        content = fields["content"]
+        if content.__class__ is list:
+            fields["content"] = [b if b.__class__ in _BLOCKS else copy.deepcopy(b) for b in content]
+        elif content.__class__ is not str:
+            fields["content"] = copy.deepcopy(content)
+        calls = fields["tool_calls"]
+        if calls.__class__ is list:
+            fields["tool_calls"] = [_copy_call(c) for c in calls] if calls else []
+        else:
+            fields["tool_calls"] = copy.deepcopy(calls)
+        meta = fields["metadata"]
+        fields["metadata"] = _copy_json(meta) if meta or meta.__class__ is not dict else {}
+    except RecursionError:  # a value that contains itself: deepcopy keeps the cycle
+        return msg.model_copy(deep=True)
+    new = _new(Message)
+    _set(new, "__dict__", fields)
+    _set(new, "__pydantic_extra__", None)
+    _set(new, "__pydantic_fields_set__", msg.__pydantic_fields_set__.copy())
+    _set(new, "__pydantic_private__", None)
+    return new
+
+
+def copy_messages(messages: Iterable[Message]) -> list[Message]:
+    """Deep copies of ``messages`` (see :func:`copy_message`), as a new list."""
+    return [copy_message(m) for m in messages]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ..messages import Message
+from ..messages import Message, copy_messages
 from ._window import bounded_view, check_max_messages, check_messages, window
 
 __all__ = ["InMemoryMemory"]
@@ -25,17 +25,17 @@ class InMemoryMemory:
 
     async def load(self) -> list[Message]:
         """The stored history, repaired and within ``max_messages`` (copies)."""
-        return [m.model_copy(deep=True) for m in bounded_view(self._messages, self.max_messages)]
+        return copy_messages(bounded_view(self._messages, self.max_messages))
 
     async def save(self, messages: Sequence[Message]) -> None:
         """Append copies of ``messages``, then keep the newest ``max_messages``."""
-        new = [m.model_copy(deep=True) for m in check_messages(messages)]
+        new = copy_messages(check_messages(messages))
         self._messages = window([*self._messages, *new], self.max_messages)
 
     async def replace(self, messages: Sequence[Message]) -> None:
         """Replace the stored history with copies of ``messages`` (windowed), in one step."""
-        new = [m.model_copy(deep=True) for m in check_messages(messages)]
-        self._messages = window(new, self.max_messages)
+        # Window first: only what is kept is copied (the cut depends on values alone).
+        self._messages = copy_messages(window(check_messages(messages), self.max_messages))
 
     async def clear(self) -> None:
         """Forget the stored history."""
