@@ -110,5 +110,6 @@ def test_lock_stress_with_killed_holders(tmp_path: Path) -> None:
     final = asyncio.run(FileCheckpointer(tmp_path / "cp").load("stress"))
     assert final is not None
     committed = int((tmp_path / "committed").read_text())
-    assert final.state["count"] in (committed, committed + 1)
+    announced = int((tmp_path / "intent").read_text())
+    assert committed <= final.state["count"] <= announced
     print(f"\nstress: {holds} holds, {killed} kills, worst wait {worst_wait:.3f}s", file=sys.stderr)
