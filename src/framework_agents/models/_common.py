@@ -19,22 +19,53 @@ history and retry.
 
 from __future__ import annotations
 
+import asyncio
 import importlib
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from types import ModuleType
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 from ..errors import AgentError, ContextOverflowError, ModelError
 
 __all__ = [
     "RAW_ARGS_KEY",
+    "LoopClients",
     "extra_hint",
     "is_context_overflow",
     "parse_tool_arguments",
     "require_module",
     "status_error",
 ]
+
+C = TypeVar("C")
+
+
+class LoopClients(Generic[C]):
+    """One SDK client per live event loop (or the one client the user gave).
+
+    An httpx client's pooled connections belong to the loop that opened them, so a model
+    used from several ``asyncio.run`` calls needs a client per loop; clients of closed
+    loops are dropped.
+    """
+
+    def __init__(self, factory: Callable[[], C], given: C | None = None) -> None:
+        self._factory = factory
+        self._given = given
+        self._by_loop: dict[int, tuple[asyncio.AbstractEventLoop, C]] = {}
+
+    def get(self) -> C:
+        """The client for the running loop, made on first use."""
+        if self._given is not None:
+            return self._given
+        loop = asyncio.get_running_loop()
+        self._by_loop = {k: v for k, v in self._by_loop.items() if not v[0].is_closed()}
+        entry = self._by_loop.get(id(loop))
+        if entry is None or entry[0] is not loop:
+            entry = (loop, self._factory())
+            self._by_loop[id(loop)] = entry
+        return entry[1]
+
 
 #: Key under which unparseable tool-call arguments are kept (``{"_raw": "<text>"}``).
 RAW_ARGS_KEY = "_raw"

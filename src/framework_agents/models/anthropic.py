@@ -28,14 +28,13 @@ made. Mapping, both ways:
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import AsyncIterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ..errors import AgentError, InvalidArgumentError, ModelError
 from ..messages import Message, ReasoningBlock, TextBlock, ToolCall
 from ._base import ModelChunk, ModelDone, ReasoningDelta, TextDelta, ToolSpec
-from ._common import parse_tool_arguments, require_module, status_error
+from ._common import LoopClients, parse_tool_arguments, require_module, status_error
 
 if TYPE_CHECKING:
     from anthropic import AsyncAnthropic
@@ -305,14 +304,13 @@ class AnthropicModel:
         elif thinking is not None:
             self.thinking = dict(thinking)
         self.extra_body: dict[str, Any] = dict(extra_body or {})
-        self._given_client = client
         self._client_args: dict[str, Any] = {
             "api_key": api_key,
             "base_url": base_url,
             "timeout": timeout,
             "max_retries": max_retries,
         }
-        self._clients: dict[int, tuple[asyncio.AbstractEventLoop, AsyncAnthropic]] = {}
+        self._clients: LoopClients[AsyncAnthropic] = LoopClients(self._new_client, client)
         if client is None:
             self._new_client()
 
@@ -329,16 +327,7 @@ class AnthropicModel:
         return client
 
     def _client(self) -> AsyncAnthropic:
-        # One SDK client per live event loop: pooled connections belong to their loop.
-        if self._given_client is not None:
-            return self._given_client
-        loop = asyncio.get_running_loop()
-        self._clients = {k: v for k, v in self._clients.items() if not v[0].is_closed()}
-        entry = self._clients.get(id(loop))
-        if entry is None or entry[0] is not loop:
-            entry = (loop, self._new_client())
-            self._clients[id(loop)] = entry
-        return entry[1]
+        return self._clients.get()
 
     def _params(
         self, messages: Sequence[Message], tools: Sequence[ToolSpec], system_prompt: str | None

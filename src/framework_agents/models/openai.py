@@ -24,7 +24,6 @@ Mapping, both ways:
 
 from __future__ import annotations
 
-import asyncio
 import json
 import os
 from collections.abc import AsyncIterator, Mapping, Sequence
@@ -33,7 +32,7 @@ from typing import TYPE_CHECKING, Any
 from ..errors import AgentError, ModelError
 from ..messages import Message, ReasoningBlock, TextBlock, ToolCall, new_id
 from ._base import ModelChunk, ModelDone, ReasoningDelta, TextDelta, ToolSpec
-from ._common import parse_tool_arguments, require_module, status_error
+from ._common import LoopClients, parse_tool_arguments, require_module, status_error
 
 if TYPE_CHECKING:
     from openai import AsyncOpenAI
@@ -294,7 +293,6 @@ class OpenAIModel:
         self.stream_usage = stream_usage
         official = _is_official(base_url)
         self._provider = "OpenAI" if official else f"the server at {base_url}"
-        self._given_client = client
         if api_key is None and not official and not os.environ.get("OPENAI_API_KEY"):
             api_key = "unused"  # local servers need no key, but the SDK insists on one
         self._client_args: dict[str, Any] = {
@@ -303,7 +301,7 @@ class OpenAIModel:
             "timeout": timeout,
             "max_retries": max_retries,
         }
-        self._clients: dict[int, tuple[asyncio.AbstractEventLoop, AsyncOpenAI]] = {}
+        self._clients: LoopClients[AsyncOpenAI] = LoopClients(self._new_client, client)
         if client is None:
             self._new_client()  # fail fast on a missing key, not at the first call
 
@@ -319,17 +317,7 @@ class OpenAIModel:
         return client
 
     def _client(self) -> AsyncOpenAI:
-        # An httpx client's pooled connections belong to the loop that opened them, so a
-        # model used from several ``asyncio.run`` calls keeps one SDK client per live loop.
-        if self._given_client is not None:
-            return self._given_client
-        loop = asyncio.get_running_loop()
-        self._clients = {k: v for k, v in self._clients.items() if not v[0].is_closed()}
-        entry = self._clients.get(id(loop))
-        if entry is None or entry[0] is not loop:
-            entry = (loop, self._new_client())
-            self._clients[id(loop)] = entry
-        return entry[1]
+        return self._clients.get()
 
     def _params(
         self, messages: Sequence[Message], tools: Sequence[ToolSpec], system_prompt: str | None
