@@ -15,6 +15,7 @@ from types import EllipsisType
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic_core import PydanticSerializationError
 
 from .._fs import atomic_write, read_bytes_or_none, sweep_temp_files
 from ..errors import (
@@ -122,6 +123,26 @@ def _strict_json(path: Path, data: bytes) -> Any:
         ) from None
 
 
+def _canonical(data: bytes) -> ThreadCheckpoint | None:
+    """``data`` parsed in one pass when it is exactly what saving the result writes, else None.
+
+    The strict reader (:func:`_strict_json`, then validation) is slow: a Python hook runs
+    for every JSON object. But a document that is byte for byte the serialisation of the
+    checkpoint it parses to cannot hold what the strict reader refuses: a duplicate key,
+    a NaN, an out-of-range number or a surrogate escape would each serialise differently
+    (or not at all). That is every file this checkpointer wrote; anything else (a file
+    written by hand or by another writer, or a corrupt one) goes to the strict reader,
+    which alone decides what is accepted and names the problem.
+    """
+    try:
+        checkpoint = ThreadCheckpoint.model_validate_json(data)
+        if checkpoint.__pydantic_serializer__.to_json(checkpoint) == data:
+            return checkpoint
+    except (ValidationError, PydanticSerializationError, AgentError, ValueError, RecursionError):
+        pass
+    return None
+
+
 def _corrupt(path: Path, exc: ValidationError) -> CheckpointCorruptError:
     errors = exc.errors()
     first = next((e for e in errors if e["loc"] == ("version",)), errors[0])
@@ -191,8 +212,10 @@ class FileCheckpointer:
     # -- reading -------------------------------------------------------------------------
 
     def _parse(self, thread_id: str, path: Path, data: bytes) -> ThreadCheckpoint:
+        checkpoint = _canonical(data)
         try:
-            checkpoint = ThreadCheckpoint.model_validate(_strict_json(path, data))
+            if checkpoint is None:
+                checkpoint = ThreadCheckpoint.model_validate(_strict_json(path, data))
         except ValidationError as exc:
             raise _corrupt(path, exc) from exc
         except AgentError as exc:

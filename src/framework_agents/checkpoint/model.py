@@ -27,7 +27,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 from pydantic_core import PydanticSerializationError
 
 from ..errors import StateNotJsonError, ThreadIdInvalidError
-from ..messages import Message, ToolCall
+from ..messages import Message, ToolCall, constructor_only
 
 __all__ = [
     "CHECKPOINT_FORMAT_VERSION",
@@ -141,6 +141,7 @@ class ThreadCheckpoint(BaseModel):
     outcome_unknown: bool = False
     decisions: dict[str, Any] = Field(default_factory=dict)
 
+    @constructor_only  # parsing a stored checkpoint need not go through Python
     def __init__(
         self,
         thread_id: str | None = None,
