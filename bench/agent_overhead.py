@@ -15,6 +15,11 @@ tool dispatch and the clear-then-save commit. Scenarios, each over ``--turns`` t
   per-turn cost inside a run (repair before each model call is O(history); nothing is
   serialised until the run ends).
 
+``FunctionModel`` records every call with the history it was sent (``model.calls``), so
+over a conversation it would keep every run's history alive: O(turns^2) live messages,
+whose only cost is Python's cyclic GC traversing them (once 2/3 of the unbounded figure).
+A real model keeps nothing, so the benchmark clears those records after each call.
+
 For each scenario: mean ms/turn, and ms/turn over the first and last 10% of turns (a
 last/first ratio far above the history growth would mean per-turn work that should be a
 delta). Usage: ``.venv/bin/python bench/agent_overhead.py [--turns 1000] [--dir PATH]
@@ -73,12 +78,14 @@ def _summary(name: str, times: list[float]) -> dict[str, Any]:
 async def bench_runs(name: str, memory: Memory, turns: int, *, unbounded: bool) -> dict[str, Any]:
     """``turns`` runs of one prompt and one answer each; times every run."""
     manager = NullConversationManager() if unbounded else None
-    agent = Agent(FunctionModel(_answer), memory=memory, conversation_manager=manager)
+    model = FunctionModel(_answer)
+    agent = Agent(model, memory=memory, conversation_manager=manager)
     times: list[float] = []
     for i in range(turns):
         start = time.perf_counter()
         await agent.run(f"question {i}")
         times.append(time.perf_counter() - start)
+        model.calls.clear()  # see the module docstring: the test model's records, not ours
     result = _summary(name, times)
     result["final_history"] = len(agent.messages)
     return result
@@ -92,12 +99,14 @@ async def bench_tools(turns: int) -> dict[str, Any]:
     async def call_tool(messages: list[Message], tools: list[ToolSpec]) -> Message:
         nonlocal calls  # a counter, not a scan: the model itself must stay O(1)
         calls += 1
+        model.calls.clear()  # its records of earlier calls, as in bench_runs
         if calls > turns:
             return Message("assistant", "finished")
         return Message("assistant", "", tool_calls=[ToolCall(f"c{calls}", "noop", {"n": calls})])
 
+    model = FunctionModel(call_tool)
     agent = Agent(
-        FunctionModel(call_tool),
+        model,
         tools=[noop],
         memory=InMemoryMemory(max_messages=4 * turns),
         conversation_manager=NullConversationManager(),
