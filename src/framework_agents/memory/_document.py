@@ -90,8 +90,35 @@ def strict_loads(data: bytes) -> Any:
     return value
 
 
+def _canonical_messages(data: bytes) -> list[Message] | None:
+    """The messages of ``data`` parsed in one pass if it is exactly what writing them makes.
+
+    The strict reader runs a Python hook for every JSON object. A document that is byte
+    for byte ``HEADER`` + the serialisation of the messages it parses to + ``FOOTER``
+    cannot hold anything that reader refuses (a duplicate key, NaN, an out-of-range
+    number or a surrogate escape would each serialise differently, or not at all): that
+    is every file FileMemory wrote. Anything else goes to the strict reader, which alone
+    decides what is accepted and names the problem.
+    """
+    if len(data) < len(HEADER) + len(FOOTER) or not (
+        data.startswith(HEADER) and data.endswith(FOOTER)
+    ):
+        return None
+    items = data[len(HEADER) - 1 : len(data) - len(FOOTER) + 1]  # the "[...]" of messages
+    try:
+        messages = MessageList.validate_json(items)
+        if MessageList.dump_json(messages) == items:
+            return messages
+    except (ValidationError, PydanticSerializationError, ValueError, RecursionError):
+        pass
+    return None
+
+
 def parse_document(data: bytes, path: Path) -> list[Message]:
     """The messages of a ``memory.json`` document, or ``MemoryCorruptError``."""
+    fast = _canonical_messages(data)
+    if fast is not None:
+        return fast
 
     def corrupt(reason: str) -> MemoryCorruptError:
         return MemoryCorruptError(

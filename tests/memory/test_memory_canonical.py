@@ -1,0 +1,131 @@
+"""The one-pass reader of memory.json files FileMemory wrote, against the strict reader.
+
+A document that is byte for byte what writing its messages makes is parsed in one
+pydantic-core pass; any other goes to the strict reader. Both must give the same
+messages, and a defect spliced into an otherwise written file must stay MEMORY_CORRUPT.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from framework_agents import FileMemory, Message, ReasoningBlock, TextBlock, ToolCall
+from framework_agents.errors import MemoryCorruptError
+from framework_agents.memory._document import _canonical_messages, strict_loads
+from framework_agents.messages import MessageList
+
+_text = st.text(
+    st.characters(exclude_categories=["Cs"]) | st.sampled_from(['"', "\\", "\n", "\u2028", "😀"]),
+    max_size=6,
+)
+_json: st.SearchStrategy[Any] = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers(min_value=-(10**30), max_value=10**30)
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | _text,
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(_text, inner, max_size=3),
+    max_leaves=10,
+)
+_objects = st.dictionaries(_text, _json, max_size=3)
+_content = _text | st.lists(
+    st.builds(TextBlock, _text) | st.builds(ReasoningBlock, _text, st.none() | _text), max_size=2
+)
+_messages = st.lists(
+    st.builds(
+        Message,
+        st.sampled_from(["user", "assistant", "system"]),
+        _content,
+        st.lists(st.builds(ToolCall, _text, _text, _objects), max_size=2),
+        metadata=_objects,
+    ),
+    min_size=1,
+    max_size=4,
+)
+
+
+def _strict(data: bytes) -> list[Message]:
+    return MessageList.validate_python(strict_loads(data)["messages"])
+
+
+@settings(
+    max_examples=100, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(messages=_messages)
+def test_a_written_document_reads_back_in_one_pass_as_the_strict_reader_reads_it(
+    tmp_path: Path, messages: list[Message]
+) -> None:
+    memory = FileMemory(tmp_path, max_messages=100)
+    asyncio.run(memory.replace(messages))
+    data = memory.path.read_bytes()
+    fast = _canonical_messages(data)
+    assert fast is not None  # what FileMemory writes takes the one-pass path
+    assert fast == _strict(data) == messages
+    asyncio.run(memory.clear())  # the empty document a clear() writes, too
+    assert _canonical_messages(memory.path.read_bytes()) == []
+
+
+def _written(tmp_path: Path) -> tuple[Path, bytes, list[Message]]:
+    messages = [
+        Message("user", "hello 😀", id="m1", metadata={"x": 1, "y": [1.5, "s"]}),
+        Message("assistant", "hi", id="m2"),
+    ]
+    memory = FileMemory(tmp_path)
+    asyncio.run(memory.replace(messages))
+    return memory.path, memory.path.read_bytes(), messages
+
+
+_DEFECTS = [
+    pytest.param(b'"metadata":{"x":1,', b'"metadata":{"x":1,"x":1,', id="duplicate-key"),
+    pytest.param(b'"metadata":{"x":1,', b'"metadata":{"x":NaN,', id="nan"),
+    pytest.param(b'"metadata":{"x":1,', b'"metadata":{"x":-Infinity,', id="infinity"),
+    pytest.param(b'"metadata":{"x":1,', b'"metadata":{"x":1e999,', id="out-of-range"),
+    pytest.param(b'"hello \xf0\x9f\x98\x80"', b'"hello \\udc00"', id="lone-surrogate"),
+    pytest.param(b'"role":"user",', b'"role":"user","role":"user",', id="duplicate-field"),
+    pytest.param(b'{"version":1,', b'{"version":1,"version":1,', id="duplicate-top"),
+]
+
+
+@pytest.mark.parametrize(("old", "new"), _DEFECTS)
+def test_a_defect_in_a_written_file_is_still_corrupt(
+    tmp_path: Path, old: bytes, new: bytes
+) -> None:
+    path, data, _ = _written(tmp_path)
+    assert data.count(old) == 1
+    edited = data.replace(old, new)
+    assert _canonical_messages(edited) is None
+    path.write_bytes(edited)
+    with pytest.raises(MemoryCorruptError):
+        asyncio.run(FileMemory(tmp_path).load())
+    assert path.read_bytes() == edited
+
+
+def _reformatted(data: bytes, how: str) -> bytes:
+    doc = json.loads(data)
+    if how == "indented":
+        return json.dumps(doc, indent=1, ensure_ascii=False).encode()
+    if how == "sorted-keys":
+        return json.dumps(doc, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
+    if how == "ascii-escapes":
+        return json.dumps(doc, separators=(",", ":")).encode()
+    assert how == "exponent"
+    return data.replace(b'"y":[1.5,', b'"y":[15e-1,')
+
+
+@pytest.mark.parametrize("how", ["indented", "sorted-keys", "ascii-escapes", "exponent"])
+def test_a_valid_file_in_another_form_goes_to_the_strict_reader_and_reads_the_same(
+    tmp_path: Path, how: str
+) -> None:
+    path, data, messages = _written(tmp_path)
+    edited = _reformatted(data, how)
+    assert edited != data
+    assert _canonical_messages(edited) is None
+    path.write_bytes(edited)
+    assert asyncio.run(FileMemory(tmp_path).load()) == messages == _strict(edited)
