@@ -1,0 +1,75 @@
+"""FileMemory reuses a text-only message's fragment only while it would serialise the same."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from framework_agents import FileMemory, Message
+from framework_agents.errors import InvalidArgumentError
+from framework_agents.memory import file as file_module
+
+
+def _count_encodes(monkeypatch: pytest.MonkeyPatch) -> list[Message]:
+    encoded: list[Message] = []
+    real = file_module.encode_message
+
+    def counting(msg: Message) -> Any:
+        encoded.append(msg)
+        return real(msg)
+
+    monkeypatch.setattr(file_module, "encode_message", counting)
+    return encoded
+
+
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [
+        ("content", "changed"),
+        ("content", ""),
+        ("role", "assistant"),
+        ("name", "someone"),
+        ("tool_call_id", "c1"),
+        ("metadata", {"k": 1}),
+    ],
+)
+def test_a_text_message_changed_in_place_is_encoded_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, field: str, value: object
+) -> None:
+    encoded = _count_encodes(monkeypatch)
+    memory = FileMemory(tmp_path)
+    history = [Message("user", "a", id="m1"), Message("user", "b", id="m2")]
+    asyncio.run(memory.replace(history))
+    assert len(encoded) == 2
+    setattr(history[1], field, value)
+    asyncio.run(memory.replace(history))
+    assert [m.id for m in encoded[2:]] == ["m2"]  # m1 reused, m2 encoded again
+    assert asyncio.run(FileMemory(tmp_path).load()) == history
+
+
+def test_unchanged_text_messages_are_not_encoded_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    encoded = _count_encodes(monkeypatch)
+    memory = FileMemory(tmp_path)
+    history = [Message("user", "a", id="m1"), Message("assistant", "b", id="m2", name="n")]
+    asyncio.run(memory.replace(history))
+    loaded = asyncio.run(memory.load())  # fresh objects, equal: the agent's next commit
+    asyncio.run(memory.replace(loaded))
+    assert len(encoded) == 2
+
+
+def test_an_empty_value_of_the_wrong_type_is_not_taken_for_the_stored_one(
+    tmp_path: Path,
+) -> None:
+    memory = FileMemory(tmp_path)
+    msg = Message("user", "a", id="m1")
+    asyncio.run(memory.replace([msg]))
+    msg.metadata = []  # type: ignore[assignment]  # would be written as [], not {}
+    with pytest.raises(InvalidArgumentError), pytest.warns(UserWarning):  # pydantic's
+        asyncio.run(memory.replace([msg]))
+    (back,) = asyncio.run(FileMemory(tmp_path).load())
+    assert back.metadata == {}
