@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import copy
+import gc
 from typing import Any
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from pydantic import Field, PrivateAttr
@@ -16,6 +18,8 @@ from framework_agents.messages import (
     ToolCall,
     copy_message,
     copy_messages,
+    freeze_message,
+    thaw_message,
 )
 
 _scalars = st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=5)
@@ -169,3 +173,76 @@ def test_blocks_are_shared_because_they_are_frozen() -> None:
     assert copied.content is not msg.content
     assert copied.content[0] is block
     assert copy.deepcopy(msg) == copied
+
+
+# -- freeze_message / thaw_message: what InMemoryMemory keeps ------------------------------
+
+
+def test_the_frozen_field_order_is_the_models() -> None:
+    from framework_agents.messages import _FIELD_NAMES
+
+    assert tuple(Message.model_fields) == _FIELD_NAMES
+
+
+@settings(max_examples=300, deadline=None)
+@given(_messages())
+def test_thawed_equals_the_frozen_message_and_is_independent(msg: Message) -> None:
+    reference = msg.model_copy(deep=True)
+    frozen = freeze_message(msg)
+    _mutate_message(msg)  # changing the original after freezing changes nothing kept
+    first = thaw_message(frozen)
+    assert _same(first, reference)
+    _mutate_message(first)  # nor does changing what was thawed
+    assert _same(thaw_message(frozen), reference)
+
+
+@pytest.mark.parametrize(
+    "msg",
+    [
+        Message("user", "hi"),
+        Message("tool", "r", tool_call_id="c1", name="f", id="m1"),
+        Message.model_validate({"role": "user", "content": "", "metadata": {}}),
+    ],
+    ids=["plain", "tool-result", "validated-with-defaults"],
+)
+def test_a_text_only_message_is_frozen_as_an_untracked_tuple(msg: Message) -> None:
+    frozen = freeze_message(msg)
+    assert isinstance(frozen, tuple)
+    gc.collect(0)  # the collector untracks a tuple of untracked values on its first pass
+    assert not gc.is_tracked(frozen)  # so it never walks the kept history again
+    assert _same(thaw_message(frozen), msg)
+
+
+def _odd_fields_set() -> Message:
+    msg = Message("user", "x")
+    msg.__pydantic_fields_set__.add("not_a_field")
+    return msg
+
+
+def _str_subclass() -> Message:
+    class Text(str):
+        pass
+
+    msg = Message("user", "x")
+    msg.content = Text("x")
+    return msg
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda: Message("assistant", "", [ToolCall("c", "f", {"a": [1]})]),
+        lambda: Message("user", "x", metadata={"k": [1]}),
+        lambda: Message("assistant", [TextBlock("t")]),
+        _odd_fields_set,
+        _str_subclass,
+    ],
+    ids=["tool-calls", "metadata", "blocks", "odd-fields-set", "str-subclass"],
+)
+def test_anything_else_is_kept_as_a_deep_copy(make: Any) -> None:
+    msg = make()
+    frozen = freeze_message(msg)
+    assert isinstance(frozen, Message) and frozen is not msg
+    thawed = thaw_message(frozen)
+    assert thawed == msg and thawed is not frozen
+    assert thawed.model_fields_set == msg.model_fields_set

@@ -317,3 +317,80 @@ def copy_message(msg: Message) -> Message:
 def copy_messages(messages: Iterable[Message]) -> list[Message]:
     """Deep copies of ``messages`` (see :func:`copy_message`), as a new list."""
     return [copy_message(m) for m in messages]
+
+
+# -- frozen messages ------------------------------------------------------------------------
+#
+# A memory must keep messages no caller can change. Deep copies do that but cost more than
+# their copying: each holds four containers the garbage collector tracks, and a memory of
+# thousands of them makes every full collection walk them all (the collections a program
+# runs anyway, triggered by the allocations of the copies themselves). A text-only message
+# is kept as a tuple of strings, ``None`` and a bit mask of ``model_fields_set`` instead,
+# which the collector stops tracking on its first pass over it (a tuple of untracked values).
+
+_FIELD_NAMES = ("role", "content", "tool_calls", "tool_call_id", "name", "id", "metadata")
+_FIELD_BITS = {name: 1 << i for i, name in enumerate(_FIELD_NAMES)}
+_FIELD_SETS = tuple(
+    frozenset(n for n, bit in _FIELD_BITS.items() if mask & bit)
+    for mask in range(1 << len(_FIELD_NAMES))
+)
+
+#: What :func:`freeze_message` returns: a tuple for a text-only message, else a deep copy.
+FrozenMessage = tuple[str, str, str | None, str | None, str, int] | Message
+
+
+def freeze_message(msg: Message) -> FrozenMessage:
+    """``msg`` in a form nobody else holds or can change, cheap to keep (see above)."""
+    fields = msg.__dict__
+    if msg.__class__ is Message and len(fields) == len(_FIELD_NAMES):
+        role, content, calls = fields["role"], fields["content"], fields["tool_calls"]
+        call_id, name, mid, meta = (
+            fields["tool_call_id"],
+            fields["name"],
+            fields["id"],
+            fields["metadata"],
+        )
+        if (
+            role.__class__ is str
+            and content.__class__ is str
+            and mid.__class__ is str
+            and (call_id is None or call_id.__class__ is str)
+            and (name is None or name.__class__ is str)
+            and calls.__class__ is list
+            and not calls
+            and meta.__class__ is dict
+            and not meta
+        ):
+            mask = 0
+            for field in msg.__pydantic_fields_set__:
+                bit = _FIELD_BITS.get(field)
+                if bit is None:  # not a field name (model_construct allows any): copy
+                    return copy_message(msg)
+                mask |= bit
+            return (role, content, call_id, name, mid, mask)
+    return copy_message(msg)
+
+
+def thaw_message(frozen: FrozenMessage) -> Message:
+    """A new message equal to the one :func:`freeze_message` was given (a deep copy)."""
+    if isinstance(frozen, Message):
+        return copy_message(frozen)
+    role, content, call_id, name, mid, mask = frozen
+    new = _new(Message)
+    _set(
+        new,
+        "__dict__",
+        {
+            "role": role,
+            "content": content,
+            "tool_calls": [],
+            "tool_call_id": call_id,
+            "name": name,
+            "id": mid,
+            "metadata": {},
+        },
+    )
+    _set(new, "__pydantic_extra__", None)
+    _set(new, "__pydantic_fields_set__", set(_FIELD_SETS[mask]))
+    _set(new, "__pydantic_private__", None)
+    return new
