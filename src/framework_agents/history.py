@@ -71,8 +71,10 @@ def well_formed_problems(messages: Sequence[Message]) -> list[str]:
             else:
                 answered.add(cid)
             continue
-        close(i)
-        open_calls, answered, owner = {}, set(), i
+        if open_calls:  # nothing to close or reset after a message without calls
+            close(i)
+            open_calls, answered = {}, set()
+        owner = i
         if msg.role == "assistant" and msg.tool_calls:
             ids = [c.id for c in msg.tool_calls]
             if len(set(ids)) != len(ids):
