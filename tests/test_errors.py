@@ -35,6 +35,10 @@ CODES = {
     "InvalidArgumentError": "INVALID_ARGUMENT",
     "ModelError": "MODEL_ERROR",
     "GraphStoreIOError": "GRAPH_STORE_IO",
+    "GraphStoreBusyError": "GRAPH_STORE_BUSY",
+    "StorageIOError": "STORAGE_IO",
+    "CheckpointConflictError": "CHECKPOINT_CONFLICT",
+    "BackendUnavailableError": "BACKEND_UNAVAILABLE",
 }
 
 

@@ -28,6 +28,10 @@ contract, the subclasses let callers ``except`` one kind::
     ├── GraphStateError             GRAPH_STATE_INVALID
     ├── GraphStoreCorruptError      GRAPH_STORE_CORRUPT
     ├── GraphStoreIOError           GRAPH_STORE_IO
+    ├── GraphStoreBusyError         GRAPH_STORE_BUSY
+    ├── StorageIOError              STORAGE_IO
+    ├── CheckpointConflictError     CHECKPOINT_CONFLICT
+    ├── BackendUnavailableError     BACKEND_UNAVAILABLE
     └── ModelError                  MODEL_ERROR (or a provider-specific MODEL_* code)
 
 Control-flow signals such as ``HitlInterrupt`` are not errors and do not derive from
@@ -39,10 +43,13 @@ from __future__ import annotations
 __all__ = [
     "AgentBusyError",
     "AgentError",
+    "BackendUnavailableError",
+    "CheckpointConflictError",
     "CheckpointCorruptError",
     "CheckpointMissingError",
     "ContextOverflowError",
     "GraphStateError",
+    "GraphStoreBusyError",
     "GraphStoreCorruptError",
     "GraphStoreIOError",
     "GraphTermError",
@@ -60,6 +67,7 @@ __all__ = [
     "SnapshotFieldError",
     "SnapshotMissingError",
     "StateNotJsonError",
+    "StorageIOError",
     "StorageKeyInvalidError",
     "ThreadBusyError",
     "ThreadIdInvalidError",
@@ -238,3 +246,47 @@ class GraphStoreIOError(AgentError):
     """An on-disk graph store cannot be opened or written (permissions, disk full or read-only)."""
 
     default_code = "GRAPH_STORE_IO"
+
+
+class GraphStoreBusyError(AgentError):
+    """An on-disk graph store is held by another process."""
+
+    default_code = "GRAPH_STORE_BUSY"
+
+
+class StorageIOError(AgentError):
+    """An operating-system I/O failure during a read or write (disk full, read-only, EIO).
+
+    ``errno`` keeps the OS error number; ``may_have_landed`` says whether a write may
+    have reached the store anyway (so a caller knows whether a blind retry could
+    duplicate it). The ``OSError`` is chained as ``__cause__``.
+    """
+
+    default_code = "STORAGE_IO"
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        code: str | None = None,
+        errno: int | None = None,
+        may_have_landed: bool = False,
+    ) -> None:
+        super().__init__(message, code=code)
+        self.errno: int | None = errno
+        self.may_have_landed: bool = may_have_landed
+
+
+class CheckpointConflictError(AgentError):
+    """A write by a holder that lost its thread (lease expired, connection lost, stale version).
+
+    Nothing was written.
+    """
+
+    default_code = "CHECKPOINT_CONFLICT"
+
+
+class BackendUnavailableError(AgentError):
+    """A database or cache server cannot be reached or refuses the connection."""
+
+    default_code = "BACKEND_UNAVAILABLE"
