@@ -17,6 +17,7 @@ from . import (
     models,
     sessions,
     summarize,
+    swarm,
     testing,
 )
 from .agent import *
@@ -30,6 +31,7 @@ from .messages import *
 from .models import *
 from .sessions import *
 from .summarize import *
+from .swarm import *
 from .testing import *
 
 __version__ = "0.1.0"
@@ -47,6 +49,7 @@ __all__ = sorted(
         *models.__all__,
         *sessions.__all__,
         *summarize.__all__,
+        *swarm.__all__,
         *testing.__all__,
     }
 )
