@@ -315,8 +315,10 @@ class Swarm:
                     resume=resume,
                     deadline=self._deadline(),
                 )
-                async for event in self._members_loop(run):
-                    yield event
+                # Closed explicitly: a consumer that stops early must stop the member now.
+                async with contextlib.aclosing(self._members_loop(run)) as events:
+                    async for event in events:
+                        yield event
         finally:
             self._slot.turn = None
             self._busy = False
@@ -354,12 +356,13 @@ class Swarm:
             finished: RunResult | None = None
             interrupt: HitlInterrupt | None = None
             try:
-                async for event in _pumped(self._member_events(run), budget):
-                    if isinstance(event, RunFinishedEvent):
-                        finished = event.result
-                    elif isinstance(event, InterruptEvent):
-                        interrupt = event.interrupt
-                    yield MemberEvent(agent=run.member, event=event)
+                async with contextlib.aclosing(_pumped(self._member_events(run), budget)) as pumped:
+                    async for event in pumped:
+                        if isinstance(event, RunFinishedEvent):
+                            finished = event.result
+                        elif isinstance(event, InterruptEvent):
+                            interrupt = event.interrupt
+                        yield MemberEvent(agent=run.member, event=event)
             except _MemberTimeout:
                 yield SwarmFinishedEvent(run_id=run.run_id, result=self._stopped(run, reason))
                 return
@@ -509,7 +512,9 @@ async def _resume_events(member: Agent, run: _Run) -> AsyncIterator[AgentEvent]:
 _END = object()
 
 
-async def _pumped(events: AsyncIterator[AgentEvent], budget: float | None) -> AsyncIterator[Any]:
+async def _pumped(
+    events: AsyncIterator[AgentEvent], budget: float | None
+) -> AsyncGenerator[Any, None]:
     """``events`` produced in a task of their own under ``budget`` seconds.
 
     The timeout must not fire in the consumer of a swarm stream (which may await anything
