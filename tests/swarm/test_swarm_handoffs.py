@@ -8,6 +8,7 @@ import json
 from typing import Any
 
 import pytest
+from pydantic import BaseModel
 from swarm_scenario import handoff, last_user, since_my_turn
 
 from framework_agents import (
@@ -257,6 +258,15 @@ def test_a_member_tool_named_like_the_handoff_tool_is_refused() -> None:
     with pytest.raises(AgentError) as caught:
         Swarm([Agent(text_model("a"), agent_id="a", tools=[mine]), Agent(text_model("b"))])
     assert caught.value.code == "INVALID_ARGUMENT" and HANDOFF_TOOL in str(caught.value)
+
+
+def test_a_member_with_structured_output_is_refused() -> None:
+    class Out(BaseModel):
+        answer: str
+
+    with pytest.raises(AgentError) as caught:
+        Swarm([Agent(text_model("a"), agent_id="a", response_format=Out)])
+    assert caught.value.code == "INVALID_ARGUMENT" and "response_format" in str(caught.value)
 
 
 def test_bad_run_arguments_are_refused_with_codes() -> None:

@@ -472,6 +472,13 @@ def _check_agents(agents: object) -> tuple[Agent, ...]:
     for agent in members:
         if not isinstance(agent, Agent):
             raise InvalidArgumentError(f"swarm members must be Agent objects, not {agent!r:.100}")
+        if agent.response_format is not None:
+            # A member that hands off ends its run with a short closing message, which no
+            # structured output would accept (see _handoff.py).
+            raise InvalidArgumentError(
+                f"agent {agent.agent_id!r} has a response_format; swarm members answer in "
+                "text (parse the swarm's final text yourself)"
+            )
         if any(t.name == HANDOFF_TOOL for t in agent.tools):
             raise InvalidArgumentError(
                 f"agent {agent.agent_id!r} already has a tool named {HANDOFF_TOOL!r}, which "
