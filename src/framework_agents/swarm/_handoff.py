@@ -92,7 +92,9 @@ def make_handoff_tool(member: str, others: Sequence[str], slot: TurnSlot) -> Too
     names = tuple(others)
     described = ", ".join(names)
 
-    def handoff_to_agent(
+    # Async on purpose: it runs on the event loop, so two handoffs of one turn never race
+    # (a sync tool would run in a worker thread).
+    async def handoff_to_agent(
         agent_name: str,
         message: str,
         ctx: ToolContext,
