@@ -15,11 +15,14 @@ from framework_agents import (
     Agent,
     FunctionModel,
     InMemoryCheckpointer,
+    InterruptEvent,
     MessageCompletedEvent,
     RunFinishedEvent,
+    RunResult,
     RunStartedEvent,
     ScriptedModel,
     Swarm,
+    ToolCallEvent,
     ToolResultEvent,
 )
 from framework_agents.swarm import (
@@ -29,6 +32,7 @@ from framework_agents.swarm import (
     SwarmFinishedEvent,
     SwarmInterruptEvent,
     SwarmStartedEvent,
+    swarm_agent_events,
 )
 
 
@@ -140,3 +144,33 @@ def test_run_finished_of_a_member_carries_its_run_result() -> None:
         if isinstance(e, MemberEvent) and isinstance(e.event, RunFinishedEvent)
     ]
     assert [f.result.text for f in finished] == ["a alone"]
+
+
+def test_swarm_agent_events_give_a_server_one_agent_shaped_run(tmp_path: Path) -> None:
+    cp = InMemoryCheckpointer()
+    swarm = refund_swarm(tmp_path / "fx.txt")
+
+    async def scenario() -> tuple[list[Any], list[Any]]:
+        first = await collect(
+            swarm_agent_events(swarm.stream("refund", checkpointer=cp, thread_id="t"))
+        )
+        second = await collect(
+            swarm_agent_events(swarm.stream_resume("t", {"refund": "approve"}, checkpointer=cp))
+        )
+        return first, second
+
+    first, second = asyncio.run(scenario())
+    for events in (first, second):
+        assert isinstance(events[0], RunStartedEvent)
+        assert sum(isinstance(e, RunStartedEvent) for e in events) == 1
+        assert len({e.run_id for e in events if hasattr(e, "run_id")}) == 1
+    assert isinstance(first[-1], InterruptEvent)
+    assert first[-1].interrupt.agent == "billing"  # type: ignore[attr-defined]
+    assert [e.call.name for e in first if isinstance(e, ToolCallEvent)] == [
+        "handoff_to_agent",
+        "refund",
+    ]
+    last = second[-1]
+    assert isinstance(last, RunFinishedEvent) and isinstance(last.result, RunResult)
+    assert last.result.text == "Refund handled: refunded order 42"
+    assert last.result.stop_reason == "end_turn"

@@ -7,6 +7,7 @@ shared context, pending approval) survives restarts and crashes. See ``docs/swar
 """
 
 from ._handoff import HANDOFF_KIND, HANDOFF_MESSAGE_KIND, HANDOFF_TOOL
+from ._serve import swarm_agent_events, swarm_run_result
 from ._state import SWARM_STATE_KEY
 from ._types import (
     Handoff,
@@ -36,4 +37,6 @@ __all__ = [
     "SwarmInterruptEvent",
     "SwarmResult",
     "SwarmStartedEvent",
+    "swarm_agent_events",
+    "swarm_run_result",
 ]
