@@ -128,7 +128,7 @@ def test_every_history_stays_well_formed_under_random_handoff_scripts(
             for h in result.handoffs:
                 assert h.from_agent != h.to_agent and h.to_agent in MEMBERS
             followed += len(result.handoffs)
-            assert len(record["handoffs"]) == followed
+            assert len(record["handoffs"]) == record["handoff_count"] == followed
             if not trimmed:
                 given_msgs = [
                     m for m in result.messages if m.metadata.get("kind") == HANDOFF_MESSAGE_KIND

@@ -21,8 +21,10 @@ from framework_agents import (
     HitlInterrupt,
     InMemoryCheckpointer,
     Message,
+    SlidingWindowConversationManager,
     Swarm,
     ThreadCheckpoint,
+    ToolCall,
     is_well_formed,
 )
 from framework_agents.errors import AgentError
@@ -245,3 +247,38 @@ def test_a_crash_between_members_resumes_at_the_right_member(tmp_path: Path) -> 
     assert (result.status, result.agent, effect_count(fx)) == ("completed", "billing", 1)
     prompts = [m.text for m in result.messages if m.role == "user"]
     assert prompts[0] == "refund please" and len(prompts) == 2  # the prompt, the handoff
+
+
+def test_the_record_keeps_the_newest_handoffs_and_counts_them_all() -> None:
+    from framework_agents.swarm._state import MAX_STORED_HANDOFFS
+
+    def ping(to: str) -> FunctionModel:
+        def answer(messages: list[Message], tools: Any) -> Message:
+            call = ToolCall(
+                f"h{len(messages)}", "handoff_to_agent", {"agent_name": to, "message": "m"}
+            )
+            return Message("assistant", "", tool_calls=[call])
+
+        return FunctionModel(answer)
+
+    cp = InMemoryCheckpointer()
+    swarm = Swarm(
+        [
+            Agent(
+                ping("b"), agent_id="a", conversation_manager=SlidingWindowConversationManager(10)
+            ),
+            Agent(
+                ping("a"), agent_id="b", conversation_manager=SlidingWindowConversationManager(10)
+            ),
+        ],
+        max_handoffs=MAX_STORED_HANDOFFS + 20,
+        max_iterations=MAX_STORED_HANDOFFS + 10,
+        repetition_window=0,
+    )
+    result = arun(swarm.run("go", checkpointer=cp, thread_id="t"))
+    assert (
+        result.stop_reason == "max_iterations" and len(result.handoffs) == MAX_STORED_HANDOFFS + 10
+    )
+    record = arun(cp.load("t")).state[SWARM_STATE_KEY]
+    assert len(record["handoffs"]) == MAX_STORED_HANDOFFS
+    assert record["handoff_count"] == MAX_STORED_HANDOFFS + 10

@@ -181,6 +181,8 @@ class HandoffGate:
         self._member = member
 
     def __getattr__(self, name: str) -> Any:
+        if name == "inner" or name.startswith("__"):  # copy/pickle probe before __init__
+            raise AttributeError(name)
         return getattr(self.inner, name)
 
     def _closing(self) -> Message | None:

@@ -9,6 +9,7 @@ swarm's own record::
         "version": 1,
         "active": "billing",                 # the member that takes the next turn
         "handoffs": [{"from_agent": "triage", "to_agent": "billing", "message": "..."}],
+        "handoff_count": 1,                  # all handoffs (the list keeps the newest 100)
         "context": {"triage": {"order": 42}} # shared context, one JSON object per member
     }
 
@@ -37,6 +38,7 @@ from ..messages import Message
 from ._types import Handoff
 
 __all__ = [
+    "MAX_STORED_HANDOFFS",
     "SWARM_STATE_FORMAT_VERSION",
     "SWARM_STATE_KEY",
     "MemberCheckpointer",
@@ -49,6 +51,10 @@ SWARM_STATE_KEY = "framework_agents.swarm"
 
 #: Version of the record's JSON shape; readers refuse newer ones (CHECKPOINT_CORRUPT).
 SWARM_STATE_FORMAT_VERSION = 1
+
+#: Handoffs a thread's record keeps (the newest): the record rides with every save, so it
+#: must not grow with the thread's age. ``handoff_count`` counts them all.
+MAX_STORED_HANDOFFS = 100
 
 
 class _StoredHandoff(BaseModel):
@@ -67,6 +73,7 @@ class SwarmRecord(BaseModel):
     version: int = Field(SWARM_STATE_FORMAT_VERSION, strict=True)
     active: str
     handoffs: list[_StoredHandoff] = Field(default_factory=list)
+    handoff_count: int = Field(0, strict=True, ge=0)
     context: dict[str, dict[str, JsonValue]] = Field(default_factory=dict)
 
     def followed(self, handoff: Handoff, context: dict[str, JsonValue] | None) -> SwarmRecord:
@@ -78,7 +85,8 @@ class SwarmRecord(BaseModel):
         return self.model_copy(
             update={
                 "active": handoff.to_agent,
-                "handoffs": [*self.handoffs, stored],
+                "handoffs": [*self.handoffs, stored][-MAX_STORED_HANDOFFS:],
+                "handoff_count": max(self.handoff_count, len(self.handoffs)) + 1,
                 "context": shared,
             }
         )
