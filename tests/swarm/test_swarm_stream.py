@@ -174,3 +174,21 @@ def test_swarm_agent_events_give_a_server_one_agent_shaped_run(tmp_path: Path) -
     assert isinstance(last, RunFinishedEvent) and isinstance(last.result, RunResult)
     assert last.result.text == "Refund handled: refunded order 42"
     assert last.result.stop_reason == "end_turn"
+
+
+def test_the_agent_view_has_the_agent_surface_a_server_drives(tmp_path: Path) -> None:
+    cp = InMemoryCheckpointer()
+    view = refund_swarm(tmp_path / "fx.txt").as_agent()
+    assert view.agent_id == "default" and [t.name for t in view.tools] == ["refund"]
+    assert [a.agent_id for a in view.agents] == ["triage", "billing"]
+
+    async def scenario() -> RunResult:
+        events = await collect(view.stream("refund", checkpointer=cp, thread_id="t"))
+        assert isinstance(events[-1], InterruptEvent)
+        return await view.resume("t", {"refund": "approve"}, checkpointer=cp)
+
+    result = asyncio.run(scenario())
+    assert isinstance(result, RunResult)
+    assert result.text == "Refund handled: refunded order 42"
+    again = asyncio.run(view.run("thanks", checkpointer=cp, thread_id="t"))
+    assert isinstance(again, RunResult) and again.stop_reason == "end_turn"

@@ -7,7 +7,7 @@ shared context, pending approval) survives restarts and crashes. See ``docs/swar
 """
 
 from ._handoff import HANDOFF_KIND, HANDOFF_MESSAGE_KIND, HANDOFF_TOOL
-from ._serve import swarm_agent_events, swarm_run_result
+from ._serve import SwarmAgentView, swarm_agent_events, swarm_run_result
 from ._state import SWARM_STATE_KEY
 from ._types import (
     Handoff,
@@ -31,6 +31,7 @@ __all__ = [
     "HandoffEvent",
     "MemberEvent",
     "Swarm",
+    "SwarmAgentView",
     "SwarmErrorEvent",
     "SwarmEvent",
     "SwarmFinishedEvent",

@@ -11,7 +11,8 @@ handoff event) reads the swarm's own events instead (``docs/swarm.md``).
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
+from typing import TYPE_CHECKING, Any
 
 from ..agent.events import (
     AgentEvent,
@@ -21,6 +22,8 @@ from ..agent.events import (
     RunStartedEvent,
 )
 from ..agent.result import RunResult
+from ..messages import Message
+from ..tools import Tool
 from ._types import (
     MemberEvent,
     SwarmErrorEvent,
@@ -31,7 +34,10 @@ from ._types import (
     SwarmStartedEvent,
 )
 
-__all__ = ["swarm_agent_events", "swarm_run_result"]
+if TYPE_CHECKING:
+    from .swarm import Swarm
+
+__all__ = ["SwarmAgentView", "swarm_agent_events", "swarm_run_result"]
 
 #: A member's own bracket events: the swarm's run has one bracket for all members.
 _BRACKETS = (RunStartedEvent, RunFinishedEvent, InterruptEvent, RunErrorEvent)
@@ -74,3 +80,67 @@ async def swarm_agent_events(events: AsyncIterator[SwarmEvent]) -> AsyncIterator
         aclose = getattr(events, "aclose", None)
         if callable(aclose):
             await aclose()
+
+
+class SwarmAgentView:
+    """A swarm behind an agent's surface: ``run``/``stream``/``resume`` with agent events.
+
+    For servers and UIs written against :class:`~framework_agents.Agent`: ``stream``
+    yields :func:`swarm_agent_events`, ``run`` and ``resume`` return a :class:`RunResult`
+    (:func:`swarm_run_result`) and raise the member's :class:`HitlInterrupt` (its
+    ``agent`` names the member). ``tools`` are the members' own tools (first of each
+    name), ``agents`` the members, ``agent_id`` the swarm's id. ``swarm.as_agent()``.
+    """
+
+    def __init__(self, swarm: Swarm) -> None:
+        self.swarm = swarm
+        self.agent_id: str = swarm.swarm_id
+        self.agents = swarm.agents
+        tools: dict[str, Tool] = {}
+        for member in swarm.agents:
+            for tool in member.tools:
+                tools.setdefault(tool.name, tool)
+        self.tools: tuple[Tool, ...] = tuple(tools.values())
+
+    async def run(
+        self,
+        prompt: str | Message | None,
+        *,
+        checkpointer: Any = None,
+        thread_id: str | None = None,
+        decisions: Mapping[str, Any] | None = None,
+    ) -> RunResult:
+        """:meth:`Swarm.run` with an agent's result."""
+        result = await self.swarm.run(
+            prompt, checkpointer=checkpointer, thread_id=thread_id, decisions=decisions
+        )
+        return swarm_run_result(result)
+
+    def stream(
+        self,
+        prompt: str | Message | None,
+        *,
+        checkpointer: Any = None,
+        thread_id: str | None = None,
+        decisions: Mapping[str, Any] | None = None,
+    ) -> AsyncIterator[AgentEvent]:
+        """:meth:`Swarm.stream` as agent events (the interrupt ends it, not raised)."""
+        return swarm_agent_events(
+            self.swarm.stream(
+                prompt, checkpointer=checkpointer, thread_id=thread_id, decisions=decisions
+            )
+        )
+
+    async def resume(
+        self,
+        thread_id: str,
+        decisions: Mapping[str, Any] | None = None,
+        *,
+        checkpointer: Any,
+    ) -> RunResult:
+        """:meth:`Swarm.resume` with an agent's result."""
+        result = await self.swarm.resume(thread_id, decisions, checkpointer=checkpointer)
+        return swarm_run_result(result)
+
+    def __repr__(self) -> str:
+        return f"SwarmAgentView({self.swarm!r})"

@@ -30,6 +30,7 @@ from ..errors import AgentBusyError, CheckpointMissingError, InvalidArgumentErro
 from ..hitl import HitlInterrupt, check_decisions
 from ..messages import Message, new_id
 from ._handoff import HANDOFF_TOOL, HandoffGate, MemberTurn, TurnSlot, make_handoff_tool
+from ._serve import SwarmAgentView
 from ._state import SWARM_STATE_KEY, MemberCheckpointer, SwarmRecord, read_record
 from ._types import (
     Handoff,
@@ -258,6 +259,10 @@ class Swarm:
             return
         finally:
             await events.aclose()
+
+    def as_agent(self) -> SwarmAgentView:
+        """This swarm behind an agent's surface (agent events, ``RunResult``): for servers."""
+        return SwarmAgentView(self)
 
     # -- the driver ------------------------------------------------------------------
 
