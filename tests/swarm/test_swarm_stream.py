@@ -14,6 +14,7 @@ from swarm_scenario import handoff, refund_swarm
 from framework_agents import (
     Agent,
     FunctionModel,
+    HitlInterrupt,
     InMemoryCheckpointer,
     InterruptEvent,
     MessageCompletedEvent,
@@ -190,5 +191,6 @@ def test_the_agent_view_has_the_agent_surface_a_server_drives(tmp_path: Path) ->
     result = asyncio.run(scenario())
     assert isinstance(result, RunResult)
     assert result.text == "Refund handled: refunded order 42"
-    again = asyncio.run(view.run("thanks", checkpointer=cp, thread_id="t"))
-    assert isinstance(again, RunResult) and again.stop_reason == "end_turn"
+    with pytest.raises(HitlInterrupt) as caught:  # billing refunds again: asks again
+        asyncio.run(view.run("one more", checkpointer=cp, thread_id="t"))
+    assert caught.value.agent == "billing"  # type: ignore[attr-defined]
