@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 from framework_agents import (
     Agent,
     FunctionModel,
+    HitlInterrupt,
     InMemoryCheckpointer,
     Message,
     SlidingWindowConversationManager,
@@ -48,7 +49,10 @@ def approve_me(n: int) -> str:
 
 
 def _decide(name: str, args: dict[str, Any]) -> Any:
-    return "approve" if args.get("n", 0) % 2 == 0 else {"reject": "odd"}
+    n = args.get("n", 0)
+    if n % 3 == 0:
+        return {"suspend": True}  # a human must answer: the swarm stops and is resumed
+    return "approve" if n % 2 == 0 else {"reject": "odd"}
 
 
 def _model(script: list[list[tuple[str, Any]]], member: str) -> FunctionModel:
@@ -110,10 +114,27 @@ def test_every_history_stays_well_formed_under_random_handoff_scripts(
     )
     cp = InMemoryCheckpointer()
 
+    async def _run_to_end(prompt: str) -> Any:
+        """Run, answering every approval a member suspends on, until the run ends."""
+        try:
+            return await swarm.run(prompt, checkpointer=cp, thread_id="t")
+        except HitlInterrupt as first:
+            interrupt: HitlInterrupt | None = first
+        for _ in range(30):
+            assert interrupt is not None
+            stored = await cp.load("t")
+            assert stored is not None and is_well_formed(stored.messages)
+            assert stored.pending is not None and stored.pending.name == "approve_me"
+            assert stored.state[SWARM_STATE_KEY]["active"] == interrupt.agent  # type: ignore[attr-defined]
+            try:
+                return await swarm.resume("t", {"approve_me": "approve"}, checkpointer=cp)
+            except HitlInterrupt as again:
+                interrupt = again
+        raise AssertionError("the swarm kept interrupting")
+
     async def scenario() -> None:
-        followed = 0
         for p in range(prompts):
-            result = await swarm.run(f"prompt {p}", checkpointer=cp, thread_id="t")
+            result = await _run_to_end(f"prompt {p}")
             assert is_well_formed(result.messages)
             stored = await cp.load("t")
             assert stored is not None and stored.messages == result.messages
@@ -127,12 +148,16 @@ def test_every_history_stays_well_formed_under_random_handoff_scripts(
             assert result.iterations <= max_iterations
             for h in result.handoffs:
                 assert h.from_agent != h.to_agent and h.to_agent in MEMBERS
-            followed += len(result.handoffs)
-            assert len(record["handoffs"]) == record["handoff_count"] == followed
+            # The record holds every handoff (interrupted runs' too); this run's are its tail.
+            stored_handoffs = record["handoffs"]
+            assert len(stored_handoffs) == record["handoff_count"]
+            if result.handoffs:
+                tail = stored_handoffs[-len(result.handoffs) :]
+                assert [h.to_dict() for h in result.handoffs] == tail
             if not trimmed:
                 given_msgs = [
                     m for m in result.messages if m.metadata.get("kind") == HANDOFF_MESSAGE_KIND
                 ]
-                assert len(given_msgs) == followed
+                assert len(given_msgs) == record["handoff_count"]
 
     asyncio.run(scenario())
