@@ -129,6 +129,7 @@ class Swarm:
         repetition_window: int = 6,
         repetition_min_agents: int = 3,
     ) -> None:
+        """Check the members and limits (``INVALID_ARGUMENT``) and build the members' clones."""
         members = _check_agents(agents)
         ids = [a.agent_id for a in members]
         if entry is None:
@@ -464,6 +465,7 @@ class Swarm:
         )
 
     def __repr__(self) -> str:
+        """The swarm's id, members and entry."""
         return f"Swarm(swarm_id={self.swarm_id!r}, members={self.member_ids}, entry={self.entry!r})"
 
 
