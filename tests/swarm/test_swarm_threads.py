@@ -282,3 +282,43 @@ def test_the_record_keeps_the_newest_handoffs_and_counts_them_all() -> None:
     record = arun(cp.load("t")).state[SWARM_STATE_KEY]
     assert len(record["handoffs"]) == MAX_STORED_HANDOFFS
     assert record["handoff_count"] == MAX_STORED_HANDOFFS + 10
+
+
+def test_no_other_run_of_the_thread_slips_in_between_two_members() -> None:
+    async def scenario() -> tuple[str, list[str]]:
+        cp = InMemoryCheckpointer(lock_timeout=0.05)
+        in_billing, release = asyncio.Event(), asyncio.Event()
+
+        async def billing(messages: list[Message], tools: Any) -> str:
+            in_billing.set()
+            await release.wait()
+            return "billing answers"
+
+        def make() -> Swarm:
+            triage = FunctionModel(
+                lambda messages, tools: Message(
+                    "assistant",
+                    "",
+                    tool_calls=[
+                        ToolCall("h1", "handoff_to_agent", {"agent_name": "b", "message": "go"})
+                    ],
+                )
+            )
+            return Swarm(
+                [
+                    Agent(triage, agent_id="t"),
+                    Agent(FunctionModel(billing), agent_id="b"),
+                ]
+            )
+
+        first = asyncio.create_task(make().run("one", checkpointer=cp, thread_id="th"))
+        await in_billing.wait()  # triage has committed its handoff; billing is running
+        with pytest.raises(AgentError) as caught:
+            await make().run("two", checkpointer=cp, thread_id="th")
+        release.set()
+        result = await first
+        return caught.value.code, [m.text for m in result.messages if m.role == "user"]
+
+    code, prompts = arun(scenario())
+    assert code == "THREAD_BUSY"
+    assert prompts[0] == "one" and len(prompts) == 2  # "two" never got in
