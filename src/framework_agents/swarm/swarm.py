@@ -407,7 +407,7 @@ class Swarm:
             # Going on from an interrupt: decisions given to earlier resumes still count.
             decisions = {**base.decisions, **decisions}
         return member.stream(
-            run.prompt, checkpointer=run.view, thread_id=run.thread_id, decisions=decisions
+            run.prompt, checkpointer=run.view, thread_id=run.thread_id, decisions=decisions or None
         )
 
     def _budget(self, run: _Run) -> tuple[float | None, str]:
@@ -516,7 +516,7 @@ async def _resume_events(member: Agent, run: _Run) -> AsyncIterator[AgentEvent]:
     run_id = new_id()
     yield RunStartedEvent(run_id=run_id, agent_id=member.agent_id, thread_id=run.thread_id)
     try:
-        result = await member.resume(run.thread_id, run.decisions, checkpointer=run.view)
+        result = await member.resume(run.thread_id, run.decisions or None, checkpointer=run.view)
     except HitlInterrupt as interrupt:
         yield InterruptEvent(run_id=run_id, interrupt=interrupt)
         return
