@@ -322,3 +322,46 @@ def test_no_other_run_of_the_thread_slips_in_between_two_members() -> None:
     code, prompts = arun(scenario())
     assert code == "THREAD_BUSY"
     assert prompts[0] == "one" and len(prompts) == 2  # "two" never got in
+
+
+class _CountingCheckpointer(InMemoryCheckpointer):
+    """Counts the loads that reach the store."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.loads = 0
+
+    async def load(self, thread_id: str) -> ThreadCheckpoint | None:
+        self.loads += 1
+        return await super().load(thread_id)
+
+
+def test_members_read_the_thread_from_the_swarm_not_the_store(tmp_path: Path) -> None:
+    cp = _CountingCheckpointer()
+    fx = tmp_path / "fx.txt"
+    _interrupt(refund_swarm(fx).run("refund", checkpointer=cp, thread_id="t1"))
+    assert cp.loads == 1  # the swarm's own read under the lock; triage and billing reuse it
+    arun(refund_swarm(fx).resume("t1", {"refund": "approve"}, checkpointer=cp))
+    assert cp.loads == 2
+
+
+def test_a_member_load_shares_nothing_with_what_was_stored() -> None:
+    from framework_agents.swarm._state import MemberCheckpointer, SwarmRecord
+
+    async def scenario() -> None:
+        cp = InMemoryCheckpointer()
+        record = SwarmRecord(active="a")
+        view = MemberCheckpointer(cp, "t", lambda final: (record, None))
+        stored = ThreadCheckpoint("t", None, [Message("user", "hi")], {"k": [1]})
+        await view.save(stored)
+        first = await view.load("t")
+        assert first is not None and SWARM_STATE_KEY not in first.state
+        first.messages[0].content = "changed"
+        first.state["k"].append(2)
+        first.messages.append(Message("user", "more"))
+        again = await view.load("t")
+        assert again is not None
+        assert [m.text for m in again.messages] == ["hi"] and again.state == {"k": [1]}
+        assert (await cp.load("t")).state[SWARM_STATE_KEY]["active"] == "a"
+
+    arun(scenario())
