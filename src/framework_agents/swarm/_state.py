@@ -26,7 +26,6 @@ next member and ``active`` = that member in one write. This works with every che
 from __future__ import annotations
 
 import contextlib
-import copy
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 
@@ -35,7 +34,7 @@ from pydantic import BaseModel, ConfigDict, Field, JsonValue, ValidationError
 from ..checkpoint._base import Checkpointer, save_progress
 from ..checkpoint.model import ThreadCheckpoint
 from ..errors import CheckpointCorruptError, InvalidArgumentError
-from ..messages import Message, copy_message, copy_messages
+from ..messages import Message
 from ._types import Handoff
 
 __all__ = [
@@ -138,17 +137,11 @@ class MemberCheckpointer:
         inner: Checkpointer,
         thread_id: str,
         record: Callable[[bool], tuple[SwarmRecord, Message | None]],
-        *,
-        current: ThreadCheckpoint | None = None,
     ) -> None:
         self.inner = inner
         self.thread_id = thread_id
         self._record = record
         self.lock_timeout = getattr(inner, "lock_timeout", None)
-        # What the thread holds right now, when this view knows it: the swarm loaded it
-        # under the thread's lock, or this view wrote it since. Nobody else writes while
-        # the swarm holds the lock, so a member's load needs no round trip to the store.
-        self._current = current
 
     def _check(self, thread_id: str) -> None:
         if thread_id != self.thread_id:
@@ -169,23 +162,15 @@ class MemberCheckpointer:
 
     async def save(self, checkpoint: ThreadCheckpoint) -> None:
         """Save ``checkpoint`` with the swarm's record (and a committed handoff's message)."""
-        stored = self._with_record(checkpoint)
-        self._current = None  # until the write is known to have landed
-        await self.inner.save(stored)
-        self._current = stored
+        await self.inner.save(self._with_record(checkpoint))
 
     async def save_progress(self, checkpoint: ThreadCheckpoint) -> None:
         """Like :meth:`save`, as a delta where the real checkpointer can."""
-        stored = self._with_record(checkpoint)
-        self._current = None
-        await save_progress(self.inner, stored)
-        self._current = stored
+        await save_progress(self.inner, self._with_record(checkpoint))
 
     async def load(self, thread_id: str) -> ThreadCheckpoint | None:
-        """The thread's checkpoint without the swarm's record in its state (a private copy)."""
+        """The thread's checkpoint without the swarm's record in its state."""
         self._check(thread_id)
-        if self._current is not None:
-            return _private_copy(self._current)
         checkpoint = await self.inner.load(thread_id)
         if checkpoint is None or SWARM_STATE_KEY not in checkpoint.state:
             return checkpoint
@@ -205,19 +190,3 @@ class MemberCheckpointer:
         """Nothing to take: the swarm holds the thread's lock for its whole run."""
         self._check(thread_id)
         yield
-
-
-def _private_copy(checkpoint: ThreadCheckpoint) -> ThreadCheckpoint:
-    """``checkpoint`` without the record, sharing nothing mutable with it (as a load would)."""
-    update: dict[str, Any] = {}
-    for name in type(checkpoint).model_fields:
-        value = getattr(checkpoint, name)
-        if isinstance(value, Message):
-            update[name] = copy_message(value)
-        elif isinstance(value, list) and value and all(isinstance(m, Message) for m in value):
-            update[name] = copy_messages(value)
-        elif isinstance(value, dict | list):
-            update[name] = copy.deepcopy(value)
-    state = update.get("state", {})
-    update["state"] = {k: v for k, v in state.items() if k != SWARM_STATE_KEY}
-    return checkpoint.model_copy(update=update)

@@ -308,11 +308,10 @@ class Swarm:
                     # Members always start from the thread, never from a clone's memory.
                     fresh = ThreadCheckpoint(tid, None, [], {SWARM_STATE_KEY: record.as_state()})
                     await cp.save(fresh)
-                current = base if base is not None else fresh
                 run = _Run(
                     run_id=new_id(),
                     thread_id=tid,
-                    view=MemberCheckpointer(cp, tid, self._record_for_save, current=current),
+                    view=MemberCheckpointer(cp, tid, self._record_for_save),
                     record=record,
                     messages=list(base.messages) if base is not None else [],
                     member=record.active,
