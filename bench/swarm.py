@@ -14,7 +14,8 @@ checkpointer (``memory``: InMemoryCheckpointer; ``file``: FileCheckpointer in ``
   sliding window (40 messages), against the two agent runs on a thread that grows alike
   (the members take turns: each run starts at the member that answered last).
 
-Prints the median and p90 in ms per scenario and the ratio of medians (swarm / baseline).
+Prints, per scenario, the median wall and CPU (``process_time``) milliseconds and the ratio
+of medians (swarm / baseline); on a machine shared with other jobs, trust the CPU ratio.
 Usage: ``.venv/bin/python bench/swarm.py [--repeat 200] [--dir PATH]``.
 """
 
@@ -73,20 +74,21 @@ def _answer(messages: list[Message], tools: Any) -> str:
     return "answer"
 
 
-async def _time(fn: Callable[[int], Awaitable[Any]], i: int) -> float:
-    start = time.perf_counter()
+async def _time(fn: Callable[[int], Awaitable[Any]], i: int) -> tuple[float, float]:
+    """Wall and CPU milliseconds of one call (CPU time: the figure other jobs disturb least)."""
+    wall, cpu = time.perf_counter(), time.process_time()
     await fn(i)
-    return (time.perf_counter() - start) * 1000
+    return (time.perf_counter() - wall) * 1000, (time.process_time() - cpu) * 1000
 
 
-def _report(name: str, swarm: list[float], base: list[float]) -> None:
-    def p90(xs: list[float]) -> float:
-        return sorted(xs)[int(len(xs) * 0.9) - 1]
+def _report(name: str, swarm: list[tuple[float, float]], base: list[tuple[float, float]]) -> None:
+    def med(xs: list[tuple[float, float]], i: int) -> float:
+        return statistics.median(x[i] for x in xs)
 
-    ms, mb = statistics.median(swarm), statistics.median(base)
+    sw, bw, sc, bc = med(swarm, 0), med(base, 0), med(swarm, 1), med(base, 1)
     print(
-        f"{name:<22} swarm {ms:7.3f} ms (p90 {p90(swarm):7.3f})   "
-        f"baseline {mb:7.3f} ms (p90 {p90(base):7.3f})   ratio {ms / mb:5.2f}"
+        f"{name:<22} wall: swarm {sw:7.3f} ms, baseline {bw:7.3f} ms, ratio {sw / bw:5.2f}   "
+        f"cpu: swarm {sc:7.3f} ms, baseline {bc:7.3f} ms, ratio {sc / bc:5.2f}"
     )
 
 
@@ -130,8 +132,8 @@ async def _scenarios(make_cp: Callable[[], Any], label: str, repeat: int) -> Non
         for i in range(5):  # warm up
             await swarm_fn(-1 - i)
             await base_fn(-1 - i)
-        swarm_ms: list[float] = []
-        base_ms: list[float] = []
+        swarm_ms: list[tuple[float, float]] = []
+        base_ms: list[tuple[float, float]] = []
         for i in range(repeat):
             swarm_ms.append(await _time(swarm_fn, i))
             base_ms.append(await _time(base_fn, i))

@@ -9,7 +9,7 @@ swarm's own record::
         "version": 1,
         "active": "billing",                 # the member that takes the next turn
         "handoffs": [{"from_agent": "triage", "to_agent": "billing", "message": "..."}],
-        "handoff_count": 1,                  # all handoffs (the list keeps the newest 100)
+        "handoff_count": 1,                  # all handoffs (the list keeps the newest 20)
         "context": {"triage": {"order": 42}} # shared context, one JSON object per member
     }
 
@@ -54,7 +54,7 @@ SWARM_STATE_FORMAT_VERSION = 1
 
 #: Handoffs a thread's record keeps (the newest): the record rides with every save, so it
 #: must not grow with the thread's age. ``handoff_count`` counts them all.
-MAX_STORED_HANDOFFS = 100
+MAX_STORED_HANDOFFS = 20
 
 
 class _StoredHandoff(BaseModel):
