@@ -1,0 +1,36 @@
+"""The swarm's public names: pinned, and importable from the top-level package."""
+
+from __future__ import annotations
+
+import framework_agents
+from framework_agents import swarm
+
+PUBLIC = {
+    "HANDOFF_KIND",
+    "HANDOFF_MESSAGE_KIND",
+    "HANDOFF_TOOL",
+    "SWARM_STATE_KEY",
+    "Handoff",
+    "HandoffEvent",
+    "MemberEvent",
+    "Swarm",
+    "SwarmAgentView",
+    "SwarmErrorEvent",
+    "SwarmEvent",
+    "SwarmFinishedEvent",
+    "SwarmInterruptEvent",
+    "SwarmResult",
+    "SwarmStartedEvent",
+    "swarm_agent_events",
+    "swarm_run_result",
+}
+
+
+def test_the_swarm_package_exports_exactly_its_public_names() -> None:
+    assert set(swarm.__all__) == PUBLIC
+
+
+def test_the_api_names_are_importable_from_the_top_level() -> None:
+    for name in ("Swarm", "SwarmResult", "Handoff", *PUBLIC):
+        assert getattr(framework_agents, name) is getattr(swarm, name)
+        assert name in framework_agents.__all__
