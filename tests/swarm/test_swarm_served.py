@@ -32,14 +32,14 @@ from a2a.helpers.proto_helpers import (  # noqa: E402
 )
 from a2a.types import a2a_pb2  # noqa: E402
 
-from framework_agents.swarm.example import support_swarm  # noqa: E402
+from framework_agents.swarm.example import served_support_swarm  # noqa: E402
 
 
 @pytest.fixture
 def url(tmp_path: Path) -> Iterator[str]:
     """The support swarm (behind its agent view) served on a free loopback port."""
     app = framework_server.create_app(
-        lambda: support_swarm().as_agent(), store=str(tmp_path / "store"), console=False
+        served_support_swarm, store=str(tmp_path / "store"), console=False
     )
     config = uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning", lifespan="on")
     server = uvicorn.Server(config)

@@ -5,7 +5,10 @@
 context and an approval inside a member. ``support_swarm(model)`` gives every member the
 same real model with the system prompts below instead. Serve it with::
 
-    framework-agents serve framework_agents.swarm.example:support_swarm
+    framework-agents serve framework_agents.swarm.example:served_support_swarm
+
+(``served_support_swarm()`` is ``support_swarm().as_agent()``: the swarm behind an agent's
+event surface, which a server written for agents serves as it is.)
 
 ``billing``'s ``issue_refund`` needs a human decision (approve, edit or reject), so a refund
 request suspends the whole swarm until someone answers it.
@@ -22,9 +25,10 @@ from ..models._base import Model
 from ..testing.models import FunctionModel
 from ..tools import Tool, tool
 from ._handoff import HANDOFF_MESSAGE_KIND, HANDOFF_TOOL
+from ._serve import SwarmAgentView
 from .swarm import Swarm
 
-__all__ = ["PROMPTS", "issue_refund", "support_swarm"]
+__all__ = ["PROMPTS", "issue_refund", "served_support_swarm", "support_swarm"]
 
 #: The members' system prompts (used as they are with a real model).
 PROMPTS = {
@@ -131,3 +135,8 @@ def support_swarm(model: Model | None = None) -> Swarm:
         for name in ("triage", "billing", "tech")
     ]
     return Swarm(members, entry="triage", swarm_id="support")
+
+
+def served_support_swarm() -> SwarmAgentView:
+    """A fresh offline support swarm behind an agent's surface: an ``APP`` for ``serve``."""
+    return support_swarm().as_agent()
