@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from swarm_scenario import effect_count, refund_swarm
+from swarm_scenario import effect_count, refund_swarm, refund_tool
 
 from framework_agents import (
     Agent,
@@ -21,11 +21,14 @@ from framework_agents import (
     HitlInterrupt,
     InMemoryCheckpointer,
     Message,
+    ScriptedModel,
     SlidingWindowConversationManager,
     Swarm,
     ThreadCheckpoint,
     ToolCall,
+    ToolContext,
     is_well_formed,
+    tool,
 )
 from framework_agents.errors import AgentError
 from framework_agents.swarm import SWARM_STATE_KEY
@@ -322,3 +325,86 @@ def test_no_other_run_of_the_thread_slips_in_between_two_members() -> None:
     code, prompts = arun(scenario())
     assert code == "THREAD_BUSY"
     assert prompts[0] == "one" and len(prompts) == 2  # "two" never got in
+
+
+def test_a_turn_with_an_approval_and_a_handoff_runs_both_after_the_resume(
+    tmp_path: Path, make_cp: Callable[[], Any]
+) -> None:
+    """billing refunds and hands to tech in one turn; the refund needs an approval."""
+    fx = tmp_path / "fx.txt"
+
+    def billing(messages: list[Message], tools: Any) -> Message | str:
+        if messages[-1].role == "user":
+            return Message(
+                "assistant",
+                "",
+                tool_calls=[
+                    ToolCall("r1", "refund", {"order": 42}),
+                    ToolCall("h1", "handoff_to_agent", {"agent_name": "tech", "message": "fix"}),
+                ],
+            )
+        return "billing again"
+
+    def tech(messages: list[Message], tools: Any) -> str:
+        refunds = [m.text for m in messages if m.role == "tool" and m.name == "refund"]
+        return f"tech sees {refunds}"
+
+    def make() -> Swarm:
+        return Swarm(
+            [
+                Agent(FunctionModel(billing), agent_id="billing", tools=[refund_tool(fx)]),
+                Agent(FunctionModel(tech), agent_id="tech"),
+            ]
+        )
+
+    interrupt = _interrupt(make().run("refund and fix", checkpointer=make_cp(), thread_id="t1"))
+    assert interrupt.agent == "billing" and effect_count(fx) == 0  # type: ignore[attr-defined]
+    stored = arun(make_cp().load("t1"))
+    assert stored.state[SWARM_STATE_KEY]["active"] == "billing"  # no handoff before the turn ran
+
+    result = arun(make().resume("t1", {"refund": "approve"}, checkpointer=make_cp()))
+    assert (result.status, result.agent) == ("completed", "tech")
+    assert result.text == "tech sees ['refunded order 42']"
+    assert [h.to_agent for h in result.handoffs] == ["tech"] and effect_count(fx) == 1
+    assert is_well_formed(result.messages)
+    final = arun(make_cp().load("t1"))
+    assert final.state[SWARM_STATE_KEY]["active"] == "tech" and final.in_flight == []
+
+
+def test_members_share_the_thread_state() -> None:
+    @tool
+    def remember(ctx: ToolContext, value: str) -> str:
+        """Remember a value."""
+        ctx.agent.state["remembered"] = value
+        return "ok"
+
+    @tool
+    def recall(ctx: ToolContext) -> str:
+        """Recall the value."""
+        return str(ctx.agent.state.get("remembered"))
+
+    a = ScriptedModel(
+        [
+            Message("assistant", "", tool_calls=[ToolCall("c1", "remember", {"value": "blue"})]),
+            Message(
+                "assistant",
+                "",
+                tool_calls=[
+                    ToolCall("h1", "handoff_to_agent", {"agent_name": "b", "message": "m"})
+                ],
+            ),
+        ]
+    )
+    b = ScriptedModel(
+        [
+            Message("assistant", "", tool_calls=[ToolCall("c2", "recall", {})]),
+            lambda messages, tools: f"b recalls {messages[-1].text}",
+        ]
+    )
+    cp = InMemoryCheckpointer()
+    swarm = Swarm(
+        [Agent(a, agent_id="a", tools=[remember]), Agent(b, agent_id="b", tools=[recall])]
+    )
+    result = arun(swarm.run("go", checkpointer=cp, thread_id="t"))
+    assert result.text == "b recalls blue"
+    assert arun(cp.load("t")).state["remembered"] == "blue"
