@@ -39,7 +39,8 @@ jittered backoff (1 ms doubling to 50 ms). Across processes there is no FIFO ord
 
 Limits: the kernel lock belongs to the open file description, so a child made with
 ``fork()`` while the lock is held shares it (the descriptor is ``O_CLOEXEC``, so ``exec``
-does not). Only POSIX systems with ``fcntl`` are supported; all processes that share a
+does not). Only POSIX systems with ``fcntl`` are supported (elsewhere locking raises
+``FILE_LOCK_UNSUPPORTED``); all processes that share a
 lock must see the same flock behaviour of its filesystem.
 """
 
@@ -48,7 +49,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import errno
-import fcntl
 import json
 import numbers
 import os
@@ -63,6 +63,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from .._platform import posix_fcntl
 from ..errors import InvalidArgumentError, LockTimeoutError
 from ._io import run_blocking
 
@@ -103,7 +104,7 @@ def check_seconds(
 
 def _flock(fd: int, operation: int) -> None:
     # One seam for the kernel lock, so tests can simulate a filesystem without flock.
-    fcntl.flock(fd, operation)
+    posix_fcntl().flock(fd, operation)
 
 
 @dataclass(frozen=True, slots=True)
@@ -174,6 +175,7 @@ def _names(path: Path, st: os.stat_result) -> bool:
 def _try_kernel_lock(fd: int) -> bool | None:
     """``True``: locked; ``None``: someone else holds it; ``False``: no flock here."""
     try:
+        fcntl = posix_fcntl()
         _flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:
         return None

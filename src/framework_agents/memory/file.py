@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .._fs import atomic_write, fsync_dir, sweep_temp_files
+from .._platform import posix_fcntl
 from ..errors import InvalidArgumentError, MemoryCorruptError
 from ..messages import Message
 from ._document import (
@@ -243,8 +244,7 @@ class FileMemory:
         if fd is None:
             return  # clear() of a memory whose directory does not exist
         try:
-            import fcntl
-
+            fcntl = posix_fcntl()
             fcntl.flock(fd, fcntl.LOCK_EX)
             current = self._read_current()
             base = current if append else _Known(b"", [], b"", current.ident)
