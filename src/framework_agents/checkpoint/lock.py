@@ -50,6 +50,7 @@ import asyncio
 import contextlib
 import errno
 import json
+import logging
 import numbers
 import os
 import random
@@ -68,6 +69,8 @@ from ..errors import InvalidArgumentError, LockTimeoutError
 from ._io import run_blocking
 
 __all__ = ["LockDirectoryMissingError", "check_seconds", "lock_holder", "with_file_lock"]
+
+logger = logging.getLogger(__name__)
 
 #: errno values meaning "this filesystem does not do flock" (degraded mode).
 _NO_FLOCK = frozenset({errno.ENOLCK, errno.EOPNOTSUPP, errno.ENOTSUP, errno.ENOSYS, errno.EINVAL})
@@ -390,6 +393,8 @@ async def _acquire_file(
         if left is not None and left <= 0:
             raise _timeout_error(path, limit)
         pause = delay * (0.5 + random.random())
+        if delay == _MIN_DELAY:
+            logger.debug("waiting for lock %s (held by another owner)", path)
         await asyncio.sleep(pause if left is None else min(pause, left))
         delay = min(delay * 2, _MAX_DELAY)
 

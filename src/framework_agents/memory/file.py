@@ -184,6 +184,7 @@ class FileMemory:
         fragments, shapes = self._encode(messages)
         async with _PATH_LOCKS.get(self.path):
             await asyncio.to_thread(self._update_sync, fragments, shapes, append=True, create=True)
+        logger.debug("%s: saved %d messages", self.path, len(messages))
 
     async def replace(self, messages: Sequence[Message]) -> None:
         """Replace the stored history with ``messages`` (windowed) in one atomic publish."""
