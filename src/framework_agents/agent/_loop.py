@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
+from .._telemetry import tool_suspended, trace_chat, trace_chat_stream, trace_tool
 from ..errors import (
     AgentError,
     ContextOverflowError,
@@ -263,7 +264,12 @@ async def _call_model(agent: Agent, run: LoopRun, turn: int) -> AsyncIterator[Ag
         try:
             if streaming:
                 response: Message | None = None
-                stream = agent.model.stream(sent, ctx.tools, system_prompt=ctx.system_prompt)  # type: ignore[attr-defined]
+                stream = trace_chat_stream(
+                    agent.model,
+                    agent.model.stream(sent, ctx.tools, system_prompt=ctx.system_prompt),  # type: ignore[attr-defined]
+                    sent,
+                    ctx.system_prompt,
+                )
                 async for chunk in stream:
                     if isinstance(chunk, TextDelta):
                         streamed_text = True
@@ -276,8 +282,11 @@ async def _call_model(agent: Agent, run: LoopRun, turn: int) -> AsyncIterator[Ag
                 if response is None:
                     raise ModelError("the model's stream ended without a ModelDone chunk")
             else:
-                response = await agent.model.complete(
-                    sent, ctx.tools, system_prompt=ctx.system_prompt
+                response = await trace_chat(
+                    agent.model,
+                    agent.model.complete(sent, ctx.tools, system_prompt=ctx.system_prompt),
+                    sent,
+                    ctx.system_prompt,
                 )
         except ContextOverflowError:
             if overflow_retries >= MAX_OVERFLOW_RETRIES:
@@ -350,6 +359,7 @@ async def _plan_turn(agent: Agent, run: LoopRun, response: Message) -> list[_Pla
             run.kept = run.visible()
             if run.hooks.on_interrupt is not None:
                 await run.hooks.on_interrupt(interrupt, list(run.kept))
+            tool_suspended(call, interrupt)
             raise interrupt
         run_call = call
         if decision.kind == "edit":
@@ -426,7 +436,7 @@ async def _run_call(agent: Agent, run: LoopRun, plan: _Plan, turn: int) -> Messa
         tool = agent._tools_by_name.get(ctx.call.name)
         if run.hooks.on_tool_start is not None:
             await run.hooks.on_tool_start(ctx.call, plan.decision)
-        ctx.result = await _execute(agent, tool, ctx.call)
+        ctx.result = await trace_tool(ctx.call, _execute(agent, tool, ctx.call))
     await agent._middleware.run("after_tool", ctx)
     result = ctx.result
     if not isinstance(result, Message):

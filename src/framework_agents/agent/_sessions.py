@@ -29,6 +29,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from .._telemetry import trace_store
 from ..errors import (
     AgentBusyError,
     InvalidArgumentError,
@@ -138,7 +139,9 @@ async def restore_session(agent: Agent) -> bool:
     manager = _manager(agent)
     if manager is None or link.restored:
         return link.found or link.history_set
-    snapshot = await manager.load_latest()
+    snapshot = await trace_store(
+        "session", "load", manager, manager.load_latest(), key=getattr(manager, "session_id", None)
+    )
     if snapshot is not None:
         # Applying is idempotent, so a failure here (a memory that cannot save) leaves
         # ``restored`` unset and the next attempt applies the same snapshot again.
@@ -156,7 +159,8 @@ async def save_session(agent: Agent) -> None:
         return
     link = agent._session_link
     data = SnapshotData(messages=list(agent._messages), state=agent._state.to_dict())
-    await manager.save_latest(Snapshot(data, app_data=link.app_data))
+    snapshot = Snapshot(data, app_data=link.app_data)
+    await trace_store("session", "save", manager, manager.save_latest(snapshot))
     link.restored = True  # what is stored now is ours: never restore over it
 
 

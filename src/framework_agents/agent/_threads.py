@@ -43,6 +43,7 @@ from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
+from .._telemetry import trace_store
 from ..checkpoint._base import Checkpointer, save_progress, thread_lock
 from ..checkpoint.model import ThreadCheckpoint, check_thread_id
 from ..errors import AgentBusyError, CheckpointMissingError, InvalidArgumentError
@@ -162,7 +163,9 @@ class _ThreadRun:
             in_flight=[turn.in_flight[i] for i in order if i in turn.in_flight],
             decisions=dict(self.decisions),
         )
-        await save_progress(self.checkpointer, checkpoint)  # a delta when the history is stored
+        await trace_store(
+            "checkpoint", "save", self.checkpointer, save_progress(self.checkpointer, checkpoint)
+        )  # a delta when the history is stored
 
     # -- hooks ------------------------------------------------------------------------
 
@@ -212,13 +215,17 @@ class _ThreadRun:
         kept = exclude_interrupted_turn(messages, interrupt.tool, interrupt.arguments)
         pending = ToolCall(interrupt.call_id, interrupt.tool, interrupt.arguments)
         async with self.lock:
-            await self.checkpointer.save(
-                self.checkpoint(kept, pending=pending, decisions=dict(self.decisions))
+            checkpoint = self.checkpoint(kept, pending=pending, decisions=dict(self.decisions))
+            await trace_store(
+                "checkpoint", "save", self.checkpointer, self.checkpointer.save(checkpoint)
             )
 
     async def on_commit(self, messages: list[Message]) -> None:
         async with self.lock:
-            await self.checkpointer.save(self.checkpoint(messages))
+            checkpoint = self.checkpoint(messages)
+            await trace_store(
+                "checkpoint", "save", self.checkpointer, self.checkpointer.save(checkpoint)
+            )
 
     # -- settling calls of unknown outcome ----------------------------------------------
 
@@ -361,7 +368,7 @@ async def drive_thread(
         outer = _HOLDING.get()
         _HOLDING.set((cp, thread_id))
         try:
-            base = await cp.load(thread_id)
+            base = await trace_store("checkpoint", "load", cp, cp.load(thread_id), key=thread_id)
             if base is None and resume:
                 raise CheckpointMissingError(f"thread {thread_id!r} has no checkpoint to resume")
             carried = dict(base.decisions) if base is not None and resume else {}

@@ -29,11 +29,13 @@ Seams for the follow-up integrations (kept small on purpose):
 
 from __future__ import annotations
 
+import logging
 from collections.abc import AsyncGenerator, AsyncIterator, Iterable, Mapping, Sequence
 from typing import Any, Literal
 
 from pydantic import BaseModel
 
+from .._telemetry import trace_run, trace_store
 from ..conversation._base import ConversationManager
 from ..errors import AgentBusyError, InvalidArgumentError
 from ..graph.memory import GroundingMemory, is_grounding
@@ -59,6 +61,8 @@ from .state import AgentState
 from .timeline import Timeline, TimelineEntry, TimelineKind
 
 __all__ = ["DEFAULT_MAX_TURNS", "Agent", "OutputVersion", "Prompt"]
+
+logger = logging.getLogger(__name__)
 
 OutputVersion = Literal["v0", "v1"]
 
@@ -218,8 +222,12 @@ class Agent:
         Raises :class:`HitlInterrupt` when a call needs a decision nobody gave.
         """
         result: RunResult | None = None
-        async for event in self._drive(
-            prompt, checkpointer=checkpointer, thread_id=thread_id, decisions=decisions
+        async for event in trace_run(
+            self,
+            self._drive(
+                prompt, checkpointer=checkpointer, thread_id=thread_id, decisions=decisions
+            ),
+            thread_id=thread_id,
         ):
             if isinstance(event, RunFinishedEvent):
                 result = event.result
@@ -241,8 +249,12 @@ class Agent:
         is busy from the first ``__anext__`` until the terminal event; if you stop
         early, close the stream (``contextlib.aclosing``) to free it at once.
         """
-        events = self._drive(
-            prompt, checkpointer=checkpointer, thread_id=thread_id, decisions=decisions
+        events = trace_run(
+            self,
+            self._drive(
+                prompt, checkpointer=checkpointer, thread_id=thread_id, decisions=decisions
+            ),
+            thread_id=thread_id,
         )
         try:
             async for event in events:
@@ -270,12 +282,17 @@ class Agent:
         name) and add to those given to earlier resumes of the same interrupt.
         """
         result: RunResult | None = None
-        async for event in _threads.drive_thread(
+        async for event in trace_run(
             self,
-            None,
-            checkpointer=checkpointer,
+            _threads.drive_thread(
+                self,
+                None,
+                checkpointer=checkpointer,
+                thread_id=thread_id,
+                decisions=check_decisions(decisions),
+                resume=True,
+            ),
             thread_id=thread_id,
-            decisions=check_decisions(decisions),
             resume=True,
         ):
             if isinstance(event, RunFinishedEvent):
@@ -348,6 +365,9 @@ class Agent:
                 if hooks.on_commit is not None:
                     await hooks.on_commit(list(managed))
                 self._record(timeline_kind)
+                logger.debug(
+                    "run %s of %r (thread %s): finished", run.run_id, self.agent_id, thread_id
+                )
                 result = RunResult(
                     text=run.final.text,
                     messages=list(managed),
@@ -361,12 +381,18 @@ class Agent:
             except HitlInterrupt as interrupt:
                 await self._commit(run.kept_on_interrupt())
                 self._record(timeline_kind, "interrupted")
+                logger.debug(
+                    "run %s of %r (thread %s): interrupted", run.run_id, self.agent_id, thread_id
+                )
                 release()
                 yield InterruptEvent(run_id=run.run_id, interrupt=interrupt)
                 raise
             except Exception as exc:
                 code = getattr(exc, "code", type(exc).__name__)
                 self._record(timeline_kind, f"error:{code}")
+                logger.debug(
+                    "run %s of %r (thread %s): %s", run.run_id, self.agent_id, thread_id, code
+                )
                 release()
                 yield RunErrorEvent(run_id=run.run_id, error=exc)
                 raise
@@ -381,7 +407,7 @@ class Agent:
         """The history a run starts from: memory, seeded on the first run (repaired later)."""
         # The session's latest snapshot is restored before seeding and wins over the seed.
         from_session = not self._started and await _sessions.restore_session(self)
-        history = await self.memory.load()
+        history = await trace_store("memory", "load", self.memory, self.memory.load())
         if not self._started and not from_session and not history and self.initial_messages:
             history = list(self.initial_messages)
         return history  # the loop repairs whatever it starts from
@@ -402,7 +428,7 @@ class Agent:
         crash here leaves either the old history or the new one, never an empty memory.
         """
         history = list(messages)
-        await replace_history(self.memory, history)
+        await trace_store("memory", "save", self.memory, replace_history(self.memory, history))
         self._messages = history
 
     def _record(self, kind: TimelineKind, label: str | None = None) -> TimelineEntry:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import hashlib
+import logging
 import os
 import stat
 from collections.abc import AsyncIterator
@@ -33,6 +34,8 @@ from .lock import check_seconds, with_file_lock
 from .model import ThreadCheckpoint, check_storable, check_thread_id, to_json
 
 __all__ = ["FileCheckpointer"]
+
+logger = logging.getLogger(__name__)
 
 CHECKPOINT_FILE = "checkpoint.json"
 PROGRESS_FILE = "progress.json"
@@ -373,6 +376,7 @@ class FileCheckpointer:
         payload = to_json(checkpoint)
         async with self._locked(checkpoint.thread_id, WRITE_LOCK_FILE, self.lock_timeout):
             await run_blocking(self._write, checkpoint, payload)
+        logger.debug("thread %s: checkpoint saved (%d bytes)", checkpoint.thread_id, len(payload))
 
     async def save_progress(self, checkpoint: ThreadCheckpoint) -> None:
         """Like :meth:`save`, writing only the non-history fields when the history is stored.

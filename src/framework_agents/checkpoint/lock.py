@@ -39,7 +39,8 @@ jittered backoff (1 ms doubling to 50 ms). Across processes there is no FIFO ord
 
 Limits: the kernel lock belongs to the open file description, so a child made with
 ``fork()`` while the lock is held shares it (the descriptor is ``O_CLOEXEC``, so ``exec``
-does not). Only POSIX systems with ``fcntl`` are supported; all processes that share a
+does not). Only POSIX systems with ``fcntl`` are supported (elsewhere locking raises
+``FILE_LOCK_UNSUPPORTED``); all processes that share a
 lock must see the same flock behaviour of its filesystem.
 """
 
@@ -48,8 +49,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import errno
-import fcntl
 import json
+import logging
 import numbers
 import os
 import random
@@ -63,10 +64,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from .._platform import posix_fcntl
 from ..errors import InvalidArgumentError, LockTimeoutError
 from ._io import run_blocking
 
 __all__ = ["LockDirectoryMissingError", "check_seconds", "lock_holder", "with_file_lock"]
+
+logger = logging.getLogger(__name__)
 
 #: errno values meaning "this filesystem does not do flock" (degraded mode).
 _NO_FLOCK = frozenset({errno.ENOLCK, errno.EOPNOTSUPP, errno.ENOTSUP, errno.ENOSYS, errno.EINVAL})
@@ -103,7 +107,7 @@ def check_seconds(
 
 def _flock(fd: int, operation: int) -> None:
     # One seam for the kernel lock, so tests can simulate a filesystem without flock.
-    fcntl.flock(fd, operation)
+    posix_fcntl().flock(fd, operation)
 
 
 @dataclass(frozen=True, slots=True)
@@ -174,6 +178,7 @@ def _names(path: Path, st: os.stat_result) -> bool:
 def _try_kernel_lock(fd: int) -> bool | None:
     """``True``: locked; ``None``: someone else holds it; ``False``: no flock here."""
     try:
+        fcntl = posix_fcntl()
         _flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:
         return None
@@ -388,6 +393,8 @@ async def _acquire_file(
         if left is not None and left <= 0:
             raise _timeout_error(path, limit)
         pause = delay * (0.5 + random.random())
+        if delay == _MIN_DELAY:
+            logger.debug("waiting for lock %s (held by another owner)", path)
         await asyncio.sleep(pause if left is None else min(pause, left))
         delay = min(delay * 2, _MAX_DELAY)
 

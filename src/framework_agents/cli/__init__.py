@@ -9,6 +9,8 @@ from __future__ import annotations
 import sys
 from collections.abc import Sequence
 
+from .._install import install_hint
+
 __all__ = ["main"]
 
 _CLI_PACKAGES = {"typer", "rich", "click"}
@@ -22,8 +24,8 @@ def main(argv: Sequence[str] | None = None) -> None:
         if (exc.name or "").split(".")[0] not in _CLI_PACKAGES:
             raise
         print(
-            "framework-agents: the command line needs the 'cli' extra: "
-            f"pip install 'framework-agents[cli]' ({exc})",
+            f"framework-agents: the command line needs the 'cli' extra: {install_hint('cli')} "
+            f"({exc})",
             file=sys.stderr,
         )
         raise SystemExit(1) from None

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import logging
+import os
 from collections.abc import Callable, Coroutine
 from pathlib import Path
 from typing import Annotated, Any
@@ -16,6 +18,7 @@ from ._models import MODEL_HELP, make_model
 from ._render import make_console
 from .chat import ChatOptions, run_chat
 from .demo import run_demo
+from .doctor import POSTGRES_ENV, REDIS_ENV, run_doctor
 
 __all__ = ["build_app"]
 
@@ -44,6 +47,28 @@ def _run(main: Callable[[], Coroutine[Any, Any, int]]) -> None:
     raise typer.Exit(status)
 
 
+_LOG_LEVELS = ("debug", "info", "warning", "error", "critical")
+
+
+def _show_version(value: bool) -> None:
+    if value:
+        from .. import __version__
+
+        typer.echo(f"framework-agents {__version__}")
+        raise typer.Exit(0)
+
+
+def _configure_logging(level: str) -> None:
+    """Log records of ``level`` and above to stderr (the library itself sets no handler)."""
+    if level.lower() not in _LOG_LEVELS:
+        raise typer.BadParameter(f"{level!r} is not one of {', '.join(_LOG_LEVELS)}")
+    logging.basicConfig(
+        level=level.upper(),
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+        force=True,
+    )
+
+
 def build_app() -> typer.Typer:
     """The ``framework-agents`` command line."""
     app = typer.Typer(
@@ -53,6 +78,41 @@ def build_app() -> typer.Typer:
         add_completion=False,
         pretty_exceptions_enable=False,
     )
+
+    @app.callback()
+    def options(
+        version: Annotated[
+            bool,
+            typer.Option(
+                "--version", is_eager=True, callback=_show_version, help="Print the version."
+            ),
+        ] = False,
+        log_level: Annotated[
+            str,
+            typer.Option(
+                "--log-level",
+                envvar="FRAMEWORK_AGENTS_LOG_LEVEL",
+                help="Log to stderr from this level: debug, info, warning, error, critical.",
+            ),
+        ] = "warning",
+    ) -> None:
+        """LLM agents whose memory and sessions stay correct, durable and fast."""
+        _configure_logging(log_level)
+
+    @app.command()
+    def doctor(
+        postgres: Annotated[
+            str | None, typer.Option(help=f"PostgreSQL URL to check (default: ${POSTGRES_ENV}).")
+        ] = None,
+        redis: Annotated[
+            str | None, typer.Option(help=f"Redis URL to check (default: ${REDIS_ENV}).")
+        ] = None,
+        timeout: Annotated[float, typer.Option(min=0.1, help="Seconds per store.")] = 3.0,
+    ) -> None:
+        """Show what is installed, which extras work, which stores answer, what to install."""
+        postgres = postgres or os.environ.get(POSTGRES_ENV) or None
+        redis = redis or os.environ.get(REDIS_ENV) or None
+        _run(lambda: run_doctor(make_console(), postgres=postgres, redis=redis, seconds=timeout))
 
     @app.command()
     def chat(

@@ -5,12 +5,20 @@ Reads one prompt per line, so it works at a terminal and behind a pipe
 input end it; ``/history`` shows the stored history, ``/help`` the commands. With
 ``--session ID`` the conversation is kept by a :class:`SessionManager` in a
 :class:`LocalFileStorage` under ``<data-dir>/sessions`` and resumed next time.
+
+Ctrl-C while the model answers stops that answer (the run is cancelled, so the history
+stays as it was before the prompt) and the chat goes on; Ctrl-C at the prompt leaves at
+once (exit status 130). Lines are read by a daemon thread, so leaving never waits for one.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import signal
 import sys
+import threading
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TextIO
 
@@ -61,14 +69,94 @@ class ChatOptions:
         self.window = window
 
 
-async def _read_line(stdin: TextIO, console: Console, interactive: bool) -> str | None:
-    if interactive:
+class _CtrlC:
+    """Where Ctrl-C goes: the answer being written, else the prompt (which then leaves)."""
+
+    def __init__(self) -> None:
+        self.answer: asyncio.Task[None] | None = None
+        self.reading: asyncio.Future[str | None] | None = None
+        self.stopped = False  # the current answer was stopped by Ctrl-C
+        self.leave = False  # Ctrl-C at the prompt
+
+    def __call__(self) -> None:
+        if self.answer is not None and not self.answer.done():
+            self.stopped = True
+            self.answer.cancel()
+        else:
+            self.leave = True
+            if self.reading is not None and not self.reading.done():
+                self.reading.set_result(None)
+
+    @contextlib.contextmanager
+    def installed(self) -> Iterator[None]:
+        """Route SIGINT here while the chat runs (where the loop supports signal handlers)."""
+        loop = asyncio.get_running_loop()
         try:
-            return await asyncio.to_thread(console.input, "[bold cyan]you>[/bold cyan] ")
+            loop.add_signal_handler(signal.SIGINT, self)
+        except (NotImplementedError, RuntimeError, ValueError):  # Windows, or not main thread
+            yield
+            return
+        try:
+            yield
+        finally:
+            loop.remove_signal_handler(signal.SIGINT)
+
+
+def _in_daemon_thread(read: Callable[[], str | None]) -> asyncio.Future[str | None]:
+    """``read()`` in a daemon thread: a blocked read never keeps the process alive."""
+    loop = asyncio.get_running_loop()
+    future: asyncio.Future[str | None] = loop.create_future()
+
+    def settle(value: str | None, error: BaseException | None) -> None:
+        if future.done():
+            return
+        if error is not None:
+            future.set_exception(error)
+        else:
+            future.set_result(value)
+
+    def work() -> None:
+        try:
+            value = read()
         except EOFError:
-            return None
-    line = await asyncio.to_thread(stdin.readline)
-    return None if line == "" else line
+            loop.call_soon_threadsafe(settle, None, None)
+        except BaseException as exc:
+            loop.call_soon_threadsafe(settle, None, exc)
+        else:
+            loop.call_soon_threadsafe(settle, value, None)
+
+    threading.Thread(target=work, name="framework-agents-stdin", daemon=True).start()
+    return future
+
+
+async def _read_line(
+    stdin: TextIO, console: Console, interactive: bool, ctrl_c: _CtrlC
+) -> str | None:
+    if interactive:
+        future = _in_daemon_thread(lambda: console.input("[bold cyan]you>[/bold cyan] "))
+    else:
+        future = _in_daemon_thread(lambda: stdin.readline() or None)
+    ctrl_c.reading = future
+    try:
+        return await future
+    finally:
+        ctrl_c.reading = None
+
+
+async def _stoppable_answer(console: Console, agent: Agent, prompt: str, ctrl_c: _CtrlC) -> None:
+    """Write one answer; Ctrl-C stops it (the agent keeps the history it had before)."""
+    ctrl_c.stopped = False
+    task = asyncio.create_task(_answer(console, agent, prompt))
+    ctrl_c.answer = task
+    try:
+        await task
+    except asyncio.CancelledError:
+        if not (ctrl_c.stopped and task.cancelled()):
+            raise  # the chat itself is being cancelled
+        console.print()
+        console.print("[yellow]answer stopped[/yellow] (Ctrl-C); the history is as before it")
+    finally:
+        ctrl_c.answer = None
 
 
 async def _answer(console: Console, agent: Agent, prompt: str) -> None:
@@ -125,17 +213,36 @@ async def run_chat(
             console.print(f"session {session.session_id!r}: new, kept under {where}")
     await start_model(console, model)
     console.print(f"[dim]{_HELP}[/dim]")
+    ctrl_c = _CtrlC()
+    with ctrl_c.installed():
+        status = await _chat_loop(console, agent, stdin, interactive, restored, ctrl_c)
+    if session is not None:
+        console.print(f"[dim]session {session.session_id!r} saved[/dim]")
+    return status
+
+
+async def _chat_loop(
+    console: Console,
+    agent: Agent,
+    stdin: TextIO,
+    interactive: bool,
+    restored: list[Message],
+    ctrl_c: _CtrlC,
+) -> int:
     while True:
-        line = await _read_line(stdin, console, interactive)
+        line = await _read_line(stdin, console, interactive, ctrl_c)
+        if ctrl_c.leave:
+            console.print()
+            return 130
         if line is None:
-            break
+            return 0
         prompt = line.strip()
         if not prompt:
             continue
         if not interactive:
             console.print(f"[bold cyan]you>[/bold cyan] {escape(prompt)}")
         if prompt in ("/exit", "/quit"):
-            break
+            return 0
         if prompt == "/help":
             console.print(_HELP)
             continue
@@ -148,10 +255,7 @@ async def run_chat(
             console.print(f"[yellow]unknown command {prompt!r}[/yellow]; {_HELP}")
             continue
         try:
-            await _answer(console, agent, prompt)
+            await _stoppable_answer(console, agent, prompt, ctrl_c)
         except AgentError as exc:
             console.print()
             console.print(f"[bold red]error[/bold red] {escape(str(exc))}")
-    if session is not None:
-        console.print(f"[dim]session {session.session_id!r} saved[/dim]")
-    return 0

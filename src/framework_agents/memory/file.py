@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .._fs import atomic_write, fsync_dir, sweep_temp_files
+from .._platform import posix_fcntl
 from ..errors import InvalidArgumentError, MemoryCorruptError
 from ..messages import Message
 from ._document import (
@@ -183,6 +184,7 @@ class FileMemory:
         fragments, shapes = self._encode(messages)
         async with _PATH_LOCKS.get(self.path):
             await asyncio.to_thread(self._update_sync, fragments, shapes, append=True, create=True)
+        logger.debug("%s: saved %d messages", self.path, len(messages))
 
     async def replace(self, messages: Sequence[Message]) -> None:
         """Replace the stored history with ``messages`` (windowed) in one atomic publish."""
@@ -243,8 +245,7 @@ class FileMemory:
         if fd is None:
             return  # clear() of a memory whose directory does not exist
         try:
-            import fcntl
-
+            fcntl = posix_fcntl()
             fcntl.flock(fd, fcntl.LOCK_EX)
             current = self._read_current()
             base = current if append else _Known(b"", [], b"", current.ident)

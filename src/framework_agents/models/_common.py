@@ -26,6 +26,7 @@ from collections.abc import Callable, Mapping
 from types import ModuleType
 from typing import Any, Generic, TypeVar
 
+from .._install import install_hint
 from ..errors import AgentError, ContextOverflowError, ModelError
 
 __all__ = [
@@ -85,7 +86,7 @@ _OVERFLOW_MARKERS = (
 
 def extra_hint(extra: str) -> str:
     """The install command for one of the package's extras."""
-    return f"pip install 'framework-agents[{extra}]'"
+    return install_hint(extra)
 
 
 def require_module(name: str, extra: str) -> ModuleType:

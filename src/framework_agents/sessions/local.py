@@ -28,6 +28,7 @@ import asyncio
 import builtins
 import contextlib
 import errno
+import logging
 import os
 import stat
 import time
@@ -41,6 +42,8 @@ from ._keys import is_valid_key, is_valid_segment, validate_key, validate_prefix
 from .memory_storage import as_bytes
 
 __all__ = ["LocalFileStorage"]
+
+logger = logging.getLogger(__name__)
 
 _FILE_MODE = 0o600
 _DIR_MODE = 0o700
@@ -353,6 +356,7 @@ class LocalFileStorage:
         self._check_contained(key, segments)
         value = as_bytes(data)
         await asyncio.to_thread(self._put_sync, key, segments, value)
+        logger.debug("stored %s (%d bytes) under %s", key, len(value), self._root)
 
     async def get(self, key: str) -> bytes | None:
         """The bytes of ``<dir>/<key>``, or ``None`` when it does not exist."""
