@@ -16,6 +16,7 @@ from . import (
     messages,
     models,
     sessions,
+    stores,
     summarize,
     testing,
 )
@@ -29,6 +30,7 @@ from .memory import *
 from .messages import *
 from .models import *
 from .sessions import *
+from .stores import *
 from .summarize import *
 from .testing import *
 
@@ -46,6 +48,7 @@ __all__ = sorted(
         *messages.__all__,
         *models.__all__,
         *sessions.__all__,
+        *stores.__all__,
         *summarize.__all__,
         *testing.__all__,
     }

@@ -1,0 +1,199 @@
+"""One PostgreSQL database (and schema) behind a psycopg 3 async pool (internal).
+
+The pool holds autocommit connections (no pipeline mode); each write is one explicit
+transaction. Tables live in ``schema`` (default ``public``), created idempotently under
+an advisory transaction lock, and mirror the SQLite layout (``stores._sqlite_db``) with
+server time (``clock_timestamp()``) for leases and ages, so machines need not agree
+on their clocks.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import TYPE_CHECKING, Any
+
+from ..errors import BackendUnavailableError, InvalidArgumentError
+from ._codec import SCHEMA_VERSION, SchemaTooNewError, redact, unavailable
+
+if TYPE_CHECKING:
+    from psycopg import AsyncConnection
+    from psycopg_pool import AsyncConnectionPool
+
+__all__ = ["NOW", "PgDb", "import_psycopg"]
+
+#: Server time in seconds since the epoch.
+NOW = "extract(epoch from clock_timestamp())"
+
+_IDENT = re.compile(r"[a-z_][a-z0-9_]{0,62}\Z")
+
+_TABLES = """
+CREATE TABLE IF NOT EXISTS {s}.fa_schema (
+    id INTEGER PRIMARY KEY CHECK (id = 1), version INTEGER NOT NULL);
+CREATE TABLE IF NOT EXISTS {s}.fa_kv (
+    key TEXT COLLATE "C" PRIMARY KEY, data BYTEA NOT NULL,
+    updated_at DOUBLE PRECISION NOT NULL);
+CREATE TABLE IF NOT EXISTS {s}.fa_threads (
+    thread_id TEXT PRIMARY KEY, version BIGINT NOT NULL, length BIGINT NOT NULL,
+    head BYTEA NOT NULL, pending BOOLEAN NOT NULL, updated_at DOUBLE PRECISION NOT NULL);
+CREATE TABLE IF NOT EXISTS {s}.fa_thread_messages (
+    thread_id TEXT NOT NULL, seq BIGINT NOT NULL, body BYTEA NOT NULL,
+    PRIMARY KEY (thread_id, seq));
+CREATE TABLE IF NOT EXISTS {s}.fa_locks (
+    thread_id TEXT PRIMARY KEY, fence BIGINT NOT NULL, owner TEXT,
+    expires_at DOUBLE PRECISION NOT NULL);
+CREATE TABLE IF NOT EXISTS {s}.fa_memories (
+    key TEXT PRIMARY KEY, first_seq BIGINT NOT NULL, next_seq BIGINT NOT NULL,
+    updated_at DOUBLE PRECISION NOT NULL);
+CREATE TABLE IF NOT EXISTS {s}.fa_memory_messages (
+    key TEXT NOT NULL, seq BIGINT NOT NULL, shape SMALLINT NOT NULL, body BYTEA NOT NULL,
+    PRIMARY KEY (key, seq))
+"""
+
+
+def import_psycopg() -> tuple[Any, Any]:
+    """``(psycopg, psycopg_pool)``, or ImportError saying what to install."""
+    try:
+        import psycopg
+        import psycopg_pool
+    except ImportError as exc:
+        raise ImportError(
+            "the PostgreSQL stores need psycopg 3 and its pool: "
+            "pip install 'psycopg[binary]' psycopg-pool"
+        ) from exc
+    return psycopg, psycopg_pool
+
+
+class PgDb:
+    """A lazily opened pool of autocommit connections to one database and schema."""
+
+    def __init__(
+        self, dsn: str, *, schema: str = "public", connect_timeout: float = 5.0, max_size: int = 10
+    ) -> None:
+        if not isinstance(dsn, str) or not dsn:
+            raise InvalidArgumentError(f"a PostgreSQL dsn must be a non-empty str, not {dsn!r:.40}")
+        if not isinstance(schema, str) or not _IDENT.match(schema):
+            raise InvalidArgumentError(
+                f"schema must be a lower-case SQL identifier ([a-z_][a-z0-9_]*), not {schema!r}"
+            )
+        self.dsn = dsn
+        self.schema = schema
+        self.connect_timeout = connect_timeout
+        self.max_size = max_size
+        self._pool: AsyncConnectionPool[Any] | None = None
+        self._closed = False
+        self._opening: asyncio.Lock | None = None
+
+    def __repr__(self) -> str:
+        return f"PgDb({redact(self.dsn)!r}, schema={self.schema!r})"
+
+    def sql(self, text: str) -> Any:
+        """``text`` with ``{s}`` replaced by the quoted schema (a query for psycopg)."""
+        return text.replace("{s}", f'"{self.schema}"')
+
+    async def connect(self) -> AsyncConnection[Any]:
+        """A new autocommit connection of its own (thread locks hold one for a run)."""
+        psycopg, _ = import_psycopg()
+        try:
+            conn: AsyncConnection[Any] = await psycopg.AsyncConnection.connect(
+                self.dsn, autocommit=True, connect_timeout=max(1, int(self.connect_timeout))
+            )
+        except psycopg.Error as exc:
+            raise unavailable(self.dsn, exc) from None
+        return conn
+
+    async def _create(self, conn: AsyncConnection[Any]) -> None:
+        async with conn.transaction():
+            await conn.execute(
+                "SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))",
+                (f"framework-agents schema {self.schema}",),
+            )
+            await conn.execute(self.sql("CREATE SCHEMA IF NOT EXISTS {s}"))
+            for statement in self.sql(_TABLES).split(";"):
+                await conn.execute(statement)
+            await conn.execute(
+                self.sql("INSERT INTO {s}.fa_schema VALUES (1, %s) ON CONFLICT DO NOTHING"),
+                (SCHEMA_VERSION,),
+            )
+            cur = await conn.execute(self.sql("SELECT version FROM {s}.fa_schema"))
+            row = await cur.fetchone()
+        version = row[0] if row else SCHEMA_VERSION
+        if version > SCHEMA_VERSION:
+            raise SchemaTooNewError(
+                f"schema {self.schema!r} of {redact(self.dsn)} has version {version}, newer "
+                f"than this framework-agents understands ({SCHEMA_VERSION}); upgrade to use it"
+            )
+
+    async def pool(self) -> AsyncConnectionPool[Any]:
+        """The open pool (the first call connects, creates the schema and opens it)."""
+        if self._pool is not None:
+            return self._pool
+        if self._opening is None:
+            self._opening = asyncio.Lock()
+        async with self._opening:
+            return await self._open()
+
+    async def _open(self) -> AsyncConnectionPool[Any]:
+        if self._pool is not None:
+            return self._pool
+        if self._closed:
+            raise InvalidArgumentError(f"{self!r} is closed")
+        psycopg, psycopg_pool = import_psycopg()
+        first = await self.connect()
+        try:
+            await self._create(first)
+        except psycopg.Error as exc:
+            raise unavailable(self.dsn, exc) from None
+        finally:
+            await first.close()
+        pool: AsyncConnectionPool[Any] = psycopg_pool.AsyncConnectionPool(
+            self.dsn,
+            min_size=1,
+            max_size=self.max_size,
+            kwargs={"autocommit": True, "connect_timeout": max(1, int(self.connect_timeout))},
+            check=psycopg_pool.AsyncConnectionPool.check_connection,
+            open=False,
+        )
+        try:
+            await pool.open(wait=True, timeout=self.connect_timeout)
+        except psycopg_pool.PoolTimeout as exc:
+            await pool.close()
+            raise unavailable(self.dsn, exc) from None
+        self._pool = pool
+        return pool
+
+    @asynccontextmanager
+    async def transaction(self) -> AsyncIterator[AsyncConnection[Any]]:
+        """A pooled connection inside one transaction (BACKEND_UNAVAILABLE if it drops)."""
+        psycopg, _ = import_psycopg()
+        pool = await self.pool()
+        try:
+            async with pool.connection() as conn, conn.transaction():
+                yield conn
+        except psycopg.OperationalError as exc:
+            raise unavailable(self.dsn, exc) from None
+
+    @asynccontextmanager
+    async def connection(self) -> AsyncIterator[AsyncConnection[Any]]:
+        """A pooled autocommit connection (reads; BACKEND_UNAVAILABLE if it drops)."""
+        psycopg, _ = import_psycopg()
+        pool = await self.pool()
+        try:
+            async with pool.connection() as conn:
+                yield conn
+        except psycopg.OperationalError as exc:
+            raise unavailable(self.dsn, exc) from None
+
+    async def close(self) -> None:
+        """Close the pool (idempotent)."""
+        self._closed = True
+        pool, self._pool = self._pool, None
+        if pool is not None:
+            await pool.close()
+
+
+def is_unavailable(exc: BaseException) -> bool:
+    """Whether ``exc`` is a BACKEND_UNAVAILABLE error."""
+    return isinstance(exc, BackendUnavailableError)

@@ -1,0 +1,589 @@
+"""PostgreSQL stores: sessions, threads and memories shared by every machine (extra ``postgres``).
+
+Same layout as SQLite (``stores._pg_db``); the thread lock is a session-level advisory
+lock, ``pg_try_advisory_lock(hashtextextended(<schema>/<thread_id>, 0))``, taken on a
+connection of its own that the run keeps. That connection sets
+``idle_session_timeout`` to the lease and renews the lease row every third of it, so a
+holder that dies *or stops* (a paused VM, a SIGSTOP) loses the lock within the lease.
+Fencing never rests on the advisory lock alone: ``fa_locks`` holds the owner token and a
+fencing counter bumped by each acquisition, and every save checks them and the thread's
+version in its transaction (CHECKPOINT_CONFLICT otherwise).
+"""
+
+from __future__ import annotations
+
+import builtins
+import contextlib
+from collections.abc import AsyncIterator, Sequence
+from datetime import timedelta
+from types import EllipsisType, TracebackType
+from typing import Any, Self
+
+from ..checkpoint.lock import check_seconds
+from ..checkpoint.model import ThreadCheckpoint, check_thread_id
+from ..errors import CheckpointConflictError, CheckpointCorruptError, StorageKeyInvalidError
+from ..memory._window import (
+    bounded_view,
+    check_max_messages,
+    check_messages,
+    shape_of,
+    window,
+    window_start,
+)
+from ..messages import Message
+from ..sessions._keys import validate_key, validate_prefix
+from ..sessions.memory_storage import as_bytes
+from ._base import Store
+from ._codec import (
+    ThreadCache,
+    check_checkpoint,
+    check_lease,
+    check_older_than,
+    check_ttl,
+    decode_checkpoint,
+    decode_messages,
+    encode_head,
+    encode_messages,
+    redact,
+    shared_prefix,
+)
+from ._lease import LeaseLocks
+from ._pg_db import NOW, PgDb, import_psycopg
+
+__all__ = ["PostgresCheckpointer", "PostgresMemory", "PostgresStorage", "postgres_store"]
+
+_KEY_END = "\x7f"
+
+
+class _Closable:
+    _db: PgDb
+
+    async def close(self) -> None:
+        """Close the connection pool (idempotent)."""
+        await self._db.close()
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.close()
+
+
+def _db(dsn: str | PgDb, schema: str) -> PgDb:
+    return dsn if isinstance(dsn, PgDb) else PgDb(dsn, schema=schema)
+
+
+class PostgresStorage(_Closable):
+    """The :class:`~framework_agents.sessions.Storage` contract in table ``fa_kv``."""
+
+    def __init__(
+        self, dsn: str | PgDb, *, schema: str = "public", ttl: float | None = None
+    ) -> None:
+        self._db = _db(dsn, schema)
+        self.ttl = check_ttl(ttl)
+
+    def __repr__(self) -> str:
+        return f"PostgresStorage({redact(self._db.dsn)!r})"
+
+    async def put(self, key: str, data: bytes) -> None:
+        """Store ``data`` under ``key`` (a key is a value or a directory, never both)."""
+        segments = validate_key(key)
+        value = as_bytes(data)
+        ancestors = ["/".join(segments[:i]) for i in range(1, len(segments))]
+        sql = self._db.sql
+        async with self._db.transaction() as conn:
+            # Puts under one top-level segment are serialised: the value/directory rule
+            # looks at other keys, which no row lock covers.
+            await conn.execute(
+                "SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))",
+                (f"{self._db.schema}/kv/{segments[0]}",),
+            )
+            cur = await conn.execute(
+                sql(f"UPDATE {{s}}.fa_kv SET data = %s, updated_at = {NOW} WHERE key = %s"),
+                (value, key),
+            )
+            if cur.rowcount:
+                return
+            cur = await conn.execute(
+                sql("SELECT key FROM {s}.fa_kv WHERE key = ANY(%s) LIMIT 1"), (ancestors,)
+            )
+            row = await cur.fetchone()
+            if row is not None:
+                raise StorageKeyInvalidError(
+                    f"cannot store {key!r}: {row[0]!r} already holds a value"
+                )
+            cur = await conn.execute(
+                sql("SELECT 1 FROM {s}.fa_kv WHERE key > %s AND key < %s LIMIT 1"),
+                (key + "/", key + "0"),
+            )
+            if await cur.fetchone() is not None:
+                raise StorageKeyInvalidError(
+                    f"cannot store {key!r}: other keys are stored under it"
+                )
+            await conn.execute(
+                sql(f"INSERT INTO {{s}}.fa_kv (key, data, updated_at) VALUES (%s, %s, {NOW})"),
+                (key, value),
+            )
+
+    async def get(self, key: str) -> bytes | None:
+        """The bytes under ``key``, or ``None``."""
+        validate_key(key)
+        async with self._db.connection() as conn:
+            cur = await conn.execute(
+                self._db.sql("SELECT data FROM {s}.fa_kv WHERE key = %s"), (key,)
+            )
+            row = await cur.fetchone()
+        return None if row is None else bytes(row[0])
+
+    async def delete(self, key: str) -> None:
+        """Remove ``key`` (no-op when missing)."""
+        validate_key(key)
+        async with self._db.connection() as conn:
+            await conn.execute(self._db.sql("DELETE FROM {s}.fa_kv WHERE key = %s"), (key,))
+
+    async def list(self, prefix: str = "") -> builtins.list[str]:
+        """Stored keys starting with ``prefix``, sorted."""
+        validate_prefix(prefix)
+        async with self._db.connection() as conn:
+            cur = await conn.execute(
+                self._db.sql("SELECT key FROM {s}.fa_kv WHERE key >= %s AND key < %s ORDER BY key"),
+                (prefix, prefix + _KEY_END),
+            )
+            rows = await cur.fetchall()
+        return [r[0] for r in rows]
+
+    async def prune(self, older_than: timedelta | None = None) -> int:
+        """Remove values not written for ``older_than`` (default: ``ttl``); how many went."""
+        age = check_older_than(older_than, self.ttl)
+        async with self._db.connection() as conn:
+            cur = await conn.execute(
+                self._db.sql(f"DELETE FROM {{s}}.fa_kv WHERE updated_at < {NOW} - %s"), (age,)
+            )
+        return cur.rowcount
+
+
+class PostgresCheckpointer(_Closable):
+    """Thread checkpoints (head row + append-only message log) with an advisory thread lock.
+
+    See the module docstring for the lock and fencing design, and
+    :class:`~framework_agents.stores.SqliteCheckpointer` for the layout and the rules.
+    """
+
+    def __init__(
+        self,
+        dsn: str | PgDb,
+        *,
+        schema: str = "public",
+        lock_timeout: float | None = 10.0,
+        lease: float = 30.0,
+        ttl: float | None = None,
+    ) -> None:
+        self._db = _db(dsn, schema)
+        self.lock_timeout = check_seconds("lock_timeout", lock_timeout, optional=True)
+        self.lease = check_lease(lease)
+        self.ttl = check_ttl(ttl)
+        self._cache: dict[str, ThreadCache] = {}
+        self._lock_conns: dict[str, Any] = {}
+        self._locks = LeaseLocks(
+            lease=self.lease,
+            try_acquire=self._try_acquire,
+            renew=self._renew,
+            release=self._release,
+            give_up=self._give_up,
+        )
+
+    def __repr__(self) -> str:
+        return f"PostgresCheckpointer({redact(self._db.dsn)!r})"
+
+    async def load(self, thread_id: str) -> ThreadCheckpoint | None:
+        """The thread's checkpoint, or ``None`` (CHECKPOINT_CORRUPT when unreadable)."""
+        check_thread_id(thread_id)
+        sql = self._db.sql
+        async with self._db.connection() as conn, conn.transaction():
+            await conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
+            cur = await conn.execute(
+                sql("SELECT version, length, head FROM {s}.fa_threads WHERE thread_id = %s"),
+                (thread_id,),
+            )
+            head = await cur.fetchone()
+            bodies: list[Any] = []
+            if head is not None and head[0] > 0:
+                cur = await conn.execute(
+                    sql(
+                        "SELECT body FROM {s}.fa_thread_messages WHERE thread_id = %s ORDER BY seq"
+                    ),
+                    (thread_id,),
+                )
+                bodies = await cur.fetchall()
+        if head is None or head[0] == 0:
+            self._cache.pop(thread_id, None)
+            return None
+        version, length, data = head
+        source = f"checkpoint of thread {thread_id!r} in {self._db.schema!r}"
+        if len(bodies) != length:
+            raise CheckpointCorruptError(
+                f"{source} is unreadable: {len(bodies)} messages stored, {length} expected"
+            )
+        checkpoint = decode_checkpoint(
+            thread_id, bytes(data), [bytes(b[0]) for b in bodies], source=source
+        )
+        self._cache[thread_id] = ThreadCache.of(version, checkpoint.messages)
+        return checkpoint
+
+    async def list_threads(self) -> list[str]:
+        """The ids of the threads that have a checkpoint, sorted."""
+        async with self._db.connection() as conn:
+            cur = await conn.execute(
+                self._db.sql(
+                    "SELECT thread_id FROM {s}.fa_threads WHERE version > 0 "
+                    'ORDER BY thread_id COLLATE "C"'
+                )
+            )
+            rows = await cur.fetchall()
+        return [r[0] for r in rows]
+
+    async def _check_lock(self, conn: Any, thread_id: str) -> None:
+        cur = await conn.execute(
+            self._db.sql(
+                f"SELECT owner, expires_at > {NOW} FROM {{s}}.fa_locks WHERE thread_id = %s "
+                "FOR SHARE"
+            ),
+            (thread_id,),
+        )
+        row = await cur.fetchone()
+        held = self._locks.held.get(thread_id)
+        if held is not None:
+            if row is None or row[0] != held.owner or not row[1]:
+                raise CheckpointConflictError(
+                    f"thread {thread_id!r}: this run lost its lock (lease expired, connection "
+                    "lost or taken by another run); nothing was written"
+                )
+        elif row is not None and row[0] is not None and row[1]:
+            raise CheckpointConflictError(
+                f"thread {thread_id!r} is held by another run; nothing was written"
+            )
+
+    async def save(self, checkpoint: ThreadCheckpoint) -> None:
+        """Store ``checkpoint``, writing only the messages that are not stored yet.
+
+        CHECKPOINT_CONFLICT (nothing written) when the thread changed since this instance
+        last read or wrote it, or when another run holds it or took it from this one.
+        """
+        check_checkpoint(checkpoint)
+        thread_id = checkpoint.thread_id
+        cache = self._cache.get(thread_id)
+        keep = 0 if cache is None else shared_prefix(cache.messages, checkpoint.messages)
+        added = checkpoint.messages[keep:]
+        bodies = encode_messages(added)
+        head = encode_head(checkpoint)
+        pending = checkpoint.pending is not None or bool(checkpoint.in_flight)
+        sql = self._db.sql
+        try:
+            async with self._db.transaction() as conn:
+                await self._check_lock(conn, thread_id)
+                await conn.execute(
+                    sql(
+                        "INSERT INTO {s}.fa_threads VALUES (%s, 0, 0, '', false, 0) "
+                        "ON CONFLICT DO NOTHING"
+                    ),
+                    (thread_id,),
+                )
+                cur = await conn.execute(
+                    sql(
+                        "SELECT version, length FROM {s}.fa_threads WHERE thread_id = %s FOR UPDATE"
+                    ),
+                    (thread_id,),
+                )
+                row = await cur.fetchone()
+                assert row is not None
+                if cache is not None and row[0] != cache.version:
+                    raise CheckpointConflictError(
+                        f"thread {thread_id!r} changed since this instance read it (version "
+                        f"{cache.version}, now {row[0]}); nothing was written"
+                    )
+                version = row[0] + 1
+                if row[1] > keep:
+                    await conn.execute(
+                        sql(
+                            "DELETE FROM {s}.fa_thread_messages WHERE thread_id = %s AND seq >= %s"
+                        ),
+                        (thread_id, keep),
+                    )
+                if bodies:
+                    await conn.execute(
+                        sql(
+                            "INSERT INTO {s}.fa_thread_messages (thread_id, seq, body) "
+                            "SELECT %s, s, b FROM unnest(%s::bigint[], %s::bytea[]) AS u(s, b)"
+                        ),
+                        (thread_id, list(range(keep, keep + len(bodies))), bodies),
+                    )
+                await conn.execute(
+                    sql(
+                        "UPDATE {s}.fa_threads SET version = %s, length = %s, head = %s, "
+                        f"pending = %s, updated_at = {NOW} WHERE thread_id = %s"
+                    ),
+                    (version, len(checkpoint.messages), head, pending, thread_id),
+                )
+        except CheckpointConflictError:
+            self._cache.pop(thread_id, None)
+            raise
+        base = cache if cache is not None else ThreadCache(0)
+        self._cache[thread_id] = base.advanced(version, keep, added)
+
+    async def save_progress(self, checkpoint: ThreadCheckpoint) -> None:
+        """Same as :meth:`save` (which already writes only what changed)."""
+        await self.save(checkpoint)
+
+    async def delete(self, thread_id: str) -> None:
+        """Forget the thread's checkpoint (no error when there is none)."""
+        check_thread_id(thread_id)
+        self._cache.pop(thread_id, None)
+        async with self._db.transaction() as conn:
+            await self._check_lock(conn, thread_id)
+            await conn.execute(
+                self._db.sql("DELETE FROM {s}.fa_thread_messages WHERE thread_id = %s"),
+                (thread_id,),
+            )
+            await conn.execute(
+                self._db.sql("DELETE FROM {s}.fa_threads WHERE thread_id = %s"), (thread_id,)
+            )
+
+    async def prune(self, older_than: timedelta | None = None) -> int:
+        """Remove threads not saved for ``older_than`` (default: ``ttl``); how many went.
+
+        A thread that is held (an unexpired lock) or waits for an approval is kept.
+        """
+        age = check_older_than(older_than, self.ttl)
+        sql = self._db.sql
+        async with self._db.transaction() as conn:
+            cur = await conn.execute(
+                sql(
+                    "DELETE FROM {s}.fa_threads t WHERE t.version > 0 AND NOT t.pending "
+                    f"AND t.updated_at < {NOW} - %s AND NOT EXISTS (SELECT 1 "
+                    "FROM {s}.fa_locks l WHERE l.thread_id = t.thread_id "
+                    f"AND l.owner IS NOT NULL AND l.expires_at > {NOW}) "
+                    "RETURNING t.thread_id"
+                ),
+                (age,),
+            )
+            doomed = [r[0] for r in await cur.fetchall()]
+            if doomed:
+                await conn.execute(
+                    sql("DELETE FROM {s}.fa_thread_messages WHERE thread_id = ANY(%s)"), (doomed,)
+                )
+        return len(doomed)
+
+    # -- the thread lock ------------------------------------------------------------------
+
+    def _lock_key(self, thread_id: str) -> str:
+        return f"{self._db.schema}/{thread_id}"
+
+    async def _try_acquire(self, thread_id: str, owner: str) -> int | None:
+        conn = self._lock_conns.get(owner)
+        if conn is None:
+            conn = await self._db.connect()
+            self._lock_conns[owner] = conn
+            await conn.execute(f"SET idle_session_timeout = {int(self.lease * 1000)}")
+        cur = await conn.execute(
+            "SELECT pg_try_advisory_lock(hashtextextended(%s, 0))", (self._lock_key(thread_id),)
+        )
+        row = await cur.fetchone()
+        if not row or not row[0]:
+            return None
+        cur = await conn.execute(
+            self._db.sql(
+                "INSERT INTO {s}.fa_locks AS l (thread_id, fence, owner, expires_at) "
+                f"VALUES (%s, 1, %s, {NOW} + %s) ON CONFLICT (thread_id) DO UPDATE SET "
+                "fence = l.fence + 1, owner = excluded.owner, expires_at = excluded.expires_at "
+                "RETURNING fence"
+            ),
+            (thread_id, owner, self.lease),
+        )
+        fence = await cur.fetchone()
+        assert fence is not None
+        return int(fence[0])
+
+    async def _renew(self, thread_id: str, owner: str) -> bool:
+        conn = self._lock_conns.get(owner)
+        if conn is None or conn.closed:
+            return False
+        cur = await conn.execute(
+            self._db.sql(
+                f"UPDATE {{s}}.fa_locks SET expires_at = {NOW} + %s WHERE thread_id = %s "
+                "AND owner = %s"
+            ),
+            (self.lease, thread_id, owner),
+        )
+        return bool(cur.rowcount)
+
+    async def _release(self, thread_id: str, owner: str) -> None:
+        conn = self._lock_conns.pop(owner, None)
+        if conn is None:
+            return
+        psycopg, _ = import_psycopg()
+        try:
+            await conn.execute(
+                self._db.sql(
+                    "UPDATE {s}.fa_locks SET owner = NULL, expires_at = 0 "
+                    "WHERE thread_id = %s AND owner = %s"
+                ),
+                (thread_id, owner),
+            )
+        except psycopg.Error:
+            pass  # the connection is gone, and the advisory lock with it
+        finally:
+            await conn.close()  # ends the session: the advisory lock goes with it
+
+    async def _give_up(self, thread_id: str, owner: str) -> None:
+        conn = self._lock_conns.pop(owner, None)
+        if conn is not None:
+            await conn.close()
+
+    @contextlib.asynccontextmanager
+    async def thread_lock(
+        self,
+        thread_id: str,
+        *,
+        timeout: float | EllipsisType | None = ...,  # noqa: ASYNC109 - a lock wait
+    ) -> AsyncIterator[None]:
+        """Hold the thread for a whole run, across machines; THREAD_BUSY after the wait."""
+        async with self._locks.hold(thread_id, self.lock_timeout, timeout):
+            self._cache.pop(thread_id, None)
+            yield
+
+    def fence(self, thread_id: str) -> int | None:
+        """The fencing token of this instance's hold on ``thread_id`` (``None``: not held)."""
+        held = self._locks.held.get(thread_id)
+        return None if held is None else held.fence
+
+    async def close(self) -> None:
+        """Close the pool and any lock connection still open (idempotent)."""
+        for owner in list(self._lock_conns):
+            await self._give_up("", owner)
+        await self._db.close()
+
+
+class PostgresMemory(_Closable):
+    """A windowed history under ``key``; ``save()`` appends and trims in one transaction."""
+
+    def __init__(
+        self, dsn: str | PgDb, key: str, max_messages: int = 50, *, schema: str = "public"
+    ) -> None:
+        validate_key(key)
+        self._db = _db(dsn, schema)
+        self.key = key
+        self.max_messages: int = check_max_messages(max_messages)
+
+    def __repr__(self) -> str:
+        return f"PostgresMemory({redact(self._db.dsn)!r}, {self.key!r})"
+
+    async def load(self) -> list[Message]:
+        """The stored history, repaired and within ``max_messages`` (MEMORY_CORRUPT)."""
+        async with self._db.connection() as conn:
+            cur = await conn.execute(
+                self._db.sql("SELECT body FROM {s}.fa_memory_messages WHERE key = %s ORDER BY seq"),
+                (self.key,),
+            )
+            rows = await cur.fetchall()
+        source = f"memory {self.key!r} in {self._db.schema!r}"
+        messages = decode_messages([bytes(r[0]) for r in rows], source=source)
+        return bounded_view(messages, self.max_messages)
+
+    async def _append(self, rows: Sequence[tuple[int, bytes]], *, fresh: bool) -> None:
+        key, limit, sql = self.key, self.max_messages, self._db.sql
+        async with self._db.transaction() as conn:
+            await conn.execute(
+                sql("INSERT INTO {s}.fa_memories VALUES (%s, 0, 0, 0) ON CONFLICT DO NOTHING"),
+                (key,),
+            )
+            cur = await conn.execute(
+                sql("SELECT next_seq FROM {s}.fa_memories WHERE key = %s FOR UPDATE"), (key,)
+            )
+            found = await cur.fetchone()
+            start = int(found[0]) if found else 0
+            if fresh:
+                await conn.execute(sql("DELETE FROM {s}.fa_memory_messages WHERE key = %s"), (key,))
+            if rows:
+                await conn.execute(
+                    sql(
+                        "INSERT INTO {s}.fa_memory_messages (key, seq, shape, body) "
+                        "SELECT %s, s, h, b FROM unnest(%s::bigint[], %s::smallint[], "
+                        "%s::bytea[]) AS u(s, h, b)"
+                    ),
+                    (
+                        key,
+                        list(range(start, start + len(rows))),
+                        [r[0] for r in rows],
+                        [r[1] for r in rows],
+                    ),
+                )
+            end = start + len(rows)
+            cur = await conn.execute(
+                sql(
+                    "SELECT seq, shape FROM {s}.fa_memory_messages WHERE key = %s "
+                    "ORDER BY seq DESC LIMIT %s"
+                ),
+                (key, limit + 1),
+            )
+            tail = (await cur.fetchall())[::-1]
+            first = tail[0][0] if tail else end
+            if len(tail) > limit:
+                cut = window_start([s for _, s in tail], limit)
+                first = tail[cut][0] if cut < len(tail) else end
+                await conn.execute(
+                    sql("DELETE FROM {s}.fa_memory_messages WHERE key = %s AND seq < %s"),
+                    (key, first),
+                )
+            await conn.execute(
+                sql(
+                    f"UPDATE {{s}}.fa_memories SET first_seq = %s, next_seq = %s, "
+                    f"updated_at = {NOW} WHERE key = %s"
+                ),
+                (first, end, key),
+            )
+
+    async def save(self, messages: Sequence[Message]) -> None:
+        """Append ``messages``, then keep the newest ``max_messages`` (one transaction)."""
+        given = check_messages(messages)
+        await self._append(
+            list(zip([shape_of(m) for m in given], encode_messages(given), strict=True)),
+            fresh=False,
+        )
+
+    async def replace(self, messages: Sequence[Message]) -> None:
+        """Make ``messages`` (windowed) the stored history, atomically."""
+        kept = window(check_messages(messages), self.max_messages)
+        await self._append(
+            list(zip([shape_of(m) for m in kept], encode_messages(kept), strict=True)), fresh=True
+        )
+
+    async def clear(self) -> None:
+        """Forget the stored history."""
+        async with self._db.connection() as conn:
+            await conn.execute(
+                self._db.sql("DELETE FROM {s}.fa_memory_messages WHERE key = %s"), (self.key,)
+            )
+
+
+def postgres_store(
+    url: str,
+    *,
+    lease: float,
+    ttl: float | None,
+    lock_timeout: float | None,
+    schema: str = "public",
+) -> Store:
+    """The :class:`Store` of a PostgreSQL URL (one pool for the whole bundle)."""
+    db = PgDb(url, schema=schema)
+    return Store(
+        url,
+        storage=PostgresStorage(db, ttl=ttl),
+        checkpointer=PostgresCheckpointer(db, lease=lease, ttl=ttl, lock_timeout=lock_timeout),
+        memory=lambda key, n: PostgresMemory(db, key, n),
+        close=db.close,
+    )
