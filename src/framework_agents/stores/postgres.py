@@ -386,6 +386,7 @@ class PostgresCheckpointer(_Closable):
     async def _try_acquire(self, thread_id: str, owner: str) -> int | None:
         conn = self._lock_conns.get(owner)
         if conn is None:
+            await self._db.pool()  # the schema exists before the first lock row
             conn = await self._db.connect()
             self._lock_conns[owner] = conn
             await conn.execute(f"SET idle_session_timeout = {int(self.lease * 1000)}")

@@ -74,6 +74,13 @@ def _import_redis() -> Any:
     return aioredis
 
 
+def _connection_errors() -> tuple[type[BaseException], ...]:
+    _import_redis()
+    import redis.exceptions as rex
+
+    return (rex.ConnectionError, rex.TimeoutError, OSError)
+
+
 class RedisDb:
     """One lazily created ``redis.asyncio`` client and the scripts, under a key prefix."""
 
@@ -101,33 +108,30 @@ class RedisDb:
 
     async def call(self, method: str, *args: Any) -> Any:
         """``client.<method>(*args)`` with connection failures as BACKEND_UNAVAILABLE."""
-        import redis.exceptions as rex
-
+        errors = _connection_errors()
         try:
             return await getattr(self.client(), method)(*args)
-        except (rex.ConnectionError, rex.TimeoutError, OSError) as exc:
+        except errors as exc:
             raise unavailable(self.url, exc) from None
 
     async def run(self, pipe: Any) -> Any:
         """Execute a MULTI/EXEC pipeline with connection failures as BACKEND_UNAVAILABLE."""
-        import redis.exceptions as rex
-
+        errors = _connection_errors()
         try:
             return await pipe.execute()
-        except (rex.ConnectionError, rex.TimeoutError, OSError) as exc:
+        except errors as exc:
             raise unavailable(self.url, exc) from None
 
     async def script(self, name: str, keys: Sequence[str], args: Sequence[Any]) -> Any:
         """Run the Lua script ``name`` of :mod:`._redis_lua` (loaded once, then EVALSHA)."""
-        import redis.exceptions as rex
-
+        errors = _connection_errors()
         script = self._scripts.get(name)
         if script is None:
             script = self.client().register_script(getattr(lua, name))
             self._scripts[name] = script
         try:
             return await script(keys=list(keys), args=list(args))
-        except (rex.ConnectionError, rex.TimeoutError, OSError) as exc:
+        except errors as exc:
             raise unavailable(self.url, exc) from None
 
     async def close(self) -> None:
