@@ -55,3 +55,13 @@ def redis_prefix() -> Iterator[str]:
     if keys:
         client.delete(*keys)
     client.close()
+
+
+@pytest.fixture
+def redis_available(request: pytest.FixtureRequest) -> None:
+    """Skip a test parametrised with a Redis backend when Redis does not answer."""
+    callspec = getattr(request.node, "callspec", None)
+    if callspec is not None and "redis" in callspec.id:
+        problem = _answers(REDIS_URL, 6379)
+        if problem:
+            pytest.skip(f"Redis server missing: {problem}")
