@@ -35,7 +35,7 @@ from ..errors import (
 )
 from ..history import well_formed_problems
 from ..memory._document import encode_message, same_json_message
-from ..messages import Message, MessageList, copy_message
+from ..messages import FrozenMessage, Message, MessageList, freeze_message
 
 __all__ = [
     "SCHEMA_VERSION",
@@ -43,6 +43,7 @@ __all__ = [
     "ThreadCache",
     "check_checkpoint",
     "check_lease",
+    "check_new_part",
     "check_older_than",
     "decode_checkpoint",
     "decode_messages",
@@ -127,20 +128,35 @@ def wall_clock() -> float:
 
 
 def check_checkpoint(checkpoint: object) -> ThreadCheckpoint:
-    """``checkpoint`` if storable (INVALID_ARGUMENT, THREAD_ID_INVALID, STATE_NOT_JSON)."""
+    """``checkpoint`` if it is one (INVALID_ARGUMENT) with a valid id (THREAD_ID_INVALID)."""
     if not isinstance(checkpoint, ThreadCheckpoint):
         raise InvalidArgumentError(
             f"save() takes a ThreadCheckpoint, not {type(checkpoint).__name__}"
         )
     check_thread_id(checkpoint.thread_id)
-    problems = well_formed_problems(checkpoint.messages)
+    return checkpoint
+
+
+def check_new_part(checkpoint: ThreadCheckpoint, keep: int) -> None:
+    """Refuse a checkpoint whose history is not well formed or holds non-JSON values.
+
+    The first ``keep`` messages are already stored, and were checked when they were
+    saved, so only the rest is looked at: from the start of the group that message
+    ``keep`` belongs to (a well-formed prefix closes every group before its last
+    non-tool message), which keeps a save's checks proportional to the turn.
+    """
+    messages = checkpoint.messages
+    start = min(keep, len(messages))
+    while start > 0 and messages[start - 1].role == "tool":
+        start -= 1
+    start = max(0, start - 1)
+    problems = well_formed_problems(messages[start:])
     if problems:
         raise InvalidArgumentError(
             f"checkpoint messages of thread {checkpoint.thread_id!r} are not well formed: "
             + "; ".join(problems[:3])
         )
-    check_storable(checkpoint)
-    return checkpoint
+    check_storable(checkpoint.model_copy(update={"messages": messages[keep:]}))
 
 
 def encode_head(checkpoint: ThreadCheckpoint) -> bytes:
@@ -191,31 +207,49 @@ def decode_messages(bodies: Sequence[bytes], *, source: str) -> list[Message]:
     raise MemoryCorruptError(f"{source} is unreadable")  # pragma: no cover
 
 
-def shared_prefix(known: Sequence[Message], messages: Sequence[Message]) -> int:
-    """How many leading ``messages`` are exactly the ``known`` (stored) ones."""
+def shared_prefix(known: Sequence[FrozenMessage], messages: Sequence[Message]) -> int:
+    """How many leading ``messages`` are exactly the ``known`` (stored, frozen) ones."""
     n = 0
     for old, new in zip(known, messages, strict=False):
-        if not same_json_message(old, new):
-            break
+        if isinstance(old, Message):
+            if not same_json_message(old, new):
+                break
+        else:  # a frozen text-only message: compare the fields that reach the JSON
+            d = new.__dict__
+            if (
+                new.__class__ is not Message
+                or d["content"].__class__ is not str
+                or d["tool_calls"]
+                or d["metadata"]
+                or (d["role"], d["content"], d["tool_call_id"], d["name"], d["id"]) != old[:5]
+            ):
+                break
         n += 1
     return n
 
 
 @dataclass(slots=True)
 class ThreadCache:
-    """What one store instance knows a thread holds: its version and stored history."""
+    """What one store instance knows a thread holds: its version and stored history.
+
+    The history is kept frozen (``freeze_message``: a tuple for a text-only message, a
+    copy otherwise), so a caller mutating a message it saved or loaded cannot make a
+    changed message look stored.
+    """
 
     version: int
-    messages: list[Message] = field(default_factory=list)
+    messages: list[FrozenMessage] = field(default_factory=list)
 
     @classmethod
     def of(cls, version: int, messages: Sequence[Message]) -> ThreadCache:
-        """A cache entry holding copies of ``messages``."""
-        return cls(version, [copy_message(m) for m in messages])
+        """A cache entry holding frozen copies of ``messages``."""
+        return cls(version, [freeze_message(m) for m in messages])
 
     def advanced(self, version: int, keep: int, added: Sequence[Message]) -> ThreadCache:
         """The entry after a save that kept ``keep`` messages and appended ``added``."""
-        return ThreadCache(version, self.messages[:keep] + [copy_message(m) for m in added])
+        del self.messages[keep:]
+        self.messages.extend(freeze_message(m) for m in added)
+        return ThreadCache(version, self.messages)
 
 
 def dumps(value: Any) -> str:

@@ -49,6 +49,7 @@ from ._codec import (
     ThreadCache,
     check_checkpoint,
     check_lease,
+    check_new_part,
     check_older_than,
     check_ttl,
     decode_checkpoint,
@@ -307,6 +308,7 @@ class RedisCheckpointer(_Closable):
         thread_id = checkpoint.thread_id
         cache = self._cache.get(thread_id)
         keep = 0 if cache is None else shared_prefix(cache.messages, checkpoint.messages)
+        check_new_part(checkpoint, keep)
         added = checkpoint.messages[keep:]
         pending = checkpoint.pending is not None or bool(checkpoint.in_flight)
         ttl_ms = 0 if self.ttl is None else max(1, int(self.ttl * 1000))

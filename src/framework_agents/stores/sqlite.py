@@ -35,6 +35,7 @@ from ._codec import (
     ThreadCache,
     check_checkpoint,
     check_lease,
+    check_new_part,
     check_older_than,
     check_ttl,
     decode_checkpoint,
@@ -273,6 +274,7 @@ class SqliteCheckpointer(_Closable):
         thread_id = checkpoint.thread_id
         cache = self._cache.get(thread_id)
         keep = 0 if cache is None else shared_prefix(cache.messages, checkpoint.messages)
+        check_new_part(checkpoint, keep)
         added = checkpoint.messages[keep:]
         bodies = encode_messages(added)
         head = encode_head(checkpoint)
