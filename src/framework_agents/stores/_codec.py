@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import logging
 import math
 import time
 import uuid
@@ -35,10 +36,11 @@ from ..errors import (
 )
 from ..history import well_formed_problems
 from ..memory._document import encode_message, same_json_message
-from ..messages import FrozenMessage, Message, MessageList, freeze_message
+from ..messages import Message, MessageList, copy_message
 
 __all__ = [
     "SCHEMA_VERSION",
+    "AutoPrune",
     "SchemaTooNewError",
     "ThreadCache",
     "check_checkpoint",
@@ -55,6 +57,8 @@ __all__ = [
     "unavailable",
     "wall_clock",
 ]
+
+logger = logging.getLogger(__name__)
 
 #: Version of the tables/keys layout shared by the SQLite, PostgreSQL and Redis stores.
 SCHEMA_VERSION = 1
@@ -207,23 +211,33 @@ def decode_messages(bodies: Sequence[bytes], *, source: str) -> list[Message]:
     raise MemoryCorruptError(f"{source} is unreadable")  # pragma: no cover
 
 
-def shared_prefix(known: Sequence[FrozenMessage], messages: Sequence[Message]) -> int:
-    """How many leading ``messages`` are exactly the ``known`` (stored, frozen) ones."""
+#: How a stored message is remembered: a dict of a text-only message's fields (all str
+#: or None, so ``==`` is exact), else a deep copy compared with ``same_json_message``.
+Known = dict[str, Any] | Message
+
+
+def remember(msg: Message) -> Known:
+    """What the cache keeps of ``msg``: nothing the caller can still mutate."""
+    d = msg.__dict__
+    if (
+        msg.__class__ is Message
+        and d["content"].__class__ is str
+        and not d["tool_calls"]
+        and not d["metadata"]
+    ):
+        return {**d, "tool_calls": [], "metadata": {}}
+    return copy_message(msg)
+
+
+def shared_prefix(known: Sequence[Known], messages: Sequence[Message]) -> int:
+    """How many leading ``messages`` are exactly the ``known`` (stored) ones."""
     n = 0
     for old, new in zip(known, messages, strict=False):
-        if isinstance(old, Message):
-            if not same_json_message(old, new):
+        if old.__class__ is dict:  # one C-level dict comparison per text-only message
+            if new.__class__ is not Message or new.__dict__ != old:
                 break
-        else:  # a frozen text-only message: compare the fields that reach the JSON
-            d = new.__dict__
-            if (
-                new.__class__ is not Message
-                or d["content"].__class__ is not str
-                or d["tool_calls"]
-                or d["metadata"]
-                or (d["role"], d["content"], d["tool_call_id"], d["name"], d["id"]) != old[:5]
-            ):
-                break
+        elif not same_json_message(old, new):  # type: ignore[arg-type]
+            break
         n += 1
     return n
 
@@ -232,24 +246,51 @@ def shared_prefix(known: Sequence[FrozenMessage], messages: Sequence[Message]) -
 class ThreadCache:
     """What one store instance knows a thread holds: its version and stored history.
 
-    The history is kept frozen (``freeze_message``: a tuple for a text-only message, a
-    copy otherwise), so a caller mutating a message it saved or loaded cannot make a
-    changed message look stored.
+    Messages are remembered as copies (:func:`remember`), so a caller mutating a message
+    it saved or loaded cannot make a changed message look stored.
     """
 
     version: int
-    messages: list[FrozenMessage] = field(default_factory=list)
+    messages: list[Known] = field(default_factory=list)
 
     @classmethod
     def of(cls, version: int, messages: Sequence[Message]) -> ThreadCache:
-        """A cache entry holding frozen copies of ``messages``."""
-        return cls(version, [freeze_message(m) for m in messages])
+        """A cache entry remembering ``messages``."""
+        return cls(version, [remember(m) for m in messages])
 
     def advanced(self, version: int, keep: int, added: Sequence[Message]) -> ThreadCache:
         """The entry after a save that kept ``keep`` messages and appended ``added``."""
         del self.messages[keep:]
-        self.messages.extend(freeze_message(m) for m in added)
+        self.messages.extend(remember(m) for m in added)
         return ThreadCache(version, self.messages)
+
+
+class AutoPrune:
+    """``ttl=`` for stores without native expiry: ``prune()`` after writes, now and then.
+
+    At most once every tenth of the ttl (and at least a second apart), a write is
+    followed by ``prune()``, which keeps held and pending threads. A failed sweep is
+    logged, never raised: the write itself succeeded.
+    """
+
+    ttl: float | None
+    _next_prune: float = 0.0
+
+    async def prune(self, older_than: timedelta | None = None) -> int:  # pragma: no cover
+        """Remove what was not written for ``older_than`` (default: ``ttl``)."""
+        raise NotImplementedError
+
+    async def _after_write(self) -> None:
+        if self.ttl is None:
+            return
+        now = time.monotonic()
+        if now < self._next_prune:
+            return
+        self._next_prune = now + max(1.0, self.ttl / 10)
+        try:
+            await self.prune()
+        except AgentError:
+            logger.warning("ttl sweep of %r failed", self, exc_info=True)
 
 
 def dumps(value: Any) -> str:

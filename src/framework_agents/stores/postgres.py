@@ -35,6 +35,7 @@ from ..sessions._keys import validate_key, validate_prefix
 from ..sessions.memory_storage import as_bytes
 from ._base import Store
 from ._codec import (
+    AutoPrune,
     ThreadCache,
     check_checkpoint,
     check_lease,
@@ -79,7 +80,7 @@ def _db(dsn: str | PgDb, schema: str) -> PgDb:
     return dsn if isinstance(dsn, PgDb) else PgDb(dsn, schema=schema)
 
 
-class PostgresStorage(_Closable):
+class PostgresStorage(_Closable, AutoPrune):
     """The :class:`~framework_agents.sessions.Storage` contract in table ``fa_kv``."""
 
     def __init__(
@@ -130,6 +131,7 @@ class PostgresStorage(_Closable):
                 sql(f"INSERT INTO {{s}}.fa_kv (key, data, updated_at) VALUES (%s, %s, {NOW})"),
                 (key, value),
             )
+        await self._after_write()
 
     async def get(self, key: str) -> bytes | None:
         """The bytes under ``key``, or ``None``."""
@@ -168,7 +170,7 @@ class PostgresStorage(_Closable):
         return cur.rowcount
 
 
-class PostgresCheckpointer(_Closable):
+class PostgresCheckpointer(_Closable, AutoPrune):
     """Thread checkpoints (head row + append-only message log) with an advisory thread lock.
 
     See the module docstring for the lock and fencing design, and
@@ -336,6 +338,7 @@ class PostgresCheckpointer(_Closable):
             raise
         base = cache if cache is not None else ThreadCache(0)
         self._cache[thread_id] = base.advanced(version, keep, added)
+        await self._after_write()
 
     async def save_progress(self, checkpoint: ThreadCheckpoint) -> None:
         """Same as :meth:`save` (which already writes only what changed)."""

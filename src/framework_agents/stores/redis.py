@@ -25,7 +25,7 @@ from __future__ import annotations
 import builtins
 import contextlib
 import re
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from datetime import timedelta
 from types import EllipsisType, TracebackType
 from typing import Any, Self
@@ -46,6 +46,7 @@ from ..sessions.memory_storage import as_bytes
 from . import _redis_lua as lua
 from ._base import Store
 from ._codec import (
+    AutoPrune,
     ThreadCache,
     check_checkpoint,
     check_lease,
@@ -102,29 +103,52 @@ class RedisDb:
         """The client (created on first use; connections open lazily)."""
         if self._client is None:
             aioredis = _import_redis()
+            from redis.asyncio.retry import Retry
+            from redis.backoff import NoBackoff
+
+            # No blind retries in the driver: a script whose reply was lost may have run,
+            # and running an append twice would duplicate it. Reads retry in call().
             self._client = aioredis.Redis.from_url(
-                self.url, socket_connect_timeout=5, health_check_interval=30
+                self.url,
+                socket_connect_timeout=5,
+                health_check_interval=30,
+                retry=Retry(NoBackoff(), 0),
             )
         return self._client
 
     async def call(self, method: str, *args: Any) -> Any:
-        """``client.<method>(*args)`` with connection failures as BACKEND_UNAVAILABLE."""
+        """``client.<method>(*args)`` for a read or an idempotent write: retried once when
+        the connection drops, then BACKEND_UNAVAILABLE."""
         errors = _connection_errors()
-        try:
-            return await getattr(self.client(), method)(*args)
-        except errors as exc:
-            raise unavailable(self.url, exc) from None
+        for attempt in range(2):
+            try:
+                return await getattr(self.client(), method)(*args)
+            except errors as exc:
+                if attempt:
+                    raise unavailable(self.url, exc) from None
+        raise AssertionError("unreachable")  # pragma: no cover
 
-    async def run(self, pipe: Any) -> Any:
-        """Execute a MULTI/EXEC pipeline with connection failures as BACKEND_UNAVAILABLE."""
+    async def run(self, build: Callable[[Any], object]) -> Any:
+        """Execute the MULTI/EXEC pipeline ``build(pipe)`` queues: read-only or idempotent,
+        retried once like :meth:`call` (a pipeline is rebuilt for the retry)."""
         errors = _connection_errors()
-        try:
-            return await pipe.execute()
-        except errors as exc:
-            raise unavailable(self.url, exc) from None
+        for attempt in range(2):
+            try:
+                pipe = self.client().pipeline(transaction=True)
+                build(pipe)
+                return await pipe.execute()
+            except errors as exc:
+                if attempt:
+                    raise unavailable(self.url, exc) from None
+        raise AssertionError("unreachable")  # pragma: no cover
 
     async def script(self, name: str, keys: Sequence[str], args: Sequence[Any]) -> Any:
-        """Run the Lua script ``name`` of :mod:`._redis_lua` (loaded once, then EVALSHA)."""
+        """Run the Lua script ``name`` of :mod:`._redis_lua` (loaded once, then EVALSHA).
+
+        Never retried: when the connection drops the script may have run, so the failure
+        surfaces as BACKEND_UNAVAILABLE (a thread save retried by the caller is safe: its
+        version check refuses a duplicate with CHECKPOINT_CONFLICT).
+        """
         errors = _connection_errors()
         script = self._scripts.get(name)
         if script is None:
@@ -165,7 +189,7 @@ def _db(url: str | RedisDb, prefix: str) -> RedisDb:
     return url if isinstance(url, RedisDb) else RedisDb(url, prefix=prefix)
 
 
-class RedisStorage(_Closable):
+class RedisStorage(_Closable, AutoPrune):
     """The :class:`~framework_agents.sessions.Storage` contract in one hash and two zsets."""
 
     def __init__(
@@ -190,6 +214,7 @@ class RedisStorage(_Closable):
             raise StorageKeyInvalidError(f"cannot store {key!r}: {other!r} already holds a value")
         if reply[0] == -4:
             raise StorageKeyInvalidError(f"cannot store {key!r}: other keys are stored under it")
+        await self._after_write()
 
     async def get(self, key: str) -> bytes | None:
         """The bytes under ``key``, or ``None``."""
@@ -205,9 +230,10 @@ class RedisStorage(_Closable):
     async def _forget(self, keys: builtins.list[Any]) -> None:
         if not keys:
             return
-        pipe = self._db.client().pipeline(transaction=True)
-        pipe.hdel(self._keys[0], *keys).zrem(self._keys[1], *keys).zrem(self._keys[2], *keys)
-        await self._db.run(pipe)
+        data, index, times = self._keys
+        await self._db.run(
+            lambda pipe: pipe.hdel(data, *keys).zrem(index, *keys).zrem(times, *keys)
+        )
 
     async def list(self, prefix: str = "") -> builtins.list[str]:
         """Stored keys starting with ``prefix``, sorted."""
@@ -260,9 +286,10 @@ class RedisCheckpointer(_Closable):
     async def load(self, thread_id: str) -> ThreadCheckpoint | None:
         """The thread's checkpoint, or ``None`` (CHECKPOINT_CORRUPT when unreadable)."""
         check_thread_id(thread_id)
-        pipe = self._db.client().pipeline(transaction=True)
-        pipe.hgetall(self._k("t", thread_id)).lrange(self._k("m", thread_id), 0, -1)
-        head, bodies = await self._db.run(pipe)
+        head_key, list_key = self._k("t", thread_id), self._k("m", thread_id)
+        head, bodies = await self._db.run(
+            lambda pipe: pipe.hgetall(head_key).lrange(list_key, 0, -1)
+        )
         if not head:
             self._cache.pop(thread_id, None)
             return None

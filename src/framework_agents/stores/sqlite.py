@@ -32,6 +32,7 @@ from ..messages import Message
 from ..sessions._keys import validate_key, validate_prefix
 from ..sessions.memory_storage import as_bytes
 from ._codec import (
+    AutoPrune,
     ThreadCache,
     check_checkpoint,
     check_lease,
@@ -82,7 +83,7 @@ def _db(path: str | os.PathLike[str] | SqliteDb) -> SqliteDb:
 # -- storage ------------------------------------------------------------------------------
 
 
-class SqliteStorage(_Closable):
+class SqliteStorage(_Closable, AutoPrune):
     """The :class:`~framework_agents.sessions.Storage` contract in table ``fa_kv``."""
 
     def __init__(
@@ -127,6 +128,7 @@ class SqliteStorage(_Closable):
             )
 
         await self._db.run(write)
+        await self._after_write()
 
     async def get(self, key: str) -> bytes | None:
         """The bytes under ``key``, or ``None``."""
@@ -166,7 +168,7 @@ class SqliteStorage(_Closable):
 # -- checkpointer -----------------------------------------------------------------------
 
 
-class SqliteCheckpointer(_Closable):
+class SqliteCheckpointer(_Closable, AutoPrune):
     """Thread checkpoints as a head row plus an append-only message log, with a leased lock.
 
     Layout: ``fa_threads`` holds one head row per thread (``version``, ``length``, the
@@ -318,6 +320,7 @@ class SqliteCheckpointer(_Closable):
             raise
         base = cache if cache is not None else ThreadCache(0)
         self._cache[thread_id] = base.advanced(version, keep, added)
+        await self._after_write()
 
     async def save_progress(self, checkpoint: ThreadCheckpoint) -> None:
         """Same as :meth:`save` (which already writes only what changed)."""
