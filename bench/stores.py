@@ -60,20 +60,32 @@ async def _timed(samples: list[float], call: Callable[[], Awaitable[Any]]) -> No
     samples.append(time.perf_counter() - start)
 
 
-async def bench_saves(store: Store, length: int, saves: int) -> dict[str, float]:
-    """p50/p99 ms of save() of one turn onto a thread of ``length`` messages."""
+async def bench_saves(
+    store: Store, floor: Callable[[int], Awaitable[None]] | None, saves: int
+) -> dict[str, Any]:
+    """p50/p99 ms of save() of one turn onto threads of 10 and 1,000 messages, and of
+    the raw driver's write, interleaved (one of each per round) so that load on the
+    machine hits all three alike."""
     cp = store.checkpointer
-    tid = f"save-{length}-{uuid.uuid4().hex[:6]}"
-    messages = _history(length)
-    await cp.save(ThreadCheckpoint(tid, None, messages, {}))
-    await cp.load(tid)
-    samples: list[float] = []
+    threads = {}
+    for length in (10, 1000):
+        tid = f"save-{length}-{uuid.uuid4().hex[:6]}"
+        await cp.save(ThreadCheckpoint(tid, None, _history(length), {}))
+        threads[length] = (tid, (await cp.load(tid)).messages)  # type: ignore[union-attr]
+    samples: dict[str, list[float]] = {"floor": [], "10": [], "1000": []}
     for i in range(saves):
-        messages = messages + _turn(length + i)
-        checkpoint = ThreadCheckpoint(tid, None, messages, {"i": i})
-        await _timed(samples, lambda c=checkpoint: cp.save(c))  # type: ignore[misc]
-    await cp.delete(tid)
-    return {"p50_ms": _pct(samples, 0.5), "p99_ms": _pct(samples, 0.99)}
+        if floor is not None:
+            await _timed(samples["floor"], lambda i=i: floor(i))  # type: ignore[misc]
+        for length, (tid, messages) in list(threads.items()):
+            messages = messages + _turn(length + i)
+            threads[length] = (tid, messages)
+            checkpoint = ThreadCheckpoint(tid, None, messages, {"i": i})
+            await _timed(samples[str(length)], lambda c=checkpoint: cp.save(c))  # type: ignore[misc]
+    for tid, _ in threads.values():
+        await cp.delete(tid)
+    return {
+        name: {"p50_ms": _pct(v, 0.5), "p99_ms": _pct(v, 0.99)} for name, v in samples.items() if v
+    }
 
 
 async def bench_load(store: Store) -> float:
@@ -115,59 +127,53 @@ def _bodies() -> list[bytes]:
     return [m.model_dump_json().encode() for m in _turn(0)]
 
 
-async def floor_sqlite(path: Path, saves: int) -> dict[str, float]:
+async def floor_sqlite(path: Path) -> Callable[[int], Awaitable[None]]:
+    """One raw write: BEGIN IMMEDIATE, INSERT two rows, COMMIT (inline, no thread)."""
     conn = sqlite3.connect(path, isolation_level=None)
     conn.execute("PRAGMA journal_mode = WAL")
     conn.execute("PRAGMA synchronous = NORMAL")
     conn.execute("CREATE TABLE IF NOT EXISTS raw (t TEXT, seq INTEGER, body BLOB)")
-    samples: list[float] = []
     bodies = _bodies()
 
-    def write(i: int) -> None:
+    async def write(i: int) -> None:
         conn.execute("BEGIN IMMEDIATE")
         conn.executemany(
             "INSERT INTO raw VALUES (?, ?, ?)", [("t", 2 * i + j, b) for j, b in enumerate(bodies)]
         )
         conn.execute("COMMIT")
 
-    for i in range(saves):
-        start = time.perf_counter()
-        write(i)
-        samples.append(time.perf_counter() - start)
-    conn.close()
-    return {"p50_ms": _pct(samples, 0.5), "p99_ms": _pct(samples, 0.99)}
+    return write
 
 
-async def floor_postgres(url: str, schema: str, saves: int) -> dict[str, float]:
+async def floor_postgres(url: str, schema: str) -> Callable[[int], Awaitable[None]]:
+    """One raw write: an INSERT of two rows on an autocommit connection."""
     import psycopg
 
     conn = await psycopg.AsyncConnection.connect(url, autocommit=True)
+    await conn.execute(f'CREATE SCHEMA IF NOT EXISTS "{schema}"')  # type: ignore[arg-type]
     await conn.execute(f'CREATE TABLE "{schema}".raw (t TEXT, seq BIGINT, body BYTEA)')  # type: ignore[arg-type]
-    samples: list[float] = []
     bodies = _bodies()
-    for i in range(saves):
-        start = time.perf_counter()
+
+    async def write(i: int) -> None:
         await conn.execute(
             f'INSERT INTO "{schema}".raw VALUES (%s, %s, %s), (%s, %s, %s)',  # type: ignore[arg-type]
             ("t", 2 * i, bodies[0], "t", 2 * i + 1, bodies[1]),
         )
-        samples.append(time.perf_counter() - start)
-    await conn.close()
-    return {"p50_ms": _pct(samples, 0.5), "p99_ms": _pct(samples, 0.99)}
+
+    return write
 
 
-async def floor_redis(url: str, prefix: str, saves: int) -> dict[str, float]:
+async def floor_redis(url: str, prefix: str) -> Callable[[int], Awaitable[None]]:
+    """One raw write: an RPUSH of two elements."""
     import redis.asyncio as aioredis
 
     client = aioredis.Redis.from_url(url)
-    samples: list[float] = []
     bodies = _bodies()
-    for _ in range(saves):
-        start = time.perf_counter()
+
+    async def write(i: int) -> None:
         await client.rpush(f"{prefix}raw", *bodies)
-        samples.append(time.perf_counter() - start)
-    await client.aclose()
-    return {"p50_ms": _pct(samples, 0.5), "p99_ms": _pct(samples, 0.99)}
+
+    return write
 
 
 # -- driver -------------------------------------------------------------------------------
@@ -176,16 +182,17 @@ async def floor_redis(url: str, prefix: str, saves: int) -> dict[str, float]:
 async def run_backend(
     name: str,
     open_: Callable[[], Store],
-    floor: Callable[[], Awaitable[dict[str, float]]] | None,
+    floor: Callable[[], Awaitable[Callable[[int], Awaitable[None]]]] | None,
     saves: int,
     concurrency: bool,
 ) -> dict[str, Any]:
     out: dict[str, Any] = {}
     store = open_()
     try:
-        for length in (10, 1000):
-            out[f"save_at_{length}"] = await bench_saves(store, length, saves)
-        out["floor"] = await floor() if floor is not None else None  # the schema exists now
+        raw = await floor() if floor is not None else None
+        timings = await bench_saves(store, raw, saves)
+        out["floor"] = timings.get("floor")
+        out["save_at_10"], out["save_at_1000"] = timings["10"], timings["1000"]
         out["load_10k_ms"] = await bench_load(store)
     finally:
         await store.close()
@@ -241,7 +248,7 @@ async def main() -> None:
             results["sqlite"] = await run_backend(
                 "sqlite",
                 lambda: open_store(f"sqlite:///{db}"),
-                lambda: floor_sqlite(Path(tmp) / "floor.db", args.saves),
+                lambda: floor_sqlite(Path(tmp) / "floor.db"),
                 args.saves,
                 False,
             )
@@ -268,7 +275,7 @@ async def _postgres(args: argparse.Namespace) -> dict[str, Any]:
     )
     try:
         return await run_backend(
-            "postgres", open_, lambda: floor_postgres(args.pg, schema, args.saves), args.saves, True
+            "postgres", open_, lambda: floor_postgres(args.pg, schema), args.saves, True
         )
     except Exception as exc:  # a missing server is reported, not raised
         return {"skipped": str(exc)}
@@ -289,7 +296,7 @@ async def _redis(args: argparse.Namespace) -> dict[str, Any]:
     )
     try:
         return await run_backend(
-            "redis", open_, lambda: floor_redis(args.redis, prefix, args.saves), args.saves, True
+            "redis", open_, lambda: floor_redis(args.redis, prefix), args.saves, True
         )
     except Exception as exc:
         return {"skipped": str(exc)}
