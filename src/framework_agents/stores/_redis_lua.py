@@ -19,10 +19,18 @@ __all__ = [
     "THREAD_GUARD",
 ]
 
-# KEYS: data hash, index zset, times zset.  ARGV: key, value, ancestors...
+# KEYS: data hash, index zset, times zset.
+# ARGV: key, value, mode ('put', 'absent': only if missing, 'equal': only if it holds
+# ARGV[4]), expected, ancestors...
 PUT = """
+if ARGV[3] ~= 'put' then
+  local stored = redis.call('HGET', KEYS[1], ARGV[1])
+  if (ARGV[3] == 'absent' and stored) or (ARGV[3] == 'equal' and stored ~= ARGV[4]) then
+    return {-2}
+  end
+end
 if redis.call('HEXISTS', KEYS[1], ARGV[1]) == 0 then
-  for i = 3, #ARGV do
+  for i = 5, #ARGV do
     if redis.call('HEXISTS', KEYS[1], ARGV[i]) == 1 then return {-3, ARGV[i]} end
   end
   local under = redis.call('ZRANGEBYLEX', KEYS[2], '(' .. ARGV[1] .. '/', '(' .. ARGV[1] .. '0',

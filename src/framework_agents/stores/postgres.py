@@ -94,6 +94,18 @@ class PostgresStorage(_Closable, AutoPrune):
 
     async def put(self, key: str, data: bytes) -> None:
         """Store ``data`` under ``key`` (a key is a value or a directory, never both)."""
+        await self._put(key, data, None, conditional=False)
+
+    async def compare_and_put(self, key: str, data: bytes, *, expected: bytes | None) -> None:
+        """Store ``data`` only if ``key`` holds exactly ``expected`` (``None``: nothing);
+        otherwise CHECKPOINT_CONFLICT, nothing written (see SqliteStorage)."""
+        await self._put(
+            key, data, None if expected is None else as_bytes(expected), conditional=True
+        )
+
+    async def _put(
+        self, key: str, data: bytes, expected: bytes | None, *, conditional: bool
+    ) -> None:
         segments = validate_key(key)
         value = as_bytes(data)
         ancestors = ["/".join(segments[:i]) for i in range(1, len(segments))]
@@ -106,10 +118,18 @@ class PostgresStorage(_Closable, AutoPrune):
                 (f"{self._db.schema}/kv/{segments[0]}",),
             )
             cur = await conn.execute(
-                sql(f"UPDATE {{s}}.fa_kv SET data = %s, updated_at = {NOW} WHERE key = %s"),
-                (value, key),
+                sql("SELECT data FROM {s}.fa_kv WHERE key = %s FOR UPDATE"), (key,)
             )
-            if cur.rowcount:
+            stored = await cur.fetchone()
+            if conditional and (None if stored is None else bytes(stored[0])) != expected:
+                raise CheckpointConflictError(
+                    f"storage key {key!r} changed since it was read; nothing was written"
+                )
+            if stored is not None:
+                await conn.execute(
+                    sql(f"UPDATE {{s}}.fa_kv SET data = %s, updated_at = {NOW} WHERE key = %s"),
+                    (value, key),
+                )
                 return
             cur = await conn.execute(
                 sql("SELECT key FROM {s}.fa_kv WHERE key = ANY(%s) LIMIT 1"), (ancestors,)

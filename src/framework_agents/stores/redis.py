@@ -205,10 +205,25 @@ class RedisStorage(_Closable, AutoPrune):
 
     async def put(self, key: str, data: bytes) -> None:
         """Store ``data`` under ``key`` (a key is a value or a directory, never both)."""
+        await self._put(key, data, "put", b"")
+
+    async def compare_and_put(self, key: str, data: bytes, *, expected: bytes | None) -> None:
+        """Store ``data`` only if ``key`` holds exactly ``expected`` (``None``: nothing);
+        otherwise CHECKPOINT_CONFLICT, nothing written (see SqliteStorage)."""
+        if expected is None:
+            await self._put(key, data, "absent", b"")
+        else:
+            await self._put(key, data, "equal", as_bytes(expected))
+
+    async def _put(self, key: str, data: bytes, mode: str, expected: bytes) -> None:
         segments = validate_key(key)
         value = as_bytes(data)
         ancestors = ["/".join(segments[:i]) for i in range(1, len(segments))]
-        reply = await self._db.script("PUT", self._keys, [key, value, *ancestors])
+        reply = await self._db.script("PUT", self._keys, [key, value, mode, expected, *ancestors])
+        if reply[0] == -2:
+            raise CheckpointConflictError(
+                f"storage key {key!r} changed since it was read; nothing was written"
+            )
         if reply[0] == -3:
             other = reply[1].decode()
             raise StorageKeyInvalidError(f"cannot store {key!r}: {other!r} already holds a value")

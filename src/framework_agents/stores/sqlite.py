@@ -97,25 +97,46 @@ class SqliteStorage(_Closable, AutoPrune):
 
     async def put(self, key: str, data: bytes) -> None:
         """Store ``data`` under ``key`` (a key is a value or a directory, never both)."""
+        await self._put(key, data, None, conditional=False)
+
+    async def compare_and_put(self, key: str, data: bytes, *, expected: bytes | None) -> None:
+        """Store ``data`` only if ``key`` holds exactly ``expected`` (``None``: nothing).
+
+        Otherwise CHECKPOINT_CONFLICT and nothing is written: a read-modify-write of a
+        value shared by several processes (a session's latest snapshot) never loses an
+        acknowledged update.
+        """
+        await self._put(
+            key, data, None if expected is None else as_bytes(expected), conditional=True
+        )
+
+    async def _put(
+        self, key: str, data: bytes, expected: bytes | None, *, conditional: bool
+    ) -> None:
         segments = validate_key(key)
         value = as_bytes(data)
         ancestors = ["/".join(segments[:i]) for i in range(1, len(segments))]
 
         def write(conn: sqlite3.Connection) -> None:
             now = wall_clock()
-            done = conn.execute(
-                "UPDATE fa_kv SET data = ?, updated_at = ? WHERE key = ?", (value, now, key)
-            ).rowcount
-            if done:
+            row = conn.execute("SELECT data FROM fa_kv WHERE key = ?", (key,)).fetchone()
+            if conditional and (None if row is None else bytes(row[0])) != expected:
+                raise CheckpointConflictError(
+                    f"storage key {key!r} changed since it was read; nothing was written"
+                )
+            if row is not None:
+                conn.execute(
+                    "UPDATE fa_kv SET data = ?, updated_at = ? WHERE key = ?", (value, now, key)
+                )
                 return
             if ancestors:
                 marks = ",".join("?" * len(ancestors))
-                row = conn.execute(
+                found = conn.execute(
                     f"SELECT key FROM fa_kv WHERE key IN ({marks}) LIMIT 1", ancestors
                 ).fetchone()
-                if row is not None:
+                if found is not None:
                     raise StorageKeyInvalidError(
-                        f"cannot store {key!r}: {row[0]!r} already holds a value"
+                        f"cannot store {key!r}: {found[0]!r} already holds a value"
                     )
             if conn.execute(
                 "SELECT 1 FROM fa_kv WHERE key > ? AND key < ? LIMIT 1", (key + "/", key + "0")

@@ -13,10 +13,10 @@ from typing import Any
 
 from ..checkpoint._base import save_progress, thread_lock
 from ..checkpoint.model import ThreadCheckpoint
-from ..errors import AgentError
+from ..errors import AgentError, CheckpointConflictError
 from ..messages import Message
 
-__all__ = ["append_worker", "hold_worker", "stale_worker", "turns_worker"]
+__all__ = ["append_worker", "counter_worker", "hold_worker", "stale_worker", "turns_worker"]
 
 
 def _report(conn: Connection, body: Callable[[], Coroutine[Any, Any, Any]]) -> None:
@@ -100,5 +100,29 @@ def stale_worker(conn: Connection, open_store: Any, thread_id: str) -> None:
         finally:
             await store.close()
         return "saved"
+
+    _report(conn, body)
+
+
+def counter_worker(conn: Connection, open_store: Any, key: str, count: int) -> None:
+    """Increment the counter stored under ``key`` ``count`` times with compare_and_put."""
+
+    async def body() -> int:
+        store = open_store()
+        storage: Any = store.storage
+        conflicts = 0
+        try:
+            for _ in range(count):
+                while True:
+                    raw = await storage.get(key)
+                    value = 0 if raw is None else int(raw)
+                    try:
+                        await storage.compare_and_put(key, b"%d" % (value + 1), expected=raw)
+                        break
+                    except CheckpointConflictError:
+                        conflicts += 1
+        finally:
+            await store.close()
+        return count
 
     _report(conn, body)

@@ -223,6 +223,25 @@ class StoreConformance:
 
         _run(store_factory, body)
 
+    def test_storage_compare_and_put(self, store_factory: StoreFactory) -> None:
+        """compare_and_put writes only over the expected value; else CHECKPOINT_CONFLICT."""
+
+        async def body(store: Store) -> None:
+            cas: Any = getattr(store.storage, "compare_and_put", None)
+            _needs(callable(cas), "storage.compare_and_put")
+            await cas("k", b"1", expected=None)
+            assert await _code(lambda: cas("k", b"x", expected=None))() == "CHECKPOINT_CONFLICT"
+            await cas("k", b"2", expected=b"1")
+            assert await _code(lambda: cas("k", b"x", expected=b"1"))() == "CHECKPOINT_CONFLICT"
+            assert await store.storage.get("k") == b"2"
+            assert await _code(lambda: cas("k/sub", b"x", expected=None))() in {
+                "STORAGE_KEY_INVALID",
+                "CHECKPOINT_CONFLICT",
+            }
+            assert await store.storage.list() == ["k"]
+
+        _run(store_factory, body)
+
     def test_storage_prune(self, store_factory: StoreFactory) -> None:
         """prune(older_than) removes what was not written since, and keeps the rest."""
 
@@ -485,6 +504,28 @@ class StoreConformance:
             for i in range(3):
                 mine = [t for t in texts if t.startswith(f"p{i}-")]
                 assert mine == [f"p{i}-{j}" for j in range(20)]
+
+        _run(store_factory, body)
+
+    @pytest.mark.slow
+    def test_compare_and_put_loses_no_update_across_processes(
+        self, store_factory: StoreFactory
+    ) -> None:
+        """Two processes increment one stored counter 20 times each: it ends at 40."""
+        _needs(store_factory.cross_process, "cross-process sharing")
+        probe = store_factory.open()
+        able = callable(getattr(probe.storage, "compare_and_put", None))
+        asyncio.run(probe.close())
+        _needs(able, "storage.compare_and_put")
+        procs = [
+            _spawn(workers.counter_worker, store_factory.open, "counter", 20) for _ in range(2)
+        ]
+        for proc, conn in procs:
+            assert _wait(conn, proc) == ("ok", 20)
+            proc.join(30)
+
+        async def body(store: Store) -> None:
+            assert await store.storage.get("counter") == b"40"
 
         _run(store_factory, body)
 
