@@ -22,7 +22,10 @@ if TYPE_CHECKING:
     from psycopg import AsyncConnection
     from psycopg_pool import AsyncConnectionPool
 
-__all__ = ["NOW", "PgDb", "import_psycopg"]
+__all__ = ["CONFLICT_SQLSTATE", "NOW", "PgDb", "import_psycopg"]
+
+#: The SQLSTATE with which ``fa_save_thread`` refuses a write (CHECKPOINT_CONFLICT).
+CONFLICT_SQLSTATE = "FA409"
 
 #: Server time in seconds since the epoch.
 NOW = "extract(epoch from clock_timestamp())"
@@ -50,6 +53,52 @@ CREATE TABLE IF NOT EXISTS {s}.fa_memories (
 CREATE TABLE IF NOT EXISTS {s}.fa_memory_messages (
     key TEXT NOT NULL, seq BIGINT NOT NULL, shape SMALLINT NOT NULL, body BYTEA NOT NULL,
     PRIMARY KEY (key, seq))
+"""
+
+
+#: A thread save in one round trip: lock check, version check, log trim, append, head.
+#: A conflict raises (SQLSTATE FA409), so the statement writes nothing.
+_SAVE_FUNCTION = """
+CREATE OR REPLACE FUNCTION {s}.fa_save_thread(
+    p_thread TEXT, p_owner TEXT, p_expected BIGINT, p_keep BIGINT, p_head BYTEA,
+    p_pending BOOLEAN, p_length BIGINT, p_bodies BYTEA[]) RETURNS BIGINT
+LANGUAGE plpgsql AS $fn$
+DECLARE
+    l_owner TEXT;
+    l_live BOOLEAN;
+    l_version BIGINT;
+    l_stored BIGINT;
+    l_now DOUBLE PRECISION := extract(epoch from clock_timestamp());
+BEGIN
+    SELECT owner, expires_at > l_now INTO l_owner, l_live
+        FROM {s}.fa_locks WHERE thread_id = p_thread FOR SHARE;
+    IF p_owner IS NOT NULL THEN
+        IF l_owner IS DISTINCT FROM p_owner OR NOT coalesce(l_live, false) THEN
+            RAISE EXCEPTION 'this run lost its lock (lease expired, connection lost or taken '
+                'by another run)' USING ERRCODE = 'FA409';
+        END IF;
+    ELSIF l_owner IS NOT NULL AND l_live THEN
+        RAISE EXCEPTION 'another run holds the thread' USING ERRCODE = 'FA409';
+    END IF;
+    INSERT INTO {s}.fa_threads VALUES (p_thread, 0, 0, '', false, 0) ON CONFLICT DO NOTHING;
+    SELECT version, length INTO l_version, l_stored
+        FROM {s}.fa_threads WHERE thread_id = p_thread FOR UPDATE;
+    IF p_expected IS NOT NULL AND l_version <> p_expected THEN
+        RAISE EXCEPTION 'the thread changed since this instance read it (version %, now %)',
+            p_expected, l_version USING ERRCODE = 'FA409';
+    END IF;
+    IF l_stored > p_keep THEN
+        DELETE FROM {s}.fa_thread_messages WHERE thread_id = p_thread AND seq >= p_keep;
+    END IF;
+    IF cardinality(p_bodies) > 0 THEN
+        INSERT INTO {s}.fa_thread_messages (thread_id, seq, body)
+            SELECT p_thread, p_keep + o - 1, b FROM unnest(p_bodies) WITH ORDINALITY AS u(b, o);
+    END IF;
+    UPDATE {s}.fa_threads SET version = l_version + 1, length = p_length, head = p_head,
+        pending = p_pending, updated_at = l_now WHERE thread_id = p_thread;
+    RETURN l_version + 1;
+END
+$fn$
 """
 
 
@@ -113,6 +162,7 @@ class PgDb:
             await conn.execute(self.sql("CREATE SCHEMA IF NOT EXISTS {s}"))
             for statement in self.sql(_TABLES).split(";"):
                 await conn.execute(statement)
+            await conn.execute(self.sql(_SAVE_FUNCTION))
             await conn.execute(
                 self.sql("INSERT INTO {s}.fa_schema VALUES (1, %s) ON CONFLICT DO NOTHING"),
                 (SCHEMA_VERSION,),
@@ -173,6 +223,8 @@ class PgDb:
             async with pool.connection() as conn, conn.transaction():
                 yield conn
         except psycopg.OperationalError as exc:
+            if exc.sqlstate == CONFLICT_SQLSTATE:  # raised by fa_save_thread, not a lost link
+                raise
             raise unavailable(self.dsn, exc) from None
 
     @asynccontextmanager
@@ -184,6 +236,8 @@ class PgDb:
             async with pool.connection() as conn:
                 yield conn
         except psycopg.OperationalError as exc:
+            if exc.sqlstate == CONFLICT_SQLSTATE:  # raised by fa_save_thread, not a lost link
+                raise
             raise unavailable(self.dsn, exc) from None
 
     async def close(self) -> None:

@@ -50,11 +50,13 @@ from ._codec import (
     shared_prefix,
 )
 from ._lease import LeaseLocks
-from ._pg_db import NOW, PgDb, import_psycopg
+from ._pg_db import CONFLICT_SQLSTATE, NOW, PgDb, import_psycopg
 
 __all__ = ["PostgresCheckpointer", "PostgresMemory", "PostgresStorage", "postgres_store"]
 
 _KEY_END = "\x7f"
+#: Lock connections kept open between runs (a new connection costs a round trip or more).
+_IDLE_LOCK_CONNECTIONS = 4
 
 
 class _Closable:
@@ -212,6 +214,8 @@ class PostgresCheckpointer(_Closable, AutoPrune):
         self.ttl = check_ttl(ttl)
         self._cache: dict[str, ThreadCache] = {}
         self._lock_conns: dict[str, Any] = {}
+        self._idle_lock_conns: list[Any] = []
+        self._closing = False
         self._locks = LeaseLocks(
             lease=self.lease,
             try_acquire=self._try_acquire,
@@ -306,56 +310,36 @@ class PostgresCheckpointer(_Closable, AutoPrune):
         bodies = encode_messages(added)
         head = encode_head(checkpoint)
         pending = checkpoint.pending is not None or bool(checkpoint.in_flight)
-        sql = self._db.sql
+        held = self._locks.held.get(thread_id)
+        psycopg, _ = import_psycopg()
         try:
-            async with self._db.transaction() as conn:
-                await self._check_lock(conn, thread_id)
-                await conn.execute(
-                    sql(
-                        "INSERT INTO {s}.fa_threads VALUES (%s, 0, 0, '', false, 0) "
-                        "ON CONFLICT DO NOTHING"
-                    ),
-                    (thread_id,),
-                )
+            async with self._db.connection() as conn:
                 cur = await conn.execute(
-                    sql(
-                        "SELECT version, length FROM {s}.fa_threads WHERE thread_id = %s FOR UPDATE"
+                    self._db.sql(
+                        "SELECT {s}.fa_save_thread(%s, %s, %s, %s, %s, %s, %s, %s::bytea[])"
                     ),
-                    (thread_id,),
+                    (
+                        thread_id,
+                        None if held is None else held.owner,
+                        None if cache is None else cache.version,
+                        keep,
+                        head,
+                        pending,
+                        len(checkpoint.messages),
+                        bodies,
+                    ),
                 )
                 row = await cur.fetchone()
                 assert row is not None
-                if cache is not None and row[0] != cache.version:
-                    raise CheckpointConflictError(
-                        f"thread {thread_id!r} changed since this instance read it (version "
-                        f"{cache.version}, now {row[0]}); nothing was written"
-                    )
-                version = row[0] + 1
-                if row[1] > keep:
-                    await conn.execute(
-                        sql(
-                            "DELETE FROM {s}.fa_thread_messages WHERE thread_id = %s AND seq >= %s"
-                        ),
-                        (thread_id, keep),
-                    )
-                if bodies:
-                    await conn.execute(
-                        sql(
-                            "INSERT INTO {s}.fa_thread_messages (thread_id, seq, body) "
-                            "SELECT %s, s, b FROM unnest(%s::bigint[], %s::bytea[]) AS u(s, b)"
-                        ),
-                        (thread_id, list(range(keep, keep + len(bodies))), bodies),
-                    )
-                await conn.execute(
-                    sql(
-                        "UPDATE {s}.fa_threads SET version = %s, length = %s, head = %s, "
-                        f"pending = %s, updated_at = {NOW} WHERE thread_id = %s"
-                    ),
-                    (version, len(checkpoint.messages), head, pending, thread_id),
-                )
-        except CheckpointConflictError:
+                version = int(row[0])
+        except psycopg.Error as exc:
+            if exc.sqlstate != CONFLICT_SQLSTATE:
+                raise
             self._cache.pop(thread_id, None)
-            raise
+            detail = exc.diag.message_primary or "conflict"
+            raise CheckpointConflictError(
+                f"thread {thread_id!r}: {detail}; nothing was written"
+            ) from None
         base = cache if cache is not None else ThreadCache(0)
         self._cache[thread_id] = base.advanced(version, keep, added)
         await self._after_write()
@@ -408,18 +392,40 @@ class PostgresCheckpointer(_Closable, AutoPrune):
     def _lock_key(self, thread_id: str) -> str:
         return f"{self._db.schema}/{thread_id}"
 
-    async def _try_acquire(self, thread_id: str, owner: str) -> int | None:
+    async def _lock_conn(self, owner: str) -> Any:
+        """The connection of one acquisition: a reused idle one, or a new one."""
         conn = self._lock_conns.get(owner)
-        if conn is None:
+        if conn is not None:
+            return conn
+        while self._idle_lock_conns:
+            conn = self._idle_lock_conns.pop()
+            if not conn.closed:
+                break
+        else:
             await self._db.pool()  # the schema exists before the first lock row
             conn = await self._db.connect()
-            self._lock_conns[owner] = conn
-            await conn.execute(f"SET idle_session_timeout = {int(self.lease * 1000)}")
-        cur = await conn.execute(
-            "SELECT pg_try_advisory_lock(hashtextextended(%s, 0))", (self._lock_key(thread_id),)
-        )
-        row = await cur.fetchone()
-        if not row or not row[0]:
+        self._lock_conns[owner] = conn
+        return conn
+
+    async def _try_acquire(self, thread_id: str, owner: str) -> int | None:
+        psycopg, _ = import_psycopg()
+        for attempt in range(2):
+            conn = await self._lock_conn(owner)
+            try:
+                # The session dies when idle for a lease: a stopped holder loses its lock.
+                cur = await conn.execute(
+                    "SELECT set_config('idle_session_timeout', %s, false), "
+                    "pg_try_advisory_lock(hashtextextended(%s, 0))",
+                    (str(int(self.lease * 1000)), self._lock_key(thread_id)),
+                )
+                row = await cur.fetchone()
+                break
+            except psycopg.OperationalError:  # a reused connection the server closed
+                self._lock_conns.pop(owner, None)
+                await conn.close()
+                if attempt:
+                    raise
+        if not row or not row[1]:
             return None
         cur = await conn.execute(
             self._db.sql(
@@ -447,6 +453,21 @@ class PostgresCheckpointer(_Closable, AutoPrune):
         )
         return bool(cur.rowcount)
 
+    async def _park(self, conn: Any) -> None:
+        """Unlock the session of ``conn`` and keep the connection for the next run."""
+        psycopg, _ = import_psycopg()
+        try:  # unlock whatever the session holds, even after a failure half-way
+            await conn.execute(
+                "SELECT pg_advisory_unlock_all(), set_config('idle_session_timeout', '0', false)"
+            )
+        except psycopg.Error:
+            await conn.close()  # the session is gone, and its advisory lock with it
+            return
+        if len(self._idle_lock_conns) < _IDLE_LOCK_CONNECTIONS and not self._closing:
+            self._idle_lock_conns.append(conn)
+        else:
+            await conn.close()
+
     async def _release(self, thread_id: str, owner: str) -> None:
         conn = self._lock_conns.pop(owner, None)
         if conn is None:
@@ -461,14 +482,14 @@ class PostgresCheckpointer(_Closable, AutoPrune):
                 (thread_id, owner),
             )
         except psycopg.Error:
-            pass  # the connection is gone, and the advisory lock with it
-        finally:
-            await conn.close()  # ends the session: the advisory lock goes with it
+            await conn.close()  # the session is gone, and its advisory lock with it
+            return
+        await self._park(conn)
 
     async def _give_up(self, thread_id: str, owner: str) -> None:
         conn = self._lock_conns.pop(owner, None)
         if conn is not None:
-            await conn.close()
+            await self._park(conn)
 
     @contextlib.asynccontextmanager
     async def thread_lock(
@@ -489,8 +510,12 @@ class PostgresCheckpointer(_Closable, AutoPrune):
 
     async def close(self) -> None:
         """Close the pool and any lock connection still open (idempotent)."""
-        for owner in list(self._lock_conns):
-            await self._give_up("", owner)
+        self._closing = True
+        conns = [*self._lock_conns.values(), *self._idle_lock_conns]
+        self._lock_conns.clear()
+        self._idle_lock_conns.clear()
+        for conn in conns:
+            await conn.close()
         await self._db.close()
 
 
