@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import asyncio
 import re
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from ..errors import BackendUnavailableError, InvalidArgumentError
 from ._codec import SCHEMA_VERSION, SchemaTooNewError, redact, unavailable
@@ -23,6 +23,8 @@ if TYPE_CHECKING:
     from psycopg_pool import AsyncConnectionPool
 
 __all__ = ["CONFLICT_SQLSTATE", "NOW", "PgDb", "import_psycopg"]
+
+T = TypeVar("T")
 
 #: The SQLSTATE with which ``fa_save_thread`` refuses a write (CHECKPOINT_CONFLICT).
 CONFLICT_SQLSTATE = "FA409"
@@ -239,6 +241,29 @@ class PgDb:
             if exc.sqlstate == CONFLICT_SQLSTATE:  # raised by fa_save_thread, not a lost link
                 raise
             raise unavailable(self.dsn, exc) from None
+
+    async def read(self, fn: Callable[[AsyncConnection[Any]], Awaitable[T]]) -> T:
+        """``fn(conn)`` on a pooled connection: a read, so retried once on a fresh
+        connection when the first one drops; then BACKEND_UNAVAILABLE."""
+        psycopg, _ = import_psycopg()
+        pool = await self.pool()
+        for attempt in range(2):
+            try:
+                async with pool.connection() as conn:
+                    return await fn(conn)
+            except psycopg.OperationalError as exc:
+                if attempt:
+                    raise unavailable(self.dsn, exc) from None
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    async def fetch(self, query: str, params: tuple[Any, ...]) -> list[tuple[Any, ...]]:
+        """The rows of one read query (``{s}`` is the schema), retried like :meth:`read`."""
+
+        async def run(conn: AsyncConnection[Any]) -> list[tuple[Any, ...]]:
+            cur = await conn.execute(self.sql(query), params)
+            return await cur.fetchall()
+
+        return await self.read(run)
 
     async def close(self) -> None:
         """Close the pool (idempotent)."""

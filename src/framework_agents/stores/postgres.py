@@ -158,12 +158,8 @@ class PostgresStorage(_Closable, AutoPrune):
     async def get(self, key: str) -> bytes | None:
         """The bytes under ``key``, or ``None``."""
         validate_key(key)
-        async with self._db.connection() as conn:
-            cur = await conn.execute(
-                self._db.sql("SELECT data FROM {s}.fa_kv WHERE key = %s"), (key,)
-            )
-            row = await cur.fetchone()
-        return None if row is None else bytes(row[0])
+        rows = await self._db.fetch("SELECT data FROM {s}.fa_kv WHERE key = %s", (key,))
+        return bytes(rows[0][0]) if rows else None
 
     async def delete(self, key: str) -> None:
         """Remove ``key`` (no-op when missing)."""
@@ -174,12 +170,10 @@ class PostgresStorage(_Closable, AutoPrune):
     async def list(self, prefix: str = "") -> builtins.list[str]:
         """Stored keys starting with ``prefix``, sorted."""
         validate_prefix(prefix)
-        async with self._db.connection() as conn:
-            cur = await conn.execute(
-                self._db.sql("SELECT key FROM {s}.fa_kv WHERE key >= %s AND key < %s ORDER BY key"),
-                (prefix, prefix + _KEY_END),
-            )
-            rows = await cur.fetchall()
+        rows = await self._db.fetch(
+            "SELECT key FROM {s}.fa_kv WHERE key >= %s AND key < %s ORDER BY key",
+            (prefix, prefix + _KEY_END),
+        )
         return [r[0] for r in rows]
 
     async def prune(self, older_than: timedelta | None = None) -> int:
@@ -231,22 +225,26 @@ class PostgresCheckpointer(_Closable, AutoPrune):
         """The thread's checkpoint, or ``None`` (CHECKPOINT_CORRUPT when unreadable)."""
         check_thread_id(thread_id)
         sql = self._db.sql
-        async with self._db.connection() as conn, conn.transaction():
-            await conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
-            cur = await conn.execute(
-                sql("SELECT version, length, head FROM {s}.fa_threads WHERE thread_id = %s"),
-                (thread_id,),
-            )
-            head = await cur.fetchone()
-            bodies: list[Any] = []
-            if head is not None and head[0] > 0:
+
+        async def read(conn: Any) -> tuple[Any, list[Any]]:
+            async with conn.transaction():
+                await conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
+                cur = await conn.execute(
+                    sql("SELECT version, length, head FROM {s}.fa_threads WHERE thread_id = %s"),
+                    (thread_id,),
+                )
+                head = await cur.fetchone()
+                if head is None or head[0] == 0:
+                    return head, []
                 cur = await conn.execute(
                     sql(
                         "SELECT body FROM {s}.fa_thread_messages WHERE thread_id = %s ORDER BY seq"
                     ),
                     (thread_id,),
                 )
-                bodies = await cur.fetchall()
+                return head, await cur.fetchall()
+
+        head, bodies = await self._db.read(read)
         if head is None or head[0] == 0:
             self._cache.pop(thread_id, None)
             return None
@@ -264,14 +262,10 @@ class PostgresCheckpointer(_Closable, AutoPrune):
 
     async def list_threads(self) -> list[str]:
         """The ids of the threads that have a checkpoint, sorted."""
-        async with self._db.connection() as conn:
-            cur = await conn.execute(
-                self._db.sql(
-                    "SELECT thread_id FROM {s}.fa_threads WHERE version > 0 "
-                    'ORDER BY thread_id COLLATE "C"'
-                )
-            )
-            rows = await cur.fetchall()
+        rows = await self._db.fetch(
+            'SELECT thread_id FROM {s}.fa_threads WHERE version > 0 ORDER BY thread_id COLLATE "C"',
+            (),
+        )
         return [r[0] for r in rows]
 
     async def _check_lock(self, conn: Any, thread_id: str) -> None:
@@ -535,12 +529,9 @@ class PostgresMemory(_Closable):
 
     async def load(self) -> list[Message]:
         """The stored history, repaired and within ``max_messages`` (MEMORY_CORRUPT)."""
-        async with self._db.connection() as conn:
-            cur = await conn.execute(
-                self._db.sql("SELECT body FROM {s}.fa_memory_messages WHERE key = %s ORDER BY seq"),
-                (self.key,),
-            )
-            rows = await cur.fetchall()
+        rows = await self._db.fetch(
+            "SELECT body FROM {s}.fa_memory_messages WHERE key = %s ORDER BY seq", (self.key,)
+        )
         source = f"memory {self.key!r} in {self._db.schema!r}"
         messages = decode_messages([bytes(r[0]) for r in rows], source=source)
         return bounded_view(messages, self.max_messages)
