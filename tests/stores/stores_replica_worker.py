@@ -21,15 +21,30 @@ def _echo(messages: list[Message], tools: Any) -> str:
 
 
 def replica(
-    conn: Connection, open_store: Callable[[], Store], thread_id: str, who: str, turns: int
+    conn: Connection,
+    open_store: Callable[[], Store],
+    thread_id: str,
+    who: str,
+    turns: int,
+    hang_at: int | None = None,
 ) -> None:
-    """Run ``turns`` agent runs of ``thread_id``, each one user turn and one reply."""
+    """Run ``turns`` agent runs of ``thread_id``, each one user turn and one reply.
+
+    With ``hang_at``, the model of run ``hang_at`` reports ``("hanging", i)`` and never
+    answers: the run holds the thread until the process is killed.
+    """
+
+    async def model(messages: list[Message], tools: Any) -> str:
+        if hang_at is not None and messages[-1].text == f"{who}-{hang_at}":
+            conn.send(("hanging", hang_at))
+            await asyncio.Event().wait()
+        return _echo(messages, tools)
 
     async def body() -> int:
         store = open_store()
         try:
             agent = Agent(
-                FunctionModel(_echo),
+                FunctionModel(model),
                 memory=InMemoryMemory(max_messages=10_000),
                 conversation_manager=NullConversationManager(),
             )

@@ -148,3 +148,45 @@ def test_missing_driver_names_what_to_install(
             await store.storage.get("a")
 
     asyncio.run(body())
+
+
+def test_store_names_are_exported_at_the_top() -> None:
+    import framework_agents
+
+    for name in (
+        "SqliteStorage",
+        "SqliteCheckpointer",
+        "SqliteMemory",
+        "PostgresStorage",
+        "PostgresCheckpointer",
+        "PostgresMemory",
+        "RedisStorage",
+        "RedisCheckpointer",
+        "RedisMemory",
+        "open_store",
+        "Store",
+    ):
+        assert name in framework_agents.__all__ and hasattr(framework_agents, name)
+
+
+@pytest.mark.postgres
+def test_newer_postgres_schema_is_refused(pg_schema: str) -> None:
+    import psycopg
+    from stores_backends import PG_URL
+
+    async def body() -> str:
+        storage = PostgresStorage(PG_URL, schema=pg_schema)
+        await storage.put("a", b"1")
+        await storage.close()
+        with psycopg.connect(PG_URL, autocommit=True) as conn:
+            conn.execute(f'UPDATE "{pg_schema}".fa_schema SET version = 99')  # type: ignore[arg-type]
+        again = PostgresStorage(PG_URL, schema=pg_schema)
+        try:
+            await again.get("a")
+        except AgentError as exc:
+            return exc.code
+        finally:
+            await again.close()
+        return "no error"
+
+    assert asyncio.run(body()) == "BACKEND_UNAVAILABLE"
