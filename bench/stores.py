@@ -131,7 +131,7 @@ async def floor_sqlite(path: Path) -> Callable[[int], Awaitable[None]]:
     """One raw write: BEGIN IMMEDIATE, INSERT two rows, COMMIT (inline, no thread)."""
     conn = sqlite3.connect(path, isolation_level=None)
     conn.execute("PRAGMA journal_mode = WAL")
-    conn.execute("PRAGMA synchronous = NORMAL")
+    conn.execute("PRAGMA synchronous = FULL")
     conn.execute("CREATE TABLE IF NOT EXISTS raw (t TEXT, seq INTEGER, body BLOB)")
     bodies = _bodies()
 

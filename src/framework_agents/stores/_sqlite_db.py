@@ -108,7 +108,7 @@ class SqliteDb:
         try:
             conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
             conn.execute("PRAGMA journal_mode = WAL")
-            conn.execute("PRAGMA synchronous = NORMAL")
+            conn.execute("PRAGMA synchronous = FULL")  # an acknowledged commit survives power loss
             conn.execute("BEGIN IMMEDIATE")  # schema created under the write lock
             for statement in _SCHEMA.split(";"):
                 if statement.strip():
