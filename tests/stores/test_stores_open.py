@@ -190,3 +190,29 @@ def test_newer_postgres_schema_is_refused(pg_schema: str) -> None:
         return "no error"
 
     assert asyncio.run(body()) == "BACKEND_UNAVAILABLE"
+
+
+@pytest.mark.postgres
+def test_postgres_url_names_its_schema(pg_schema: str) -> None:
+    from stores_backends import PG_URL
+
+    async def body() -> None:
+        async with open_store(f"{PG_URL}?schema={pg_schema}") as store:
+            await store.storage.put("a", b"1")
+        async with PostgresStorage(PG_URL, schema=pg_schema) as storage:
+            assert await storage.get("a") == b"1"
+
+    asyncio.run(body())
+
+
+@pytest.mark.redis
+def test_redis_url_names_its_prefix(redis_prefix: str) -> None:
+    from stores_backends import REDIS_URL
+
+    async def body() -> None:
+        async with open_store(f"{REDIS_URL}?prefix={redis_prefix}") as store:
+            await store.storage.put("a", b"1")
+        async with RedisStorage(REDIS_URL, prefix=redis_prefix) as storage:
+            assert await storage.get("a") == b"1"
+
+    asyncio.run(body())

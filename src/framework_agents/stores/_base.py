@@ -19,6 +19,7 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from types import TracebackType
 from typing import Any, Self
+from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 from ..checkpoint._base import Checkpointer
 from ..checkpoint.file import FileCheckpointer
@@ -139,6 +140,17 @@ def _sqlite_store(
     )
 
 
+def _pop_query(url: str, name: str, default: str) -> tuple[str, str]:
+    """``url`` without its ``name=`` query parameter, and that parameter's value."""
+    parts = urlsplit(url)
+    pairs = parse_qsl(parts.query, keep_blank_values=True)
+    values = [v for k, v in pairs if k == name]
+    if len(values) > 1:
+        raise InvalidArgumentError(f"{redact(url)!r} gives {name}= more than once")
+    rest = urlencode([(k, v) for k, v in pairs if k != name])
+    return urlunsplit(parts._replace(query=rest)), values[0] if values else default
+
+
 def open_store(
     url: str | os.PathLike[str],
     *,
@@ -149,9 +161,12 @@ def open_store(
     """The :class:`Store` for ``url``: ``"memory:"``, a directory path, ``"sqlite:///<path>"``,
     ``"postgresql://..."`` or ``"redis://..."``.
 
-    ``lease`` (seconds) is how long a dead holder keeps a thread; ``ttl`` (seconds,
-    ``None``: forever) how long unsaved data is kept; ``lock_timeout`` how long a run
-    waits for a busy thread. Nothing connects until the first operation.
+    A PostgreSQL URL may name the schema to use (``?schema=agents``, default ``public``)
+    and a Redis URL the key prefix (``?prefix=app1:``, default ``fa:``); the parameter is
+    removed before the URL reaches the driver. ``lease`` (seconds) is how long a dead
+    holder keeps a thread; ``ttl`` (seconds, ``None``: forever) how long unsaved data is
+    kept; ``lock_timeout`` how long a run waits for a busy thread. Nothing connects
+    until the first operation.
     """
     if isinstance(url, os.PathLike):
         url = os.fspath(url)
@@ -166,11 +181,13 @@ def open_store(
     if url.startswith(("postgresql://", "postgres://")):
         from .postgres import postgres_store
 
-        return postgres_store(url, lease=lease, ttl=ttl, lock_timeout=lock_timeout)
+        dsn, schema = _pop_query(url, "schema", "public")
+        return postgres_store(dsn, lease=lease, ttl=ttl, lock_timeout=lock_timeout, schema=schema)
     if url.startswith(("redis://", "rediss://", "unix://")):
         from .redis import redis_store
 
-        return redis_store(url, lease=lease, ttl=ttl, lock_timeout=lock_timeout)
+        plain, prefix = _pop_query(url, "prefix", "fa:")
+        return redis_store(plain, lease=lease, ttl=ttl, lock_timeout=lock_timeout, prefix=prefix)
     if "://" in url or url.endswith(":"):
         raise InvalidArgumentError(
             f"open_store() does not know {redact(url)!r}; use one of {', '.join(_SCHEMES)} "
