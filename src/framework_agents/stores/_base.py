@@ -57,6 +57,7 @@ class Store:
         memory: Callable[[str, int], Memory],
         close: Callable[[], Awaitable[None]] | None = None,
     ) -> None:
+        """Set up the store; nothing connects before the first operation."""
         self.url = url
         self.storage = storage
         self.checkpointer = checkpointer
@@ -65,6 +66,7 @@ class Store:
         self._memories: list[Memory] = []
 
     def __repr__(self) -> str:
+        """The store and where it keeps its data (password redacted)."""
         return f"Store({redact(self.url)!r})"
 
     def memory(self, key: str, max_messages: int = 50) -> Memory:
@@ -87,6 +89,7 @@ class Store:
             await close()
 
     async def __aenter__(self) -> Self:
+        """The store itself."""
         return self
 
     async def __aexit__(
@@ -95,6 +98,7 @@ class Store:
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
+        """Close the store."""
         await self.close()
 
 
@@ -158,7 +162,9 @@ def open_store(
     ttl: float | None = None,
     lock_timeout: float | None = 10.0,
 ) -> Store:
-    """The :class:`Store` for ``url``: ``"memory:"``, a directory path, ``"sqlite:///<path>"``,
+    """The :class:`Store` for ``url`` (memory, a directory, SQLite, PostgreSQL or Redis).
+
+    ``url`` is ``"memory:"``, a directory path, ``"sqlite:///<path>"``,
     ``"postgresql://..."`` or ``"redis://..."``.
 
     A PostgreSQL URL may name the schema to use (``?schema=agents``, default ``public``)

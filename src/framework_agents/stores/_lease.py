@@ -53,6 +53,7 @@ class LeaseLocks:
         release: Callable[[str, str], Awaitable[None]],
         give_up: Callable[[str, str], Awaitable[None]] | None = None,
     ) -> None:
+        """Set up the store; nothing connects before the first operation."""
         self.lease = lease
         self._try_acquire = try_acquire
         self._renew = renew

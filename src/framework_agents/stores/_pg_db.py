@@ -123,6 +123,7 @@ class PgDb:
     def __init__(
         self, dsn: str, *, schema: str = "public", connect_timeout: float = 5.0, max_size: int = 10
     ) -> None:
+        """Set up the store; nothing connects before the first operation."""
         if not isinstance(dsn, str) or not dsn:
             raise InvalidArgumentError(f"a PostgreSQL dsn must be a non-empty str, not {dsn!r:.40}")
         if not isinstance(schema, str) or not _IDENT.match(schema):
@@ -138,6 +139,7 @@ class PgDb:
         self._opening: asyncio.Lock | None = None
 
     def __repr__(self) -> str:
+        """The store and where it keeps its data (password redacted)."""
         return f"PgDb({redact(self.dsn)!r}, schema={self.schema!r})"
 
     def sql(self, text: str) -> Any:
@@ -243,8 +245,11 @@ class PgDb:
             raise unavailable(self.dsn, exc) from None
 
     async def read(self, fn: Callable[[AsyncConnection[Any]], Awaitable[T]]) -> T:
-        """``fn(conn)`` on a pooled connection: a read, so retried once on a fresh
-        connection when the first one drops; then BACKEND_UNAVAILABLE."""
+        """``fn(conn)`` on a pooled connection, for reads.
+
+        Retried once on a fresh connection when the first one drops; then
+        BACKEND_UNAVAILABLE.
+        """
         psycopg, _ = import_psycopg()
         pool = await self.pool()
         for attempt in range(2):

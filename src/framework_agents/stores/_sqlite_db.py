@@ -89,6 +89,7 @@ class SqliteDb:
     """A connection to one database file, used from its own thread only."""
 
     def __init__(self, path: str | os.PathLike[str]) -> None:
+        """Set up the store; nothing connects before the first operation."""
         self.path = sqlite_path(path)
         self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="fa-sqlite")
         self._conn: sqlite3.Connection | None = None
@@ -97,6 +98,7 @@ class SqliteDb:
         self._lock = threading.Lock()
 
     def __repr__(self) -> str:
+        """The store and where it keeps its data (password redacted)."""
         return f"SqliteDb({str(self.path)!r})"
 
     def _connect(self) -> sqlite3.Connection:
@@ -154,8 +156,10 @@ class SqliteDb:
             raise _io_error(self.path, exc, write=write) from exc
 
     async def run(self, fn: Callable[[sqlite3.Connection], T], *, write: bool = True) -> T:
-        """Run ``fn(conn)`` in the database thread, in a ``BEGIN IMMEDIATE`` transaction
-        when ``write`` (committed when it returns, rolled back when it raises).
+        """Run ``fn(conn)`` in the database thread.
+
+        When ``write``, inside a ``BEGIN IMMEDIATE`` transaction, committed when ``fn``
+        returns and rolled back when it raises.
 
         A cancelled caller still waits for the thread, so a transaction is never left
         half-way and the connection is never used by two statements at once.

@@ -67,6 +67,7 @@ class _Closable:
         await self._db.close()
 
     async def __aenter__(self) -> Self:
+        """The store itself."""
         return self
 
     async def __aexit__(
@@ -75,6 +76,7 @@ class _Closable:
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
+        """Close the store."""
         await self.close()
 
 
@@ -88,10 +90,12 @@ class PostgresStorage(_Closable, AutoPrune):
     def __init__(
         self, dsn: str | PgDb, *, schema: str = "public", ttl: float | None = None
     ) -> None:
+        """Set up the store; nothing connects before the first operation."""
         self._db = _db(dsn, schema)
         self.ttl = check_ttl(ttl)
 
     def __repr__(self) -> str:
+        """The store and where it keeps its data (password redacted)."""
         return f"PostgresStorage({redact(self._db.dsn)!r})"
 
     async def put(self, key: str, data: bytes) -> None:
@@ -99,8 +103,10 @@ class PostgresStorage(_Closable, AutoPrune):
         await self._put(key, data, None, conditional=False)
 
     async def compare_and_put(self, key: str, data: bytes, *, expected: bytes | None) -> None:
-        """Store ``data`` only if ``key`` holds exactly ``expected`` (``None``: nothing);
-        otherwise CHECKPOINT_CONFLICT, nothing written (see SqliteStorage)."""
+        """Store ``data`` only if ``key`` holds exactly ``expected`` (``None``: nothing).
+
+        Otherwise CHECKPOINT_CONFLICT, nothing written (see SqliteStorage).
+        """
         await self._put(
             key, data, None if expected is None else as_bytes(expected), conditional=True
         )
@@ -202,6 +208,7 @@ class PostgresCheckpointer(_Closable, AutoPrune):
         lease: float = 30.0,
         ttl: float | None = None,
     ) -> None:
+        """Set up the store; nothing connects before the first operation."""
         self._db = _db(dsn, schema)
         self.lock_timeout = check_seconds("lock_timeout", lock_timeout, optional=True)
         self.lease = check_lease(lease)
@@ -219,6 +226,7 @@ class PostgresCheckpointer(_Closable, AutoPrune):
         )
 
     def __repr__(self) -> str:
+        """The store and where it keeps its data (password redacted)."""
         return f"PostgresCheckpointer({redact(self._db.dsn)!r})"
 
     async def load(self, thread_id: str) -> ThreadCheckpoint | None:
@@ -519,12 +527,14 @@ class PostgresMemory(_Closable):
     def __init__(
         self, dsn: str | PgDb, key: str, max_messages: int = 50, *, schema: str = "public"
     ) -> None:
+        """Set up the store; nothing connects before the first operation."""
         validate_key(key)
         self._db = _db(dsn, schema)
         self.key = key
         self.max_messages: int = check_max_messages(max_messages)
 
     def __repr__(self) -> str:
+        """The store and where it keeps its data (password redacted)."""
         return f"PostgresMemory({redact(self._db.dsn)!r}, {self.key!r})"
 
     async def load(self) -> list[Message]:

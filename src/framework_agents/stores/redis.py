@@ -87,6 +87,7 @@ class RedisDb:
     """One lazily created ``redis.asyncio`` client and the scripts, under a key prefix."""
 
     def __init__(self, url: str, *, prefix: str = "fa:") -> None:
+        """Set up the store; nothing connects before the first operation."""
         if not isinstance(url, str) or not url:
             raise InvalidArgumentError(f"a Redis URL must be a non-empty str, not {url!r:.40}")
         if not isinstance(prefix, str) or not _PREFIX.match(prefix):
@@ -97,6 +98,7 @@ class RedisDb:
         self._scripts: dict[str, Any] = {}
 
     def __repr__(self) -> str:
+        """The store and where it keeps its data (password redacted)."""
         return f"RedisDb({redact(self.url)!r}, prefix={self.prefix!r})"
 
     def client(self) -> Any:
@@ -117,8 +119,10 @@ class RedisDb:
         return self._client
 
     async def call(self, method: str, *args: Any) -> Any:
-        """``client.<method>(*args)`` for a read or an idempotent write: retried once when
-        the connection drops, then BACKEND_UNAVAILABLE."""
+        """``client.<method>(*args)`` for a read or an idempotent write.
+
+        Retried once when the connection drops, then BACKEND_UNAVAILABLE.
+        """
         errors = _connection_errors()
         for attempt in range(2):
             try:
@@ -129,8 +133,11 @@ class RedisDb:
         raise AssertionError("unreachable")  # pragma: no cover
 
     async def run(self, build: Callable[[Any], object]) -> Any:
-        """Execute the MULTI/EXEC pipeline ``build(pipe)`` queues: read-only or idempotent,
-        retried once like :meth:`call` (a pipeline is rebuilt for the retry)."""
+        """Execute the MULTI/EXEC pipeline that ``build(pipe)`` queues.
+
+        Read-only or idempotent only: retried once like :meth:`call` (the pipeline is
+        rebuilt for the retry).
+        """
         errors = _connection_errors()
         for attempt in range(2):
             try:
@@ -174,6 +181,7 @@ class _Closable:
         await self._db.close()
 
     async def __aenter__(self) -> Self:
+        """The store itself."""
         return self
 
     async def __aexit__(
@@ -182,6 +190,7 @@ class _Closable:
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
+        """Close the store."""
         await self.close()
 
 
@@ -195,12 +204,14 @@ class RedisStorage(_Closable, AutoPrune):
     def __init__(
         self, url: str | RedisDb, *, prefix: str = "fa:", ttl: float | None = None
     ) -> None:
+        """Set up the store; nothing connects before the first operation."""
         self._db = _db(url, prefix)
         self.ttl = check_ttl(ttl)
         p = self._db.prefix
         self._keys = (f"{p}kv:data", f"{p}kv:index", f"{p}kv:time")
 
     def __repr__(self) -> str:
+        """The store and where it keeps its data (password redacted)."""
         return f"RedisStorage({redact(self._db.url)!r})"
 
     async def put(self, key: str, data: bytes) -> None:
@@ -208,8 +219,10 @@ class RedisStorage(_Closable, AutoPrune):
         await self._put(key, data, "put", b"")
 
     async def compare_and_put(self, key: str, data: bytes, *, expected: bytes | None) -> None:
-        """Store ``data`` only if ``key`` holds exactly ``expected`` (``None``: nothing);
-        otherwise CHECKPOINT_CONFLICT, nothing written (see SqliteStorage)."""
+        """Store ``data`` only if ``key`` holds exactly ``expected`` (``None``: nothing).
+
+        Otherwise CHECKPOINT_CONFLICT, nothing written (see SqliteStorage).
+        """
         if expected is None:
             await self._put(key, data, "absent", b"")
         else:
@@ -280,6 +293,7 @@ class RedisCheckpointer(_Closable):
         lease: float = 30.0,
         ttl: float | None = None,
     ) -> None:
+        """Set up the store; nothing connects before the first operation."""
         self._db = _db(url, prefix)
         self.lock_timeout = check_seconds("lock_timeout", lock_timeout, optional=True)
         self.lease = check_lease(lease)
@@ -293,6 +307,7 @@ class RedisCheckpointer(_Closable):
         )
 
     def __repr__(self) -> str:
+        """The store and where it keeps its data (password redacted)."""
         return f"RedisCheckpointer({redact(self._db.url)!r})"
 
     def _k(self, kind: str, thread_id: str) -> str:
@@ -452,6 +467,7 @@ class RedisMemory(_Closable):
     def __init__(
         self, url: str | RedisDb, key: str, max_messages: int = 50, *, prefix: str = "fa:"
     ) -> None:
+        """Set up the store; nothing connects before the first operation."""
         validate_key(key)
         self._db = _db(url, prefix)
         self.key = key
@@ -459,6 +475,7 @@ class RedisMemory(_Closable):
         self._list = f"{self._db.prefix}mem:{key}"
 
     def __repr__(self) -> str:
+        """The store and where it keeps its data (password redacted)."""
         return f"RedisMemory({redact(self._db.url)!r}, {self.key!r})"
 
     async def load(self) -> list[Message]:

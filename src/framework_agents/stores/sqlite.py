@@ -65,6 +65,7 @@ class _Closable:
         await self._db.close()
 
     async def __aenter__(self) -> Self:
+        """The store itself."""
         return self
 
     async def __aexit__(
@@ -73,6 +74,7 @@ class _Closable:
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
+        """Close the store."""
         await self.close()
 
 
@@ -89,10 +91,12 @@ class SqliteStorage(_Closable, AutoPrune):
     def __init__(
         self, path: str | os.PathLike[str] | SqliteDb, *, ttl: float | None = None
     ) -> None:
+        """Set up the store; nothing connects before the first operation."""
         self._db = _db(path)
         self.ttl = check_ttl(ttl)
 
     def __repr__(self) -> str:
+        """The store and where it keeps its data (password redacted)."""
         return f"SqliteStorage({str(self._db.path)!r})"
 
     async def put(self, key: str, data: bytes) -> None:
@@ -214,6 +218,7 @@ class SqliteCheckpointer(_Closable, AutoPrune):
         lease: float = 30.0,
         ttl: float | None = None,
     ) -> None:
+        """Set up the store; nothing connects before the first operation."""
         self._db = _db(path)
         self.lock_timeout = check_seconds("lock_timeout", lock_timeout, optional=True)
         self.lease = check_lease(lease)
@@ -227,6 +232,7 @@ class SqliteCheckpointer(_Closable, AutoPrune):
         )
 
     def __repr__(self) -> str:
+        """The store and where it keeps its data (password redacted)."""
         return f"SqliteCheckpointer({str(self._db.path)!r})"
 
     # -- reading ------------------------------------------------------------------------
@@ -458,12 +464,14 @@ class SqliteMemory(_Closable):
     def __init__(
         self, path: str | os.PathLike[str] | SqliteDb, key: str, max_messages: int = 50
     ) -> None:
+        """Set up the store; nothing connects before the first operation."""
         validate_key(key)
         self._db = _db(path)
         self.key = key
         self.max_messages: int = check_max_messages(max_messages)
 
     def __repr__(self) -> str:
+        """The store and where it keeps its data (password redacted)."""
         return (
             f"SqliteMemory({str(self._db.path)!r}, {self.key!r}, max_messages={self.max_messages})"
         )
