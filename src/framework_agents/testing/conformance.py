@@ -357,6 +357,23 @@ class StoreConformance:
 
         _run(store_factory, body)
 
+    def test_thread_lock_is_not_reentrant(self, store_factory: StoreFactory) -> None:
+        """A run that holds a thread and asks for it again waits, then THREAD_BUSY."""
+
+        async def body(store: Store) -> None:
+            cp = store.checkpointer
+            _needs(callable(getattr(cp, "thread_lock", None)), "checkpointer.thread_lock")
+            async with cp.thread_lock("t"):  # type: ignore[attr-defined]
+                with pytest.raises(AgentError) as info:
+                    async with cp.thread_lock("t", timeout=0.1):  # type: ignore[attr-defined]
+                        pass
+                assert info.value.code == "THREAD_BUSY"
+                await cp.save(ThreadCheckpoint("t", None, [Message("user", "still mine")], {}))
+            loaded = await cp.load("t")
+            assert loaded is not None and loaded.messages[0].text == "still mine"
+
+        _run(store_factory, body)
+
     def test_stale_version_is_a_conflict(self, store_factory: StoreFactory) -> None:
         """A writer whose view of the thread is stale gets CHECKPOINT_CONFLICT, writes nothing."""
         _needs(store_factory.cross_process, "two opens sharing data")
