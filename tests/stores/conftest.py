@@ -59,9 +59,13 @@ def redis_prefix() -> Iterator[str]:
 
 @pytest.fixture
 def redis_available(request: pytest.FixtureRequest) -> None:
-    """Skip a test parametrised with a Redis backend when Redis does not answer."""
+    """Skip a test parametrised with a Redis or PostgreSQL backend whose server is missing."""
     callspec = getattr(request.node, "callspec", None)
     if callspec is not None and "redis" in callspec.id:
         problem = _answers(REDIS_URL, 6379)
         if problem:
             pytest.skip(f"Redis server missing: {problem}")
+    if callspec is not None and "postgres" in callspec.id:
+        problem = _answers(PG_URL, 5432)
+        if problem:
+            pytest.skip(f"PostgreSQL server missing: {problem}")

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from stores_backends import REDIS_URL, redis_factory, sqlite_factory
+from stores_backends import PG_URL, REDIS_URL, postgres_factory, redis_factory, sqlite_factory
 
 from framework_agents import InMemoryMemory, Message, ThreadCheckpoint
 from framework_agents.stores import Store
@@ -50,9 +50,23 @@ def _redis_open() -> tuple[Callable[[], Store], Callable[[], None]]:
     return factory.open, cleanup
 
 
+def _postgres_open() -> tuple[Callable[[], Store], Callable[[], None]]:
+    import psycopg
+
+    schema = f"fa_prop_{uuid.uuid4().hex[:10]}"
+    factory = postgres_factory(schema)
+
+    def cleanup() -> None:
+        with psycopg.connect(PG_URL, autocommit=True) as conn:
+            conn.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')  # type: ignore[arg-type]
+
+    return factory.open, cleanup
+
+
 def _backends() -> list[object]:
     return [
         pytest.param(_sqlite_open, id="sqlite"),
+        pytest.param(_postgres_open, id="postgres", marks=pytest.mark.postgres),
         pytest.param(_redis_open, id="redis", marks=pytest.mark.redis),
     ]
 

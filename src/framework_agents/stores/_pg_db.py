@@ -104,6 +104,60 @@ $fn$
 """
 
 
+#: A memory append (or, with ``p_fresh``, a replace) in one round trip, windowed like
+#: ``memory._window.window_start``: keep the newest ``p_max``, cut between groups.
+_APPEND_FUNCTION = """
+CREATE OR REPLACE FUNCTION {s}.fa_append_memory(
+    p_key TEXT, p_max BIGINT, p_fresh BOOLEAN, p_shapes SMALLINT[], p_bodies BYTEA[])
+    RETURNS BIGINT
+LANGUAGE plpgsql AS $fn$
+DECLARE
+    l_start BIGINT;
+    l_end BIGINT;
+    l_first BIGINT;
+    l_seqs BIGINT[];
+    l_tail SMALLINT[];
+    l_m INT;
+    l_i INT;
+BEGIN
+    INSERT INTO {s}.fa_memories VALUES (p_key, 0, 0, 0) ON CONFLICT DO NOTHING;
+    SELECT next_seq INTO l_start FROM {s}.fa_memories WHERE key = p_key FOR UPDATE;
+    IF p_fresh THEN
+        DELETE FROM {s}.fa_memory_messages WHERE key = p_key;
+    END IF;
+    INSERT INTO {s}.fa_memory_messages (key, seq, shape, body)
+        SELECT p_key, l_start + o - 1, h, b
+        FROM unnest(p_shapes, p_bodies) WITH ORDINALITY AS u(h, b, o);
+    l_end := l_start + coalesce(cardinality(p_bodies), 0);
+    SELECT array_agg(seq ORDER BY seq), array_agg(shape ORDER BY seq) INTO l_seqs, l_tail
+        FROM (SELECT seq, shape FROM {s}.fa_memory_messages WHERE key = p_key
+              ORDER BY seq DESC LIMIT p_max + 1) AS t;
+    l_m := coalesce(cardinality(l_seqs), 0);
+    l_first := CASE WHEN l_m > 0 THEN l_seqs[1] ELSE l_end END;
+    IF l_m > p_max THEN
+        l_i := l_m - p_max + 1;
+        WHILE l_i <= l_m AND l_tail[l_i] = 1 LOOP l_i := l_i + 1; END LOOP;
+        WHILE l_i <= l_m LOOP
+            IF l_tail[l_i] = 1 THEN
+                l_i := l_i + 1;
+            ELSIF l_tail[l_i] = 2 THEN
+                l_i := l_i + 1;
+                WHILE l_i <= l_m AND l_tail[l_i] = 1 LOOP l_i := l_i + 1; END LOOP;
+            ELSE
+                EXIT;
+            END IF;
+        END LOOP;
+        l_first := CASE WHEN l_i <= l_m THEN l_seqs[l_i] ELSE l_end END;
+        DELETE FROM {s}.fa_memory_messages WHERE key = p_key AND seq < l_first;
+    END IF;
+    UPDATE {s}.fa_memories SET first_seq = l_first, next_seq = l_end,
+        updated_at = extract(epoch from clock_timestamp()) WHERE key = p_key;
+    RETURN l_end - l_first;
+END
+$fn$
+"""
+
+
 def import_psycopg() -> tuple[Any, Any]:
     """``(psycopg, psycopg_pool)``, or ImportError saying what to install."""
     try:
@@ -167,6 +221,7 @@ class PgDb:
             for statement in self.sql(_TABLES).split(";"):
                 await conn.execute(statement)
             await conn.execute(self.sql(_SAVE_FUNCTION))
+            await conn.execute(self.sql(_APPEND_FUNCTION))
             await conn.execute(
                 self.sql("INSERT INTO {s}.fa_schema VALUES (1, %s) ON CONFLICT DO NOTHING"),
                 (SCHEMA_VERSION,),

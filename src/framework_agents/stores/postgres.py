@@ -28,7 +28,6 @@ from ..memory._window import (
     check_messages,
     shape_of,
     window,
-    window_start,
 )
 from ..messages import Message
 from ..sessions._keys import validate_key, validate_prefix
@@ -547,56 +546,13 @@ class PostgresMemory(_Closable):
         return bounded_view(messages, self.max_messages)
 
     async def _append(self, rows: Sequence[tuple[int, bytes]], *, fresh: bool) -> None:
-        key, limit, sql = self.key, self.max_messages, self._db.sql
-        async with self._db.transaction() as conn:
+        # One statement (fa_append_memory): append, window and move the head atomically.
+        async with self._db.connection() as conn:
             await conn.execute(
-                sql("INSERT INTO {s}.fa_memories VALUES (%s, 0, 0, 0) ON CONFLICT DO NOTHING"),
-                (key,),
-            )
-            cur = await conn.execute(
-                sql("SELECT next_seq FROM {s}.fa_memories WHERE key = %s FOR UPDATE"), (key,)
-            )
-            found = await cur.fetchone()
-            start = int(found[0]) if found else 0
-            if fresh:
-                await conn.execute(sql("DELETE FROM {s}.fa_memory_messages WHERE key = %s"), (key,))
-            if rows:
-                await conn.execute(
-                    sql(
-                        "INSERT INTO {s}.fa_memory_messages (key, seq, shape, body) "
-                        "SELECT %s, s, h, b FROM unnest(%s::bigint[], %s::smallint[], "
-                        "%s::bytea[]) AS u(s, h, b)"
-                    ),
-                    (
-                        key,
-                        list(range(start, start + len(rows))),
-                        [r[0] for r in rows],
-                        [r[1] for r in rows],
-                    ),
-                )
-            end = start + len(rows)
-            cur = await conn.execute(
-                sql(
-                    "SELECT seq, shape FROM {s}.fa_memory_messages WHERE key = %s "
-                    "ORDER BY seq DESC LIMIT %s"
+                self._db.sql(
+                    "SELECT {s}.fa_append_memory(%s, %s, %s, %s::smallint[], %s::bytea[])"
                 ),
-                (key, limit + 1),
-            )
-            tail = (await cur.fetchall())[::-1]
-            first = tail[0][0] if tail else end
-            if len(tail) > limit:
-                cut = window_start([s for _, s in tail], limit)
-                first = tail[cut][0] if cut < len(tail) else end
-                await conn.execute(
-                    sql("DELETE FROM {s}.fa_memory_messages WHERE key = %s AND seq < %s"),
-                    (key, first),
-                )
-            await conn.execute(
-                sql(
-                    f"UPDATE {{s}}.fa_memories SET first_seq = %s, next_seq = %s, "
-                    f"updated_at = {NOW} WHERE key = %s"
-                ),
-                (first, end, key),
+                (self.key, self.max_messages, fresh, [r[0] for r in rows], [r[1] for r in rows]),
             )
 
     async def save(self, messages: Sequence[Message]) -> None:
