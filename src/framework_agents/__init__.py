@@ -16,6 +16,7 @@ from . import (
     messages,
     models,
     sessions,
+    stores,
     summarize,
     swarm,
     testing,
@@ -30,6 +31,7 @@ from .memory import *
 from .messages import *
 from .models import *
 from .sessions import *
+from .stores import *
 from .summarize import *
 from .swarm import *
 from .testing import *
@@ -48,6 +50,7 @@ __all__ = sorted(
         *messages.__all__,
         *models.__all__,
         *sessions.__all__,
+        *stores.__all__,
         *summarize.__all__,
         *swarm.__all__,
         *testing.__all__,

@@ -133,11 +133,18 @@ def build_app() -> typer.Typer:
         max_tokens: Annotated[
             int | None, typer.Option(min=1, help="Longest answer, in tokens.")
         ] = None,
+        store: Annotated[
+            str | None,
+            typer.Option(
+                help="Keep sessions in this store instead of <data-dir>/sessions: a directory, "
+                "sqlite:///<path>, postgresql://... or redis://..."
+            ),
+        ] = None,
     ) -> None:
         """Chat with an agent; one prompt per line of standard input (/exit to leave)."""
         chosen = _model(model, base_url, max_tokens)
         options = ChatOptions(
-            session_id=session, data_dir=data_dir, system_prompt=system, window=window
+            session_id=session, data_dir=data_dir, system_prompt=system, window=window, store=store
         )
         _run(lambda: run_chat(make_console(), chosen, options))
 

@@ -4,7 +4,10 @@ Reads one prompt per line, so it works at a terminal and behind a pipe
 (``printf 'hi\\n/exit\\n' | framework-agents chat``). ``/exit`` (or ``/quit``) and end of
 input end it; ``/history`` shows the stored history, ``/help`` the commands. With
 ``--session ID`` the conversation is kept by a :class:`SessionManager` in a
-:class:`LocalFileStorage` under ``<data-dir>/sessions`` and resumed next time.
+:class:`LocalFileStorage` under ``<data-dir>/sessions`` and resumed next time; with
+``--store URL`` the sessions live in that store instead (``open_store``: a directory,
+``sqlite:///<path>``, ``postgresql://...``, ``redis://...``), shared by every machine
+that opens it.
 
 Ctrl-C while the model answers stops that answer (the run is cancelled, so the history
 stays as it was before the prompt) and the chat goes on; Ctrl-C at the prompt leaves at
@@ -39,6 +42,8 @@ from ..errors import AgentError
 from ..messages import Message
 from ..models import Model
 from ..sessions import LocalFileStorage, SessionManager
+from ..stores import open_store
+from ..stores._codec import redact
 from ._models import describe_model
 from ._render import history_table, preview, start_model
 
@@ -62,11 +67,13 @@ class ChatOptions:
         data_dir: Path,
         system_prompt: str | None,
         window: int,
+        store: str | None = None,
     ) -> None:
         self.session_id = session_id
         self.data_dir = data_dir
         self.system_prompt = system_prompt
         self.window = window
+        self.store = store
 
 
 class _CtrlC:
@@ -190,10 +197,26 @@ async def run_chat(
 ) -> int:
     """Run the chat loop until ``/exit`` or end of input; the process exit status."""
     stdin = stdin if stdin is not None else sys.stdin
-    interactive = stdin.isatty()
     session: SessionManager | None = None
-    if options.session_id is not None:
-        session = SessionManager(options.session_id, session_storage(options.data_dir))
+    store = open_store(options.store) if options.store is not None else None
+    try:
+        if options.session_id is not None:
+            storage = store.storage if store is not None else session_storage(options.data_dir)
+            session = SessionManager(options.session_id, storage)
+        return await _chat(console, model, options, stdin, session)
+    finally:
+        if store is not None:
+            await store.close()
+
+
+async def _chat(
+    console: Console,
+    model: Model,
+    options: ChatOptions,
+    stdin: TextIO,
+    session: SessionManager | None,
+) -> int:
+    interactive = stdin.isatty()
     agent = Agent(
         model,
         system_prompt=options.system_prompt,
@@ -206,7 +229,7 @@ async def run_chat(
         snapshot = await session.load_latest()
         restored = list(snapshot.data.messages or []) if snapshot is not None else []
         count = len(restored)
-        where = options.data_dir / "sessions"
+        where = redact(options.store) if options.store else options.data_dir / "sessions"
         if count:
             console.print(f"session {session.session_id!r}: resumed {count} messages from {where}")
         else:

@@ -1,0 +1,205 @@
+"""The store bundle: one storage, one checkpointer and memories, opened from one URL.
+
+``open_store(url)`` picks the backend from the URL:
+
+=========================  ==========================================================
+``memory:``                in this process only (tests, demos)
+a directory path           files: LocalFileStorage, FileCheckpointer, FileMemory
+``sqlite:///<path>``       one SQLite file shared by the processes of one machine
+``postgresql://...``       PostgreSQL, shared by every machine (extra ``postgres``)
+``redis://...``            Redis, shared by every machine (extra ``redis``)
+=========================  ==========================================================
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from types import TracebackType
+from typing import Any, Self
+from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+
+from ..checkpoint._base import Checkpointer
+from ..checkpoint.file import FileCheckpointer
+from ..checkpoint.memory import InMemoryCheckpointer
+from ..errors import InvalidArgumentError
+from ..memory._base import Memory
+from ..memory.file import FileMemory
+from ..memory.in_memory import InMemoryMemory
+from ..sessions._base import Storage
+from ..sessions._keys import validate_key
+from ..sessions.local import LocalFileStorage
+from ..sessions.memory_storage import InMemoryStorage
+from ._codec import check_lease, check_ttl, redact
+
+__all__ = ["Store", "open_store"]
+
+_SCHEMES = ("memory:", "sqlite://", "postgresql://", "postgres://", "redis://", "rediss://")
+
+
+class Store:
+    """A storage, a checkpointer and a memory factory that share one backend.
+
+    ``store.storage`` (sessions), ``store.checkpointer`` (threads) and
+    ``store.memory(key, max_messages=50)`` (one history per key) all live in the same
+    database, directory or process; ``await store.close()`` (or ``async with``) closes
+    every connection the bundle opened.
+    """
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        storage: Storage,
+        checkpointer: Checkpointer,
+        memory: Callable[[str, int], Memory],
+        close: Callable[[], Awaitable[None]] | None = None,
+    ) -> None:
+        """Set up the store; nothing connects before the first operation."""
+        self.url = url
+        self.storage = storage
+        self.checkpointer = checkpointer
+        self._memory = memory
+        self._close = close
+        self._memories: list[Memory] = []
+
+    def __repr__(self) -> str:
+        """The store and where it keeps its data (password redacted)."""
+        return f"Store({redact(self.url)!r})"
+
+    def memory(self, key: str, max_messages: int = 50) -> Memory:
+        """The memory stored under ``key`` (STORAGE_KEY_INVALID for a bad key)."""
+        validate_key(key)
+        memory = self._memory(key, max_messages)
+        self._memories.append(memory)
+        return memory
+
+    async def close(self) -> None:
+        """Close every connection and pool of the bundle (idempotent)."""
+        closers: list[Any] = [self.storage, self.checkpointer, *self._memories]
+        self._memories = []
+        for item in closers:
+            method = getattr(item, "close", None)
+            if callable(method):
+                await method()
+        if self._close is not None:
+            close, self._close = self._close, None
+            await close()
+
+    async def __aenter__(self) -> Self:
+        """The store itself."""
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        """Close the store."""
+        await self.close()
+
+
+def _memory_store(url: str) -> Store:
+    memories: dict[tuple[str, int], InMemoryMemory] = {}
+
+    def memory(key: str, max_messages: int) -> Memory:
+        return memories.setdefault((key, max_messages), InMemoryMemory(max_messages))
+
+    return Store(url, storage=InMemoryStorage(), checkpointer=InMemoryCheckpointer(), memory=memory)
+
+
+def _file_store(url: str, lock_timeout: float | None) -> Store:
+    root = Path(url.removeprefix("file://"))
+    return Store(
+        url,
+        storage=LocalFileStorage(root / "storage"),
+        checkpointer=FileCheckpointer(root, lock_timeout=lock_timeout),
+        memory=lambda key, n: FileMemory(root / "memory" / key, n),
+    )
+
+
+def _sqlite_store(
+    url: str, *, lease: float, ttl: float | None, lock_timeout: float | None
+) -> Store:
+    from ._sqlite_db import SqliteDb
+    from .sqlite import SqliteCheckpointer, SqliteMemory, SqliteStorage
+
+    if not url.startswith("sqlite:///") or url == "sqlite:///":
+        raise InvalidArgumentError(f"a SQLite URL is sqlite:///<path>, not {url!r}")
+    db = SqliteDb(url.removeprefix("sqlite:///"))  # sqlite:////abs/path is absolute
+    return Store(
+        url,
+        storage=SqliteStorage(db, ttl=ttl),
+        checkpointer=SqliteCheckpointer(
+            db,
+            lease=lease,
+            ttl=ttl,
+            lock_timeout=lock_timeout,
+        ),
+        memory=lambda key, n: SqliteMemory(db, key, n),
+        close=db.close,
+    )
+
+
+def _pop_query(url: str, name: str, default: str) -> tuple[str, str]:
+    """``url`` without its ``name=`` query parameter, and that parameter's value."""
+    parts = urlsplit(url)
+    pairs = parse_qsl(parts.query, keep_blank_values=True)
+    values = [v for k, v in pairs if k == name]
+    if len(values) > 1:
+        raise InvalidArgumentError(f"{redact(url)!r} gives {name}= more than once")
+    rest = urlencode([(k, v) for k, v in pairs if k != name])
+    return urlunsplit(parts._replace(query=rest)), values[0] if values else default
+
+
+def open_store(
+    url: str | os.PathLike[str],
+    *,
+    lease: float = 30.0,
+    ttl: float | None = None,
+    lock_timeout: float | None = 10.0,
+) -> Store:
+    """The :class:`Store` for ``url`` (memory, a directory, SQLite, PostgreSQL or Redis).
+
+    ``url`` is ``"memory:"``, a directory path, ``"sqlite:///<path>"``,
+    ``"postgresql://..."`` or ``"redis://..."``.
+
+    A PostgreSQL URL may name the schema to use (``?schema=agents``, default ``public``)
+    and a Redis URL the key prefix (``?prefix=app1:``, default ``fa:``); the parameter is
+    removed before the URL reaches the driver. ``lease`` (seconds) is how long a dead
+    holder keeps a thread; ``ttl`` (seconds, ``None``: forever) how long unsaved data is
+    kept; ``lock_timeout`` how long a run waits for a busy thread. Nothing connects
+    until the first operation.
+    """
+    if isinstance(url, os.PathLike):
+        url = os.fspath(url)
+    if not isinstance(url, str) or not url:
+        raise InvalidArgumentError(f"open_store() takes a URL or a directory path, not {url!r}")
+    check_lease(lease)
+    check_ttl(ttl)
+    if url == "memory:":
+        return _memory_store(url)
+    if url.startswith("sqlite:"):
+        return _sqlite_store(url, lease=lease, ttl=ttl, lock_timeout=lock_timeout)
+    if url.startswith(("postgresql://", "postgres://")):
+        from .postgres import postgres_store
+
+        dsn, schema = _pop_query(url, "schema", "public")
+        return postgres_store(dsn, lease=lease, ttl=ttl, lock_timeout=lock_timeout, schema=schema)
+    if url.startswith(("redis://", "rediss://", "unix://")):
+        from .redis import redis_store
+
+        plain, prefix = _pop_query(url, "prefix", "fa:")
+        return redis_store(plain, lease=lease, ttl=ttl, lock_timeout=lock_timeout, prefix=prefix)
+    if "://" in url or url.endswith(":"):
+        raise InvalidArgumentError(
+            f"open_store() does not know {redact(url)!r}; use one of {', '.join(_SCHEMES)} "
+            "or a directory path"
+        )
+    with contextlib.suppress(OSError):
+        if Path(url).exists() and not Path(url).is_dir():
+            raise InvalidArgumentError(f"open_store({url!r}): a file is in the way")
+    return _file_store(url, lock_timeout)

@@ -1,0 +1,307 @@
+"""What every durable store shares: the stored forms of messages and checkpoints (internal).
+
+A thread is stored as a *head* (the checkpoint's JSON without ``messages``: version,
+state, pending approval and whatever field the model gains later) plus an append-only
+log of message fragments. Loading concatenates them into the checkpoint's JSON and
+parses it in one pass, so any field of :class:`ThreadCheckpoint` round-trips.
+
+A save finds the part of the history that is already stored by comparing the messages
+this instance last saved or loaded (copies) with the new ones: only the rest is written.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import math
+import time
+import uuid
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from datetime import timedelta
+from typing import Any
+from urllib.parse import urlsplit, urlunsplit
+
+from pydantic import ValidationError
+
+from ..checkpoint.lock import check_seconds
+from ..checkpoint.model import ThreadCheckpoint, check_storable, check_thread_id, to_json
+from ..errors import (
+    AgentError,
+    BackendUnavailableError,
+    CheckpointCorruptError,
+    InvalidArgumentError,
+    MemoryCorruptError,
+)
+from ..history import well_formed_problems
+from ..memory._document import encode_message, same_json_message
+from ..messages import Message, MessageList, copy_message
+
+__all__ = [
+    "SCHEMA_VERSION",
+    "AutoPrune",
+    "SchemaTooNewError",
+    "ThreadCache",
+    "check_checkpoint",
+    "check_lease",
+    "check_new_part",
+    "check_older_than",
+    "decode_checkpoint",
+    "decode_messages",
+    "encode_head",
+    "encode_messages",
+    "new_owner",
+    "redact",
+    "shared_prefix",
+    "unavailable",
+    "wall_clock",
+]
+
+logger = logging.getLogger(__name__)
+
+#: Version of the tables/keys layout shared by the SQLite, PostgreSQL and Redis stores.
+SCHEMA_VERSION = 1
+
+
+class SchemaTooNewError(BackendUnavailableError):
+    """The store was written by a newer framework-agents (``BACKEND_UNAVAILABLE``)."""
+
+
+def redact(url: str) -> str:
+    """``url`` with its password replaced by ``***`` (for messages and reprs)."""
+    try:
+        parts = urlsplit(url)
+        if parts.password is None:
+            return url
+        netloc = parts.netloc.rsplit("@", 1)
+        user = netloc[0].split(":", 1)[0]
+        return urlunsplit(parts._replace(netloc=f"{user}:***@{netloc[1]}"))
+    except ValueError:
+        return "<unparsable url>"
+
+
+def unavailable(url: str, exc: BaseException) -> BackendUnavailableError:
+    """``BACKEND_UNAVAILABLE`` naming the redacted ``url`` and the driver's reason."""
+    reason = str(exc).replace(url, redact(url)).strip().splitlines()
+    first = reason[0] if reason else type(exc).__name__
+    return BackendUnavailableError(f"cannot reach {redact(url)}: {first}")
+
+
+def check_lease(value: object) -> float:
+    """A lease in seconds (> 0, finite)."""
+    seconds = check_seconds("lease", value, optional=False, positive=True)
+    assert seconds is not None
+    if not math.isfinite(seconds):
+        raise InvalidArgumentError("lease must be finite")
+    return seconds
+
+
+def check_ttl(value: object) -> float | None:
+    """A time to live in seconds, or ``None`` (keep forever)."""
+    seconds = check_seconds("ttl", value, optional=True, positive=True)
+    if seconds is not None and not math.isfinite(seconds):
+        return None
+    return seconds
+
+
+def check_older_than(older_than: object, ttl: float | None) -> float:
+    """``prune()``'s age in seconds: ``older_than`` (a timedelta) or else the store's ttl."""
+    if older_than is None:
+        if ttl is None:
+            raise InvalidArgumentError("prune() needs older_than when the store has no ttl")
+        return ttl
+    if not isinstance(older_than, timedelta):
+        raise InvalidArgumentError(
+            f"prune() takes a datetime.timedelta, not {type(older_than).__name__}"
+        )
+    seconds = older_than.total_seconds()
+    if seconds < 0:
+        raise InvalidArgumentError(f"prune() older_than must be >= 0, not {older_than}")
+    return seconds
+
+
+def new_owner() -> str:
+    """A token naming one acquisition of a thread lock."""
+    return uuid.uuid4().hex
+
+
+def wall_clock() -> float:
+    """Seconds since the epoch (leases and ages in SQLite, which has one machine's clock)."""
+    return time.time()
+
+
+def check_checkpoint(checkpoint: object) -> ThreadCheckpoint:
+    """``checkpoint`` if it is one (INVALID_ARGUMENT) with a valid id (THREAD_ID_INVALID)."""
+    if not isinstance(checkpoint, ThreadCheckpoint):
+        raise InvalidArgumentError(
+            f"save() takes a ThreadCheckpoint, not {type(checkpoint).__name__}"
+        )
+    check_thread_id(checkpoint.thread_id)
+    return checkpoint
+
+
+def check_new_part(checkpoint: ThreadCheckpoint, keep: int) -> None:
+    """Refuse a checkpoint whose history is not well formed or holds non-JSON values.
+
+    The first ``keep`` messages are already stored, and were checked when they were
+    saved, so only the rest is looked at: from the start of the group that message
+    ``keep`` belongs to (a well-formed prefix closes every group before its last
+    non-tool message), which keeps a save's checks proportional to the turn.
+    """
+    messages = checkpoint.messages
+    start = min(keep, len(messages))
+    while start > 0 and messages[start - 1].role == "tool":
+        start -= 1
+    start = max(0, start - 1)
+    problems = well_formed_problems(messages[start:])
+    if problems:
+        raise InvalidArgumentError(
+            f"checkpoint messages of thread {checkpoint.thread_id!r} are not well formed: "
+            + "; ".join(problems[:3])
+        )
+    check_storable(checkpoint.model_copy(update={"messages": messages[keep:]}))
+
+
+def encode_head(checkpoint: ThreadCheckpoint) -> bytes:
+    """The checkpoint's JSON without ``messages`` (every other field, present and future)."""
+    head = to_json(checkpoint.model_copy(update={"messages": []}))
+    marker = b',"messages":[]'
+    if marker not in head:  # pragma: no cover - the field order is the model's
+        raise InvalidArgumentError("checkpoint JSON has no messages field")
+    return head.replace(marker, b"", 1)
+
+
+def encode_messages(messages: Sequence[Message]) -> list[bytes]:
+    """The JSON fragments of ``messages`` (INVALID_ARGUMENT for what JSON cannot hold)."""
+    return [encode_message(m)[0] for m in messages]
+
+
+def decode_checkpoint(
+    thread_id: str, head: bytes, bodies: Sequence[bytes], *, source: str
+) -> ThreadCheckpoint:
+    """The checkpoint made of ``head`` and message ``bodies`` (CHECKPOINT_CORRUPT if not)."""
+    if not head.startswith(b"{") or not head.endswith(b"}") or len(head) < 3:
+        raise CheckpointCorruptError(f"{source}: the head row is not a JSON object")
+    data = head[:-1] + b',"messages":[' + b",".join(bodies) + b"]}"
+    try:
+        checkpoint = ThreadCheckpoint.model_validate_json(data)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first["loc"]) or "document"
+        raise CheckpointCorruptError(f"{source} is unreadable ({where}: {first['msg']})") from None
+    except (AgentError, ValueError, RecursionError) as exc:
+        raise CheckpointCorruptError(f"{source} is unreadable: {exc}") from None
+    if checkpoint.thread_id != thread_id:
+        raise CheckpointCorruptError(f"{source} belongs to thread {checkpoint.thread_id!r}")
+    return checkpoint
+
+
+def decode_messages(bodies: Sequence[bytes], *, source: str) -> list[Message]:
+    """Messages from their stored fragments (MEMORY_CORRUPT naming the bad one)."""
+    try:
+        return MessageList.validate_json(b"[" + b",".join(bodies) + b"]")
+    except (ValidationError, ValueError, RecursionError):
+        pass
+    for i, body in enumerate(bodies):
+        try:
+            Message.model_validate_json(body)
+        except (ValidationError, ValueError, RecursionError) as exc:
+            raise MemoryCorruptError(f"{source}: message {i} is unreadable: {exc}") from None
+    raise MemoryCorruptError(f"{source} is unreadable")  # pragma: no cover
+
+
+#: How a stored message is remembered: a dict of a text-only message's fields (all str
+#: or None, so ``==`` is exact), else a deep copy compared with ``same_json_message``.
+Known = dict[str, Any] | Message
+
+
+def remember(msg: Message) -> Known:
+    """What the cache keeps of ``msg``: nothing the caller can still mutate."""
+    d = msg.__dict__
+    if (
+        msg.__class__ is Message
+        and d["content"].__class__ is str
+        and not d["tool_calls"]
+        and not d["metadata"]
+    ):
+        return {**d, "tool_calls": [], "metadata": {}}
+    return copy_message(msg)
+
+
+def shared_prefix(known: Sequence[Known], messages: Sequence[Message]) -> int:
+    """How many leading ``messages`` are exactly the ``known`` (stored) ones."""
+    n = 0
+    for old, new in zip(known, messages, strict=False):
+        if old.__class__ is dict:  # one C-level dict comparison per text-only message
+            if new.__class__ is not Message or new.__dict__ != old:
+                break
+        elif not same_json_message(old, new):  # type: ignore[arg-type]
+            break
+        n += 1
+    return n
+
+
+@dataclass(slots=True)
+class ThreadCache:
+    """What one store instance knows a thread holds: its version and stored history.
+
+    Messages are remembered as copies (:func:`remember`), so a caller mutating a message
+    it saved or loaded cannot make a changed message look stored.
+    """
+
+    version: int
+    messages: list[Known] = field(default_factory=list)
+
+    @classmethod
+    def of(cls, version: int, messages: Sequence[Message]) -> ThreadCache:
+        """A cache entry remembering ``messages``."""
+        return cls(version, [remember(m) for m in messages])
+
+    def advanced(self, version: int, keep: int, added: Sequence[Message]) -> ThreadCache:
+        """The entry after a save that kept ``keep`` messages and appended ``added``."""
+        del self.messages[keep:]
+        self.messages.extend(remember(m) for m in added)
+        return ThreadCache(version, self.messages)
+
+
+class AutoPrune:
+    """``ttl=`` for stores without native expiry: ``prune()`` after writes, now and then.
+
+    At most once every tenth of the ttl (and at least a second apart), a write is
+    followed by ``prune()``, which keeps held and pending threads. A failed sweep is
+    logged, never raised: the write itself succeeded.
+    """
+
+    ttl: float | None
+    _next_prune: float = 0.0
+
+    async def prune(self, older_than: timedelta | None = None) -> int:  # pragma: no cover
+        """Remove what was not written for ``older_than`` (default: ``ttl``)."""
+        raise NotImplementedError
+
+    async def _after_write(self) -> None:
+        if self.ttl is None:
+            return
+        now = time.monotonic()
+        if now < self._next_prune:
+            return
+        self._next_prune = now + max(1.0, self.ttl / 10)
+        try:
+            await self.prune()
+        except AgentError:
+            logger.warning("ttl sweep of %r failed", self, exc_info=True)
+
+
+def dumps(value: Any) -> str:
+    """Compact JSON text."""
+    return json.dumps(value, separators=(",", ":"))
+
+
+@contextlib.contextmanager
+def corrupt_memory_guard(source: str) -> Iterator[None]:
+    """Turn a decoding failure of a memory row into MEMORY_CORRUPT."""
+    try:
+        yield
+    except (ValidationError, ValueError) as exc:
+        raise MemoryCorruptError(f"{source} is unreadable: {exc}") from None

@@ -1,0 +1,125 @@
+"""Thread locks with a lease, shared by the database checkpointers (internal).
+
+A backend supplies three coroutines: ``try_acquire(thread_id, owner) -> fence | None``,
+``renew(thread_id, owner) -> bool`` and ``release(thread_id, owner)``. :class:`LeaseLocks`
+polls ``try_acquire`` until the wait runs out (THREAD_BUSY), renews the lease every third
+of its length while the run holds the thread, and releases it at the end. It remembers
+which threads this instance holds, with their owner token and fencing token, so the
+backend's writes can be fenced: a write under a lock this instance no longer owns is
+refused by the database (CHECKPOINT_CONFLICT), whatever this process believes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass, field
+from types import EllipsisType
+
+from ..checkpoint.lock import check_seconds
+from ..checkpoint.model import check_thread_id
+from ..errors import ThreadBusyError
+from ._codec import new_owner
+
+__all__ = ["Held", "LeaseLocks"]
+
+logger = logging.getLogger(__name__)
+
+_POLL_MIN = 0.02
+_POLL_MAX = 0.25
+
+
+@dataclass(slots=True)
+class Held:
+    """One acquisition of a thread lock by this instance."""
+
+    owner: str
+    fence: int
+    renewal: asyncio.Task[None] | None = field(default=None, repr=False)
+
+
+class LeaseLocks:
+    """Acquire, renew and release thread locks through a backend's three operations."""
+
+    def __init__(
+        self,
+        *,
+        lease: float,
+        try_acquire: Callable[[str, str], Awaitable[int | None]],
+        renew: Callable[[str, str], Awaitable[bool]],
+        release: Callable[[str, str], Awaitable[None]],
+        give_up: Callable[[str, str], Awaitable[None]] | None = None,
+    ) -> None:
+        """Set up the store; nothing connects before the first operation."""
+        self.lease = lease
+        self._try_acquire = try_acquire
+        self._renew = renew
+        self._release = release
+        self._give_up = give_up
+        self.held: dict[str, Held] = {}
+
+    async def _acquire(self, thread_id: str, wait: float | None) -> Held:
+        owner = new_owner()
+        try:
+            return await self._poll(thread_id, owner, wait)
+        except BaseException:
+            if self._give_up is not None:
+                await asyncio.shield(self._give_up(thread_id, owner))
+            raise
+
+    async def _poll(self, thread_id: str, owner: str, wait: float | None) -> Held:
+        deadline = None if wait is None else time.monotonic() + wait
+        delay = _POLL_MIN
+        while True:
+            fence = await self._try_acquire(thread_id, owner)
+            if fence is not None:
+                return Held(owner, fence)
+            if deadline is not None and time.monotonic() >= deadline:
+                raise ThreadBusyError(
+                    f"thread {thread_id!r} is busy: another run (any process or machine) "
+                    f"held it for {wait}s"
+                )
+            pause = delay if deadline is None else min(delay, max(0.0, deadline - time.monotonic()))
+            await asyncio.sleep(pause)
+            delay = min(delay * 2, _POLL_MAX)
+
+    async def _keep(self, thread_id: str, held: Held) -> None:
+        while True:
+            await asyncio.sleep(self.lease / 3)
+            try:
+                alive = await self._renew(thread_id, held.owner)
+            except Exception:  # a failed renewal is retried; the database fences anyway
+                logger.warning("renewing the lease of thread %r failed", thread_id, exc_info=True)
+                continue
+            if not alive:
+                logger.warning("thread %r: lease lost; later writes will conflict", thread_id)
+                return
+
+    @contextlib.asynccontextmanager
+    async def hold(
+        self,
+        thread_id: str,
+        default_wait: float | None,
+        timeout: float | EllipsisType | None,  # noqa: ASYNC109
+    ) -> AsyncIterator[Held]:
+        """Hold ``thread_id`` for the body (THREAD_BUSY after the wait); not reentrant."""
+        check_thread_id(thread_id)
+        wait = default_wait if timeout is ... else check_seconds("timeout", timeout, optional=True)
+        held = await self._acquire(thread_id, wait)
+        held.renewal = asyncio.create_task(self._keep(thread_id, held))
+        self.held[thread_id] = held
+        try:
+            yield held
+        finally:
+            if self.held.get(thread_id) is held:
+                del self.held[thread_id]
+            held.renewal.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await held.renewal
+            try:
+                await self._release(thread_id, held.owner)
+            except Exception:  # the lease runs out on its own
+                logger.warning("releasing thread %r failed", thread_id, exc_info=True)

@@ -1,0 +1,338 @@
+"""One PostgreSQL database (and schema) behind a psycopg 3 async pool (internal).
+
+The pool holds autocommit connections (no pipeline mode); each write is one explicit
+transaction. Tables live in ``schema`` (default ``public``), created idempotently under
+an advisory transaction lock, and mirror the SQLite layout (``stores._sqlite_db``) with
+server time (``clock_timestamp()``) for leases and ages, so machines need not agree
+on their clocks.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from ..errors import BackendUnavailableError, InvalidArgumentError
+from ._codec import SCHEMA_VERSION, SchemaTooNewError, redact, unavailable
+
+if TYPE_CHECKING:
+    from psycopg import AsyncConnection
+    from psycopg_pool import AsyncConnectionPool
+
+__all__ = ["CONFLICT_SQLSTATE", "NOW", "PgDb", "import_psycopg"]
+
+T = TypeVar("T")
+
+#: The SQLSTATE with which ``fa_save_thread`` refuses a write (CHECKPOINT_CONFLICT).
+CONFLICT_SQLSTATE = "FA409"
+
+#: Server time in seconds since the epoch.
+NOW = "extract(epoch from clock_timestamp())"
+
+_IDENT = re.compile(r"[a-z_][a-z0-9_]{0,62}\Z")
+
+_TABLES = """
+CREATE TABLE IF NOT EXISTS {s}.fa_schema (
+    id INTEGER PRIMARY KEY CHECK (id = 1), version INTEGER NOT NULL);
+CREATE TABLE IF NOT EXISTS {s}.fa_kv (
+    key TEXT COLLATE "C" PRIMARY KEY, data BYTEA NOT NULL,
+    updated_at DOUBLE PRECISION NOT NULL);
+CREATE TABLE IF NOT EXISTS {s}.fa_threads (
+    thread_id TEXT PRIMARY KEY, version BIGINT NOT NULL, length BIGINT NOT NULL,
+    head BYTEA NOT NULL, pending BOOLEAN NOT NULL, updated_at DOUBLE PRECISION NOT NULL);
+CREATE TABLE IF NOT EXISTS {s}.fa_thread_messages (
+    thread_id TEXT NOT NULL, seq BIGINT NOT NULL, body BYTEA NOT NULL,
+    PRIMARY KEY (thread_id, seq));
+CREATE TABLE IF NOT EXISTS {s}.fa_locks (
+    thread_id TEXT PRIMARY KEY, fence BIGINT NOT NULL, owner TEXT,
+    expires_at DOUBLE PRECISION NOT NULL);
+CREATE TABLE IF NOT EXISTS {s}.fa_memories (
+    key TEXT PRIMARY KEY, first_seq BIGINT NOT NULL, next_seq BIGINT NOT NULL,
+    updated_at DOUBLE PRECISION NOT NULL);
+CREATE TABLE IF NOT EXISTS {s}.fa_memory_messages (
+    key TEXT NOT NULL, seq BIGINT NOT NULL, shape SMALLINT NOT NULL, body BYTEA NOT NULL,
+    PRIMARY KEY (key, seq))
+"""
+
+
+#: A thread save in one round trip: lock check, version check, log trim, append, head.
+#: A conflict raises (SQLSTATE FA409), so the statement writes nothing.
+_SAVE_FUNCTION = """
+CREATE OR REPLACE FUNCTION {s}.fa_save_thread(
+    p_thread TEXT, p_owner TEXT, p_expected BIGINT, p_keep BIGINT, p_head BYTEA,
+    p_pending BOOLEAN, p_length BIGINT, p_bodies BYTEA[]) RETURNS BIGINT
+LANGUAGE plpgsql AS $fn$
+DECLARE
+    l_owner TEXT;
+    l_live BOOLEAN;
+    l_version BIGINT;
+    l_stored BIGINT;
+    l_now DOUBLE PRECISION := extract(epoch from clock_timestamp());
+BEGIN
+    SELECT owner, expires_at > l_now INTO l_owner, l_live
+        FROM {s}.fa_locks WHERE thread_id = p_thread FOR SHARE;
+    IF p_owner IS NOT NULL THEN
+        IF l_owner IS DISTINCT FROM p_owner OR NOT coalesce(l_live, false) THEN
+            RAISE EXCEPTION 'this run lost its lock (lease expired, connection lost or taken '
+                'by another run)' USING ERRCODE = 'FA409';
+        END IF;
+    ELSIF l_owner IS NOT NULL AND l_live THEN
+        RAISE EXCEPTION 'another run holds the thread' USING ERRCODE = 'FA409';
+    END IF;
+    INSERT INTO {s}.fa_threads VALUES (p_thread, 0, 0, '', false, 0) ON CONFLICT DO NOTHING;
+    SELECT version, length INTO l_version, l_stored
+        FROM {s}.fa_threads WHERE thread_id = p_thread FOR UPDATE;
+    IF p_expected IS NOT NULL AND l_version <> p_expected THEN
+        RAISE EXCEPTION 'the thread changed since this instance read it (version %, now %)',
+            p_expected, l_version USING ERRCODE = 'FA409';
+    END IF;
+    IF l_stored > p_keep THEN
+        DELETE FROM {s}.fa_thread_messages WHERE thread_id = p_thread AND seq >= p_keep;
+    END IF;
+    IF cardinality(p_bodies) > 0 THEN
+        INSERT INTO {s}.fa_thread_messages (thread_id, seq, body)
+            SELECT p_thread, p_keep + o - 1, b FROM unnest(p_bodies) WITH ORDINALITY AS u(b, o);
+    END IF;
+    UPDATE {s}.fa_threads SET version = l_version + 1, length = p_length, head = p_head,
+        pending = p_pending, updated_at = l_now WHERE thread_id = p_thread;
+    RETURN l_version + 1;
+END
+$fn$
+"""
+
+
+#: A memory append (or, with ``p_fresh``, a replace) in one round trip, windowed like
+#: ``memory._window.window_start``: keep the newest ``p_max``, cut between groups.
+_APPEND_FUNCTION = """
+CREATE OR REPLACE FUNCTION {s}.fa_append_memory(
+    p_key TEXT, p_max BIGINT, p_fresh BOOLEAN, p_shapes SMALLINT[], p_bodies BYTEA[])
+    RETURNS BIGINT
+LANGUAGE plpgsql AS $fn$
+DECLARE
+    l_start BIGINT;
+    l_end BIGINT;
+    l_first BIGINT;
+    l_seqs BIGINT[];
+    l_tail SMALLINT[];
+    l_m INT;
+    l_i INT;
+BEGIN
+    INSERT INTO {s}.fa_memories VALUES (p_key, 0, 0, 0) ON CONFLICT DO NOTHING;
+    SELECT next_seq INTO l_start FROM {s}.fa_memories WHERE key = p_key FOR UPDATE;
+    IF p_fresh THEN
+        DELETE FROM {s}.fa_memory_messages WHERE key = p_key;
+    END IF;
+    INSERT INTO {s}.fa_memory_messages (key, seq, shape, body)
+        SELECT p_key, l_start + o - 1, h, b
+        FROM unnest(p_shapes, p_bodies) WITH ORDINALITY AS u(h, b, o);
+    l_end := l_start + coalesce(cardinality(p_bodies), 0);
+    SELECT array_agg(seq ORDER BY seq), array_agg(shape ORDER BY seq) INTO l_seqs, l_tail
+        FROM (SELECT seq, shape FROM {s}.fa_memory_messages WHERE key = p_key
+              ORDER BY seq DESC LIMIT p_max + 1) AS t;
+    l_m := coalesce(cardinality(l_seqs), 0);
+    l_first := CASE WHEN l_m > 0 THEN l_seqs[1] ELSE l_end END;
+    IF l_m > p_max THEN
+        l_i := l_m - p_max + 1;
+        WHILE l_i <= l_m AND l_tail[l_i] = 1 LOOP l_i := l_i + 1; END LOOP;
+        WHILE l_i <= l_m LOOP
+            IF l_tail[l_i] = 1 THEN
+                l_i := l_i + 1;
+            ELSIF l_tail[l_i] = 2 THEN
+                l_i := l_i + 1;
+                WHILE l_i <= l_m AND l_tail[l_i] = 1 LOOP l_i := l_i + 1; END LOOP;
+            ELSE
+                EXIT;
+            END IF;
+        END LOOP;
+        l_first := CASE WHEN l_i <= l_m THEN l_seqs[l_i] ELSE l_end END;
+        DELETE FROM {s}.fa_memory_messages WHERE key = p_key AND seq < l_first;
+    END IF;
+    UPDATE {s}.fa_memories SET first_seq = l_first, next_seq = l_end,
+        updated_at = extract(epoch from clock_timestamp()) WHERE key = p_key;
+    RETURN l_end - l_first;
+END
+$fn$
+"""
+
+
+def import_psycopg() -> tuple[Any, Any]:
+    """``(psycopg, psycopg_pool)``, or ImportError saying what to install."""
+    try:
+        import psycopg
+        import psycopg_pool
+    except ImportError as exc:
+        raise ImportError(
+            "the PostgreSQL stores need psycopg 3 and its pool: "
+            "pip install 'psycopg[binary]' psycopg-pool"
+        ) from exc
+    return psycopg, psycopg_pool
+
+
+class PgDb:
+    """A lazily opened pool of autocommit connections to one database and schema."""
+
+    def __init__(
+        self, dsn: str, *, schema: str = "public", connect_timeout: float = 5.0, max_size: int = 10
+    ) -> None:
+        """Set up the store; nothing connects before the first operation."""
+        if not isinstance(dsn, str) or not dsn:
+            raise InvalidArgumentError(f"a PostgreSQL dsn must be a non-empty str, not {dsn!r:.40}")
+        if not isinstance(schema, str) or not _IDENT.match(schema):
+            raise InvalidArgumentError(
+                f"schema must be a lower-case SQL identifier ([a-z_][a-z0-9_]*), not {schema!r}"
+            )
+        self.dsn = dsn
+        self.schema = schema
+        self.connect_timeout = connect_timeout
+        self.max_size = max_size
+        self._pool: AsyncConnectionPool[Any] | None = None
+        self._closed = False
+        self._opening: asyncio.Lock | None = None
+
+    def __repr__(self) -> str:
+        """The store and where it keeps its data (password redacted)."""
+        return f"PgDb({redact(self.dsn)!r}, schema={self.schema!r})"
+
+    def sql(self, text: str) -> Any:
+        """``text`` with ``{s}`` replaced by the quoted schema (a query for psycopg)."""
+        return text.replace("{s}", f'"{self.schema}"')
+
+    async def connect(self) -> AsyncConnection[Any]:
+        """A new autocommit connection of its own (thread locks hold one for a run)."""
+        psycopg, _ = import_psycopg()
+        try:
+            conn: AsyncConnection[Any] = await psycopg.AsyncConnection.connect(
+                self.dsn, autocommit=True, connect_timeout=max(1, int(self.connect_timeout))
+            )
+        except psycopg.Error as exc:
+            raise unavailable(self.dsn, exc) from None
+        return conn
+
+    async def _create(self, conn: AsyncConnection[Any]) -> None:
+        async with conn.transaction():
+            await conn.execute(
+                "SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))",
+                (f"framework-agents schema {self.schema}",),
+            )
+            await conn.execute(self.sql("CREATE SCHEMA IF NOT EXISTS {s}"))
+            for statement in self.sql(_TABLES).split(";"):
+                await conn.execute(statement)
+            await conn.execute(self.sql(_SAVE_FUNCTION))
+            await conn.execute(self.sql(_APPEND_FUNCTION))
+            await conn.execute(
+                self.sql("INSERT INTO {s}.fa_schema VALUES (1, %s) ON CONFLICT DO NOTHING"),
+                (SCHEMA_VERSION,),
+            )
+            cur = await conn.execute(self.sql("SELECT version FROM {s}.fa_schema"))
+            row = await cur.fetchone()
+        version = row[0] if row else SCHEMA_VERSION
+        if version > SCHEMA_VERSION:
+            raise SchemaTooNewError(
+                f"schema {self.schema!r} of {redact(self.dsn)} has version {version}, newer "
+                f"than this framework-agents understands ({SCHEMA_VERSION}); upgrade to use it"
+            )
+
+    async def pool(self) -> AsyncConnectionPool[Any]:
+        """The open pool (the first call connects, creates the schema and opens it)."""
+        if self._pool is not None:
+            return self._pool
+        if self._opening is None:
+            self._opening = asyncio.Lock()
+        async with self._opening:
+            return await self._open()
+
+    async def _open(self) -> AsyncConnectionPool[Any]:
+        if self._pool is not None:
+            return self._pool
+        if self._closed:
+            raise InvalidArgumentError(f"{self!r} is closed")
+        psycopg, psycopg_pool = import_psycopg()
+        first = await self.connect()
+        try:
+            await self._create(first)
+        except psycopg.Error as exc:
+            raise unavailable(self.dsn, exc) from None
+        finally:
+            await first.close()
+        pool: AsyncConnectionPool[Any] = psycopg_pool.AsyncConnectionPool(
+            self.dsn,
+            min_size=1,
+            max_size=self.max_size,
+            kwargs={"autocommit": True, "connect_timeout": max(1, int(self.connect_timeout))},
+            check=psycopg_pool.AsyncConnectionPool.check_connection,
+            open=False,
+        )
+        try:
+            await pool.open(wait=True, timeout=self.connect_timeout)
+        except psycopg_pool.PoolTimeout as exc:
+            await pool.close()
+            raise unavailable(self.dsn, exc) from None
+        self._pool = pool
+        return pool
+
+    @asynccontextmanager
+    async def transaction(self) -> AsyncIterator[AsyncConnection[Any]]:
+        """A pooled connection inside one transaction (BACKEND_UNAVAILABLE if it drops)."""
+        psycopg, _ = import_psycopg()
+        pool = await self.pool()
+        try:
+            async with pool.connection() as conn, conn.transaction():
+                yield conn
+        except psycopg.OperationalError as exc:
+            if exc.sqlstate == CONFLICT_SQLSTATE:  # raised by fa_save_thread, not a lost link
+                raise
+            raise unavailable(self.dsn, exc) from None
+
+    @asynccontextmanager
+    async def connection(self) -> AsyncIterator[AsyncConnection[Any]]:
+        """A pooled autocommit connection (reads; BACKEND_UNAVAILABLE if it drops)."""
+        psycopg, _ = import_psycopg()
+        pool = await self.pool()
+        try:
+            async with pool.connection() as conn:
+                yield conn
+        except psycopg.OperationalError as exc:
+            if exc.sqlstate == CONFLICT_SQLSTATE:  # raised by fa_save_thread, not a lost link
+                raise
+            raise unavailable(self.dsn, exc) from None
+
+    async def read(self, fn: Callable[[AsyncConnection[Any]], Awaitable[T]]) -> T:
+        """``fn(conn)`` on a pooled connection, for reads.
+
+        Retried once on a fresh connection when the first one drops; then
+        BACKEND_UNAVAILABLE.
+        """
+        psycopg, _ = import_psycopg()
+        pool = await self.pool()
+        for attempt in range(2):
+            try:
+                async with pool.connection() as conn:
+                    return await fn(conn)
+            except psycopg.OperationalError as exc:
+                if attempt:
+                    raise unavailable(self.dsn, exc) from None
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    async def fetch(self, query: str, params: tuple[Any, ...]) -> list[tuple[Any, ...]]:
+        """The rows of one read query (``{s}`` is the schema), retried like :meth:`read`."""
+
+        async def run(conn: AsyncConnection[Any]) -> list[tuple[Any, ...]]:
+            cur = await conn.execute(self.sql(query), params)
+            return await cur.fetchall()
+
+        return await self.read(run)
+
+    async def close(self) -> None:
+        """Close the pool (idempotent)."""
+        self._closed = True
+        pool, self._pool = self._pool, None
+        if pool is not None:
+            await pool.close()
+
+
+def is_unavailable(exc: BaseException) -> bool:
+    """Whether ``exc`` is a BACKEND_UNAVAILABLE error."""
+    return isinstance(exc, BackendUnavailableError)

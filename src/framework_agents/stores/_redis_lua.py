@@ -1,0 +1,177 @@
+"""The Lua scripts of the Redis stores: every multi-key change is one atomic script (internal).
+
+Replies are tables whose first element is a status: ``1`` done, ``-1`` lock lost or held
+by another run, ``-2`` stale version, ``-3``/``-4`` key rule broken (ancestor holds a
+value / keys stored under it).
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "ACQUIRE",
+    "LIST_THREADS",
+    "MEMORY_APPEND",
+    "PRUNE_THREADS",
+    "PUT",
+    "RELEASE",
+    "RENEW",
+    "SAVE_THREAD",
+    "THREAD_GUARD",
+]
+
+# KEYS: data hash, index zset, times zset.
+# ARGV: key, value, mode ('put', 'absent': only if missing, 'equal': only if it holds
+# ARGV[4]), expected, ancestors...
+PUT = """
+if ARGV[3] ~= 'put' then
+  local stored = redis.call('HGET', KEYS[1], ARGV[1])
+  if (ARGV[3] == 'absent' and stored) or (ARGV[3] == 'equal' and stored ~= ARGV[4]) then
+    return {-2}
+  end
+end
+if redis.call('HEXISTS', KEYS[1], ARGV[1]) == 0 then
+  for i = 5, #ARGV do
+    if redis.call('HEXISTS', KEYS[1], ARGV[i]) == 1 then return {-3, ARGV[i]} end
+  end
+  local under = redis.call('ZRANGEBYLEX', KEYS[2], '(' .. ARGV[1] .. '/', '(' .. ARGV[1] .. '0',
+                           'LIMIT', 0, 1)
+  if #under > 0 then return {-4, under[1]} end
+  redis.call('ZADD', KEYS[2], 0, ARGV[1])
+end
+redis.call('HSET', KEYS[1], ARGV[1], ARGV[2])
+local t = redis.call('TIME')
+redis.call('ZADD', KEYS[3], tonumber(t[1]) + tonumber(t[2]) / 1e6, ARGV[1])
+return {1}
+"""
+
+# The lock check every thread write starts with.
+# KEYS[3]: lock, KEYS[4]: fence.  ARGV[2]: our owner token or '', ARGV[3]: our fence.
+THREAD_GUARD = """
+local owner = redis.call('GET', KEYS[3])
+if ARGV[2] ~= '' then
+  if owner ~= ARGV[2] then return {-1, 'lost'} end
+  if redis.call('GET', KEYS[4]) ~= ARGV[3] then return {-1, 'fenced'} end
+elseif owner then
+  return {-1, 'held'}
+end
+"""
+
+# KEYS: head hash, message list, lock, fence, threads zset.
+# ARGV: thread_id, owner, fence, expected version (-1: any), keep, head, pending, length,
+#       ttl ms (0: none), bodies...
+SAVE_THREAD = (
+    """
+local function save()
+"""
+    + THREAD_GUARD
+    + """
+  local v = tonumber(redis.call('HGET', KEYS[1], 'version') or '0')
+  if ARGV[4] ~= '-1' and tonumber(ARGV[4]) ~= v then return {-2, v} end
+  local keep = tonumber(ARGV[5])
+  if redis.call('LLEN', KEYS[2]) > keep then
+    if keep == 0 then redis.call('DEL', KEYS[2]) else redis.call('LTRIM', KEYS[2], 0, keep - 1) end
+  end
+  for i = 10, #ARGV, 1000 do
+    redis.call('RPUSH', KEYS[2], unpack(ARGV, i, math.min(i + 999, #ARGV)))
+  end
+  local t = redis.call('TIME')
+  local now = tonumber(t[1]) + tonumber(t[2]) / 1e6
+  redis.call('HSET', KEYS[1], 'version', v + 1, 'length', ARGV[8], 'head', ARGV[6],
+             'pending', ARGV[7], 'updated', tostring(now))
+  redis.call('ZADD', KEYS[5], now, ARGV[1])
+  if ARGV[9] ~= '0' and ARGV[7] == '0' then
+    redis.call('PEXPIRE', KEYS[1], ARGV[9])
+    redis.call('PEXPIRE', KEYS[2], ARGV[9])
+  else
+    redis.call('PERSIST', KEYS[1])
+    redis.call('PERSIST', KEYS[2])
+  end
+  return {1, v + 1}
+end
+return save()
+"""
+)
+
+# KEYS: lock, fence.  ARGV: owner, lease ms.  Reply: the new fence, or 0 when held.
+ACQUIRE = """
+if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then
+  return redis.call('INCR', KEYS[2])
+end
+return 0
+"""
+
+# KEYS: lock.  ARGV: owner, lease ms.
+RENEW = """
+if redis.call('GET', KEYS[1]) == ARGV[1] then
+  return redis.call('PEXPIRE', KEYS[1], ARGV[2])
+end
+return 0
+"""
+
+# KEYS: lock.  ARGV: owner.  Compare-and-delete: never releases another run's lock.
+RELEASE = """
+if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
+return 0
+"""
+
+# KEYS: threads zset.  ARGV: key prefix of heads.  Drops index entries of expired threads.
+LIST_THREADS = """
+local ids = redis.call('ZRANGE', KEYS[1], 0, -1)
+local out = {}
+for _, id in ipairs(ids) do
+  if redis.call('EXISTS', ARGV[1] .. id) == 1 then
+    out[#out + 1] = id
+  else
+    redis.call('ZREM', KEYS[1], id)
+  end
+end
+return out
+"""
+
+# KEYS: threads zset.  ARGV: head prefix, message prefix, lock prefix, age in seconds.
+PRUNE_THREADS = """
+local t = redis.call('TIME')
+local cutoff = tonumber(t[1]) + tonumber(t[2]) / 1e6 - tonumber(ARGV[4])
+local ids = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', '(' .. cutoff)
+local n = 0
+for _, id in ipairs(ids) do
+  local pending = redis.call('HGET', ARGV[1] .. id, 'pending')
+  if pending ~= '1' and redis.call('EXISTS', ARGV[3] .. id) == 0 then
+    if redis.call('DEL', ARGV[1] .. id) == 1 then n = n + 1 end
+    redis.call('DEL', ARGV[2] .. id)
+    redis.call('ZREM', KEYS[1], id)
+  end
+end
+return n
+"""
+
+# KEYS: list.  ARGV: max messages, fresh ('1': replace), items ("<shape digit><json>")...
+# Keeps the newest max messages cut between groups (memory._window.window_start).
+MEMORY_APPEND = """
+if ARGV[2] == '1' then redis.call('DEL', KEYS[1]) end
+for i = 3, #ARGV, 1000 do
+  redis.call('RPUSH', KEYS[1], unpack(ARGV, i, math.min(i + 999, #ARGV)))
+end
+local limit = tonumber(ARGV[1])
+local n = redis.call('LLEN', KEYS[1])
+if n <= limit then return n end
+local tail = redis.call('LRANGE', KEYS[1], -(limit + 1), -1)
+local m = #tail
+local shapes = {}
+for j, item in ipairs(tail) do shapes[j] = string.byte(item, 1) - 48 end
+local i = m - limit + 1
+while i <= m and shapes[i] == 1 do i = i + 1 end
+while i <= m do
+  if shapes[i] == 1 then
+    i = i + 1
+  elseif shapes[i] == 2 then
+    i = i + 1
+    while i <= m and shapes[i] == 1 do i = i + 1 end
+  else
+    break
+  end
+end
+local drop = (n - m) + (i - 1)
+if drop >= n then redis.call('DEL', KEYS[1]) else redis.call('LTRIM', KEYS[1], drop, -1) end
+return n - drop
+"""

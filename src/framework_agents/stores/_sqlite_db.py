@@ -1,0 +1,207 @@
+"""One SQLite database file driven from a dedicated worker thread (internal).
+
+The stdlib ``sqlite3`` module blocks, so every statement runs in one thread per
+database object, which owns the connection; the event loop only awaits futures. The
+database runs in WAL mode (readers never wait for the writer) with ``busy_timeout``,
+and every write transaction starts with ``BEGIN IMMEDIATE`` so two processes never
+deadlock upgrading a read lock ("database is locked" in the middle of a transaction).
+
+Tables (schema version :data:`~._codec.SCHEMA_VERSION`, created idempotently)::
+
+    fa_schema           (id = 1, version)                    newer than the code: refused
+    fa_kv               (key, data, updated_at)              SqliteStorage
+    fa_threads          (thread_id, version, length, head, pending, updated_at)
+    fa_thread_messages  (thread_id, seq, body)               append-only message log
+    fa_locks            (thread_id, fence, owner, expires_at) thread lock + fencing token
+    fa_memories         (key, first_seq, next_seq, updated_at)
+    fa_memory_messages  (key, seq, shape, body)              windowed by deleting old seqs
+"""
+
+from __future__ import annotations
+
+import asyncio
+import errno
+import os
+import sqlite3
+import threading
+from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
+from pathlib import Path
+from typing import TypeVar
+
+from ..errors import InvalidArgumentError, LockTimeoutError, StorageIOError
+from ._codec import SCHEMA_VERSION, SchemaTooNewError
+
+__all__ = ["SqliteDb", "sqlite_path"]
+
+T = TypeVar("T")
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS fa_schema (
+    id INTEGER PRIMARY KEY CHECK (id = 1), version INTEGER NOT NULL);
+CREATE TABLE IF NOT EXISTS fa_kv (
+    key TEXT PRIMARY KEY, data BLOB NOT NULL, updated_at REAL NOT NULL);
+CREATE TABLE IF NOT EXISTS fa_threads (
+    thread_id TEXT PRIMARY KEY, version INTEGER NOT NULL, length INTEGER NOT NULL,
+    head BLOB NOT NULL, pending INTEGER NOT NULL, updated_at REAL NOT NULL);
+CREATE TABLE IF NOT EXISTS fa_thread_messages (
+    thread_id TEXT NOT NULL, seq INTEGER NOT NULL, body BLOB NOT NULL,
+    PRIMARY KEY (thread_id, seq)) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS fa_locks (
+    thread_id TEXT PRIMARY KEY, fence INTEGER NOT NULL, owner TEXT,
+    expires_at REAL NOT NULL);
+CREATE TABLE IF NOT EXISTS fa_memories (
+    key TEXT PRIMARY KEY, first_seq INTEGER NOT NULL, next_seq INTEGER NOT NULL,
+    updated_at REAL NOT NULL);
+CREATE TABLE IF NOT EXISTS fa_memory_messages (
+    key TEXT NOT NULL, seq INTEGER NOT NULL, shape INTEGER NOT NULL, body BLOB NOT NULL,
+    PRIMARY KEY (key, seq)) WITHOUT ROWID;
+"""
+
+#: How long one statement waits for another process's write transaction (ms).
+BUSY_TIMEOUT_MS = 10_000
+
+
+def sqlite_path(path: object) -> Path:
+    """``path`` as a :class:`Path` (INVALID_ARGUMENT for anything else)."""
+    if not isinstance(path, str | os.PathLike) or not isinstance(os.fspath(path), str):
+        raise InvalidArgumentError(f"a SQLite path must be a str or os.PathLike, not {path!r:.60}")
+    text = os.fspath(path)
+    if not text or "\0" in text:
+        raise InvalidArgumentError(f"invalid SQLite path {text!r}")
+    return Path(text)
+
+
+def _io_error(path: Path, exc: sqlite3.Error, *, write: bool) -> Exception:
+    text = str(exc)
+    if "locked" in text or "busy" in text:
+        return LockTimeoutError(
+            f"SQLite database {str(path)!r} stayed locked by another writer for "
+            f"{BUSY_TIMEOUT_MS / 1000:.0f}s"
+        )
+    code = errno.ENOSPC if "full" in text else errno.EIO
+    return StorageIOError(
+        f"SQLite database {str(path)!r}: {text}", errno=code, may_have_landed=False
+    )
+
+
+class SqliteDb:
+    """A connection to one database file, used from its own thread only."""
+
+    def __init__(self, path: str | os.PathLike[str]) -> None:
+        """Set up the store; nothing connects before the first operation."""
+        self.path = sqlite_path(path)
+        self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="fa-sqlite")
+        self._conn: sqlite3.Connection | None = None
+        self._closed = False
+        self._pid = os.getpid()
+        self._lock = threading.Lock()
+
+    def __repr__(self) -> str:
+        """The store and where it keeps its data (password redacted)."""
+        return f"SqliteDb({str(self.path)!r})"
+
+    def _connect(self) -> sqlite3.Connection:
+        if self._conn is not None:
+            return self._conn
+        if self.path.parent and not self.path.parent.exists():
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+        conn = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
+        try:
+            conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+            conn.execute("PRAGMA journal_mode = WAL")
+            conn.execute("PRAGMA synchronous = FULL")  # an acknowledged commit survives power loss
+            conn.execute("BEGIN IMMEDIATE")  # schema created under the write lock
+            for statement in _SCHEMA.split(";"):
+                if statement.strip():
+                    conn.execute(statement)
+            conn.execute(
+                "INSERT INTO fa_schema (id, version) VALUES (1, ?) ON CONFLICT DO NOTHING",
+                (SCHEMA_VERSION,),
+            )
+            (version,) = conn.execute("SELECT version FROM fa_schema WHERE id = 1").fetchone()
+            conn.execute("COMMIT")
+        except BaseException:
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+            conn.close()
+            raise
+        if version > SCHEMA_VERSION:
+            conn.close()
+            raise SchemaTooNewError(
+                f"SQLite database {str(self.path)!r} has schema version {version}, newer than "
+                f"this framework-agents understands ({SCHEMA_VERSION}); upgrade to use it"
+            )
+        self._conn = conn
+        return conn
+
+    def _call(self, fn: Callable[[sqlite3.Connection], T], write: bool) -> T:
+        if self._closed:
+            raise InvalidArgumentError(f"{self!r} is closed")
+        try:
+            conn = self._connect()
+            if not write:
+                return fn(conn)
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                result = fn(conn)
+            except BaseException:
+                conn.execute("ROLLBACK")
+                raise
+            conn.execute("COMMIT")
+            return result
+        except sqlite3.DatabaseError as exc:
+            if self._conn is not None and self._conn.in_transaction:
+                self._conn.execute("ROLLBACK")
+            raise _io_error(self.path, exc, write=write) from exc
+
+    async def run(self, fn: Callable[[sqlite3.Connection], T], *, write: bool = True) -> T:
+        """Run ``fn(conn)`` in the database thread.
+
+        When ``write``, inside a ``BEGIN IMMEDIATE`` transaction, committed when ``fn``
+        returns and rolled back when it raises.
+
+        A cancelled caller still waits for the thread, so a transaction is never left
+        half-way and the connection is never used by two statements at once.
+        """
+        future: Future[T] = self._pool.submit(self._call, fn, write)
+        cancelled = False
+        while True:
+            try:
+                result = await asyncio.shield(asyncio.wrap_future(future))
+            except asyncio.CancelledError:
+                if not future.done():
+                    cancelled = True
+                    continue
+                raise
+            break
+        if cancelled:
+            raise asyncio.CancelledError()
+        return result
+
+    async def read(self, fn: Callable[[sqlite3.Connection], T]) -> T:
+        """Run ``fn(conn)`` inside one read transaction (a consistent snapshot)."""
+
+        def snapshot(conn: sqlite3.Connection) -> T:
+            conn.execute("BEGIN")
+            try:
+                return fn(conn)
+            finally:
+                conn.execute("COMMIT")
+
+        return await self.run(snapshot, write=False)
+
+    async def close(self) -> None:
+        """Close the connection and stop the thread (idempotent)."""
+        if self._closed:
+            return
+
+        def shut() -> None:
+            if self._conn is not None:
+                self._conn.close()
+                self._conn = None
+
+        if os.getpid() == self._pid:
+            await asyncio.wrap_future(self._pool.submit(shut))
+        self._closed = True
+        self._pool.shutdown(wait=False)

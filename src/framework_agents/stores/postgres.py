@@ -1,0 +1,597 @@
+"""PostgreSQL stores: sessions, threads and memories shared by every machine (extra ``postgres``).
+
+Same layout as SQLite (``stores._pg_db``); the thread lock is a session-level advisory
+lock, ``pg_try_advisory_lock(hashtextextended(<schema>/<thread_id>, 0))``, taken on a
+connection of its own that the run keeps. That connection sets
+``idle_session_timeout`` to the lease and renews the lease row every third of it, so a
+holder that dies *or stops* (a paused VM, a SIGSTOP) loses the lock within the lease.
+Fencing never rests on the advisory lock alone: ``fa_locks`` holds the owner token and a
+fencing counter bumped by each acquisition, and every save checks them and the thread's
+version in its transaction (CHECKPOINT_CONFLICT otherwise).
+"""
+
+from __future__ import annotations
+
+import builtins
+import contextlib
+from collections.abc import AsyncIterator, Sequence
+from datetime import timedelta
+from types import EllipsisType, TracebackType
+from typing import Any, Self
+
+from ..checkpoint.lock import check_seconds
+from ..checkpoint.model import ThreadCheckpoint, check_thread_id
+from ..errors import CheckpointConflictError, CheckpointCorruptError, StorageKeyInvalidError
+from ..memory._window import (
+    bounded_view,
+    check_max_messages,
+    check_messages,
+    shape_of,
+    window,
+)
+from ..messages import Message
+from ..sessions._keys import validate_key, validate_prefix
+from ..sessions.memory_storage import as_bytes
+from ._base import Store
+from ._codec import (
+    AutoPrune,
+    ThreadCache,
+    check_checkpoint,
+    check_lease,
+    check_new_part,
+    check_older_than,
+    check_ttl,
+    decode_checkpoint,
+    decode_messages,
+    encode_head,
+    encode_messages,
+    redact,
+    shared_prefix,
+)
+from ._lease import LeaseLocks
+from ._pg_db import CONFLICT_SQLSTATE, NOW, PgDb, import_psycopg
+
+__all__ = ["PostgresCheckpointer", "PostgresMemory", "PostgresStorage", "postgres_store"]
+
+_KEY_END = "\x7f"
+#: Lock connections kept open between runs (a new connection costs a round trip or more).
+_IDLE_LOCK_CONNECTIONS = 4
+
+
+class _Closable:
+    _db: PgDb
+
+    async def close(self) -> None:
+        """Close the connection pool (idempotent)."""
+        await self._db.close()
+
+    async def __aenter__(self) -> Self:
+        """The store itself."""
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        """Close the store."""
+        await self.close()
+
+
+def _db(dsn: str | PgDb, schema: str) -> PgDb:
+    return dsn if isinstance(dsn, PgDb) else PgDb(dsn, schema=schema)
+
+
+class PostgresStorage(_Closable, AutoPrune):
+    """The :class:`~framework_agents.sessions.Storage` contract in table ``fa_kv``."""
+
+    def __init__(
+        self, dsn: str | PgDb, *, schema: str = "public", ttl: float | None = None
+    ) -> None:
+        """Set up the store; nothing connects before the first operation."""
+        self._db = _db(dsn, schema)
+        self.ttl = check_ttl(ttl)
+
+    def __repr__(self) -> str:
+        """The store and where it keeps its data (password redacted)."""
+        return f"PostgresStorage({redact(self._db.dsn)!r})"
+
+    async def put(self, key: str, data: bytes) -> None:
+        """Store ``data`` under ``key`` (a key is a value or a directory, never both)."""
+        await self._put(key, data, None, conditional=False)
+
+    async def compare_and_put(self, key: str, data: bytes, *, expected: bytes | None) -> None:
+        """Store ``data`` only if ``key`` holds exactly ``expected`` (``None``: nothing).
+
+        Otherwise CHECKPOINT_CONFLICT, nothing written (see SqliteStorage).
+        """
+        await self._put(
+            key, data, None if expected is None else as_bytes(expected), conditional=True
+        )
+
+    async def _put(
+        self, key: str, data: bytes, expected: bytes | None, *, conditional: bool
+    ) -> None:
+        segments = validate_key(key)
+        value = as_bytes(data)
+        ancestors = ["/".join(segments[:i]) for i in range(1, len(segments))]
+        sql = self._db.sql
+        async with self._db.transaction() as conn:
+            # Puts under one top-level segment are serialised: the value/directory rule
+            # looks at other keys, which no row lock covers.
+            await conn.execute(
+                "SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))",
+                (f"{self._db.schema}/kv/{segments[0]}",),
+            )
+            cur = await conn.execute(
+                sql("SELECT data FROM {s}.fa_kv WHERE key = %s FOR UPDATE"), (key,)
+            )
+            stored = await cur.fetchone()
+            if conditional and (None if stored is None else bytes(stored[0])) != expected:
+                raise CheckpointConflictError(
+                    f"storage key {key!r} changed since it was read; nothing was written"
+                )
+            if stored is not None:
+                await conn.execute(
+                    sql(f"UPDATE {{s}}.fa_kv SET data = %s, updated_at = {NOW} WHERE key = %s"),
+                    (value, key),
+                )
+                return
+            cur = await conn.execute(
+                sql("SELECT key FROM {s}.fa_kv WHERE key = ANY(%s) LIMIT 1"), (ancestors,)
+            )
+            row = await cur.fetchone()
+            if row is not None:
+                raise StorageKeyInvalidError(
+                    f"cannot store {key!r}: {row[0]!r} already holds a value"
+                )
+            cur = await conn.execute(
+                sql("SELECT 1 FROM {s}.fa_kv WHERE key > %s AND key < %s LIMIT 1"),
+                (key + "/", key + "0"),
+            )
+            if await cur.fetchone() is not None:
+                raise StorageKeyInvalidError(
+                    f"cannot store {key!r}: other keys are stored under it"
+                )
+            await conn.execute(
+                sql(f"INSERT INTO {{s}}.fa_kv (key, data, updated_at) VALUES (%s, %s, {NOW})"),
+                (key, value),
+            )
+        await self._after_write()
+
+    async def get(self, key: str) -> bytes | None:
+        """The bytes under ``key``, or ``None``."""
+        validate_key(key)
+        rows = await self._db.fetch("SELECT data FROM {s}.fa_kv WHERE key = %s", (key,))
+        return bytes(rows[0][0]) if rows else None
+
+    async def delete(self, key: str) -> None:
+        """Remove ``key`` (no-op when missing)."""
+        validate_key(key)
+        async with self._db.connection() as conn:
+            await conn.execute(self._db.sql("DELETE FROM {s}.fa_kv WHERE key = %s"), (key,))
+
+    async def list(self, prefix: str = "") -> builtins.list[str]:
+        """Stored keys starting with ``prefix``, sorted."""
+        validate_prefix(prefix)
+        rows = await self._db.fetch(
+            "SELECT key FROM {s}.fa_kv WHERE key >= %s AND key < %s ORDER BY key",
+            (prefix, prefix + _KEY_END),
+        )
+        return [r[0] for r in rows]
+
+    async def prune(self, older_than: timedelta | None = None) -> int:
+        """Remove values not written for ``older_than`` (default: ``ttl``); how many went."""
+        age = check_older_than(older_than, self.ttl)
+        async with self._db.connection() as conn:
+            cur = await conn.execute(
+                self._db.sql(f"DELETE FROM {{s}}.fa_kv WHERE updated_at < {NOW} - %s"), (age,)
+            )
+        return cur.rowcount
+
+
+class PostgresCheckpointer(_Closable, AutoPrune):
+    """Thread checkpoints (head row + append-only message log) with an advisory thread lock.
+
+    See the module docstring for the lock and fencing design, and
+    :class:`~framework_agents.stores.SqliteCheckpointer` for the layout and the rules.
+    """
+
+    def __init__(
+        self,
+        dsn: str | PgDb,
+        *,
+        schema: str = "public",
+        lock_timeout: float | None = 10.0,
+        lease: float = 30.0,
+        ttl: float | None = None,
+    ) -> None:
+        """Set up the store; nothing connects before the first operation."""
+        self._db = _db(dsn, schema)
+        self.lock_timeout = check_seconds("lock_timeout", lock_timeout, optional=True)
+        self.lease = check_lease(lease)
+        self.ttl = check_ttl(ttl)
+        self._cache: dict[str, ThreadCache] = {}
+        self._lock_conns: dict[str, Any] = {}
+        self._idle_lock_conns: list[Any] = []
+        self._closing = False
+        self._locks = LeaseLocks(
+            lease=self.lease,
+            try_acquire=self._try_acquire,
+            renew=self._renew,
+            release=self._release,
+            give_up=self._give_up,
+        )
+
+    def __repr__(self) -> str:
+        """The store and where it keeps its data (password redacted)."""
+        return f"PostgresCheckpointer({redact(self._db.dsn)!r})"
+
+    async def load(self, thread_id: str) -> ThreadCheckpoint | None:
+        """The thread's checkpoint, or ``None`` (CHECKPOINT_CORRUPT when unreadable)."""
+        check_thread_id(thread_id)
+        sql = self._db.sql
+
+        async def read(conn: Any) -> tuple[Any, list[Any]]:
+            async with conn.transaction():
+                await conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
+                cur = await conn.execute(
+                    sql("SELECT version, length, head FROM {s}.fa_threads WHERE thread_id = %s"),
+                    (thread_id,),
+                )
+                head = await cur.fetchone()
+                if head is None or head[0] == 0:
+                    return head, []
+                cur = await conn.execute(
+                    sql(
+                        "SELECT body FROM {s}.fa_thread_messages WHERE thread_id = %s ORDER BY seq"
+                    ),
+                    (thread_id,),
+                )
+                return head, await cur.fetchall()
+
+        head, bodies = await self._db.read(read)
+        if head is None or head[0] == 0:
+            self._cache.pop(thread_id, None)
+            return None
+        version, length, data = head
+        source = f"checkpoint of thread {thread_id!r} in {self._db.schema!r}"
+        if len(bodies) != length:
+            raise CheckpointCorruptError(
+                f"{source} is unreadable: {len(bodies)} messages stored, {length} expected"
+            )
+        checkpoint = decode_checkpoint(
+            thread_id, bytes(data), [bytes(b[0]) for b in bodies], source=source
+        )
+        self._cache[thread_id] = ThreadCache.of(version, checkpoint.messages)
+        return checkpoint
+
+    async def list_threads(self) -> list[str]:
+        """The ids of the threads that have a checkpoint, sorted."""
+        rows = await self._db.fetch(
+            'SELECT thread_id FROM {s}.fa_threads WHERE version > 0 ORDER BY thread_id COLLATE "C"',
+            (),
+        )
+        return [r[0] for r in rows]
+
+    async def _check_lock(self, conn: Any, thread_id: str) -> None:
+        cur = await conn.execute(
+            self._db.sql(
+                f"SELECT owner, expires_at > {NOW} FROM {{s}}.fa_locks WHERE thread_id = %s "
+                "FOR SHARE"
+            ),
+            (thread_id,),
+        )
+        row = await cur.fetchone()
+        held = self._locks.held.get(thread_id)
+        if held is not None:
+            if row is None or row[0] != held.owner or not row[1]:
+                raise CheckpointConflictError(
+                    f"thread {thread_id!r}: this run lost its lock (lease expired, connection "
+                    "lost or taken by another run); nothing was written"
+                )
+        elif row is not None and row[0] is not None and row[1]:
+            raise CheckpointConflictError(
+                f"thread {thread_id!r} is held by another run; nothing was written"
+            )
+
+    async def save(self, checkpoint: ThreadCheckpoint) -> None:
+        """Store ``checkpoint``, writing only the messages that are not stored yet.
+
+        CHECKPOINT_CONFLICT (nothing written) when the thread changed since this instance
+        last read or wrote it, or when another run holds it or took it from this one.
+        """
+        check_checkpoint(checkpoint)
+        thread_id = checkpoint.thread_id
+        cache = self._cache.get(thread_id)
+        keep = 0 if cache is None else shared_prefix(cache.messages, checkpoint.messages)
+        check_new_part(checkpoint, keep)
+        added = checkpoint.messages[keep:]
+        bodies = encode_messages(added)
+        head = encode_head(checkpoint)
+        pending = checkpoint.pending is not None or bool(checkpoint.in_flight)
+        held = self._locks.held.get(thread_id)
+        psycopg, _ = import_psycopg()
+        try:
+            async with self._db.connection() as conn:
+                cur = await conn.execute(
+                    self._db.sql(
+                        "SELECT {s}.fa_save_thread(%s, %s, %s, %s, %s, %s, %s, %s::bytea[])"
+                    ),
+                    (
+                        thread_id,
+                        None if held is None else held.owner,
+                        None if cache is None else cache.version,
+                        keep,
+                        head,
+                        pending,
+                        len(checkpoint.messages),
+                        bodies,
+                    ),
+                )
+                row = await cur.fetchone()
+                assert row is not None
+                version = int(row[0])
+        except psycopg.Error as exc:
+            if exc.sqlstate != CONFLICT_SQLSTATE:
+                raise
+            self._cache.pop(thread_id, None)
+            detail = exc.diag.message_primary or "conflict"
+            raise CheckpointConflictError(
+                f"thread {thread_id!r}: {detail}; nothing was written"
+            ) from None
+        base = cache if cache is not None else ThreadCache(0)
+        self._cache[thread_id] = base.advanced(version, keep, added)
+        await self._after_write()
+
+    async def save_progress(self, checkpoint: ThreadCheckpoint) -> None:
+        """Same as :meth:`save` (which already writes only what changed)."""
+        await self.save(checkpoint)
+
+    async def delete(self, thread_id: str) -> None:
+        """Forget the thread's checkpoint (no error when there is none)."""
+        check_thread_id(thread_id)
+        self._cache.pop(thread_id, None)
+        async with self._db.transaction() as conn:
+            await self._check_lock(conn, thread_id)
+            await conn.execute(
+                self._db.sql("DELETE FROM {s}.fa_thread_messages WHERE thread_id = %s"),
+                (thread_id,),
+            )
+            await conn.execute(
+                self._db.sql("DELETE FROM {s}.fa_threads WHERE thread_id = %s"), (thread_id,)
+            )
+
+    async def prune(self, older_than: timedelta | None = None) -> int:
+        """Remove threads not saved for ``older_than`` (default: ``ttl``); how many went.
+
+        A thread that is held (an unexpired lock) or waits for an approval is kept.
+        """
+        age = check_older_than(older_than, self.ttl)
+        sql = self._db.sql
+        async with self._db.transaction() as conn:
+            cur = await conn.execute(
+                sql(
+                    "DELETE FROM {s}.fa_threads t WHERE t.version > 0 AND NOT t.pending "
+                    f"AND t.updated_at < {NOW} - %s AND NOT EXISTS (SELECT 1 "
+                    "FROM {s}.fa_locks l WHERE l.thread_id = t.thread_id "
+                    f"AND l.owner IS NOT NULL AND l.expires_at > {NOW}) "
+                    "RETURNING t.thread_id"
+                ),
+                (age,),
+            )
+            doomed = [r[0] for r in await cur.fetchall()]
+            if doomed:
+                await conn.execute(
+                    sql("DELETE FROM {s}.fa_thread_messages WHERE thread_id = ANY(%s)"), (doomed,)
+                )
+        return len(doomed)
+
+    # -- the thread lock ------------------------------------------------------------------
+
+    def _lock_key(self, thread_id: str) -> str:
+        return f"{self._db.schema}/{thread_id}"
+
+    async def _lock_conn(self, owner: str) -> Any:
+        """The connection of one acquisition: a reused idle one, or a new one."""
+        conn = self._lock_conns.get(owner)
+        if conn is not None:
+            return conn
+        while self._idle_lock_conns:
+            conn = self._idle_lock_conns.pop()
+            if not conn.closed:
+                break
+        else:
+            await self._db.pool()  # the schema exists before the first lock row
+            conn = await self._db.connect()
+        self._lock_conns[owner] = conn
+        return conn
+
+    async def _try_acquire(self, thread_id: str, owner: str) -> int | None:
+        psycopg, _ = import_psycopg()
+        for attempt in range(2):
+            conn = await self._lock_conn(owner)
+            try:
+                # The session dies when idle for a lease: a stopped holder loses its lock.
+                cur = await conn.execute(
+                    "SELECT set_config('idle_session_timeout', %s, false), "
+                    "pg_try_advisory_lock(hashtextextended(%s, 0))",
+                    (str(int(self.lease * 1000)), self._lock_key(thread_id)),
+                )
+                row = await cur.fetchone()
+                break
+            except psycopg.OperationalError:  # a reused connection the server closed
+                self._lock_conns.pop(owner, None)
+                await conn.close()
+                if attempt:
+                    raise
+        if not row or not row[1]:
+            return None
+        cur = await conn.execute(
+            self._db.sql(
+                "INSERT INTO {s}.fa_locks AS l (thread_id, fence, owner, expires_at) "
+                f"VALUES (%s, 1, %s, {NOW} + %s) ON CONFLICT (thread_id) DO UPDATE SET "
+                "fence = l.fence + 1, owner = excluded.owner, expires_at = excluded.expires_at "
+                "RETURNING fence"
+            ),
+            (thread_id, owner, self.lease),
+        )
+        fence = await cur.fetchone()
+        assert fence is not None
+        return int(fence[0])
+
+    async def _renew(self, thread_id: str, owner: str) -> bool:
+        conn = self._lock_conns.get(owner)
+        if conn is None or conn.closed:
+            return False
+        cur = await conn.execute(
+            self._db.sql(
+                f"UPDATE {{s}}.fa_locks SET expires_at = {NOW} + %s WHERE thread_id = %s "
+                "AND owner = %s"
+            ),
+            (self.lease, thread_id, owner),
+        )
+        return bool(cur.rowcount)
+
+    async def _park(self, conn: Any) -> None:
+        """Unlock the session of ``conn`` and keep the connection for the next run."""
+        psycopg, _ = import_psycopg()
+        try:  # unlock whatever the session holds, even after a failure half-way
+            await conn.execute(
+                "SELECT pg_advisory_unlock_all(), set_config('idle_session_timeout', '0', false)"
+            )
+        except psycopg.Error:
+            await conn.close()  # the session is gone, and its advisory lock with it
+            return
+        if len(self._idle_lock_conns) < _IDLE_LOCK_CONNECTIONS and not self._closing:
+            self._idle_lock_conns.append(conn)
+        else:
+            await conn.close()
+
+    async def _release(self, thread_id: str, owner: str) -> None:
+        conn = self._lock_conns.pop(owner, None)
+        if conn is None:
+            return
+        psycopg, _ = import_psycopg()
+        try:
+            await conn.execute(
+                self._db.sql(
+                    "UPDATE {s}.fa_locks SET owner = NULL, expires_at = 0 "
+                    "WHERE thread_id = %s AND owner = %s"
+                ),
+                (thread_id, owner),
+            )
+        except psycopg.Error:
+            await conn.close()  # the session is gone, and its advisory lock with it
+            return
+        await self._park(conn)
+
+    async def _give_up(self, thread_id: str, owner: str) -> None:
+        conn = self._lock_conns.pop(owner, None)
+        if conn is not None:
+            await self._park(conn)
+
+    @contextlib.asynccontextmanager
+    async def thread_lock(
+        self,
+        thread_id: str,
+        *,
+        timeout: float | EllipsisType | None = ...,  # noqa: ASYNC109 - a lock wait
+    ) -> AsyncIterator[None]:
+        """Hold the thread for a whole run, across machines; THREAD_BUSY after the wait."""
+        async with self._locks.hold(thread_id, self.lock_timeout, timeout):
+            self._cache.pop(thread_id, None)
+            yield
+
+    def fence(self, thread_id: str) -> int | None:
+        """The fencing token of this instance's hold on ``thread_id`` (``None``: not held)."""
+        held = self._locks.held.get(thread_id)
+        return None if held is None else held.fence
+
+    async def close(self) -> None:
+        """Close the pool and any lock connection still open (idempotent)."""
+        self._closing = True
+        conns = [*self._lock_conns.values(), *self._idle_lock_conns]
+        self._lock_conns.clear()
+        self._idle_lock_conns.clear()
+        for conn in conns:
+            await conn.close()
+        await self._db.close()
+
+
+class PostgresMemory(_Closable):
+    """A windowed history under ``key``; ``save()`` appends and trims in one transaction."""
+
+    def __init__(
+        self, dsn: str | PgDb, key: str, max_messages: int = 50, *, schema: str = "public"
+    ) -> None:
+        """Set up the store; nothing connects before the first operation."""
+        validate_key(key)
+        self._db = _db(dsn, schema)
+        self.key = key
+        self.max_messages: int = check_max_messages(max_messages)
+
+    def __repr__(self) -> str:
+        """The store and where it keeps its data (password redacted)."""
+        return f"PostgresMemory({redact(self._db.dsn)!r}, {self.key!r})"
+
+    async def load(self) -> list[Message]:
+        """The stored history, repaired and within ``max_messages`` (MEMORY_CORRUPT)."""
+        rows = await self._db.fetch(
+            "SELECT body FROM {s}.fa_memory_messages WHERE key = %s ORDER BY seq", (self.key,)
+        )
+        source = f"memory {self.key!r} in {self._db.schema!r}"
+        messages = decode_messages([bytes(r[0]) for r in rows], source=source)
+        return bounded_view(messages, self.max_messages)
+
+    async def _append(self, rows: Sequence[tuple[int, bytes]], *, fresh: bool) -> None:
+        # One statement (fa_append_memory): append, window and move the head atomically.
+        async with self._db.connection() as conn:
+            await conn.execute(
+                self._db.sql(
+                    "SELECT {s}.fa_append_memory(%s, %s, %s, %s::smallint[], %s::bytea[])"
+                ),
+                (self.key, self.max_messages, fresh, [r[0] for r in rows], [r[1] for r in rows]),
+            )
+
+    async def save(self, messages: Sequence[Message]) -> None:
+        """Append ``messages``, then keep the newest ``max_messages`` (one transaction)."""
+        given = check_messages(messages)
+        await self._append(
+            list(zip([shape_of(m) for m in given], encode_messages(given), strict=True)),
+            fresh=False,
+        )
+
+    async def replace(self, messages: Sequence[Message]) -> None:
+        """Make ``messages`` (windowed) the stored history, atomically."""
+        kept = window(check_messages(messages), self.max_messages)
+        await self._append(
+            list(zip([shape_of(m) for m in kept], encode_messages(kept), strict=True)), fresh=True
+        )
+
+    async def clear(self) -> None:
+        """Forget the stored history."""
+        async with self._db.connection() as conn:
+            await conn.execute(
+                self._db.sql("DELETE FROM {s}.fa_memory_messages WHERE key = %s"), (self.key,)
+            )
+
+
+def postgres_store(
+    url: str,
+    *,
+    lease: float,
+    ttl: float | None,
+    lock_timeout: float | None,
+    schema: str = "public",
+) -> Store:
+    """The :class:`Store` of a PostgreSQL URL (one pool for the whole bundle)."""
+    db = PgDb(url, schema=schema)
+    return Store(
+        url,
+        storage=PostgresStorage(db, ttl=ttl),
+        checkpointer=PostgresCheckpointer(db, lease=lease, ttl=ttl, lock_timeout=lock_timeout),
+        memory=lambda key, n: PostgresMemory(db, key, n),
+        close=db.close,
+    )

@@ -1,0 +1,529 @@
+"""Redis stores: sessions, threads and memories shared by every machine (extra ``redis``).
+
+Only core commands and Lua scripts (the server needs no modules). Keys, under a prefix
+(default ``fa:``)::
+
+    <p>kv:data            hash   storage key -> bytes
+    <p>kv:index           zset   storage keys (score 0: listed in lexical order)
+    <p>kv:time            zset   storage key -> last write (server time), for prune
+    <p>t:<thread_id>      hash   version, length, head (checkpoint JSON without messages),
+                                 pending, updated
+    <p>m:<thread_id>      list   the thread's messages, append-only
+    <p>threads            zset   thread id -> last save
+    <p>lock:<thread_id>   string owner token, SET NX PX <lease>, renewed while held
+    <p>fence:<thread_id>  int    INCR on every acquisition: the fencing token
+    <p>mem:<key>          list   "<shape digit><message JSON>", trimmed by the save script
+
+A thread save is one Lua script: it checks that this run still owns the lock and that the
+fencing token is still its own (or that nobody holds the thread), compares the version,
+trims the list to the stored prefix and appends the new messages (CHECKPOINT_CONFLICT,
+nothing written, otherwise). ``ttl=`` maps onto ``PEXPIRE`` (never for a pending thread).
+"""
+
+from __future__ import annotations
+
+import builtins
+import contextlib
+import re
+from collections.abc import AsyncIterator, Callable, Sequence
+from datetime import timedelta
+from types import EllipsisType, TracebackType
+from typing import Any, Self
+
+from ..checkpoint.lock import check_seconds
+from ..checkpoint.model import ThreadCheckpoint, check_thread_id
+from ..errors import (
+    CheckpointConflictError,
+    CheckpointCorruptError,
+    InvalidArgumentError,
+    MemoryCorruptError,
+    StorageKeyInvalidError,
+)
+from ..memory._window import bounded_view, check_max_messages, check_messages, shape_of, window
+from ..messages import Message
+from ..sessions._keys import validate_key, validate_prefix
+from ..sessions.memory_storage import as_bytes
+from . import _redis_lua as lua
+from ._base import Store
+from ._codec import (
+    AutoPrune,
+    ThreadCache,
+    check_checkpoint,
+    check_lease,
+    check_new_part,
+    check_older_than,
+    check_ttl,
+    decode_checkpoint,
+    decode_messages,
+    encode_head,
+    encode_messages,
+    redact,
+    shared_prefix,
+    unavailable,
+)
+from ._lease import LeaseLocks
+
+__all__ = ["RedisCheckpointer", "RedisDb", "RedisMemory", "RedisStorage", "redis_store"]
+
+_PREFIX = re.compile(r"[A-Za-z0-9_.:{}-]{0,64}\Z")
+
+
+def _import_redis() -> Any:
+    try:
+        import redis.asyncio as aioredis
+    except ImportError as exc:
+        raise ImportError("the Redis stores need redis-py: pip install redis") from exc
+    return aioredis
+
+
+def _connection_errors() -> tuple[type[BaseException], ...]:
+    _import_redis()
+    import redis.exceptions as rex
+
+    return (rex.ConnectionError, rex.TimeoutError, OSError)
+
+
+class RedisDb:
+    """One lazily created ``redis.asyncio`` client and the scripts, under a key prefix."""
+
+    def __init__(self, url: str, *, prefix: str = "fa:") -> None:
+        """Set up the store; nothing connects before the first operation."""
+        if not isinstance(url, str) or not url:
+            raise InvalidArgumentError(f"a Redis URL must be a non-empty str, not {url!r:.40}")
+        if not isinstance(prefix, str) or not _PREFIX.match(prefix):
+            raise InvalidArgumentError(f"invalid Redis key prefix {prefix!r}")
+        self.url = url
+        self.prefix = prefix
+        self._client: Any = None
+        self._scripts: dict[str, Any] = {}
+
+    def __repr__(self) -> str:
+        """The store and where it keeps its data (password redacted)."""
+        return f"RedisDb({redact(self.url)!r}, prefix={self.prefix!r})"
+
+    def client(self) -> Any:
+        """The client (created on first use; connections open lazily)."""
+        if self._client is None:
+            aioredis = _import_redis()
+            from redis.asyncio.retry import Retry
+            from redis.backoff import NoBackoff
+
+            # No blind retries in the driver: a script whose reply was lost may have run,
+            # and running an append twice would duplicate it. Reads retry in call().
+            self._client = aioredis.Redis.from_url(
+                self.url,
+                socket_connect_timeout=5,
+                health_check_interval=30,
+                retry=Retry(NoBackoff(), 0),
+            )
+        return self._client
+
+    async def call(self, method: str, *args: Any) -> Any:
+        """``client.<method>(*args)`` for a read or an idempotent write.
+
+        Retried once when the connection drops, then BACKEND_UNAVAILABLE.
+        """
+        errors = _connection_errors()
+        for attempt in range(2):
+            try:
+                return await getattr(self.client(), method)(*args)
+            except errors as exc:
+                if attempt:
+                    raise unavailable(self.url, exc) from None
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    async def run(self, build: Callable[[Any], object]) -> Any:
+        """Execute the MULTI/EXEC pipeline that ``build(pipe)`` queues.
+
+        Read-only or idempotent only: retried once like :meth:`call` (the pipeline is
+        rebuilt for the retry).
+        """
+        errors = _connection_errors()
+        for attempt in range(2):
+            try:
+                pipe = self.client().pipeline(transaction=True)
+                build(pipe)
+                return await pipe.execute()
+            except errors as exc:
+                if attempt:
+                    raise unavailable(self.url, exc) from None
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    async def script(self, name: str, keys: Sequence[str], args: Sequence[Any]) -> Any:
+        """Run the Lua script ``name`` of :mod:`._redis_lua` (loaded once, then EVALSHA).
+
+        Never retried: when the connection drops the script may have run, so the failure
+        surfaces as BACKEND_UNAVAILABLE (a thread save retried by the caller is safe: its
+        version check refuses a duplicate with CHECKPOINT_CONFLICT).
+        """
+        errors = _connection_errors()
+        script = self._scripts.get(name)
+        if script is None:
+            script = self.client().register_script(getattr(lua, name))
+            self._scripts[name] = script
+        try:
+            return await script(keys=list(keys), args=list(args))
+        except errors as exc:
+            raise unavailable(self.url, exc) from None
+
+    async def close(self) -> None:
+        """Close the client's connections (idempotent)."""
+        client, self._client = self._client, None
+        if client is not None:
+            await client.aclose()
+
+
+class _Closable:
+    _db: RedisDb
+
+    async def close(self) -> None:
+        """Close the client (idempotent)."""
+        await self._db.close()
+
+    async def __aenter__(self) -> Self:
+        """The store itself."""
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        """Close the store."""
+        await self.close()
+
+
+def _db(url: str | RedisDb, prefix: str) -> RedisDb:
+    return url if isinstance(url, RedisDb) else RedisDb(url, prefix=prefix)
+
+
+class RedisStorage(_Closable, AutoPrune):
+    """The :class:`~framework_agents.sessions.Storage` contract in one hash and two zsets."""
+
+    def __init__(
+        self, url: str | RedisDb, *, prefix: str = "fa:", ttl: float | None = None
+    ) -> None:
+        """Set up the store; nothing connects before the first operation."""
+        self._db = _db(url, prefix)
+        self.ttl = check_ttl(ttl)
+        p = self._db.prefix
+        self._keys = (f"{p}kv:data", f"{p}kv:index", f"{p}kv:time")
+
+    def __repr__(self) -> str:
+        """The store and where it keeps its data (password redacted)."""
+        return f"RedisStorage({redact(self._db.url)!r})"
+
+    async def put(self, key: str, data: bytes) -> None:
+        """Store ``data`` under ``key`` (a key is a value or a directory, never both)."""
+        await self._put(key, data, "put", b"")
+
+    async def compare_and_put(self, key: str, data: bytes, *, expected: bytes | None) -> None:
+        """Store ``data`` only if ``key`` holds exactly ``expected`` (``None``: nothing).
+
+        Otherwise CHECKPOINT_CONFLICT, nothing written (see SqliteStorage).
+        """
+        if expected is None:
+            await self._put(key, data, "absent", b"")
+        else:
+            await self._put(key, data, "equal", as_bytes(expected))
+
+    async def _put(self, key: str, data: bytes, mode: str, expected: bytes) -> None:
+        segments = validate_key(key)
+        value = as_bytes(data)
+        ancestors = ["/".join(segments[:i]) for i in range(1, len(segments))]
+        reply = await self._db.script("PUT", self._keys, [key, value, mode, expected, *ancestors])
+        if reply[0] == -2:
+            raise CheckpointConflictError(
+                f"storage key {key!r} changed since it was read; nothing was written"
+            )
+        if reply[0] == -3:
+            other = reply[1].decode()
+            raise StorageKeyInvalidError(f"cannot store {key!r}: {other!r} already holds a value")
+        if reply[0] == -4:
+            raise StorageKeyInvalidError(f"cannot store {key!r}: other keys are stored under it")
+        await self._after_write()
+
+    async def get(self, key: str) -> bytes | None:
+        """The bytes under ``key``, or ``None``."""
+        validate_key(key)
+        value = await self._db.call("hget", self._keys[0], key)
+        return None if value is None else bytes(value)
+
+    async def delete(self, key: str) -> None:
+        """Remove ``key`` (no-op when missing)."""
+        validate_key(key)
+        await self._forget([key])
+
+    async def _forget(self, keys: builtins.list[Any]) -> None:
+        if not keys:
+            return
+        data, index, times = self._keys
+        await self._db.run(
+            lambda pipe: pipe.hdel(data, *keys).zrem(index, *keys).zrem(times, *keys)
+        )
+
+    async def list(self, prefix: str = "") -> builtins.list[str]:
+        """Stored keys starting with ``prefix``, sorted."""
+        validate_prefix(prefix)
+        low = b"[" + prefix.encode() if prefix else b"-"
+        high = b"(" + prefix.encode() + b"\x7f" if prefix else b"+"
+        keys = await self._db.call("zrangebylex", self._keys[1], low, high)
+        return [k.decode() for k in keys]
+
+    async def prune(self, older_than: timedelta | None = None) -> int:
+        """Remove values not written for ``older_than`` (default: ``ttl``); how many went."""
+        age = check_older_than(older_than, self.ttl)
+        now = await self._db.call("time")
+        cutoff = now[0] + now[1] / 1e6 - age
+        keys = await self._db.call("zrangebyscore", self._keys[2], "-inf", f"({cutoff}")
+        await self._forget(keys)
+        return len(keys)
+
+
+class RedisCheckpointer(_Closable):
+    """Thread checkpoints (head hash + message list) with a leased, fenced lock (module doc)."""
+
+    def __init__(
+        self,
+        url: str | RedisDb,
+        *,
+        prefix: str = "fa:",
+        lock_timeout: float | None = 10.0,
+        lease: float = 30.0,
+        ttl: float | None = None,
+    ) -> None:
+        """Set up the store; nothing connects before the first operation."""
+        self._db = _db(url, prefix)
+        self.lock_timeout = check_seconds("lock_timeout", lock_timeout, optional=True)
+        self.lease = check_lease(lease)
+        self.ttl = check_ttl(ttl)
+        self._cache: dict[str, ThreadCache] = {}
+        self._locks = LeaseLocks(
+            lease=self.lease,
+            try_acquire=self._try_acquire,
+            renew=self._renew,
+            release=self._release,
+        )
+
+    def __repr__(self) -> str:
+        """The store and where it keeps its data (password redacted)."""
+        return f"RedisCheckpointer({redact(self._db.url)!r})"
+
+    def _k(self, kind: str, thread_id: str) -> str:
+        return f"{self._db.prefix}{kind}:{thread_id}"
+
+    async def load(self, thread_id: str) -> ThreadCheckpoint | None:
+        """The thread's checkpoint, or ``None`` (CHECKPOINT_CORRUPT when unreadable)."""
+        check_thread_id(thread_id)
+        head_key, list_key = self._k("t", thread_id), self._k("m", thread_id)
+        head, bodies = await self._db.run(
+            lambda pipe: pipe.hgetall(head_key).lrange(list_key, 0, -1)
+        )
+        if not head:
+            self._cache.pop(thread_id, None)
+            return None
+        source = f"checkpoint of thread {thread_id!r} in {redact(self._db.url)}"
+        try:
+            version, length, data = int(head[b"version"]), int(head[b"length"]), head[b"head"]
+        except (KeyError, ValueError):
+            raise CheckpointCorruptError(f"{source} is unreadable: bad head hash") from None
+        if len(bodies) != length:
+            raise CheckpointCorruptError(
+                f"{source} is unreadable: {len(bodies)} messages stored, {length} expected"
+            )
+        checkpoint = decode_checkpoint(thread_id, bytes(data), bodies, source=source)
+        self._cache[thread_id] = ThreadCache.of(version, checkpoint.messages)
+        return checkpoint
+
+    async def list_threads(self) -> list[str]:
+        """The ids of the threads that have a checkpoint, sorted."""
+        p = self._db.prefix
+        ids = await self._db.script("LIST_THREADS", [f"{p}threads"], [f"{p}t:"])
+        return sorted(i.decode() for i in ids)
+
+    def _guard_args(self, thread_id: str) -> list[Any]:
+        held = self._locks.held.get(thread_id)
+        return [thread_id, "", "0"] if held is None else [thread_id, held.owner, str(held.fence)]
+
+    def _thread_keys(self, thread_id: str) -> list[str]:
+        return [
+            self._k("t", thread_id),
+            self._k("m", thread_id),
+            self._k("lock", thread_id),
+            self._k("fence", thread_id),
+            f"{self._db.prefix}threads",
+        ]
+
+    async def save(self, checkpoint: ThreadCheckpoint) -> None:
+        """Store ``checkpoint``, appending only the messages that are not stored yet.
+
+        CHECKPOINT_CONFLICT (nothing written) when the thread changed since this instance
+        last read or wrote it, or when another run holds it or took it from this one.
+        """
+        check_checkpoint(checkpoint)
+        thread_id = checkpoint.thread_id
+        cache = self._cache.get(thread_id)
+        keep = 0 if cache is None else shared_prefix(cache.messages, checkpoint.messages)
+        check_new_part(checkpoint, keep)
+        added = checkpoint.messages[keep:]
+        pending = checkpoint.pending is not None or bool(checkpoint.in_flight)
+        ttl_ms = 0 if self.ttl is None else max(1, int(self.ttl * 1000))
+        args = [
+            *self._guard_args(thread_id),
+            -1 if cache is None else cache.version,
+            keep,
+            encode_head(checkpoint),
+            int(pending),
+            len(checkpoint.messages),
+            ttl_ms,
+            *encode_messages(added),
+        ]
+        reply = await self._db.script("SAVE_THREAD", self._thread_keys(thread_id), args)
+        if reply[0] != 1:
+            self._cache.pop(thread_id, None)
+            raise _conflict(thread_id, reply)
+        base = cache if cache is not None else ThreadCache(0)
+        self._cache[thread_id] = base.advanced(int(reply[1]), keep, added)
+
+    async def save_progress(self, checkpoint: ThreadCheckpoint) -> None:
+        """Same as :meth:`save` (which already writes only what changed)."""
+        await self.save(checkpoint)
+
+    async def delete(self, thread_id: str) -> None:
+        """Forget the thread's checkpoint (no error when there is none)."""
+        check_thread_id(thread_id)
+        self._cache.pop(thread_id, None)
+        script = lua.THREAD_GUARD + (
+            "redis.call('DEL', KEYS[1], KEYS[2]) redis.call('ZREM', KEYS[5], ARGV[1]) return {1}"
+        )
+        reply = await self._db.call(
+            "eval", script, 5, *self._thread_keys(thread_id), *self._guard_args(thread_id)
+        )
+        if reply[0] != 1:
+            raise _conflict(thread_id, reply)
+
+    async def prune(self, older_than: timedelta | None = None) -> int:
+        """Remove threads not saved for ``older_than`` (default: ``ttl``); how many went.
+
+        A thread that is held or waits for an approval is kept.
+        """
+        age = check_older_than(older_than, self.ttl)
+        p = self._db.prefix
+        n = await self._db.script(
+            "PRUNE_THREADS", [f"{p}threads"], [f"{p}t:", f"{p}m:", f"{p}lock:", age]
+        )
+        return int(n)
+
+    async def _try_acquire(self, thread_id: str, owner: str) -> int | None:
+        lease_ms = max(1, int(self.lease * 1000))
+        keys = [self._k("lock", thread_id), self._k("fence", thread_id)]
+        fence = int(await self._db.script("ACQUIRE", keys, [owner, lease_ms]))
+        return fence or None
+
+    async def _renew(self, thread_id: str, owner: str) -> bool:
+        lease_ms = max(1, int(self.lease * 1000))
+        return bool(await self._db.script("RENEW", [self._k("lock", thread_id)], [owner, lease_ms]))
+
+    async def _release(self, thread_id: str, owner: str) -> None:
+        await self._db.script("RELEASE", [self._k("lock", thread_id)], [owner])
+
+    @contextlib.asynccontextmanager
+    async def thread_lock(
+        self,
+        thread_id: str,
+        *,
+        timeout: float | EllipsisType | None = ...,  # noqa: ASYNC109 - a lock wait
+    ) -> AsyncIterator[None]:
+        """Hold the thread for a whole run, across machines; THREAD_BUSY after the wait."""
+        async with self._locks.hold(thread_id, self.lock_timeout, timeout):
+            self._cache.pop(thread_id, None)
+            yield
+
+    def fence(self, thread_id: str) -> int | None:
+        """The fencing token of this instance's hold on ``thread_id`` (``None``: not held)."""
+        held = self._locks.held.get(thread_id)
+        return None if held is None else held.fence
+
+
+def _conflict(thread_id: str, reply: Any) -> CheckpointConflictError:
+    if reply[0] == -2:
+        return CheckpointConflictError(
+            f"thread {thread_id!r} changed since this instance read it (now version "
+            f"{reply[1]}); nothing was written"
+        )
+    why = reply[1].decode() if isinstance(reply[1], bytes) else str(reply[1])
+    text = {
+        "lost": "this run lost its lock (lease expired or taken by another run)",
+        "fenced": "another run took the thread since this run locked it",
+        "held": "another run holds the thread",
+    }.get(why, why)
+    return CheckpointConflictError(f"thread {thread_id!r}: {text}; nothing was written")
+
+
+class RedisMemory(_Closable):
+    """A windowed history in one list; ``save()`` appends and trims in one Lua script."""
+
+    def __init__(
+        self, url: str | RedisDb, key: str, max_messages: int = 50, *, prefix: str = "fa:"
+    ) -> None:
+        """Set up the store; nothing connects before the first operation."""
+        validate_key(key)
+        self._db = _db(url, prefix)
+        self.key = key
+        self.max_messages: int = check_max_messages(max_messages)
+        self._list = f"{self._db.prefix}mem:{key}"
+
+    def __repr__(self) -> str:
+        """The store and where it keeps its data (password redacted)."""
+        return f"RedisMemory({redact(self._db.url)!r}, {self.key!r})"
+
+    async def load(self) -> list[Message]:
+        """The stored history, repaired and within ``max_messages`` (MEMORY_CORRUPT)."""
+        items = await self._db.call("lrange", self._list, 0, -1)
+        source = f"memory {self.key!r} in {redact(self._db.url)}"
+        for i, item in enumerate(items):
+            if not item or item[0] not in b"012":
+                raise MemoryCorruptError(f"{source}: message {i} has no shape prefix")
+        messages = decode_messages([bytes(item[1:]) for item in items], source=source)
+        return bounded_view(messages, self.max_messages)
+
+    async def _append(self, messages: Sequence[Message], *, fresh: bool) -> None:
+        items = [
+            b"%d" % shape_of(m) + body
+            for m, body in zip(messages, encode_messages(messages), strict=True)
+        ]
+        await self._db.script(
+            "MEMORY_APPEND", [self._list], [self.max_messages, int(fresh), *items]
+        )
+
+    async def save(self, messages: Sequence[Message]) -> None:
+        """Append ``messages``, then keep the newest ``max_messages`` (atomically)."""
+        await self._append(check_messages(messages), fresh=False)
+
+    async def replace(self, messages: Sequence[Message]) -> None:
+        """Make ``messages`` (windowed) the stored history, atomically."""
+        await self._append(window(check_messages(messages), self.max_messages), fresh=True)
+
+    async def clear(self) -> None:
+        """Forget the stored history."""
+        await self._db.call("delete", self._list)
+
+
+def redis_store(
+    url: str,
+    *,
+    lease: float,
+    ttl: float | None,
+    lock_timeout: float | None,
+    prefix: str = "fa:",
+) -> Store:
+    """The :class:`Store` of a Redis URL (one client for the whole bundle)."""
+    db = RedisDb(url, prefix=prefix)
+    return Store(
+        url,
+        storage=RedisStorage(db, ttl=ttl),
+        checkpointer=RedisCheckpointer(db, lease=lease, ttl=ttl, lock_timeout=lock_timeout),
+        memory=lambda key, n: RedisMemory(db, key, n),
+        close=db.close,
+    )

@@ -1,0 +1,537 @@
+"""SQLite stores: one database file shared by the processes of one machine.
+
+:class:`SqliteStorage`, :class:`SqliteCheckpointer` and :class:`SqliteMemory` keep their
+data in the tables drawn in ``stores._sqlite_db``. Use SQLite when every process runs on
+one machine (a local volume: SQLite's locking is unreliable over network file systems);
+use PostgreSQL or Redis when several machines share a thread.
+"""
+
+from __future__ import annotations
+
+import builtins
+import contextlib
+import os
+import sqlite3
+from collections.abc import AsyncIterator, Sequence
+from datetime import timedelta
+from types import EllipsisType, TracebackType
+from typing import Self
+
+from ..checkpoint.lock import check_seconds
+from ..checkpoint.model import ThreadCheckpoint, check_thread_id
+from ..errors import CheckpointConflictError, CheckpointCorruptError, StorageKeyInvalidError
+from ..memory._window import (
+    bounded_view,
+    check_max_messages,
+    check_messages,
+    shape_of,
+    window,
+    window_start,
+)
+from ..messages import Message
+from ..sessions._keys import validate_key, validate_prefix
+from ..sessions.memory_storage import as_bytes
+from ._codec import (
+    AutoPrune,
+    ThreadCache,
+    check_checkpoint,
+    check_lease,
+    check_new_part,
+    check_older_than,
+    check_ttl,
+    decode_checkpoint,
+    decode_messages,
+    encode_head,
+    encode_messages,
+    shared_prefix,
+    wall_clock,
+)
+from ._lease import LeaseLocks
+from ._sqlite_db import SqliteDb
+
+__all__ = ["SqliteCheckpointer", "SqliteMemory", "SqliteStorage"]
+
+#: One past the largest character a key may hold (keys are ASCII letters, digits, ``._-/``).
+_KEY_END = "\x7f"
+
+
+class _Closable:
+    """``close()`` and ``async with`` for a store that owns a :class:`SqliteDb`."""
+
+    _db: SqliteDb
+
+    async def close(self) -> None:
+        """Close the database connection (idempotent)."""
+        await self._db.close()
+
+    async def __aenter__(self) -> Self:
+        """The store itself."""
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        """Close the store."""
+        await self.close()
+
+
+def _db(path: str | os.PathLike[str] | SqliteDb) -> SqliteDb:
+    return path if isinstance(path, SqliteDb) else SqliteDb(path)
+
+
+# -- storage ------------------------------------------------------------------------------
+
+
+class SqliteStorage(_Closable, AutoPrune):
+    """The :class:`~framework_agents.sessions.Storage` contract in table ``fa_kv``."""
+
+    def __init__(
+        self, path: str | os.PathLike[str] | SqliteDb, *, ttl: float | None = None
+    ) -> None:
+        """Set up the store; nothing connects before the first operation."""
+        self._db = _db(path)
+        self.ttl = check_ttl(ttl)
+
+    def __repr__(self) -> str:
+        """The store and where it keeps its data (password redacted)."""
+        return f"SqliteStorage({str(self._db.path)!r})"
+
+    async def put(self, key: str, data: bytes) -> None:
+        """Store ``data`` under ``key`` (a key is a value or a directory, never both)."""
+        await self._put(key, data, None, conditional=False)
+
+    async def compare_and_put(self, key: str, data: bytes, *, expected: bytes | None) -> None:
+        """Store ``data`` only if ``key`` holds exactly ``expected`` (``None``: nothing).
+
+        Otherwise CHECKPOINT_CONFLICT and nothing is written: a read-modify-write of a
+        value shared by several processes (a session's latest snapshot) never loses an
+        acknowledged update.
+        """
+        await self._put(
+            key, data, None if expected is None else as_bytes(expected), conditional=True
+        )
+
+    async def _put(
+        self, key: str, data: bytes, expected: bytes | None, *, conditional: bool
+    ) -> None:
+        segments = validate_key(key)
+        value = as_bytes(data)
+        ancestors = ["/".join(segments[:i]) for i in range(1, len(segments))]
+
+        def write(conn: sqlite3.Connection) -> None:
+            now = wall_clock()
+            row = conn.execute("SELECT data FROM fa_kv WHERE key = ?", (key,)).fetchone()
+            if conditional and (None if row is None else bytes(row[0])) != expected:
+                raise CheckpointConflictError(
+                    f"storage key {key!r} changed since it was read; nothing was written"
+                )
+            if row is not None:
+                conn.execute(
+                    "UPDATE fa_kv SET data = ?, updated_at = ? WHERE key = ?", (value, now, key)
+                )
+                return
+            if ancestors:
+                marks = ",".join("?" * len(ancestors))
+                found = conn.execute(
+                    f"SELECT key FROM fa_kv WHERE key IN ({marks}) LIMIT 1", ancestors
+                ).fetchone()
+                if found is not None:
+                    raise StorageKeyInvalidError(
+                        f"cannot store {key!r}: {found[0]!r} already holds a value"
+                    )
+            if conn.execute(
+                "SELECT 1 FROM fa_kv WHERE key > ? AND key < ? LIMIT 1", (key + "/", key + "0")
+            ).fetchone():
+                raise StorageKeyInvalidError(
+                    f"cannot store {key!r}: other keys are stored under it"
+                )
+            conn.execute(
+                "INSERT INTO fa_kv (key, data, updated_at) VALUES (?, ?, ?)", (key, value, now)
+            )
+
+        await self._db.run(write)
+        await self._after_write()
+
+    async def get(self, key: str) -> bytes | None:
+        """The bytes under ``key``, or ``None``."""
+        validate_key(key)
+        row = await self._db.run(
+            lambda c: c.execute("SELECT data FROM fa_kv WHERE key = ?", (key,)).fetchone(),
+            write=False,
+        )
+        return None if row is None else bytes(row[0])
+
+    async def delete(self, key: str) -> None:
+        """Remove ``key`` (no-op when missing)."""
+        validate_key(key)
+        await self._db.run(lambda c: c.execute("DELETE FROM fa_kv WHERE key = ?", (key,)))
+
+    async def list(self, prefix: str = "") -> builtins.list[str]:
+        """Stored keys starting with ``prefix``, sorted."""
+        validate_prefix(prefix)
+        rows = await self._db.run(
+            lambda c: c.execute(
+                "SELECT key FROM fa_kv WHERE key >= ? AND key < ? ORDER BY key",
+                (prefix, prefix + _KEY_END),
+            ).fetchall(),
+            write=False,
+        )
+        return [r[0] for r in rows]
+
+    async def prune(self, older_than: timedelta | None = None) -> int:
+        """Remove values not written for ``older_than`` (default: ``ttl``); how many went."""
+        cutoff = wall_clock() - check_older_than(older_than, self.ttl)
+        count: int = await self._db.run(
+            lambda c: c.execute("DELETE FROM fa_kv WHERE updated_at < ?", (cutoff,)).rowcount
+        )
+        return count
+
+
+# -- checkpointer -----------------------------------------------------------------------
+
+
+class SqliteCheckpointer(_Closable, AutoPrune):
+    """Thread checkpoints as a head row plus an append-only message log, with a leased lock.
+
+    Layout: ``fa_threads`` holds one head row per thread (``version``, ``length``, the
+    checkpoint's JSON without its messages, whether an approval is pending);
+    ``fa_thread_messages`` holds the history, one row per message. A save writes only
+    the messages past the part of the history that is already stored.
+
+    Lock and fencing: ``fa_locks`` holds one row per thread (``owner``, ``expires_at``,
+    ``fence``). :meth:`thread_lock` takes the row when it is free or its lease ran out,
+    bumping ``fence``, and renews the lease while the run lasts. Every save is one
+    ``BEGIN IMMEDIATE`` transaction that checks (1) the lock row: this instance's run
+    still owns an unexpired lease, or nobody else does, and (2) the head's ``version``
+    is the one this instance last read or wrote. Otherwise nothing is written and the
+    save raises CHECKPOINT_CONFLICT.
+    """
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str] | SqliteDb,
+        *,
+        lock_timeout: float | None = 10.0,
+        lease: float = 30.0,
+        ttl: float | None = None,
+    ) -> None:
+        """Set up the store; nothing connects before the first operation."""
+        self._db = _db(path)
+        self.lock_timeout = check_seconds("lock_timeout", lock_timeout, optional=True)
+        self.lease = check_lease(lease)
+        self.ttl = check_ttl(ttl)
+        self._cache: dict[str, ThreadCache] = {}
+        self._locks = LeaseLocks(
+            lease=self.lease,
+            try_acquire=self._try_acquire,
+            renew=self._renew,
+            release=self._release,
+        )
+
+    def __repr__(self) -> str:
+        """The store and where it keeps its data (password redacted)."""
+        return f"SqliteCheckpointer({str(self._db.path)!r})"
+
+    # -- reading ------------------------------------------------------------------------
+
+    async def load(self, thread_id: str) -> ThreadCheckpoint | None:
+        """The thread's checkpoint, or ``None`` (CHECKPOINT_CORRUPT when unreadable)."""
+        check_thread_id(thread_id)
+
+        def read(conn: sqlite3.Connection) -> tuple[int, int, bytes, list[bytes]] | None:
+            head = conn.execute(
+                "SELECT version, length, head FROM fa_threads WHERE thread_id = ?", (thread_id,)
+            ).fetchone()
+            if head is None:
+                return None
+            bodies = conn.execute(
+                "SELECT body FROM fa_thread_messages WHERE thread_id = ? ORDER BY seq",
+                (thread_id,),
+            ).fetchall()
+            return head[0], head[1], bytes(head[2]), [bytes(b[0]) for b in bodies]
+
+        found = await self._db.read(read)
+        if found is None:
+            self._cache.pop(thread_id, None)
+            return None
+        version, length, head, bodies = found
+        source = f"checkpoint of thread {thread_id!r} in {str(self._db.path)!r}"
+        if len(bodies) != length:
+            raise CheckpointCorruptError(
+                f"{source} is unreadable: {len(bodies)} messages stored, {length} expected"
+            )
+        checkpoint = decode_checkpoint(thread_id, head, bodies, source=source)
+        self._cache[thread_id] = ThreadCache.of(version, checkpoint.messages)
+        return checkpoint
+
+    async def list_threads(self) -> list[str]:
+        """The ids of the threads that have a checkpoint, sorted."""
+        rows = await self._db.run(
+            lambda c: c.execute("SELECT thread_id FROM fa_threads ORDER BY thread_id").fetchall(),
+            write=False,
+        )
+        return [r[0] for r in rows]
+
+    # -- writing ------------------------------------------------------------------------
+
+    def _check_lock(self, conn: sqlite3.Connection, thread_id: str, now: float) -> None:
+        row = conn.execute(
+            "SELECT owner, expires_at FROM fa_locks WHERE thread_id = ?", (thread_id,)
+        ).fetchone()
+        held = self._locks.held.get(thread_id)
+        if held is not None:
+            if row is None or row[0] != held.owner or row[1] <= now:
+                raise CheckpointConflictError(
+                    f"thread {thread_id!r}: this run lost its lock (lease expired or taken "
+                    "by another run); nothing was written"
+                )
+        elif row is not None and row[0] is not None and row[1] > now:
+            raise CheckpointConflictError(
+                f"thread {thread_id!r} is held by another run; nothing was written"
+            )
+
+    async def save(self, checkpoint: ThreadCheckpoint) -> None:
+        """Store ``checkpoint``, writing only the messages that are not stored yet.
+
+        CHECKPOINT_CONFLICT (nothing written) when the thread changed since this instance
+        last read or wrote it, or when another run holds it or took it from this one.
+        """
+        check_checkpoint(checkpoint)
+        thread_id = checkpoint.thread_id
+        cache = self._cache.get(thread_id)
+        keep = 0 if cache is None else shared_prefix(cache.messages, checkpoint.messages)
+        check_new_part(checkpoint, keep)
+        added = checkpoint.messages[keep:]
+        bodies = encode_messages(added)
+        head = encode_head(checkpoint)
+        pending = int(checkpoint.pending is not None or bool(checkpoint.in_flight))
+        total = len(checkpoint.messages)
+
+        def write(conn: sqlite3.Connection) -> int:
+            now = wall_clock()
+            self._check_lock(conn, thread_id, now)
+            row = conn.execute(
+                "SELECT version, length FROM fa_threads WHERE thread_id = ?", (thread_id,)
+            ).fetchone()
+            if cache is not None and (row is None or row[0] != cache.version):
+                raise CheckpointConflictError(
+                    f"thread {thread_id!r} changed since this instance read it (version "
+                    f"{cache.version}, now {None if row is None else row[0]}); nothing was written"
+                )
+            version = 1 if row is None else row[0] + 1
+            if row is not None and row[1] > keep:
+                conn.execute(
+                    "DELETE FROM fa_thread_messages WHERE thread_id = ? AND seq >= ?",
+                    (thread_id, keep),
+                )
+            conn.executemany(
+                "INSERT INTO fa_thread_messages (thread_id, seq, body) VALUES (?, ?, ?)",
+                [(thread_id, keep + i, b) for i, b in enumerate(bodies)],
+            )
+            conn.execute(
+                "INSERT INTO fa_threads (thread_id, version, length, head, pending, updated_at) "
+                "VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (thread_id) DO UPDATE SET "
+                "version = excluded.version, length = excluded.length, head = excluded.head, "
+                "pending = excluded.pending, updated_at = excluded.updated_at",
+                (thread_id, version, total, head, pending, now),
+            )
+            return version
+
+        try:
+            version = await self._db.run(write)
+        except CheckpointConflictError:
+            self._cache.pop(thread_id, None)
+            raise
+        base = cache if cache is not None else ThreadCache(0)
+        self._cache[thread_id] = base.advanced(version, keep, added)
+        await self._after_write()
+
+    async def save_progress(self, checkpoint: ThreadCheckpoint) -> None:
+        """Same as :meth:`save` (which already writes only what changed)."""
+        await self.save(checkpoint)
+
+    async def delete(self, thread_id: str) -> None:
+        """Forget the thread's checkpoint (no error when there is none)."""
+        check_thread_id(thread_id)
+
+        def write(conn: sqlite3.Connection) -> None:
+            self._check_lock(conn, thread_id, wall_clock())
+            conn.execute("DELETE FROM fa_thread_messages WHERE thread_id = ?", (thread_id,))
+            conn.execute("DELETE FROM fa_threads WHERE thread_id = ?", (thread_id,))
+
+        self._cache.pop(thread_id, None)
+        await self._db.run(write)
+
+    async def prune(self, older_than: timedelta | None = None) -> int:
+        """Remove threads not saved for ``older_than`` (default: ``ttl``); how many went.
+
+        A thread that is held (an unexpired lock) or waits for an approval is kept.
+        """
+        age = check_older_than(older_than, self.ttl)
+
+        def write(conn: sqlite3.Connection) -> int:
+            now = wall_clock()
+            doomed = [
+                r[0]
+                for r in conn.execute(
+                    "SELECT t.thread_id FROM fa_threads t LEFT JOIN fa_locks l "
+                    "ON l.thread_id = t.thread_id WHERE t.updated_at < ? AND t.pending = 0 "
+                    "AND (l.owner IS NULL OR l.expires_at <= ?)",
+                    (now - age, now),
+                ).fetchall()
+            ]
+            for thread_id in doomed:
+                conn.execute("DELETE FROM fa_thread_messages WHERE thread_id = ?", (thread_id,))
+                conn.execute("DELETE FROM fa_threads WHERE thread_id = ?", (thread_id,))
+            return len(doomed)
+
+        return await self._db.run(write)
+
+    # -- the thread lock ------------------------------------------------------------------
+
+    async def _try_acquire(self, thread_id: str, owner: str) -> int | None:
+        def write(conn: sqlite3.Connection) -> int | None:
+            now = wall_clock()
+            row = conn.execute(
+                "SELECT fence, owner, expires_at FROM fa_locks WHERE thread_id = ?", (thread_id,)
+            ).fetchone()
+            if row is not None and row[1] is not None and row[2] > now:
+                return None
+            fence = 1 if row is None else row[0] + 1
+            conn.execute(
+                "INSERT INTO fa_locks (thread_id, fence, owner, expires_at) VALUES (?, ?, ?, ?) "
+                "ON CONFLICT (thread_id) DO UPDATE SET fence = excluded.fence, "
+                "owner = excluded.owner, expires_at = excluded.expires_at",
+                (thread_id, fence, owner, now + self.lease),
+            )
+            return fence
+
+        return await self._db.run(write)
+
+    async def _renew(self, thread_id: str, owner: str) -> bool:
+        def write(conn: sqlite3.Connection) -> bool:
+            now = wall_clock()
+            return bool(
+                conn.execute(
+                    "UPDATE fa_locks SET expires_at = ? WHERE thread_id = ? AND owner = ? "
+                    "AND expires_at > ?",
+                    (now + self.lease, thread_id, owner, now),
+                ).rowcount
+            )
+
+        return await self._db.run(write)
+
+    async def _release(self, thread_id: str, owner: str) -> None:
+        await self._db.run(
+            lambda c: c.execute(
+                "UPDATE fa_locks SET owner = NULL, expires_at = 0 "
+                "WHERE thread_id = ? AND owner = ?",
+                (thread_id, owner),
+            )
+        )
+
+    @contextlib.asynccontextmanager
+    async def thread_lock(
+        self,
+        thread_id: str,
+        *,
+        timeout: float | EllipsisType | None = ...,  # noqa: ASYNC109 - a lock wait
+    ) -> AsyncIterator[None]:
+        """Hold the thread for a whole run, across processes; THREAD_BUSY after the wait.
+
+        The wait is ``lock_timeout`` unless ``timeout`` is given (``None``: forever). A
+        holder that dies is replaced once its ``lease`` runs out.
+        """
+        async with self._locks.hold(thread_id, self.lock_timeout, timeout):
+            self._cache.pop(thread_id, None)  # another run may have written meanwhile
+            yield
+
+    def fence(self, thread_id: str) -> int | None:
+        """The fencing token of this instance's hold on ``thread_id`` (``None``: not held)."""
+        held = self._locks.held.get(thread_id)
+        return None if held is None else held.fence
+
+
+# -- memory -------------------------------------------------------------------------------
+
+
+class SqliteMemory(_Closable):
+    """A windowed history under ``key``; ``save()`` appends and trims in one transaction."""
+
+    def __init__(
+        self, path: str | os.PathLike[str] | SqliteDb, key: str, max_messages: int = 50
+    ) -> None:
+        """Set up the store; nothing connects before the first operation."""
+        validate_key(key)
+        self._db = _db(path)
+        self.key = key
+        self.max_messages: int = check_max_messages(max_messages)
+
+    def __repr__(self) -> str:
+        """The store and where it keeps its data (password redacted)."""
+        return (
+            f"SqliteMemory({str(self._db.path)!r}, {self.key!r}, max_messages={self.max_messages})"
+        )
+
+    async def load(self) -> list[Message]:
+        """The stored history, repaired and within ``max_messages`` (MEMORY_CORRUPT)."""
+        rows = await self._db.run(
+            lambda c: c.execute(
+                "SELECT body FROM fa_memory_messages WHERE key = ? ORDER BY seq", (self.key,)
+            ).fetchall(),
+            write=False,
+        )
+        source = f"memory {self.key!r} in {str(self._db.path)!r}"
+        return bounded_view(
+            decode_messages([bytes(r[0]) for r in rows], source=source), self.max_messages
+        )
+
+    def _append(
+        self, conn: sqlite3.Connection, rows: Sequence[tuple[int, bytes]], *, fresh: bool
+    ) -> None:
+        key, limit = self.key, self.max_messages
+        row = conn.execute("SELECT next_seq FROM fa_memories WHERE key = ?", (key,)).fetchone()
+        start = 0 if row is None else row[0]
+        if fresh:
+            conn.execute("DELETE FROM fa_memory_messages WHERE key = ?", (key,))
+        conn.executemany(
+            "INSERT INTO fa_memory_messages (key, seq, shape, body) VALUES (?, ?, ?, ?)",
+            [(key, start + i, shape, body) for i, (shape, body) in enumerate(rows)],
+        )
+        end = start + len(rows)
+        tail = conn.execute(
+            "SELECT seq, shape FROM fa_memory_messages WHERE key = ? ORDER BY seq DESC LIMIT ?",
+            (key, limit + 1),
+        ).fetchall()[::-1]
+        first = tail[0][0] if tail else end
+        if len(tail) > limit:
+            cut = window_start([s for _, s in tail], limit)
+            first = tail[cut][0] if cut < len(tail) else end
+            conn.execute("DELETE FROM fa_memory_messages WHERE key = ? AND seq < ?", (key, first))
+        conn.execute(
+            "INSERT INTO fa_memories (key, first_seq, next_seq, updated_at) VALUES (?, ?, ?, ?) "
+            "ON CONFLICT (key) DO UPDATE SET first_seq = excluded.first_seq, "
+            "next_seq = excluded.next_seq, updated_at = excluded.updated_at",
+            (key, first, end, wall_clock()),
+        )
+
+    async def save(self, messages: Sequence[Message]) -> None:
+        """Append ``messages``, then keep the newest ``max_messages`` (one transaction)."""
+        given = check_messages(messages)
+        rows = list(zip([shape_of(m) for m in given], encode_messages(given), strict=True))
+        await self._db.run(lambda c: self._append(c, rows, fresh=False))
+
+    async def replace(self, messages: Sequence[Message]) -> None:
+        """Make ``messages`` (windowed) the stored history, atomically."""
+        kept = window(check_messages(messages), self.max_messages)
+        rows = list(zip([shape_of(m) for m in kept], encode_messages(kept), strict=True))
+        await self._db.run(lambda c: self._append(c, rows, fresh=True))
+
+    async def clear(self) -> None:
+        """Forget the stored history."""
+        await self._db.run(
+            lambda c: c.execute("DELETE FROM fa_memory_messages WHERE key = ?", (self.key,))
+        )

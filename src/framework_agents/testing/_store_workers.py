@@ -1,0 +1,128 @@
+"""Child-process bodies of the store conformance suite (internal; run with ``spawn``).
+
+Each worker opens the backend with the factory it was given, does its part, and reports
+through a ``multiprocessing`` connection: ``("ok", detail)`` or ``("error", code, text)``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Coroutine
+from multiprocessing.connection import Connection
+from typing import Any
+
+from ..checkpoint._base import save_progress, thread_lock
+from ..checkpoint.model import ThreadCheckpoint
+from ..errors import AgentError, CheckpointConflictError
+from ..messages import Message
+
+__all__ = ["append_worker", "counter_worker", "hold_worker", "stale_worker", "turns_worker"]
+
+
+def _report(conn: Connection, body: Callable[[], Coroutine[Any, Any, Any]]) -> None:
+    try:
+        detail: Any = asyncio.run(body())
+    except AgentError as exc:
+        conn.send(("error", exc.code, exc.message))
+    except BaseException as exc:  # the parent shows what went wrong
+        conn.send(("error", type(exc).__name__, str(exc)))
+    else:
+        conn.send(("ok", detail))
+    conn.close()
+
+
+def append_worker(conn: Connection, open_store: Any, key: str, who: str, count: int) -> None:
+    """Append ``count`` messages ``<who>-<i>`` to memory ``key``, one save each."""
+
+    async def body() -> int:
+        store = open_store()
+        try:
+            memory = store.memory(key, max_messages=100_000)
+            for i in range(count):
+                await memory.save([Message("user", f"{who}-{i}")])
+        finally:
+            await store.close()
+        return count
+
+    _report(conn, body)
+
+
+def turns_worker(conn: Connection, open_store: Any, thread_id: str, who: str, turns: int) -> None:
+    """Run ``turns`` read-modify-write turns of ``thread_id``, each under its thread lock."""
+
+    async def body() -> int:
+        store = open_store()
+        cp = store.checkpointer
+        try:
+            for i in range(turns):
+                async with thread_lock(cp, thread_id):
+                    base = await cp.load(thread_id)
+                    messages = [] if base is None else base.messages
+                    count = 0 if base is None else int(base.state.get("turns", 0))
+                    turn = [Message("user", f"{who}-{i}"), Message("assistant", f"{who}-{i}")]
+                    await save_progress(
+                        cp,
+                        ThreadCheckpoint(thread_id, None, [*messages, *turn], {"turns": count + 1}),
+                    )
+        finally:
+            await store.close()
+        return turns
+
+    _report(conn, body)
+
+
+def hold_worker(conn: Connection, open_store: Any, thread_id: str) -> None:
+    """Take ``thread_id``'s lock, say so, and keep it until killed."""
+
+    async def body() -> None:
+        store = open_store()
+        async with thread_lock(store.checkpointer, thread_id):
+            conn.send(("held", None))
+            await asyncio.Event().wait()  # until SIGKILL
+
+    _report(conn, body)
+
+
+def stale_worker(conn: Connection, open_store: Any, thread_id: str) -> None:
+    """Hold ``thread_id``, load it, say so; on ``go`` (after a pause) try to save."""
+
+    async def body() -> str:
+        store = open_store()
+        cp = store.checkpointer
+        try:
+            async with thread_lock(cp, thread_id):
+                base = await cp.load(thread_id)
+                messages = [] if base is None else base.messages
+                conn.send(("held", None))
+                await asyncio.to_thread(conn.recv)  # the parent stops us, then says go
+                late = [*messages, Message("user", "late write")]
+                await cp.save(ThreadCheckpoint(thread_id, None, late, {"by": "stale"}))
+        finally:
+            await store.close()
+        return "saved"
+
+    _report(conn, body)
+
+
+def counter_worker(conn: Connection, open_store: Any, key: str, count: int) -> None:
+    """Increment the counter stored under ``key`` ``count`` times with compare_and_put."""
+
+    async def body() -> int:
+        store = open_store()
+        storage: Any = store.storage
+        conflicts = 0
+        try:
+            for _ in range(count):
+                while True:
+                    raw = await storage.get(key)
+                    value = 0 if raw is None else int(raw)
+                    try:
+                        await storage.compare_and_put(key, b"%d" % (value + 1), expected=raw)
+                        break
+                    except CheckpointConflictError:
+                        conflicts += 1
+        finally:
+            await store.close()
+        return count
+
+    _report(conn, body)

@@ -1,0 +1,625 @@
+"""One conformance suite for every store backend, shipped or third-party.
+
+Subclass :class:`StoreConformance` in a test module and give it a ``store_factory``
+fixture that returns a :class:`StoreFactory` for a fresh, empty namespace (a new
+directory, schema or key prefix) and cleans it up afterwards::
+
+    import functools, pytest
+    from framework_agents.testing.conformance import StoreConformance, StoreFactory
+
+    def open_mine(url: str) -> Store: ...          # top level: child processes import it
+
+    class TestMyStore(StoreConformance):
+        @pytest.fixture
+        def store_factory(self, tmp_path):
+            return StoreFactory(functools.partial(open_mine, str(tmp_path)), lease=2.0)
+
+Capabilities are detected, and a test whose capability is missing is skipped with the
+reason: ``thread_lock`` and ``fence`` on the checkpointer, ``prune`` on the storage and
+the checkpointer, ``replace`` on memories, ``cross_process`` and ``lease`` and
+``corrupter`` on the factory. Tests that start OS processes (concurrent appends, lock
+exclusion, a killed holder, a fenced stale writer) are marked ``slow``; they use the
+``spawn`` start method, so ``StoreFactory.open`` must be picklable (a module-level
+function or a ``functools.partial`` of one).
+
+Needs pytest (a test dependency, not a runtime one): import this module from tests only.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import multiprocessing
+import os
+import signal
+from collections.abc import Awaitable, Callable, Coroutine
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import Any, Protocol, TypeVar
+
+import pytest
+
+from ..checkpoint._base import thread_lock
+from ..checkpoint.model import ThreadCheckpoint
+from ..errors import AgentError
+from ..messages import Message, ReasoningBlock, TextBlock, ToolCall
+from ..sessions.manager import SessionManager
+from ..sessions.snapshot import Snapshot, SnapshotData
+from ..stores._base import Store
+from . import _store_workers as workers
+
+__all__ = ["Corrupter", "StoreConformance", "StoreFactory"]
+
+T = TypeVar("T")
+
+#: Keys no backend may accept (STORAGE_KEY_INVALID).
+HOSTILE_KEYS = ["", "/abs", "a/../b", "..", "a//b", "a\\b", "a\0b", "a/", "con", "x/.hidden", "é"]
+#: Thread ids no backend may accept (THREAD_ID_INVALID).
+HOSTILE_THREAD_IDS = ["", "..", ".hidden", "a/b", "a\\b", "a\0b", "x" * 200, "sp ace", "é"]
+
+
+class Corrupter(Protocol):
+    """Writes bytes a backend never writes, behind its back (picklable)."""
+
+    async def corrupt_checkpoint(self, thread_id: str) -> None:
+        """Make the stored checkpoint of ``thread_id`` unreadable."""
+        ...
+
+    async def corrupt_memory(self, key: str) -> None:
+        """Make the stored memory ``key`` unreadable."""
+        ...
+
+
+@dataclass(frozen=True)
+class StoreFactory:
+    """How the suite opens the backend under test (see the module docstring).
+
+    ``open``: returns a new :class:`Store` on the namespace under test (each call a new
+    connection to the same data). ``cross_process``: whether stores opened in other
+    processes share that data. ``lease``: seconds a dead or stopped holder keeps a
+    thread (``None``: the backend has no lease; a dead holder is replaced at once).
+    ``corrupter``: writes unreadable data, for the ``*_CORRUPT`` tests.
+    """
+
+    open: Callable[[], Store]
+    cross_process: bool = True
+    lease: float | None = None
+    corrupter: Corrupter | None = None
+
+
+def _run(factory: StoreFactory, body: Callable[[Store], Awaitable[T]]) -> T:
+    async def main() -> T:
+        store = factory.open()
+        try:
+            return await body(store)
+        finally:
+            await store.close()
+
+    return asyncio.run(main())
+
+
+def _code(call: Callable[[], Coroutine[Any, Any, Any]]) -> Callable[[], Awaitable[str | None]]:
+    async def run() -> str | None:
+        try:
+            await call()
+        except AgentError as exc:
+            return exc.code
+        return None
+
+    return run
+
+
+def _rich_history() -> list[Message]:
+    call = ToolCall("c1", "lookup", {"q": "ünï", "n": [1, 2.5, None, True], "d": {"k": "v"}})
+    return [
+        Message("system", "be brief"),
+        Message("user", [TextBlock("hi "), TextBlock("there")], metadata={"k": [1, {"x": None}]}),
+        Message(
+            "assistant",
+            [ReasoningBlock("think", signature="sig"), TextBlock("")],
+            tool_calls=[call],
+        ),
+        Message("tool", "42", tool_call_id="c1", name="lookup"),
+        Message("assistant", "the answer is 42 \U0001f600"),
+    ]
+
+
+def _needs(condition: bool, reason: str) -> None:
+    if not condition:
+        pytest.skip(f"capability missing: {reason}")
+
+
+def _spawn(target: Callable[..., None], *args: Any) -> tuple[Any, Any]:
+    ctx = multiprocessing.get_context("spawn")
+    parent, child = ctx.Pipe()
+    proc = ctx.Process(target=target, args=(child, *args), daemon=True)
+    proc.start()
+    child.close()
+    return proc, parent
+
+
+def _wait(conn: Any, proc: Any, timeout: float = 120.0) -> Any:
+    if not conn.poll(timeout):
+        proc.kill()
+        raise AssertionError(f"child process {proc.pid} did not answer within {timeout}s")
+    return conn.recv()
+
+
+class StoreConformance:
+    """The contracts of API.md "Durable stores", for the backend of ``store_factory``."""
+
+    @pytest.fixture
+    def store_factory(self) -> StoreFactory:
+        """Override: a factory for a fresh, empty namespace of the backend under test."""
+        raise NotImplementedError("define a store_factory fixture in the subclass")
+
+    # -- storage ------------------------------------------------------------------------
+
+    def test_storage_round_trip_and_sorted_listing(self, store_factory: StoreFactory) -> None:
+        """put/get/delete/list behave like the file backend (bytes exact, keys sorted)."""
+
+        async def body(store: Store) -> None:
+            s = store.storage
+            values = {"b/2": b"\x00\xff two", "a": b"", "b/1": bytes(range(256)), "c.d/e_f-g": b"x"}
+            for key, value in values.items():
+                await s.put(key, value)
+            assert await s.list() == sorted(values)
+            assert await s.list("b/") == ["b/1", "b/2"]
+            assert await s.list("b") == ["b/1", "b/2"]
+            for key, value in values.items():
+                assert await s.get(key) == value
+            await s.put("a", b"again")
+            assert await s.get("a") == b"again"
+            await s.delete("b/1")
+            await s.delete("missing")
+            assert await s.get("b/1") is None
+            assert await s.list() == ["a", "b/2", "c.d/e_f-g"]
+
+        _run(store_factory, body)
+
+    def test_storage_key_is_a_value_or_a_directory(self, store_factory: StoreFactory) -> None:
+        """Storing ``a`` under ``a/b`` (or the reverse) is STORAGE_KEY_INVALID."""
+
+        async def body(store: Store) -> None:
+            s = store.storage
+            await s.put("a/b", b"1")
+            assert await _code(lambda: s.put("a", b"2"))() == "STORAGE_KEY_INVALID"
+            await s.put("c", b"1")
+            assert await _code(lambda: s.put("c/d", b"2"))() == "STORAGE_KEY_INVALID"
+            assert await s.list() == ["a/b", "c"]
+
+        _run(store_factory, body)
+
+    @pytest.mark.parametrize("key", HOSTILE_KEYS, ids=repr)
+    def test_storage_refuses_hostile_keys(self, store_factory: StoreFactory, key: str) -> None:
+        """Every method refuses a hostile key before touching anything."""
+
+        async def body(store: Store) -> None:
+            s = store.storage
+            for call in (lambda: s.put(key, b"x"), lambda: s.get(key), lambda: s.delete(key)):
+                assert await _code(call)() == "STORAGE_KEY_INVALID"
+            with pytest.raises(AgentError) as info:
+                store.memory(key)
+            assert info.value.code == "STORAGE_KEY_INVALID"
+            assert await s.list() == []
+
+        _run(store_factory, body)
+
+    def test_session_manager_round_trip_and_corrupt_snapshot(
+        self, store_factory: StoreFactory
+    ) -> None:
+        """SessionManager works on the storage; bytes that are no snapshot: SNAPSHOT_CORRUPT."""
+
+        async def body(store: Store) -> None:
+            manager = SessionManager("s1", store.storage)
+            snapshot = Snapshot(SnapshotData(messages=_rich_history(), state={"k": 1}))
+            await manager.save_latest(snapshot)
+            loaded = await manager.load_latest()
+            assert loaded is not None and loaded.to_json() == snapshot.to_json()
+            await store.storage.put(manager.latest_key, b'{"schema_version": 1, "dat')
+            with pytest.raises(AgentError) as info:
+                await manager.load_latest()
+            assert info.value.code == "SNAPSHOT_CORRUPT"
+
+        _run(store_factory, body)
+
+    def test_storage_compare_and_put(self, store_factory: StoreFactory) -> None:
+        """compare_and_put writes only over the expected value; else CHECKPOINT_CONFLICT."""
+
+        async def body(store: Store) -> None:
+            cas: Any = getattr(store.storage, "compare_and_put", None)
+            _needs(callable(cas), "storage.compare_and_put")
+            await cas("k", b"1", expected=None)
+            assert await _code(lambda: cas("k", b"x", expected=None))() == "CHECKPOINT_CONFLICT"
+            await cas("k", b"2", expected=b"1")
+            assert await _code(lambda: cas("k", b"x", expected=b"1"))() == "CHECKPOINT_CONFLICT"
+            assert await store.storage.get("k") == b"2"
+            assert await _code(lambda: cas("k/sub", b"x", expected=None))() in {
+                "STORAGE_KEY_INVALID",
+                "CHECKPOINT_CONFLICT",
+            }
+            assert await store.storage.list() == ["k"]
+
+        _run(store_factory, body)
+
+    def test_storage_prune(self, store_factory: StoreFactory) -> None:
+        """prune(older_than) removes what was not written since, and keeps the rest."""
+
+        async def body(store: Store) -> None:
+            prune = getattr(store.storage, "prune", None)
+            _needs(callable(prune), "storage.prune")
+            assert prune is not None
+            await store.storage.put("old", b"1")
+            assert await prune(timedelta(days=1)) == 0
+            assert await prune(timedelta(0)) == 1
+            assert await store.storage.list() == []
+
+        _run(store_factory, body)
+
+    # -- checkpointer -------------------------------------------------------------------
+
+    def test_checkpoint_round_trip_keeps_every_field(self, store_factory: StoreFactory) -> None:
+        """Every field of ThreadCheckpoint comes back equal (JSON-equal), ids sorted."""
+
+        async def body(store: Store) -> None:
+            cp = store.checkpointer
+            history = _rich_history()
+            pending = ToolCall("c9", "pay", {"amount": 10.5})
+            saved = ThreadCheckpoint(
+                "t-2",
+                None,
+                history,
+                {"nested": {"a": [1, "two"]}},
+                pending,
+                decisions={"pay": "approve"},
+            )
+            await cp.save(saved)
+            await cp.save(ThreadCheckpoint("t-1", None, [], {}))
+            loaded = await cp.load("t-2")
+            assert loaded is not None
+            assert loaded.model_dump_json() == saved.model_dump_json()
+            assert await cp.list_threads() == ["t-1", "t-2"]
+            assert await cp.load("nobody") is None
+            await cp.delete("t-1")
+            await cp.delete("t-1")
+            assert await cp.list_threads() == ["t-2"]
+
+        _run(store_factory, body)
+
+    def test_checkpoint_append_edit_and_truncate(self, store_factory: StoreFactory) -> None:
+        """A grown, an edited and a shortened history each load back exactly."""
+
+        async def body(store: Store) -> None:
+            cp = store.checkpointer
+            history = [Message("user", f"u{i}") for i in range(6)]
+            await cp.save(ThreadCheckpoint("t", None, history[:3], {"n": 1}))
+            await cp.save(ThreadCheckpoint("t", None, history, {"n": 2}))
+            edited = [
+                *history[:2],
+                history[2].model_copy(update={"content": "edited"}),
+                *history[3:],
+            ]
+            await cp.save(ThreadCheckpoint("t", None, edited, {"n": 3}))
+            loaded = await cp.load("t")
+            assert loaded is not None and [m.text for m in loaded.messages] == [
+                m.text for m in edited
+            ]
+            await cp.save(ThreadCheckpoint("t", None, edited[:2], {"n": 4}))
+            again = await cp.load("t")
+            assert again is not None and again.messages == edited[:2] and again.state == {"n": 4}
+            if store_factory.cross_process:  # what another process reads, not a cache
+                other = store_factory.open()
+                try:
+                    fresh = await other.checkpointer.load("t")
+                finally:
+                    await other.close()
+                assert fresh is not None and fresh.messages == edited[:2]
+
+        _run(store_factory, body)
+
+    @pytest.mark.parametrize("thread_id", HOSTILE_THREAD_IDS, ids=repr)
+    def test_checkpointer_refuses_hostile_thread_ids(
+        self, store_factory: StoreFactory, thread_id: str
+    ) -> None:
+        """load/delete/thread_lock refuse a hostile thread id (THREAD_ID_INVALID)."""
+
+        async def body(store: Store) -> None:
+            cp = store.checkpointer
+
+            async def lock() -> None:
+                async with thread_lock(cp, thread_id):
+                    pass
+
+            for call in (lambda: cp.load(thread_id), lambda: cp.delete(thread_id), lock):
+                assert await _code(call)() == "THREAD_ID_INVALID"
+
+        _run(store_factory, body)
+
+    def test_thread_lock_excludes_a_second_run(self, store_factory: StoreFactory) -> None:
+        """A second hold of a held thread waits, then THREAD_BUSY; saves inside still work."""
+
+        async def body(store: Store) -> None:
+            cp = store.checkpointer
+            _needs(callable(getattr(cp, "thread_lock", None)), "checkpointer.thread_lock")
+            other = store_factory.open() if store_factory.cross_process else store
+            try:
+                async with cp.thread_lock("t"):  # type: ignore[attr-defined]
+                    await cp.save(ThreadCheckpoint("t", None, [Message("user", "a")], {}))
+                    with pytest.raises(AgentError) as info:
+                        async with other.checkpointer.thread_lock("t", timeout=0.1):  # type: ignore[attr-defined]
+                            pass
+                    assert info.value.code == "THREAD_BUSY"
+                async with other.checkpointer.thread_lock("t", timeout=5):  # type: ignore[attr-defined]
+                    pass
+            finally:
+                if other is not store:
+                    await other.close()
+
+        _run(store_factory, body)
+
+    def test_thread_lock_is_not_reentrant(self, store_factory: StoreFactory) -> None:
+        """A run that holds a thread and asks for it again waits, then THREAD_BUSY."""
+
+        async def body(store: Store) -> None:
+            cp = store.checkpointer
+            _needs(callable(getattr(cp, "thread_lock", None)), "checkpointer.thread_lock")
+            async with cp.thread_lock("t"):  # type: ignore[attr-defined]
+                with pytest.raises(AgentError) as info:
+                    async with cp.thread_lock("t", timeout=0.1):  # type: ignore[attr-defined]
+                        pass
+                assert info.value.code == "THREAD_BUSY"
+                await cp.save(ThreadCheckpoint("t", None, [Message("user", "still mine")], {}))
+            loaded = await cp.load("t")
+            assert loaded is not None and loaded.messages[0].text == "still mine"
+
+        _run(store_factory, body)
+
+    def test_stale_version_is_a_conflict(self, store_factory: StoreFactory) -> None:
+        """A writer whose view of the thread is stale gets CHECKPOINT_CONFLICT, writes nothing."""
+        _needs(store_factory.cross_process, "two opens sharing data")
+
+        async def body(store: Store) -> None:
+            cp = store.checkpointer
+            _needs(callable(getattr(cp, "fence", None)), "fenced writes (checkpointer.fence)")
+            await cp.save(ThreadCheckpoint("t", None, [Message("user", "a")], {"v": 1}))
+            other = store_factory.open()
+            try:
+                assert await other.checkpointer.load("t") is not None
+                assert await cp.load("t") is not None
+                await cp.save(ThreadCheckpoint("t", None, [Message("user", "b")], {"v": 2}))
+                late = ThreadCheckpoint("t", None, [Message("user", "c")], {"v": 3})
+                assert await _code(lambda: other.checkpointer.save(late))() == "CHECKPOINT_CONFLICT"
+                # Someone else's live lock refuses an unlocked write as well.
+                async with cp.thread_lock("t"):  # type: ignore[attr-defined]
+                    code = await _code(lambda: other.checkpointer.save(late))()
+                    assert code == "CHECKPOINT_CONFLICT"
+            finally:
+                await other.close()
+            loaded = await cp.load("t")
+            assert loaded is not None and loaded.state == {"v": 2}
+
+        _run(store_factory, body)
+
+    def test_checkpointer_prune_keeps_held_and_pending_threads(
+        self, store_factory: StoreFactory
+    ) -> None:
+        """prune() removes idle threads, never a held one or one with a pending approval."""
+
+        async def body(store: Store) -> None:
+            cp = store.checkpointer
+            prune = getattr(cp, "prune", None)
+            _needs(callable(prune), "checkpointer.prune")
+            assert prune is not None
+            pending = ToolCall("c1", "pay", {})
+            await cp.save(ThreadCheckpoint("idle", None, [Message("user", "a")], {}))
+            await cp.save(ThreadCheckpoint("pending", None, [], {}, pending))
+            await cp.save(ThreadCheckpoint("held", None, [], {}))
+            async with thread_lock(cp, "held"):
+                assert await prune(timedelta(days=1)) == 0
+                assert await prune(timedelta(0)) == 1
+            assert await cp.list_threads() == ["held", "pending"]
+
+        _run(store_factory, body)
+
+    def test_corrupt_checkpoint_is_reported(self, store_factory: StoreFactory) -> None:
+        """Unreadable stored data: CHECKPOINT_CORRUPT on load, left as it is."""
+        corrupter = store_factory.corrupter
+        _needs(corrupter is not None, "a corrupter in the factory")
+        assert corrupter is not None
+
+        async def body(store: Store) -> None:
+            cp = store.checkpointer
+            await cp.save(ThreadCheckpoint("t", None, [Message("user", "a")], {}))
+            await corrupter.corrupt_checkpoint("t")
+            for _ in range(2):
+                assert await _code(lambda: cp.load("t"))() == "CHECKPOINT_CORRUPT"
+
+        _run(store_factory, body)
+
+    # -- memory -------------------------------------------------------------------------
+
+    def test_memory_appends_in_order_and_windows(self, store_factory: StoreFactory) -> None:
+        """save() appends; the window keeps the newest messages, never opening on a tool."""
+
+        async def body(store: Store) -> None:
+            memory = store.memory("mem/a", max_messages=4)
+            await memory.save([Message("user", "u0")])
+            await memory.save([Message("assistant", "a0")])
+            assert [m.text for m in await memory.load()] == ["u0", "a0"]
+            call = Message("assistant", "", tool_calls=[ToolCall("c1", "f", {})])
+            result = Message("tool", "r", tool_call_id="c1", name="f")
+            await memory.save([Message("user", "u1"), call, result, Message("assistant", "a1")])
+            loaded = await memory.load()
+            assert len(loaded) <= 4 and loaded[0].role != "tool"
+            assert loaded[-1].text == "a1"
+            other = store.memory("mem/b", max_messages=4)
+            assert await other.load() == []
+            await memory.clear()
+            assert await memory.load() == []
+
+        _run(store_factory, body)
+
+    def test_memory_replace_is_atomic_swap(self, store_factory: StoreFactory) -> None:
+        """replace() makes the given history (windowed) the stored one."""
+
+        async def body(store: Store) -> None:
+            memory = store.memory("mem", max_messages=3)
+            replace = getattr(memory, "replace", None)
+            _needs(callable(replace), "memory.replace")
+            assert replace is not None
+            await memory.save(_rich_history())
+            await replace([Message("user", f"r{i}") for i in range(5)])
+            assert [m.text for m in await memory.load()] == ["r2", "r3", "r4"]
+
+        _run(store_factory, body)
+
+    def test_memory_round_trip_is_exact(self, store_factory: StoreFactory) -> None:
+        """Every message field (blocks, calls, metadata, ids) survives a save and a load."""
+
+        async def body(store: Store) -> None:
+            memory = store.memory("mem", max_messages=50)
+            history = _rich_history()
+            await memory.save(history)
+            assert [m.model_dump_json() for m in await memory.load()] == [
+                m.model_dump_json() for m in history
+            ]
+
+        _run(store_factory, body)
+
+    def test_corrupt_memory_is_reported(self, store_factory: StoreFactory) -> None:
+        """Unreadable stored messages: MEMORY_CORRUPT, never an empty history."""
+        corrupter = store_factory.corrupter
+        _needs(corrupter is not None, "a corrupter in the factory")
+        assert corrupter is not None
+
+        async def body(store: Store) -> None:
+            memory = store.memory("mem", max_messages=10)
+            await memory.save([Message("user", "a"), Message("assistant", "b")])
+            await corrupter.corrupt_memory("mem")
+            assert await _code(memory.load)() == "MEMORY_CORRUPT"
+
+        _run(store_factory, body)
+
+    # -- several processes (slow) -----------------------------------------------------------
+
+    @pytest.mark.slow
+    def test_concurrent_appends_from_processes_lose_nothing(
+        self, store_factory: StoreFactory
+    ) -> None:
+        """Three processes append to one memory at once: every message once, each in order."""
+        _needs(store_factory.cross_process, "cross-process sharing")
+        procs = [
+            _spawn(workers.append_worker, store_factory.open, "mem", f"p{i}", 20) for i in range(3)
+        ]
+        for proc, conn in procs:
+            assert _wait(conn, proc) == ("ok", 20)
+            proc.join(30)
+
+        async def body(store: Store) -> None:
+            texts = [m.text for m in await store.memory("mem", max_messages=100_000).load()]
+            assert sorted(texts) == sorted(f"p{i}-{j}" for i in range(3) for j in range(20))
+            for i in range(3):
+                mine = [t for t in texts if t.startswith(f"p{i}-")]
+                assert mine == [f"p{i}-{j}" for j in range(20)]
+
+        _run(store_factory, body)
+
+    @pytest.mark.slow
+    def test_compare_and_put_loses_no_update_across_processes(
+        self, store_factory: StoreFactory
+    ) -> None:
+        """Two processes increment one stored counter 20 times each: it ends at 40."""
+        _needs(store_factory.cross_process, "cross-process sharing")
+        probe = store_factory.open()
+        able = callable(getattr(probe.storage, "compare_and_put", None))
+        asyncio.run(probe.close())
+        _needs(able, "storage.compare_and_put")
+        procs = [
+            _spawn(workers.counter_worker, store_factory.open, "counter", 20) for _ in range(2)
+        ]
+        for proc, conn in procs:
+            assert _wait(conn, proc) == ("ok", 20)
+            proc.join(30)
+
+        async def body(store: Store) -> None:
+            assert await store.storage.get("counter") == b"40"
+
+        _run(store_factory, body)
+
+    @pytest.mark.slow
+    def test_thread_lock_excludes_runs_across_processes(self, store_factory: StoreFactory) -> None:
+        """Two processes, 10 locked turns each on one thread: no lost, duplicated or split turn."""
+        _needs(store_factory.cross_process, "cross-process sharing")
+        turns = 10
+        procs = [
+            _spawn(workers.turns_worker, store_factory.open, "t", f"p{i}", turns) for i in range(2)
+        ]
+        for proc, conn in procs:
+            assert _wait(conn, proc) == ("ok", turns)
+            proc.join(30)
+
+        async def body(store: Store) -> None:
+            loaded = await store.checkpointer.load("t")
+            assert loaded is not None and loaded.state == {"turns": 2 * turns}
+            texts = [m.text for m in loaded.messages]
+            pairs = list(zip(texts[::2], texts[1::2], strict=True))
+            assert all(u == a for u, a in pairs)  # a turn is never split by another
+            assert sorted(u for u, _ in pairs) == sorted(
+                f"p{i}-{j}" for i in range(2) for j in range(turns)
+            )
+
+        _run(store_factory, body)
+
+    @pytest.mark.slow
+    def test_killed_holder_is_replaced_within_its_lease(self, store_factory: StoreFactory) -> None:
+        """SIGKILL the process holding a thread: another takes it once the lease runs out."""
+        _needs(store_factory.cross_process, "cross-process sharing")
+        proc, conn = _spawn(workers.hold_worker, store_factory.open, "t")
+        assert _wait(conn, proc) == ("held", None)
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.join(30)
+        wait = 3 * (store_factory.lease or 1.0) + 5
+
+        async def body(store: Store) -> None:
+            cp = store.checkpointer
+            _needs(callable(getattr(cp, "thread_lock", None)), "checkpointer.thread_lock")
+            async with cp.thread_lock("t", timeout=wait):  # type: ignore[attr-defined]
+                await cp.save(ThreadCheckpoint("t", None, [Message("user", "next")], {}))
+
+        _run(store_factory, body)
+
+    @pytest.mark.slow
+    def test_stopped_holder_is_fenced(self, store_factory: StoreFactory) -> None:
+        """A holder stopped past its lease loses the thread; its late save: CHECKPOINT_CONFLICT."""
+        _needs(store_factory.cross_process, "cross-process sharing")
+        _needs(store_factory.lease is not None, "a lease (StoreFactory.lease)")
+        probe = store_factory.open()
+        fenced = callable(getattr(probe.checkpointer, "fence", None))
+        asyncio.run(probe.close())
+        _needs(fenced, "fenced writes (checkpointer.fence)")
+        proc, conn = _spawn(workers.stale_worker, store_factory.open, "t")
+        try:
+            assert _wait(conn, proc) == ("held", None)
+            os.kill(proc.pid, signal.SIGSTOP)
+            wait = 3 * (store_factory.lease or 1.0) + 5
+
+            async def take(store: Store) -> None:
+                cp = store.checkpointer
+                async with cp.thread_lock("t", timeout=wait):  # type: ignore[attr-defined]
+                    await cp.load("t")
+                    await cp.save(ThreadCheckpoint("t", None, [], {"by": "successor"}))
+
+            _run(store_factory, take)
+        finally:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(proc.pid, signal.SIGCONT)
+        conn.send("go")
+        status = _wait(conn, proc)
+        proc.join(30)
+        assert status[:2] == ("error", "CHECKPOINT_CONFLICT"), status
+
+        async def check(store: Store) -> None:
+            loaded = await store.checkpointer.load("t")
+            assert loaded is not None and loaded.state == {"by": "successor"}
+
+        _run(store_factory, check)

@@ -1,0 +1,67 @@
+"""Connections that drop under a running store: reads are retried, nothing is half-written."""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+
+import pytest
+from stores_backends import PG_URL, REDIS_URL
+
+from framework_agents import Message, ThreadCheckpoint
+from framework_agents.stores.postgres import postgres_store
+from framework_agents.stores.redis import redis_store
+
+
+@pytest.mark.postgres
+def test_postgres_reads_survive_a_dropped_connection(pg_schema: str) -> None:
+    import psycopg
+
+    name = f"fa_drop_{uuid.uuid4().hex[:8]}"
+    url = f"{PG_URL}?application_name={name}"
+    store = postgres_store(url, lease=5, ttl=None, lock_timeout=5, schema=pg_schema)
+
+    async def body() -> None:
+        await store.storage.put("a", b"1")
+        await store.checkpointer.save(ThreadCheckpoint("t", None, [Message("user", "x")], {}))
+        async with await psycopg.AsyncConnection.connect(PG_URL, autocommit=True) as admin:
+            cur = await admin.execute(
+                "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity "
+                "WHERE application_name = %s",
+                (name,),
+            )
+            killed = await cur.fetchone()
+            assert killed is not None and killed[0] >= 1
+        assert await store.storage.get("a") == b"1"
+        loaded = await store.checkpointer.load("t")
+        assert loaded is not None and loaded.messages[0].text == "x"
+        await store.close()
+
+    asyncio.run(body())
+
+
+@pytest.mark.redis
+def test_redis_reads_survive_a_dropped_connection(redis_prefix: str) -> None:
+    import redis.asyncio as aioredis
+
+    name = f"fa-drop-{uuid.uuid4().hex[:8]}"
+    store = redis_store(
+        f"{REDIS_URL}?client_name={name}", lease=5, ttl=None, lock_timeout=5, prefix=redis_prefix
+    )
+
+    async def body() -> None:
+        await store.storage.put("a", b"1")
+        memory = store.memory("m")
+        await memory.save([Message("user", "x")])
+        admin = aioredis.Redis.from_url(REDIS_URL)
+        clients = await admin.client_list()
+        ids = [c["id"] for c in clients if c.get("name") == name]
+        assert ids
+        for client_id in ids:
+            await admin.client_kill_filter(_id=client_id)
+        await admin.aclose()
+        assert await store.storage.get("a") == b"1"
+        assert [m.text for m in await memory.load()] == ["x"]
+        await store.close()
+
+    asyncio.run(body())
