@@ -1,0 +1,329 @@
+"""The web console in real Chromium, against the real server (Playwright, Debian's Chromium).
+
+Each test drives the page like a person would: the token prompt, a streamed answer, an
+approval edited then approved, a rejection with a reason, the threads list, branch, edit and
+compare, the server's errors and a connection lost mid-run. Every main view is saved as a
+screenshot under ``docs/console/`` (shown by ``docs/console.md``).
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+try:
+    from console_support import (
+        CHROMIUM,
+        CHROMIUM_ARGS,
+        SCREENSHOTS,
+        STREAM_GATES,
+        TOKEN,
+        ServerThread,
+        browser_missing,
+        make_agent,
+    )
+except ImportError:  # tests/server is a package
+    from .console_support import (  # type: ignore[no-redef]
+        CHROMIUM,
+        CHROMIUM_ARGS,
+        SCREENSHOTS,
+        STREAM_GATES,
+        TOKEN,
+        ServerThread,
+        browser_missing,
+        make_agent,
+    )
+
+pytestmark = pytest.mark.browser
+
+_MISSING = browser_missing()
+if _MISSING:
+    pytest.skip(_MISSING, allow_module_level=True)
+
+import httpx  # noqa: E402
+from playwright.sync_api import Browser, Page, Route, expect, sync_playwright  # noqa: E402
+
+TOKEN_KEY = "framework-agents.console.token"
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    from framework_agents.server import create_app
+
+    root = tmp_path_factory.mktemp("console-store")
+    app = create_app(make_agent, store=str(root), token=TOKEN, a2a=False)
+    thread = ServerThread(app)
+    url = thread.start()
+    yield url
+    thread.stop()
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Browser]:
+    with sync_playwright() as p:
+        launched = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        yield launched
+        launched.close()
+
+
+def _new_page(browser: Browser, *, signed_in: bool, width: int = 1280) -> tuple[Page, list[str]]:
+    context = browser.new_context(viewport={"width": width, "height": 900})
+    if signed_in:
+        context.add_init_script(f"sessionStorage.setItem({TOKEN_KEY!r}, {TOKEN!r})")
+    page = context.new_page()
+    errors: list[str] = []
+    page.on("pageerror", lambda exc: errors.append(str(exc)))
+    return page, errors
+
+
+@pytest.fixture
+def page(browser: Browser, server: str) -> Iterator[Page]:
+    page, errors = _new_page(browser, signed_in=True)
+    yield page
+    page.context.close()
+    assert errors == [], f"uncaught errors in the page: {errors}"
+
+
+def _shot(page: Page, name: str) -> None:
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    path = SCREENSHOTS / f"{name}.png"
+    page.screenshot(path=str(path), full_page=True)
+    assert path.read_bytes().startswith(b"\x89PNG")
+
+
+def _api(server: str, method: str, path: str, body: Any = None) -> Any:
+    headers = {"Authorization": f"Bearer {TOKEN}", "Accept": "application/json"}
+    response = httpx.request(method, server + path, json=body, headers=headers, timeout=60)
+    response.raise_for_status()
+    return response.json() if response.content else None
+
+
+def _open_thread(page: Page, server: str, thread_id: str) -> None:
+    page.goto(f"{server}#/t/{thread_id}")
+    expect(page.locator("#thread-title")).to_have_text(f"Thread {thread_id}")
+
+
+def _composer(page: Page) -> Any:
+    return page.get_by_role("textbox", name="Message", exact=True)
+
+
+def _send(page: Page, prompt: str) -> None:
+    _composer(page).fill(prompt)
+    page.get_by_role("button", name="Send").click()
+
+
+def _assistant(page: Page) -> Any:
+    return page.locator("#conversation li[data-role=assistant]")
+
+
+def test_token_is_asked_once_and_kept_for_the_tab(browser: Browser, server: str) -> None:
+    page, errors = _new_page(browser, signed_in=False)
+    page.goto(server)
+    dialog = page.locator("#token-dialog")
+    expect(dialog).to_be_visible()
+    expect(dialog).to_contain_text("needs an access token")
+    expect(page.get_by_label("Token", exact=True)).to_be_focused()
+    page.get_by_label("Token", exact=True).fill("wrong-token")
+    page.get_by_role("button", name="Save token").click()
+    expect(dialog).to_contain_text("refused the token")
+    _shot(page, "token")
+    page.get_by_label("Token", exact=True).fill(TOKEN)
+    page.keyboard.press("Enter")
+    expect(dialog).to_be_hidden()
+    expect(page.locator("#threads-status")).to_contain_text("thread")
+    assert page.evaluate(f"sessionStorage.getItem({TOKEN_KEY!r})") == TOKEN
+    page.reload()  # the same tab keeps the token: no second prompt
+    expect(page.locator("#threads-status")).to_contain_text("thread")
+    expect(dialog).to_be_hidden()
+    page.context.close()
+    assert errors == []
+
+
+def test_a_new_thread_streams_the_answer_with_folded_reasoning(page: Page, server: str) -> None:
+    page.goto(server)
+    page.get_by_role("button", name="New thread").click()
+    expect(page.locator("#thread-title")).to_contain_text("Thread thread-")
+    expect(page.locator("#main")).to_contain_text("New thread: send the first message")
+    gate = threading.Event()
+    STREAM_GATES["Hi there, console"] = gate
+    _send(page, "Hi there, console")
+    # The run is held after three words: the page shows them while the run goes on.
+    live = page.locator("#conversation .live-text")
+    expect(live).to_have_text("Hello from the ")
+    expect(page.locator("#run-status")).to_have_text("Running...")
+    expect(_composer(page)).to_be_disabled()
+    gate.set()
+    answer = "Hello from the scripted agent. You said: Hi there, console"
+    expect(_assistant(page).last).to_contain_text(answer)
+    expect(_composer(page)).to_be_focused()  # ready for the next prompt
+    # Stored view after the run: user + assistant, reasoning folded, a run on the timeline.
+    expect(page.locator("#conversation li[data-role=user] .msg-text")).to_have_text(
+        "Hi there, console"
+    )
+    reasoning = _assistant(page).last.locator("details.reasoning")
+    expect(reasoning).not_to_have_attribute("open", "")
+    expect(reasoning.locator(".msg-text")).to_be_hidden()
+    reasoning.locator("summary").click()
+    expect(reasoning.locator(".msg-text")).to_contain_text("friendly echo")
+    expect(page.locator("#timeline-panel li[data-kind=run]")).to_have_count(1)
+    thread_id = page.locator("#thread-title").inner_text().removeprefix("Thread ")
+    expect(page.locator(f'#thread-list a[data-thread-id="{thread_id}"]')).to_be_visible()
+    _shot(page, "thread")
+
+
+def test_an_approval_is_edited_validated_and_approved(page: Page, server: str) -> None:
+    _open_thread(page, server, "trip-to-rome")
+    _send(page, "Please book a flight")
+    approval = page.locator("#approval")
+    expect(approval).to_be_visible()
+    expect(approval.get_by_role("heading")).to_have_text("Approval needed: book_flight")
+    args = page.get_by_label("Arguments (JSON, editable)")
+    assert json.loads(args.input_value()) == {"city": "Paris", "seats": 1}
+    expect(
+        page.locator('#thread-list a[data-thread-id="trip-to-rome"] .badge-wait')
+    ).to_be_visible()
+    expect(_composer(page)).to_be_disabled()
+    expect(page.locator("#approve")).to_be_focused()
+    _shot(page, "approval")
+    # Invalid JSON is caught in the page, before anything is sent.
+    args.fill('{"city": "Rome", "seats": ')
+    page.get_by_role("button", name="Approve edited arguments").click()
+    expect(approval.locator(".field-error")).to_contain_text("Invalid arguments")
+    expect(args).to_have_attribute("aria-invalid", "true")
+    expect(args).to_be_focused()
+    args.fill("[1, 2]")
+    page.get_by_role("button", name="Approve edited arguments").click()
+    expect(approval.locator(".field-error")).to_contain_text("must be a JSON object")
+    args.fill('{"city": "Rome", "seats": 2}')
+    page.get_by_role("button", name="Approve edited arguments").click()
+    result = page.locator(".call[data-call-id] .call-result")
+    expect(result).to_have_text("booked 2 seat(s) to Rome")
+    expect(_assistant(page).last).to_contain_text(
+        "Done. The booking tool said: booked 2 seat(s) to Rome"
+    )
+    expect(approval).to_have_count(0)
+    expect(_composer(page)).to_be_enabled()
+    expect(page.locator('#thread-list a[data-thread-id="trip-to-rome"] .badge-wait')).to_have_count(
+        0
+    )
+    _shot(page, "tool-result")
+
+
+def test_a_rejection_with_a_reason_reaches_the_model(page: Page, server: str) -> None:
+    _open_thread(page, server, "trip-rejected")
+    _send(page, "book a flight to anywhere")
+    expect(page.locator("#approval")).to_be_visible()
+    page.get_by_label("Reason for rejecting").fill("too expensive")
+    page.get_by_role("button", name="Reject").click()
+    expect(page.locator(".call .call-result")).to_contain_text("too expensive")
+    expect(page.locator('.call .badge[data-kind="rejected"]')).to_be_visible()
+    expect(_assistant(page).last).to_contain_text("The booking tool said: Rejected: too expensive")
+    expect(page.locator("#approval")).to_have_count(0)
+
+
+def test_the_threads_list_searches_pages_and_marks_waiting_threads(page: Page, server: str) -> None:
+    for i in range(21):
+        _api(server, "POST", f"api/threads/bulk-{i:02d}/runs", {"prompt": f"hello number {i}"})
+    _api(server, "POST", "api/threads/bulk-waiting/runs", {"prompt": "book me a seat"})
+    page.goto(server)
+    page.get_by_label("Search threads").fill("bulk-")
+    page.get_by_role("button", name="Search").click()
+    rows = page.locator("#thread-list a")
+    expect(rows).to_have_count(20)
+    expect(page.locator("#page-info")).to_have_text("Page 1")
+    expect(page.get_by_role("button", name="Previous")).to_be_disabled()
+    waiting = page.locator('#thread-list a[data-thread-id="bulk-waiting"]')
+    expect(waiting.locator(".badge-wait")).to_have_text("Waiting for approval")  # newest first
+    expect(page.locator('#thread-list a[data-thread-id="bulk-20"]')).to_contain_text(
+        "hello number 20"
+    )
+    _shot(page, "threads")
+    page.get_by_role("button", name="Next").click()
+    expect(page.locator("#page-info")).to_have_text("Page 2")
+    expect(rows).to_have_count(2)
+    expect(page.get_by_role("button", name="Next")).to_be_disabled()
+    page.get_by_role("button", name="Previous").click()
+    expect(rows).to_have_count(20)
+    page.get_by_label("Search threads").fill("NUMBER 7")
+    page.keyboard.press("Enter")
+    expect(rows).to_have_count(1)
+    expect(rows.first).to_have_attribute("data-thread-id", "bulk-07")
+    rows.first.click()
+    expect(page.locator("#thread-title")).to_have_text("Thread bulk-07")
+    expect(rows.first).to_have_attribute("aria-current", "page")
+
+
+def test_errors_show_the_servers_code_and_message(page: Page, server: str) -> None:
+    page.goto(f"{server}#/t/bad..id!")
+    banner = page.locator("#error-banner")
+    expect(banner).to_be_visible()
+    expect(banner.locator(".error-code")).to_have_text("THREAD_ID_INVALID")
+    expect(page.locator(".thread-failure")).to_contain_text("THREAD_ID_INVALID")
+    expect(page.get_by_role("button", name="Try again")).to_be_visible()
+    page.get_by_role("button", name="Dismiss").click()
+    expect(banner).to_be_hidden()
+    # A run that fails on the server: its code and message, and the thread still usable.
+    _open_thread(page, server, "failing-thread")
+    _send(page, "please fail now")
+    expect(banner.locator(".error-code")).to_have_text("MODEL_ERROR")
+    expect(banner.locator(".error-message")).to_contain_text("asked to fail")
+    expect(_composer(page)).to_be_enabled()
+    _shot(page, "error")
+
+
+def test_a_lost_connection_keeps_what_arrived_and_offers_a_reload(page: Page, server: str) -> None:
+    def cut_stream(route: Route) -> None:
+        response = route.fetch()
+        blocks = response.text().split("\n\n")
+        kept: list[str] = []
+        for block in blocks:
+            kept.append(block)
+            if sum("TEXT_MESSAGE_CONTENT" in b for b in kept) == 3:
+                break
+        route.fulfill(response=response, body="\n\n".join(kept) + "\n\n")
+
+    _open_thread(page, server, "flaky-link")
+    page.route("**/agui", cut_stream)
+    _send(page, "are you still there")
+    lost = page.locator("#connection-lost")
+    expect(lost).to_be_visible()
+    expect(lost).to_contain_text("connection was lost")
+    live = page.locator("#conversation .live-text")
+    expect(live).to_have_text("Hello from the ")
+    expect(page.get_by_role("button", name="Reload thread")).to_be_focused()
+    _shot(page, "connection-lost")
+    page.unroute("**/agui")
+    page.get_by_role("button", name="Reload thread").click()
+    expect(_assistant(page).last).to_contain_text("You said: are you still there")
+    expect(lost).to_have_count(0)
+
+
+def test_a_narrow_window_stays_readable_and_every_field_has_a_label(
+    browser: Browser, server: str
+) -> None:
+    _api(server, "POST", "api/threads/narrow-view/runs", {"prompt": "a question on a phone"})
+    page, errors = _new_page(browser, signed_in=True, width=390)
+    page.goto(server)
+    expect(page.locator("#threads-status")).to_contain_text("thread")
+    page.keyboard.press("Tab")
+    expect(page.locator(".skip-link")).to_be_focused()
+    page.keyboard.press("Enter")
+    expect(page.locator("#main")).to_be_focused()
+    assert page.evaluate("location.hash") == ""
+    _open_thread(page, server, "narrow-view")
+    expect(page.locator("#thread-title")).to_be_focused()
+    expect(_assistant(page).last).to_contain_text("You said: a question on a phone")
+    assert page.evaluate("document.documentElement.scrollWidth <= window.innerWidth")
+    unlabeled = page.evaluate(
+        """() => [...document.querySelectorAll('input, textarea, select')]
+              .filter((el) => el.labels.length === 0 && !el.getAttribute('aria-label'))
+              .map((el) => el.id || el.name)"""
+    )
+    assert unlabeled == []
+    _shot(page, "narrow")
+    page.context.close()
+    assert errors == []
