@@ -160,7 +160,7 @@ def create_app(
     description: str = "An agent served by framework-agents (A2A, AG-UI and a JSON API).",
     console: bool = True,
     max_body: int = DEFAULT_MAX_BODY,
-    a2a: bool = False,
+    a2a: bool = True,
 ) -> Starlette:
     """The ASGI application that serves ``agent_factory``'s agents on ``store``.
 
