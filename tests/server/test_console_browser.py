@@ -91,7 +91,7 @@ def page(browser: Browser, server: str) -> Iterator[Page]:
 def _shot(page: Page, name: str) -> None:
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
     path = SCREENSHOTS / f"{name}.png"
-    page.screenshot(path=str(path), full_page=True)
+    page.screenshot(path=str(path))
     assert path.read_bytes().startswith(b"\x89PNG")
 
 
@@ -257,6 +257,63 @@ def test_the_threads_list_searches_pages_and_marks_waiting_threads(page: Page, s
     expect(rows.first).to_have_attribute("aria-current", "page")
 
 
+def _branch_routes_missing(server: str) -> bool:
+    """Whether the server lacks the branch/edit routes (a 404/405 that is not a thread's)."""
+    headers = {"Authorization": f"Bearer {TOKEN}"}
+    answer = httpx.post(
+        server + "api/threads/no-such-thread/branches", json={"message_id": "x"}, headers=headers
+    )
+    if answer.status_code == 405:
+        return True
+    try:
+        code = answer.json()["error"]["code"]
+    except (ValueError, KeyError, TypeError):
+        return True
+    return answer.status_code == 404 and code == "NOT_FOUND"
+
+
+def test_branch_from_a_message_edit_it_and_compare_with_the_parent(page: Page, server: str) -> None:
+    if _branch_routes_missing(server):
+        pytest.skip("the server has no branch/edit routes yet (console-requests.md R3)")
+    _api(server, "POST", "api/threads/branch-parent/runs", {"prompt": "first question"})
+    _api(server, "POST", "api/threads/branch-parent/runs", {"prompt": "second question"})
+    _open_thread(page, server, "branch-parent")
+    expect(_assistant(page)).to_have_count(2)
+    _assistant(page).first.get_by_role("button", name="Branch from here").click()
+    expect(page.locator("#thread-title")).not_to_have_text("Thread branch-parent")
+    expect(page.locator("#main")).to_contain_text("Branch of branch-parent")
+    expect(page.locator("#conversation li.msg")).to_have_count(2)
+    branch_id = page.locator("#thread-title").inner_text().removeprefix("Thread ")
+    expect(page.locator(f'#thread-list a[data-thread-id="{branch_id}"]')).to_be_visible()
+    user = page.locator("#conversation li[data-role=user]").first
+    user.get_by_role("button", name="Edit").click()
+    editor = page.get_by_label("Edit message")
+    expect(editor).to_be_focused()
+    expect(editor).to_have_value("first question")
+    editor.fill("first question, asked differently")
+    page.get_by_role("button", name="Save").click()
+    expect(user.locator(".msg-text")).to_have_text("first question, asked differently")
+    expect(page.locator("#timeline-panel li[data-kind=edit]")).to_have_count(1)
+    _send(page, "a new direction")
+    expect(_assistant(page).last).to_contain_text("You said: a new direction")
+    page.get_by_role("link", name="Compare with parent").click()
+    summary = page.locator("#compare-summary")
+    expect(summary).to_have_text(
+        "2 messages in common (1 edited in the branch); "
+        "after the fork the parent has 2, the branch 2."
+    )
+    edited = page.locator("#compare-edited")
+    expect(edited).to_contain_text("first question, asked differently")
+    expect(page.locator("#compare-parent")).to_contain_text("You said: second question")
+    expect(page.locator("#compare-branch")).to_contain_text("You said: a new direction")
+    _shot(page, "compare")
+    # The parent is untouched by the branch's edit.
+    page.get_by_role("link", name="Open parent").click()
+    expect(page.locator("#conversation li[data-role=user] .msg-text").first).to_have_text(
+        "first question"
+    )
+
+
 def test_errors_show_the_servers_code_and_message(page: Page, server: str) -> None:
     page.goto(f"{server}#/t/bad..id!")
     banner = page.locator("#error-banner")
@@ -272,6 +329,7 @@ def test_errors_show_the_servers_code_and_message(page: Page, server: str) -> No
     expect(banner.locator(".error-code")).to_have_text("MODEL_ERROR")
     expect(banner.locator(".error-message")).to_contain_text("asked to fail")
     expect(_composer(page)).to_be_enabled()
+    expect(_composer(page)).to_have_value("please fail now")  # not stored: offered again
     _shot(page, "error")
 
 

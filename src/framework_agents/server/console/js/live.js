@@ -57,7 +57,8 @@ export class LiveRun {
   }
 
   appendReasoning(id, delta) {
-    const entry = this.message(id);
+    // AG-UI carries reasoning as its own message ("<id>.reasoning"): fold it into the answer's box.
+    const entry = this.message(typeof id === "string" ? id.replace(/\.reasoning$/, "") : id);
     if (!entry.reasoning) {
       entry.reasoning = h("div", { class: "msg-text" });
       entry.item.append(h("details", { class: "reasoning" }, h("summary", {}, "Reasoning"), entry.reasoning));

@@ -36,6 +36,7 @@ function pendingOf(data, interrupt) {
     interruptId: (p && (p.interrupt_id || p.interruptId)) || (interrupt && interrupt.id) || null,
     allowed: Array.isArray(allowed) && allowed.length ? allowed : ["approve", "edit", "reject"],
     message: (interrupt && interrupt.message) || (p && p.reason) || null,
+    outcomeUnknown: Boolean(p && p.outcome_unknown),
   };
 }
 
@@ -96,6 +97,7 @@ function render(focus) {
         {},
         heading,
         pending ? h("span", { class: "badge badge-wait" }, "Waiting for approval") : null,
+        data && data.running ? h("span", { class: "badge badge-kind", id: "running-badge" }, "Run in progress") : null,
         parent
           ? h(
               "p",
@@ -228,6 +230,14 @@ function renderApproval(pending) {
     { class: "approval", id: "approval", "aria-labelledby": "approval-title" },
     h("h3", { id: "approval-title" }, `Approval needed: ${pending.tool}`),
     h("p", {}, pending.message || `The agent wants to run ${pending.tool} with these arguments.`),
+    pending.outcomeUnknown
+      ? h(
+          "p",
+          { class: "field-error", id: "outcome-unknown" },
+          "This call was approved and started, but the process running it stopped before its result was saved: " +
+            "it may or may not have run. It runs again only if you approve it again.",
+        )
+      : null,
     h("label", { for: argsId }, "Arguments (JSON, editable)"),
     area,
     error,
@@ -393,6 +403,8 @@ async function runStream(start, userMessage) {
   view.interrupt = live.interrupt;
   await reloadThread();
   const composer = document.getElementById("composer-input");
+  const stored = ((view.data && view.data.messages) || []).some((m) => userMessage && m.id === userMessage.id);
+  if (live.error && userMessage && !stored && composer) composer.value = userMessage.content; // not kept: offer it again
   const approve = document.getElementById("approve");
   if (approve) approve.focus();
   else if (composer) composer.focus();
