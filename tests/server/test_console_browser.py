@@ -202,6 +202,9 @@ def test_an_approval_is_edited_validated_and_approved(page: Page, server: str) -
     page.get_by_role("button", name="Approve edited arguments").click()
     result = page.locator(".call[data-call-id] .call-result")
     expect(result).to_have_text("booked 2 seat(s) to Rome")
+    edited = page.locator(".call .call-edited-args")
+    expect(edited).to_be_visible()
+    assert json.loads(edited.inner_text()) == {"city": "Rome", "seats": 2}
     expect(_assistant(page).last).to_contain_text(
         "Done. The booking tool said: booked 2 seat(s) to Rome"
     )
@@ -383,5 +386,32 @@ def test_a_narrow_window_stays_readable_and_every_field_has_a_label(
     )
     assert unlabeled == []
     _shot(page, "narrow")
+    page.context.close()
+    assert errors == []
+
+
+@pytest.mark.parametrize("width", [1280, 390], ids=["wide", "narrow"])
+def test_axe_finds_no_accessibility_violations(browser: Browser, server: str, width: int) -> None:
+    axe_module = pytest.importorskip(
+        "axe_playwright_python.sync_playwright",
+        reason="axe-playwright-python (the axe-core engine) is missing: pip install it",
+    )
+    axe = axe_module.Axe()
+    _api(server, "POST", f"api/threads/axe-done-{width}/runs", {"prompt": "hello axe"})
+    _api(server, "POST", f"api/threads/axe-waiting-{width}/runs", {"prompt": "book for axe"})
+    page, errors = _new_page(browser, signed_in=True, width=width)
+    views = {
+        "threads list": "",
+        "answered thread": f"#/t/axe-done-{width}",
+        "pending approval": f"#/t/axe-waiting-{width}",
+    }
+    for name, route in views.items():
+        page.goto(server + route)
+        expect(page.locator("#threads-status")).to_contain_text("thread")
+        if route:
+            expect(page.locator("#composer")).to_be_visible()
+        page.locator("details.reasoning summary").evaluate_all("els => els.forEach(e => e.click())")
+        results = axe.run(page)
+        assert results.violations_count == 0, f"{name}: {results.generate_report()}"
     page.context.close()
     assert errors == []

@@ -59,6 +59,13 @@ function renderCall(call, result) {
     h("div", { class: "muted" }, "Arguments"),
     h("pre", { class: "call-args" }, jsonText(call.args || {})),
   );
+  const edited = result && result.metadata ? result.metadata.edited_args : undefined;
+  if (edited !== undefined) {
+    box.append(
+      h("div", { class: "muted" }, "Ran with edited arguments ", h("span", { class: "badge badge-kind" }, "edited")),
+      h("pre", { class: "call-edited-args" }, jsonText(edited)),
+    );
+  }
   if (result) {
     box.append(
       h("div", { class: "muted" }, "Result ", kindBadge(kindOf(result))),
