@@ -55,7 +55,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     from framework_agents.server import create_app
 
     root = tmp_path_factory.mktemp("console-store")
-    app = create_app(make_agent, store=str(root), token=TOKEN, a2a=False)
+    app = create_app(make_agent, store=str(root), token=TOKEN)
     thread = ServerThread(app)
     url = thread.start()
     yield url
