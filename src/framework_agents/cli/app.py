@@ -1,4 +1,4 @@
-"""The typer application behind ``framework-agents``: the ``chat`` and ``demo`` commands."""
+"""The typer application behind ``framework-agents``: ``chat``, ``demo`` and ``serve``."""
 
 from __future__ import annotations
 
@@ -16,6 +16,7 @@ from ._models import MODEL_HELP, make_model
 from ._render import make_console
 from .chat import ChatOptions, run_chat
 from .demo import run_demo
+from .serve import register_serve
 
 __all__ = ["build_app"]
 
@@ -102,4 +103,5 @@ def build_app() -> typer.Typer:
             )
         )
 
+    register_serve(app)
     return app
