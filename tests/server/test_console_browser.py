@@ -415,3 +415,49 @@ def test_axe_finds_no_accessibility_violations(browser: Browser, server: str, wi
         assert results.violations_count == 0, f"{name}: {results.generate_report()}"
     page.context.close()
     assert errors == []
+
+
+def test_the_page_modules_parse_streams_and_compare_threads(page: Page, server: str) -> None:
+    page.goto(server)
+    expect(page.locator("#threads-status")).to_contain_text("thread")
+    parsed = page.evaluate(
+        """async () => {
+          const { parseBlock } = await import('./console/js/api.js');
+          return [
+            parseBlock('event: text_delta\\ndata: {"delta": "a"}'),
+            parseBlock('data: {"type": "RUN_STARTED",\\ndata:  "runId": "r"}'),
+            parseBlock(': keep-alive'),
+            parseBlock('data: not json'),
+          ];
+        }"""
+    )
+    assert parsed == [
+        {"delta": "a", "type": "text_delta"},
+        {"type": "RUN_STARTED", "runId": "r"},
+        None,
+        {"type": "UNPARSED", "data": "not json", "event": None},
+    ]
+    diff = page.evaluate(
+        """async () => {
+          const { diffThreads } = await import('./console/js/compare.js');
+          const m = (id, role, content) => ({ id, role, content, tool_calls: [] });
+          const parent = [m('u1', 'user', 'hi'), m('a1', 'assistant', 'hello'),
+                          m('u2', 'user', 'more'), m('a2', 'assistant', 'sure')];
+          const branch = [m('u1', 'user', 'hi there'), m('x1', 'assistant', 'hello'),
+                          m('u3', 'user', 'other')];
+          const d = diffThreads(parent, branch);
+          return {
+            common: d.common,
+            edited: d.edited.map((e) => [e.before.content, e.after.content]),
+            parentTail: d.parentTail.map((x) => x.id),
+            branchTail: d.branchTail.map((x) => x.id),
+          };
+        }"""
+    )
+    # u1 kept its id (edited), a1 was copied under a new id with the same content.
+    assert diff == {
+        "common": 2,
+        "edited": [["hi", "hi there"]],
+        "parentTail": ["u2", "a2"],
+        "branchTail": ["u3"],
+    }
