@@ -20,10 +20,14 @@ export function newThreadId() {
   return `thread-${stamp}-${Math.random().toString(16).slice(2, 6)}`;
 }
 
-/** The pending approval in one shape, whatever names the server used. */
+/**
+ * The thread's pending approval (the stored truth: `data.pending`), completed with what the
+ * run's AG-UI interrupt said; a thread with nothing pending shows no approval.
+ */
 function pendingOf(data, interrupt) {
   const p = data && data.pending;
-  if (!p && !interrupt) return null;
+  if (!p) return null;
+  if (interrupt && interrupt.toolCallId && p.tool_call_id && interrupt.toolCallId !== p.tool_call_id) interrupt = null;
   const meta = (interrupt && interrupt.metadata) || {};
   const tool = (p && (p.tool || p.name)) || meta.tool;
   const args = (p && (p.args || p.arguments)) || meta.args || {};
@@ -143,13 +147,28 @@ function render(focus) {
 function messageActions(message) {
   const buttons = [];
   if (!view.data) return null;
+  // Accessible names say which message: screen readers list many "Edit" buttons otherwise.
+  const which = `message ${view.data.messages.indexOf(message) + 1}, ${message.role}`;
   if (isEditable(message)) {
     buttons.push(
-      h("button", { type: "button", class: "link", onclick: (e) => startEdit(message, e.currentTarget) }, "Edit"),
+      h(
+        "button",
+        { type: "button", class: "link", "aria-label": `Edit ${which}`, onclick: (e) => startEdit(message, e.currentTarget) },
+        "Edit",
+      ),
     );
   }
   buttons.push(
-    h("button", { type: "button", class: "link", onclick: (e) => branchFrom(message, e.currentTarget) }, "Branch from here"),
+    h(
+      "button",
+      {
+        type: "button",
+        class: "link",
+        "aria-label": `Branch from here: ${which}`,
+        onclick: (e) => branchFrom(message, e.currentTarget),
+      },
+      "Branch from here",
+    ),
   );
   return buttons;
 }
