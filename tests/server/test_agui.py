@@ -102,6 +102,15 @@ def test_interrupt_refuses_new_input_then_resume_answers_the_original_call(serve
             {"interruptId": interrupt["id"], "status": "resolved", "payload": {"approved": True}}
         ]
         done = agui(client, run_input("g2", [], resume=resume))
+        assert kinds(done)[:6] == [
+            "RUN_STARTED",
+            "MESSAGES_SNAPSHOT",  # the open turn the client was shown is dropped...
+            "TOOL_CALL_START",  # ...and the stored turn that runs the call announced
+            "TOOL_CALL_ARGS",
+            "TOOL_CALL_END",
+            "TOOL_CALL_RESULT",
+        ]
+        assert done[2]["toolCallId"] == call_id
         results = [e for e in done if e["type"] == "TOOL_CALL_RESULT"]
         assert [r["toolCallId"] for r in results] == [call_id]
         assert kinds(done)[-3:] == ["STATE_SNAPSHOT", "MESSAGES_SNAPSHOT", "RUN_FINISHED"]

@@ -350,6 +350,10 @@ async def _events(runner: ThreadRunner, run: RunAgentInput) -> AsyncIterator[str
         for event in tr.error(exc):
             yield _encode(event)
         return
+    if handle.before is not None:
+        # A resume: the client drops the open turn it was shown (the stored turn that
+        # runs the call is announced again by TOOL_CALL_START, under its stored id).
+        yield _encode(MessagesSnapshotEvent(messages=to_agui_messages(handle.before.messages)))
     async for ev in handle.events():
         if isinstance(ev, ours.RunErrorEvent):
             out = tr.error(ev.error)

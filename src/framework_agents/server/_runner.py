@@ -159,6 +159,8 @@ class RunHandle:
     thread_id: str
     resume: bool
     pending: Pending | None = None
+    #: The thread's checkpoint when a resume started (``None`` for a run).
+    before: ThreadCheckpoint | None = None
     queue: asyncio.Queue[Any] = field(default_factory=asyncio.Queue)
     task: asyncio.Task[None] | None = None
 
@@ -402,7 +404,7 @@ class ThreadRunner:
         except BaseException:
             self._release(handle)
             raise
-        handle.pending = pending
+        handle.pending, handle.before = pending, checkpoint
         handle.task = asyncio.create_task(
             self._drive_resume(handle, agent, checkpoint, pending, decision)
         )
@@ -527,8 +529,9 @@ class ThreadRunner:
 def replay(added: list[Message], pending: Pending, tools: Mapping[str, Any]) -> list[AgentEvent]:
     """The events of messages a resume added, answering the pending call under its own id.
 
-    The assistant turn that holds the approved call was shown when the run stopped; it is
-    not shown again, and the approved call's result carries the pending ``tool_call_id``
+    The assistant turn that holds the approved call is announced by one ``tool_call``
+    event under the id the human saw (its stored message may have a new id: the turn is
+    rebuilt when it runs), and the call's result carries the pending ``tool_call_id``
     (the older resume asks the model again, which names the call anew).
     """
     events: list[AgentEvent] = []
@@ -542,7 +545,10 @@ def replay(added: list[Message], pending: Pending, tools: Mapping[str, Any]) -> 
                 if c.id == pending.tool_call_id or (not approved and c.name == pending.tool)
             ]
             if again and not message.text:
+                # The approved call, under the id the human saw, in the turn now stored.
                 approved.add(again[0].id)
+                shown = again[0].model_copy(update={"id": pending.tool_call_id})
+                events.append(ToolCallEvent(call=shown, message_id=message.id))
                 continue
             turn += 1
             events.append(MessageStartedEvent(message_id=message.id, turn=turn))
