@@ -33,6 +33,7 @@ __all__ = [
     "CHROMIUM_ARGS",
     "SCREENSHOTS",
     "STREAM_GATES",
+    "StreamGate",
     "TOKEN",
     "ServerThread",
     "WordStreamingModel",
@@ -55,8 +56,21 @@ SCREENSHOTS = Path(__file__).resolve().parents[2] / "docs" / "console"
 
 _call_ids = itertools.count(1)
 
+
+class StreamGate:
+    """Holds the answer to one prompt after three words.
+
+    ``reached`` is set when the stream gets there; setting ``opened`` lets it go on.
+    """
+
+    def __init__(self) -> None:
+        """Two fresh events."""
+        self.reached = threading.Event()
+        self.opened = threading.Event()
+
+
 #: prompt -> gate: the answer to that prompt streams three words, then waits for the gate.
-STREAM_GATES: dict[str, threading.Event] = {}
+STREAM_GATES: dict[str, StreamGate] = {}
 
 
 def browser_missing() -> str | None:
@@ -98,8 +112,10 @@ class WordStreamingModel(ScriptedModel):
             yield ReasoningDelta(block.text)
         words = message.text.split(" ")
         for i, word in enumerate(words):
-            if i == 3 and gate is not None and not await asyncio.to_thread(gate.wait, 60):
-                raise TimeoutError("the test never opened the stream gate")
+            if i == 3 and gate is not None:
+                gate.reached.set()
+                if not await asyncio.to_thread(gate.opened.wait, 60):
+                    raise TimeoutError("the test never opened the stream gate")
             yield TextDelta(word if i == len(words) - 1 else word + " ")
         yield ModelDone(message)
 

@@ -23,6 +23,7 @@ try:
         STREAM_GATES,
         TOKEN,
         ServerThread,
+        StreamGate,
         browser_missing,
         make_agent,
     )
@@ -34,6 +35,7 @@ except ImportError:  # tests/server is a package
         STREAM_GATES,
         TOKEN,
         ServerThread,
+        StreamGate,
         browser_missing,
         make_agent,
     )
@@ -148,7 +150,7 @@ def test_a_new_thread_streams_the_answer_with_folded_reasoning(page: Page, serve
     page.get_by_role("button", name="New thread").click()
     expect(page.locator("#thread-title")).to_contain_text("Thread thread-")
     expect(page.locator("#main")).to_contain_text("New thread: send the first message")
-    gate = threading.Event()
+    gate = StreamGate()
     STREAM_GATES["Hi there, console"] = gate
     _send(page, "Hi there, console")
     # The run is held after three words: the page shows them while the run goes on.
@@ -156,7 +158,7 @@ def test_a_new_thread_streams_the_answer_with_folded_reasoning(page: Page, serve
     expect(live).to_have_text("Hello from the ")
     expect(page.locator("#run-status")).to_have_text("Running...")
     expect(_composer(page)).to_be_disabled()
-    gate.set()
+    gate.opened.set()
     answer = "Hello from the scripted agent. You said: Hi there, console"
     expect(_assistant(page).last).to_contain_text(answer)
     expect(_composer(page)).to_be_focused()  # ready for the next prompt
@@ -214,6 +216,27 @@ def test_an_approval_is_edited_validated_and_approved(page: Page, server: str) -
         0
     )
     _shot(page, "tool-result")
+
+
+def test_a_run_of_another_client_shows_in_progress_then_its_answer(page: Page, server: str) -> None:
+    _api(server, "POST", "api/threads/other-client/runs", {"prompt": "first words"})
+    gate = StreamGate()
+    STREAM_GATES["answer me slowly"] = gate
+    prompt = {"prompt": "answer me slowly"}
+    worker = threading.Thread(
+        target=_api, args=(server, "POST", "api/threads/other-client/runs", prompt)
+    )
+    worker.start()
+    assert gate.reached.wait(30), "the other client's run never started"
+    _open_thread(page, server, "other-client")
+    expect(page.locator("#running-badge")).to_have_text("Run in progress")
+    expect(_composer(page)).to_be_disabled()
+    gate.opened.set()
+    worker.join(30)
+    # The page looks again by itself while the run lasts, and shows its end.
+    expect(_assistant(page).last).to_contain_text("You said: answer me slowly")
+    expect(page.locator("#running-badge")).to_have_count(0)
+    expect(_composer(page)).to_be_enabled()
 
 
 def test_a_rejection_with_a_reason_reaches_the_model(page: Page, server: str) -> None:

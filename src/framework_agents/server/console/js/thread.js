@@ -122,8 +122,9 @@ function render(focus) {
   conversation.append(...renderConversation(messages, messageActions));
   if (messages.length === 0) conversation.append(h("li", { class: "muted", id: "empty-note" }, "No messages yet."));
   const column = h("div", { class: "thread-main" }, conversation, h("div", { id: "run-notice" }));
+  const busy = Boolean(data && data.running) && !view.running;
   if (pending) column.append(renderApproval(pending));
-  column.append(renderComposer(Boolean(pending)));
+  column.append(renderComposer(pending ? "Answer the approval above first" : busy ? "A run of this thread is in progress" : null));
   const side = h(
     "div",
     { class: "side" },
@@ -142,6 +143,18 @@ function render(focus) {
   );
   main.append(h("div", { class: "thread-body" }, column, side));
   if (focus) heading.focus();
+  if (busy) watchRun(id);
+}
+
+let watching = null;
+
+/** While another client's run holds the thread, look again every 1.5 s until it ends. */
+function watchRun(id) {
+  if (watching) clearTimeout(watching);
+  watching = setTimeout(() => {
+    watching = null;
+    if (view.id === id && !view.running) reloadThread();
+  }, 1500);
 }
 
 function messageActions(message) {
@@ -335,7 +348,8 @@ async function sendDecision(pending, decision) {
   await runStream((onEvent) => api.resume(view.id, { [pending.key]: value }, onEvent), null);
 }
 
-function renderComposer(blocked) {
+function renderComposer(blockedReason) {
+  const blocked = Boolean(blockedReason);
   const form = h(
     "form",
     { class: "composer", id: "composer" },
@@ -343,7 +357,7 @@ function renderComposer(blocked) {
     h("textarea", {
       id: "composer-input",
       name: "prompt",
-      placeholder: blocked ? "Answer the approval above first" : "Ask the agent (Ctrl+Enter sends)",
+      placeholder: blockedReason || "Ask the agent (Ctrl+Enter sends)",
       disabled: blocked,
     }),
     h(
