@@ -179,6 +179,9 @@ class A2AExecutor(AgentExecutor):
         return await self.runner.start_run(thread_id, text)
 
     async def _follow(self, handle: RunHandle, updater: TaskUpdater, task: Task) -> None:
+        # The terminal update goes out once the run has released its thread, so a client
+        # that sends its next turn as soon as it sees it never finds the thread busy.
+        last: ours.AgentEvent | None = None
         async for event in handle.events():
             if isinstance(event, ours.RunStartedEvent):
                 await updater.start_work()
@@ -188,11 +191,14 @@ class A2AExecutor(AgentExecutor):
                     artifact_id=event.message.id,
                     name="answer",
                 )
-            elif isinstance(event, ours.InterruptEvent):
-                checkpoint = await self.runner.load(handle.thread_id)
-                pending = await self.runner.pending_of(checkpoint) if checkpoint else None
-                if pending is None:  # the checkpoint moved on already: nothing to ask
-                    continue
+            elif isinstance(
+                event, ours.InterruptEvent | ours.RunFinishedEvent | ours.RunErrorEvent
+            ):
+                last = event
+        if isinstance(last, ours.InterruptEvent):
+            checkpoint = await self.runner.load(handle.thread_id)
+            pending = await self.runner.pending_of(checkpoint) if checkpoint else None
+            if pending is not None:
                 parts = [
                     new_text_part(
                         f"The call {pending.tool}({json.dumps(pending.args)}) needs approval."
@@ -200,12 +206,14 @@ class A2AExecutor(AgentExecutor):
                     new_data_part(approval_request(pending)),
                 ]
                 await updater.requires_input(_agent_message(task, parts))
-            elif isinstance(event, ours.RunFinishedEvent):
-                await updater.complete(
-                    _agent_message(task, [new_text_part(event.result.text or "")])
-                )
-            elif isinstance(event, ours.RunErrorEvent):
-                await self._fail(updater, task, event.error)
+                return
+        if isinstance(last, ours.RunFinishedEvent):
+            text = last.result.text or ""
+            await updater.complete(_agent_message(task, [new_text_part(text)]))
+        elif isinstance(last, ours.RunErrorEvent):
+            await self._fail(updater, task, last.error)
+        else:
+            await self._fail(updater, task, RuntimeError("the run ended without an outcome"))
 
     async def _fail(self, updater: TaskUpdater, task: Task, exc: BaseException) -> None:
         payload = error_payload(exc)
