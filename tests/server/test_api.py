@@ -146,3 +146,47 @@ def test_delete_and_paging(served: Served) -> None:
         assert client.delete("/api/threads/p0").status_code == 204
         assert client.get("/api/threads/p0").status_code == 404
         assert client.get("/healthz").json() == {"status": "ok"}
+
+
+def test_edit_a_message_and_branch_a_thread(served: Served) -> None:
+    with httpx.Client(base_url=served.url, timeout=30) as client:
+        accept = {"Accept": "application/json"}
+        client.post("/api/threads/b1/runs", json={"prompt": "first"}, headers=accept)
+        client.post("/api/threads/b1/runs", json={"prompt": "shout hey"}, headers=accept)
+        messages = client.get("/api/threads/b1").json()["messages"]
+        assert [m["role"] for m in messages] == [
+            "user",
+            "assistant",
+            "user",
+            "assistant",
+            "tool",
+            "assistant",
+        ]
+        edited = client.patch(
+            f"/api/threads/b1/messages/{messages[0]['id']}", json={"content": "FIRST"}
+        ).json()
+        assert edited["messages"][0] == {**messages[0], "content": "FIRST"}
+        assert edited["timeline"][-1]["kind"] == "edit"
+        call_turn = messages[3]["id"]
+        refused = client.patch(f"/api/threads/b1/messages/{call_turn}", json={"content": "x"})
+        assert (refused.status_code, refused.json()["error"]["code"]) == (
+            409,
+            "MESSAGE_NOT_EDITABLE",
+        )
+        missing = client.patch("/api/threads/b1/messages/nope", json={"content": "x"})
+        assert (missing.status_code, missing.json()["error"]["code"]) == (404, "MESSAGE_NOT_FOUND")
+
+        made = client.post("/api/threads/b1/branches", json={"message_id": call_turn, "label": "L"})
+        assert made.status_code == 201
+        branch_id = made.json()["thread_id"]
+        branch = client.get(f"/api/threads/{branch_id}").json()
+        assert [m["id"] for m in branch["messages"]] == [m["id"] for m in messages[:5]]
+        assert branch["parent"] == {"thread_id": "b1", "message_id": call_turn}
+        assert [(e["kind"], e["label"]) for e in branch["timeline"]] == [("branch", "L")]
+        assert client.get("/api/threads/b1").json()["timeline"][-1]["kind"] == "branch"
+        again = client.post(
+            "/api/threads/b1/branches", json={"message_id": call_turn, "thread_id": branch_id}
+        )
+        assert again.json()["error"]["code"] == "INVALID_ARGUMENT"
+        done = client.post(f"/api/threads/{branch_id}/runs", json={"prompt": "go"}, headers=accept)
+        assert done.json()["text"] == "echo: go"

@@ -7,6 +7,8 @@ Routes (shapes in ``docs/server.md``)::
     POST   /api/threads/{thread_id}/runs      {"prompt"}    -> SSE of our events (or JSON)
     POST   /api/threads/{thread_id}/resume    {"decisions"} -> SSE of our events (or JSON)
     DELETE /api/threads/{thread_id}           204
+    PATCH  /api/threads/{thread_id}/messages/{message_id}  {"content"} -> the thread
+    POST   /api/threads/{thread_id}/branches  {"message_id", "thread_id"?, "label"?} -> 201
 
 A run or a resume answers ``text/event-stream`` (one ``event: <type>`` per agent event),
 or one JSON summary when the request sends ``Accept: application/json``. Everything that
@@ -39,6 +41,7 @@ from ..agent.events import (
 )
 from ..checkpoint.model import check_thread_id
 from ..messages import Message
+from ._edits import branch_thread, edit_message, parent_of
 from ._errors import BadRequestError, error_payload, status_for
 from ._runner import Pending, RunHandle, ThreadRunner, title_of
 
@@ -203,6 +206,7 @@ def api_routes(runner: ThreadRunner) -> list[Route]:
                 "pending": pending.to_json() if pending else None,
                 "running": runner.busy(thread_id),
                 "timeline": await runner.timeline(thread_id),
+                "parent": await parent_of(runner, thread_id),
             }
         )
 
@@ -232,8 +236,34 @@ def api_routes(runner: ThreadRunner) -> list[Route]:
         await runner.delete(request.path_params["thread_id"])
         return Response(status_code=204)
 
+    async def edit(request: Request) -> Response:
+        """``PATCH /api/threads/{id}/messages/{message_id}`` with ``{"content": "<text>"}``."""
+        thread_id = check_thread_id(request.path_params["thread_id"])
+        body = await read_json(request)
+        content = body.get("content")
+        if not isinstance(content, str):
+            raise BadRequestError('the body must be {"content": "<text>"}')
+        await edit_message(runner, thread_id, request.path_params["message_id"], content)
+        return await read_thread(request)
+
+    async def branch(request: Request) -> Response:
+        """``POST /api/threads/{id}/branches`` with ``{"message_id", "thread_id"?, "label"?}``."""
+        thread_id = check_thread_id(request.path_params["thread_id"])
+        body = await read_json(request)
+        message_id = body.get("message_id")
+        new_thread = body.get("thread_id")
+        if not isinstance(message_id, str) or not isinstance(new_thread, str | None):
+            raise BadRequestError('the body must be {"message_id": "<id>", "thread_id"?, "label"?}')
+        new = await branch_thread(
+            runner, thread_id, message_id, new_thread_id=new_thread, label=body.get("label")
+        )
+        parent = {"thread_id": thread_id, "message_id": message_id}
+        return JSONResponse({"thread_id": new, "parent": parent}, status_code=201)
+
     return [
         Route("/api/threads", _guarded(list_threads), methods=["GET"]),
+        Route("/api/threads/{thread_id}/messages/{message_id}", _guarded(edit), methods=["PATCH"]),
+        Route("/api/threads/{thread_id}/branches", _guarded(branch), methods=["POST"]),
         Route("/api/threads/{thread_id}", _guarded(read_thread), methods=["GET"]),
         Route("/api/threads/{thread_id}", _guarded(delete_thread), methods=["DELETE"]),
         Route("/api/threads/{thread_id}/runs", _guarded(run_thread), methods=["POST"]),

@@ -178,6 +178,11 @@ class RunHandle:
             await asyncio.shield(self.task)
 
 
+def parent_key(thread_id: str) -> str:
+    """The storage key of a branch's link to the thread it was branched from."""
+    return f"server/threads/{thread_id}/parent.json"
+
+
 def _cursor(summary: ThreadSummary) -> str:
     raw = json.dumps([summary.saved_at.isoformat(), summary.thread_id]).encode()
     return base64.urlsafe_b64encode(raw).decode().rstrip("=")
@@ -323,7 +328,8 @@ class ThreadRunner:
             return []
         return entries if isinstance(entries, list) else []
 
-    async def _record(self, thread_id: str, kind: str, label: str | None) -> None:
+    async def record(self, thread_id: str, kind: str, label: str | None) -> None:
+        """Append one entry (``run``, ``resume``, ``edit``, ``branch``) to the thread's timeline."""
         entries = await self.timeline(thread_id)
         rev = int(entries[-1].get("rev", len(entries))) + 1 if entries else 1
         entries.append(
@@ -339,7 +345,8 @@ class ThreadRunner:
         if thread_id in self._active:
             raise ThreadBusyError(f"thread {thread_id!r} is running; delete it when it ends")
         await self.checkpointer.delete(thread_id)
-        await self.store.storage.delete(self._timeline_key(thread_id))
+        for key in (self._timeline_key(thread_id), parent_key(thread_id)):
+            await self.store.storage.delete(key)
 
     # -- running ------------------------------------------------------------------------
 
@@ -347,7 +354,8 @@ class ThreadRunner:
         """Whether a run of ``thread_id`` is in progress in this process."""
         return thread_id in self._active
 
-    def _claim(self, thread_id: str, resume: bool) -> RunHandle:
+    def claim(self, thread_id: str, resume: bool) -> RunHandle:
+        """Hold ``thread_id`` for one run or edit in this process (``THREAD_BUSY`` if held)."""
         check_thread_id(thread_id)
         if thread_id in self._active:
             raise ThreadBusyError(
@@ -357,7 +365,8 @@ class ThreadRunner:
         self._active[thread_id] = handle
         return handle
 
-    def _release(self, handle: RunHandle) -> None:
+    def release(self, handle: RunHandle) -> None:
+        """Let go of the thread ``handle`` holds."""
         if self._active.get(handle.thread_id) is handle:
             del self._active[handle.thread_id]
 
@@ -369,7 +378,7 @@ class ThreadRunner:
         """
         if isinstance(prompt, str) and not prompt.strip():
             raise InvalidArgumentError("prompt must be a non-empty string")
-        handle = self._claim(thread_id, resume=False)
+        handle = self.claim(thread_id, resume=False)
         try:
             checkpoint = await self.load(thread_id)
             if checkpoint is not None and checkpoint.pending is not None:
@@ -379,7 +388,7 @@ class ThreadRunner:
                 )
             agent = await self.make_agent()
         except BaseException:
-            self._release(handle)
+            self.release(handle)
             raise
         handle.task = asyncio.create_task(self._drive_run(handle, agent, prompt))
         return handle
@@ -391,7 +400,7 @@ class ThreadRunner:
         ``interrupt_id``, ``key`` or tool name) to a decision. Nothing pending, a key that
         names something else, or a decision the tool does not allow: ``HITL_DECISION``.
         """
-        handle = self._claim(thread_id, resume=True)
+        handle = self.claim(thread_id, resume=True)
         try:
             checkpoint = await self.require(thread_id)
             pending = await self.pending_of(checkpoint)
@@ -402,7 +411,7 @@ class ThreadRunner:
             if tool is not None:
                 parse_decision(decision, tool=tool, source="exact")  # HITL_DECISION now
         except BaseException:
-            self._release(handle)
+            self.release(handle)
             raise
         handle.pending, handle.before = pending, checkpoint
         handle.task = asyncio.create_task(
@@ -429,11 +438,11 @@ class ThreadRunner:
 
     async def _finish(self, handle: RunHandle, label: str | None) -> None:
         try:
-            await self._record(handle.thread_id, "resume" if handle.resume else "run", label)
+            await self.record(handle.thread_id, "resume" if handle.resume else "run", label)
         except Exception:  # the run itself is saved; a lost timeline line is only logged
             logger.exception("could not record the timeline of thread %s", handle.thread_id)
         finally:
-            self._release(handle)
+            self.release(handle)
             handle.queue.put_nowait(_END)
 
     async def _drive_run(self, handle: RunHandle, agent: Any, prompt: str | Message) -> None:
