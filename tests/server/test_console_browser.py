@@ -283,6 +283,16 @@ def test_the_threads_list_searches_pages_and_marks_waiting_threads(page: Page, s
     expect(rows.first).to_have_attribute("aria-current", "page")
 
 
+def _assert_accessible(page: Page, view: str) -> None:
+    """axe-core finds no violation in the page (checked when axe-playwright-python is here)."""
+    try:
+        from axe_playwright_python.sync_playwright import Axe
+    except ImportError:  # the dedicated axe test says it skipped
+        return
+    results = Axe().run(page)
+    assert results.violations_count == 0, f"{view}: {results.generate_report()}"
+
+
 def _branch_routes_missing(server: str) -> bool:
     """Whether the server lacks the branch/edit routes (a 404/405 that is not a thread's)."""
     headers = {"Authorization": f"Bearer {TOKEN}"}
@@ -313,9 +323,10 @@ def test_branch_from_a_message_edit_it_and_compare_with_the_parent(page: Page, s
     expect(page.locator(f'#thread-list a[data-thread-id="{branch_id}"]')).to_be_visible()
     user = page.locator("#conversation li[data-role=user]").first
     user.get_by_role("button", name="Edit").click()
-    editor = page.get_by_label("Edit message")
+    editor = page.get_by_role("textbox", name="Edit message", exact=True)
     expect(editor).to_be_focused()
     expect(editor).to_have_value("first question")
+    _assert_accessible(page, "message editor")
     editor.fill("first question, asked differently")
     page.get_by_role("button", name="Save").click()
     expect(user.locator(".msg-text")).to_have_text("first question, asked differently")
@@ -333,6 +344,7 @@ def test_branch_from_a_message_edit_it_and_compare_with_the_parent(page: Page, s
     expect(page.locator("#compare-parent")).to_contain_text("You said: second question")
     expect(page.locator("#compare-branch")).to_contain_text("You said: a new direction")
     _shot(page, "compare")
+    _assert_accessible(page, "compare view")
     # The parent is untouched by the branch's edit.
     page.get_by_role("link", name="Open parent").click()
     expect(page.locator("#conversation li[data-role=user] .msg-text").first).to_have_text(

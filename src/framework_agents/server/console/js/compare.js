@@ -98,9 +98,8 @@ export async function openCompare(id) {
       ),
       h(
         "p",
-        {},
+        { class: "links" },
         h("a", { href: `#/t/${encodeURIComponent(id)}` }, "Open branch"),
-        " ",
         h("a", { href: `#/t/${encodeURIComponent(parentId)}` }, "Open parent"),
       ),
     ),
