@@ -293,24 +293,7 @@ def _assert_accessible(page: Page, view: str) -> None:
     assert results.violations_count == 0, f"{view}: {results.generate_report()}"
 
 
-def _branch_routes_missing(server: str) -> bool:
-    """Whether the server lacks the branch/edit routes (a 404/405 that is not a thread's)."""
-    headers = {"Authorization": f"Bearer {TOKEN}"}
-    answer = httpx.post(
-        server + "api/threads/no-such-thread/branches", json={"message_id": "x"}, headers=headers
-    )
-    if answer.status_code == 405:
-        return True
-    try:
-        code = answer.json()["error"]["code"]
-    except (ValueError, KeyError, TypeError):
-        return True
-    return answer.status_code == 404 and code == "NOT_FOUND"
-
-
 def test_branch_from_a_message_edit_it_and_compare_with_the_parent(page: Page, server: str) -> None:
-    if _branch_routes_missing(server):
-        pytest.skip("the server has no branch/edit routes yet (console-requests.md R3)")
     _api(server, "POST", "api/threads/branch-parent/runs", {"prompt": "first question"})
     _api(server, "POST", "api/threads/branch-parent/runs", {"prompt": "second question"})
     _open_thread(page, server, "branch-parent")
