@@ -133,3 +133,49 @@ def test_the_local_model_streams_token_by_token(tmp_path: Path) -> None:
             assert "".join(deltas) == events[-1][1]["text"]
     finally:
         served.stop()
+
+
+def test_a2a_streams_tokens_and_a_second_client_subscribes_to_the_task(
+    gated: tuple[Served, threading.Event],
+) -> None:
+    from a2a.client import ClientConfig, create_client
+    from a2a.helpers.proto_helpers import get_text_parts, new_text_part
+    from a2a.types import a2a_pb2
+
+    served, gate = gated
+
+    async def scenario() -> None:
+        config = ClientConfig(streaming=True)
+        sender = await create_client(served.url, client_config=config)
+        watcher = await create_client(served.url, client_config=config)
+        message = a2a_pb2.Message(
+            message_id="m1", role=a2a_pb2.Role.ROLE_USER, parts=[new_text_part("go")]
+        )
+        stream = sender.send_message(a2a_pb2.SendMessageRequest(message=message))
+        task_id = ""
+        async for response in stream:
+            if response.HasField("task"):
+                task_id = response.task.id
+            if response.HasField("artifact_update"):
+                chunk = response.artifact_update
+                assert get_text_parts(list(chunk.artifact.parts)) == ["first "]
+                break
+        assert task_id and not gate.is_set()  # the first token came while the model works
+        subscription = watcher.subscribe(a2a_pb2.SubscribeToTaskRequest(id=task_id))
+        first = await anext(subscription)
+        assert first.task.id == task_id
+        gate.set()
+        states = []
+        async for response in subscription:
+            if response.HasField("status_update"):
+                states.append(response.status_update.status.state)
+        assert states[-1] == a2a_pb2.TaskState.TASK_STATE_COMPLETED
+        rest = [r async for r in stream]
+        assert rest[-1].status_update.status.state == a2a_pb2.TaskState.TASK_STATE_COMPLETED
+        task = await watcher.get_task(a2a_pb2.GetTaskRequest(id=task_id))
+        (artifact,) = task.artifacts
+        assert get_text_parts(list(artifact.parts)) == ["first second"]
+        await sender.close()
+        await watcher.close()
+
+    asyncio.run(scenario())

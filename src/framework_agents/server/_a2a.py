@@ -182,14 +182,28 @@ class A2AExecutor(AgentExecutor):
         # The terminal update goes out once the run has released its thread, so a client
         # that sends its next turn as soon as it sees it never finds the thread busy.
         last: ours.AgentEvent | None = None
+        streamed: set[str] = set()
         async for event in handle.events():
             if isinstance(event, ours.RunStartedEvent):
                 await updater.start_work()
+            elif isinstance(event, ours.TextDeltaEvent) and event.delta:
+                # Tokens as they come: chunks of the message's "answer" artifact.
+                await updater.add_artifact(
+                    [new_text_part(event.delta)],
+                    artifact_id=event.message_id,
+                    name="answer",
+                    append=event.message_id in streamed,
+                    last_chunk=False,
+                )
+                streamed.add(event.message_id)
             elif isinstance(event, ours.MessageCompletedEvent) and event.message.text:
+                # The whole text closes the artifact (it replaces the chunks).
                 await updater.add_artifact(
                     [new_text_part(event.message.text)],
                     artifact_id=event.message.id,
                     name="answer",
+                    append=False,
+                    last_chunk=True,
                 )
             elif isinstance(
                 event, ours.InterruptEvent | ours.RunFinishedEvent | ours.RunErrorEvent
