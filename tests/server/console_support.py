@@ -153,6 +153,7 @@ def make_agent() -> Agent:
         tools=[book_flight],
         system_prompt="You are a test agent.",
         output_version="v1",
+        state={"traveller": {"name": "Ada", "seats": 1, "tags": ["test", "console"]}, "vip": False},
     )
 
 

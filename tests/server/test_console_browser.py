@@ -172,6 +172,14 @@ def test_a_new_thread_streams_the_answer_with_folded_reasoning(page: Page, serve
     reasoning.locator("summary").click()
     expect(reasoning.locator(".msg-text")).to_contain_text("friendly echo")
     expect(page.locator("#timeline-panel li[data-kind=run]")).to_have_count(1)
+    tree = page.locator("#state-tree")
+    expect(tree).to_contain_text('name: "Ada"')
+    expect(tree).to_contain_text("vip: false")
+    tags = tree.locator("details", has_text="tags:").last
+    expect(tags.locator("summary")).to_contain_text("[2 items]")
+    expect(tags).to_contain_text('1: "console"')
+    tags.locator("summary").click()  # folds with the keyboard-accessible summary
+    expect(tags.get_by_text('"console"')).to_be_hidden()
     thread_id = page.locator("#thread-title").inner_text().removeprefix("Thread ")
     expect(page.locator(f'#thread-list a[data-thread-id="{thread_id}"]')).to_be_visible()
     _shot(page, "thread")
@@ -350,6 +358,24 @@ def test_branch_from_a_message_edit_it_and_compare_with_the_parent(page: Page, s
     expect(page.locator("#conversation li[data-role=user] .msg-text").first).to_have_text(
         "first question"
     )
+
+
+def test_a_thread_is_deleted_only_after_confirmation(page: Page, server: str) -> None:
+    _api(server, "POST", "api/threads/to-delete/runs", {"prompt": "forget me"})
+    _open_thread(page, server, "to-delete")
+    page.get_by_role("button", name="Delete", exact=True).click()
+    expect(page.locator("#delete-confirm")).to_contain_text("This cannot be undone")
+    expect(page.get_by_role("button", name="Keep it")).to_be_focused()
+    page.get_by_role("button", name="Keep it").click()
+    expect(page.locator("#delete-confirm")).to_be_empty()
+    assert _api(server, "GET", "api/threads/to-delete")["thread_id"] == "to-delete"
+    page.get_by_role("button", name="Delete", exact=True).click()
+    page.get_by_role("button", name="Delete for good").click()
+    expect(page.locator("#welcome")).to_be_visible()
+    expect(page.locator('#thread-list a[data-thread-id="to-delete"]')).to_have_count(0)
+    gone = httpx.get(server + "api/threads/to-delete", headers={"Authorization": f"Bearer {TOKEN}"})
+    assert gone.status_code == 404
+    assert gone.json()["error"]["code"] == "CHECKPOINT_MISSING"
 
 
 def test_errors_show_the_servers_code_and_message(page: Page, server: str) -> None:

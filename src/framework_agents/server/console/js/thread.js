@@ -114,8 +114,16 @@ function render(focus) {
           : null,
         data ? null : h("p", { class: "muted" }, "New thread: send the first message to start it."),
       ),
-      h("button", { type: "button", class: "secondary", id: "reload-thread", onclick: () => reloadThread() }, "Reload"),
+      h(
+        "div",
+        { class: "row" },
+        h("button", { type: "button", class: "secondary", id: "reload-thread", onclick: () => reloadThread() }, "Reload"),
+        data
+          ? h("button", { type: "button", class: "secondary", id: "delete-thread", onclick: (e) => confirmDelete(e.currentTarget) }, "Delete")
+          : null,
+      ),
     ),
+    h("div", { id: "delete-confirm" }),
   );
   const messages = (data && data.messages) || [];
   const conversation = h("ol", { class: "conversation", id: "conversation", "aria-label": "Messages" });
@@ -155,6 +163,43 @@ function watchRun(id) {
     watching = null;
     if (view.id === id && !view.running) reloadThread();
   }, 1500);
+}
+
+function confirmDelete(button) {
+  const id = view.id;
+  const box = clear(document.getElementById("delete-confirm"));
+  const keep = h("button", { type: "button", class: "secondary", onclick: () => { clear(box); button.focus(); } }, "Keep it");
+  box.append(
+    h(
+      "div",
+      { class: "banner banner-warn", role: "group", "aria-labelledby": "delete-question" },
+      h("p", { id: "delete-question" }, `Delete thread ${id}, its messages, state and timeline? This cannot be undone.`),
+      h(
+        "div",
+        { class: "row" },
+        keep,
+        h(
+          "button",
+          {
+            type: "button",
+            class: "danger",
+            onclick: async () => {
+              try {
+                await withAuth(() => api.deleteThread(id));
+                clearError();
+                location.hash = "#/";
+                loadThreads();
+              } catch (err) {
+                showError(err);
+              }
+            },
+          },
+          "Delete for good",
+        ),
+      ),
+    ),
+  );
+  keep.focus();
 }
 
 function messageActions(message) {
