@@ -9,7 +9,15 @@ from typing import Any
 
 import uvicorn
 
-from framework_agents import Agent, FunctionModel, Message, ToolCall, tool
+from framework_agents import (
+    Agent,
+    FunctionModel,
+    Message,
+    ReasoningBlock,
+    TextBlock,
+    ToolCall,
+    tool,
+)
 
 PUBLISHED: list[dict[str, Any]] = []
 
@@ -32,6 +40,7 @@ def answer(messages: list[Message], tools: list[Any]) -> Message:
 
     * last message from the user containing ``publish X`` -> calls ``publish(title=X, copies=3)``;
     * containing ``shout X`` -> calls ``shout(text=X)``;
+    * ``think X`` -> reasoning ``"pondering"``, then ``"thought: X"``;
     * a tool result last -> ``"done: <result>"``;
     * otherwise -> ``"echo: <text>"``.
     """
@@ -47,6 +56,9 @@ def answer(messages: list[Message], tools: list[Any]) -> Message:
         return Message(
             role="assistant", tool_calls=[ToolCall(f"s-{turn}", "shout", {"text": text[6:]})]
         )
+    if text.startswith("think "):
+        blocks = [ReasoningBlock("pondering"), TextBlock(f"thought: {text[6:]}")]
+        return Message(role="assistant", content=blocks)
     return Message(role="assistant", content=f"echo: {text}")
 
 

@@ -202,3 +202,18 @@ def test_decision_after_a_server_restart(store_dir: Path) -> None:
         assert PUBLISHED == [{"title": "Later", "copies": 3}]
     finally:
         second.stop()
+
+
+def test_a_new_turn_while_an_approval_waits_fails_with_its_code(served: Served) -> None:
+    async def scenario() -> None:
+        waiting = await send(served.url, user_message(text="publish W"), streaming=False)
+        approval_of(waiting)
+        other = user_message(text="something else", context_id=waiting.context_id)
+        failed = await send(served.url, other, streaming=True)
+        assert failed.status.state == State.TASK_STATE_FAILED
+        (data,) = get_data_parts(list(failed.status.message.parts))
+        assert data["error"]["code"] == "APPROVAL_PENDING"
+        thread = await read_thread(served.url, waiting.context_id)
+        assert thread["pending"]["tool"] == "publish"
+
+    asyncio.run(scenario())

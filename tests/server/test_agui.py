@@ -174,3 +174,33 @@ def test_bad_inputs(served: Served) -> None:
         response = client.post("/agui", json={"threadId": "x"})
         assert response.status_code == 400
         assert response.json()["error"]["code"] == "BAD_REQUEST"
+
+
+def test_reasoning_then_text(served: Served) -> None:
+    with httpx.Client(base_url=served.url, timeout=30) as client:
+        events = agui(client, run_input("g6", [user("think hard")]))
+        assert kinds(events)[:9] == [
+            "RUN_STARTED",
+            "REASONING_START",
+            "REASONING_MESSAGE_START",
+            "REASONING_MESSAGE_CONTENT",
+            "REASONING_MESSAGE_END",
+            "REASONING_END",
+            "TEXT_MESSAGE_START",
+            "TEXT_MESSAGE_CONTENT",
+            "TEXT_MESSAGE_END",
+        ]
+        assert events[3]["delta"] == "pondering" and events[7]["delta"] == "thought: hard"
+        assert events[1]["messageId"] != events[6]["messageId"]
+
+
+def test_a_busy_thread_is_a_run_error(served: Served) -> None:
+    runner = served.app.state.runner
+    handle = runner.claim("g7", resume=False)  # as if a run of another client held it
+    try:
+        with httpx.Client(base_url=served.url, timeout=30) as client:
+            events = agui(client, run_input("g7", [user("hi")]))
+            assert kinds(events) == ["RUN_STARTED", "RUN_ERROR"]
+            assert events[-1]["code"] == "THREAD_BUSY"
+    finally:
+        runner.release(handle)
