@@ -10,7 +10,7 @@
   ``server/threads/<new>/parent.json``; both timelines get a ``branch`` entry.
 
 Both hold the thread in this process (``THREAD_BUSY`` while a run holds it) and write
-through the checkpointer, whose writes are atomic.
+under the checkpointer's thread lock, so a run of another replica never interleaves.
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ import logging
 from datetime import UTC, datetime
 from typing import Any
 
+from ..checkpoint._base import thread_lock
 from ..checkpoint.model import ThreadCheckpoint, check_thread_id
 from ..errors import (
     InvalidArgumentError,
@@ -67,27 +68,32 @@ async def edit_message(
         raise InvalidArgumentError("content must be a non-empty string")
     handle = runner.claim(thread_id, resume=False)
     try:
-        checkpoint = await runner.require(thread_id)
-        if checkpoint.pending is not None:
-            raise ApprovalPendingError(
-                f"thread {thread_id!r} waits for a decision; answer it before editing"
-            )
-        index = _index_of(checkpoint, message_id)
-        old = checkpoint.messages[index]
-        if old.tool_calls:
-            raise MessageNotEditableError(
-                f"message {message_id!r} holds tool calls; branch from before it instead"
-            )
-        messages = list(checkpoint.messages)
-        messages[index] = old.model_copy(update={"content": content})
-        updated = checkpoint.model_copy(
-            update={"messages": messages, "saved_at": datetime.now(UTC)}
-        )
-        await runner.checkpointer.save(updated)
+        async with thread_lock(runner.checkpointer, thread_id):  # other replicas too
+            updated = await _edited(runner, thread_id, message_id, content)
+            await runner.checkpointer.save(updated)
         await runner.record(thread_id, "edit", message_id)
         return updated
     finally:
         runner.release(handle)
+
+
+async def _edited(
+    runner: ThreadRunner, thread_id: str, message_id: str, content: str
+) -> ThreadCheckpoint:
+    checkpoint = await runner.require(thread_id)
+    if checkpoint.pending is not None:
+        raise ApprovalPendingError(
+            f"thread {thread_id!r} waits for a decision; answer it before editing"
+        )
+    index = _index_of(checkpoint, message_id)
+    old = checkpoint.messages[index]
+    if old.tool_calls:
+        raise MessageNotEditableError(
+            f"message {message_id!r} holds tool calls; branch from before it instead"
+        )
+    messages = list(checkpoint.messages)
+    messages[index] = old.model_copy(update={"content": content})
+    return checkpoint.model_copy(update={"messages": messages, "saved_at": datetime.now(UTC)})
 
 
 async def branch_thread(
@@ -110,10 +116,11 @@ async def branch_thread(
     new = check_thread_id(new_thread_id or f"{thread_id[:100]}-branch-{new_id()[:8]}")
     handle = runner.claim(new, resume=False)
     try:
-        if await runner.load(new) is not None:
-            raise InvalidArgumentError(f"thread {new!r} exists already")
-        state = copy.deepcopy(checkpoint.state)
-        await runner.checkpointer.save(ThreadCheckpoint(new, None, messages, state))
+        async with thread_lock(runner.checkpointer, new):
+            if await runner.load(new) is not None:
+                raise InvalidArgumentError(f"thread {new!r} exists already")
+            state = copy.deepcopy(checkpoint.state)
+            await runner.checkpointer.save(ThreadCheckpoint(new, None, messages, state))
         link = {"thread_id": thread_id, "message_id": message_id}
         await runner.store.storage.put(parent_key(new), json.dumps(link).encode())
         await runner.record(new, "branch", label or f"from {thread_id}")

@@ -44,6 +44,7 @@ from ..agent.events import (
     ToolResultEvent,
 )
 from ..agent.result import RunResult
+from ..checkpoint._base import thread_lock
 from ..checkpoint.model import ThreadCheckpoint, check_thread_id
 from ..errors import (
     CheckpointMissingError,
@@ -341,10 +342,14 @@ class ThreadRunner:
 
     async def delete(self, thread_id: str) -> None:
         """Delete the thread (``CHECKPOINT_MISSING`` if unknown, ``THREAD_BUSY`` if running)."""
-        await self.require(thread_id)
-        if thread_id in self._active:
-            raise ThreadBusyError(f"thread {thread_id!r} is running; delete it when it ends")
-        await self.checkpointer.delete(thread_id)
+        await self.require(thread_id)  # an unknown thread: 404 before any lock is taken
+        handle = self.claim(thread_id, resume=False)  # THREAD_BUSY while a run holds it
+        try:
+            async with thread_lock(self.checkpointer, thread_id):
+                await self.require(thread_id)
+                await self.checkpointer.delete(thread_id)
+        finally:
+            self.release(handle)
         for key in (self._timeline_key(thread_id), parent_key(thread_id)):
             await self.store.storage.delete(key)
 
