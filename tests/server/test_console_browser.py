@@ -8,9 +8,12 @@ screenshot under ``docs/console/`` (shown by ``docs/console.md``).
 
 from __future__ import annotations
 
+import asyncio
 import json
 import threading
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -53,11 +56,16 @@ TOKEN_KEY = "framework-agents.console.token"
 
 
 @pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+def store_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The server's directory store (FileCheckpointer layout: threads/<id>/checkpoint.json)."""
+    return tmp_path_factory.mktemp("console-store")
+
+
+@pytest.fixture(scope="module")
+def server(store_root: Path) -> Iterator[str]:
     from framework_agents.server import create_app
 
-    root = tmp_path_factory.mktemp("console-store")
-    app = create_app(make_agent, store=str(root), token=TOKEN)
+    app = create_app(make_agent, store=str(store_root), token=TOKEN)
     thread = ServerThread(app)
     url = thread.start()
     yield url
@@ -358,6 +366,57 @@ def test_branch_from_a_message_edit_it_and_compare_with_the_parent(page: Page, s
     expect(page.locator("#conversation li[data-role=user] .msg-text").first).to_have_text(
         "first question"
     )
+
+
+def test_framework_messages_are_marked(page: Page, server: str, store_root: Path) -> None:
+    from framework_agents import FileCheckpointer, Message, ThreadCheckpoint, ToolCall
+
+    call = ToolCall("c-1", "book_flight", {"city": "Oslo", "seats": 3})
+    broken = ToolCall("c-2", "no_such_tool", {})
+    messages = [
+        Message("assistant", "[compacted] 12 earlier messages", metadata={"kind": "compaction"}),
+        Message("assistant", "Summary: the user plans a trip.", metadata={"kind": "summary"}),
+        Message("user", "book Oslo"),
+        Message("assistant", "", tool_calls=[call, broken]),
+        Message(
+            "tool",
+            "The call was interrupted before it finished.",
+            tool_call_id="c-1",
+            name="book_flight",
+            metadata={"kind": "interrupted"},
+        ),
+        Message(
+            "tool",
+            "unknown tool no_such_tool",
+            tool_call_id="c-2",
+            name="no_such_tool",
+            metadata={"kind": "tool_error"},
+        ),
+        Message("assistant", "Nothing was booked."),
+    ]
+    checkpoint = ThreadCheckpoint("framework-kinds", messages=messages, state={})
+    # Saved by another writer, as another process would (Playwright's loop owns this thread).
+    with ThreadPoolExecutor(1) as pool:
+        pool.submit(asyncio.run, FileCheckpointer(store_root).save(checkpoint)).result()
+    _open_thread(page, server, "framework-kinds")
+    conversation = page.locator("#conversation")
+    for kind, label in [("compaction", "compacted history"), ("summary", "summary")]:
+        item = conversation.locator(f"li.msg-framework:has(.badge[data-kind={kind}])")
+        expect(item.locator(".badge")).to_have_text(label)
+    calls = conversation.locator("li[data-role=assistant]:has(.call)")
+    expect(calls.locator(".call")).to_have_count(2)
+    expect(calls.locator('.call[data-call-id="c-1"] .badge[data-kind=interrupted]')).to_have_text(
+        "interrupted call"
+    )
+    expect(calls.locator('.call[data-call-id="c-2"] .badge[data-kind=tool_error]')).to_have_text(
+        "tool error"
+    )
+    expect(calls.locator('.call[data-call-id="c-1"] .call-args')).to_contain_text('"Oslo"')
+    # The results sit under their calls, not as messages of their own; a call turn has no Edit.
+    expect(conversation.locator("li[data-role=tool]")).to_have_count(0)
+    expect(calls.get_by_role("button", name="Edit")).to_have_count(0)
+    expect(calls.get_by_role("button", name="Branch from here")).to_have_count(1)
+    _shot(page, "framework-messages")
 
 
 def test_a_thread_is_deleted_only_after_confirmation(page: Page, server: str) -> None:
