@@ -26,7 +26,7 @@ def test_memory_and_directory_urls_without_the_stores_package(tmp_path: Path) ->
         store = resolve_store(url)
         assert isinstance(store.checkpointer, FileCheckpointer)
         assert isinstance(store.storage, LocalFileStorage)
-    with pytest.raises(InvalidArgumentError, match="framework_agents.stores"):
+    with pytest.raises(InvalidArgumentError, match=r"framework_agents\.stores"):
         resolve_store("sqlite:///./x.db")
 
 
