@@ -87,6 +87,13 @@ def _new_page(browser: Browser, *, signed_in: bool, width: int = 1280) -> tuple[
     page = context.new_page()
     errors: list[str] = []
     page.on("pageerror", lambda exc: errors.append(str(exc)))
+
+    def console_error(message: Any) -> None:
+        # An HTTP error status is logged by the browser itself; the tests look at those.
+        if message.type == "error" and "Failed to load resource" not in message.text:
+            errors.append(message.text)  # e.g. a Content-Security-Policy refusal
+
+    page.on("console", console_error)
     return page, errors
 
 
