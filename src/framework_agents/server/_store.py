@@ -66,7 +66,8 @@ def resolve_store(url: str) -> ServerStore:
         stores = None
     open_store = getattr(stores, "open_store", None)
     if open_store is not None:
-        store = open_store(url)
+        directory = _directory(url) if url.startswith("file://") else None
+        store = open_store(str(directory) if directory is not None else url)
         return ServerStore(store.checkpointer, store.storage, store.close)
     if url == "memory:":
         return ServerStore(InMemoryCheckpointer(), InMemoryStorage())
