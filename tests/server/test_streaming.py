@@ -179,3 +179,38 @@ def test_a2a_streams_tokens_and_a_second_client_subscribes_to_the_task(
         await watcher.close()
 
     asyncio.run(scenario())
+
+
+def test_cancelling_a_running_a2a_task_leaves_the_run_whole(
+    gated: tuple[Served, threading.Event],
+) -> None:
+    from a2a.client import ClientConfig, create_client
+    from a2a.helpers.proto_helpers import new_text_part
+    from a2a.types import a2a_pb2
+
+    served, gate = gated
+
+    async def scenario() -> str:
+        client = await create_client(served.url, client_config=ClientConfig(streaming=True))
+        message = a2a_pb2.Message(
+            message_id="m2", role=a2a_pb2.Role.ROLE_USER, parts=[new_text_part("go")]
+        )
+        task = None
+        async for response in client.send_message(a2a_pb2.SendMessageRequest(message=message)):
+            if response.HasField("task"):
+                task = response.task
+            if response.HasField("artifact_update"):
+                break
+        assert task is not None
+        other = await create_client(served.url, client_config=ClientConfig(streaming=False))
+        cancelled = await other.cancel_task(a2a_pb2.CancelTaskRequest(id=task.id))
+        assert cancelled.status.state == a2a_pb2.TaskState.TASK_STATE_CANCELED
+        await other.close()
+        await client.close()
+        return task.context_id
+
+    context_id = asyncio.run(scenario())
+    gate.set()
+    with httpx.Client(base_url=served.url, timeout=60) as client:
+        thread = _wait_idle(client, context_id)
+        assert [m["content"] for m in thread["messages"]] == ["go", "first second"]
