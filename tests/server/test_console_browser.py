@@ -177,6 +177,7 @@ def test_a_new_thread_streams_the_answer_with_folded_reasoning(page: Page, serve
     answer = "Hello from the scripted agent. You said: Hi there, console"
     expect(_assistant(page).last).to_contain_text(answer)
     expect(_composer(page)).to_be_focused()  # ready for the next prompt
+    expect(page.get_by_role("status")).to_have_text("Answer complete")
     # Stored view after the run: user + assistant, reasoning folded, a run on the timeline.
     expect(page.locator("#conversation li[data-role=user] .msg-text")).to_have_text(
         "Hi there, console"

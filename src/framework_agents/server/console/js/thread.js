@@ -480,6 +480,8 @@ async function runStream(start, userMessage) {
   if (live.error) showError(new ApiError(live.error.code || "RUN_ERROR", live.error.message || "the run failed"));
   view.interrupt = live.interrupt;
   await reloadThread();
+  const status = document.getElementById("run-status");
+  if (status) status.textContent = live.error ? "The run failed" : live.interrupt ? "Waiting for your approval" : "Answer complete";
   const composer = document.getElementById("composer-input");
   const stored = ((view.data && view.data.messages) || []).some((m) => userMessage && m.id === userMessage.id);
   if (live.error && userMessage && !stored && composer) composer.value = userMessage.content; // not kept: offer it again
