@@ -219,8 +219,11 @@ class ThreadRunner:
     # -- agents and tools ---------------------------------------------------------------
 
     async def make_agent(self) -> Any:
-        """A fresh agent from the factory."""
+        """A fresh agent from the factory (a ``Swarm`` is served as ``swarm.as_agent()``)."""
         agent = await maybe_await(self._factory())
+        as_agent = getattr(agent, "as_agent", None)
+        if callable(as_agent):  # a Swarm: served through its agent-shaped view
+            agent = as_agent()
         if not hasattr(agent, "stream") or not hasattr(agent, "resume"):
             raise InvalidArgumentError(
                 f"agent_factory returned {agent!r:.100}, not an Agent or a Swarm"
