@@ -100,6 +100,10 @@ def test_hostile_thread_ids_never_reach_the_store(guarded: Served, tmp_path: Pat
         answer = client.post("/a2a", json=body, headers={**auth, "A2A-Version": "1.0"}).json()
         assert "Traceback" not in str(answer)
         assert "THREAD_ID_INVALID" in str(answer), answer
+        for task_id in ("../../etc/passwd", "a/b", ".hidden", "x" * 300):
+            rpc = {"jsonrpc": "2.0", "id": 2, "method": "GetTask", "params": {"id": task_id}}
+            got = client.post("/a2a", json=rpc, headers={**auth, "A2A-Version": "1.0"}).json()
+            assert "result" not in got and "Traceback" not in str(got), got
     outside = [p for p in tmp_path.rglob("*") if "escape" in p.name]
     assert outside == []
 

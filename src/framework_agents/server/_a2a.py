@@ -30,6 +30,7 @@ os.environ.setdefault("OTEL_INSTRUMENTATION_A2A_SDK_ENABLED", "false")
 import asyncio
 import json
 import logging
+import re
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -64,7 +65,6 @@ from .. import agent as ours
 from ..checkpoint.model import check_thread_id
 from ..errors import HitlDecisionError
 from ..messages import new_id
-from ..sessions._keys import is_valid_segment
 from ._errors import error_payload
 from ._runner import Pending, RunHandle, ThreadRunner
 
@@ -75,6 +75,7 @@ logger = logging.getLogger(__name__)
 #: Seconds a task waiting for a decision stays in memory before the store takes over.
 INTERRUPTED_TASK_TIMEOUT = 300.0
 _PAGE_SIZE = 50
+_TASK_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,127}")
 
 Message = a2a_pb2.Message
 Part = a2a_pb2.Part
@@ -269,7 +270,8 @@ class StorageTaskStore(TaskStore):
 
     @staticmethod
     def _key(task_id: str) -> str | None:
-        return f"a2a/tasks/{task_id}.json" if is_valid_segment(f"{task_id}.json") else None
+        # Task ids are the SDK's UUIDs or a client's: only safe single names become keys.
+        return f"a2a/tasks/{task_id}.json" if _TASK_ID.fullmatch(task_id) else None
 
     async def save(self, task: Task, context: ServerCallContext) -> None:
         """Save ``task`` for the caller's owner."""
