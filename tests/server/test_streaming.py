@@ -214,3 +214,35 @@ def test_cancelling_a_running_a2a_task_leaves_the_run_whole(
     with httpx.Client(base_url=served.url, timeout=60) as client:
         thread = _wait_idle(client, context_id)
         assert [m["content"] for m in thread["messages"]] == ["go", "first second"]
+
+
+def test_a_slow_model_gets_keep_alives_on_both_streams(tmp_path: Path) -> None:
+    gate = threading.Event()
+    app = create_app(
+        lambda: Agent(GatedModel(gate)), store=str(tmp_path / "s"), console=False, keepalive=0.05
+    )
+    served = start_server(app)
+    try:
+        with httpx.Client(base_url=served.url, timeout=60) as client:
+            body = {
+                "threadId": "k2",
+                "runId": "r",
+                "messages": [{"id": "u", "role": "user", "content": "go"}],
+            }
+            for method, path, payload in (
+                ("POST", "/api/threads/k1/runs", {"prompt": "go"}),
+                ("POST", "/agui", body),
+            ):
+                gate.clear()
+                with client.stream(method, path, json=payload) as response:
+                    lines = response.iter_lines()
+                    for line in lines:
+                        if line == ": keep-alive":
+                            break  # sent while the model is still blocked
+                    assert not gate.is_set()
+                    gate.set()
+                    rest = list(lines)
+                assert any("run_finished" in line or "RUN_FINISHED" in line for line in rest)
+    finally:
+        gate.set()
+        served.stop()

@@ -61,7 +61,7 @@ from .. import agent as ours
 from ..checkpoint.model import check_thread_id
 from ..errors import HitlDecisionError, InvalidArgumentError
 from ..messages import Message
-from ._api import error_response, read_json
+from ._api import KEEPALIVE, error_response, read_json
 from ._errors import BadRequestError, error_payload
 from ._runner import Pending, RunHandle, ThreadRunner
 
@@ -354,7 +354,10 @@ async def _events(runner: ThreadRunner, run: RunAgentInput) -> AsyncIterator[str
         # A resume: the client drops the open turn it was shown (the stored turn that
         # runs the call is announced again by TOOL_CALL_START, under its stored id).
         yield _encode(MessagesSnapshotEvent(messages=to_agui_messages(handle.before.messages)))
-    async for ev in handle.events():
+    async for ev in handle.events_or_idle(runner.keepalive):
+        if ev is None:
+            yield KEEPALIVE
+            continue
         if isinstance(ev, ours.RunErrorEvent):
             out = tr.error(ev.error)
         elif isinstance(ev, ours.InterruptEvent | ours.RunFinishedEvent):

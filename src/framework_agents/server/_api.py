@@ -45,7 +45,7 @@ from ._edits import branch_thread, edit_message, parent_of
 from ._errors import BadRequestError, error_payload, status_for
 from ._runner import Pending, RunHandle, ThreadRunner, title_of
 
-__all__ = ["api_routes", "error_response", "event_json", "read_json", "sse"]
+__all__ = ["KEEPALIVE", "api_routes", "error_response", "event_json", "read_json", "sse"]
 
 Endpoint = Callable[[Request], Awaitable[Response]]
 
@@ -135,8 +135,15 @@ async def _pending_now(runner: ThreadRunner, thread_id: str) -> Pending | None:
     return None if checkpoint is None else await runner.pending_of(checkpoint)
 
 
+#: An SSE comment: clients ignore it, proxies see the connection is alive.
+KEEPALIVE = ": keep-alive\n\n"
+
+
 async def _stream(runner: ThreadRunner, handle: RunHandle) -> AsyncIterator[str]:
-    async for event in handle.events():
+    async for event in handle.events_or_idle(runner.keepalive):
+        if event is None:
+            yield KEEPALIVE
+            continue
         pending = (
             await _pending_now(runner, handle.thread_id)
             if isinstance(event, InterruptEvent)

@@ -161,6 +161,7 @@ def create_app(
     console: bool = True,
     max_body: int = DEFAULT_MAX_BODY,
     a2a: bool = True,
+    keepalive: float = 15.0,
 ) -> Starlette:
     """The ASGI application that serves ``agent_factory``'s agents on ``store``.
 
@@ -175,13 +176,15 @@ def create_app(
         console: serve the web console at ``/`` and ``/console/``.
         max_body: the largest request body accepted, in bytes.
         a2a: serve A2A (``/a2a``, ``/a2a/rest``, the agent card).
+        keepalive: seconds without an event after which an SSE stream of the JSON API or
+            AG-UI sends a keep-alive comment.
     """
     if token is not None and (not isinstance(token, str) or not token.strip()):
         raise InvalidArgumentError("token must be a non-empty string or None")
     if not isinstance(max_body, int) or max_body < 1:
         raise InvalidArgumentError(f"max_body must be a positive int, got {max_body!r}")
     resolved = store if isinstance(store, ServerStore) else resolve_store(store)
-    runner = ThreadRunner(agent_factory, resolved)
+    runner = ThreadRunner(agent_factory, resolved, keepalive=keepalive)
     routes: list[BaseRoute] = [Route("/healthz", _healthz, methods=["GET"])]
     routes += api_routes(runner)
     routes += agui_routes(runner)

@@ -167,8 +167,22 @@ class RunHandle:
 
     async def events(self) -> AsyncIterator[AgentEvent]:
         """The run's events up to and including its terminal one."""
+        async for item in self.events_or_idle(None):
+            if item is not None:
+                yield item
+
+    async def events_or_idle(self, idle: float | None) -> AsyncIterator[AgentEvent | None]:
+        """Like :meth:`events`, with ``None`` after every ``idle`` seconds without one.
+
+        A streaming response writes a keep-alive for each ``None``, so proxies do not cut
+        a connection while a slow model thinks.
+        """
         while True:
-            item = await self.queue.get()
+            try:
+                item = await asyncio.wait_for(self.queue.get(), idle)
+            except TimeoutError:
+                yield None
+                continue
             if item is _END:
                 return
             yield item
@@ -202,12 +216,20 @@ def _after(cursor: str) -> tuple[str, str]:
 class ThreadRunner:
     """Runs, resumes, reads and deletes threads of one store with agents of one factory."""
 
-    def __init__(self, factory: AgentFactory, store: ServerStore) -> None:
-        """Serve ``factory``'s agents on ``store``'s checkpointer."""
+    def __init__(
+        self, factory: AgentFactory, store: ServerStore, *, keepalive: float = 15.0
+    ) -> None:
+        """Serve ``factory``'s agents on ``store``'s checkpointer.
+
+        ``keepalive``: seconds without an event after which a stream sends a keep-alive.
+        """
         if not callable(factory):
             raise InvalidArgumentError(f"agent_factory must be callable, got {factory!r:.100}")
+        if not isinstance(keepalive, int | float) or not keepalive > 0:
+            raise InvalidArgumentError(f"keepalive must be a positive number, got {keepalive!r}")
         self._factory = factory
         self.store = store
+        self.keepalive = float(keepalive)
         self._active: dict[str, RunHandle] = {}
         self._tools: dict[str, Any] | None = None
 
