@@ -190,3 +190,37 @@ def test_edit_a_message_and_branch_a_thread(served: Served) -> None:
         assert again.json()["error"]["code"] == "INVALID_ARGUMENT"
         done = client.post(f"/api/threads/{branch_id}/runs", json={"prompt": "go"}, headers=accept)
         assert done.json()["text"] == "echo: go"
+
+
+def test_an_approval_sent_twice_runs_the_call_once(served: Served) -> None:
+    accept = {"Accept": "application/json"}
+    with httpx.Client(base_url=served.url, timeout=30) as client:
+        client.post("/api/threads/d1/runs", json={"prompt": "publish Once"}, headers=accept)
+        body = {"decisions": {"call-1": "approve"}}
+        first = client.post("/api/threads/d1/resume", json=body, headers=accept)
+        second = client.post("/api/threads/d1/resume", json=body, headers=accept)
+        assert first.json()["status"] == "completed"
+        assert (second.status_code, second.json()["error"]["code"]) == (422, "HITL_DECISION")
+    assert PUBLISHED == [{"title": "Once", "copies": 3}]
+
+
+def test_concurrent_approvals_run_the_call_once(served: Served) -> None:
+    from concurrent.futures import ThreadPoolExecutor
+
+    accept = {"Accept": "application/json"}
+    with httpx.Client(base_url=served.url, timeout=30) as client:
+        client.post("/api/threads/d2/runs", json={"prompt": "publish Race"}, headers=accept)
+
+    def approve(_: int) -> tuple[int, str]:
+        with httpx.Client(base_url=served.url, timeout=30) as one:
+            response = one.post(
+                "/api/threads/d2/resume", json={"decisions": {"publish": "approve"}}, headers=accept
+            )
+            data = response.json()
+            return response.status_code, data.get("status") or data["error"]["code"]
+
+    with ThreadPoolExecutor(8) as pool:
+        answers = list(pool.map(approve, range(8)))
+    assert answers.count((200, "completed")) == 1, answers
+    assert set(answers) <= {(200, "completed"), (409, "THREAD_BUSY"), (422, "HITL_DECISION")}
+    assert PUBLISHED == [{"title": "Race", "copies": 3}]
