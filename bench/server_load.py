@@ -160,6 +160,11 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--runs", type=int, default=256, help="runs per level")
     parser.add_argument("--clients", default="1,16,64", help="concurrent clients per level")
+    parser.add_argument(
+        "--store-url",
+        default=None,
+        help="the agent server's store (default: a fresh directory; e.g. sqlite:///<path>)",
+    )
     parser.add_argument("--serve", choices=["agent", "echo"], help=argparse.SUPPRESS)
     parser.add_argument("--port", type=int, help=argparse.SUPPRESS)
     parser.add_argument("--store", help=argparse.SUPPRESS)
@@ -170,9 +175,10 @@ def main() -> None:
     levels = [int(n) for n in args.clients.split(",")]
     with tempfile.TemporaryDirectory() as tmp:
         echo, echo_url = _start("echo", tmp)
-        agent, agent_url = _start("agent", str(Path(tmp) / "store"))
+        agent, agent_url = _start("agent", args.store_url or str(Path(tmp) / "store"))
         try:
             print(f"{args.runs} runs per level; floor: a bare Starlette echo; ratio: floor / rate")
+            print(f"store: {args.store_url or 'a directory'}")
             print(
                 f"{'route':<8} {'clients':>4} {'runs':>6} {'runs/s':>9} {'p50 ms':>8} "
                 f"{'p99 ms':>8} {'errors':>6}  ratio"
