@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import socket
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -118,3 +119,18 @@ def test_other_addresses_need_a_token(host: str) -> None:
     with pytest.raises(InvalidArgumentError, match="--token"):
         check_listen(host, None)
     check_listen(host, "a-token")
+
+
+def test_dot_segments_under_the_open_console_path_reach_no_protected_route(
+    guarded: Served,
+) -> None:
+    host, port = guarded.url.removeprefix("http://").split(":")
+    for path in ("/console/../api/threads", "/console/%2e%2e/api/threads", "/console/..%2fagui"):
+        with socket.create_connection((host, int(port))) as conn:
+            conn.sendall(f"GET {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n".encode())
+            data = b""
+            while chunk := conn.recv(65536):
+                data += chunk
+        status = data.split(b"\r\n", 1)[0]
+        assert status == b"HTTP/1.1 404 Not Found", (path, status)
+        assert b'"threads"' not in data
