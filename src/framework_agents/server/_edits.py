@@ -18,6 +18,7 @@ from __future__ import annotations
 import copy
 import json
 import logging
+from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
 
@@ -29,11 +30,11 @@ from ..errors import (
     MessageNotFoundError,
 )
 from ..history import repair_history
-from ..messages import new_id
+from ..messages import Message, new_id
 from ._errors import ApprovalPendingError
 from ._runner import ThreadRunner, parent_key
 
-__all__ = ["branch_thread", "edit_message", "parent_of"]
+__all__ = ["branch_history", "branch_thread", "edit_message", "parent_of"]
 
 logger = logging.getLogger(__name__)
 
@@ -96,6 +97,18 @@ async def _edited(
     return checkpoint.model_copy(update={"messages": messages, "saved_at": datetime.now(UTC)})
 
 
+def branch_history(messages: Sequence[Message], index: int) -> list[Message]:
+    """The history of a branch at ``messages[index]``: up to it, with its calls' results.
+
+    The cut is repaired, so the branch is well formed whatever the original was.
+    """
+    end = index + 1
+    calls = {c.id for c in messages[index].tool_calls}
+    while end < len(messages) and messages[end].tool_call_id in calls:
+        end += 1  # the answers of that turn's calls come along
+    return repair_history(messages[:end])
+
+
 async def branch_thread(
     runner: ThreadRunner,
     thread_id: str,
@@ -108,11 +121,7 @@ async def branch_thread(
     if label is not None and not isinstance(label, str):
         raise InvalidArgumentError("label must be a string")
     checkpoint = await runner.require(thread_id)
-    end = _index_of(checkpoint, message_id) + 1
-    calls = {c.id for c in checkpoint.messages[end - 1].tool_calls}
-    while end < len(checkpoint.messages) and checkpoint.messages[end].tool_call_id in calls:
-        end += 1  # the answers of that turn's calls come along
-    messages = repair_history(checkpoint.messages[:end])
+    messages = branch_history(checkpoint.messages, _index_of(checkpoint, message_id))
     new = check_thread_id(new_thread_id or f"{thread_id[:100]}-branch-{new_id()[:8]}")
     handle = runner.claim(new, resume=False)
     try:
