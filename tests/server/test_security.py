@@ -134,3 +134,39 @@ def test_dot_segments_under_the_open_console_path_reach_no_protected_route(
         status = data.split(b"\r\n", 1)[0]
         assert status == b"HTTP/1.1 404 Not Found", (path, status)
         assert b'"threads"' not in data
+
+
+def test_cors_preflight_passes_before_the_token_and_requests_still_need_it(
+    tmp_path: Path,
+) -> None:
+    origin = "http://localhost:3000"
+    app = create_app(
+        make_agent, store=str(tmp_path / "c"), token=TOKEN, cors_origins=[origin], console=False
+    )
+    served = start_server(app)
+    try:
+        with httpx.Client(base_url=served.url, timeout=30) as client:
+            preflight = client.options(
+                "/agui",
+                headers={
+                    "Origin": origin,
+                    "Access-Control-Request-Method": "POST",
+                    "Access-Control-Request-Headers": "authorization,content-type",
+                },
+            )
+            assert preflight.status_code == 200
+            assert preflight.headers["access-control-allow-origin"] == origin
+            denied = client.get("/api/threads", headers={"Origin": origin})
+            assert denied.status_code == 401
+            allowed = client.get(
+                "/api/threads", headers={"Origin": origin, "Authorization": f"Bearer {TOKEN}"}
+            )
+            assert allowed.status_code == 200
+            assert allowed.headers["access-control-allow-origin"] == origin
+            other = client.options(
+                "/agui",
+                headers={"Origin": "http://evil.example", "Access-Control-Request-Method": "POST"},
+            )
+            assert "access-control-allow-origin" not in other.headers
+    finally:
+        served.stop()

@@ -79,6 +79,10 @@ def register_serve(app: typer.Typer) -> None:
             typer.Option(envvar="FRAMEWORK_AGENTS_TOKEN", help="Bearer token every client sends."),
         ] = None,
         console: Annotated[bool, typer.Option(help="Serve the web console at /.")] = True,
+        cors_origin: Annotated[
+            list[str] | None,
+            typer.Option(help="An origin whose pages may call the server (repeatable)."),
+        ] = None,
     ) -> None:
         """Serve an agent over A2A, AG-UI and a JSON API (with the web console)."""
         from ._render import make_console
@@ -86,7 +90,7 @@ def register_serve(app: typer.Typer) -> None:
         err = make_console(stderr=True)
         try:
             check_listen(host, token)
-            app_ = _build(target, model, store, token, console)
+            app_ = _build(target, model, store, token, console, tuple(cors_origin or ()))
         except ImportError as exc:
             err.print(f"framework-agents: {exc}")
             raise typer.Exit(1) from None
@@ -99,12 +103,19 @@ def register_serve(app: typer.Typer) -> None:
         uvicorn.run(app_, host=host, port=port, log_level="info")
 
 
-def _build(target: str | None, model: str, store: str, token: str | None, console: bool) -> Any:
+def _build(
+    target: str | None,
+    model: str,
+    store: str,
+    token: str | None,
+    console: bool,
+    cors: tuple[str, ...],
+) -> Any:
     from ..server import create_app
 
     if target is not None:
         factory = load_factory(target)
-        return create_app(factory, store=store, token=token, console=console)
+        return create_app(factory, store=store, token=token, console=console, cors_origins=cors)
     from ..server._builtin import builtin_factory
     from ._models import make_model
 
@@ -113,6 +124,7 @@ def _build(target: str | None, model: str, store: str, token: str | None, consol
         store=store,
         token=token,
         console=console,
+        cors_origins=cors,
         name="framework-agents assistant",
         description="A helpful assistant; /note <text> saves a note after a human approves it.",
     )

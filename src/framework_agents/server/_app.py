@@ -13,13 +13,14 @@ thread. Around the routes, one ASGI guard:
 from __future__ import annotations
 
 import hmac
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
+from starlette.middleware.cors import CORSMiddleware
 from starlette.requests import Request
 from starlette.responses import FileResponse, JSONResponse, Response
 from starlette.routing import BaseRoute, Mount, Route
@@ -162,6 +163,7 @@ def create_app(
     max_body: int = DEFAULT_MAX_BODY,
     a2a: bool = True,
     keepalive: float = 15.0,
+    cors_origins: Sequence[str] = (),
 ) -> Starlette:
     """The ASGI application that serves ``agent_factory``'s agents on ``store``.
 
@@ -178,6 +180,9 @@ def create_app(
         a2a: serve A2A (``/a2a``, ``/a2a/rest``, the agent card).
         keepalive: seconds without an event after which an SSE stream of the JSON API or
             AG-UI sends a keep-alive comment.
+        cors_origins: origins whose browser pages may call the server (a React app on
+            another port, say); their preflight requests are answered before the token
+            check, every other request still needs the token.
     """
     if token is not None and (not isinstance(token, str) or not token.strip()):
         raise InvalidArgumentError("token must be a non-empty string or None")
@@ -214,4 +219,13 @@ def create_app(
     )
     app.state.runner = runner
     app.add_middleware(_Guard, token=token, max_body=max_body)
+    if cors_origins:  # outermost: a preflight carries no token
+        if isinstance(cors_origins, str) or not all(isinstance(o, str) for o in cors_origins):
+            raise InvalidArgumentError("cors_origins must be a sequence of origin strings")
+        app.add_middleware(
+            CORSMiddleware,
+            allow_origins=list(cors_origins),
+            allow_methods=["GET", "POST", "PATCH", "DELETE"],
+            allow_headers=["Authorization", "Content-Type", "Accept", "A2A-Version"],
+        )
     return app
