@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -224,3 +225,36 @@ def test_concurrent_approvals_run_the_call_once(served: Served) -> None:
     assert answers.count((200, "completed")) == 1, answers
     assert set(answers) <= {(200, "completed"), (409, "THREAD_BUSY"), (422, "HITL_DECISION")}
     assert PUBLISHED == [{"title": "Race", "copies": 3}]
+
+
+def test_a_call_of_unknown_outcome_is_shown_and_settled_by_a_decision(
+    served: Served, store_dir: Path
+) -> None:
+    import asyncio
+
+    from framework_agents import FileCheckpointer, Message, ThreadCheckpoint, ToolCall
+
+    call = ToolCall("call-9", "publish", {"title": "Maybe", "copies": 1})
+    turn = Message(role="assistant", tool_calls=[call])
+    user = Message(role="user", content="publish Maybe")
+    checkpoint = ThreadCheckpoint(
+        "u1", None, [user], {}, call, turn=turn, in_flight=[call], outcome_unknown=True
+    )
+    asyncio.run(FileCheckpointer(store_dir).save(checkpoint))  # a process died mid-call
+    with httpx.Client(base_url=served.url, timeout=30) as client:
+        pending = client.get("/api/threads/u1").json()["pending"]
+        assert pending["outcome_unknown"] is True and pending["tool_call_id"] == "call-9"
+        for _ in range(2):  # a core that binds decisions to interrupt ids asks once more
+            done = client.post(
+                "/api/threads/u1/resume",
+                json={"decisions": {"call-9": "approve"}},
+                headers={"Accept": "application/json"},
+            ).json()
+            if done["status"] != "interrupted":
+                break
+            assert done["pending"]["outcome_unknown"] is True
+            assert PUBLISHED == []
+        assert done["status"] == "completed", done
+        assert PUBLISHED == [{"title": "Maybe", "copies": 1}]
+        roles = [m["role"] for m in client.get("/api/threads/u1").json()["messages"]]
+        assert roles == ["user", "assistant", "tool", "assistant"]

@@ -105,6 +105,7 @@ def approval_request(pending: Pending) -> dict[str, Any]:
         "key": pending.key,
         "allowedDecisions": list(pending.allowed_decisions),
         "interruptId": pending.interrupt_id,
+        "outcomeUnknown": pending.outcome_unknown,
     }
 
 

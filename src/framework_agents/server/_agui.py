@@ -267,12 +267,13 @@ class AguiTranslator:
                         id=pending.interrupt_id,
                         reason="tool_call",
                         tool_call_id=pending.tool_call_id,
-                        message=f"Approve the call of {pending.tool!r}?",
+                        message=_question(pending),
                         response_schema=RESPONSE_SCHEMA,
                         metadata={
                             "tool": pending.tool,
                             "args": pending.args,
                             "allowedDecisions": list(pending.allowed_decisions),
+                            **({"outcomeUnknown": True} if pending.outcome_unknown else {}),
                         },
                     )
                 ]
@@ -296,6 +297,15 @@ class AguiTranslator:
                 )
             )
         return events
+
+
+def _question(pending: Pending) -> str:
+    if pending.outcome_unknown:
+        return (
+            f"The call of {pending.tool!r} was approved and started, but whether it ran is "
+            "unknown (the process stopped). Run it again?"
+        )
+    return f"Approve the call of {pending.tool!r}?"
 
 
 def _encode(event: BaseEvent) -> str:
