@@ -6,7 +6,7 @@ VENV   ?= .venv
 BIN     = $(VENV)/bin
 STAMP   = $(VENV)/.installed-dev
 
-.PHONY: demo test lint bench clean
+.PHONY: demo test lint bench clean serve
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -22,6 +22,10 @@ $(STAMP): pyproject.toml | $(BIN)/python
 
 demo: $(STAMP)
 	$(BIN)/framework-agents demo
+
+# The built-in assistant (offline model, a tool that needs approval) on http://127.0.0.1:8000/
+serve: $(STAMP)
+	$(BIN)/framework-agents serve --model local --store .data/server
 
 test: $(STAMP)
 	$(BIN)/python -m pytest -q

@@ -1,4 +1,4 @@
-"""The typer application behind ``framework-agents``: the ``chat`` and ``demo`` commands."""
+"""The typer application behind ``framework-agents``: ``chat``, ``demo`` and ``serve``."""
 
 from __future__ import annotations
 
@@ -19,6 +19,7 @@ from ._render import make_console
 from .chat import ChatOptions, run_chat
 from .demo import run_demo
 from .doctor import POSTGRES_ENV, REDIS_ENV, run_doctor
+from .serve import register_serve
 
 __all__ = ["build_app"]
 
@@ -169,4 +170,5 @@ def build_app() -> typer.Typer:
             )
         )
 
+    register_serve(app)
     return app

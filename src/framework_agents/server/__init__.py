@@ -1,0 +1,24 @@
+"""Serve agents over A2A 1.0, AG-UI 1.0 and a JSON API from one Starlette application.
+
+``create_app(agent_factory, store=..., token=...)`` returns the ASGI app; ``framework-agents
+serve`` runs it under uvicorn. Every protocol shares one thread namespace in the store's
+checkpointer. Needs the ``server`` extra (a2a-sdk, ag-ui-protocol, starlette, uvicorn).
+See ``docs/server.md``.
+"""
+
+from ._app import DEFAULT_MAX_BODY, create_app
+from ._errors import STATUS_BY_CODE
+from ._runner import AgentFactory, Pending, ThreadRunner
+from ._store import DEFAULT_STORE, ServerStore, resolve_store
+
+__all__ = [
+    "DEFAULT_MAX_BODY",
+    "DEFAULT_STORE",
+    "STATUS_BY_CODE",
+    "AgentFactory",
+    "Pending",
+    "ServerStore",
+    "ThreadRunner",
+    "create_app",
+    "resolve_store",
+]

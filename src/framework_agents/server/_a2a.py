@@ -1,0 +1,410 @@
+"""A2A 1.0 with the official ``a2a-sdk``: an executor over our threads, a task store on ``Storage``.
+
+Routes: ``POST /a2a`` (JSON-RPC), ``/a2a/rest/...`` (HTTP+JSON) and the agent card at
+``/.well-known/agent-card.json`` (its interface URLs follow the request's host).
+
+* The thread of a task is the *stored task's* context id (a follow-up that names only the
+  task id gets a fresh context id from the SDK; the stored task's is the one that counts),
+  so each new user turn is a new task in the same context and thread.
+* A run that needs an approval puts the task in ``TASK_STATE_INPUT_REQUIRED``; its status
+  message holds a text part and a data part ``{"type": "tool_approval_request",
+  "toolCallId", "tool", "args", "key", "allowedDecisions", "interruptId"}``. The client
+  answers on the same task with ``{"decision": "approve" | "edit" | "reject",
+  "toolCallId", "editedArgs"?, "reason"?}``. Arguments come from our checkpoint; edited
+  arguments come back through protobuf ``Value`` (every number a float), so integral
+  floats are turned back into ints.
+* A failure ends the task in ``TASK_STATE_FAILED`` with a text part ``[CODE] message`` and
+  a data part ``{"error": {"code", "message"}}``.
+* Tasks live in :class:`StorageTaskStore` (our ``Storage``, no SQLAlchemy); a task idle in
+  ``input-required`` is released from memory after ``INTERRUPTED_TASK_TIMEOUT`` seconds
+  and recreated from the store on the decision, which also survives a server restart.
+"""
+
+from __future__ import annotations
+
+import os
+
+# The SDK reads this when it is first imported: its spans stay off unless asked for.
+os.environ.setdefault("OTEL_INSTRUMENTATION_A2A_SDK_ENABLED", "false")
+
+import asyncio
+import json
+import logging
+import re
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from a2a.helpers.proto_helpers import (
+    get_data_parts,
+    get_text_parts,
+    new_data_part,
+    new_task_from_user_message,
+    new_text_part,
+)
+from a2a.server.agent_execution import AgentExecutor, RequestContext
+from a2a.server.context import ServerCallContext
+from a2a.server.events import EventQueue
+from a2a.server.owner_resolver import resolve_user_scope
+from a2a.server.request_handlers import DefaultRequestHandler
+from a2a.server.request_handlers.response_helpers import agent_card_to_dict
+from a2a.server.routes import create_jsonrpc_routes, create_rest_routes
+from a2a.server.tasks import TaskStore, TaskUpdater
+from a2a.types import a2a_pb2
+from a2a.utils.errors import InvalidParamsError
+from a2a.utils.task import (
+    ListTasksCursor,
+    decode_list_tasks_cursor,
+    encode_list_tasks_cursor,
+)
+from google.protobuf import json_format  # type: ignore[import-untyped]
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import BaseRoute, Mount, Route
+
+from .. import agent as ours
+from ..checkpoint.model import check_thread_id
+from ..errors import HitlDecisionError
+from ..messages import new_id
+from ._errors import error_payload
+from ._runner import Pending, RunHandle, ThreadRunner
+
+__all__ = ["INTERRUPTED_TASK_TIMEOUT", "A2AExecutor", "StorageTaskStore", "a2a_routes"]
+
+logger = logging.getLogger(__name__)
+
+#: Seconds a task waiting for a decision stays in memory before the store takes over.
+INTERRUPTED_TASK_TIMEOUT = 300.0
+_PAGE_SIZE = 50
+_TASK_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,127}")
+
+Message = a2a_pb2.Message
+Part = a2a_pb2.Part
+Role = a2a_pb2.Role
+Task = a2a_pb2.Task
+TaskState = a2a_pb2.TaskState
+
+
+def integral(value: Any) -> Any:
+    """``value`` with every integral float made an int again (protobuf ``Value`` has no ints)."""
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if isinstance(value, dict):
+        return {k: integral(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [integral(v) for v in value]
+    return value
+
+
+def approval_request(pending: Pending) -> dict[str, Any]:
+    """The data part of an ``input-required`` status."""
+    return {
+        "type": "tool_approval_request",
+        "toolCallId": pending.tool_call_id,
+        "tool": pending.tool,
+        "args": pending.args,
+        "key": pending.key,
+        "allowedDecisions": list(pending.allowed_decisions),
+        "interruptId": pending.interrupt_id,
+        "outcomeUnknown": pending.outcome_unknown,
+    }
+
+
+def decision_of(data: dict[str, Any], pending: Pending) -> Any:
+    """Our decision for an A2A decision data part (``HITL_DECISION`` if malformed)."""
+    kind = data.get("decision")
+    call_id = data.get("toolCallId")
+    if call_id is not None and call_id not in (pending.tool_call_id, pending.interrupt_id):
+        raise HitlDecisionError(
+            f"toolCallId {call_id!r:.80} is not the call waiting for a decision "
+            f"({pending.tool_call_id!r})"
+        )
+    if kind == "approve":
+        return "approve"
+    if kind == "edit":
+        edited = data.get("editedArgs")
+        if not isinstance(edited, dict):
+            raise HitlDecisionError("an edit decision needs editedArgs, a JSON object")
+        return {"edit": integral(edited)}
+    if kind == "reject":
+        reason = data.get("reason")
+        return {"reject": reason} if isinstance(reason, str) and reason.strip() else "reject"
+    raise HitlDecisionError(f"decision must be approve, edit or reject, not {kind!r:.40}")
+
+
+def _agent_message(task: Task | RequestContext, parts: list[Part]) -> Message:
+    task_id = task.id if isinstance(task, Task) else (task.task_id or "")
+    context_id = task.context_id or ""
+    return Message(
+        message_id=new_id(),
+        role=Role.ROLE_AGENT,
+        parts=parts,
+        task_id=task_id,
+        context_id=context_id,
+    )
+
+
+class A2AExecutor(AgentExecutor):
+    """Runs the thread of a task's context with our runner; maps our events to task updates."""
+
+    def __init__(self, runner: ThreadRunner) -> None:
+        """Run threads with ``runner``."""
+        self.runner = runner
+
+    async def execute(self, context: RequestContext, event_queue: EventQueue) -> None:
+        """Start or continue the thread of the task's context (see the module docstring)."""
+        task = context.current_task
+        if task is None:
+            assert context.message is not None
+            task = new_task_from_user_message(context.message)
+            await event_queue.enqueue_event(task)
+        updater = TaskUpdater(event_queue, task.id, task.context_id)
+        try:
+            handle = await self._start(task, context)
+        except Exception as exc:
+            await self._fail(updater, task, exc)
+            return
+        await self._follow(handle, updater, task)
+
+    async def _start(self, task: Task, context: RequestContext) -> RunHandle:
+        thread_id = check_thread_id(task.context_id)
+        message = context.message
+        parts = list(message.parts) if message is not None else []
+        decisions = [d for d in get_data_parts(parts) if isinstance(d, dict) and "decision" in d]
+        if decisions:
+            checkpoint = await self.runner.require(thread_id)
+            pending = await self.runner.pending_of(checkpoint)
+            if pending is None:
+                raise HitlDecisionError(f"context {thread_id!r} has no approval waiting")
+            decision = decision_of(decisions[0], pending)
+            return await self.runner.start_resume(thread_id, {pending.tool_call_id: decision})
+        text = "\n".join(get_text_parts(parts)).strip()
+        return await self.runner.start_run(thread_id, text)
+
+    async def _follow(self, handle: RunHandle, updater: TaskUpdater, task: Task) -> None:
+        # The terminal update goes out once the run has released its thread, so a client
+        # that sends its next turn as soon as it sees it never finds the thread busy.
+        last: ours.AgentEvent | None = None
+        streamed: set[str] = set()
+        async for event in handle.events():
+            if isinstance(event, ours.RunStartedEvent):
+                await updater.start_work()
+            elif isinstance(event, ours.TextDeltaEvent) and event.delta:
+                # Tokens as they come: chunks of the message's "answer" artifact.
+                await updater.add_artifact(
+                    [new_text_part(event.delta)],
+                    artifact_id=event.message_id,
+                    name="answer",
+                    append=event.message_id in streamed,
+                    last_chunk=False,
+                )
+                streamed.add(event.message_id)
+            elif isinstance(event, ours.MessageCompletedEvent) and event.message.text:
+                # The whole text closes the artifact (it replaces the chunks).
+                await updater.add_artifact(
+                    [new_text_part(event.message.text)],
+                    artifact_id=event.message.id,
+                    name="answer",
+                    append=False,
+                    last_chunk=True,
+                )
+            elif isinstance(
+                event, ours.InterruptEvent | ours.RunFinishedEvent | ours.RunErrorEvent
+            ):
+                last = event
+        if isinstance(last, ours.InterruptEvent):
+            checkpoint = await self.runner.load(handle.thread_id)
+            pending = await self.runner.pending_of(checkpoint) if checkpoint else None
+            if pending is not None:
+                parts = [
+                    new_text_part(
+                        f"The call {pending.tool}({json.dumps(pending.args)}) needs approval."
+                    ),
+                    new_data_part(approval_request(pending)),
+                ]
+                await updater.requires_input(_agent_message(task, parts))
+                return
+        if isinstance(last, ours.RunFinishedEvent):
+            text = last.result.text or ""
+            await updater.complete(_agent_message(task, [new_text_part(text)]))
+        elif isinstance(last, ours.RunErrorEvent):
+            await self._fail(updater, task, last.error)
+        else:
+            await self._fail(updater, task, RuntimeError("the run ended without an outcome"))
+
+    async def _fail(self, updater: TaskUpdater, task: Task, exc: BaseException) -> None:
+        payload = error_payload(exc)
+        parts = [
+            new_text_part(f"[{payload['code']}] {payload['message']}"),
+            new_data_part({"error": payload}),
+        ]
+        await updater.failed(_agent_message(task, parts))
+
+    async def cancel(self, context: RequestContext, event_queue: EventQueue) -> None:
+        """Cancel the task; an approval it waits for is rejected so the thread can go on."""
+        task = context.current_task
+        task_id = context.task_id or (task.id if task else "")
+        context_id = task.context_id if task else (context.context_id or "")
+        updater = TaskUpdater(event_queue, task_id, context_id)
+        if task is not None and task.status.state == TaskState.TASK_STATE_INPUT_REQUIRED:
+            checkpoint = await self.runner.load(check_thread_id(context_id))
+            pending = await self.runner.pending_of(checkpoint) if checkpoint else None
+            if pending is not None and not self.runner.busy(context_id):
+                handle = await self.runner.start_resume(
+                    context_id, {pending.tool_call_id: {"reject": "The task was cancelled."}}
+                )
+                await handle.wait()
+        await updater.cancel()
+
+
+def _sort_key(task: Task) -> tuple[bool, int, str]:
+    stamped = task.HasField("status") and task.status.HasField("timestamp")
+    return (stamped, task.status.timestamp.ToNanoseconds() if stamped else 0, task.id)
+
+
+class StorageTaskStore(TaskStore):
+    """A2A tasks in our ``Storage``: ``a2a/tasks/<task_id>.json`` (owner + task JSON)."""
+
+    def __init__(self, storage: Any) -> None:
+        """Keep tasks in ``storage``."""
+        self.storage = storage
+        self._lock = asyncio.Lock()
+
+    @staticmethod
+    def _key(task_id: str) -> str | None:
+        # Task ids are the SDK's UUIDs or a client's: only safe single names become keys.
+        return f"a2a/tasks/{task_id}.json" if _TASK_ID.fullmatch(task_id) else None
+
+    async def save(self, task: Task, context: ServerCallContext) -> None:
+        """Save ``task`` for the caller's owner."""
+        key = self._key(task.id)
+        if key is None:
+            raise InvalidParamsError(f"task id {task.id!r:.80} is not a safe name")
+        record = {
+            "owner": resolve_user_scope(context),
+            "task": json_format.MessageToDict(task),
+        }
+        await self.storage.put(key, json.dumps(record).encode())
+
+    async def _read(self, key: str) -> tuple[str, Task] | None:
+        raw = await self.storage.get(key)
+        if raw is None:
+            return None
+        try:
+            record = json.loads(raw)
+            task = json_format.ParseDict(record["task"], Task())
+        except (ValueError, KeyError, TypeError, json_format.ParseError):
+            logger.error("unreadable A2A task record %s; left untouched", key)
+            return None
+        return str(record.get("owner", "")), task
+
+    async def get(self, task_id: str, context: ServerCallContext) -> Task | None:
+        """The task, if the caller's owner has it."""
+        key = self._key(task_id)
+        found = await self._read(key) if key else None
+        if found is None or found[0] != resolve_user_scope(context):
+            return None
+        return found[1]
+
+    async def list(
+        self, params: a2a_pb2.ListTasksRequest, context: ServerCallContext
+    ) -> a2a_pb2.ListTasksResponse:
+        """The caller's tasks, newest update first, filtered by context and state."""
+        owner = resolve_user_scope(context)
+        tasks: list[Task] = []
+        for key in await self.storage.list("a2a/tasks/"):
+            found = await self._read(key)
+            if found is None or found[0] != owner:
+                continue
+            task = found[1]
+            if params.context_id and task.context_id != params.context_id:
+                continue
+            if params.status and task.status.state != params.status:
+                continue
+            if params.HasField("status_timestamp_after") and (
+                _sort_key(task)[1] < params.status_timestamp_after.ToNanoseconds()
+            ):
+                continue
+            tasks.append(task)
+        tasks.sort(key=_sort_key, reverse=True)
+        total = len(tasks)
+        if params.page_token:
+            cursor = decode_list_tasks_cursor(params.page_token)
+            if cursor is None:
+                raise InvalidParamsError("page token is not one this server gave")
+            mark = cursor.sort_key()
+            tasks = [t for t in tasks if _sort_key(t) < mark]
+        size = params.page_size or _PAGE_SIZE
+        page, rest = tasks[:size], tasks[size:]
+        token = None
+        if rest:
+            stamped, nanos, last_id = _sort_key(page[-1])
+            token = encode_list_tasks_cursor(
+                ListTasksCursor(timestamp_ns=nanos if stamped else None, task_id=last_id)
+            )
+        return a2a_pb2.ListTasksResponse(
+            tasks=page, next_page_token=token, total_size=total, page_size=size
+        )
+
+    async def delete(self, task_id: str, context: ServerCallContext) -> None:
+        """Delete the task if the caller's owner has it."""
+        key = self._key(task_id)
+        if key is not None and await self.get(task_id, context) is not None:
+            await self.storage.delete(key)
+
+
+def agent_card(base_url: str, *, name: str, description: str) -> a2a_pb2.AgentCard:
+    """The agent card, its interfaces under ``base_url``."""
+    base = base_url.rstrip("/")
+    return a2a_pb2.AgentCard(
+        name=name,
+        description=description,
+        version="1.0.0",
+        supported_interfaces=[
+            a2a_pb2.AgentInterface(
+                url=f"{base}/a2a", protocol_binding="JSONRPC", protocol_version="1.0"
+            ),
+            a2a_pb2.AgentInterface(
+                url=f"{base}/a2a/rest", protocol_binding="HTTP+JSON", protocol_version="1.0"
+            ),
+        ],
+        capabilities=a2a_pb2.AgentCapabilities(streaming=True, push_notifications=False),
+        default_input_modes=["text/plain", "application/json"],
+        default_output_modes=["text/plain", "application/json"],
+        skills=[
+            a2a_pb2.AgentSkill(
+                id="chat",
+                name="chat",
+                description=description,
+                tags=["chat", "human-in-the-loop"],
+            )
+        ],
+    )
+
+
+def a2a_routes(
+    runner: ThreadRunner, *, name: str, description: str
+) -> tuple[list[BaseRoute], Callable[[], Awaitable[None]]]:
+    """The A2A routes over ``runner``, and how to close the SDK's handler."""
+    card = agent_card("http://127.0.0.1", name=name, description=description)
+    handler = DefaultRequestHandler(
+        agent_executor=A2AExecutor(runner),
+        task_store=StorageTaskStore(runner.store.storage),
+        agent_card=card,
+        interrupted_task_timeout=INTERRUPTED_TASK_TIMEOUT,
+    )
+
+    async def card_route(request: Request) -> Response:
+        served = agent_card(str(request.base_url), name=name, description=description)
+        return JSONResponse(agent_card_to_dict(served))
+
+    routes: list[BaseRoute] = [
+        Route("/.well-known/agent-card.json", card_route, methods=["GET"]),
+        *create_jsonrpc_routes(handler, "/a2a"),
+        # Mounted rather than prefixed: the SDK's tenant routes would otherwise sit at /{tenant}.
+        Mount("/a2a/rest", routes=create_rest_routes(handler)),
+    ]
+
+    async def close() -> None:
+        await handler.aclose()
+
+    return routes, close

@@ -1,0 +1,278 @@
+"""The JSON API under ``/api``: list, read, run, resume and delete threads.
+
+Routes (shapes in ``docs/server.md``)::
+
+    GET    /api/threads?limit=&cursor=&q=     {"threads": [...], "next_cursor"}
+    GET    /api/threads/{thread_id}           messages, state, pending approval, timeline
+    POST   /api/threads/{thread_id}/runs      {"prompt"}    -> SSE of our events (or JSON)
+    POST   /api/threads/{thread_id}/resume    {"decisions"} -> SSE of our events (or JSON)
+    DELETE /api/threads/{thread_id}           204
+    PATCH  /api/threads/{thread_id}/messages/{message_id}  {"content"} -> the thread
+    POST   /api/threads/{thread_id}/branches  {"message_id", "thread_id"?, "label"?} -> 201
+
+A run or a resume answers ``text/event-stream`` (one ``event: <type>`` per agent event),
+or one JSON summary when the request sends ``Accept: application/json``. Everything that
+can be refused is refused before the stream starts, with a status from the one table in
+``_errors``; an error after that is the stream's ``run_error`` event.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Any
+
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response, StreamingResponse
+from starlette.routing import Route
+
+from ..agent.events import (
+    AgentEvent,
+    InterruptEvent,
+    MessageCompletedEvent,
+    MessageStartedEvent,
+    ReasoningDeltaEvent,
+    RunErrorEvent,
+    RunFinishedEvent,
+    RunStartedEvent,
+    TextDeltaEvent,
+    ToolCallEvent,
+    ToolResultEvent,
+)
+from ..checkpoint.model import check_thread_id
+from ..messages import Message
+from ._edits import branch_thread, edit_message, parent_of
+from ._errors import BadRequestError, error_payload, status_for
+from ._runner import Pending, RunHandle, ThreadRunner, title_of
+
+__all__ = ["KEEPALIVE", "api_routes", "error_response", "event_json", "read_json", "sse"]
+
+Endpoint = Callable[[Request], Awaitable[Response]]
+
+
+def error_response(exc: BaseException) -> JSONResponse:
+    """``{"error": {"code", "message"}}`` with the code's status (no stack trace)."""
+    payload = error_payload(exc)
+    return JSONResponse({"error": payload}, status_code=status_for(payload["code"]))
+
+
+def _guarded(endpoint: Endpoint) -> Endpoint:
+    async def handle(request: Request) -> Response:
+        try:
+            return await endpoint(request)
+        except Exception as exc:
+            return error_response(exc)
+
+    handle.__name__ = endpoint.__name__
+    handle.__doc__ = endpoint.__doc__
+    return handle
+
+
+async def read_json(request: Request) -> dict[str, Any]:
+    """The request body as a JSON object, else ``BAD_REQUEST``."""
+    body = await request.body()
+    try:
+        data = json.loads(body or b"null")
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise BadRequestError("the request body is not valid JSON") from exc
+    if not isinstance(data, dict):
+        raise BadRequestError("the request body must be a JSON object")
+    return data
+
+
+def message_json(message: Message) -> dict[str, Any]:
+    """A message as the API shows it (its stored JSON shape)."""
+    data: dict[str, Any] = message.model_dump(mode="json")
+    return data
+
+
+def event_json(event: AgentEvent, pending: Pending | None = None) -> tuple[str, dict[str, Any]]:
+    """``(type, data)`` of one agent event as the API streams it."""
+    if isinstance(event, RunStartedEvent):
+        return event.type, {"run_id": event.run_id, "thread_id": event.thread_id}
+    if isinstance(event, MessageStartedEvent):
+        return event.type, {"message_id": event.message_id, "turn": event.turn}
+    if isinstance(event, TextDeltaEvent | ReasoningDeltaEvent):
+        return event.type, {"message_id": event.message_id, "delta": event.delta}
+    if isinstance(event, MessageCompletedEvent):
+        return event.type, {"message": message_json(event.message), "turn": event.turn}
+    if isinstance(event, ToolCallEvent):
+        call = {"id": event.call.id, "name": event.call.name, "args": event.call.args}
+        return event.type, {
+            "message_id": event.message_id,
+            "call": call,
+            "requires_approval": event.requires_approval,
+        }
+    if isinstance(event, ToolResultEvent):
+        return event.type, {
+            "call_id": event.call_id,
+            "tool": event.tool,
+            "message": message_json(event.message),
+            "is_error": event.is_error,
+        }
+    if isinstance(event, InterruptEvent):
+        return event.type, {
+            "run_id": event.run_id,
+            "pending": pending.to_json() if pending is not None else None,
+        }
+    if isinstance(event, RunFinishedEvent):
+        return event.type, {
+            "run_id": event.run_id,
+            "text": event.result.text,
+            "stop_reason": event.result.stop_reason,
+        }
+    payload = error_payload(event.error)
+    return event.type, {"run_id": event.run_id, **payload}
+
+
+def sse(kind: str, data: dict[str, Any]) -> str:
+    """One server-sent event."""
+    return f"event: {kind}\ndata: {json.dumps(data, ensure_ascii=False)}\n\n"
+
+
+async def _pending_now(runner: ThreadRunner, thread_id: str) -> Pending | None:
+    checkpoint = await runner.load(thread_id)
+    return None if checkpoint is None else await runner.pending_of(checkpoint)
+
+
+#: An SSE comment: clients ignore it, proxies see the connection is alive.
+KEEPALIVE = ": keep-alive\n\n"
+
+
+async def _stream(runner: ThreadRunner, handle: RunHandle) -> AsyncIterator[str]:
+    async for event in handle.events_or_idle(runner.keepalive):
+        if event is None:
+            yield KEEPALIVE
+            continue
+        pending = (
+            await _pending_now(runner, handle.thread_id)
+            if isinstance(event, InterruptEvent)
+            else None
+        )
+        yield sse(*event_json(event, pending))
+
+
+async def _summary(runner: ThreadRunner, handle: RunHandle) -> dict[str, Any]:
+    summary: dict[str, Any] = {
+        "status": "failed",
+        "thread_id": handle.thread_id,
+        "text": "",
+        "pending": None,
+        "error": None,
+    }
+    async for event in handle.events():
+        if isinstance(event, RunFinishedEvent):
+            summary.update(status="completed", text=event.result.text)
+        elif isinstance(event, InterruptEvent):
+            pending = await _pending_now(runner, handle.thread_id)
+            summary.update(status="interrupted", pending=pending.to_json() if pending else None)
+        elif isinstance(event, RunErrorEvent):
+            summary.update(status="failed", error=error_payload(event.error))
+    return summary
+
+
+async def _answer(request: Request, runner: ThreadRunner, handle: RunHandle) -> Response:
+    if "application/json" in request.headers.get("accept", "") and "text/event-stream" not in (
+        request.headers.get("accept", "")
+    ):
+        return JSONResponse(await _summary(runner, handle))
+    return StreamingResponse(
+        _stream(runner, handle),
+        media_type="text/event-stream",
+        headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
+    )
+
+
+def api_routes(runner: ThreadRunner) -> list[Route]:
+    """The JSON API's routes over ``runner``."""
+
+    async def list_threads(request: Request) -> Response:
+        """``GET /api/threads``: a page of threads, newest first."""
+        params = request.query_params
+        try:
+            limit = int(params.get("limit", "50"))
+        except ValueError as exc:
+            raise BadRequestError("limit must be an integer") from exc
+        page, cursor = await runner.list_threads(
+            limit=limit, cursor=params.get("cursor") or None, query=params.get("q") or None
+        )
+        return JSONResponse({"threads": [s.to_json() for s in page], "next_cursor": cursor})
+
+    async def read_thread(request: Request) -> Response:
+        """``GET /api/threads/{id}``: messages, state, pending approval and timeline."""
+        thread_id = request.path_params["thread_id"]
+        checkpoint = await runner.require(thread_id)
+        pending = await runner.pending_of(checkpoint)
+        return JSONResponse(
+            {
+                "thread_id": checkpoint.thread_id,
+                "saved_at": checkpoint.saved_at.isoformat(),
+                "title": title_of(checkpoint.messages),
+                "messages": [message_json(m) for m in checkpoint.messages],
+                "state": checkpoint.state,
+                "pending": pending.to_json() if pending else None,
+                "running": runner.busy(thread_id),
+                "timeline": await runner.timeline(thread_id),
+                "parent": await parent_of(runner, thread_id),
+            }
+        )
+
+    async def run_thread(request: Request) -> Response:
+        """``POST /api/threads/{id}/runs`` with ``{"prompt"}``."""
+        thread_id = request.path_params["thread_id"]
+        check_thread_id(thread_id)  # before the body is even parsed
+        body = await read_json(request)
+        prompt = body.get("prompt")
+        if not isinstance(prompt, str):
+            raise BadRequestError('the body must be {"prompt": "<text>"}')
+        handle = await runner.start_run(thread_id, prompt)
+        return await _answer(request, runner, handle)
+
+    async def resume_thread(request: Request) -> Response:
+        """``POST /api/threads/{id}/resume`` with ``{"decisions": {name: decision}}``."""
+        thread_id = check_thread_id(request.path_params["thread_id"])
+        body = await read_json(request)
+        decisions = body.get("decisions")
+        if not isinstance(decisions, dict):
+            raise BadRequestError('the body must be {"decisions": {"<tool_call_id>": decision}}')
+        handle = await runner.start_resume(thread_id, decisions)
+        return await _answer(request, runner, handle)
+
+    async def delete_thread(request: Request) -> Response:
+        """``DELETE /api/threads/{id}``."""
+        await runner.delete(request.path_params["thread_id"])
+        return Response(status_code=204)
+
+    async def edit(request: Request) -> Response:
+        """``PATCH /api/threads/{id}/messages/{message_id}`` with ``{"content": "<text>"}``."""
+        thread_id = check_thread_id(request.path_params["thread_id"])
+        body = await read_json(request)
+        content = body.get("content")
+        if not isinstance(content, str):
+            raise BadRequestError('the body must be {"content": "<text>"}')
+        await edit_message(runner, thread_id, request.path_params["message_id"], content)
+        return await read_thread(request)
+
+    async def branch(request: Request) -> Response:
+        """``POST /api/threads/{id}/branches`` with ``{"message_id", "thread_id"?, "label"?}``."""
+        thread_id = check_thread_id(request.path_params["thread_id"])
+        body = await read_json(request)
+        message_id = body.get("message_id")
+        new_thread = body.get("thread_id")
+        if not isinstance(message_id, str) or not isinstance(new_thread, str | None):
+            raise BadRequestError('the body must be {"message_id": "<id>", "thread_id"?, "label"?}')
+        new = await branch_thread(
+            runner, thread_id, message_id, new_thread_id=new_thread, label=body.get("label")
+        )
+        parent = {"thread_id": thread_id, "message_id": message_id}
+        return JSONResponse({"thread_id": new, "parent": parent}, status_code=201)
+
+    return [
+        Route("/api/threads", _guarded(list_threads), methods=["GET"]),
+        Route("/api/threads/{thread_id}/messages/{message_id}", _guarded(edit), methods=["PATCH"]),
+        Route("/api/threads/{thread_id}/branches", _guarded(branch), methods=["POST"]),
+        Route("/api/threads/{thread_id}", _guarded(read_thread), methods=["GET"]),
+        Route("/api/threads/{thread_id}", _guarded(delete_thread), methods=["DELETE"]),
+        Route("/api/threads/{thread_id}/runs", _guarded(run_thread), methods=["POST"]),
+        Route("/api/threads/{thread_id}/resume", _guarded(resume_thread), methods=["POST"]),
+    ]

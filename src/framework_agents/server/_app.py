@@ -1,0 +1,231 @@
+"""``create_app``: one Starlette application serving A2A, AG-UI, the JSON API and the console.
+
+Every protocol runs threads through one :class:`~._runner.ThreadRunner`, so an A2A
+``contextId``, an AG-UI ``threadId`` and a ``/api`` thread id name the same checkpointer
+thread. Around the routes, one ASGI guard:
+
+* with a token, every route but the agent card, ``/healthz`` and the console's static
+  files needs ``Authorization: Bearer <token>`` (compared in constant time), else 401;
+* a request body larger than ``max_body`` bytes is refused with 413 before the route
+  sees it (the body is read up to the bound, then handed on).
+"""
+
+from __future__ import annotations
+
+import hmac
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
+from starlette.middleware.cors import CORSMiddleware
+from starlette.requests import Request
+from starlette.responses import FileResponse, JSONResponse, Response
+from starlette.routing import BaseRoute, Mount, Route
+from starlette.staticfiles import StaticFiles
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from ..errors import InvalidArgumentError
+from ._agui import agui_routes
+from ._api import api_routes, error_response
+from ._errors import BodyTooLargeError, NotFoundError, UnauthorizedError
+from ._runner import AgentFactory, ThreadRunner
+from ._store import DEFAULT_STORE, ServerStore, resolve_store
+
+__all__ = ["DEFAULT_MAX_BODY", "create_app"]
+
+#: Largest request body accepted by default (1 MiB).
+DEFAULT_MAX_BODY = 1 << 20
+
+CONSOLE_DIR = Path(__file__).parent / "console"
+_OPEN_PATHS = frozenset({"/healthz", "/.well-known/agent-card.json", "/"})
+
+
+def _is_open(path: str) -> bool:
+    return path in _OPEN_PATHS or path.startswith("/console/")
+
+
+async def _send_error(send: Send, exc: BaseException) -> None:
+    response = error_response(exc)
+    headers = [(k.encode(), v.encode()) for k, v in response.headers.items()]
+    if isinstance(exc, UnauthorizedError):
+        headers.append((b"www-authenticate", b"Bearer"))
+    await send({"type": "http.response.start", "status": response.status_code, "headers": headers})
+    await send({"type": "http.response.body", "body": bytes(response.body)})
+
+
+class _Guard:
+    """Bearer token and body size bound, before any route (see the module docstring)."""
+
+    def __init__(self, app: ASGIApp, *, token: str | None, max_body: int) -> None:
+        self.app = app
+        self.expected = f"Bearer {token}".encode() if token else None
+        self.max_body = max_body
+
+    def _authorized(self, scope: Scope) -> bool:
+        if self.expected is None or _is_open(scope.get("path", "")):
+            return True
+        given = b""
+        for name, value in scope.get("headers", ()):
+            if name == b"authorization":
+                given = value
+                break
+        return hmac.compare_digest(given, self.expected)
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        if not self._authorized(scope):
+            await _send_error(send, UnauthorizedError("a valid 'Authorization: Bearer' is needed"))
+            return
+        if scope.get("method") in ("GET", "HEAD", "OPTIONS"):
+            await self.app(scope, receive, send)
+            return
+        for name, value in scope.get("headers", ()):
+            if name == b"content-length" and value.isdigit() and int(value) > self.max_body:
+                await _send_error(send, self._too_large())
+                return
+        chunks: list[bytes] = []
+        size = 0
+        while True:
+            message = await receive()
+            if message["type"] != "http.request":
+                break  # the client left before sending its body
+            chunk = message.get("body", b"")
+            size += len(chunk)
+            if size > self.max_body:
+                await _send_error(send, self._too_large())
+                return
+            chunks.append(chunk)
+            if not message.get("more_body", False):
+                break
+        await self.app(scope, _replay(b"".join(chunks), receive), send)
+
+    def _too_large(self) -> BodyTooLargeError:
+        return BodyTooLargeError(f"the request body is larger than {self.max_body} bytes")
+
+
+def _replay(body: bytes, receive: Receive) -> Receive:
+    sent = False
+
+    async def replay() -> Message:
+        nonlocal sent
+        if not sent:
+            sent = True
+            return {"type": "http.request", "body": body, "more_body": False}
+        return await receive()  # then the disconnect, when it comes
+
+    return replay
+
+
+async def _healthz(request: Request) -> Response:
+    return JSONResponse({"status": "ok"})
+
+
+def _console_routes() -> list[BaseRoute]:
+    async def index(request: Request) -> Response:
+        page = CONSOLE_DIR / "index.html"
+        if not page.is_file():
+            raise NotFoundError("the console is not installed")
+        return FileResponse(page, media_type="text/html")
+
+    return [
+        Route("/", index, methods=["GET", "HEAD"]),
+        Mount("/console", StaticFiles(directory=CONSOLE_DIR, check_dir=False), name="console"),
+    ]
+
+
+async def _http_error(request: Request, exc: Exception) -> Response:
+    if isinstance(exc, HTTPException) and exc.status_code == 405:
+        return JSONResponse(
+            {"error": {"code": "METHOD_NOT_ALLOWED", "message": "method not allowed"}},
+            status_code=405,
+        )
+    if isinstance(exc, HTTPException) and exc.status_code != 404:
+        return JSONResponse(
+            {"error": {"code": "BAD_REQUEST", "message": str(exc.detail)}},
+            status_code=exc.status_code,
+        )
+    return error_response(NotFoundError(f"no route {request.url.path!r}"))
+
+
+def create_app(
+    agent_factory: AgentFactory,
+    *,
+    store: str | ServerStore = DEFAULT_STORE,
+    token: str | None = None,
+    name: str = "framework-agents",
+    description: str = "An agent served by framework-agents (A2A, AG-UI and a JSON API).",
+    console: bool = True,
+    max_body: int = DEFAULT_MAX_BODY,
+    a2a: bool = True,
+    keepalive: float = 15.0,
+    cors_origins: Sequence[str] = (),
+) -> Starlette:
+    """The ASGI application that serves ``agent_factory``'s agents on ``store``.
+
+    Args:
+        agent_factory: ``() -> Agent`` (sync or async); called for every run.
+        store: a store URL (``"memory:"``, a directory, ``sqlite:///...`` with
+            ``framework_agents.stores``) or a resolved :class:`ServerStore`.
+        token: the bearer token every protected route needs (``None``: no token; then
+            serve on loopback only, which ``framework-agents serve`` enforces).
+        name: the agent's name on its A2A card.
+        description: the agent's description on its A2A card.
+        console: serve the web console at ``/`` and ``/console/``.
+        max_body: the largest request body accepted, in bytes.
+        a2a: serve A2A (``/a2a``, ``/a2a/rest``, the agent card).
+        keepalive: seconds without an event after which an SSE stream of the JSON API or
+            AG-UI sends a keep-alive comment.
+        cors_origins: origins whose browser pages may call the server (a React app on
+            another port, say); their preflight requests are answered before the token
+            check, every other request still needs the token.
+    """
+    if token is not None and (not isinstance(token, str) or not token.strip()):
+        raise InvalidArgumentError("token must be a non-empty string or None")
+    if not isinstance(max_body, int) or max_body < 1:
+        raise InvalidArgumentError(f"max_body must be a positive int, got {max_body!r}")
+    resolved = store if isinstance(store, ServerStore) else resolve_store(store)
+    runner = ThreadRunner(agent_factory, resolved, keepalive=keepalive)
+    routes: list[BaseRoute] = [Route("/healthz", _healthz, methods=["GET"])]
+    routes += api_routes(runner)
+    routes += agui_routes(runner)
+    closers: list[Any] = []
+    if a2a:
+        from ._a2a import a2a_routes
+
+        a2a_list, a2a_close = a2a_routes(runner, name=name, description=description)
+        routes += a2a_list
+        closers.append(a2a_close)
+    if console:
+        routes += _console_routes()
+
+    @asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        try:
+            yield
+        finally:
+            for close in closers:
+                await close()
+            await runner.aclose()
+
+    app = Starlette(
+        routes=routes,
+        lifespan=lifespan,
+        exception_handlers={HTTPException: _http_error},
+    )
+    app.state.runner = runner
+    app.add_middleware(_Guard, token=token, max_body=max_body)
+    if cors_origins:  # outermost: a preflight carries no token
+        if isinstance(cors_origins, str) or not all(isinstance(o, str) for o in cors_origins):
+            raise InvalidArgumentError("cors_origins must be a sequence of origin strings")
+        app.add_middleware(
+            CORSMiddleware,
+            allow_origins=list(cors_origins),
+            allow_methods=["GET", "POST", "PATCH", "DELETE"],
+            allow_headers=["Authorization", "Content-Type", "Accept", "A2A-Version"],
+        )
+    return app

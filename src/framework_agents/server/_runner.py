@@ -1,0 +1,613 @@
+"""Runs of threads for every protocol: one factory, one checkpointer, one busy registry.
+
+:class:`ThreadRunner` is what the JSON API, AG-UI and A2A share. A run or a resume is
+checked before anything streams (thread id, busy, pending approval, decision), then runs
+in a task of its own that feeds a queue: a client that disconnects stops reading, the run
+goes on to its end and its checkpoint is complete (it finishes or stops at an interrupt).
+
+Two runs of one thread never interleave. In this process a second run of a busy thread is
+refused at once with ``THREAD_BUSY``; across processes (replicas sharing a store) the
+checkpointer's thread lock makes the second run wait, then fail with ``THREAD_BUSY``.
+
+A resume runs the call the human saw: the agent's ``resume(..., reissue=False)`` when it
+has that mode (checked once per agent class in :func:`supports_reissue`), else the older
+resume that asks the model again, with the decision keyed by the pending call's
+``hitl_key``. Either way the arguments come from the checkpoint (an edit replaces them),
+never from the client's copy, and the events of the resume answer the pending
+``tool_call_id``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import contextlib
+import inspect
+import json
+import logging
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from .._util import maybe_await
+from ..agent.events import (
+    AgentEvent,
+    InterruptEvent,
+    MessageCompletedEvent,
+    MessageStartedEvent,
+    RunErrorEvent,
+    RunFinishedEvent,
+    RunStartedEvent,
+    TextDeltaEvent,
+    ToolCallEvent,
+    ToolResultEvent,
+)
+from ..agent.result import RunResult
+from ..checkpoint._base import thread_lock
+from ..checkpoint.model import ThreadCheckpoint, check_thread_id
+from ..errors import (
+    CheckpointMissingError,
+    HitlDecisionError,
+    InvalidArgumentError,
+    ThreadBusyError,
+)
+from ..hitl import HitlInterrupt, hitl_key, parse_decision
+from ..messages import Message, new_id
+from ..tools import DECISION_KINDS
+from ._errors import ApprovalPendingError
+from ._store import ServerStore
+
+__all__ = [
+    "AgentFactory",
+    "Pending",
+    "RunHandle",
+    "ThreadRunner",
+    "ThreadSummary",
+    "supports_reissue",
+]
+
+logger = logging.getLogger(__name__)
+
+#: ``agent_factory()`` (sync or async) returns a fresh ``Agent`` (or ``Swarm``) per run.
+AgentFactory = Callable[[], Any]
+
+_REISSUE: dict[type, bool] = {}
+_TITLE_LENGTH = 80
+
+
+def supports_reissue(agent: object) -> bool:
+    """Whether ``agent.resume`` takes ``reissue=`` (run the stored call, not a re-asked one)."""
+    cls = type(agent)
+    known = _REISSUE.get(cls)
+    if known is None:
+        try:
+            known = "reissue" in inspect.signature(cls.resume).parameters  # type: ignore[attr-defined]
+        except (AttributeError, TypeError, ValueError):
+            known = False
+        _REISSUE[cls] = known
+    return known
+
+
+@dataclass(frozen=True, slots=True)
+class Pending:
+    """The approval a thread waits for, as every protocol shows it."""
+
+    interrupt_id: str
+    tool_call_id: str
+    tool: str
+    args: dict[str, Any]
+    key: str
+    allowed_decisions: tuple[str, ...]
+    outcome_unknown: bool = False
+    #: The key the agent's decisions use for this interrupt.
+    decision_key: str = ""
+
+    def names(self) -> set[str]:
+        """Every key a client may use to name this approval."""
+        return {self.interrupt_id, self.tool_call_id, self.key, self.tool}
+
+    def to_json(self) -> dict[str, Any]:
+        """The JSON API shape (``server-notes``/``docs/server.md``)."""
+        return {
+            "interrupt_id": self.interrupt_id,
+            "tool_call_id": self.tool_call_id,
+            "tool": self.tool,
+            "args": self.args,
+            "key": self.key,
+            "allowed_decisions": list(self.allowed_decisions),
+            "outcome_unknown": self.outcome_unknown,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class ThreadSummary:
+    """One line of the thread list."""
+
+    thread_id: str
+    saved_at: datetime
+    title: str
+    message_count: int
+    pending: bool
+
+    def to_json(self) -> dict[str, Any]:
+        """The JSON API shape."""
+        return {
+            "thread_id": self.thread_id,
+            "saved_at": self.saved_at.isoformat(),
+            "title": self.title,
+            "message_count": self.message_count,
+            "pending": self.pending,
+        }
+
+
+def title_of(messages: list[Message]) -> str:
+    """The first user message's text, cut to 80 characters."""
+    for message in messages:
+        if message.role == "user":
+            text = " ".join(message.text.split())
+            return text if len(text) <= _TITLE_LENGTH else text[: _TITLE_LENGTH - 1] + "\u2026"
+    return ""
+
+
+_END = object()
+
+
+@dataclass(slots=True)
+class RunHandle:
+    """A run in progress: its events, readable once, while the run goes on regardless."""
+
+    thread_id: str
+    resume: bool
+    pending: Pending | None = None
+    #: The thread's checkpoint when a resume started (``None`` for a run).
+    before: ThreadCheckpoint | None = None
+    queue: asyncio.Queue[Any] = field(default_factory=asyncio.Queue)
+    task: asyncio.Task[None] | None = None
+
+    async def events(self) -> AsyncIterator[AgentEvent]:
+        """The run's events up to and including its terminal one."""
+        async for item in self.events_or_idle(None):
+            if item is not None:
+                yield item
+
+    async def events_or_idle(self, idle: float | None) -> AsyncIterator[AgentEvent | None]:
+        """Like :meth:`events`, with ``None`` after every ``idle`` seconds without one.
+
+        A streaming response writes a keep-alive for each ``None``, so proxies do not cut
+        a connection while a slow model thinks.
+        """
+        while True:
+            try:
+                item = await asyncio.wait_for(self.queue.get(), idle)
+            except TimeoutError:
+                yield None
+                continue
+            if item is _END:
+                return
+            yield item
+
+    async def wait(self) -> None:
+        """Wait until the run has ended and its checkpoint is saved."""
+        if self.task is not None:
+            await asyncio.shield(self.task)
+
+
+def parent_key(thread_id: str) -> str:
+    """The storage key of a branch's link to the thread it was branched from."""
+    return f"server/threads/{thread_id}/parent.json"
+
+
+def _cursor(summary: ThreadSummary) -> str:
+    raw = json.dumps([summary.saved_at.isoformat(), summary.thread_id]).encode()
+    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+
+
+def _after(cursor: str) -> tuple[str, str]:
+    try:
+        raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4))
+        saved_at, thread_id = json.loads(raw)
+        datetime.fromisoformat(saved_at)
+    except (ValueError, TypeError) as exc:
+        raise InvalidArgumentError(f"cursor {cursor!r:.60} is not one this server gave") from exc
+    return str(saved_at), str(thread_id)
+
+
+class ThreadRunner:
+    """Runs, resumes, reads and deletes threads of one store with agents of one factory."""
+
+    def __init__(
+        self, factory: AgentFactory, store: ServerStore, *, keepalive: float = 15.0
+    ) -> None:
+        """Serve ``factory``'s agents on ``store``'s checkpointer.
+
+        ``keepalive``: seconds without an event after which a stream sends a keep-alive.
+        """
+        if not callable(factory):
+            raise InvalidArgumentError(f"agent_factory must be callable, got {factory!r:.100}")
+        if not isinstance(keepalive, int | float) or not keepalive > 0:
+            raise InvalidArgumentError(f"keepalive must be a positive number, got {keepalive!r}")
+        self._factory = factory
+        self.store = store
+        self.keepalive = float(keepalive)
+        self._active: dict[str, RunHandle] = {}
+        self._tools: dict[str, Any] | None = None
+
+    @property
+    def checkpointer(self) -> Any:
+        """The checkpointer every protocol's threads live in."""
+        return self.store.checkpointer
+
+    # -- agents and tools ---------------------------------------------------------------
+
+    async def make_agent(self) -> Any:
+        """A fresh agent from the factory (a ``Swarm`` is served as ``swarm.as_agent()``)."""
+        agent = await maybe_await(self._factory())
+        as_agent = getattr(agent, "as_agent", None)
+        if callable(as_agent):  # a Swarm: served through its agent-shaped view
+            agent = as_agent()
+        if not hasattr(agent, "stream") or not hasattr(agent, "resume"):
+            raise InvalidArgumentError(
+                f"agent_factory returned {agent!r:.100}, not an Agent or a Swarm"
+            )
+        return agent
+
+    @staticmethod
+    def _tools_of(agent: Any) -> dict[str, Any]:
+        tools: dict[str, Any] = {}
+        for member in [agent, *getattr(agent, "agents", ())]:
+            for tool in getattr(member, "tools", ()) or ():
+                tools.setdefault(tool.name, tool)
+        return tools
+
+    async def tools(self) -> dict[str, Any]:
+        """The factory's tools by name (looked up once, on a probe agent)."""
+        if self._tools is None:
+            self._tools = self._tools_of(await self.make_agent())
+        return self._tools
+
+    # -- reading ------------------------------------------------------------------------
+
+    async def load(self, thread_id: str) -> ThreadCheckpoint | None:
+        """The thread's checkpoint (``THREAD_ID_INVALID`` before any store call)."""
+        check_thread_id(thread_id)
+        checkpoint: ThreadCheckpoint | None = await self.checkpointer.load(thread_id)
+        return checkpoint
+
+    async def require(self, thread_id: str) -> ThreadCheckpoint:
+        """The thread's checkpoint, or ``CHECKPOINT_MISSING``."""
+        checkpoint = await self.load(thread_id)
+        if checkpoint is None:
+            raise CheckpointMissingError(f"thread {thread_id!r} does not exist")
+        return checkpoint
+
+    async def pending_of(self, checkpoint: ThreadCheckpoint) -> Pending | None:
+        """The open approval of ``checkpoint``, if any."""
+        call = checkpoint.pending
+        if call is None:
+            return None
+        tool = (await self.tools()).get(call.name)
+        allowed = tuple(getattr(tool, "allowed_decisions", DECISION_KINDS))
+        key = hitl_key(call.name, call.args)
+        interrupt_id = getattr(checkpoint, "interrupt_id", None)
+        return Pending(
+            interrupt_id=str(interrupt_id or call.id),
+            tool_call_id=call.id,
+            tool=call.name,
+            args=dict(call.args),
+            key=key,
+            allowed_decisions=tuple(d for d in allowed if d != "suspend"),
+            outcome_unknown=checkpoint.outcome_unknown,
+            decision_key=str(interrupt_id) if interrupt_id else key,
+        )
+
+    async def list_threads(
+        self, *, limit: int = 50, cursor: str | None = None, query: str | None = None
+    ) -> tuple[list[ThreadSummary], str | None]:
+        """A page of threads, newest first, and the cursor of the next page."""
+        if not 1 <= limit <= 200:
+            raise InvalidArgumentError(f"limit must be between 1 and 200, got {limit}")
+        ids = await self.checkpointer.list_threads()
+        loaded = await asyncio.gather(*(self.checkpointer.load(t) for t in ids))
+        summaries = [
+            ThreadSummary(
+                c.thread_id,
+                c.saved_at,
+                title_of(c.messages),
+                len(c.messages),
+                c.pending is not None,
+            )
+            for c in loaded
+            if c is not None
+        ]
+        if query:
+            needle = query.casefold()
+            summaries = [
+                s
+                for s in summaries
+                if needle in s.thread_id.casefold() or needle in s.title.casefold()
+            ]
+        summaries.sort(key=lambda s: (s.saved_at.isoformat(), s.thread_id), reverse=True)
+        if cursor:
+            mark = _after(cursor)
+            summaries = [s for s in summaries if (s.saved_at.isoformat(), s.thread_id) < mark]
+        page = summaries[:limit]
+        more = len(summaries) > limit
+        return page, (_cursor(page[-1]) if more and page else None)
+
+    # -- timeline -----------------------------------------------------------------------
+
+    @staticmethod
+    def _timeline_key(thread_id: str) -> str:
+        return f"server/threads/{thread_id}/timeline.json"
+
+    async def timeline(self, thread_id: str) -> list[dict[str, Any]]:
+        """The thread's runs and resumes as the server recorded them, oldest first."""
+        check_thread_id(thread_id)
+        raw = await self.store.storage.get(self._timeline_key(thread_id))
+        if raw is None:
+            return []
+        try:
+            entries = json.loads(raw)
+        except ValueError:
+            logger.warning("unreadable timeline of thread %s; shown as empty", thread_id)
+            return []
+        return entries if isinstance(entries, list) else []
+
+    async def record(self, thread_id: str, kind: str, label: str | None) -> None:
+        """Append one entry (``run``, ``resume``, ``edit``, ``branch``) to the thread's timeline."""
+        entries = await self.timeline(thread_id)
+        rev = int(entries[-1].get("rev", len(entries))) + 1 if entries else 1
+        entries.append(
+            {"rev": rev, "kind": kind, "label": label, "at": datetime.now(UTC).isoformat()}
+        )
+        await self.store.storage.put(self._timeline_key(thread_id), json.dumps(entries).encode())
+
+    # -- deleting -----------------------------------------------------------------------
+
+    async def delete(self, thread_id: str) -> None:
+        """Delete the thread (``CHECKPOINT_MISSING`` if unknown, ``THREAD_BUSY`` if running)."""
+        await self.require(thread_id)  # an unknown thread: 404 before any lock is taken
+        handle = self.claim(thread_id, resume=False)  # THREAD_BUSY while a run holds it
+        try:
+            async with thread_lock(self.checkpointer, thread_id):
+                await self.require(thread_id)
+                await self.checkpointer.delete(thread_id)
+        finally:
+            self.release(handle)
+        for key in (self._timeline_key(thread_id), parent_key(thread_id)):
+            await self.store.storage.delete(key)
+
+    # -- running ------------------------------------------------------------------------
+
+    def busy(self, thread_id: str) -> bool:
+        """Whether a run of ``thread_id`` is in progress in this process."""
+        return thread_id in self._active
+
+    def claim(self, thread_id: str, resume: bool) -> RunHandle:
+        """Hold ``thread_id`` for one run or edit in this process (``THREAD_BUSY`` if held)."""
+        check_thread_id(thread_id)
+        if thread_id in self._active:
+            raise ThreadBusyError(
+                f"thread {thread_id!r} is running; wait for its run to end (HTTP 409)"
+            )
+        handle = RunHandle(thread_id, resume)
+        self._active[thread_id] = handle
+        return handle
+
+    def release(self, handle: RunHandle) -> None:
+        """Let go of the thread ``handle`` holds."""
+        if self._active.get(handle.thread_id) is handle:
+            del self._active[handle.thread_id]
+
+    async def start_run(self, thread_id: str, prompt: str | Message) -> RunHandle:
+        """Check, then start a run of ``prompt`` on the thread; its events stream from the handle.
+
+        Refused before anything runs: a bad thread id, a busy thread (``THREAD_BUSY``), a
+        thread waiting for an approval (``APPROVAL_PENDING``), an empty prompt.
+        """
+        if isinstance(prompt, str) and not prompt.strip():
+            raise InvalidArgumentError("prompt must be a non-empty string")
+        handle = self.claim(thread_id, resume=False)
+        try:
+            checkpoint = await self.load(thread_id)
+            if checkpoint is not None and checkpoint.pending is not None:
+                raise ApprovalPendingError(
+                    f"thread {thread_id!r} waits for a decision on "
+                    f"{checkpoint.pending.name!r}; resume it before sending a new prompt"
+                )
+            agent = await self.make_agent()
+        except BaseException:
+            self.release(handle)
+            raise
+        handle.task = asyncio.create_task(self._drive_run(handle, agent, prompt))
+        return handle
+
+    async def start_resume(self, thread_id: str, decisions: Mapping[str, Any]) -> RunHandle:
+        """Check, then resume the thread's pending approval with ``decisions``.
+
+        ``decisions`` maps a name of the pending approval (its ``tool_call_id``,
+        ``interrupt_id``, ``key`` or tool name) to a decision. Nothing pending, a key that
+        names something else, or a decision the tool does not allow: ``HITL_DECISION``.
+        """
+        handle = self.claim(thread_id, resume=True)
+        try:
+            checkpoint = await self.require(thread_id)
+            pending = await self.pending_of(checkpoint)
+            decision = self._one_decision(thread_id, pending, decisions)
+            agent = await self.make_agent()
+            assert pending is not None
+            tool = self._tools_of(agent).get(pending.tool)
+            if tool is not None:
+                parse_decision(decision, tool=tool, source="exact")  # HITL_DECISION now
+        except BaseException:
+            self.release(handle)
+            raise
+        handle.pending, handle.before = pending, checkpoint
+        handle.task = asyncio.create_task(
+            self._drive_resume(handle, agent, checkpoint, pending, decision)
+        )
+        return handle
+
+    @staticmethod
+    def _one_decision(thread_id: str, pending: Pending | None, decisions: Mapping[str, Any]) -> Any:
+        if pending is None:
+            raise HitlDecisionError(f"thread {thread_id!r} has no approval waiting for a decision")
+        if not isinstance(decisions, Mapping) or len(decisions) != 1:
+            raise HitlDecisionError(
+                "decisions must map the pending approval (its tool_call_id, interrupt_id, key "
+                "or tool name) to one decision"
+            )
+        ((key, decision),) = decisions.items()
+        if key not in pending.names():
+            raise HitlDecisionError(
+                f"{key!r:.100} does not name the approval thread {thread_id!r} waits for "
+                f"(tool_call_id {pending.tool_call_id!r})"
+            )
+        return decision
+
+    async def _finish(self, handle: RunHandle, label: str | None) -> None:
+        try:
+            await self.record(handle.thread_id, "resume" if handle.resume else "run", label)
+        except Exception:  # the run itself is saved; a lost timeline line is only logged
+            logger.exception("could not record the timeline of thread %s", handle.thread_id)
+        finally:
+            self.release(handle)
+            handle.queue.put_nowait(_END)
+
+    async def _drive_run(self, handle: RunHandle, agent: Any, prompt: str | Message) -> None:
+        label: str | None = None
+        run_id = ""
+        sent_error = False
+        try:
+            events = agent.stream(
+                prompt, checkpointer=self.checkpointer, thread_id=handle.thread_id
+            )
+            async with contextlib.aclosing(events):
+                async for event in events:
+                    if isinstance(event, RunStartedEvent):
+                        run_id = event.run_id
+                    elif isinstance(event, InterruptEvent):
+                        label = "interrupted"
+                    sent_error = isinstance(event, RunErrorEvent)
+                    handle.queue.put_nowait(event)
+        except Exception as exc:  # the stream sent run_error first when it could
+            label = f"error:{getattr(exc, 'code', 'INTERNAL')}"
+            if not sent_error:
+                handle.queue.put_nowait(RunErrorEvent(run_id=run_id, error=exc))
+        finally:
+            await self._finish(handle, label)
+
+    async def _drive_resume(
+        self,
+        handle: RunHandle,
+        agent: Any,
+        before: ThreadCheckpoint,
+        pending: Pending,
+        decision: Any,
+    ) -> None:
+        label: str | None = None
+        run_id = new_id()
+        handle.queue.put_nowait(
+            RunStartedEvent(
+                run_id=run_id,
+                agent_id=str(getattr(agent, "agent_id", "default")),
+                thread_id=handle.thread_id,
+            )
+        )
+        result: RunResult | None = None
+        interrupt: HitlInterrupt | None = None
+        try:
+            try:
+                result = await self._resume(agent, handle.thread_id, pending, decision)
+            except HitlInterrupt as raised:
+                interrupt = raised
+                label = "interrupted"
+            after = await self.load(handle.thread_id)
+            known = {m.id for m in before.messages}
+            added = [m for m in (after.messages if after else []) if m.id not in known]
+            for event in replay(added, pending, self._tools_of(agent)):
+                handle.queue.put_nowait(event)
+            if interrupt is not None:
+                handle.queue.put_nowait(InterruptEvent(run_id=run_id, interrupt=interrupt))
+            else:
+                assert result is not None
+                handle.queue.put_nowait(RunFinishedEvent(run_id=run_id, result=result))
+        except Exception as exc:
+            label = f"error:{getattr(exc, 'code', 'INTERNAL')}"
+            handle.queue.put_nowait(RunErrorEvent(run_id=run_id, error=exc))
+        finally:
+            await self._finish(handle, label)
+
+    async def _resume(
+        self, agent: Any, thread_id: str, pending: Pending, decision: Any
+    ) -> RunResult:
+        """The one place that calls ``agent.resume`` (see the module docstring)."""
+        resume: Callable[..., Awaitable[RunResult]] = agent.resume
+        if supports_reissue(agent):
+            return await resume(
+                thread_id,
+                {pending.decision_key: decision},
+                checkpointer=self.checkpointer,
+                reissue=False,
+            )
+        return await resume(thread_id, {pending.key: decision}, checkpointer=self.checkpointer)
+
+    async def aclose(self, grace: float = 5.0) -> None:
+        """Let runs in progress end (up to ``grace`` seconds), cancel the rest, close the store."""
+        tasks = [h.task for h in self._active.values() if h.task is not None]
+        if tasks:
+            _done, late = await asyncio.wait(tasks, timeout=grace)
+            for task in late:
+                task.cancel()
+            if late:
+                await asyncio.gather(*late, return_exceptions=True)
+        await self.store.close()
+
+
+def replay(added: list[Message], pending: Pending, tools: Mapping[str, Any]) -> list[AgentEvent]:
+    """The events of messages a resume added, answering the pending call under its own id.
+
+    The assistant turn that holds the approved call is announced by one ``tool_call``
+    event under the id the human saw (its stored message may have a new id: the turn is
+    rebuilt when it runs), and the call's result carries the pending ``tool_call_id``
+    (the older resume asks the model again, which names the call anew).
+    """
+    events: list[AgentEvent] = []
+    approved: set[str] = set()
+    turn = 0
+    for message in added:
+        if message.role == "assistant":
+            again = [
+                c
+                for c in message.tool_calls
+                if c.id == pending.tool_call_id or (not approved and c.name == pending.tool)
+            ]
+            if again and not message.text:
+                # The approved call, under the id the human saw, in the turn now stored.
+                approved.add(again[0].id)
+                shown = again[0].model_copy(update={"id": pending.tool_call_id})
+                events.append(ToolCallEvent(call=shown, message_id=message.id))
+                continue
+            turn += 1
+            events.append(MessageStartedEvent(message_id=message.id, turn=turn))
+            if message.text:
+                events.append(TextDeltaEvent(message_id=message.id, delta=message.text))
+            events.append(MessageCompletedEvent(message=message, turn=turn))
+            for call in message.tool_calls:
+                tool = tools.get(call.name)
+                events.append(
+                    ToolCallEvent(
+                        call=call,
+                        message_id=message.id,
+                        requires_approval=bool(getattr(tool, "requires_approval", False)),
+                    )
+                )
+        elif message.role == "tool" and message.tool_call_id is not None:
+            call_id = message.tool_call_id
+            if call_id in approved:
+                call_id = pending.tool_call_id
+            events.append(
+                ToolResultEvent(call_id=call_id, tool=message.name or "", message=message)
+            )
+    return events

@@ -1,0 +1,80 @@
+"""Where the server keeps threads and its own records: one URL, resolved in one place.
+
+:func:`resolve_store` turns the ``store`` URL of :func:`create_app` into a
+:class:`ServerStore`: the checkpointer that holds every thread (all protocols share it)
+and a :class:`~framework_agents.sessions.Storage` for the server's records (thread
+timelines, A2A tasks). When ``framework_agents.stores`` is installed, its ``open_store``
+resolves every URL (SQLite, PostgreSQL, Redis, ...). Without it, ``"memory:"`` and a
+directory (a path or ``file://``) are served by the in-process and file backends, and a
+database URL is refused with ``INVALID_ARGUMENT``.
+
+Layout of a directory store::
+
+    <dir>/threads/<thread_id>/checkpoint.json     FileCheckpointer
+    <dir>/server/threads/<thread_id>/timeline.json  the server's timeline of the thread
+    <dir>/a2a/tasks/<task_id>.json                 A2A tasks (see ``_a2a_store``)
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+from urllib.parse import unquote, urlsplit
+
+from ..checkpoint import FileCheckpointer, InMemoryCheckpointer
+from ..errors import InvalidArgumentError
+from ..sessions import InMemoryStorage, LocalFileStorage
+
+__all__ = ["DEFAULT_STORE", "ServerStore", "resolve_store"]
+
+#: The default store of :func:`create_app`: an embedded SQLite file under ``./.data/``.
+DEFAULT_STORE = "sqlite:///./.data/agents.db"
+
+
+async def _nothing() -> None:
+    return None
+
+
+@dataclass(frozen=True, slots=True)
+class ServerStore:
+    """A checkpointer and a storage, and how to close them when the server stops."""
+
+    checkpointer: Any
+    storage: Any
+    close: Callable[[], Awaitable[None]] = _nothing
+
+
+def _directory(url: str) -> Path | None:
+    if url.startswith("file://"):
+        parts = urlsplit(url)
+        return Path(unquote(parts.netloc + parts.path))
+    if "://" in url or url.endswith(":"):
+        return None
+    return Path(url)
+
+
+def resolve_store(url: str) -> ServerStore:
+    """The :class:`ServerStore` that ``url`` names (see the module docstring)."""
+    if not isinstance(url, str) or not url:
+        raise InvalidArgumentError(f"store must be a non-empty URL string, got {url!r:.100}")
+    try:  # the stores package (SQLite, PostgreSQL, Redis) when installed
+        stores: Any = importlib.import_module("framework_agents.stores")
+    except ImportError:
+        stores = None
+    open_store = getattr(stores, "open_store", None)
+    if open_store is not None:
+        directory = _directory(url) if url.startswith("file://") else None
+        store = open_store(str(directory) if directory is not None else url)
+        return ServerStore(store.checkpointer, store.storage, store.close)
+    if url == "memory:":
+        return ServerStore(InMemoryCheckpointer(), InMemoryStorage())
+    directory = _directory(url)
+    if directory is None:
+        raise InvalidArgumentError(
+            f"store {url!r} needs framework_agents.stores (SQLite, PostgreSQL, Redis); "
+            "this installation serves 'memory:' and a directory path or file:// URL"
+        )
+    return ServerStore(FileCheckpointer(directory), LocalFileStorage(directory))

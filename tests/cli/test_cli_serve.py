@@ -1,0 +1,113 @@
+"""``framework-agents serve`` as a real process: the built-in assistant and its approval tool."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+
+SRC = str(Path(__file__).resolve().parents[2] / "src")
+
+
+def _env() -> dict[str, str]:
+    env = dict(os.environ)
+    env["PYTHONPATH"] = SRC + os.pathsep + env.get("PYTHONPATH", "")
+    env.pop("FRAMEWORK_AGENTS_TOKEN", None)
+    return env
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+@pytest.fixture
+def server(tmp_path: Path) -> Iterator[str]:
+    """``serve --model echo`` on a free port, until its log says it listens."""
+    port = _free_port()
+    command = [sys.executable, "-m", "framework_agents.cli", "serve", "--model", "echo"]
+    command += ["--store", str(tmp_path / "store"), "--port", str(port), "--no-console"]
+    process = subprocess.Popen(
+        command, env=_env(), stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True
+    )
+    assert process.stderr is not None
+    seen = []
+    for line in process.stderr:
+        seen.append(line)
+        if "Uvicorn running on" in line:
+            break
+    else:
+        process.wait(10)
+        pytest.fail("the server did not start:\n" + "".join(seen))
+    yield f"http://127.0.0.1:{port}"
+    process.terminate()
+    assert process.wait(30) in (0, -signal.SIGTERM)  # uvicorn re-raises the signal it caught
+
+
+def test_builtin_assistant_chats_and_asks_before_saving_a_note(server: str) -> None:
+    accept = {"Accept": "application/json"}
+    with httpx.Client(base_url=server, timeout=60) as client:
+        chat = client.post("/api/threads/c1/runs", json={"prompt": "hello"}, headers=accept)
+        assert chat.json()["text"].startswith("echo #1: hello")
+        note = client.post(
+            "/api/threads/c1/runs", json={"prompt": "/note buy milk"}, headers=accept
+        )
+        pending = note.json()["pending"]
+        assert note.json()["status"] == "interrupted"
+        assert (pending["tool"], pending["args"]) == ("save_note", {"text": "buy milk"})
+        done = client.post(
+            "/api/threads/c1/resume",
+            json={"decisions": {pending["tool_call_id"]: {"edit": {"text": "buy oat milk"}}}},
+            headers=accept,
+        )
+        assert done.json()["status"] == "completed"
+        thread = client.get("/api/threads/c1").json()
+        assert thread["state"] == {"notes": ["buy oat milk"]}
+        assert client.get("/.well-known/agent-card.json").json()["name"] == (
+            "framework-agents assistant"
+        )
+
+
+def test_refuses_a_public_address_without_a_token(tmp_path: Path) -> None:
+    command = [sys.executable, "-m", "framework_agents.cli", "serve", "--model", "echo"]
+    command += ["--host", "0.0.0.0", "--store", str(tmp_path)]
+    result = subprocess.run(command, env=_env(), capture_output=True, text=True, timeout=60)
+    assert result.returncode == 2
+    assert "--token" in result.stderr
+    assert not any(tmp_path.iterdir())  # nothing was opened or written
+
+
+def test_serves_an_app_factory_named_module_attr(tmp_path: Path) -> None:
+    (tmp_path / "myapp.py").write_text(
+        "from framework_agents import Agent, ScriptedModel\n"
+        "def factory():\n"
+        "    return Agent(ScriptedModel(['from my app']))\n"
+    )
+    port = _free_port()
+    command = [sys.executable, "-m", "framework_agents.cli", "serve", "myapp:factory"]
+    command += ["--store", "memory:", "--port", str(port), "--no-console"]
+    process = subprocess.Popen(command, env=_env(), cwd=tmp_path, stderr=subprocess.PIPE, text=True)
+    assert process.stderr is not None
+    try:
+        for line in process.stderr:
+            if "Uvicorn running on" in line:
+                break
+        answer = httpx.post(
+            f"http://127.0.0.1:{port}/api/threads/a/runs",
+            json={"prompt": "x"},
+            headers={"Accept": "application/json"},
+            timeout=60,
+        )
+        assert answer.json()["text"] == "from my app"
+    finally:
+        process.terminate()
+        process.wait(30)

@@ -1,0 +1,57 @@
+// @ag-ui/client against the server: the client verifies event order and schema itself.
+import assert from "node:assert/strict";
+import { randomUUID } from "node:crypto";
+import { test } from "node:test";
+import { HttpAgent } from "@ag-ui/client";
+import { BASE } from "./helpers.mjs";
+
+test("ag-ui: a text run, then an interrupt resumed with an approval", async () => {
+  const agent = new HttpAgent({ url: `${BASE}/agui`, threadId: `js-agui-${randomUUID()}` });
+  agent.messages = [{ id: randomUUID(), role: "user", content: "hello" }];
+  await agent.runAgent({ runId: randomUUID() });
+  assert.equal(agent.messages.at(-1).content, "echo: hello");
+
+  agent.messages = [...agent.messages, { id: randomUUID(), role: "user", content: "publish AG" }];
+  await agent.runAgent({ runId: randomUUID() });
+  assert.equal(agent.pendingInterrupts.length, 1);
+  const [interrupt] = agent.pendingInterrupts;
+  assert.equal(interrupt.reason, "tool_call");
+  assert.deepEqual(interrupt.metadata.args, { title: "AG", copies: 3 });
+
+  const resume = [{ interruptId: interrupt.id, status: "resolved", payload: { approved: true } }];
+  await agent.runAgent({ runId: randomUUID(), resume });
+  assert.equal(agent.pendingInterrupts.length, 0);
+  const tool = agent.messages.find((m) => m.role === "tool");
+  assert.equal(tool.toolCallId, interrupt.toolCallId);
+  assert.equal(tool.content, "published 'AG' x3");
+  assert.equal(agent.messages.at(-1).content, "done: published 'AG' x3");
+});
+
+test("ag-ui: a new prompt while an interrupt is open is a RUN_ERROR with its code", async () => {
+  const threadId = `js-agui-${randomUUID()}`;
+  const agent = new HttpAgent({ url: `${BASE}/agui`, threadId });
+  agent.messages = [{ id: randomUUID(), role: "user", content: "publish Busy" }];
+  await agent.runAgent({ runId: randomUUID() });
+  assert.equal(agent.pendingInterrupts.length, 1);
+  // @ag-ui/client refuses this itself; the server must refuse it too, for any other client.
+  const body = {
+    threadId,
+    runId: randomUUID(),
+    messages: [{ id: randomUUID(), role: "user", content: "other" }],
+    state: {},
+    tools: [],
+    context: [],
+    forwardedProps: {},
+  };
+  const response = await fetch(`${BASE}/agui`, {
+    method: "POST",
+    headers: { "Content-Type": "application/json", Accept: "text/event-stream" },
+    body: JSON.stringify(body),
+  });
+  const events = (await response.text())
+    .split("\n\n")
+    .filter((block) => block.startsWith("data: "))
+    .map((block) => JSON.parse(block.slice(6)));
+  assert.deepEqual(events.map((e) => e.type), ["RUN_STARTED", "RUN_ERROR"]);
+  assert.equal(events[1].code, "APPROVAL_PENDING");
+});

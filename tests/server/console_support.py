@@ -1,0 +1,193 @@
+"""Support for the console's browser tests: a real server in a thread, a scripted agent, Chromium.
+
+The server is the real ``create_app`` (a directory store, a token) under uvicorn on 127.0.0.1 in a
+background thread; the agent answers from a scripted model that streams its text word by word
+and calls ``book_flight``, a tool that needs approval, when the prompt asks to book.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import os
+import shutil
+import threading
+from collections.abc import AsyncIterator, Sequence
+from pathlib import Path
+from typing import Any
+
+from framework_agents import (
+    Agent,
+    Message,
+    ReasoningBlock,
+    ScriptedModel,
+    TextBlock,
+    ToolCall,
+    tool,
+)
+from framework_agents.errors import ModelError
+from framework_agents.models._base import ModelChunk, ModelDone, ReasoningDelta, TextDelta, ToolSpec
+
+__all__ = [
+    "CHROMIUM",
+    "CHROMIUM_ARGS",
+    "SCREENSHOTS",
+    "STREAM_GATES",
+    "StreamGate",
+    "TOKEN",
+    "ServerThread",
+    "WordStreamingModel",
+    "browser_missing",
+    "make_agent",
+]
+
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
+TOKEN = "console-test-token"
+#: Where the tests save a screenshot of each main view (shown by docs/console.md).
+SCREENSHOTS = Path(__file__).resolve().parents[2] / "docs" / "console"
+
+_call_ids = itertools.count(1)
+
+
+class StreamGate:
+    """Holds the answer to one prompt after three words.
+
+    ``reached`` is set when the stream gets there; setting ``opened`` lets it go on.
+    """
+
+    def __init__(self) -> None:
+        """Two fresh events."""
+        self.reached = threading.Event()
+        self.opened = threading.Event()
+
+
+#: prompt -> gate: the answer to that prompt streams three words, then waits for the gate.
+STREAM_GATES: dict[str, StreamGate] = {}
+
+
+def browser_missing() -> str | None:
+    """Why the browser tests cannot run here, or ``None`` when they can."""
+    if not (os.path.exists(CHROMIUM) or shutil.which("chromium")):
+        return f"Chromium is missing ({CHROMIUM}): apt-get install chromium fonts-dejavu-core"
+    try:
+        import playwright.sync_api  # noqa: F401
+    except ImportError:
+        return "Playwright is missing: pip install playwright (no browser download is needed)"
+    try:
+        import uvicorn  # noqa: F401
+
+        import framework_agents.server  # noqa: F401
+    except ImportError as exc:
+        return f"the server extra is missing ({exc}): pip install 'framework-agents[server]'"
+    return None
+
+
+class WordStreamingModel(ScriptedModel):
+    """A ScriptedModel whose stream sends the reasoning, then the text one word at a time.
+
+    When the prompt has a gate in :data:`STREAM_GATES`, the stream stops after three words
+    until the test sets it, so a test sees a half-streamed answer in the page.
+    """
+
+    async def stream(
+        self,
+        messages: Sequence[Message],
+        tools: Sequence[ToolSpec],
+        *,
+        system_prompt: str | None = None,
+    ) -> AsyncIterator[ModelChunk]:
+        """Yield the scripted reply as several deltas, then the whole message."""
+        message = await self.complete(messages, tools, system_prompt=system_prompt)
+        prompts = [m.text for m in messages if m.role == "user"]
+        gate = STREAM_GATES.get(prompts[-1]) if prompts else None
+        for block in message.reasoning:
+            yield ReasoningDelta(block.text)
+        words = message.text.split(" ")
+        for i, word in enumerate(words):
+            if i == 3 and gate is not None:
+                gate.reached.set()
+                if not await asyncio.to_thread(gate.opened.wait, 60):
+                    raise TimeoutError("the test never opened the stream gate")
+            yield TextDelta(word if i == len(words) - 1 else word + " ")
+        yield ModelDone(message)
+
+
+@tool(requires_approval=True, allowed_decisions=("approve", "edit", "reject"))
+async def book_flight(city: str, seats: int) -> str:
+    """Book seats on the next flight to a city."""
+    return f"booked {seats} seat(s) to {city}"
+
+
+def _reply(messages: list[Message], tools: list[ToolSpec]) -> Message:
+    """The scripted agent: books when asked, reports tool results, fails on request."""
+    last = messages[-1]
+    if last.role == "tool":
+        return Message("assistant", f"Done. The booking tool said: {last.text}")
+    prompt = last.text
+    if "book" in prompt.lower():
+        call = ToolCall(f"call-{next(_call_ids)}", "book_flight", {"city": "Paris", "seats": 1})
+        return Message("assistant", "I will book that for you.", tool_calls=[call])
+    if "fail" in prompt.lower():
+        raise ModelError("the scripted model was asked to fail")
+    return Message(
+        "assistant",
+        [
+            ReasoningBlock("The user wrote something; answer with a friendly echo."),
+            TextBlock(f"Hello from the scripted agent. You said: {prompt}"),
+        ],
+    )
+
+
+def make_agent() -> Agent:
+    """A fresh agent for one run (the server asks for one per run)."""
+    return Agent(
+        WordStreamingModel([_reply] * 20),
+        tools=[book_flight],
+        system_prompt="You are a test agent.",
+        output_version="v1",
+        state={"traveller": {"name": "Ada", "seats": 1, "tags": ["test", "console"]}, "vip": False},
+    )
+
+
+class ServerThread:
+    """``uvicorn`` serving an app on 127.0.0.1 (a free port) in a daemon thread."""
+
+    def __init__(self, app: Any) -> None:
+        import uvicorn
+
+        ready = threading.Event()
+        self._ready = ready
+
+        class _Server(uvicorn.Server):
+            async def startup(self, sockets: Any = None) -> None:
+                await super().startup(sockets=sockets)
+                ready.set()
+
+        config = uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning")
+        self.server = _Server(config)
+        self.thread = threading.Thread(
+            target=self.server.run, name="console-test-server", daemon=True
+        )
+        self.url = ""
+
+    def start(self) -> str:
+        """Start serving; returns the base URL once the socket listens."""
+        self.thread.start()
+        if not self._ready.wait(30) or not self.server.started:
+            raise RuntimeError("the test server did not start")
+        port = self.server.servers[0].sockets[0].getsockname()[1]
+        self.url = f"http://127.0.0.1:{port}/"
+        return self.url
+
+    def stop(self) -> None:
+        """Ask uvicorn to exit and wait for the thread."""
+        self.server.should_exit = True
+        self.thread.join(30)

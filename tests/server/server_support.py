@@ -1,0 +1,95 @@
+"""Helpers of the server tests: a deterministic agent factory and a real uvicorn server."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import uvicorn
+
+from framework_agents import (
+    Agent,
+    FunctionModel,
+    Message,
+    ReasoningBlock,
+    TextBlock,
+    ToolCall,
+    tool,
+)
+
+PUBLISHED: list[dict[str, Any]] = []
+
+
+@tool(requires_approval=True, allowed_decisions=("approve", "edit", "reject"))
+def publish(title: str, copies: int = 1) -> str:
+    """Publish a post (needs a human's approval)."""
+    PUBLISHED.append({"title": title, "copies": copies})
+    return f"published {title!r} x{copies}"
+
+
+@tool
+def shout(text: str) -> str:
+    """Upper-case a text."""
+    return text.upper()
+
+
+def answer(messages: list[Message], tools: list[Any]) -> Message:
+    """The model: decides from the history alone, so every fresh agent answers alike.
+
+    * last message from the user containing ``publish X`` -> calls ``publish(title=X, copies=3)``;
+    * containing ``shout X`` -> calls ``shout(text=X)``;
+    * ``think X`` -> reasoning ``"pondering"``, then ``"thought: X"``;
+    * a tool result last -> ``"done: <result>"``;
+    * otherwise -> ``"echo: <text>"``.
+    """
+    last = messages[-1]
+    if last.role == "tool":
+        return Message(role="assistant", content=f"done: {last.text}")
+    text = last.text
+    turn = sum(1 for m in messages if m.role == "user")
+    if text.startswith("publish "):
+        call = ToolCall(f"call-{turn}", "publish", {"title": text[8:], "copies": 3})
+        return Message(role="assistant", tool_calls=[call])
+    if text.startswith("shout "):
+        return Message(
+            role="assistant", tool_calls=[ToolCall(f"s-{turn}", "shout", {"text": text[6:]})]
+        )
+    if text.startswith("think "):
+        blocks = [ReasoningBlock("pondering"), TextBlock(f"thought: {text[6:]}")]
+        return Message(role="assistant", content=blocks)
+    return Message(role="assistant", content=f"echo: {text}")
+
+
+def make_agent() -> Agent:
+    """A fresh agent per run, as the server wants."""
+    return Agent(FunctionModel(answer), tools=[publish, shout], system_prompt="Test agent.")
+
+
+@dataclass
+class Served:
+    """A running server: its base URL, app and a stop function."""
+
+    url: str
+    app: Any
+    stop: Callable[[], None]
+
+
+def start_server(app: Any) -> Served:
+    """Run ``app`` under uvicorn on 127.0.0.1, a free port, in a thread."""
+    config = uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning", lifespan="on")
+    server = uvicorn.Server(config)
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    while not server.started:
+        if not thread.is_alive():
+            raise RuntimeError("uvicorn did not start")
+        thread.join(0.01)
+    port = server.servers[0].sockets[0].getsockname()[1]
+
+    def stop() -> None:
+        server.should_exit = True
+        thread.join(30)
+
+    return Served(f"http://127.0.0.1:{port}", app, stop)
