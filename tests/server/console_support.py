@@ -11,6 +11,7 @@ import asyncio
 import itertools
 import os
 import shutil
+import tempfile
 import threading
 from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
@@ -51,8 +52,14 @@ CHROMIUM_ARGS = [
     "--no-first-run",
 ]
 TOKEN = "console-test-token"
-#: Where the tests save a screenshot of each main view (shown by docs/console.md).
-SCREENSHOTS = Path(__file__).resolve().parents[2] / "docs" / "console"
+#: Where the tests save a screenshot of each main view: ``docs/console/`` (shown by
+#: docs/console.md) when ``FA_CONSOLE_SCREENSHOTS=1`` asks to refresh them, else a temporary
+#: directory, so a test run leaves the work tree clean.
+SCREENSHOTS = (
+    Path(__file__).resolve().parents[2] / "docs" / "console"
+    if os.environ.get("FA_CONSOLE_SCREENSHOTS") == "1"
+    else Path(tempfile.gettempdir()) / f"fa-console-shots-{os.getpid()}"
+)
 
 _call_ids = itertools.count(1)
 
