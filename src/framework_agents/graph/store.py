@@ -383,6 +383,14 @@ class GraphStore:
         """Whether the closure (asserted or entailed) holds this triple."""
         return bool(self.quads(subject, predicate, object))
 
+    def mentions(self, term: TermInput) -> bool:
+        """Whether some closure fact has ``term`` as its subject, predicate or object."""
+        wanted = to_term(term, "object", prefixes=self.prefixes)
+        with self._read() as state:
+            ident = state.terms.lookup(wanted)
+            c = state.closure
+            return ident is not None and (ident in c.spo or ident in c.pso or ident in c.ops)
+
     def is_entailed(self, subject: TermInput, predicate: TermInput, object: TermInput) -> bool:
         """Whether the triple is in the closure without being asserted in any graph."""
         found = self.quads(subject, predicate, object)
