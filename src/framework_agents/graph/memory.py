@@ -88,6 +88,7 @@ class GraphMemory:
         *,
         role: Literal["system", "user"] = "system",
     ) -> None:
+        """Check the arguments and bind the ``graph_add``/``graph_query`` tools to ``store``."""
         if not isinstance(store, GraphStore):
             raise InvalidArgumentError(f"store must be a GraphStore, not {type(store).__name__}")
         if not isinstance(inner, Memory):
@@ -163,5 +164,6 @@ class GraphMemory:
         await self.store.import_state(state)
 
     def __repr__(self) -> str:
+        """Where the graph lives, the inner memory and the fact budget."""
         where = self.store.path or "memory"
         return f"GraphMemory(store={where}, inner={self.inner!r}, facts={self.facts})"

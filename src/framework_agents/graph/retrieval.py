@@ -184,6 +184,7 @@ class LexicalIndex:
     """BM25 postings over closure nodes plus node degrees, kept in step with the closure."""
 
     def __init__(self, closure: Closure, terms: TermTable) -> None:
+        """An empty index over ``closure``, reading term text from ``terms``."""
         self._closure = closure
         self._terms = terms
         self._postings: dict[str, dict[int, int]] = {}

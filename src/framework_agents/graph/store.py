@@ -78,6 +78,7 @@ class _State:
     """Everything in memory: terms, asserted quads, closure and retrieval index."""
 
     def __init__(self) -> None:
+        """An empty state."""
         self.terms = TermTable()
         self.graphs: dict[Triple, set[int]] = {}
         self.closure = Closure()
@@ -170,6 +171,7 @@ class GraphStore:
         *,
         prefixes: Mapping[str, str] | None = None,
     ) -> None:
+        """Check ``path`` and ``prefixes``; an on-disk store opens on first use."""
         self.path: Path | None = _check_path(path)
         self.prefixes: dict[str, str] = {**DEFAULT_PREFIXES, **_check_prefixes(prefixes)}
         self._lock = threading.RLock()
@@ -212,10 +214,12 @@ class GraphStore:
         await asyncio.to_thread(close)
 
     async def __aenter__(self) -> GraphStore:
+        """Open the store."""
         await self.open()
         return self
 
     async def __aexit__(self, *exc: object) -> None:
+        """Close the store."""
         await self.close()
 
     @contextmanager
@@ -409,6 +413,7 @@ class GraphStore:
             return sum(len(g) for g in state.graphs.values())
 
     def __len__(self) -> int:
+        """The closure size (asserted and entailed triples)."""
         return self.closure_size
 
     def relevant(self, text: str, k: int = 8) -> list[Fact]:
