@@ -38,6 +38,7 @@ import math
 import re
 import unicodedata
 from collections.abc import Callable, Iterable
+from typing import Any
 
 from ._table import TermTable
 from .rules import SAMEAS, Closure, Triple
@@ -194,6 +195,24 @@ class LexicalIndex:
         self._so_degree: dict[int, int] = {}  # occurrences as subject or object
         self._hub_facts: dict[int, _Capped] = {}
         self._pred_facts: dict[int, _Capped] = {}
+
+    def dump(self) -> tuple[Any, ...]:
+        """Plain data for a snapshot: postings, documents and degrees (not the caches)."""
+        return (self._postings, self._doc, self._total_len, self._degree, self._so_degree)
+
+    @classmethod
+    def restore(cls, closure: Closure, terms: TermTable, data: Any) -> LexicalIndex:
+        """The index :meth:`dump` described, over ``closure`` and ``terms``."""
+        index = cls(closure, terms)
+        postings, doc, total, degree, so_degree = data
+        index._postings, index._doc, index._degree, index._so_degree = (
+            postings,
+            doc,
+            degree,
+            so_degree,
+        )
+        index._total_len = int(total)
+        return index
 
     # -- maintenance -------------------------------------------------------------------
 

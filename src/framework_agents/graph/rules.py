@@ -41,6 +41,7 @@ the closure, which the retrieval index consumes.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
+from typing import Any
 
 __all__ = ["VOCAB", "Closure", "Triple"]
 
@@ -380,6 +381,19 @@ class Closure:
             self._unindex(t)
         back = self._saturate([t for t in over if self._derivable(t)])
         return over - back
+
+    def dump(self) -> tuple[Any, ...]:
+        """Plain data for a snapshot: the base, the closure and its three indexes."""
+        return (self.base, self.triples, self.spo, self.pso, self.ops)
+
+    @classmethod
+    def restore(cls, data: Any) -> Closure:
+        """The closure :meth:`dump` described, without reasoning again."""
+        closure = cls()
+        closure.base, closure.triples, closure.spo, closure.pso, closure.ops = data
+        if not closure.base <= closure.triples:
+            raise ValueError("the snapshot's closure lacks some of its base triples")
+        return closure
 
     def rebuild(self, base: Iterable[Triple]) -> None:
         """Forget everything and compute the closure of ``base`` from scratch."""

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import os
 import re
 import threading
@@ -23,6 +24,7 @@ from typing import Any, NamedTuple
 
 from ..errors import GraphStateError, GraphStoreCorruptError, GraphTermError, InvalidArgumentError
 from ._disk import FORMAT, Disk, Row, encode_object
+from ._snapshot import gc_paused, read_snapshot, write_snapshot
 from ._table import TermTable
 from .retrieval import LexicalIndex
 from .rules import Closure, Triple
@@ -37,12 +39,17 @@ from .terms import (
     to_term,
 )
 
-__all__ = ["ENTAILED_GRAPH", "STATE_VERSION", "Fact", "GraphStore", "Quad"]
+__all__ = ["ENTAILED_GRAPH", "SNAPSHOT_MIN", "STATE_VERSION", "Fact", "GraphStore", "Quad"]
 
 #: The named graph that holds entailed quads (never asserted into, never exported).
 ENTAILED_GRAPH = "urn:x-framework-agents:entailed"
 #: Version of the ``export_state()`` document.
 STATE_VERSION = 1
+#: An on-disk store whose closure has at least this many triples saves it on close
+#: (``closure.snapshot``), so the next open reads it instead of reasoning again.
+SNAPSHOT_MIN = 20_000
+
+logger = logging.getLogger(__name__)
 
 _Quad = tuple[int, int, int, int]  # subject, predicate, object, graph (0 = default graph)
 
@@ -92,6 +99,30 @@ class _State:
             state.graphs.setdefault(ids[:3], set()).add(ids[3])
         state.closure.rebuild(state.graphs)
         state.index.update(state.closure.triples, ())
+        return state
+
+    def dump(self) -> dict[str, Any]:
+        """Plain data for a closure snapshot (see :mod:`._snapshot`)."""
+        return {
+            "v": 1,
+            "terms": self.terms.dump(),
+            "graphs": self.graphs,
+            "closure": self.closure.dump(),
+            "index": self.index.dump(),
+        }
+
+    @classmethod
+    def restore(cls, data: Any) -> _State:
+        """The state :meth:`dump` described; data of another shape raises ``ValueError``."""
+        if not isinstance(data, dict) or data.get("v") != 1:
+            raise ValueError("not a closure snapshot of layout 1")
+        state = cls.__new__(cls)
+        state.terms = TermTable.restore(data["terms"])
+        state.graphs = data["graphs"]
+        state.closure = Closure.restore(data["closure"])
+        state.index = LexicalIndex.restore(state.closure, state.terms, data["index"])
+        if state.graphs.keys() != state.closure.base:
+            raise ValueError("the snapshot's asserted quads and closure base differ")
         return state
 
     def intern(self, quad: tuple[Term, Term, Term, IRI | None]) -> _Quad:
@@ -170,9 +201,24 @@ class GraphStore:
         path: str | os.PathLike[str] | None = None,
         *,
         prefixes: Mapping[str, str] | None = None,
+        lock_timeout: float = 0.0,
     ) -> None:
-        """Check ``path`` and ``prefixes``; an on-disk store opens on first use."""
+        """Check the arguments; an on-disk store opens on first use.
+
+        ``lock_timeout`` is how long opening an on-disk store waits for another process
+        that holds it open (seconds) before ``GRAPH_STORE_BUSY``.
+        """
         self.path: Path | None = _check_path(path)
+        if (
+            isinstance(lock_timeout, bool)
+            or not isinstance(lock_timeout, int | float)
+            or not 0 <= lock_timeout < float("inf")
+        ):
+            raise InvalidArgumentError(
+                f"lock_timeout must be a non-negative number of seconds, not {lock_timeout!r}"
+            )
+        self._lock_timeout = float(lock_timeout)
+        self._snapshot_at: int | None = None
         self.prefixes: dict[str, str] = {**DEFAULT_PREFIXES, **_check_prefixes(prefixes)}
         self._lock = threading.RLock()
         self._disk: Disk | None = None
@@ -185,10 +231,14 @@ class GraphStore:
             if self._state is not None:
                 return self._state
             assert self.path is not None
-            disk = Disk(self.path)
-            rows = disk.open()
+            disk = Disk(self.path, lock_timeout=self._lock_timeout)
+            disk.open()
             try:
-                state = _State.build(self._decode_row(row) for row in rows)
+                state = self._restore(disk)
+                self._snapshot_at = disk.generation if state is not None else None
+                if state is None:
+                    with gc_paused():
+                        state = _State.build(self._decode_row(row) for row in disk.rows())
             except (GraphTermError, ValueError, TypeError) as exc:
                 disk.close()
                 raise GraphStoreCorruptError(f"{disk.file} holds a malformed quad: {exc}") from exc
@@ -198,17 +248,52 @@ class GraphStore:
             self._disk, self._state = disk, state
             return state
 
+    def _restore(self, disk: Disk) -> _State | None:
+        """The state of the closure snapshot, if it matches the database; else ``None``."""
+        payload = read_snapshot(disk.directory, disk.generation)
+        if payload is None:
+            return None
+        try:
+            state = _State.restore(payload)
+        except (ValueError, TypeError, KeyError, AttributeError) as exc:
+            logger.warning("ignoring the closure snapshot of %s: %s", disk.directory, exc)
+            return None
+        if sum(len(g) for g in state.graphs.values()) != disk.count():
+            logger.warning("ignoring the closure snapshot of %s: stale", disk.directory)
+            return None
+        return state
+
+    def _save_snapshot(self, disk: Disk, state: _State) -> None:
+        """Save the closure for the next open, when it is big and changed since the last."""
+        if disk.generation == self._snapshot_at or len(state.closure.triples) < SNAPSHOT_MIN:
+            return
+        try:
+            write_snapshot(disk.directory, disk.generation, state.dump())
+        except OSError as exc:  # a cache: the next open rebuilds instead
+            logger.warning("could not save the closure snapshot of %s: %s", disk.directory, exc)
+            return
+        self._snapshot_at = disk.generation
+
     async def open(self) -> None:
         """Load the store (an on-disk store reads its quads and rebuilds its closure)."""
         await asyncio.to_thread(self._open_sync)
 
     async def close(self) -> None:
-        """Close the database; a later call reopens it. No-op for an in-memory store."""
+        """Save the closure snapshot if due, close the database and let the lock go.
+
+        A later call reopens the store. No-op for an in-memory store.
+        """
 
         def close() -> None:
             with self._lock:
-                if self._disk is not None:
-                    self._disk.close()
+                disk, state = self._disk, self._state
+                if disk is None:
+                    return
+                try:
+                    if state is not None:
+                        self._save_snapshot(disk, state)
+                finally:
+                    disk.close()
                     self._disk, self._state = None, None
 
         await asyncio.to_thread(close)
