@@ -87,8 +87,14 @@ class GraphMemory:
         facts: int = 8,
         *,
         role: Literal["system", "user"] = "system",
+        carry_state: bool | None = None,
     ) -> None:
-        """Check the arguments and bind the ``graph_add``/``graph_query`` tools to ``store``."""
+        """Check the arguments and bind the ``graph_add``/``graph_query`` tools to ``store``.
+
+        ``carry_state``: whether session snapshots carry the store's facts in their
+        ``app_data`` (:mod:`.carry`); ``None`` means yes for an in-memory store, no for an
+        on-disk one.
+        """
         if not isinstance(store, GraphStore):
             raise InvalidArgumentError(f"store must be a GraphStore, not {type(store).__name__}")
         if not isinstance(inner, Memory):
@@ -97,6 +103,9 @@ class GraphMemory:
             raise InvalidArgumentError(f"facts must be a non-negative integer, not {facts!r}")
         if role not in ("system", "user"):
             raise InvalidArgumentError(f"role must be 'system' or 'user', not {role!r}")
+        if carry_state is not None and not isinstance(carry_state, bool):
+            raise InvalidArgumentError(f"carry_state must be a bool or None, not {carry_state!r}")
+        self._carry_state = carry_state
         self.store: GraphStore = store
         self.inner: Memory = inner
         self.facts: int = facts
@@ -154,6 +163,11 @@ class GraphMemory:
         await self.inner.clear()
 
     # -- state -------------------------------------------------------------------------
+
+    @property
+    def carries_state(self) -> bool:
+        """Whether session snapshots carry the store's facts (``app_data``, see :mod:`.carry`)."""
+        return self.store.path is None if self._carry_state is None else self._carry_state
 
     def export_state(self) -> dict[str, Any]:
         """The store's asserted quads (no entailments), versioned and JSON-serialisable."""
