@@ -8,7 +8,7 @@ sets and dicts: loading it runs no code), behind a header::
     generation (8 bytes)    the database generation it was taken at (big-endian)
     length (8 bytes)        of the payload
     crc32 (4 bytes)         of the payload
-    payload                 marshal.dumps(state)
+    payload                 marshal.dumps(state, 2)
 
 The database stays the only truth: every write transaction bumps the generation in the
 database, so a snapshot of another generation (the process died before closing, or a
@@ -36,6 +36,9 @@ __all__ = ["SNAPSHOT_NAME", "gc_paused", "read_snapshot", "write_snapshot"]
 SNAPSHOT_NAME = "closure.snapshot"
 _MAGIC = b"FAGRAPH-SNAPSHOT\n\x01"
 _HEADER = struct.Struct(">QQI")
+# Version 2 has no object references: 20-40% faster to write than the default, as fast to
+# read, a little bigger (the payload shares no objects worth referencing).
+_MARSHAL_VERSION = 2
 
 logger = logging.getLogger(__name__)
 
@@ -59,7 +62,7 @@ def gc_paused() -> Iterator[None]:
 
 def write_snapshot(directory: Path, generation: int, payload: Any) -> None:
     """Atomically replace the snapshot of ``directory`` by ``payload`` at ``generation``."""
-    body = marshal.dumps(payload)
+    body = marshal.dumps(payload, _MARSHAL_VERSION)
     header = _MAGIC + _HEADER.pack(generation, len(body), zlib.crc32(body))
     target = directory / SNAPSHOT_NAME
     tmp = directory / f".{SNAPSHOT_NAME}.{uuid.uuid4().hex}.tmp"

@@ -24,7 +24,7 @@ from typing import Any, NamedTuple
 
 from ..errors import GraphStateError, GraphStoreCorruptError, GraphTermError, InvalidArgumentError
 from ._disk import FORMAT, Disk, Row, encode_object
-from ._snapshot import gc_paused, read_snapshot, write_snapshot
+from ._snapshot import read_snapshot, write_snapshot
 from ._table import TermTable
 from .retrieval import LexicalIndex
 from .rules import Closure, Triple
@@ -237,8 +237,7 @@ class GraphStore:
                 state = self._restore(disk)
                 self._snapshot_at = disk.generation if state is not None else None
                 if state is None:
-                    with gc_paused():
-                        state = _State.build(self._decode_row(row) for row in disk.rows())
+                    state = _State.build(self._decode_row(row) for row in disk.rows())
             except (GraphTermError, ValueError, TypeError) as exc:
                 disk.close()
                 raise GraphStoreCorruptError(f"{disk.file} holds a malformed quad: {exc}") from exc
