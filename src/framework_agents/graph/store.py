@@ -3,7 +3,8 @@
 Engine: in-process indexes (dicts of sets over integer term ids) hold the asserted quads
 and the closure; the reasoner (:mod:`.rules`) keeps the closure exact on every add and
 remove; the retrieval index (:mod:`.retrieval`) follows every change. With a ``path`` the
-asserted quads are also kept in SQLite (:mod:`._disk`) and the closure is rebuilt on open.
+asserted quads are also kept in SQLite (:mod:`._disk`), under a lock (:mod:`._lock`), and
+the closure is read back from a snapshot (:mod:`._snapshot`) or rebuilt on open.
 ``bench/graph.py`` and ``docs/graph.md`` hold the measurements behind this choice.
 """
 
@@ -185,9 +186,14 @@ class GraphStore:
 
     ``GraphStore()`` lives in memory; ``GraphStore(path)`` also keeps the asserted quads in
     ``<path>/graph.sqlite3`` (every mutation durable when it returns, crash-safe,
-    reopenable) and rebuilds the closure when it opens. One process should own a path
-    at a time: the database stays consistent under several, but each process only sees
-    its own writes until it reopens. Entailed quads are in :data:`ENTAILED_GRAPH`.
+    reopenable). One opener holds a path at a time (``graph.lock``; others wait up to
+    ``lock_timeout`` seconds, then ``GRAPH_STORE_BUSY``). ``close()`` saves a big closure
+    to ``closure.snapshot`` so the next open need not reason again; otherwise the closure
+    is rebuilt on open. Entailed quads are in :data:`ENTAILED_GRAPH`::
+
+        <path>/graph.sqlite3      asserted quads, meta(format, version, generation)  0600
+        <path>/graph.lock         the opener's lock                                    0600
+        <path>/closure.snapshot   closure + indexes at one generation (a cache)        0600
 
     Mutations are ``async`` (their work runs in a thread); reads are synchronous and
     fast. An on-disk store opens on ``await store.open()`` or on the first mutation; a
@@ -274,7 +280,7 @@ class GraphStore:
         self._snapshot_at = disk.generation
 
     async def open(self) -> None:
-        """Load the store (an on-disk store reads its quads and rebuilds its closure)."""
+        """Load the store (an on-disk store reads its snapshot, or its quads and reasons)."""
         await asyncio.to_thread(self._open_sync)
 
     async def close(self) -> None:
