@@ -23,12 +23,13 @@ def run(coro: Any) -> Any:
         ("Alice Smith", "ex:AliceSmith"),
         ("alice smith", "ex:AliceSmith"),
         ("  ALICE   SMITH ", "ex:AliceSmith"),
-        ("O'Brien & Sons", "ex:OBrienSons"),
+        ("O'Brien & Sons", "ex:ObrienSons"),
+        ("St. Mary's Hospital", "ex:StMarysHospital"),
         ("Zoë", "ex:Zoë"),
         ("東京大学", "ex:東京大学"),
         ("R2 D2", "ex:R2D2"),
     ],
-    ids=["spaced", "lower", "upper-padded", "punctuation", "accent", "cjk", "digits"],
+    ids=["spaced", "lower", "upper-padded", "punctuation", "apostrophe", "accent", "cjk", "digits"],
 )
 def test_entity_names_map_to_one_stable_iri(name: str, iri: str) -> None:
     assert entity_iri(name) == IRI(iri)
@@ -61,6 +62,10 @@ async def _add(store: GraphStore, subject: Any, predicate: Any, obj: Any) -> str
         (("Alice", "is called", "Ali"), ("ex:Alice", "rdfs:label", Literal("Ali"))),
         (("Alice", "works at", "Acme Corp"), ("ex:Alice", "ex:worksAt", "ex:AcmeCorp")),
         (("Alice", "lives in", "New York"), ("ex:Alice", "ex:livesIn", "ex:NewYork")),
+        (
+            ("Bob", "works at", "St. Mary's Hospital"),
+            ("ex:Bob", "ex:worksAt", "ex:StMarysHospital"),
+        ),
         (("Alice", "favorite color", "green"), ("ex:Alice", "ex:favoriteColor", Literal("green"))),
         (
             ("Alice", "said", "Hello, World."),
@@ -82,6 +87,7 @@ async def _add(store: GraphStore, subject: Any, predicate: Any, obj: Any) -> str
         "is-called",
         "proper-name-object",
         "place",
+        "name-with-dot-and-apostrophe",
         "text-object",
         "sentence-object",
         "number",

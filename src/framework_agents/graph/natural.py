@@ -8,7 +8,8 @@ module maps such arguments onto terms, with fixed rules the tool reports back:
 * A **name** (any other text in the subject position, or an object that must be a
   resource) becomes an entity IRI in the default namespace: its words, case-folded and
   capitalised, joined (``Alice Smith`` and ``alice smith`` -> ``ex:AliceSmith``), so one
-  entity is one IRI however it is cased. An entity that already carries the text as its
+  entity is one IRI however it is cased (an apostrophe joins: ``St Mary's`` ->
+  ``ex:StMarys``). An entity that already carries the text as its
   ``rdfs:label`` (``ex:alice rdfs:label "Alice Smith"``) is that entity. A name of
   several words gets the original text as its ``rdfs:label`` when the entity has none.
 * A **relation phrase** becomes a predicate: ``is a``, ``is an``, ``type`` and the like
@@ -19,8 +20,8 @@ module maps such arguments onto terms, with fixed rules the tool reports back:
   is a class or entity name (a leading article dropped: ``an Engineer`` ->
   ``ex:Engineer``). The object of ``rdfs:label`` is text. Any other text object is an
   entity when it names one the graph already knows, or when it is written like a proper
-  name (every word capitalised, at most six words, no sentence punctuation: ``Acme
-  Corp``, ``Paris``); otherwise it is stored as text.
+  name (every word capitalised, at most six words, no ``,;:!?"``: ``Acme Corp``,
+  ``St. Mary's Hospital``, ``Paris``); otherwise it is stored as text.
 
 Nothing here reads conversation text: it only maps what ``graph_add`` receives, and the
 tool's answer says what was stored.
@@ -46,8 +47,9 @@ TYPE = IRI("rdf:type")
 
 _CURIE = re.compile(r"^[A-Za-z][A-Za-z0-9._+-]*:\S*$")
 _WORDS = re.compile(r"[^\W_]+")
+_APOSTROPHE = re.compile("['\u2019]")
 _ARTICLE = re.compile(r"^(?:a|an|the)\s+", re.IGNORECASE)
-_SENTENCE = re.compile(r"[.,;!?\"]\s|[.!?]$|[,;!?\"]")
+_SENTENCE = re.compile(r"[,;:!?\"]")
 
 _PHRASES: dict[str, str] = {
     **dict.fromkeys(
@@ -98,7 +100,8 @@ _ENTITY_OBJECT = frozenset({"owl:sameAs"})
 
 
 def _words(text: str) -> list[str]:
-    return _WORDS.findall(unicodedata.normalize("NFC", text))
+    # An apostrophe joins (Mary's -> Marys), anything else that is not a letter splits.
+    return _WORDS.findall(unicodedata.normalize("NFC", _APOSTROPHE.sub("", text)))
 
 
 def _capital(word: str) -> str:
