@@ -6,6 +6,8 @@ import asyncio
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from framework_agents.errors import GraphTermError
 from framework_agents.graph import IRI, GraphStore, Literal
@@ -164,3 +166,17 @@ def test_graph_query_patterns_take_names_too() -> None:
         assert await query.invoke({"subject": "Nobody Here"}) == "No matching facts."
 
     run(main())
+
+
+_NAME_WORDS = st.text(alphabet=st.characters(categories=["Lu", "Ll", "Nd"]), min_size=1, max_size=8)
+
+
+@given(st.lists(_NAME_WORDS, min_size=1, max_size=4), st.sampled_from([" ", "  ", "\t", " \n "]))
+def test_an_entity_is_one_iri_however_its_name_is_cased_or_spaced(
+    words: list[str], gap: str
+) -> None:
+    name = " ".join(words)
+    iri = entity_iri(name)
+    assert entity_iri(name.upper()) == entity_iri(name.lower()) == iri
+    assert entity_iri(f"  {gap.join(words)} ") == iri
+    assert not any(c.isspace() for c in iri.value)

@@ -308,3 +308,24 @@ def test_a_layout_1_store_is_upgraded_in_place(tmp_path: Path) -> None:
     meta = dict(conn.execute("SELECT key, value FROM meta").fetchall())
     conn.close()
     assert meta == {"format": "framework-agents.graph", "version": "2", "generation": "1"}
+
+
+def test_a_database_without_a_valid_generation_is_corrupt_and_left_alone(tmp_path: Path) -> None:
+    from framework_agents.errors import GraphStoreCorruptError
+
+    path = tmp_path / "g"
+
+    async def seed() -> None:
+        store = GraphStore(path)
+        await store.add("ex:a", "ex:p", "ex:b")
+        await store.close()
+
+    asyncio.run(seed())
+    with sqlite3.connect(path / "graph.sqlite3") as conn:
+        conn.execute("UPDATE meta SET value = 'x' WHERE key = 'generation'")
+    conn.close()
+    before = (path / "graph.sqlite3").read_bytes()
+    with pytest.raises(GraphStoreCorruptError, match="generation"):
+        asyncio.run(GraphStore(path).open())
+    assert (path / "graph.sqlite3").read_bytes() == before
+    asyncio.run(GraphStore(path).close())  # the failed open let the lock go

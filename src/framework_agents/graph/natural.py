@@ -46,7 +46,8 @@ LABEL = IRI("rdfs:label")
 TYPE = IRI("rdf:type")
 
 _CURIE = re.compile(r"^[A-Za-z][A-Za-z0-9._+-]*:\S*$")
-_WORDS = re.compile(r"[^\W_]+")
+# Letters and digits, with the combining marks that follow them (casefold() can make one).
+_WORDS = re.compile(r"[^\W_](?:[^\W_]|[\u0300-\u036f\u1ab0-\u1aff\u1dc0-\u1dff\u20d0-\u20ff])*")
 _APOSTROPHE = re.compile("['\u2019]")
 _ARTICLE = re.compile(r"^(?:a|an|the)\s+", re.IGNORECASE)
 _SENTENCE = re.compile(r"[,;:!?\"]")
@@ -104,8 +105,13 @@ def _words(text: str) -> list[str]:
     return _WORDS.findall(unicodedata.normalize("NFC", _APOSTROPHE.sub("", text)))
 
 
+def _fold(word: str) -> str:
+    # casefold() alone is not stable under upper(): U+0131 (dotless i) upper-cases to "I".
+    return word.casefold().upper().casefold()
+
+
 def _capital(word: str) -> str:
-    folded = word.casefold()
+    folded = _fold(word)
     return folded[:1].upper() + folded[1:]
 
 
@@ -116,7 +122,7 @@ def entity_iri(name: str, namespace: str = DEFAULT_NAMESPACE, position: str = "s
         raise GraphTermError(
             f"{position}: {name[:60]!r} is not a name: it has no letters or digits"
         )
-    return IRI(namespace + "".join(_capital(w) for w in words))
+    return IRI(namespace + unicodedata.normalize("NFC", "".join(_capital(w) for w in words)))
 
 
 def predicate_iri(phrase: str, namespace: str = DEFAULT_NAMESPACE) -> IRI:
@@ -127,7 +133,8 @@ def predicate_iri(phrase: str, namespace: str = DEFAULT_NAMESPACE) -> IRI:
             f"predicate: {phrase[:60]!r} is not a relation: it has no letters or digits"
         )
     first, *rest = words
-    return IRI(namespace + first.casefold() + "".join(_capital(w) for w in rest))
+    local = _fold(first) + "".join(_capital(w) for w in rest)
+    return IRI(namespace + unicodedata.normalize("NFC", local))
 
 
 def _is_explicit(text: str) -> bool:
