@@ -329,3 +329,18 @@ def test_a_database_without_a_valid_generation_is_corrupt_and_left_alone(tmp_pat
         asyncio.run(GraphStore(path).open())
     assert (path / "graph.sqlite3").read_bytes() == before
     asyncio.run(GraphStore(path).close())  # the failed open let the lock go
+
+
+def test_a_store_dropped_without_close_lets_the_path_go(tmp_path: Path) -> None:
+    import gc
+
+    async def main() -> None:
+        store = GraphStore(tmp_path / "g")
+        await store.add("ex:a", "ex:p", "ex:b")
+        del store
+        gc.collect()
+        again = GraphStore(tmp_path / "g")
+        assert again.contains("ex:a", "ex:p", "ex:b")
+        await again.close()
+
+    asyncio.run(main())

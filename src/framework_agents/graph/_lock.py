@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import sys
 import time
+import weakref
 from pathlib import Path
 
 from ..errors import GraphStoreBusyError, GraphStoreIOError
@@ -75,11 +76,15 @@ class StoreLock:
             time.sleep(min(delay, max(deadline - time.monotonic(), 0.0)))
             delay = min(delay * 2, 0.1)
         self._fd = fd
+        # A store dropped without close() must not hold the path until the process ends:
+        # closing the descriptor when the lock is collected lets it go.
+        self._finalizer = weakref.finalize(self, os.close, fd)
 
     def release(self) -> None:
         """Let the lock go (idempotent)."""
         fd, self._fd = self._fd, None
         if fd is not None:
+            self._finalizer.detach()
             try:
                 _unlock(fd)
             finally:
