@@ -95,12 +95,12 @@ def test_tool_errors_reach_the_model_and_store_nothing() -> None:
         store = GraphStore()
         memory = GraphMemory(store, InMemoryMemory())
         model = ScriptedModel(
-            [_record("Alice Smith", "ex:worksFor", "ex:acme"), _record("", "ex:p", "x"), "ok"]
+            [_record("?!", "ex:worksFor", "ex:acme"), _record("", "ex:p", "x"), "ok"]
         )
         agent = Agent(model, memory=memory, tools=memory.tools)
         result = await agent.run("Alice Smith works at Acme.")
         errors = [m.text for m in result.messages if m.role == "tool"]
-        assert "GRAPH_TERM_INVALID" in errors[0] and "subject" in errors[0]
+        assert "GRAPH_TERM_INVALID" in errors[0] and "no letters or digits" in errors[0]
         assert "subject" in errors[1]
         assert store.closure_size == 0
 
@@ -189,5 +189,56 @@ def test_every_model_call_of_a_tool_run_is_grounded_and_nothing_stores_it(
         assert snapshot.data.messages is not None
         assert not any(is_grounding(m) for m in snapshot.data.messages)
         await store.close()
+
+    run(main())
+
+
+def test_natural_arguments_are_stored_and_a_later_run_is_grounded_on_the_entailment(
+    tmp_path: Path,
+) -> None:
+    """A model that writes names, not CURIEs: facts stored, the subclass inference grounded."""
+
+    async def main() -> None:
+        store = GraphStore(tmp_path / "graph")
+        inner = InMemoryMemory()
+        memory = GraphMemory(store, inner)
+        first = ScriptedModel(
+            [
+                _record("Engineer", "is a kind of", "Person"),
+                _record("Alice Smith", "is an", "Engineer"),
+                _record("alice smith", "works at", "Acme Corp"),
+                _record("Alice Smith", "favorite color", "green"),
+                "Noted.",
+            ]
+        )
+        agent = Agent(first, memory=memory, tools=memory.tools)
+        result = await agent.run("Alice Smith is an engineer at Acme Corp; she likes green.")
+        answers = [m.text for m in result.messages if m.role == "tool"]
+        assert answers[0].startswith("Recorded: ex:Engineer rdfs:subClassOf ex:Person.")
+        assert answers[1].startswith("Recorded: ex:AliceSmith rdf:type ex:Engineer.")
+        assert "'Alice Smith' -> ex:AliceSmith" in answers[1]
+        assert "ex:AliceSmith rdf:type ex:Person (inferred)" in answers[1]
+        assert answers[2].startswith("Recorded: ex:AliceSmith ex:worksAt ex:AcmeCorp.")
+        assert "'alice smith' -> ex:AliceSmith" in answers[2]
+        assert 'ex:worksAt "works at"' in answers[2]
+        assert "'green' stored as text" in answers[3]
+        assert store.contains("ex:AliceSmith", "rdfs:label", "Alice Smith")
+        assert [q.object.key for q in store.quads("ex:AliceSmith", "rdfs:label")] == [
+            '"Alice Smith"'
+        ]
+        await store.close()
+
+        reopened = GraphStore(tmp_path / "graph")
+        later = GraphMemory(reopened, inner)
+        second = ScriptedModel(["Alice is a person who works at Acme Corp."])
+        await Agent(second, memory=later, tools=later.tools).run("Who is alice smith?")
+        grounding = second.calls[0].messages[0]
+        assert is_grounding(grounding)
+        assert "ex:AliceSmith rdf:type ex:Person (inferred)" in grounding.text
+        assert "ex:AliceSmith ex:worksAt ex:AcmeCorp" in grounding.text
+        third = ScriptedModel(["Green."])
+        await Agent(third, memory=later).run("what is her favorite color?")
+        assert 'ex:AliceSmith ex:favoriteColor "green"' in third.calls[0].messages[0].text
+        await reopened.close()
 
     run(main())

@@ -72,18 +72,25 @@ def test_kill_mid_write_leaves_a_reopenable_store(tmp_path: Path) -> None:
     asyncio.run(check())
 
 
+async def _open_and_close(path: Path) -> None:
+    store = GraphStore(path, lock_timeout=60)  # the others wait their turn
+    await store.open()
+    await store.add(f"ex:{os.getpid()}", "ex:opened", path.name)
+    await store.close()
+
+
 def _open_fresh_paths(base: str, rounds: int, barrier: Any, results: Any) -> None:
     for r in range(rounds):
         barrier.wait()  # every process opens the same fresh path at once
         try:
-            asyncio.run(GraphStore(Path(base) / f"g{r}").open())
+            asyncio.run(_open_and_close(Path(base) / f"g{r}"))
             results.put("ok")
         except Exception as exc:  # reported to the test process
             results.put(f"{type(exc).__name__}: {exc}")
 
 
 def test_processes_creating_the_same_store_at_once_all_open_it(tmp_path: Path) -> None:
-    """The schema is created once, under SQLite's write lock, whoever comes first."""
+    """The schema is created once, whoever comes first; the others wait for the lock."""
     ctx = multiprocessing.get_context("spawn")
     workers, rounds = 4, 12
     barrier, results = ctx.Barrier(workers), ctx.Queue()
@@ -102,6 +109,7 @@ def test_processes_creating_the_same_store_at_once_all_open_it(tmp_path: Path) -
         for r in range(rounds):
             store = GraphStore(tmp_path / f"g{r}")
             await store.add("ex:a", "ex:p", "ex:b")
+            assert len(store.quads(predicate="ex:opened")) == workers
             await store.close()
 
     asyncio.run(check())

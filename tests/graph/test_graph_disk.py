@@ -198,4 +198,5 @@ def test_a_foreign_sqlite_database_is_refused_and_left_byte_identical(tmp_path: 
     with pytest.raises(GraphStoreCorruptError, match="not a framework-agents graph store"):
         run(GraphStore(tmp_path / "g").open())
     assert file.read_bytes() == before
-    assert sorted(p.name for p in (tmp_path / "g").iterdir()) == ["graph.sqlite3"]
+    # Only the lock file joins it: no -wal or -shm, nothing written into the database.
+    assert sorted(p.name for p in (tmp_path / "g").iterdir()) == ["graph.lock", "graph.sqlite3"]

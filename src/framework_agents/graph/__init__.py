@@ -1,5 +1,6 @@
 """The semantic graph: a quad store with a materialised closure, and GraphMemory."""
 
+from .carry import APP_DATA_KEY, app_data_with_state, restore_state
 from .memory import GROUNDING_HEADER, GraphMemory, GroundingMemory, is_grounding
 from .store import ENTAILED_GRAPH, Fact, GraphStore, Quad
 from .terms import IRI, Literal, Term
@@ -9,6 +10,7 @@ from .terms import IRI, Literal, Term
 GraphLiteral = Literal
 
 __all__ = [
+    "APP_DATA_KEY",
     "ENTAILED_GRAPH",
     "GROUNDING_HEADER",
     "IRI",
@@ -19,5 +21,7 @@ __all__ = [
     "GroundingMemory",
     "Quad",
     "Term",
+    "app_data_with_state",
     "is_grounding",
+    "restore_state",
 ]

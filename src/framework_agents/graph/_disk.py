@@ -3,7 +3,11 @@
 SQLite (standard library) in WAL mode with ``synchronous=FULL``: every mutation is one
 transaction that is on disk when it returns, and a crash or kill at any instant leaves the
 database as of the last committed transaction (SQLite's journal rolls a torn write back on
-the next open). Only asserted quads are stored; the closure is recomputed on open.
+the next open). Only asserted quads are stored; every transaction also bumps the
+``generation`` in ``meta``, which tells whether a closure snapshot (:mod:`._snapshot`)
+still matches the database. A :class:`~._lock.StoreLock` keeps the store to one opener
+from open to close. The directory is created 0700 and the database 0600 (SQLite gives
+its ``-wal`` and ``-shm`` files the database's mode).
 
 Failures are AgentErrors: a path that cannot hold a store (a file, or a file on the way)
 is ``INVALID_ARGUMENT``; a database that is not a graph store, or is damaged, is
@@ -15,19 +19,23 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 import sqlite3
 import time
 from collections.abc import Iterable
 from pathlib import Path
+from typing import Any
 
 from ..errors import AgentError, GraphStoreCorruptError, GraphStoreIOError, InvalidArgumentError
+from ._lock import StoreLock
 
 __all__ = ["DB_NAME", "FORMAT", "STORE_VERSION", "Disk", "Row"]
 
 DB_NAME = "graph.sqlite3"
 FORMAT = "framework-agents.graph"
-#: Version of the database layout; newer databases are refused.
-STORE_VERSION = 1
+#: Version of the database layout; newer databases are refused, version 1 is upgraded.
+#: 2: ``meta`` holds the ``generation``, bumped by every write transaction.
+STORE_VERSION = 2
 
 #: One stored quad: subject, predicate, object as JSON text, graph ("" = default graph).
 Row = tuple[str, str, str, str]
@@ -72,6 +80,7 @@ def _create(conn: sqlite3.Connection) -> None:
                 conn.execute(statement)
             conn.execute("INSERT INTO meta VALUES ('format', ?)", (FORMAT,))
             conn.execute("INSERT INTO meta VALUES ('version', ?)", (str(STORE_VERSION),))
+            conn.execute("INSERT INTO meta VALUES ('generation', '0')")
         conn.execute("COMMIT")
     except BaseException:
         with contextlib.suppress(sqlite3.Error):
@@ -111,6 +120,19 @@ def _failure(file: Path, exc: sqlite3.Error, *, opening: bool) -> AgentError:
     return GraphStoreCorruptError(f"{file} is unreadable: {exc}")
 
 
+def _upgrade(conn: sqlite3.Connection) -> None:
+    """Layout 1 -> 2: add the generation (a closure snapshot cannot exist for layout 1)."""
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        conn.execute("INSERT OR REPLACE INTO meta VALUES ('generation', '0')")
+        conn.execute("UPDATE meta SET value = ? WHERE key = 'version'", (str(STORE_VERSION),))
+        conn.execute("COMMIT")
+    except BaseException:
+        with contextlib.suppress(sqlite3.Error):
+            conn.execute("ROLLBACK")
+        raise
+
+
 def encode_object(data: str | dict[str, str]) -> str:
     """The canonical JSON text of a term's JSON form (unique per term)."""
     return json.dumps(data, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
@@ -119,15 +141,19 @@ def encode_object(data: str | dict[str, str]) -> str:
 class Disk:
     """One open database; the caller serialises every call (the store's lock)."""
 
-    def __init__(self, directory: Path) -> None:
+    def __init__(self, directory: Path, *, lock_timeout: float = 0.0) -> None:
+        """A database in ``directory`` (not opened yet); see :meth:`open`."""
         self.directory = directory
         self.file = directory / DB_NAME
+        self.generation = 0
+        self._lock_timeout = lock_timeout
+        self._lock = StoreLock(directory)
         self._conn: sqlite3.Connection | None = None
 
-    def open(self) -> list[Row]:
-        """Open (creating if missing) and return every stored quad."""
+    def open(self) -> None:
+        """Lock the store and open its database, creating both if missing."""
         try:
-            self.directory.mkdir(parents=True, exist_ok=True)
+            self.directory.mkdir(mode=0o700, parents=True, exist_ok=True)
         except (FileExistsError, NotADirectoryError) as exc:
             raise InvalidArgumentError(
                 f"graph store path {self.directory} is not a directory: {exc.strerror}"
@@ -138,6 +164,23 @@ class Disk:
             ) from exc
         if self.file.exists() and not self.file.is_file():
             raise InvalidArgumentError(f"graph store database {self.file} is not a file")
+        self._lock.acquire(self._lock_timeout)
+        try:
+            self._conn = self._connect()
+        except BaseException:
+            self._lock.release()
+            raise
+
+    def _connect(self) -> sqlite3.Connection:
+        try:
+            # Owner-only from the first byte (SQLite gives -wal and -shm the same mode).
+            os.close(os.open(self.file, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
+        except FileExistsError:
+            pass
+        except OSError as exc:
+            raise GraphStoreIOError(
+                f"cannot create graph store {self.file}: {exc.strerror}"
+            ) from exc
         try:
             conn = sqlite3.connect(
                 self.file, timeout=_BUSY_SECONDS, check_same_thread=False, isolation_level=None
@@ -145,36 +188,62 @@ class Disk:
         except sqlite3.Error as exc:
             raise _failure(self.file, exc, opening=True) from exc
         try:
-            conn.execute("PRAGMA synchronous=FULL")  # this connection only: writes nothing
-            if not _tables(conn):  # a new file, or one a crash left before its schema
-                _wal(conn)
-                _create(conn)
-            # Look before switching to WAL (which rewrites the file): never alter a
-            # database that is not a graph store.
-            tables = _tables(conn)
-            if not {"meta", "quads"} <= tables:
-                raise GraphStoreCorruptError(
-                    f"{self.file} is not a framework-agents graph store "
-                    f"(it holds the tables {sorted(tables)})"
-                )
-            meta = dict(conn.execute("SELECT key, value FROM meta").fetchall())
-            if meta.get("format") != FORMAT or not str(meta.get("version", "")).isdigit():
-                raise GraphStoreCorruptError(f"{self.file} is not a framework-agents graph store")
-            if int(meta["version"]) > STORE_VERSION:
-                raise GraphStoreCorruptError(
-                    f"{self.file} has layout version {meta['version']}, newer than "
-                    f"{STORE_VERSION}; upgrade framework-agents to read it"
-                )
-            _wal(conn)  # already so for a store made here
-            rows: list[Row] = conn.execute("SELECT s, p, o, g FROM quads").fetchall()
+            self.generation = self._check(conn)
         except sqlite3.Error as exc:
             conn.close()
             raise _failure(self.file, exc, opening=True) from exc
         except BaseException:
             conn.close()
             raise
-        self._conn = conn
-        return rows
+        return conn
+
+    def _check(self, conn: sqlite3.Connection) -> int:
+        """Create or validate (and upgrade) the schema; the database's generation."""
+        conn.execute("PRAGMA synchronous=FULL")  # this connection only: writes nothing
+        if not _tables(conn):  # a new file, or one a crash left before its schema
+            _wal(conn)
+            _create(conn)
+        # Look before switching to WAL (which rewrites the file): never alter a
+        # database that is not a graph store.
+        tables = _tables(conn)
+        if not {"meta", "quads"} <= tables:
+            raise GraphStoreCorruptError(
+                f"{self.file} is not a framework-agents graph store "
+                f"(it holds the tables {sorted(tables)})"
+            )
+        meta = dict(conn.execute("SELECT key, value FROM meta").fetchall())
+        if meta.get("format") != FORMAT or not str(meta.get("version", "")).isdigit():
+            raise GraphStoreCorruptError(f"{self.file} is not a framework-agents graph store")
+        if int(meta["version"]) > STORE_VERSION:
+            raise GraphStoreCorruptError(
+                f"{self.file} has layout version {meta['version']}, newer than "
+                f"{STORE_VERSION}; upgrade framework-agents to read it"
+            )
+        _wal(conn)  # already so for a store made here
+        if int(meta["version"]) < STORE_VERSION:
+            _upgrade(conn)
+            return 0
+        generation = str(meta.get("generation", ""))
+        if not generation.isdigit():
+            raise GraphStoreCorruptError(f"{self.file} has no valid generation in its meta table")
+        return int(generation)
+
+    def rows(self) -> list[Row]:
+        """Every stored quad."""
+        return self._read("SELECT s, p, o, g FROM quads")
+
+    def count(self) -> int:
+        """How many quads are stored."""
+        [(count,)] = self._read("SELECT count(*) FROM quads")
+        return int(count)
+
+    def _read(self, sql: str) -> list[Any]:
+        conn = self._conn
+        assert conn is not None, "graph store database is not open"
+        try:
+            return conn.execute(sql).fetchall()
+        except sqlite3.Error as exc:
+            raise _failure(self.file, exc, opening=True) from exc
 
     def _write(self, sql: str, rows: Iterable[Row], *, wipe: bool = False) -> None:
         conn = self._conn
@@ -185,6 +254,8 @@ class Disk:
                 if wipe:
                     conn.execute("DELETE FROM quads")
                 conn.executemany(sql, rows)
+                bump = str(self.generation + 1)
+                conn.execute("UPDATE meta SET value = ? WHERE key = 'generation'", (bump,))
                 conn.execute("COMMIT")
             except BaseException:
                 with contextlib.suppress(sqlite3.Error):
@@ -192,6 +263,7 @@ class Disk:
                 raise
         except sqlite3.Error as exc:
             raise _failure(self.file, exc, opening=False) from exc
+        self.generation += 1
 
     def insert(self, rows: Iterable[Row]) -> None:
         """Durably add ``rows`` in one transaction."""
@@ -206,7 +278,10 @@ class Disk:
         self._write("INSERT OR IGNORE INTO quads VALUES (?, ?, ?, ?)", rows, wipe=True)
 
     def close(self) -> None:
-        """Close the database (idempotent)."""
-        if self._conn is not None:
-            self._conn.close()
-            self._conn = None
+        """Close the database and let the lock go (idempotent)."""
+        try:
+            if self._conn is not None:
+                self._conn.close()
+                self._conn = None
+        finally:
+            self._lock.release()

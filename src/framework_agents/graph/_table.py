@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from .rules import VOCAB
 from .terms import IRI, Literal, Term
 
@@ -51,3 +53,26 @@ class TermTable:
     def key(self, ident: int) -> str:
         """The canonical string of an id's term (for ordering and display)."""
         return self._iri_keys[ident] if ident > 0 else self._literal_keys[-ident]
+
+    def dump(self) -> tuple[list[str], list[tuple[str, str | None, str | None]]]:
+        """Plain data for a snapshot: IRI keys and literal parts, in id order."""
+        literals = [(t.value, t.datatype, t.lang) for t in self._literals[1:]]
+        return self._iri_keys[1:], literals
+
+    @classmethod
+    def restore(cls, data: Any) -> TermTable:
+        """The table :meth:`dump` described (same ids); bad data raises ``ValueError``."""
+        iris, literals = data
+        table = cls.__new__(cls)
+        table._iris = [IRI(""), *(IRI(key) for key in iris)]
+        table._iri_keys = ["", *iris]
+        table._literals = [Literal(""), *(Literal(v, d, lang) for v, d, lang in literals)]
+        table._literal_keys = [t.key for t in table._literals]
+        ids: dict[Term, int] = {t: i for i, t in enumerate(table._iris) if i}
+        ids.update((t, -i) for i, t in enumerate(table._literals) if i)
+        table._ids = ids
+        if any(ids.get(IRI(name)) != reserved for name, reserved in VOCAB.items()):
+            raise ValueError("the snapshot's term table does not reserve the rule vocabulary")
+        if len(ids) != len(iris) + len(literals):
+            raise ValueError("the snapshot's term table repeats a term")
+        return table

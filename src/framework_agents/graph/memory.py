@@ -34,7 +34,7 @@ from ..tools import Tool
 from .store import Fact, GraphStore
 from .tools import graph_tools
 
-__all__ = ["GROUNDING_HEADER", "GraphMemory", "GroundingMemory", "is_grounding"]
+__all__ = ["GROUNDING_HEADER", "GraphMemory", "GroundingMemory", "Ranker", "is_grounding"]
 
 #: First line of a grounding message.
 GROUNDING_HEADER = (
@@ -77,6 +77,14 @@ class GroundingMemory(Memory, Protocol):
         ...
 
 
+class Ranker(Protocol):
+    """Picks the facts of a store most relevant to a text (blocking; run in a thread)."""
+
+    def relevant(self, store: GraphStore, text: str, k: int) -> list[Fact]:
+        """The ``k`` best facts for ``text``, best first."""
+        ...
+
+
 class GraphMemory:
     """Session memory (``inner``) plus a :class:`GraphStore` of long-term facts."""
 
@@ -87,7 +95,16 @@ class GraphMemory:
         facts: int = 8,
         *,
         role: Literal["system", "user"] = "system",
+        carry_state: bool | None = None,
+        ranker: Ranker | None = None,
     ) -> None:
+        """Check the arguments and bind the ``graph_add``/``graph_query`` tools to ``store``.
+
+        ``carry_state``: whether session snapshots carry the store's facts in their
+        ``app_data`` (:mod:`.carry`); ``None`` means yes for an in-memory store, no for an
+        on-disk one. ``ranker``: what picks the grounding facts (default: the store's
+        lexical :meth:`~GraphStore.relevant`; e.g. :class:`~.embedding.EmbeddingRanker`).
+        """
         if not isinstance(store, GraphStore):
             raise InvalidArgumentError(f"store must be a GraphStore, not {type(store).__name__}")
         if not isinstance(inner, Memory):
@@ -96,6 +113,14 @@ class GraphMemory:
             raise InvalidArgumentError(f"facts must be a non-negative integer, not {facts!r}")
         if role not in ("system", "user"):
             raise InvalidArgumentError(f"role must be 'system' or 'user', not {role!r}")
+        if carry_state is not None and not isinstance(carry_state, bool):
+            raise InvalidArgumentError(f"carry_state must be a bool or None, not {carry_state!r}")
+        self._carry_state = carry_state
+        if ranker is not None and not callable(getattr(ranker, "relevant", None)):
+            raise InvalidArgumentError(
+                f"ranker must have a relevant(store, text, k) method, not {type(ranker).__name__}"
+            )
+        self.ranker: Ranker | None = ranker
         self.store: GraphStore = store
         self.inner: Memory = inner
         self.facts: int = facts
@@ -109,6 +134,8 @@ class GraphMemory:
         if not _text(text, "relevant_facts").strip() or self.facts == 0:
             return []
         await self.store.open()
+        if self.ranker is not None:
+            return await asyncio.to_thread(self.ranker.relevant, self.store, text, self.facts)
         return await asyncio.to_thread(self.store.relevant, text, self.facts)
 
     async def grounding_for(self, text: str) -> Message | None:
@@ -154,6 +181,11 @@ class GraphMemory:
 
     # -- state -------------------------------------------------------------------------
 
+    @property
+    def carries_state(self) -> bool:
+        """Whether session snapshots carry the store's facts (``app_data``, see :mod:`.carry`)."""
+        return self.store.path is None if self._carry_state is None else self._carry_state
+
     def export_state(self) -> dict[str, Any]:
         """The store's asserted quads (no entailments), versioned and JSON-serialisable."""
         return self.store.export_state()
@@ -163,5 +195,6 @@ class GraphMemory:
         await self.store.import_state(state)
 
     def __repr__(self) -> str:
+        """Where the graph lives, the inner memory and the fact budget."""
         where = self.store.path or "memory"
         return f"GraphMemory(store={where}, inner={self.inner!r}, facts={self.facts})"

@@ -1,10 +1,13 @@
 """Ranking closure facts by relevance to a text: BM25 on labels plus graph expansion.
 
-Every node of the closure (an entity, class, property or literal) is a tiny document:
-the tokens of an IRI's local name (``ex:worksFor`` -> ``work``) or of a literal's text.
-:func:`tokenize` normalises Unicode (NFKC), splits camelCase, snake_case, CURIEs and
-IRIs, folds case, drops common English stop words and clitics (``'s``) and strips plural
-endings. A query is scored in four steps:
+Every node of the closure (an entity, class, property -- predicates included -- or
+literal) is a tiny document: the tokens of an IRI's local name (``ex:favoriteColor`` ->
+``favorit color``) plus those of its ``rdfs:label`` values, or of a literal's text.
+:func:`tokenize` normalises Unicode (NFKC), folds case and diacritics, splits camelCase,
+snake_case, CURIEs and IRIs, drops common English stop words and clitics (``'s``), stems
+lightly (plural, ``-ing``, ``-ed``: "work" finds ``ex:worksFor``) and cuts Chinese,
+Japanese and Korean text into characters and character pairs. A query is scored in four
+steps:
 
 1. **Lexical**: BM25 (k1=1.2, b=0.75) of every node that shares a token with the query.
 2. **Seeds**: the best ``SEEDS`` matched nodes that are subjects or objects, and the best
@@ -35,10 +38,14 @@ import math
 import re
 import unicodedata
 from collections.abc import Callable, Iterable
+from typing import Any
 
 from ._table import TermTable
 from .rules import SAMEAS, Closure, Triple
 from .terms import IRI
+
+#: The property whose values join a node's document (a name for what an IRI stands for).
+LABEL = IRI("rdfs:label")
 
 __all__ = [
     "ALPHA",
@@ -85,31 +92,79 @@ _STOP = frozenset(
 _CLITIC = re.compile(r"(?<=\w)['\u2019](?:s|t|d|ll|re|ve|m)\b", re.IGNORECASE)
 _CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])|(?<=[A-Za-z])(?=\d)")
 _WORD = re.compile(r"[^\W_]+")
+# Scripts written without spaces between words: Han, kana, Hangul (and their extensions).
+_CJK_CHARS = (
+    "\u3040-\u30ff\u31f0-\u31ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
+    "\u1100-\u11ff\u3130-\u318f\uac00-\ud7af\U00020000-\U0002fa1f"
+)
+_CJK_RUN = re.compile(f"([{_CJK_CHARS}]+)")
+_KANA = re.compile("[\u3040-\u30ff\u31f0-\u31ff]")
+_DOUBLED = re.compile(r"([b-df-hj-np-tv-z])\1$")
 
 
 def _stem(token: str) -> str:
+    """A light English stemmer: plural, ``-ing``/``-ed`` and a final ``e`` go.
+
+    Both sides of a match go through it, so it only has to be consistent: ``works``,
+    ``worked``, ``working`` and ``work`` all become ``work``; ``likes``, ``liked`` and
+    ``like`` become ``lik``. Tokens of three characters or fewer are left alone.
+    """
     if len(token) > 4 and token.endswith("ies"):
         return token[:-3] + "y"
     if len(token) > 4 and token.endswith(("sses", "shes", "ches", "xes")):
-        return token[:-2]
-    if len(token) > 3 and token.endswith("s") and not token.endswith(("ss", "us", "is")):
-        return token[:-1]
+        token = token[:-2]
+    elif len(token) > 3 and token.endswith("s") and not token.endswith(("ss", "us", "is")):
+        token = token[:-1]
+    for suffix in ("ing", "ed"):
+        if token.endswith(suffix) and len(token) - len(suffix) >= 3:
+            token = token[: -len(suffix)]
+            if _DOUBLED.search(token) and token[-1] not in "lsz":
+                token = token[:-1]
+            break
+    if len(token) > 3 and token.endswith("e") and not token.endswith("ee"):
+        token = token[:-1]
     return token
 
 
+def _fold(token: str) -> str:
+    """Case-folded, with diacritics removed (``Zoë`` -> ``zoe``, ``Ärger`` -> ``arger``)."""
+    folded = token.casefold()
+    if folded.isascii():
+        return folded
+    bare = "".join(c for c in unicodedata.normalize("NFKD", folded) if not unicodedata.combining(c))
+    return unicodedata.normalize("NFC", bare)
+
+
+def _cjk_grams(run: str) -> list[str]:
+    """Characters and character pairs of a CJK run, so a part of a name matches it."""
+    if len(run) == 1:
+        return [run]
+    # Kana alone are mostly grammar (particles, endings): only their pairs are kept.
+    chars = [c for c in run if not _KANA.match(c)]
+    return [*chars, *(run[i : i + 2] for i in range(len(run) - 1))]
+
+
 def tokenize(text: str) -> list[str]:
-    """Search tokens of ``text``: camelCase and non-word boundaries split, folded, stemmed.
+    """Search tokens of ``text``: words split, folded and stemmed; CJK as n-grams.
 
     The text is NFKC-normalised first, so composed and decomposed accents, full-width
-    letters and ligatures match their plain forms; possessive and contracted endings
-    (``'s``, ``n't``) are dropped.
+    letters and ligatures match their plain forms, and diacritics are folded (``Zoë``
+    matches ``Zoe``); possessive and contracted endings (``'s``, ``n't``) are dropped.
+    camelCase and snake_case split into words; stop words go and the rest is stemmed
+    lightly (``worksFor`` gives ``work``). Runs of Chinese, Japanese or Korean characters
+    give their characters and character pairs (``東京大学`` gives ``東``, ``東京``,
+    ``京大``, ...), so any part of a name matches it.
     """
     out: list[str] = []
     for word in _WORD.findall(_CLITIC.sub("", unicodedata.normalize("NFKC", text))):
-        for part in _CAMEL.split(word):
-            token = part.casefold()
-            if token and token not in _STOP:
-                out.append(_stem(token))
+        for i, chunk in enumerate(_CJK_RUN.split(word)):
+            if i % 2:
+                out.extend(_cjk_grams(chunk))
+                continue
+            for part in _CAMEL.split(chunk):
+                token = _fold(part)
+                if token and token not in _STOP:
+                    out.append(_stem(token))
     return out
 
 
@@ -130,15 +185,34 @@ class LexicalIndex:
     """BM25 postings over closure nodes plus node degrees, kept in step with the closure."""
 
     def __init__(self, closure: Closure, terms: TermTable) -> None:
+        """An empty index over ``closure``, reading term text from ``terms``."""
         self._closure = closure
         self._terms = terms
         self._postings: dict[str, dict[int, int]] = {}
         self._doc: dict[int, tuple[str, ...]] = {}
         self._total_len = 0
-        self._degree: dict[int, int] = {}  # occurrences in any position
+        self._degree: dict[int, int] = {}  # occurrences in any position (predicate too)
         self._so_degree: dict[int, int] = {}  # occurrences as subject or object
         self._hub_facts: dict[int, _Capped] = {}
         self._pred_facts: dict[int, _Capped] = {}
+
+    def dump(self) -> tuple[Any, ...]:
+        """Plain data for a snapshot: postings, documents and degrees (not the caches)."""
+        return (self._postings, self._doc, self._total_len, self._degree, self._so_degree)
+
+    @classmethod
+    def restore(cls, closure: Closure, terms: TermTable, data: Any) -> LexicalIndex:
+        """The index :meth:`dump` described, over ``closure`` and ``terms``."""
+        index = cls(closure, terms)
+        postings, doc, total, degree, so_degree = data
+        index._postings, index._doc, index._degree, index._so_degree = (
+            postings,
+            doc,
+            degree,
+            so_degree,
+        )
+        index._total_len = int(total)
+        return index
 
     # -- maintenance -------------------------------------------------------------------
 
@@ -152,8 +226,18 @@ class LexicalIndex:
             self._degree.pop(node, None)
             self._drop_doc(node)
 
+    def _doc_tokens(self, node: int) -> tuple[str, ...]:
+        """The tokens of a node's name, then those of its ``rdfs:label`` values."""
+        tokens = label_tokens(self._terms.term(node))
+        label = self._terms.lookup(LABEL)
+        if label is not None and node > 0:
+            for value in sorted(self._closure.objects(node, label)):
+                if value < 0:
+                    tokens += label_tokens(self._terms.term(value))
+        return tuple(tokens)
+
     def _add_doc(self, node: int) -> None:
-        tokens = tuple(label_tokens(self._terms.term(node)))
+        tokens = self._doc_tokens(node)
         if not tokens:
             return
         self._doc[node] = tokens
@@ -177,6 +261,8 @@ class LexicalIndex:
         """Account for triples that entered and left the closure."""
         so = self._so_degree
         hub, pred = self._hub_facts, self._pred_facts
+        label = self._terms.lookup(LABEL)
+        relabelled: set[int] = set()
         for sign, triples in ((1, added), (-1, removed)):
             for t in triples:
                 s, p, o = t
@@ -187,10 +273,17 @@ class LexicalIndex:
                     else:
                         so.pop(node, None)
                     self._bump(node, sign)
+                self._bump(p, sign)
+                if p == label:
+                    relabelled.add(s)
                 self._follow(hub, s, t, sign)
                 if o != s:
                     self._follow(hub, o, t, sign)
                 self._follow(pred, p, t, sign)
+        for node in relabelled:  # the closure is final here: read its labels afresh
+            if node in self._degree:
+                self._drop_doc(node)
+                self._add_doc(node)
 
     def _follow(self, cache: dict[int, _Capped], node: int, t: Triple, sign: int) -> None:
         """Keep ``cache[node]`` exact after ``t`` entered (``sign`` 1) or left the closure.
@@ -279,6 +372,19 @@ class LexicalIndex:
                 totals[node] = totals.get(node, 0.0) + score
         return totals, parts
 
+    def _expand(self, seeds: list[int], lex: dict[int, float]) -> dict[int, float]:
+        """Neighbours of the seeds (hubs excepted), each with its best seed's share."""
+        so = self._so_degree
+        expansion: dict[int, float] = {}
+        for node in seeds:
+            if so[node] > EXPAND_LIMIT:
+                continue
+            share = ALPHA * lex[node]
+            for other in self._neighbours(node):
+                if expansion.get(other, 0.0) < share:
+                    expansion[other] = share
+        return expansion
+
     def search(
         self, text: str, k: int, asserted: Callable[[Triple], bool]
     ) -> list[tuple[float, Triple]]:
@@ -293,14 +399,7 @@ class LexicalIndex:
 
         seeds = _top([n for n in lex if n in so], lex, SEEDS, key)
         preds = _top([n for n in lex if n in closure.pso], lex, PREDICATE_SEEDS, key)
-        expansion: dict[int, float] = {}
-        for node in seeds:
-            if so[node] > EXPAND_LIMIT:
-                continue
-            share = ALPHA * lex[node]
-            for other in self._neighbours(node):
-                if expansion.get(other, 0.0) < share:
-                    expansion[other] = share
+        expansion = self._expand(seeds, lex)
         chosen = set(seeds)
         expanded = _top([n for n in expansion if n not in chosen], expansion, EXPANDED, key)
         candidates: set[Triple] = set()
@@ -309,26 +408,13 @@ class LexicalIndex:
         for p in preds:
             candidates.update(self._with_predicate(p))
 
-        def lexical_part(s: int, p: int, o: int) -> float:
-            # Each query token counts once per fact: the best of its three nodes.
-            ps, po, pp = parts.get(s), parts.get(o), parts.get(p)
-            matched = (ps is not None) + (po is not None) + (pp is not None)
-            if matched == 0:
-                return 0.0
-            if matched == 1:
-                return lex[s] if ps else lex[o] if po else BETA * lex[p]
-            best = 0.0
-            for i in range(len(next(r for r in (ps, po, pp) if r is not None))):
-                best += max(ps[i] if ps else 0.0, po[i] if po else 0.0, BETA * pp[i] if pp else 0.0)
-            return best
-
         scores: dict[Triple, float] = {}
         near = expansion.get
         for t in candidates:
             s, p, o = t
             if p == SAMEAS and s == o:
                 continue  # a reflexive sameAs says nothing
-            scores[t] = round(lexical_part(s, p, o) + near(s, 0.0) + near(o, 0.0), 9)
+            scores[t] = round(_lexical_part(lex, parts, t) + near(s, 0.0) + near(o, 0.0), 9)
         if not scores:
             return []
         # Canonical keys only for the facts that can still make the cut (ties included).
@@ -339,6 +425,21 @@ class LexicalIndex:
             if score >= cutoff
         ]
         return [(-row[0], row[5]) for row in heapq.nsmallest(k, pool)]
+
+
+def _lexical_part(lex: dict[int, float], parts: dict[int, list[float]], t: Triple) -> float:
+    """A fact's lexical score: each query token counts once, the best of its three nodes."""
+    s, p, o = t
+    ps, po, pp = parts.get(s), parts.get(o), parts.get(p)
+    matched = (ps is not None) + (po is not None) + (pp is not None)
+    if matched == 0:
+        return 0.0
+    if matched == 1:
+        return lex[s] if ps else lex[o] if po else BETA * lex[p]
+    best = 0.0
+    for i in range(len(next(r for r in (ps, po, pp) if r is not None))):
+        best += max(ps[i] if ps else 0.0, po[i] if po else 0.0, BETA * pp[i] if pp else 0.0)
+    return best
 
 
 class _Capped:

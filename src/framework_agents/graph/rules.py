@@ -40,7 +40,8 @@ the closure, which the retrieval index consumes.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
+from typing import Any
 
 __all__ = ["VOCAB", "Closure", "Triple"]
 
@@ -86,6 +87,7 @@ class Closure:
     """
 
     def __init__(self) -> None:
+        """An empty closure."""
         self.base: set[Triple] = set()
         self.triples: set[Triple] = set()
         self.spo: dict[int, dict[int, set[int]]] = {}
@@ -132,27 +134,30 @@ class Closure:
 
     def _consequences(self, t: Triple) -> list[Triple]:
         """Every conclusion of a rule instance that uses ``t`` and closure triples."""
-        s, p, o = t
-        spo, pso, ops = self.spo, self.pso, self.ops
         out: list[Triple] = []
+        self._as_data(t, out)
+        schema = _SCHEMA_RULES.get(t[1])
+        if schema is not None:
+            schema(self, t[0], t[2], out)
+        return out
+
+    def _as_data(self, t: Triple, out: list[Triple]) -> None:
+        """Conclusions with ``t`` as the data premise: what is known about its predicate."""
+        s, p, o = t
+        spo = self.spo
         emit = out.append
-        # t as the data premise: what is known about its predicate.
         about_p = spo.get(p)
         if about_p:
             for q in about_p.get(SUBPROP, _NONE):
                 emit((s, q, o))
             for c in about_p.get(DOMAIN, _NONE):
                 emit((s, TYPE, c))
+            kinds = about_p.get(TYPE, _NONE)
+            if TRANSITIVE in kinds:
+                self._transitive_step(t, out)
             if o > 0:
                 for c in about_p.get(RANGE, _NONE):
                     emit((o, TYPE, c))
-            kinds = about_p.get(TYPE, _NONE)
-            if TRANSITIVE in kinds:
-                for z in spo.get(o, _NO).get(p, _NONE) if o > 0 else _NONE:
-                    emit((s, p, z))
-                for x in ops.get(s, _NO).get(p, _NONE):
-                    emit((x, p, o))
-            if o > 0:
                 if SYMMETRIC in kinds:
                     emit((o, p, s))
                 for q in about_p.get(INVERSE, _NONE):
@@ -160,152 +165,175 @@ class Closure:
             for p2 in about_p.get(SAMEAS, _NONE):
                 emit((s, p2, o))
         if o > 0:
-            for q in ops.get(p, _NO).get(INVERSE, _NONE):
+            for q in self.ops.get(p, _NO).get(INVERSE, _NONE):
                 emit((o, q, s))
-        if SAMEAS in pso:
-            for s2 in spo.get(s, _NO).get(SAMEAS, _NONE):
-                emit((s2, p, o))
-            if o > 0:
-                for o2 in spo.get(o, _NO).get(SAMEAS, _NONE):
-                    emit((s, p, o2))
-        # t as the schema premise.
-        if p == TYPE:
-            if o > 0:
-                for d in spo.get(o, _NO).get(SUBCLASS, _NONE):
-                    emit((s, TYPE, d))
-                if o == TRANSITIVE:
-                    for x, ys in pso.get(s, _NO).items():
-                        for y in ys:
-                            if y > 0:
-                                for z in spo.get(y, _NO).get(s, _NONE):
-                                    emit((x, s, z))
-                elif o == SYMMETRIC:
-                    for x, ys in pso.get(s, _NO).items():
-                        for y in ys:
-                            if y > 0:
-                                emit((y, s, x))
-        elif p == SUBCLASS:
-            for x in ops.get(s, _NO).get(TYPE, _NONE):
-                emit((x, TYPE, o))
-            if o > 0:
-                for d in spo.get(o, _NO).get(SUBCLASS, _NONE):
-                    emit((s, SUBCLASS, d))
-            for c in ops.get(s, _NO).get(SUBCLASS, _NONE):
-                emit((c, SUBCLASS, o))
-        elif p == SUBPROP:
-            for x, ys in pso.get(s, _NO).items():
-                for y in ys:
-                    emit((x, o, y))
-            if o > 0:
-                for r in spo.get(o, _NO).get(SUBPROP, _NONE):
-                    emit((s, SUBPROP, r))
-            for q in ops.get(s, _NO).get(SUBPROP, _NONE):
-                emit((q, SUBPROP, o))
-        elif p == DOMAIN:
-            for x in pso.get(s, _NO):
-                emit((x, TYPE, o))
-        elif p == RANGE:
-            for ys in pso.get(s, _NO).values():
-                for y in ys:
-                    if y > 0:
-                        emit((y, TYPE, o))
-        elif p == INVERSE:
+        if SAMEAS in self.pso:
+            self._replace_same(t, out)
+
+    def _replace_same(self, t: Triple, out: list[Triple]) -> None:
+        """eq-rep-s and eq-rep-o with ``t`` as the fact whose subject or object is copied."""
+        s, p, o = t
+        spo = self.spo
+        out.extend((s2, p, o) for s2 in spo.get(s, _NO).get(SAMEAS, _NONE))
+        if o > 0:
+            out.extend((s, p, o2) for o2 in spo.get(o, _NO).get(SAMEAS, _NONE))
+
+    def _transitive_step(self, t: Triple, out: list[Triple]) -> None:
+        """prp-trp with ``t`` as either of the two chained facts."""
+        s, p, o = t
+        if o > 0:
+            for z in self.spo.get(o, _NO).get(p, _NONE):
+                out.append((s, p, z))
+        for x in self.ops.get(s, _NO).get(p, _NONE):
+            out.append((x, p, o))
+
+    def _on_type(self, s: int, o: int, out: list[Triple]) -> None:
+        """``s rdf:type o`` as a schema premise: rdfs9, and prp-trp/prp-symp when declared."""
+        if o <= 0:
+            return
+        pso, spo = self.pso, self.spo
+        for d in spo.get(o, _NO).get(SUBCLASS, _NONE):
+            out.append((s, TYPE, d))
+        if o == TRANSITIVE:
             for x, ys in pso.get(s, _NO).items():
                 for y in ys:
                     if y > 0:
-                        emit((y, o, x))
-            for x, ys in pso.get(o, _NO).items():
-                for y in ys:
-                    if y > 0:
-                        emit((y, s, x))
-        elif p == SAMEAS:
-            if o > 0:
-                emit((o, SAMEAS, s))
-                for z in spo.get(o, _NO).get(SAMEAS, _NONE):
-                    emit((s, SAMEAS, z))
-                for p2, o2s in spo.get(s, _NO).items():
-                    for o2 in o2s:
-                        emit((o, p2, o2))
-                for x, ys in pso.get(s, _NO).items():
-                    for y in ys:
-                        emit((x, o, y))
-            for x in ops.get(s, _NO).get(SAMEAS, _NONE):
-                emit((x, SAMEAS, o))
-            for p2, xs in ops.get(s, _NO).items():
-                for x in xs:
-                    emit((x, p2, o))
-        elif p == EQCLASS:
-            emit((s, SUBCLASS, o))
-            if o > 0:
-                emit((o, SUBCLASS, s))
-        elif p == EQPROP:
-            emit((s, SUBPROP, o))
-            if o > 0:
-                emit((o, SUBPROP, s))
-        return out
+                        out.extend((x, s, z) for z in spo.get(y, _NO).get(s, _NONE))
+        elif o == SYMMETRIC:
+            for x, ys in pso.get(s, _NO).items():
+                out.extend((y, s, x) for y in ys if y > 0)
+
+    def _on_subclass(self, s: int, o: int, out: list[Triple]) -> None:
+        """rdfs9 and rdfs11 with ``s rdfs:subClassOf o`` as a premise."""
+        ops = self.ops
+        out.extend((x, TYPE, o) for x in ops.get(s, _NO).get(TYPE, _NONE))
+        if o > 0:
+            out.extend((s, SUBCLASS, d) for d in self.spo.get(o, _NO).get(SUBCLASS, _NONE))
+        out.extend((c, SUBCLASS, o) for c in ops.get(s, _NO).get(SUBCLASS, _NONE))
+
+    def _on_subprop(self, s: int, o: int, out: list[Triple]) -> None:
+        """rdfs7 and rdfs5 with ``s rdfs:subPropertyOf o`` as a premise."""
+        for x, ys in self.pso.get(s, _NO).items():
+            out.extend((x, o, y) for y in ys)
+        if o > 0:
+            out.extend((s, SUBPROP, r) for r in self.spo.get(o, _NO).get(SUBPROP, _NONE))
+        out.extend((q, SUBPROP, o) for q in self.ops.get(s, _NO).get(SUBPROP, _NONE))
+
+    def _on_domain(self, s: int, o: int, out: list[Triple]) -> None:
+        """rdfs2 with ``s rdfs:domain o`` as the schema premise."""
+        out.extend((x, TYPE, o) for x in self.pso.get(s, _NO))
+
+    def _on_range(self, s: int, o: int, out: list[Triple]) -> None:
+        """rdfs3 with ``s rdfs:range o`` as the schema premise."""
+        for ys in self.pso.get(s, _NO).values():
+            out.extend((y, TYPE, o) for y in ys if y > 0)
+
+    def _on_inverse(self, s: int, o: int, out: list[Triple]) -> None:
+        """prp-inv1 and prp-inv2 with ``s owl:inverseOf o`` as the schema premise."""
+        pso = self.pso
+        for x, ys in pso.get(s, _NO).items():
+            out.extend((y, o, x) for y in ys if y > 0)
+        for x, ys in pso.get(o, _NO).items():
+            out.extend((y, s, x) for y in ys if y > 0)
+
+    def _on_sameas(self, s: int, o: int, out: list[Triple]) -> None:
+        """eq-sym, eq-trans and eq-rep-s/p/o with ``s owl:sameAs o`` as a premise."""
+        spo, ops = self.spo, self.ops
+        if o > 0:
+            out.append((o, SAMEAS, s))
+            out.extend((s, SAMEAS, z) for z in spo.get(o, _NO).get(SAMEAS, _NONE))
+            for p2, o2s in spo.get(s, _NO).items():
+                out.extend((o, p2, o2) for o2 in o2s)
+            for x, ys in self.pso.get(s, _NO).items():
+                out.extend((x, o, y) for y in ys)
+        out.extend((x, SAMEAS, o) for x in ops.get(s, _NO).get(SAMEAS, _NONE))
+        for p2, xs in ops.get(s, _NO).items():
+            out.extend((x, p2, o) for x in xs)
+
+    def _on_eqclass(self, s: int, o: int, out: list[Triple]) -> None:
+        """scm-eqc1: equivalent classes are subclasses of each other."""
+        out.append((s, SUBCLASS, o))
+        if o > 0:
+            out.append((o, SUBCLASS, s))
+
+    def _on_eqprop(self, s: int, o: int, out: list[Triple]) -> None:
+        """scm-eqp1: equivalent properties are subproperties of each other."""
+        out.append((s, SUBPROP, o))
+        if o > 0:
+            out.append((o, SUBPROP, s))
 
     # -- rules, backward (one step) ----------------------------------------------------
 
     def _derivable(self, t: Triple) -> bool:
         """Whether some rule instance concludes ``t`` from triples now in the closure."""
+        if t in self.base or self._derivable_as_data(t) or self._derivable_by_sameas(t):
+            return True
+        schema = _SCHEMA_BACKWARD.get(t[1])
+        return schema is not None and schema(self, t)
+
+    def _derivable_as_data(self, t: Triple) -> bool:
+        """rdfs7, prp-trp, prp-symp and prp-inv1/2 conclude ``t``."""
         s, p, o = t
         spo, ops = self.spo, self.ops
-        if t in self.base:
-            return True
         about_s = spo.get(s, _NO)
-        for q in ops.get(p, _NO).get(SUBPROP, _NONE):
-            if o in about_s.get(q, _NONE):
-                return True
+        if any(o in about_s.get(q, _NONE) for q in ops.get(p, _NO).get(SUBPROP, _NONE)):
+            return True
         about_p = spo.get(p, _NO)
         kinds = about_p.get(TYPE, _NONE)
-        if TRANSITIVE in kinds:
-            for y in about_s.get(p, _NONE):
-                if o in spo.get(y, _NO).get(p, _NONE):
-                    return True
-        if o > 0:
-            about_o = spo.get(o, _NO)
-            if SYMMETRIC in kinds and s in about_o.get(p, _NONE):
-                return True
-            for q in ops.get(p, _NO).get(INVERSE, _NONE):
-                if s in about_o.get(q, _NONE):
-                    return True
-            for q in about_p.get(INVERSE, _NONE):
-                if s in about_o.get(q, _NONE):
-                    return True
-        sameas = ops.get(s, _NO).get(SAMEAS, _NONE)
-        for s0 in sameas:
-            if o in spo.get(s0, _NO).get(p, _NONE):
-                return True
-        for p0 in ops.get(p, _NO).get(SAMEAS, _NONE):
-            if o in about_s.get(p0, _NONE):
-                return True
-        for o0 in ops.get(o, _NO).get(SAMEAS, _NONE):
-            if o0 in about_s.get(p, _NONE):
-                return True
-        if p == TYPE:
-            for q in ops.get(o, _NO).get(DOMAIN, _NONE):
-                if about_s.get(q):
-                    return True
-            for q in ops.get(o, _NO).get(RANGE, _NONE):
-                if ops.get(s, _NO).get(q):
-                    return True
-            for c in about_s.get(TYPE, _NONE):
-                if o in spo.get(c, _NO).get(SUBCLASS, _NONE):
-                    return True
-        elif p in (SUBCLASS, SUBPROP):
-            for d in about_s.get(p, _NONE):
-                if o in spo.get(d, _NO).get(p, _NONE):
-                    return True
-            equiv = EQCLASS if p == SUBCLASS else EQPROP
-            if o in about_s.get(equiv, _NONE) or s in spo.get(o, _NO).get(equiv, _NONE):
-                return True
-        elif p == SAMEAS:
-            if s in spo.get(o, _NO).get(SAMEAS, _NONE):
-                return True
-            for y in about_s.get(SAMEAS, _NONE):
-                if o in spo.get(y, _NO).get(SAMEAS, _NONE):
-                    return True
-        return False
+        if TRANSITIVE in kinds and any(
+            o in spo.get(y, _NO).get(p, _NONE) for y in about_s.get(p, _NONE)
+        ):
+            return True
+        if o <= 0:
+            return False
+        about_o = spo.get(o, _NO)
+        if SYMMETRIC in kinds and s in about_o.get(p, _NONE):
+            return True
+        inverses = (*ops.get(p, _NO).get(INVERSE, _NONE), *about_p.get(INVERSE, _NONE))
+        return any(s in about_o.get(q, _NONE) for q in inverses)
+
+    def _derivable_by_sameas(self, t: Triple) -> bool:
+        """eq-rep-s, eq-rep-p or eq-rep-o concludes ``t``."""
+        s, p, o = t
+        spo, ops = self.spo, self.ops
+        about_s = spo.get(s, _NO)
+        if any(o in spo.get(s0, _NO).get(p, _NONE) for s0 in ops.get(s, _NO).get(SAMEAS, _NONE)):
+            return True
+        if any(o in about_s.get(p0, _NONE) for p0 in ops.get(p, _NO).get(SAMEAS, _NONE)):
+            return True
+        return any(o0 in about_s.get(p, _NONE) for o0 in ops.get(o, _NO).get(SAMEAS, _NONE))
+
+    def _derivable_type(self, t: Triple) -> bool:
+        """rdfs2, rdfs3 or rdfs9 concludes ``s rdf:type o``."""
+        s, _, o = t
+        spo, ops = self.spo, self.ops
+        about_s = spo.get(s, _NO)
+        by_o = ops.get(o, _NO)
+        if any(about_s.get(q) for q in by_o.get(DOMAIN, _NONE)):
+            return True
+        if any(ops.get(s, _NO).get(q) for q in by_o.get(RANGE, _NONE)):
+            return True
+        return any(o in spo.get(c, _NO).get(SUBCLASS, _NONE) for c in about_s.get(TYPE, _NONE))
+
+    def _derivable_hierarchy(self, t: Triple) -> bool:
+        """rdfs5/rdfs11 (a chain) or scm-eqc1/scm-eqp1 (an equivalence) concludes ``t``."""
+        s, p, o = t
+        spo = self.spo
+        about_s = spo.get(s, _NO)
+        if any(o in spo.get(d, _NO).get(p, _NONE) for d in about_s.get(p, _NONE)):
+            return True
+        equiv = EQCLASS if p == SUBCLASS else EQPROP
+        return o in about_s.get(equiv, _NONE) or s in spo.get(o, _NO).get(equiv, _NONE)
+
+    def _derivable_sameas(self, t: Triple) -> bool:
+        """eq-sym or eq-trans concludes ``s owl:sameAs o``."""
+        s, _, o = t
+        spo = self.spo
+        if s in spo.get(o, _NO).get(SAMEAS, _NONE):
+            return True
+        return any(
+            o in spo.get(y, _NO).get(SAMEAS, _NONE) for y in spo.get(s, _NO).get(SAMEAS, _NONE)
+        )
 
     # -- maintenance -------------------------------------------------------------------
 
@@ -354,8 +382,41 @@ class Closure:
         back = self._saturate([t for t in over if self._derivable(t)])
         return over - back
 
+    def dump(self) -> tuple[Any, ...]:
+        """Plain data for a snapshot: the base, the closure and its three indexes."""
+        return (self.base, self.triples, self.spo, self.pso, self.ops)
+
+    @classmethod
+    def restore(cls, data: Any) -> Closure:
+        """The closure :meth:`dump` described, without reasoning again."""
+        closure = cls()
+        closure.base, closure.triples, closure.spo, closure.pso, closure.ops = data
+        if not closure.base <= closure.triples:
+            raise ValueError("the snapshot's closure lacks some of its base triples")
+        return closure
+
     def rebuild(self, base: Iterable[Triple]) -> None:
         """Forget everything and compute the closure of ``base`` from scratch."""
         self.triples, self.spo, self.pso, self.ops = set(), {}, {}, {}
         self.base = set(base)
         self._saturate(self.base)
+
+
+# The rules whose schema premise has the predicate of the key (forward, then backward).
+_SCHEMA_RULES: dict[int, Callable[[Closure, int, int, list[Triple]], None]] = {
+    TYPE: Closure._on_type,
+    SUBCLASS: Closure._on_subclass,
+    SUBPROP: Closure._on_subprop,
+    DOMAIN: Closure._on_domain,
+    RANGE: Closure._on_range,
+    INVERSE: Closure._on_inverse,
+    SAMEAS: Closure._on_sameas,
+    EQCLASS: Closure._on_eqclass,
+    EQPROP: Closure._on_eqprop,
+}
+_SCHEMA_BACKWARD: dict[int, Callable[[Closure, Triple], bool]] = {
+    TYPE: Closure._derivable_type,
+    SUBCLASS: Closure._derivable_hierarchy,
+    SUBPROP: Closure._derivable_hierarchy,
+    SAMEAS: Closure._derivable_sameas,
+}

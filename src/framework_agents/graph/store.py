@@ -3,7 +3,8 @@
 Engine: in-process indexes (dicts of sets over integer term ids) hold the asserted quads
 and the closure; the reasoner (:mod:`.rules`) keeps the closure exact on every add and
 remove; the retrieval index (:mod:`.retrieval`) follows every change. With a ``path`` the
-asserted quads are also kept in SQLite (:mod:`._disk`) and the closure is rebuilt on open.
+asserted quads are also kept in SQLite (:mod:`._disk`), under a lock (:mod:`._lock`), and
+the closure is read back from a snapshot (:mod:`._snapshot`) or rebuilt on open.
 ``bench/graph.py`` and ``docs/graph.md`` hold the measurements behind this choice.
 """
 
@@ -11,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import os
 import re
 import threading
@@ -23,6 +25,7 @@ from typing import Any, NamedTuple
 
 from ..errors import GraphStateError, GraphStoreCorruptError, GraphTermError, InvalidArgumentError
 from ._disk import FORMAT, Disk, Row, encode_object
+from ._snapshot import read_snapshot, write_snapshot
 from ._table import TermTable
 from .retrieval import LexicalIndex
 from .rules import Closure, Triple
@@ -37,12 +40,17 @@ from .terms import (
     to_term,
 )
 
-__all__ = ["ENTAILED_GRAPH", "STATE_VERSION", "Fact", "GraphStore", "Quad"]
+__all__ = ["ENTAILED_GRAPH", "SNAPSHOT_MIN", "STATE_VERSION", "Fact", "GraphStore", "Quad"]
 
 #: The named graph that holds entailed quads (never asserted into, never exported).
 ENTAILED_GRAPH = "urn:x-framework-agents:entailed"
 #: Version of the ``export_state()`` document.
 STATE_VERSION = 1
+#: An on-disk store whose closure has at least this many triples saves it on close
+#: (``closure.snapshot``), so the next open reads it instead of reasoning again.
+SNAPSHOT_MIN = 20_000
+
+logger = logging.getLogger(__name__)
 
 _Quad = tuple[int, int, int, int]  # subject, predicate, object, graph (0 = default graph)
 
@@ -78,6 +86,7 @@ class _State:
     """Everything in memory: terms, asserted quads, closure and retrieval index."""
 
     def __init__(self) -> None:
+        """An empty state."""
         self.terms = TermTable()
         self.graphs: dict[Triple, set[int]] = {}
         self.closure = Closure()
@@ -91,6 +100,30 @@ class _State:
             state.graphs.setdefault(ids[:3], set()).add(ids[3])
         state.closure.rebuild(state.graphs)
         state.index.update(state.closure.triples, ())
+        return state
+
+    def dump(self) -> dict[str, Any]:
+        """Plain data for a closure snapshot (see :mod:`._snapshot`)."""
+        return {
+            "v": 1,
+            "terms": self.terms.dump(),
+            "graphs": self.graphs,
+            "closure": self.closure.dump(),
+            "index": self.index.dump(),
+        }
+
+    @classmethod
+    def restore(cls, data: Any) -> _State:
+        """The state :meth:`dump` described; data of another shape raises ``ValueError``."""
+        if not isinstance(data, dict) or data.get("v") != 1:
+            raise ValueError("not a closure snapshot of layout 1")
+        state = cls.__new__(cls)
+        state.terms = TermTable.restore(data["terms"])
+        state.graphs = data["graphs"]
+        state.closure = Closure.restore(data["closure"])
+        state.index = LexicalIndex.restore(state.closure, state.terms, data["index"])
+        if state.graphs.keys() != state.closure.base:
+            raise ValueError("the snapshot's asserted quads and closure base differ")
         return state
 
     def intern(self, quad: tuple[Term, Term, Term, IRI | None]) -> _Quad:
@@ -153,9 +186,14 @@ class GraphStore:
 
     ``GraphStore()`` lives in memory; ``GraphStore(path)`` also keeps the asserted quads in
     ``<path>/graph.sqlite3`` (every mutation durable when it returns, crash-safe,
-    reopenable) and rebuilds the closure when it opens. One process should own a path
-    at a time: the database stays consistent under several, but each process only sees
-    its own writes until it reopens. Entailed quads are in :data:`ENTAILED_GRAPH`.
+    reopenable). One opener holds a path at a time (``graph.lock``; others wait up to
+    ``lock_timeout`` seconds, then ``GRAPH_STORE_BUSY``). ``close()`` saves a big closure
+    to ``closure.snapshot`` so the next open need not reason again; otherwise the closure
+    is rebuilt on open. Entailed quads are in :data:`ENTAILED_GRAPH`::
+
+        <path>/graph.sqlite3      asserted quads, meta(format, version, generation)  0600
+        <path>/graph.lock         the opener's lock                                    0600
+        <path>/closure.snapshot   closure + indexes at one generation (a cache)        0600
 
     Mutations are ``async`` (their work runs in a thread); reads are synchronous and
     fast. An on-disk store opens on ``await store.open()`` or on the first mutation; a
@@ -169,8 +207,24 @@ class GraphStore:
         path: str | os.PathLike[str] | None = None,
         *,
         prefixes: Mapping[str, str] | None = None,
+        lock_timeout: float = 0.0,
     ) -> None:
+        """Check the arguments; an on-disk store opens on first use.
+
+        ``lock_timeout`` is how long opening an on-disk store waits for another process
+        that holds it open (seconds) before ``GRAPH_STORE_BUSY``.
+        """
         self.path: Path | None = _check_path(path)
+        if (
+            isinstance(lock_timeout, bool)
+            or not isinstance(lock_timeout, int | float)
+            or not 0 <= lock_timeout < float("inf")
+        ):
+            raise InvalidArgumentError(
+                f"lock_timeout must be a non-negative number of seconds, not {lock_timeout!r}"
+            )
+        self._lock_timeout = float(lock_timeout)
+        self._snapshot_at: int | None = None
         self.prefixes: dict[str, str] = {**DEFAULT_PREFIXES, **_check_prefixes(prefixes)}
         self._lock = threading.RLock()
         self._disk: Disk | None = None
@@ -183,10 +237,13 @@ class GraphStore:
             if self._state is not None:
                 return self._state
             assert self.path is not None
-            disk = Disk(self.path)
-            rows = disk.open()
+            disk = Disk(self.path, lock_timeout=self._lock_timeout)
+            disk.open()
             try:
-                state = _State.build(self._decode_row(row) for row in rows)
+                state = self._restore(disk)
+                self._snapshot_at = disk.generation if state is not None else None
+                if state is None:
+                    state = _State.build(self._decode_row(row) for row in disk.rows())
             except (GraphTermError, ValueError, TypeError) as exc:
                 disk.close()
                 raise GraphStoreCorruptError(f"{disk.file} holds a malformed quad: {exc}") from exc
@@ -196,26 +253,63 @@ class GraphStore:
             self._disk, self._state = disk, state
             return state
 
+    def _restore(self, disk: Disk) -> _State | None:
+        """The state of the closure snapshot, if it matches the database; else ``None``."""
+        payload = read_snapshot(disk.directory, disk.generation)
+        if payload is None:
+            return None
+        try:
+            state = _State.restore(payload)
+        except (ValueError, TypeError, KeyError, AttributeError) as exc:
+            logger.warning("ignoring the closure snapshot of %s: %s", disk.directory, exc)
+            return None
+        if sum(len(g) for g in state.graphs.values()) != disk.count():
+            logger.warning("ignoring the closure snapshot of %s: stale", disk.directory)
+            return None
+        return state
+
+    def _save_snapshot(self, disk: Disk, state: _State) -> None:
+        """Save the closure for the next open, when it is big and changed since the last."""
+        if disk.generation == self._snapshot_at or len(state.closure.triples) < SNAPSHOT_MIN:
+            return
+        try:
+            write_snapshot(disk.directory, disk.generation, state.dump())
+        except OSError as exc:  # a cache: the next open rebuilds instead
+            logger.warning("could not save the closure snapshot of %s: %s", disk.directory, exc)
+            return
+        self._snapshot_at = disk.generation
+
     async def open(self) -> None:
-        """Load the store (an on-disk store reads its quads and rebuilds its closure)."""
+        """Load the store (an on-disk store reads its snapshot, or its quads and reasons)."""
         await asyncio.to_thread(self._open_sync)
 
     async def close(self) -> None:
-        """Close the database; a later call reopens it. No-op for an in-memory store."""
+        """Save the closure snapshot if due, close the database and let the lock go.
+
+        A later call reopens the store. No-op for an in-memory store.
+        """
 
         def close() -> None:
             with self._lock:
-                if self._disk is not None:
-                    self._disk.close()
+                disk, state = self._disk, self._state
+                if disk is None:
+                    return
+                try:
+                    if state is not None:
+                        self._save_snapshot(disk, state)
+                finally:
+                    disk.close()
                     self._disk, self._state = None, None
 
         await asyncio.to_thread(close)
 
     async def __aenter__(self) -> GraphStore:
+        """Open the store."""
         await self.open()
         return self
 
     async def __aexit__(self, *exc: object) -> None:
+        """Close the store."""
         await self.close()
 
     @contextmanager
@@ -383,6 +477,14 @@ class GraphStore:
         """Whether the closure (asserted or entailed) holds this triple."""
         return bool(self.quads(subject, predicate, object))
 
+    def mentions(self, term: TermInput) -> bool:
+        """Whether some closure fact has ``term`` as its subject, predicate or object."""
+        wanted = to_term(term, "object", prefixes=self.prefixes)
+        with self._read() as state:
+            ident = state.terms.lookup(wanted)
+            c = state.closure
+            return ident is not None and (ident in c.spo or ident in c.pso or ident in c.ops)
+
     def is_entailed(self, subject: TermInput, predicate: TermInput, object: TermInput) -> bool:
         """Whether the triple is in the closure without being asserted in any graph."""
         found = self.quads(subject, predicate, object)
@@ -401,6 +503,7 @@ class GraphStore:
             return sum(len(g) for g in state.graphs.values())
 
     def __len__(self) -> int:
+        """The closure size (asserted and entailed triples)."""
         return self.closure_size
 
     def relevant(self, text: str, k: int = 8) -> list[Fact]:

@@ -73,6 +73,7 @@ class IRI:
     value: str
 
     def __str__(self) -> str:
+        """The IRI as written."""
         return self.value
 
     @property
@@ -90,6 +91,7 @@ class Literal:
     lang: str | None = None
 
     def __str__(self) -> str:
+        """The canonical string (:attr:`key`)."""
         return self.key
 
     @property

@@ -1,10 +1,12 @@
 """The model's tools over a GraphStore: ``graph_add`` records a fact, ``graph_query`` reads.
 
 Facts enter the graph only through ``graph_add`` calls the model makes; nothing is parsed
-out of conversation text. Arguments are validated twice: the JSON schema bounds lengths
-(so the model sees the limits), and the term rules of :mod:`.terms` reject empty names,
-names with spaces and the like with a ``GRAPH_TERM_INVALID`` error the model can read and
-correct.
+out of conversation text. ``graph_add`` takes plain names as models write them and maps
+them onto terms (:mod:`.natural`: ``Alice Smith`` -> ``ex:AliceSmith`` with a label,
+``works at`` -> ``ex:worksAt``, ``is a`` -> ``rdf:type``), and its answer says how each
+name was stored. Arguments are validated twice: the JSON schema bounds lengths (so the
+model sees the limits), and the term rules reject what cannot be a name (no letters or
+digits, forbidden characters) with a ``GRAPH_TERM_INVALID`` error the model can read.
 """
 
 from __future__ import annotations
@@ -16,7 +18,9 @@ from pydantic import Field
 
 from ..errors import InvalidArgumentError
 from ..tools import Tool
+from .natural import DEFAULT_NAMESPACE, LABEL, NaturalFact, Resolver
 from .store import ENTAILED_GRAPH, Fact, GraphStore, Quad
+from .terms import Literal
 
 __all__ = ["MAX_TOOL_TERM", "graph_tools"]
 
@@ -34,35 +38,59 @@ def _line(fact: Quad | Fact) -> str:
     return f"{line} (inferred)" if entailed else line
 
 
-def graph_tools(store: GraphStore) -> list[Tool]:
-    """``graph_add`` and ``graph_query`` bound to ``store``."""
+def graph_tools(store: GraphStore, *, namespace: str = DEFAULT_NAMESPACE) -> list[Tool]:
+    """``graph_add`` and ``graph_query`` bound to ``store``.
+
+    ``namespace`` is where plain names go (``Alice Smith`` -> ``ex:AliceSmith``).
+    """
+    resolver = Resolver(
+        store.mentions,
+        lambda text: [q.subject for q in store.quads(None, LABEL, Literal(text))],
+        lambda iri: bool(store.quads(iri, LABEL, None)),
+        namespace=namespace,
+    )
 
     async def graph_add(subject: Name, predicate: Name, object: Value) -> str:
         """Record one fact in long-term memory as a (subject, predicate, object) triple.
 
-        Use it for durable facts worth remembering across conversations. Name entities
-        with a prefix and no spaces (ex:AliceSmith, ex:AcmeCorp); use rdf:type for "is a"
-        and rdfs:subClassOf for "every X is a Y". Inferred facts follow automatically.
+        Use it for durable facts worth remembering across conversations. Plain names
+        are fine: "Alice Smith", "works at", "Acme Corp"; "is a" records a type and
+        "is a kind of" says every member of one class belongs to another. Inferred facts
+        follow automatically; the answer says how each name was stored.
 
         Args:
-            subject: The entity the fact is about, e.g. ex:AliceSmith.
-            predicate: The relation, e.g. ex:worksFor, rdf:type, rdfs:subClassOf.
-            object: An entity name such as ex:AcmeCorp, or a value (text, number, boolean).
+            subject: The entity the fact is about, e.g. Alice Smith (or ex:AliceSmith).
+            predicate: The relation, e.g. works at, is a, is a kind of, favorite color.
+            object: An entity or class such as Acme Corp or Engineer, or a value (text,
+                number, boolean).
         """
-        added = await store.add(subject, predicate, object)
+        await store.open()
+
+        def resolve() -> tuple[NaturalFact, bool]:
+            fact = resolver.fact(subject, predicate, object)
+            return fact, bool(store.quads(*fact.triple, graph=None, entailed=False))
+
+        # Resolving names reads the store (its lock may be held): off the loop.
+        fact, known_before = await asyncio.to_thread(resolve)
+        await store.add_many([fact.triple, *fact.labels])  # one durable step
+        added = not known_before
 
         def read() -> tuple[list[Quad], list[Quad]]:
-            asserted = store.quads(subject, predicate, object, entailed=False)
-            return asserted, [q for q in store.quads(subject) if q.graph == ENTAILED_GRAPH]
+            asserted = store.quads(*fact.triple, entailed=False)
+            known = [q for q in store.quads(fact.subject) if q.graph == ENTAILED_GRAPH]
+            return asserted, known
 
-        # Reads wait for the store's lock (a long mutation may hold it): off the loop.
         quads, known = await asyncio.to_thread(read)
-        fact = _line(quads[0]) if quads else f"{subject} {predicate} {object}"
-        head = f"Recorded: {fact}." if added else f"Already known: {fact}."
+        line = _line(quads[0]) if quads else f"{subject} {predicate} {object}"
+        head = f"Recorded: {line}." if added else f"Already known: {line}."
+        if fact.notes:
+            head += " Stored as: " + "; ".join(fact.notes) + "."
+        if fact.labels:
+            head += " Labelled: " + "; ".join(f"{s.key} {o.key}" for s, _, o in fact.labels) + "."
         if not known:
             return head
         more = "; ".join(_line(q) for q in known[:8])
-        return f"{head} Inferred about {quads[0].subject.key if quads else subject}: {more}."
+        return f"{head} Inferred about {fact.subject.key}: {more}."
 
     async def graph_query(
         text: Text = "",
@@ -78,17 +106,21 @@ def graph_tools(store: GraphStore) -> list[Tool]:
 
         Args:
             text: Words to rank facts by, e.g. "where does Alice work".
-            subject: Exact subject to match, e.g. ex:AliceSmith.
-            predicate: Exact predicate to match, e.g. ex:worksFor.
-            object: Exact object to match.
+            subject: Exact subject to match, e.g. Alice Smith or ex:AliceSmith.
+            predicate: Exact predicate to match, e.g. works at or ex:worksAt.
+            object: Exact object to match, e.g. Acme Corp or a value.
             limit: How many facts to return at most.
         """
         found: list[Quad | Fact]
         if text.strip():
             found = list(await asyncio.to_thread(store.relevant, text, limit))
         elif subject.strip() or predicate.strip() or object.strip():
-            pattern = (subject or None, predicate or None, object or None)
-            found = list((await asyncio.to_thread(store.quads, *pattern))[:limit])
+
+            def lookup() -> list[Quad]:
+                pattern = resolver.pattern(subject, predicate, object)
+                return store.quads(*pattern)
+
+            found = list((await asyncio.to_thread(lookup))[:limit])
         else:
             raise InvalidArgumentError(
                 "graph_query needs text, or at least one of subject, predicate and object"

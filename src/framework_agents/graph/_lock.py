@@ -1,0 +1,91 @@
+"""The lock that gives one process (one open GraphStore) an on-disk store (blocking).
+
+An advisory lock on ``<path>/graph.lock`` (``flock`` on POSIX, ``msvcrt.locking`` on
+Windows), held from open to close. The operating system releases it when the holder
+dies, so a killed process never leaves a store locked. Other openers wait up to their
+timeout, then get ``GRAPH_STORE_BUSY``.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+import weakref
+from pathlib import Path
+
+from ..errors import GraphStoreBusyError, GraphStoreIOError
+
+__all__ = ["LOCK_NAME", "StoreLock"]
+
+LOCK_NAME = "graph.lock"
+
+if sys.platform == "win32":  # pragma: no cover - exercised on Windows only
+    import msvcrt
+
+    def _try_lock(fd: int) -> bool:
+        try:
+            msvcrt.locking(fd, msvcrt.LK_NBLCK, 1)
+        except OSError:
+            return False
+        return True
+
+    def _unlock(fd: int) -> None:
+        msvcrt.locking(fd, msvcrt.LK_UNLCK, 1)
+
+else:
+    import fcntl
+
+    def _try_lock(fd: int) -> bool:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return False
+        return True
+
+    def _unlock(fd: int) -> None:
+        fcntl.flock(fd, fcntl.LOCK_UN)
+
+
+class StoreLock:
+    """An exclusive lock on one store directory; ``acquire()`` then ``release()``."""
+
+    def __init__(self, directory: Path) -> None:
+        """A lock on ``directory`` (not taken yet)."""
+        self.file = directory / LOCK_NAME
+        self._fd: int | None = None
+
+    def acquire(self, timeout: float) -> None:
+        """Take the lock, waiting up to ``timeout`` seconds for its holder to let go.
+
+        Raises ``GRAPH_STORE_BUSY`` when another process (or another open store of this
+        process) still holds it, ``GRAPH_STORE_IO`` when the lock file cannot be opened.
+        """
+        try:
+            fd = os.open(self.file, os.O_RDWR | os.O_CREAT, 0o600)
+        except OSError as exc:
+            raise GraphStoreIOError(f"cannot open the lock {self.file}: {exc.strerror}") from exc
+        deadline, delay = time.monotonic() + max(timeout, 0.0), 0.005
+        while not _try_lock(fd):
+            if time.monotonic() >= deadline:
+                os.close(fd)
+                raise GraphStoreBusyError(
+                    f"graph store {self.file.parent} is open in another process (or another "
+                    "GraphStore of this one); close it there, or pass lock_timeout= to wait"
+                )
+            time.sleep(min(delay, max(deadline - time.monotonic(), 0.0)))
+            delay = min(delay * 2, 0.1)
+        self._fd = fd
+        # A store dropped without close() must not hold the path until the process ends:
+        # closing the descriptor when the lock is collected lets it go.
+        self._finalizer = weakref.finalize(self, os.close, fd)
+
+    def release(self) -> None:
+        """Let the lock go (idempotent)."""
+        fd, self._fd = self._fd, None
+        if fd is not None:
+            self._finalizer.detach()
+            try:
+                _unlock(fd)
+            finally:
+                os.close(fd)
