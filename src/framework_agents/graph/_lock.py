@@ -14,6 +14,7 @@ import time
 import weakref
 from pathlib import Path
 
+from .._platform import posix_fcntl
 from ..errors import GraphStoreBusyError, GraphStoreIOError
 
 __all__ = ["LOCK_NAME", "StoreLock"]
@@ -34,9 +35,11 @@ if sys.platform == "win32":  # pragma: no cover - exercised on Windows only
         msvcrt.locking(fd, msvcrt.LK_UNLCK, 1)
 
 else:
-    import fcntl
+    # fcntl is looked up when a store is opened, not at import: ``import framework_agents``
+    # works where the platform has neither (FILE_LOCK_UNSUPPORTED then names the way out).
 
     def _try_lock(fd: int) -> bool:
+        fcntl = posix_fcntl()
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
@@ -44,6 +47,7 @@ else:
         return True
 
     def _unlock(fd: int) -> None:
+        fcntl = posix_fcntl()
         fcntl.flock(fd, fcntl.LOCK_UN)
 
 
