@@ -25,6 +25,7 @@ from framework_agents import (
     is_well_formed,
     tool,
 )
+from framework_agents.checkpoint import InMemoryCheckpointer
 from framework_agents.hitl import find_decision, parse_decision
 
 
@@ -155,7 +156,7 @@ def test_no_decision_and_no_callback_suspends() -> None:
     agent = Agent(model, tools=[publish], memory=memory)
     arun(agent.run("warm up"))
     with pytest.raises(HitlInterrupt) as info:
-        arun(agent.run("publish it", thread_id="t1"))
+        arun(agent.run("publish it", checkpointer=InMemoryCheckpointer(), thread_id="t1"))
     interrupt = info.value
     assert (interrupt.tool, interrupt.arguments, interrupt.call_id) == (
         "publish",
@@ -371,7 +372,10 @@ def test_decisions_for_every_call_of_a_turn_in_one_go() -> None:
 def test_hooks_see_interrupts_and_each_tool_result_before_the_loop_goes_on() -> None:
     log: list[Any] = []
 
-    async def on_interrupt(interrupt: HitlInterrupt, messages: list[Message]) -> None:
+    async def on_interrupt(
+        interrupt: HitlInterrupt, messages: list[Message], turn: Message
+    ) -> None:
+        assert any(c.id == interrupt.call_id for c in turn.tool_calls)
         log.append(("interrupt", interrupt.call_id, [m.text for m in messages]))
 
     async def on_tool_start(call: ToolCall, decision: Any) -> None:

@@ -269,7 +269,7 @@ def test_a_decision_that_settles_an_unknown_outcome_is_spent_by_that_turn(cp: An
     unknown = interrupt_of(staged_agent(ran, TWICE).resume("t", checkpointer=cp))
     assert unknown.outcome_unknown and ran == ["publish first"]
     nxt = interrupt_of(
-        staged_agent(ran, TWICE).resume("t", {"publish": "approve"}, checkpointer=cp)
+        staged_agent(ran, TWICE).resume("t", {unknown.key: "approve"}, checkpointer=cp)
     )
     assert ran == ["publish first", "publish first"]  # re-run knowingly, once
     assert nxt.arguments == {"text": "second"} and not nxt.outcome_unknown

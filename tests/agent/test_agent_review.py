@@ -396,6 +396,8 @@ def test_every_history_sent_or_stored_is_well_formed_under_chaos(data: Any) -> N
     )
     for prompt in ("one", "two", None):
         expected = (HitlInterrupt, MaxTurnsError, OutputInvalidError, ContextOverflowError)
+        if prompt is None:  # the chaos may have emptied the history: run(None) is refused
+            expected = (*expected, InvalidArgumentError)
         with contextlib.suppress(*expected):
             arun(agent.run(prompt))
         assert is_well_formed(agent.messages)

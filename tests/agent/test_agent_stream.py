@@ -34,6 +34,7 @@ from framework_agents import (
     ToolSpec,
     tool,
 )
+from framework_agents.checkpoint import InMemoryCheckpointer
 
 
 def arun(coro: Any) -> Any:
@@ -177,7 +178,8 @@ def test_a_non_streaming_model_still_yields_text_and_reasoning_deltas() -> None:
 
 
 def test_run_started_carries_ids_and_the_prompt() -> None:
-    events = arun(collect(Agent(ScriptedModel(["x"]), agent_id="bot").stream("hi", thread_id="t9")))
+    agent = Agent(ScriptedModel(["x"]), agent_id="bot")
+    events = arun(collect(agent.stream("hi", checkpointer=InMemoryCheckpointer(), thread_id="t9")))
     first, last = events[0], events[-1]
     assert isinstance(first, RunStartedEvent)
     assert (first.agent_id, first.thread_id) == ("bot", "t9")

@@ -563,9 +563,11 @@ def test_an_unknown_outcome_is_surfaced_not_rerun_then_rejected(
     )
     assert again.outcome_unknown  # the decide callback never settles an unknown outcome
 
+    # Only a decision naming the open interrupt's id settles an unknown outcome.
+    assert again.key == again.interrupt_id == unknown.interrupt_id
     result = arun(
         publishing_agent(fx).resume(
-            "t1", {"publish": {"reject": "it may have gone out"}}, checkpointer=cp
+            "t1", {again.key: {"reject": "it may have gone out"}}, checkpointer=cp
         )
     )
     assert effects(fx) == ["hello"]

@@ -14,6 +14,7 @@ import pytest
 from threads_scenario import CRASH_POINTS, effects, publishing_agent
 
 from framework_agents import FileCheckpointer, HitlInterrupt, is_well_formed
+from framework_agents.errors import HitlDecisionError
 
 CHILD = Path(__file__).with_name("threads_child.py")
 
@@ -59,14 +60,18 @@ def test_a_crash_anywhere_in_a_resume_never_runs_the_approved_call_twice(
     left = arun(FileCheckpointer(root).load("t1"))  # readable whatever the instant
     assert left is not None and is_well_formed(left.messages)
 
-    # The operator resumes again with the same approval; an unknown outcome is rejected.
-    surfaced = False
+    # The operator resumes again with the same approval; an unknown outcome is rejected,
+    # and a thread already finished refuses the approval (it answers nothing).
+    surfaced = refused = False
     try:
         result = arun(
             publishing_agent(fx).resume(
                 "t1", {"publish": "approve"}, checkpointer=FileCheckpointer(root)
             )
         )
+    except HitlDecisionError:
+        refused = True
+        result = None
     except HitlInterrupt as unknown:
         assert unknown.outcome_unknown, unknown
         surfaced = True
@@ -81,9 +86,11 @@ def test_a_crash_anywhere_in_a_resume_never_runs_the_approved_call_twice(
     count, expect_surfaced = EXPECTED[crash_at]
     assert effects(fx) == ["hello"] * count
     assert surfaced is expect_surfaced
+    assert refused is (crash_at == "after_final")
     final = arun(FileCheckpointer(root).load("t1"))
     assert final.pending is None and final.in_flight == [] and final.turn is None
-    for history in (final.messages, result.messages):
+    histories = [final.messages] if result is None else [final.messages, result.messages]
+    for history in histories:
         assert is_well_formed(history)
         assert history[0].text == "publish it"
         answers = [m for m in history if m.role == "tool" and m.name == "publish"]

@@ -139,7 +139,7 @@ def test_the_in_flight_record_is_a_full_save_and_an_unknown_outcome_is_not_rerun
     )
     assert unknown.outcome_unknown and effects(fx) == ["hello"]  # not run again
     result = arun(
-        publishing_agent(fx).resume("t", {"publish": {"reject": "may be out"}}, checkpointer=cp)
+        publishing_agent(fx).resume("t", {unknown.key: {"reject": "may be out"}}, checkpointer=cp)
     )
     assert result.text == "finished: Rejected: may be out" and effects(fx) == ["hello"]
     assert is_well_formed(arun(cp.load("t")).messages)

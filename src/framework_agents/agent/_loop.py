@@ -96,8 +96,8 @@ class RunHooks:
     * ``on_tool_start(call, decision)``: just before a tool actually runs.
     * ``on_tool_result(progress)``: after each result, before the loop goes on.
     * ``on_tool_turn(messages)``: after a whole tool turn is in the transcript.
-    * ``on_interrupt(interrupt, messages)``: before :class:`HitlInterrupt` is raised;
-      ``messages`` exclude the interrupted assistant turn.
+    * ``on_interrupt(interrupt, messages, turn)``: before :class:`HitlInterrupt` is
+      raised; ``messages`` exclude the interrupted assistant turn ``turn``.
     * ``on_commit(messages)``: after memory holds the run's managed transcript.
     """
 
@@ -106,7 +106,7 @@ class RunHooks:
     on_tool_start: Callable[[ToolCall, ResolvedDecision | None], Awaitable[None]] | None = None
     on_tool_result: Callable[[ToolProgress], Awaitable[None]] | None = None
     on_tool_turn: Callable[[list[Message]], Awaitable[None]] | None = None
-    on_interrupt: Callable[[HitlInterrupt, list[Message]], Awaitable[None]] | None = None
+    on_interrupt: Callable[[HitlInterrupt, list[Message], Message], Awaitable[None]] | None = None
     on_commit: Callable[[list[Message]], Awaitable[None]] | None = None
 
 
@@ -133,6 +133,11 @@ class LoopRun:
     kept: list[Message] | None = None
     retry_ids: set[str] = field(default_factory=set)
     started: bool = False  # run_loop has built the transcript
+    #: An assistant turn to run as the first turn instead of calling the model: the stored
+    #: turn of an interrupt resumed with ``reissue=False`` (its calls run as they were shown).
+    replay: Message | None = None
+    #: Approval calls that ran, with the arguments they ran with (for the timeline).
+    ran: list[ToolCall] = field(default_factory=list)
     book: DecisionBook = field(init=False)
 
     def __post_init__(self) -> None:
@@ -201,6 +206,19 @@ def _kept_well_formed(
     return repair_history(_checked_messages(new, where))
 
 
+def _check_user_turn_kept(before: Sequence[Message], after: Sequence[Message]) -> None:
+    """``CONTEXT_OVERFLOW`` if reducing ``before`` to ``after`` cut the newest user turn.
+
+    What the user said is never cut to make room: when it cannot fit, the run fails.
+    """
+    newest = next((m.id for m in reversed(before) if m.role == "user"), None)
+    if newest is not None and all(m.id != newest for m in after):
+        raise ContextOverflowError(
+            "the newest user turn does not fit the model's context: reducing the history "
+            "would cut it, so the run stops instead; nothing was committed"
+        )
+
+
 def _check_model_context(ctx: ModelCallContext) -> None:
     """What ``before_model`` hooks left in ``ctx`` (besides messages) has the right types."""
     tools = ctx.tools
@@ -258,6 +276,11 @@ async def _call_model(agent: Agent, run: LoopRun, turn: int) -> AsyncIterator[Ag
         sent = ctx.messages
         if not (isinstance(sent, list) and _same(sent, run.transcript)):
             sent = repair_history(_checked_messages(sent, "before_model's ctx.messages"))
+        if not sent:
+            raise ContextOverflowError(
+                "no message left to send to the model (a conversation manager or middleware "
+                "removed them all); nothing was committed"
+            )
         if run.context:
             sent = [*run.context, *sent]
         try:
@@ -289,7 +312,12 @@ async def _call_model(agent: Agent, run: LoopRun, turn: int) -> AsyncIterator[Ag
                 "a conversation manager's reduce() result",
             )
             if [m.id for m in reduced] == before:
-                raise  # the manager cannot shrink the history: retrying would fail again
+                raise ContextOverflowError(
+                    "the newest user turn (with the pinned messages) does not fit the "
+                    f"model's context even after reducing ({len(before)} messages left); "
+                    "nothing was committed"
+                ) from None  # the manager cannot shrink the history: retrying would fail
+            _check_user_turn_kept(run.transcript, reduced)
             logger.info(
                 "context overflow: reduced history from %d to %d messages, retrying",
                 len(before),
@@ -349,7 +377,7 @@ async def _plan_turn(agent: Agent, run: LoopRun, response: Message) -> list[_Pla
             )
             run.kept = run.visible()
             if run.hooks.on_interrupt is not None:
-                await run.hooks.on_interrupt(interrupt, list(run.kept))
+                await run.hooks.on_interrupt(interrupt, list(run.kept), response)
             raise interrupt
         run_call = call
         if decision.kind == "edit":
@@ -426,6 +454,8 @@ async def _run_call(agent: Agent, run: LoopRun, plan: _Plan, turn: int) -> Messa
         tool = agent._tools_by_name.get(ctx.call.name)
         if run.hooks.on_tool_start is not None:
             await run.hooks.on_tool_start(ctx.call, plan.decision)
+        if plan.decision is not None:
+            run.ran.append(ctx.call)
         ctx.result = await _execute(agent, tool, ctx.call)
     await agent._middleware.run("after_tool", ctx)
     result = ctx.result
@@ -440,6 +470,12 @@ async def _run_call(agent: Agent, run: LoopRun, plan: _Plan, turn: int) -> Messa
     if plan.decision is not None and plan.decision.kind == "edit":
         result = result.model_copy(
             update={"metadata": {**result.metadata, "edited_args": plan.run_call.args}}
+        )
+    elif plan.decision is not None and plan.decision.source == "wildcard":
+        # Approved by bare tool name: the human may never have seen these arguments (a
+        # re-issued call), so the result says which ones ran.
+        result = result.model_copy(
+            update={"metadata": {**result.metadata, "ran_args": plan.run_call.args}}
         )
     return result
 
@@ -501,14 +537,16 @@ async def run_loop(agent: Agent, run: LoopRun) -> AsyncIterator[AgentEvent]:
             )
         run.turns += 1
         turn = run.turns
-        managed = await agent.conversation_manager.before_model(run.transcript)
-        run.transcript = _kept_well_formed(managed, run.transcript)
-        response: Message | None = None
-        async for item in _call_model(agent, run, turn):
-            if isinstance(item, _Reply):
-                response = item.message
-            else:
-                yield item
+        response: Message | None = run.replay
+        run.replay = None
+        if response is None:
+            managed = await agent.conversation_manager.before_model(run.transcript)
+            run.transcript = _kept_well_formed(managed, run.transcript)
+            async for item in _call_model(agent, run, turn):
+                if isinstance(item, _Reply):
+                    response = item.message
+                else:
+                    yield item
         assert response is not None
         if response.tool_calls:
             if run.turns >= agent.max_turns:

@@ -35,9 +35,9 @@ from typing import Any, Literal
 from pydantic import BaseModel
 
 from ..conversation._base import ConversationManager
-from ..errors import AgentBusyError, InvalidArgumentError
+from ..errors import AgentBusyError, HitlDecisionError, InvalidArgumentError
 from ..graph.memory import GroundingMemory, is_grounding
-from ..hitl import DecideCallback, HitlInterrupt, check_decisions
+from ..hitl import DecideCallback, HitlInterrupt, check_decisions, is_interrupt_id
 from ..memory._base import Memory, replace_history
 from ..messages import Message
 from ..models._base import Model, ToolSpec
@@ -218,11 +218,15 @@ class Agent:
         Raises :class:`HitlInterrupt` when a call needs a decision nobody gave.
         """
         result: RunResult | None = None
-        async for event in self._drive(
+        events = self._drive(
             prompt, checkpointer=checkpointer, thread_id=thread_id, decisions=decisions
-        ):
-            if isinstance(event, RunFinishedEvent):
-                result = event.result
+        )
+        try:
+            async for event in events:
+                if isinstance(event, RunFinishedEvent):
+                    result = event.result
+        finally:
+            await events.aclose()
         assert result is not None  # _drive ends with RunFinished or raises
         return result
 
@@ -262,26 +266,67 @@ class Agent:
         decisions: Mapping[str, Any] | None = None,
         *,
         checkpointer: Any,
+        reissue: bool = True,
     ) -> RunResult:
         """Continue a checkpointed thread (no new user message); ``CHECKPOINT_MISSING`` if unknown.
 
         Restores state, messages and memory from the checkpoint and goes on with the loop;
-        ``decisions`` answer the interrupted approval calls (keys: ``hitl_key`` or a tool
-        name) and add to those given to earlier resumes of the same interrupt.
+        ``decisions`` answer the interrupted approval calls (keys: ``hitl_key``, a tool
+        name, or the open interrupt's ``interrupt_id``) and add to those given to earlier
+        resumes of the same interrupt.
+
+        ``reissue=True`` (the default) asks the model again, and a bare tool name approves
+        whatever arguments the re-issued call carries; ``reissue=False`` runs the stored
+        interrupted turn, so the call runs with exactly the arguments the human saw (or
+        the edited ones). Decisions on a thread with nothing pending: ``HITL_DECISION``
+        (nothing runs); a decision naming a closed interrupt re-raises the open one.
         """
+        if not isinstance(reissue, bool):
+            raise InvalidArgumentError(f"reissue must be a bool, not {reissue!r:.60}")
+        _threads.check_target(checkpointer, thread_id)  # THREAD_ID_INVALID comes first
         result: RunResult | None = None
-        async for event in _threads.drive_thread(
+        events = _threads.drive_thread(
             self,
             None,
             checkpointer=checkpointer,
             thread_id=thread_id,
-            decisions=check_decisions(decisions),
+            decisions=self._checked_decisions(decisions),
             resume=True,
-        ):
-            if isinstance(event, RunFinishedEvent):
-                result = event.result
+            reissue=reissue,
+        )
+        try:
+            async for event in events:
+                if isinstance(event, RunFinishedEvent):
+                    result = event.result
+        finally:
+            await events.aclose()
         assert result is not None  # the driver ends with RunFinished or raises
         return result
+
+    def _checked_decisions(self, decisions: object) -> Mapping[str, Any] | None:
+        """``decisions`` with every key naming a tool of this agent or an interrupt id.
+
+        A decision for a misspelled tool name (or one that needs no approval) would be
+        silently ignored and the call would interrupt again: it is ``HITL_DECISION``.
+        """
+        checked = check_decisions(decisions)
+        for key in checked or ():
+            name = key.split(":", 1)[0] if ":" in key else key
+            tool = self._tools_by_name.get(key) or self._tools_by_name.get(name)
+            if tool is None and ":" not in key and is_interrupt_id(key):
+                continue
+            if tool is None:
+                known = sorted(t.name for t in self.tools if t.requires_approval)
+                raise HitlDecisionError(
+                    f"decision key {key!r} names no tool of agent {self.agent_id!r} "
+                    f"(approval tools: {known}) and no interrupt id"
+                )
+            if not tool.requires_approval:
+                raise HitlDecisionError(
+                    f"decision key {key!r}: tool {tool.name!r} needs no approval, "
+                    "so a decision for it would never be used"
+                )
+        return checked
 
     async def _drive(
         self,
@@ -292,17 +337,26 @@ class Agent:
         decisions: Mapping[str, Any] | None = None,
         hooks: RunHooks | None = None,
         timeline_kind: TimelineKind = "run",
+        replay: Message | None = None,
     ) -> AsyncGenerator[AgentEvent, None]:
         """The one driver of the loop: busy flag, start, loop, commit, terminal event."""
-        decisions = check_decisions(decisions)  # HITL_DECISION unless a str-keyed mapping
+        if hooks is None:  # a call from run() or stream(), not from the thread driver
+            if checkpointer is not None:
+                _threads.check_target(checkpointer, thread_id)  # THREAD_ID_INVALID first
+            decisions = self._checked_decisions(decisions)
+            if checkpointer is None and thread_id is not None:
+                raise InvalidArgumentError(
+                    "thread_id needs a checkpointer (the thread would not be saved)"
+                )
         if checkpointer is not None:  # a thread: _threads wraps this driver in its lock
+            # run(None) on a thread continues it exactly as resume() does.
             thread_events = _threads.drive_thread(
                 self,
                 _as_prompt(prompt),
                 checkpointer=checkpointer,
                 thread_id=thread_id,
                 decisions=decisions,
-                resume=False,
+                resume=prompt is None,
             )
             try:
                 async for event in thread_events:
@@ -326,13 +380,18 @@ class Agent:
         try:
             message = _as_prompt(prompt)
             hooks = hooks or RunHooks()
-            run = LoopRun([], message, decisions, thread_id, hooks=hooks)
+            run = LoopRun([], message, decisions, thread_id, hooks=hooks, replay=replay)
             try:
                 yield RunStartedEvent(
                     run_id=run.run_id, agent_id=self.agent_id, thread_id=thread_id, prompt=message
                 )
                 prepare = hooks.prepare or self._start_history
                 run.history = await prepare()
+                if message is None and not run.history:
+                    raise InvalidArgumentError(
+                        "run(None) continues the current history, which is empty: "
+                        "give a prompt (the model is never called with no message)"
+                    )
                 if isinstance(self.memory, GroundingMemory):
                     # Ground on what the user asks now (a resume: on the latest user turn).
                     # Grounding rides along with each model call, outside the transcript.
