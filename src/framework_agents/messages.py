@@ -13,7 +13,9 @@ import uuid
 from collections.abc import Callable, Iterable
 from typing import Annotated, Any, Literal, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
+
+from .errors import DataValidationError
 
 __all__ = [
     "MESSAGES_FORMAT_VERSION",
@@ -61,6 +63,18 @@ REQUIRED: Any = _Unset("<required>")
 NEW_ID: Any = _Unset("<new>")
 
 
+def _validated(init: Callable[..., None], data: dict[str, Any]) -> None:
+    """Run pydantic's ``init(**data)``; bad data is ``DataValidationError`` (a coded error).
+
+    Only constructors come here: parsing stored data (``model_validate``) keeps pydantic's
+    own ``ValidationError``, which readers turn into their ``*_CORRUPT`` codes.
+    """
+    try:
+        init(**data)
+    except ValidationError as exc:
+        raise DataValidationError.wrap(exc) from None
+
+
 def constructor_only(init: _Init) -> _Init:
     """Mark a model's ``__init__`` as one pydantic's validation need not call.
 
@@ -98,7 +112,7 @@ class TextBlock(BaseModel):
     def __init__(self, text: str = REQUIRED, **extra: Any) -> None:
         if text is not REQUIRED:
             extra["text"] = text
-        super().__init__(**extra)
+        _validated(super().__init__, extra)
 
 
 class ReasoningBlock(BaseModel):
@@ -116,7 +130,7 @@ class ReasoningBlock(BaseModel):
             extra["text"] = text
         if signature is not None:
             extra["signature"] = signature
-        super().__init__(**extra)
+        _validated(super().__init__, extra)
 
 
 ContentBlock = Annotated[TextBlock | ReasoningBlock, Field(discriminator="type")]
@@ -149,7 +163,7 @@ class ToolCall(BaseModel):
             extra["name"] = name
         if args is not _NO_ARGS:
             extra["args"] = args
-        super().__init__(**extra)
+        _validated(super().__init__, extra)
 
 
 _NO_CALLS: list[ToolCall] = []
@@ -198,7 +212,7 @@ class Message(BaseModel):
             extra["id"] = id
         if metadata is not _NO_METADATA:
             extra["metadata"] = metadata
-        super().__init__(**extra)
+        _validated(super().__init__, extra)
 
     @property
     def text(self) -> str:

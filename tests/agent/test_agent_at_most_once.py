@@ -233,6 +233,9 @@ def test_a_bare_name_approval_in_reissue_mode_records_the_arguments_that_ran(
     assert ran == [{"to": "bob", "amount": 10_000}]  # what API.md pins for a bare name
     answer = next(m for m in result.messages if m.role == "tool")
     assert answer.metadata["ran_args"] == {"to": "bob", "amount": 10_000}
+    (entry,) = agent.timeline[-1:]
+    assert entry.kind == "resume"
+    assert [(c.name, c.args) for c in entry.ran] == [("transfer", {"to": "bob", "amount": 10_000})]
 
 
 def test_an_interrupt_id_approval_in_reissue_mode_covers_only_the_arguments_shown(

@@ -385,7 +385,7 @@ async def _plan_turn(agent: Agent, run: LoopRun, response: Message) -> list[_Pla
             try:
                 tool.validate(decision.args)
             except ToolArgumentsError as exc:
-                raise HitlDecisionError(f"edited arguments are invalid: {exc}") from None
+                raise HitlDecisionError(f"edited arguments are invalid: {exc.message}") from None
             run_call = call.model_copy(update={"args": decision.args})
         plans.append(_Plan(call, run_call, decision))
     # Every approval call of the turn is decided and the turn goes on to run: the stored
@@ -409,7 +409,7 @@ async def _execute(agent: Agent, tool: Tool | None, call: ToolCall) -> Message:
         value = await tool.invoke(call.args, context=ToolContext(agent, call))
     except ToolArgumentsError as exc:
         return _tool_message(
-            call, f"Error: {exc}. Fix the arguments and try again.", kind="tool_error"
+            call, f"Error: {exc.message}. Fix the arguments and try again.", kind="tool_error"
         )
     except ToolRejection as exc:
         return _tool_message(call, f"Rejected: {exc.reason}", kind="rejected", reason=exc.reason)

@@ -39,7 +39,7 @@ from ..errors import AgentBusyError, HitlDecisionError, InvalidArgumentError
 from ..graph.memory import GroundingMemory, is_grounding
 from ..hitl import DecideCallback, HitlInterrupt, check_decisions, is_interrupt_id
 from ..memory._base import Memory, replace_history
-from ..messages import Message
+from ..messages import Message, ToolCall
 from ..models._base import Model, ToolSpec
 from ..sessions.snapshot import Snapshot
 from ..tools import Tool, as_tool
@@ -406,7 +406,7 @@ class Agent:
                 managed = await self._commit(run.visible())
                 if hooks.on_commit is not None:
                     await hooks.on_commit(list(managed))
-                self._record(timeline_kind)
+                self._record(timeline_kind, ran=run.ran)
                 result = RunResult(
                     text=run.final.text,
                     messages=list(managed),
@@ -419,13 +419,13 @@ class Agent:
                 )
             except HitlInterrupt as interrupt:
                 await self._commit(run.kept_on_interrupt())
-                self._record(timeline_kind, "interrupted")
+                self._record(timeline_kind, "interrupted", ran=run.ran)
                 release()
                 yield InterruptEvent(run_id=run.run_id, interrupt=interrupt)
                 raise
             except Exception as exc:
                 code = getattr(exc, "code", type(exc).__name__)
-                self._record(timeline_kind, f"error:{code}")
+                self._record(timeline_kind, f"error:{code}", ran=run.ran)
                 release()
                 yield RunErrorEvent(run_id=run.run_id, error=exc)
                 raise
@@ -464,9 +464,11 @@ class Agent:
         await replace_history(self.memory, history)
         self._messages = history
 
-    def _record(self, kind: TimelineKind, label: str | None = None) -> TimelineEntry:
-        """Append a timeline entry (runs here; edits, branches, resumes, snapshots later)."""
-        return self._timeline.record(kind, label)
+    def _record(
+        self, kind: TimelineKind, label: str | None = None, ran: Sequence[ToolCall] = ()
+    ) -> TimelineEntry:
+        """Append a timeline entry (runs, edits, branches, resumes, snapshots)."""
+        return self._timeline.record(kind, label, ran)
 
     def _constructor_kwargs(self) -> dict[str, Any]:
         """This agent's constructor arguments (for clones and branches)."""
