@@ -345,6 +345,25 @@ def test_a_decision_for_a_misspelled_or_unguarded_tool_is_hitl_decision(
     assert arun(cp.load("t1")).pending is not None and effects(fx) == []
 
 
+def test_resuming_a_finished_thread_is_invalid_argument_and_a_paused_one_goes_on(
+    cp: FileCheckpointer,
+) -> None:
+    model = ScriptedModel(["answer", "went on"])
+    agent = Agent(model)
+    arun(agent.run("hi", checkpointer=cp, thread_id="t"))
+    assert arun(cp.load("t")).finished
+    for attempt in (
+        lambda: Agent(model).resume("t", checkpointer=cp),
+        lambda: Agent(model).run(None, checkpointer=cp, thread_id="t"),
+    ):
+        with pytest.raises(InvalidArgumentError, match="finished"):
+            arun(attempt())
+    assert len(model.calls) == 1
+    arun(agent.pause("t", checkpointer=cp))  # a pause makes it resumable again
+    assert not arun(cp.load("t")).finished
+    assert arun(Agent(model).resume("t", checkpointer=cp)).text == "went on"
+
+
 def test_run_none_on_an_empty_history_is_invalid_argument() -> None:
     model = ScriptedModel(["never"])
     agent = Agent(model)

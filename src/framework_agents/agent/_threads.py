@@ -241,7 +241,7 @@ class _ThreadRun:
 
     async def on_commit(self, messages: list[Message]) -> None:
         async with self.lock:
-            await self.checkpointer.save(self.checkpoint(messages))
+            await self.checkpointer.save(self.checkpoint(messages, finished=True))
 
     # -- settling calls of unknown outcome ----------------------------------------------
 
@@ -360,6 +360,11 @@ def _admit(
             raise HitlDecisionError(
                 f"thread {base.thread_id!r} has no pending approval: the decisions "
                 f"{sorted(given)} answer nothing, so nothing ran and nothing was written"
+            )
+        if base.finished:
+            raise InvalidArgumentError(
+                f"thread {base.thread_id!r} is finished (its last run ended on the model's "
+                "answer): nothing to resume; run it with a new prompt"
             )
         if not base.resumable_history():
             raise InvalidArgumentError(

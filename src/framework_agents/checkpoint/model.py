@@ -18,6 +18,8 @@ The fields beyond ``pending`` implement the at-most-once protocol (``docs/checkp
   ``pending`` is set. A decision keyed by another interrupt id is stale.
 * ``pending_turn``: the assistant turn that made ``pending`` (kept out of ``messages``),
   so ``resume(..., reissue=False)`` can run the very calls the human saw.
+* ``finished``: the run that saved this checkpoint ended on the model's final answer;
+  resuming it (with no new prompt) has nothing to continue.
 """
 
 from __future__ import annotations
@@ -150,6 +152,7 @@ class ThreadCheckpoint(BaseModel):
     decisions: dict[str, Any] = Field(default_factory=dict)
     interrupt_id: str | None = None
     pending_turn: Message | None = None
+    finished: bool = False
 
     @constructor_only  # parsing a stored checkpoint need not go through Python
     def __init__(
