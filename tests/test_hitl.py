@@ -16,15 +16,14 @@ from framework_agents import (
     HitlInterrupt,
     InMemoryMemory,
     Message,
-    RunHooks,
     ScriptedModel,
     ToolCall,
-    ToolProgress,
     ToolRejection,
     hitl_key,
     is_well_formed,
     tool,
 )
+from framework_agents.agent._loop import RunHooks, ToolProgress
 from framework_agents.checkpoint import InMemoryCheckpointer
 from framework_agents.hitl import find_decision, parse_decision
 

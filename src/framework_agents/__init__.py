@@ -1,24 +1,12 @@
 """framework-agents: LLM agents whose memory and sessions stay correct, durable and fast.
 
-The public API is flat: everything ``API.md`` documents is importable from here. Each
-subpackage owns its names through its own ``__all__``; this module re-exports them.
+The public API is flat: everything ``docs/api.md`` documents is importable from here,
+plus the extras ``docs/exports.md`` lists. ``__all__`` is a literal list, grouped by the
+subpackage that owns each name (``tests/test_exports.py`` pins it); a new subpackage adds
+its group.
 """
 
-# ruff: noqa: F403
-from . import (
-    agent,
-    checkpoint,
-    conversation,
-    errors,
-    graph,
-    history,
-    memory,
-    messages,
-    models,
-    sessions,
-    summarize,
-    testing,
-)
+# ruff: noqa: F403, F405
 from .agent import *
 from .checkpoint import *
 from .conversation import *
@@ -34,19 +22,150 @@ from .testing import *
 
 __version__ = "0.1.0"
 
-__all__ = sorted(
-    {
-        *agent.__all__,
-        *checkpoint.__all__,
-        *conversation.__all__,
-        *errors.__all__,
-        *graph.__all__,
-        *history.__all__,
-        *memory.__all__,
-        *messages.__all__,
-        *models.__all__,
-        *sessions.__all__,
-        *summarize.__all__,
-        *testing.__all__,
-    }
-)
+__all__ = [
+    # messages
+    "ContentBlock",
+    "MESSAGES_FORMAT_VERSION",
+    "Message",
+    "ReasoningBlock",
+    "Role",
+    "TextBlock",
+    "ToolCall",
+    "new_id",
+    # history
+    "INTERRUPTED_TEXT",
+    "group_bounds",
+    "is_well_formed",
+    "repair_history",
+    "trim_dangling",
+    "well_formed_problems",
+    # errors
+    "AgentBusyError",
+    "AgentError",
+    "BackendUnavailableError",
+    "BusyError",
+    "CheckpointConflictError",
+    "CheckpointCorruptError",
+    "CheckpointMissingError",
+    "ContextOverflowError",
+    "CorruptStoreError",
+    "DataValidationError",
+    "GraphStateError",
+    "GraphStoreBusyError",
+    "GraphStoreCorruptError",
+    "GraphStoreIOError",
+    "GraphTermError",
+    "HitlDecisionError",
+    "InvalidArgumentError",
+    "InvalidInputError",
+    "LockTimeoutError",
+    "MaxTurnsError",
+    "MemoryCorruptError",
+    "MessageNotEditableError",
+    "MessageNotFoundError",
+    "ModelError",
+    "NotFoundError",
+    "OutputInvalidError",
+    "ScriptExhaustedError",
+    "SnapshotCorruptError",
+    "SnapshotFieldError",
+    "SnapshotMissingError",
+    "StateNotJsonError",
+    "StorageIOError",
+    "StorageKeyInvalidError",
+    "StoreError",
+    "ThreadBusyError",
+    "ThreadIdInvalidError",
+    # memory
+    "COMPACTION_PREFIX",
+    "CompactedMemory",
+    "FileMemory",
+    "GROUNDING_KIND",
+    "GroundingMemory",
+    "InMemoryMemory",
+    "Memory",
+    "ReplaceableMemory",
+    "is_grounding",
+    "replace_history",
+    # conversation
+    "ConversationManager",
+    "NullConversationManager",
+    "SlidingWindowConversationManager",
+    "SummarizingConversationManager",
+    # agent
+    "Agent",
+    "AgentEvent",
+    "AgentState",
+    "DECISION_KINDS",
+    "DEFAULT_MAX_TURNS",
+    "Decision",
+    "HitlInterrupt",
+    "InterruptEvent",
+    "MessageCompletedEvent",
+    "MessageStartedEvent",
+    "Middleware",
+    "ModelCallContext",
+    "Prompt",
+    "ReasoningDeltaEvent",
+    "ResolvedDecision",
+    "RunErrorEvent",
+    "RunFinishedEvent",
+    "RunResult",
+    "RunStartedEvent",
+    "TextDeltaEvent",
+    "TimelineEntry",
+    "Tool",
+    "ToolArgumentsError",
+    "ToolCallContext",
+    "ToolCallEvent",
+    "ToolContext",
+    "ToolRejection",
+    "ToolResultEvent",
+    "Usage",
+    "hitl_key",
+    "tool",
+    # models
+    "AnthropicModel",
+    "LocalModel",
+    "Model",
+    "ModelChunk",
+    "ModelDone",
+    "OpenAIModel",
+    "ReasoningDelta",
+    "StreamingModel",
+    "TextDelta",
+    "ToolSpec",
+    # sessions
+    "InMemoryStorage",
+    "LocalFileStorage",
+    "SessionManager",
+    "Snapshot",
+    "SnapshotData",
+    "Storage",
+    "select_snapshot_fields",
+    # checkpoint
+    "CHECKPOINT_FORMAT_VERSION",
+    "Checkpointer",
+    "FileCheckpointer",
+    "InMemoryCheckpointer",
+    "ThreadCheckpoint",
+    "lock_holder",
+    "with_file_lock",
+    # graph
+    "ENTAILED_GRAPH",
+    "Fact",
+    "GROUNDING_HEADER",
+    "GraphLiteral",
+    "GraphMemory",
+    "GraphStore",
+    "IRI",
+    "Quad",
+    "Term",
+    # summarize
+    "Summarizer",
+    "extractive_summary",
+    # testing
+    "FunctionModel",
+    "ModelCall",
+    "ScriptedModel",
+]

@@ -35,8 +35,8 @@ from ..errors import (
     MessageNotEditableError,
     MessageNotFoundError,
 )
-from ..graph.memory import is_grounding
 from ..history import repair_history
+from ..memory.grounding import is_grounding
 from ..messages import Message
 from ..sessions.snapshot import Snapshot, SnapshotData, select_snapshot_fields
 from ._output import output_instruction

@@ -36,9 +36,9 @@ from pydantic import BaseModel
 
 from ..conversation._base import ConversationManager
 from ..errors import AgentBusyError, HitlDecisionError, InvalidArgumentError
-from ..graph.memory import GroundingMemory, is_grounding
 from ..hitl import DecideCallback, HitlInterrupt, check_decisions, is_interrupt_id
 from ..memory._base import Memory, replace_history
+from ..memory.grounding import GroundingMemory, is_grounding
 from ..messages import Message, ToolCall
 from ..models._base import Model, ToolSpec
 from ..sessions.snapshot import Snapshot
