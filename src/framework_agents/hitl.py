@@ -229,6 +229,30 @@ def _malformed(tool: str, value: Any, why: str) -> HitlDecisionError:
     return HitlDecisionError(f"malformed decision for tool {tool!r}: {value!r} ({why})")
 
 
+def _parse_mapping(
+    tool: Tool, value: Mapping[str, Any]
+) -> tuple[str, dict[str, Any] | None, str | None]:
+    """``(kind, args, reason)`` of a one-key mapping decision; ``HITL_DECISION`` if malformed."""
+    if len(value) != 1:
+        raise _malformed(tool.name, value, "a decision is a mapping with exactly one key")
+    ((kind, payload),) = value.items()
+    if kind in ("approve", "suspend"):
+        if payload is not True:
+            raise _malformed(tool.name, value, f'{{"{kind}": True}} or "{kind}"')
+        return kind, None, None
+    if kind == "edit":
+        if not isinstance(payload, Mapping) or not all(isinstance(k, str) for k in payload):
+            raise _malformed(tool.name, value, "edit takes a mapping of new arguments")
+        return kind, dict(payload), None
+    if kind == "reject":
+        if payload is True:
+            return kind, None, _DEFAULT_REJECTION
+        if isinstance(payload, str) and payload.strip():
+            return kind, None, payload
+        raise _malformed(tool.name, value, "reject takes a non-empty reason string")
+    raise _malformed(tool.name, value, f"the kinds are {list(DECISION_KINDS)}")
+
+
 def parse_decision(value: Any, *, tool: Tool, source: DecisionSource) -> ResolvedDecision:
     """Validate one decision for ``tool``; ``HITL_DECISION`` if malformed or not allowed."""
     kind: str
@@ -243,28 +267,7 @@ def parse_decision(value: Any, *, tool: Tool, source: DecisionSource) -> Resolve
         if kind == "reject":
             reason = _DEFAULT_REJECTION
     elif isinstance(value, Mapping):
-        if len(value) != 1:
-            raise _malformed(tool.name, value, "a decision is a mapping with exactly one key")
-        ((kind, payload),) = value.items()
-        if kind == "approve":
-            if payload is not True:
-                raise _malformed(tool.name, value, '{"approve": True} or "approve"')
-        elif kind == "edit":
-            if not isinstance(payload, Mapping) or not all(isinstance(k, str) for k in payload):
-                raise _malformed(tool.name, value, "edit takes a mapping of new arguments")
-            args = dict(payload)
-        elif kind == "reject":
-            if payload is True:
-                reason = _DEFAULT_REJECTION
-            elif isinstance(payload, str) and payload.strip():
-                reason = payload
-            else:
-                raise _malformed(tool.name, value, "reject takes a non-empty reason string")
-        elif kind == "suspend":
-            if payload is not True:
-                raise _malformed(tool.name, value, '{"suspend": True}')
-        else:
-            raise _malformed(tool.name, value, f"the kinds are {list(DECISION_KINDS)}")
+        kind, args, reason = _parse_mapping(tool, value)
     else:
         raise _malformed(tool.name, value, "expected a string or a one-key mapping")
     if kind not in tool.allowed_decisions:

@@ -30,7 +30,6 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ..errors import (
-    AgentBusyError,
     InvalidArgumentError,
     MessageNotEditableError,
     MessageNotFoundError,
@@ -80,16 +79,8 @@ def _holding(agent: Agent, what: str) -> Iterator[None]:
     An edit or a snapshot load awaits memory and storage; a run starting in between would
     commit a history without the change, or have its turn overwritten by it.
     """
-    if agent._busy:
-        raise AgentBusyError(
-            f"{what}() while agent {agent.agent_id!r} is busy (a run, edit or snapshot load); "
-            "wait for it to end"
-        )
-    agent._busy = True
-    try:
+    with agent._busy.hold(what):
         yield
-    finally:
-        agent._busy = False
 
 
 def _manager(agent: Agent) -> Any:

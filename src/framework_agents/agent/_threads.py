@@ -46,7 +46,6 @@ from typing import TYPE_CHECKING, Any
 from ..checkpoint._base import Checkpointer, save_progress, thread_lock
 from ..checkpoint.model import ThreadCheckpoint, check_thread_id
 from ..errors import (
-    AgentBusyError,
     CheckpointMissingError,
     HitlDecisionError,
     InvalidArgumentError,
@@ -64,7 +63,7 @@ from ..hitl import (
 )
 from ..messages import Message, ToolCall, new_id
 from . import _sessions
-from ._loop import LoopRun, RunHooks, ToolProgress, _Plan, _run_call
+from ._loop import LoopRun, RunHooks, ToolProgress, run_call
 from .events import AgentEvent, InterruptEvent, RunStartedEvent
 
 if TYPE_CHECKING:
@@ -254,17 +253,18 @@ class _ThreadRun:
         # The settling decisions answer this turn only: spent before any write or re-run.
         self.decisions.consume(d.key for _, d in self.plans if d.key is not None)
         for call, decision in self.plans:
-            run_call = call
+            ran = call
             if decision.kind == "edit":
                 assert decision.args is not None
-                run_call = call.model_copy(update={"args": decision.args})
+                ran = call.model_copy(update={"args": decision.args})
             if decision.kind != "reject":
                 async with self.lock:
-                    turn.in_flight[call.id] = run_call
+                    turn.in_flight[call.id] = ran
                     await self.save_turn(turn)  # step 1 again: this re-run is guarded too
             loop_run = LoopRun([], thread_id=self.thread_id)
-            plan = _Plan(asked[call.id], run_call, decision)
-            result = await _run_call(self.agent, loop_run, plan, 0)
+            result = await run_call(
+                self.agent._setup(), loop_run, asked[call.id], decision, run_args=ran.args
+            )
             async with self.lock:
                 turn.results[call.id] = result
                 turn.in_flight.pop(call.id, None)
@@ -407,12 +407,7 @@ async def _surface(
     interrupt_id = base.open_interrupt_id()
     if interrupt_id is None or not stale:
         interrupt_id = new_interrupt_id()
-    if agent._busy:
-        raise AgentBusyError(
-            f"agent {agent.agent_id!r} is already running; one run at a time per instance"
-        )
-    agent._busy = True
-    try:
+    with agent._busy.hold():
         if not stale or base.open_interrupt_id() is None:
             update: dict[str, Any] = {
                 "pending": call,
@@ -426,8 +421,6 @@ async def _surface(
         await agent._set_history(base.messages)
         label = "outcome_unknown" if unknown else "interrupted"
         agent._record("resume" if resume else "run", label)
-    finally:
-        agent._busy = False
     interrupt = HitlInterrupt(
         call.name,
         call.args,
@@ -463,10 +456,7 @@ async def drive_thread(
     """
     cp = check_target(checkpointer, thread_id)
     assert thread_id is not None
-    if agent._busy:
-        raise AgentBusyError(
-            f"agent {agent.agent_id!r} is already running; one run at a time per instance"
-        )
+    agent._busy.check()  # before waiting for the thread: this instance runs one at a time
     given = dict(decisions or {})
     async with thread_lock(cp, thread_id):
         outer = _HOLDING.get()
@@ -536,7 +526,7 @@ async def pause_thread(agent: Agent, thread_id: str, checkpointer: object) -> No
     cp = check_target(checkpointer, thread_id)
 
     async def save() -> None:
-        if not agent._busy:
+        if not agent._busy.held:
             # Before a first run, agent.messages is only the seed: what that run would start
             # from (the session's snapshot, else the stored memory, else the seed) is what
             # a pause must save, or a resume would overwrite the stored history with it.

@@ -29,13 +29,13 @@ Seams for the follow-up integrations (kept small on purpose):
 
 from __future__ import annotations
 
-from collections.abc import AsyncGenerator, AsyncIterator, Iterable, Mapping, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterable, Mapping, Sequence
 from typing import Any, Literal
 
 from pydantic import BaseModel
 
 from ..conversation._base import ConversationManager
-from ..errors import AgentBusyError, HitlDecisionError, InvalidArgumentError
+from ..errors import HitlDecisionError, InvalidArgumentError
 from ..hitl import DecideCallback, HitlInterrupt, check_decisions, is_interrupt_id
 from ..memory._base import Memory, replace_history
 from ..memory.grounding import GroundingMemory, is_grounding
@@ -44,7 +44,8 @@ from ..models._base import Model, ToolSpec
 from ..sessions.snapshot import Snapshot
 from ..tools import Tool, as_tool
 from . import _sessions, _threads
-from ._loop import LoopRun, RunHooks, _kept_well_formed, run_loop
+from ._busy import BusyFlag
+from ._loop import LoopRun, RunHooks, RunSetup, kept_well_formed, run_loop
 from ._output import output_instruction
 from .events import (
     AgentEvent,
@@ -165,7 +166,7 @@ class Agent:
         self._state = AgentState(state)
         self._messages: list[Message] = list(self.initial_messages)
         self._timeline = Timeline()
-        self._busy = False
+        self._busy = BusyFlag(agent_id)
         self._started = False  # a run has committed (first-run seeding is done)
         self._session_link = _sessions.SessionLink()  # session restore bookkeeping
         self._tools_by_name: dict[str, Tool] = {t.name: t for t in self.tools}
@@ -200,7 +201,7 @@ class Agent:
     @property
     def running(self) -> bool:
         """Whether a run is in progress."""
-        return self._busy
+        return self._busy.held
 
     # -- running ----------------------------------------------------------------------
 
@@ -364,77 +365,109 @@ class Agent:
             finally:
                 await thread_events.aclose()  # a stream closed early frees the thread now
             return
-        if self._busy:
-            raise AgentBusyError(
-                f"agent {self.agent_id!r} is already running; one run at a time per instance"
+        with self._busy.hold() as release:
+            events = self._run_events(
+                _as_prompt(prompt),
+                decisions,
+                thread_id,
+                hooks or RunHooks(),
+                timeline_kind,
+                replay,
+                release,
             )
-        self._busy = True
-        released = False
-
-        def release() -> None:
-            nonlocal released
-            if not released:
-                released = True
-                self._busy = False
-
-        try:
-            message = _as_prompt(prompt)
-            hooks = hooks or RunHooks()
-            run = LoopRun([], message, decisions, thread_id, hooks=hooks, replay=replay)
             try:
-                yield RunStartedEvent(
-                    run_id=run.run_id, agent_id=self.agent_id, thread_id=thread_id, prompt=message
-                )
-                prepare = hooks.prepare or self._start_history
-                run.history = await prepare()
-                if message is None and not run.history:
-                    raise InvalidArgumentError(
-                        "run(None) continues the current history, which is empty: "
-                        "give a prompt (the model is never called with no message)"
-                    )
-                if isinstance(self.memory, GroundingMemory):
-                    # Ground on what the user asks now (a resume: on the latest user turn).
-                    # Grounding rides along with each model call, outside the transcript.
-                    run.history = [m for m in run.history if not is_grounding(m)]
-                    asked = message if message is not None else _latest_user(run.history)
-                    if asked is not None:
-                        run.context = await self.memory.ground([], asked.text)
-                start_ids = {m.id for m in run.history}
-                async for event in run_loop(self, run):
+                async for event in events:
                     yield event
-                assert run.final is not None
-                managed = await self._commit(run.visible())
-                if hooks.on_commit is not None:
-                    await hooks.on_commit(list(managed))
-                self._record(timeline_kind, ran=run.ran)
-                result = RunResult(
-                    text=run.final.text,
-                    messages=list(managed),
-                    stop_reason=str(run.final.metadata.get("stop_reason") or "end_turn"),
-                    output=run.output,
-                    usage=run.usage,
-                    new_messages=[m for m in managed if m.id not in start_ids],
-                    run_id=run.run_id,
-                    turns=run.turns,
+            finally:
+                await events.aclose()
+
+    async def _run_events(
+        self,
+        message: Message | None,
+        decisions: Mapping[str, Any] | None,
+        thread_id: str | None,
+        hooks: RunHooks,
+        timeline_kind: TimelineKind,
+        replay: Message | None,
+        release: Callable[[], None],
+    ) -> AsyncGenerator[AgentEvent, None]:
+        """Start, loop, commit and the terminal event of one run (inside the busy flag)."""
+        run = LoopRun([], message, decisions, thread_id, hooks=hooks, replay=replay)
+        try:
+            yield RunStartedEvent(
+                run_id=run.run_id, agent_id=self.agent_id, thread_id=thread_id, prompt=message
+            )
+            run.history = await (hooks.prepare or self._start_history)()
+            if message is None and not run.history:
+                raise InvalidArgumentError(
+                    "run(None) continues the current history, which is empty: "
+                    "give a prompt (the model is never called with no message)"
                 )
-            except HitlInterrupt as interrupt:
-                await self._commit(run.kept_on_interrupt())
-                self._record(timeline_kind, "interrupted", ran=run.ran)
-                release()
-                yield InterruptEvent(run_id=run.run_id, interrupt=interrupt)
-                raise
-            except Exception as exc:
-                code = getattr(exc, "code", type(exc).__name__)
-                self._record(timeline_kind, f"error:{code}", ran=run.ran)
-                release()
-                yield RunErrorEvent(run_id=run.run_id, error=exc)
-                raise
+            await self._ground(run, message)
+            start_ids = {m.id for m in run.history}
+            async for event in run_loop(self._setup(), run):
+                yield event
+            assert run.final is not None
+            managed = await self._commit(run.visible())
+            if hooks.on_commit is not None:
+                await hooks.on_commit(list(managed))
+            self._record(timeline_kind, ran=run.ran)
+            result = RunResult(
+                text=run.final.text,
+                messages=list(managed),
+                stop_reason=str(run.final.metadata.get("stop_reason") or "end_turn"),
+                output=run.output,
+                usage=run.usage,
+                new_messages=[m for m in managed if m.id not in start_ids],
+                run_id=run.run_id,
+                turns=run.turns,
+            )
+        except HitlInterrupt as interrupt:
+            await self._commit(run.kept_on_interrupt())
+            self._record(timeline_kind, "interrupted", ran=run.ran)
             release()
-            yield RunFinishedEvent(run_id=run.run_id, result=result)
-        finally:
+            yield InterruptEvent(run_id=run.run_id, interrupt=interrupt)
+            raise
+        except Exception as exc:
+            code = getattr(exc, "code", type(exc).__name__)
+            self._record(timeline_kind, f"error:{code}", ran=run.ran)
             release()
+            yield RunErrorEvent(run_id=run.run_id, error=exc)
+            raise
+        release()
+        yield RunFinishedEvent(run_id=run.run_id, result=result)
+
+    async def _ground(self, run: LoopRun, message: Message | None) -> None:
+        """Ask a grounding memory for context on what the user asks now (outside the history).
+
+        A resume grounds on the latest user turn. Grounding rides along with each model
+        call of the run and is never part of the transcript.
+        """
+        if not isinstance(self.memory, GroundingMemory):
+            return
+        run.history = [m for m in run.history if not is_grounding(m)]
+        asked = message if message is not None else _latest_user(run.history)
+        if asked is not None:
+            run.context = await self.memory.ground([], asked.text)
 
     # -- seams ------------------------------------------------------------------------
+
+    def _setup(self) -> RunSetup:
+        """The frozen setup the loop runs with (built per run: attributes may change)."""
+        return RunSetup(
+            model=self.model,
+            tools=self._tools_by_name,
+            tool_specs=tuple(self._tool_specs),
+            middleware=self._middleware,
+            system_prompt=self._effective_prompt,
+            conversation_manager=self.conversation_manager,
+            max_turns=self.max_turns,
+            output_retries=self.output_retries,
+            response_format=self.response_format,
+            output_version=self.output_version,
+            decide=self.decide,
+            owner=self,
+        )
 
     async def _start_history(self) -> list[Message]:
         """The history a run starts from: memory, seeded on the first run (repaired later)."""
@@ -448,7 +481,7 @@ class Agent:
     async def _commit(self, transcript: Sequence[Message]) -> list[Message]:
         """Manage the transcript, clear-then-save memory, make it ``agent.messages``."""
         history = list(transcript)  # well formed: the loop keeps it so
-        managed = _kept_well_formed(await self.conversation_manager.apply(history), history)
+        managed = kept_well_formed(await self.conversation_manager.apply(history), history)
         await self._set_history(managed)
         self._started = True
         await _sessions.save_session(self)  # every committed run ends with save_latest
