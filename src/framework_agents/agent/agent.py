@@ -1,30 +1,19 @@
 """``Agent``: a model, tools and a memory, driven by one loop for ``run()`` and ``stream()``.
 
-A run: take the busy flag (``AGENT_BUSY`` if taken), load memory and repair it, on the
-first run seed ``initial_messages`` into an empty history, append the prompt, run the
-loop (``_loop.run_loop``), then commit: ``conversation_manager.apply``, ``memory.clear()``
-+ ``memory.save(managed)`` (clear-then-save), ``agent.messages`` and a timeline entry. A
-run that fails commits nothing (memory and history stay as they were); an interrupted run
-commits the history up to, and excluding, the interrupted assistant turn.
+A run (:meth:`Agent._drive`): take the busy flag (``AGENT_BUSY`` if taken), get the
+starting history (memory, the session's snapshot on the first run, else the
+``initial_messages`` seed; a thread's checkpoint when a checkpointer is given), append the
+prompt, run the loop (``_loop.run_loop`` with the frozen ``RunSetup`` of this agent), then
+commit: ``conversation_manager.apply``, the memory replaced by the managed transcript
+(clear-then-save), ``agent.messages`` and a timeline entry. A run that fails commits
+nothing; an interrupted run commits the history up to, and excluding, the interrupted
+assistant turn.
 
-Seams for the follow-up integrations (kept small on purpose):
-
-* Sessions (issue 5). Restore in :meth:`Agent._start_history`, where the comment marks
-  it: on the first run (``not self._started``), BEFORE the ``initial_messages`` seeding
-  (load_latest -> state via ``self._state.replace`` and history; memory re-synced).
-  Save in :meth:`Agent._commit` after the memory save (``save_latest``).
-  ``take_snapshot``/``load_snapshot``/``edit_message``/``branch`` are new methods; they
-  change history through :meth:`Agent._set_history` (memory kept in sync), record with
-  :meth:`Agent._record`, and clone with :meth:`Agent._constructor_kwargs`. Done: the
-  logic lives in ``agent/_sessions.py`` (see ``docs/sessions.md``).
-* Checkpoints (issue 6). ``run(..., checkpointer=, thread_id=)`` and ``pause``/``resume``
-  wrap :meth:`Agent._drive` under the thread lock: ``_drive(prompt or None, decisions=...,
-  thread_id=..., hooks=RunHooks(prepare=..., on_interrupt=..., on_tool_result=...,
-  on_commit=...), timeline_kind="resume")``. ``prepare`` supplies the starting history
-  (inside the busy section), ``on_interrupt`` saves the checkpoint before the interrupt
-  propagates, ``on_tool_result`` persists each result before the loop goes on, and
-  ``on_commit`` saves the final checkpoint. Done: the logic lives in
-  ``agent/_threads.py`` (see ``docs/checkpoints.md``; it adds the ``on_turn_start`` hook).
+Threads (``checkpointer`` + ``thread_id``, ``pause``, ``resume``) live in ``_threads``:
+it takes the thread lock, loads the checkpoint, binds decisions to the open interrupt
+and plugs the at-most-once protocol into the run through ``RunHooks``. Sessions,
+snapshots, edits and branches live in ``_sessions`` (see ``docs/sessions.md`` and
+``docs/checkpoints.md``).
 """
 
 from __future__ import annotations
