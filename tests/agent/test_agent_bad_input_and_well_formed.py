@@ -1,4 +1,4 @@
-"""Review pass over the agent loop: bad input is a clear AgentError, histories stay well formed."""
+"""The agent loop: bad input is a clear AgentError, histories stay well formed."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Review pass over the agent's session side: no lost history before the first run."""
+"""The agent's session side: no lost history before the first run."""
 
 from __future__ import annotations
 

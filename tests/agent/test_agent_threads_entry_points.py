@@ -1,4 +1,4 @@
-"""Review pass over checkpointed threads: the spec example as printed, thread ids on every
+"""Checkpointed threads: the spec example as printed, thread ids on every
 entry point, the interrupt checkpoint, pause before a first run, sessions and threads."""
 
 from __future__ import annotations
