@@ -36,9 +36,10 @@ spends the decisions that settled them the same way.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import contextvars
 import json
-from collections.abc import AsyncGenerator, Mapping, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
@@ -69,7 +70,14 @@ from .events import AgentEvent, InterruptEvent, RunStartedEvent
 if TYPE_CHECKING:
     from .agent import Agent
 
-__all__ = ["check_target", "drive_thread", "exclude_interrupted_turn", "pause_thread"]
+__all__ = [
+    "ThreadStart",
+    "check_target",
+    "drive_thread",
+    "exclude_interrupted_turn",
+    "open_thread",
+    "pause_thread",
+]
 
 #: The (checkpointer, thread id) whose run lock the current context holds.
 _HOLDING: contextvars.ContextVar[tuple[Checkpointer, str] | None] = contextvars.ContextVar(
@@ -439,6 +447,72 @@ async def _surface(
     raise interrupt
 
 
+@dataclass(slots=True)
+class ThreadStart:
+    """What opening a thread found: how the run goes on, or the interrupt to raise first.
+
+    ``run`` holds the starting history, the state, the carried and given decisions and
+    the hooks of the run; ``surface`` (with ``base``) is a call whose interrupt must be
+    raised instead of running (``stale``: re-raised as it stands, nothing written).
+    """
+
+    run: _ThreadRun
+    base: ThreadCheckpoint | None = None
+    surface: ToolCall | None = None
+    stale: bool = False
+
+
+@contextlib.asynccontextmanager
+async def open_thread(
+    agent: Agent,
+    checkpointer: object,
+    thread_id: str | None,
+    *,
+    decisions: Mapping[str, Any] | None,
+    resume: bool,
+    reissue: bool = True,
+) -> AsyncIterator[ThreadStart]:
+    """Hold ``thread_id``'s run lock, load its checkpoint and decide how the run starts.
+
+    ``CHECKPOINT_MISSING`` for a resume of an unknown thread; the decisions are bound to
+    the open interrupt (:func:`_admit`) before anything runs. The lock is held until the
+    ``async with`` block ends.
+    """
+    cp = check_target(checkpointer, thread_id)
+    assert thread_id is not None
+    agent._busy.check()  # before waiting for the thread: this instance runs one at a time
+    given = dict(decisions or {})
+    async with thread_lock(cp, thread_id):
+        outer = _HOLDING.get()
+        _HOLDING.set((cp, thread_id))
+        try:
+            base = await cp.load(thread_id)
+            if base is None:
+                if resume:
+                    raise CheckpointMissingError(
+                        f"thread {thread_id!r} has no checkpoint to resume"
+                    )
+                yield ThreadStart(_ThreadRun(agent, cp, thread_id, DecisionBook(given)))
+                return
+            admission = _admit(base, given, agent._tools_by_name, resume=resume)
+            carried = dict(base.decisions) if resume else {}
+            book = DecisionBook({**carried, **admission.decisions})
+            start = ThreadStart(_ThreadRun(agent, cp, thread_id, book), base)
+            if admission.surface is not None:
+                start.surface, start.stale = admission.surface, admission.stale
+            elif base.in_flight:
+                plans, undecided = _decide_unknown(agent, base, admission.decisions)
+                start.surface = undecided
+                start.run.settle, start.run.plans = base, plans
+            elif resume and not reissue:
+                start.run.replay = base.interrupted_turn()
+            start.run.state = base.state
+            start.run.start = base.resumable_history()
+            yield start
+        finally:
+            _HOLDING.set(outer)  # not reset(token): the generator may close in another context
+
+
 async def drive_thread(
     agent: Agent,
     prompt: Message | None,
@@ -454,63 +528,36 @@ async def drive_thread(
     ``reissue=False`` runs the stored interrupted turn (the calls the human saw, with the
     approved or edited arguments) instead of asking the model again.
     """
-    cp = check_target(checkpointer, thread_id)
-    assert thread_id is not None
-    agent._busy.check()  # before waiting for the thread: this instance runs one at a time
-    given = dict(decisions or {})
-    async with thread_lock(cp, thread_id):
-        outer = _HOLDING.get()
-        _HOLDING.set((cp, thread_id))
+    async with open_thread(
+        agent, checkpointer, thread_id, decisions=decisions, resume=resume, reissue=reissue
+    ) as start:
+        run = start.run
+        if start.surface is not None:
+            assert start.base is not None
+            async for event in _surface(
+                agent,
+                run.checkpointer,
+                start.base,
+                start.surface,
+                resume=resume,
+                prompt=prompt,
+                stale=start.stale,
+            ):
+                yield event
+            return  # not reached: _surface raises
+        events = agent._drive(
+            prompt,
+            decisions=run.decisions,
+            thread_id=run.thread_id,
+            hooks=run.hooks(),
+            timeline_kind="resume" if resume else "run",
+            replay=run.replay,
+        )
         try:
-            base = await cp.load(thread_id)
-            if base is None and resume:
-                raise CheckpointMissingError(f"thread {thread_id!r} has no checkpoint to resume")
-            carried = dict(base.decisions) if base is not None and resume else {}
-            if base is not None:
-                admission = _admit(base, given, agent._tools_by_name, resume=resume)
-                given = admission.decisions
-            run = _ThreadRun(agent, cp, thread_id, DecisionBook({**carried, **given}))
-            if base is not None:
-                if admission.surface is not None:
-                    async for event in _surface(
-                        agent,
-                        cp,
-                        base,
-                        admission.surface,
-                        resume=resume,
-                        prompt=prompt,
-                        stale=admission.stale,
-                    ):
-                        yield event
-                    return  # not reached: _surface raises
-                if base.in_flight:
-                    plans, undecided = _decide_unknown(agent, base, given)
-                    if undecided is not None:
-                        async for event in _surface(
-                            agent, cp, base, undecided, resume=resume, prompt=prompt, stale=False
-                        ):
-                            yield event
-                        return  # not reached: _surface raises
-                    run.settle, run.plans = base, plans
-                elif resume and not reissue:
-                    run.replay = base.interrupted_turn()
-                run.state = base.state
-                run.start = base.resumable_history()
-            events = agent._drive(
-                prompt,
-                decisions=run.decisions,
-                thread_id=thread_id,
-                hooks=run.hooks(),
-                timeline_kind="resume" if resume else "run",
-                replay=run.replay,
-            )
-            try:
-                async for event in events:
-                    yield event
-            finally:
-                await events.aclose()
+            async for event in events:
+                yield event
         finally:
-            _HOLDING.set(outer)
+            await events.aclose()
 
 
 async def pause_thread(agent: Agent, thread_id: str, checkpointer: object) -> None:
