@@ -27,7 +27,7 @@ import contextlib
 import inspect
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from ..errors import (
     InvalidArgumentError,
@@ -46,6 +46,8 @@ if TYPE_CHECKING:
 
 __all__ = [
     "SessionLink",
+    "SessionStore",
+    "check_session_manager",
     "branch",
     "edit_message",
     "load_snapshot",
@@ -83,18 +85,32 @@ def _holding(agent: Agent, what: str) -> Iterator[None]:
         yield
 
 
-def _manager(agent: Agent) -> Any:
-    """The agent's session manager (or ``None``); a clear error if it cannot be one."""
-    manager = agent.session_manager
-    if manager is not None and not (
-        callable(getattr(manager, "load_latest", None))
-        and callable(getattr(manager, "save_latest", None))
-    ):
+@runtime_checkable
+class SessionStore(Protocol):
+    """What an agent needs of its ``session_manager``: the latest snapshot, read and written."""
+
+    async def load_latest(self) -> Snapshot | None:
+        """The latest snapshot, or ``None``."""
+        ...
+
+    async def save_latest(self, snapshot: Snapshot) -> None:
+        """Replace the latest snapshot."""
+        ...
+
+
+def check_session_manager(manager: object) -> SessionStore | None:
+    """``manager`` if it is ``None`` or a :class:`SessionStore`, else ``INVALID_ARGUMENT``."""
+    if manager is not None and not isinstance(manager, SessionStore):
         raise InvalidArgumentError(
             "session_manager must be a SessionManager (load_latest/save_latest), "
             f"not {type(manager).__name__}"
         )
     return manager
+
+
+def _manager(agent: Agent) -> SessionStore | None:
+    """The agent's session manager (or ``None``), checked again: it may have been replaced."""
+    return check_session_manager(agent.session_manager)
 
 
 def set_system_prompt(agent: Agent, prompt: str | None) -> None:

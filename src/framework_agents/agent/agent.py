@@ -23,6 +23,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel
 
+from ..checkpoint._base import Checkpointer
 from ..conversation._base import ConversationManager
 from ..errors import HitlDecisionError, InvalidArgumentError
 from ..hitl import DecideCallback, HitlInterrupt, check_decisions, is_interrupt_id
@@ -36,6 +37,7 @@ from . import _sessions, _threads
 from ._busy import BusyFlag
 from ._loop import LoopRun, RunHooks, RunSetup, kept_well_formed, run_loop
 from ._output import output_instruction
+from ._sessions import SessionStore
 from .events import (
     AgentEvent,
     InterruptEvent,
@@ -91,7 +93,7 @@ class Agent:
         system_prompt: str | None = None,
         memory: Memory | None = None,
         conversation_manager: ConversationManager | None = None,
-        session_manager: Any = None,
+        session_manager: SessionStore | None = None,
         initial_messages: Sequence[Message] | None = None,
         state: Mapping[str, Any] | None = None,
         middleware: Sequence[object] = (),
@@ -121,7 +123,7 @@ class Agent:
         self.conversation_manager: ConversationManager = (
             conversation_manager if conversation_manager is not None else _default_manager()
         )
-        self.session_manager: Any = session_manager
+        self.session_manager: SessionStore | None = _sessions.check_session_manager(session_manager)
         seed = _items(initial_messages, "initial_messages")
         if not all(isinstance(m, Message) for m in seed):
             raise InvalidArgumentError("initial_messages must be Message objects")
@@ -198,7 +200,7 @@ class Agent:
         self,
         prompt: Prompt | None,
         *,
-        checkpointer: Any = None,
+        checkpointer: Checkpointer | None = None,
         thread_id: str | None = None,
         decisions: Mapping[str, Any] | None = None,
     ) -> RunResult:
@@ -224,7 +226,7 @@ class Agent:
         self,
         prompt: Prompt | None,
         *,
-        checkpointer: Any = None,
+        checkpointer: Checkpointer | None = None,
         thread_id: str | None = None,
         decisions: Mapping[str, Any] | None = None,
     ) -> AsyncIterator[AgentEvent]:
@@ -246,7 +248,7 @@ class Agent:
         finally:
             await events.aclose()
 
-    async def pause(self, thread_id: str, *, checkpointer: Any) -> None:
+    async def pause(self, thread_id: str, *, checkpointer: Checkpointer) -> None:
         """Save ``messages`` and ``state`` as the thread's checkpoint (``pending=None``)."""
         await _threads.pause_thread(self, thread_id, checkpointer)
 
@@ -255,7 +257,7 @@ class Agent:
         thread_id: str,
         decisions: Mapping[str, Any] | None = None,
         *,
-        checkpointer: Any,
+        checkpointer: Checkpointer,
         reissue: bool = True,
     ) -> RunResult:
         """Continue a checkpointed thread (no new user message); ``CHECKPOINT_MISSING`` if unknown.
@@ -322,7 +324,7 @@ class Agent:
         self,
         prompt: Prompt | None,
         *,
-        checkpointer: Any = None,
+        checkpointer: Checkpointer | None = None,
         thread_id: str | None = None,
         decisions: Mapping[str, Any] | None = None,
         hooks: RunHooks | None = None,
