@@ -18,7 +18,7 @@ snapshots, edits and branches live in ``_sessions`` (see ``docs/sessions.md`` an
 
 from __future__ import annotations
 
-from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterable, Mapping, Sequence
+from collections.abc import AsyncGenerator, Callable, Iterable, Mapping, Sequence
 from typing import Any, Literal
 
 from pydantic import BaseModel
@@ -230,7 +230,7 @@ class Agent:
         checkpointer: Checkpointer | None = None,
         thread_id: str | None = None,
         decisions: Mapping[str, Any] | None = None,
-    ) -> AsyncIterator[AgentEvent]:
+    ) -> AsyncGenerator[AgentEvent, None]:
         """Run like :meth:`run`, yielding events as they happen.
 
         The stream ends with ``RunFinishedEvent``, or ``InterruptEvent`` (the interrupt
