@@ -425,3 +425,62 @@ def test_an_overflow_reduces_older_turns_but_keeps_the_prompt() -> None:
         arun(agent.run(f"question number {i}"))
     assert seen[-1][-1] == "question number 5"
     assert sum(len(t) for t in seen[-1]) <= 60
+
+
+def test_two_calls_of_unknown_outcome_are_settled_one_named_interrupt_at_a_time(
+    cp: FileCheckpointer,
+) -> None:
+    ran: list[str] = []
+    started = asyncio.Event()
+
+    def agent(*, crash: bool) -> Agent:
+        @tool(requires_approval=True)
+        async def first() -> str:
+            """Runs first, dies once the other call is running too."""
+            await started.wait()
+            ran.append("first")
+            if crash:
+                raise Crash
+            return "1"
+
+        @tool(requires_approval=True)
+        async def second() -> str:
+            """Runs second."""
+            started.set()
+            ran.append("second")
+            if crash:
+                await asyncio.Event().wait()  # still running when the process dies
+            return "2"
+
+        def model(messages: Sequence[Message], tools: Sequence[ToolSpec]) -> Message | str:
+            if messages[-1].role == "tool":
+                return "done"
+            calls = [ToolCall("a", "first", {}), ToolCall("b", "second", {})]
+            return Message("assistant", tool_calls=calls)
+
+        return Agent(FunctionModel(model), tools=[first, second])
+
+    interrupt_of(agent(crash=False).run("go", checkpointer=cp, thread_id="t"))
+    with pytest.raises(Crash):
+        arun(
+            agent(crash=True).resume(
+                "t", {"first": "approve", "second": "approve"}, checkpointer=cp
+            )
+        )
+    assert sorted(c.name for c in arun(cp.load("t")).in_flight) == ["first", "second"]
+    one = interrupt_of(agent(crash=False).resume("t", checkpointer=cp))
+    assert one.outcome_unknown and one.tool == "first"
+    two = interrupt_of(
+        agent(crash=False).resume("t", {one.key: {"reject": "ran"}}, checkpointer=cp)
+    )
+    assert two.outcome_unknown and two.tool == "second" and two.interrupt_id != one.interrupt_id
+    # A replay of the first answer is stale now: nothing runs, nothing is settled.
+    again = interrupt_of(
+        agent(crash=False).resume("t", {one.key: {"reject": "ran"}}, checkpointer=cp)
+    )
+    assert again.interrupt_id == two.interrupt_id
+    ran.clear()
+    result = arun(agent(crash=False).resume("t", {two.key: {"reject": "ran"}}, checkpointer=cp))
+    assert result.text == "done" and ran == []  # both settled by rejection, none re-run
+    answers = [m for m in result.messages if m.role == "tool"]
+    assert [m.metadata.get("kind") for m in answers] == ["rejected", "rejected"]

@@ -389,7 +389,9 @@ def _admit(
             return _Admission(decisions, surface=base.in_flight[0])
         if not named:  # a replay, a double click, a bare name: never settles the unknown
             return _Admission(decisions, surface=pending or base.in_flight[0], stale=True)
-        return _Admission(decisions)
+        # Decisions carried here were given by earlier requests that named the open
+        # interrupt (for other calls of unknown outcome of the same turn): they count.
+        return _Admission({**base.decisions, **decisions})
     if resume and pending is not None and ids and not named:
         return _Admission(decisions, surface=pending, stale=True)
     return _Admission(decisions)
@@ -404,8 +406,14 @@ async def _surface(
     resume: bool,
     prompt: Message | None,
     stale: bool,
+    carry: Mapping[str, Any] | None = None,
 ) -> AsyncGenerator[AgentEvent, None]:
     """Raise the interrupt of ``call`` (saved first unless re-surfaced as it stands).
+
+    ``carry``: the decisions of a request that named the open interrupt but left another
+    call of unknown outcome of the same turn undecided; they are kept with the next
+    interrupt so the calls converge one named interrupt at a time. Only requests naming
+    the open interrupt ever write them (a stale request writes nothing).
 
     A call of unknown outcome seen for the first time is recorded as such with a fresh
     interrupt id (a full save). The open interrupt re-surfaced after a stale request
@@ -423,7 +431,7 @@ async def _surface(
                 "saved_at": datetime.now(UTC),
             }
             if unknown:
-                update.update(outcome_unknown=True, decisions={})
+                update.update(outcome_unknown=True, decisions=dict(carry or {}))
             await checkpointer.save(base.model_copy(update=update))  # a full save: the id
         agent._state.replace(base.state)
         await agent._set_history(base.messages)
@@ -460,6 +468,7 @@ class ThreadStart:
     base: ThreadCheckpoint | None = None
     surface: ToolCall | None = None
     stale: bool = False
+    carry: dict[str, Any] = field(default_factory=dict)
 
 
 @contextlib.asynccontextmanager
@@ -503,6 +512,8 @@ async def open_thread(
             elif base.in_flight:
                 plans, undecided = _decide_unknown(agent, base, admission.decisions)
                 start.surface = undecided
+                if undecided is not None and base.outcome_unknown:
+                    start.carry = admission.decisions  # the request named the interrupt
                 start.run.settle, start.run.plans = base, plans
             elif resume and not reissue:
                 start.run.replay = base.interrupted_turn()
@@ -542,6 +553,7 @@ async def drive_thread(
                 resume=resume,
                 prompt=prompt,
                 stale=start.stale,
+                carry=start.carry,
             ):
                 yield event
             return  # not reached: _surface raises
