@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
 import pickle
 from typing import Any
 
 import pytest
 
+from async_helper import arun
 from framework_agents import (
     Agent,
     AgentError,
@@ -26,11 +26,6 @@ from framework_agents import (
 from framework_agents.agent._loop import RunHooks, ToolProgress
 from framework_agents.checkpoint import InMemoryCheckpointer
 from framework_agents.hitl import find_decision, parse_decision
-
-
-def arun(coro: Any) -> Any:
-    return asyncio.run(coro)
-
 
 published: list[str] = []
 

@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 from threads_scenario import effects, publishing_agent
 
+from async_helper import arun
 from framework_agents import (
     Agent,
     FileCheckpointer,
@@ -35,10 +36,6 @@ from framework_agents.models._base import ToolSpec
 
 class Crash(BaseException):
     """Stands in for a process dying: nothing in the framework catches it."""
-
-
-def arun(coro: Any) -> Any:
-    return asyncio.run(coro)
 
 
 def interrupt_of(coro: Any) -> HitlInterrupt:

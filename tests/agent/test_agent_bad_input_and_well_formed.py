@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 from typing import Any
 
@@ -11,6 +10,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from pydantic import BaseModel
 
+from async_helper import arun
 from framework_agents import (
     Agent,
     ContextOverflowError,
@@ -30,10 +30,6 @@ from framework_agents import (
     tool,
     well_formed_problems,
 )
-
-
-def arun(coro: Any) -> Any:
-    return asyncio.run(coro)
 
 
 @tool(requires_approval=True)

@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from async_helper import arun as run_coroutine
 from framework_agents import (
     Agent,
     FunctionModel,
@@ -38,7 +39,7 @@ from framework_agents.checkpoint import InMemoryCheckpointer
 
 
 def arun(coro: Any) -> Any:
-    return asyncio.run(asyncio.wait_for(coro, 10))
+    return run_coroutine(coro, timeout=10)
 
 
 @tool

@@ -3,16 +3,15 @@ happens at most once, and the interrupted-then-resumed history is well formed.""
 
 from __future__ import annotations
 
-import asyncio
 import signal
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any
 
 import pytest
 from threads_scenario import CRASH_POINTS, effects, publishing_agent
 
+from async_helper import arun
 from framework_agents import FileCheckpointer, HitlInterrupt, is_well_formed
 from framework_agents.errors import HitlDecisionError
 
@@ -28,10 +27,6 @@ EXPECTED = {
     "after_result": (1, False),  # the result is in the checkpoint: never run again
     "after_final": (1, False),
 }
-
-
-def arun(coro: Any) -> Any:
-    return asyncio.run(coro)
 
 
 def test_every_crash_point_is_covered() -> None:

@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 from threads_scenario import effects, publishing_agent
 
+from async_helper import arun
 from framework_agents import (
     Agent,
     FunctionModel,
@@ -25,10 +26,6 @@ from framework_agents import (
 from framework_agents.checkpoint import Checkpointer, ThreadCheckpoint
 from framework_agents.errors import InvalidArgumentError, ThreadBusyError
 from framework_agents.models._base import ToolSpec
-
-
-def arun(coro: Any) -> Any:
-    return asyncio.run(coro)
 
 
 def interrupt_of(coro: Any) -> HitlInterrupt:
