@@ -1,12 +1,13 @@
-# Two entry points that work on a fresh machine with only python3 and pip:
+# Entry points that work on a fresh machine with only python3 and pip:
 #   make demo   -- runs the demo
-#   make test   -- runs the test suite
+#   make test   -- runs the test suite (the long stress runs excepted)
+#   make stress -- runs the long stress runs (the 60 s lock stress, 500 random kills)
 PYTHON ?= python3
 VENV   ?= .venv
 BIN     = $(VENV)/bin
 STAMP   = $(VENV)/.installed-dev
 
-.PHONY: demo test lint bench clean serve
+.PHONY: demo test stress lint bench clean serve
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -29,8 +30,15 @@ demo: $(STAMP)
 serve: $(STAMP)
 	$(BIN)/framework-agents serve --model local --store .data/server
 
+# Long stress runs: kept out of `make test` (which stays near two minutes on 2 cores).
+STRESS = tests/checkpoint/test_checkpoint_stress.py \
+	tests/agent/test_agent_at_most_once_kills.py::test_five_hundred_random_kills_never_publish_twice
+
 test: $(STAMP)
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q $(addprefix --deselect ,$(STRESS))
+
+stress: $(STAMP)
+	$(BIN)/python -m pytest -q $(STRESS)
 
 lint: $(STAMP)
 	$(BIN)/ruff check src tests bench

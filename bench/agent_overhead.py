@@ -20,6 +20,12 @@ over a conversation it would keep every run's history alive: O(turns^2) live mes
 whose only cost is Python's cyclic GC traversing them (once 2/3 of the unbounded figure).
 A real model keeps nothing, so the benchmark clears those records after each call.
 
+* ``scaling``: the framework time of ONE scripted turn (a run: prompt, answer, commit)
+  on an agent whose history already holds 10 and 1,000 messages (``InMemoryMemory``
+  unbounded, ``NullConversationManager``), median of ``--repeat`` turns each, printed
+  beside a baseline that only appends the two messages of a turn to a list (the floor).
+  Target: the 1,000-message turn costs at most 1.3x the 10-message turn.
+
 For each scenario: mean ms/turn, and ms/turn over the first and last 10% of turns (a
 last/first ratio far above the history growth would mean per-turn work that should be a
 delta). Usage: ``.venv/bin/python bench/agent_overhead.py [--turns 1000] [--dir PATH]
@@ -125,7 +131,60 @@ async def bench_tools(turns: int) -> dict[str, Any]:
     return result
 
 
-async def main(turns: int, directory: Path, as_json: bool) -> None:
+def _seeded(size: int) -> list[Message]:
+    """A well-formed history of ``size`` messages (user/assistant pairs)."""
+    return [
+        Message("user" if i % 2 == 0 else "assistant", f"message {i} " + "x" * 80)
+        for i in range(size)
+    ]
+
+
+async def _turn_times(size: int, repeat: int) -> list[float]:
+    """Seconds per scripted turn of an agent holding ``size`` messages (kept at that size)."""
+    model = FunctionModel(_answer)
+    times: list[float] = []
+    for i in range(repeat):
+        memory = InMemoryMemory(max_messages=size + 8)
+        await memory.save(_seeded(size))
+        agent = Agent(model, memory=memory, conversation_manager=NullConversationManager())
+        await agent.run("warm up")  # the first run's restore and seeding are not a turn
+        start = time.perf_counter()
+        await agent.run(f"question {i}")
+        times.append(time.perf_counter() - start)
+        model.calls.clear()
+    return times
+
+
+def _baseline(size: int, repeat: int) -> list[float]:
+    """Seconds to append one turn's two messages to a list of ``size`` messages."""
+    history = _seeded(size)
+    times: list[float] = []
+    for i in range(repeat):
+        prompt, answer = Message("user", f"question {i}"), Message("assistant", "ok")
+        start = time.perf_counter()
+        history.append(prompt)
+        history.append(answer)
+        times.append(time.perf_counter() - start)
+    return times
+
+
+async def bench_scaling(repeat: int) -> dict[str, float]:
+    """Median ms per scripted turn at 10 and 1,000 messages, and the list baseline."""
+    import statistics
+
+    out: dict[str, float] = {}
+    for size in (10, 1000):
+        out[f"agent_{size}_ms"] = statistics.median(await _turn_times(size, repeat)) * 1e3
+        out[f"baseline_{size}_ms"] = statistics.median(_baseline(size, repeat)) * 1e3
+    out["ratio_1000_over_10"] = out["agent_1000_ms"] / out["agent_10_ms"]
+    return out
+
+
+async def main(turns: int, directory: Path, as_json: bool, *, scaling_only: bool = False) -> None:
+    scaling = await bench_scaling(max(turns // 10, 20))
+    if scaling_only:
+        print(json.dumps(scaling, indent=2) if as_json else _scaling_text(scaling))
+        return
     results = [
         await bench_runs("runs: InMemoryMemory(50)", InMemoryMemory(), turns, unbounded=False),
         await bench_runs(
@@ -146,8 +205,9 @@ async def main(turns: int, directory: Path, as_json: bool) -> None:
         await bench_tools(turns),
     ]
     if as_json:
-        print(json.dumps(results, indent=2))
+        print(json.dumps({"scaling": scaling, "scenarios": results}, indent=2))
         return
+    print(_scaling_text(scaling))
     print(f"{'scenario':36} {'ms/turn':>9} {'first10%':>9} {'last10%':>9} {'ratio':>6} {'hist':>6}")
     for r in results:
         print(
@@ -156,15 +216,27 @@ async def main(turns: int, directory: Path, as_json: bool) -> None:
         )
 
 
+def _scaling_text(s: dict[str, float]) -> str:
+    return (
+        "scaling: one scripted turn (median)\n"
+        f"  agent at   10 messages: {s['agent_10_ms']:8.3f} ms   "
+        f"list-append baseline: {s['baseline_10_ms'] * 1e3:8.3f} us\n"
+        f"  agent at 1000 messages: {s['agent_1000_ms']:8.3f} ms   "
+        f"list-append baseline: {s['baseline_1000_ms'] * 1e3:8.3f} us\n"
+        f"  ratio 1000/10: {s['ratio_1000_over_10']:.2f} (target <= 1.3)\n"
+    )
+
+
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--turns", type=int, default=1000)
     parser.add_argument("--dir", type=Path, default=None)
     parser.add_argument("--json", action="store_true")
+    parser.add_argument("--scaling", action="store_true", help="only the scaling scenario")
     args = parser.parse_args()
     if args.dir is None:
         with tempfile.TemporaryDirectory() as tmp:
-            asyncio.run(main(args.turns, Path(tmp), args.json))
+            asyncio.run(main(args.turns, Path(tmp), args.json, scaling_only=args.scaling))
     else:
         args.dir.mkdir(parents=True, exist_ok=True)
-        asyncio.run(main(args.turns, args.dir, args.json))
+        asyncio.run(main(args.turns, args.dir, args.json, scaling_only=args.scaling))

@@ -42,11 +42,65 @@ CODES = {
 }
 
 
+#: The intermediate bases users catch; never raised themselves (no code of their own).
+BASES = {
+    "InvalidInputError",
+    "NotFoundError",
+    "CorruptStoreError",
+    "BusyError",
+    "StoreError",
+}
+
+#: Every class of the tree, with its parent: the tree drawn in errors.py, pinned.
+TREE = {
+    "InvalidInputError": "AgentError",
+    "InvalidArgumentError": "InvalidInputError",
+    "DataValidationError": "InvalidArgumentError",
+    "HitlDecisionError": "InvalidInputError",
+    "MessageNotEditableError": "InvalidInputError",
+    "StorageKeyInvalidError": "InvalidInputError",
+    "ThreadIdInvalidError": "InvalidInputError",
+    "SnapshotFieldError": "InvalidInputError",
+    "StateNotJsonError": "InvalidInputError",
+    "GraphTermError": "InvalidInputError",
+    "GraphStateError": "InvalidInputError",
+    "NotFoundError": "AgentError",
+    "CheckpointMissingError": "NotFoundError",
+    "MessageNotFoundError": "NotFoundError",
+    "SnapshotMissingError": "NotFoundError",
+    "CorruptStoreError": "AgentError",
+    "MemoryCorruptError": "CorruptStoreError",
+    "CheckpointCorruptError": "CorruptStoreError",
+    "SnapshotCorruptError": "CorruptStoreError",
+    "GraphStoreCorruptError": "CorruptStoreError",
+    "BusyError": "AgentError",
+    "AgentBusyError": "BusyError",
+    "ThreadBusyError": "BusyError",
+    "LockTimeoutError": "BusyError",
+    "GraphStoreBusyError": "BusyError",
+    "StoreError": "AgentError",
+    "StorageIOError": "StoreError",
+    "GraphStoreIOError": "StoreError",
+    "CheckpointConflictError": "StoreError",
+    "BackendUnavailableError": "StoreError",
+    "ModelError": "AgentError",
+    "ContextOverflowError": "ModelError",
+    "OutputInvalidError": "ModelError",
+    "ScriptExhaustedError": "ModelError",
+    "MaxTurnsError": "AgentError",
+}
+
+
 def _error_classes() -> dict[str, type[AgentError]]:
+    """Every raisable error class with a code of its own (not the bases, not the wrapper)."""
     return {
         name: obj
         for name, obj in vars(errors).items()
-        if inspect.isclass(obj) and issubclass(obj, AgentError) and obj is not AgentError
+        if inspect.isclass(obj)
+        and issubclass(obj, AgentError)
+        and obj is not AgentError
+        and name not in BASES
+        and name != "DataValidationError"
     }
 
 
@@ -75,7 +129,7 @@ def test_subclass_codes(name: str, code: str) -> None:
 def test_every_error_class_is_exported_drawn_and_has_its_own_code() -> None:
     classes = _error_classes()
     assert set(CODES) <= set(classes)
-    assert set(errors.__all__) == {*classes, "AgentError"}
+    assert set(errors.__all__) == {*classes, "AgentError", "DataValidationError", *BASES}
     doc = errors.__doc__ or ""
     for name, cls in classes.items():
         assert name in doc and cls.default_code in doc, f"{name} missing from the error tree"
@@ -104,3 +158,66 @@ def test_pickling_keeps_an_overridden_code() -> None:
     back = pickle.loads(pickle.dumps(AgentError("x", code="CUSTOM")))
     assert back.code == "CUSTOM"
     assert str(back) == "[CUSTOM] x"
+
+
+def test_the_tree_is_pinned_class_by_class() -> None:
+    named = {n for n, o in vars(errors).items() if inspect.isclass(o) and issubclass(o, AgentError)}
+    assert named - {"AgentError"} == set(TREE)
+    for name, parent in TREE.items():
+        cls = getattr(errors, name)
+        assert getattr(errors, parent) in cls.__bases__, name
+        assert name in (errors.__doc__ or "")
+
+
+@pytest.mark.parametrize("base", sorted(BASES), ids=sorted(BASES))
+def test_a_base_catches_its_leaves(base: str) -> None:
+    leaves = [name for name, parent in TREE.items() if parent == base]
+    assert leaves
+    for leaf in leaves:
+        cls = getattr(errors, leaf)
+        if leaf == "DataValidationError":
+            continue
+        with pytest.raises(getattr(errors, base)):
+            raise cls("x")
+
+
+def test_tool_arguments_error_is_an_agent_error_and_a_value_error() -> None:
+    from framework_agents import tool
+    from framework_agents.tools import ToolArgumentsError
+
+    @tool
+    def add(x: int) -> int:
+        """Add."""
+        return x
+
+    with pytest.raises(ToolArgumentsError) as info:
+        add.validate({"x": "not a number"})
+    err = info.value
+    assert err.code == "TOOL_ARGUMENTS" and isinstance(err, errors.InvalidInputError)
+    assert isinstance(err, ValueError) and "'add'" in err.message
+
+
+def test_bad_constructor_data_is_invalid_argument_and_still_a_validation_error() -> None:
+    from pydantic import ValidationError
+
+    from framework_agents import Message, ToolCall
+
+    bad = [
+        lambda: Message("wizard", "x"),  # type: ignore[arg-type]
+        lambda: Message("user", 5),  # type: ignore[arg-type]
+        lambda: Message("user", "x", mood="happy"),  # type: ignore[call-arg]
+        lambda: ToolCall("c", "t", args="nope"),  # type: ignore[arg-type]
+        lambda: ToolCall(name="t"),  # type: ignore[call-arg]
+    ]
+    for make in bad:
+        with pytest.raises(errors.DataValidationError) as info:
+            make()
+        err = info.value
+        assert err.code == "INVALID_ARGUMENT" and str(err).startswith("[INVALID_ARGUMENT]")
+        assert isinstance(err, errors.InvalidArgumentError)
+        assert isinstance(err, ValidationError) and isinstance(err, ValueError)
+        assert err.errors()  # pydantic's details are kept
+    # Parsing stored data keeps pydantic's own error (readers map it to *_CORRUPT codes).
+    with pytest.raises(ValidationError) as parsed:
+        Message.model_validate({"role": "wizard"})
+    assert not isinstance(parsed.value, AgentError)

@@ -94,3 +94,48 @@ def test_star_import_does_not_shadow_common_names() -> None:
 
     assert namespace["Literal"] is typing.Literal
     assert framework_agents.GraphLiteral is framework_agents.graph.Literal
+
+
+def _literal_all() -> list[str]:
+    """``__all__`` as written in ``__init__.py``: it must be a literal list of strings."""
+    import ast
+    from pathlib import Path
+
+    source = Path(framework_agents.__file__).read_text()
+    for node in ast.parse(source).body:
+        if isinstance(node, ast.Assign) and any(
+            isinstance(t, ast.Name) and t.id == "__all__" for t in node.targets
+        ):
+            assert isinstance(node.value, ast.List), "__all__ must be a literal list"
+            names = []
+            for item in node.value.elts:
+                assert isinstance(item, ast.Constant) and isinstance(item.value, str)
+                names.append(item.value)
+            return names
+    raise AssertionError("no __all__ in framework_agents/__init__.py")
+
+
+def test_the_top_level_all_is_a_literal_list_of_api_names_and_documented_extras() -> None:
+    import re
+    from pathlib import Path
+
+    names = _literal_all()
+    assert names == framework_agents.__all__
+    assert len(names) == len(set(names)), "a name is listed twice"
+    docs = Path(__file__).parents[1] / "docs"
+    documented = (docs / "api.md").read_text() + (docs / "exports.md").read_text()
+    undocumented = [n for n in names if not re.search(rf"\b{re.escape(n)}\b", documented)]
+    assert undocumented == [], "add them to docs/exports.md"
+    assert set(names) >= API_NAMES
+    # Internal seams stay private.
+    assert not {"RunHooks", "ToolProgress", "LoopRun"} & set(names)
+
+
+def test_docs_api_md_is_the_shared_contract() -> None:
+    from pathlib import Path
+
+    root = Path(__file__).parents[1]
+    assert (
+        "# framework-agents for Python: the public contract" in (root / "docs/api.md").read_text()
+    )
+    assert "](docs/api.md)" in (root / "README.md").read_text()

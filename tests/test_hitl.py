@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
 import pickle
 from typing import Any
 
 import pytest
 
+from async_helper import arun
 from framework_agents import (
     Agent,
     AgentError,
@@ -16,21 +16,16 @@ from framework_agents import (
     HitlInterrupt,
     InMemoryMemory,
     Message,
-    RunHooks,
     ScriptedModel,
     ToolCall,
-    ToolProgress,
     ToolRejection,
     hitl_key,
     is_well_formed,
     tool,
 )
+from framework_agents.agent._loop import RunHooks, ToolProgress
+from framework_agents.checkpoint import InMemoryCheckpointer
 from framework_agents.hitl import find_decision, parse_decision
-
-
-def arun(coro: Any) -> Any:
-    return asyncio.run(coro)
-
 
 published: list[str] = []
 
@@ -155,7 +150,7 @@ def test_no_decision_and_no_callback_suspends() -> None:
     agent = Agent(model, tools=[publish], memory=memory)
     arun(agent.run("warm up"))
     with pytest.raises(HitlInterrupt) as info:
-        arun(agent.run("publish it", thread_id="t1"))
+        arun(agent.run("publish it", checkpointer=InMemoryCheckpointer(), thread_id="t1"))
     interrupt = info.value
     assert (interrupt.tool, interrupt.arguments, interrupt.call_id) == (
         "publish",
@@ -371,7 +366,10 @@ def test_decisions_for_every_call_of_a_turn_in_one_go() -> None:
 def test_hooks_see_interrupts_and_each_tool_result_before_the_loop_goes_on() -> None:
     log: list[Any] = []
 
-    async def on_interrupt(interrupt: HitlInterrupt, messages: list[Message]) -> None:
+    async def on_interrupt(
+        interrupt: HitlInterrupt, messages: list[Message], turn: Message
+    ) -> None:
+        assert any(c.id == interrupt.call_id for c in turn.tool_calls)
         log.append(("interrupt", interrupt.call_id, [m.text for m in messages]))
 
     async def on_tool_start(call: ToolCall, decision: Any) -> None:

@@ -179,7 +179,7 @@ def test_blocks_are_shared_because_they_are_frozen() -> None:
 
 
 def test_the_frozen_field_order_is_the_models() -> None:
-    from framework_agents.messages import _FIELD_NAMES
+    from framework_agents._pydantic_fast import _FIELD_NAMES
 
     assert tuple(Message.model_fields) == _FIELD_NAMES
 

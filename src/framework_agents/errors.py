@@ -4,35 +4,46 @@ Every error is an :class:`AgentError` with a stable string ``code``; the code is
 contract, the subclasses let callers ``except`` one kind::
 
     AgentError (code)
-    ├── MemoryCorruptError          MEMORY_CORRUPT
-    ├── CheckpointMissingError      CHECKPOINT_MISSING
-    ├── CheckpointCorruptError      CHECKPOINT_CORRUPT
-    ├── MessageNotEditableError     MESSAGE_NOT_EDITABLE
-    ├── MessageNotFoundError        MESSAGE_NOT_FOUND
-    ├── HitlDecisionError           HITL_DECISION
-    ├── StorageKeyInvalidError      STORAGE_KEY_INVALID
-    ├── ThreadIdInvalidError        THREAD_ID_INVALID
-    ├── ThreadBusyError             THREAD_BUSY
-    ├── SnapshotFieldError          SNAPSHOT_FIELD
-    ├── SnapshotMissingError        SNAPSHOT_MISSING
-    ├── SnapshotCorruptError        SNAPSHOT_CORRUPT
-    ├── LockTimeoutError            LOCK_TIMEOUT
-    ├── AgentBusyError              AGENT_BUSY
-    ├── StateNotJsonError           STATE_NOT_JSON
-    ├── MaxTurnsError               MAX_TURNS
-    ├── OutputInvalidError          OUTPUT_INVALID
-    ├── ScriptExhaustedError        SCRIPT_EXHAUSTED
-    ├── ContextOverflowError        CONTEXT_OVERFLOW
-    ├── InvalidArgumentError        INVALID_ARGUMENT
-    ├── GraphTermError              GRAPH_TERM_INVALID
-    ├── GraphStateError             GRAPH_STATE_INVALID
-    ├── GraphStoreCorruptError      GRAPH_STORE_CORRUPT
-    ├── GraphStoreIOError           GRAPH_STORE_IO
-    ├── GraphStoreBusyError         GRAPH_STORE_BUSY
-    ├── StorageIOError              STORAGE_IO
-    ├── CheckpointConflictError     CHECKPOINT_CONFLICT
-    ├── BackendUnavailableError     BACKEND_UNAVAILABLE
-    └── ModelError                  MODEL_ERROR (or a provider-specific MODEL_* code)
+    ├── InvalidInputError               bad input: fix the call, do not retry it
+    │   ├── InvalidArgumentError        INVALID_ARGUMENT
+    │   │   └── DataValidationError     INVALID_ARGUMENT (also pydantic's ValidationError)
+    │   ├── HitlDecisionError           HITL_DECISION
+    │   ├── MessageNotEditableError     MESSAGE_NOT_EDITABLE
+    │   ├── StorageKeyInvalidError      STORAGE_KEY_INVALID
+    │   ├── ThreadIdInvalidError        THREAD_ID_INVALID
+    │   ├── SnapshotFieldError          SNAPSHOT_FIELD
+    │   ├── StateNotJsonError           STATE_NOT_JSON
+    │   ├── GraphTermError              GRAPH_TERM_INVALID
+    │   ├── GraphStateError             GRAPH_STATE_INVALID
+    │   └── ToolArgumentsError          TOOL_ARGUMENTS (``framework_agents.tools``; a ValueError)
+    ├── NotFoundError                   the thing named does not exist
+    │   ├── CheckpointMissingError      CHECKPOINT_MISSING
+    │   ├── MessageNotFoundError        MESSAGE_NOT_FOUND
+    │   └── SnapshotMissingError        SNAPSHOT_MISSING
+    ├── CorruptStoreError               stored data unreadable or wrongly shaped; left untouched
+    │   ├── MemoryCorruptError          MEMORY_CORRUPT
+    │   ├── CheckpointCorruptError      CHECKPOINT_CORRUPT
+    │   ├── SnapshotCorruptError        SNAPSHOT_CORRUPT
+    │   └── GraphStoreCorruptError      GRAPH_STORE_CORRUPT
+    ├── BusyError                       held by someone else: retry later
+    │   ├── AgentBusyError              AGENT_BUSY
+    │   ├── ThreadBusyError             THREAD_BUSY
+    │   ├── LockTimeoutError            LOCK_TIMEOUT
+    │   └── GraphStoreBusyError         GRAPH_STORE_BUSY
+    ├── StoreError                      a store could not do its I/O
+    │   ├── StorageIOError              STORAGE_IO
+    │   ├── GraphStoreIOError           GRAPH_STORE_IO
+    │   ├── CheckpointConflictError     CHECKPOINT_CONFLICT
+    │   └── BackendUnavailableError     BACKEND_UNAVAILABLE
+    ├── ModelError                      MODEL_ERROR (or a provider-specific MODEL_* code)
+    │   ├── ContextOverflowError        CONTEXT_OVERFLOW
+    │   ├── OutputInvalidError          OUTPUT_INVALID
+    │   └── ScriptExhaustedError        SCRIPT_EXHAUSTED
+    └── MaxTurnsError                   MAX_TURNS
+
+The intermediate bases (``InvalidInputError``, ``NotFoundError``, ``CorruptStoreError``,
+``BusyError``, ``StoreError``, ``ModelError``) are for ``except`` clauses; only their
+leaves are raised (``ModelError`` also is, for provider failures).
 
 Control-flow signals such as ``HitlInterrupt`` are not errors and do not derive from
 :class:`AgentError`.
@@ -40,14 +51,19 @@ Control-flow signals such as ``HitlInterrupt`` are not errors and do not derive 
 
 from __future__ import annotations
 
+from pydantic import ValidationError
+
 __all__ = [
     "AgentBusyError",
     "AgentError",
     "BackendUnavailableError",
+    "BusyError",
     "CheckpointConflictError",
     "CheckpointCorruptError",
     "CheckpointMissingError",
     "ContextOverflowError",
+    "CorruptStoreError",
+    "DataValidationError",
     "GraphStateError",
     "GraphStoreBusyError",
     "GraphStoreCorruptError",
@@ -55,12 +71,14 @@ __all__ = [
     "GraphTermError",
     "HitlDecisionError",
     "InvalidArgumentError",
+    "InvalidInputError",
     "LockTimeoutError",
     "MaxTurnsError",
     "MemoryCorruptError",
     "MessageNotEditableError",
     "MessageNotFoundError",
     "ModelError",
+    "NotFoundError",
     "OutputInvalidError",
     "ScriptExhaustedError",
     "SnapshotCorruptError",
@@ -69,6 +87,7 @@ __all__ = [
     "StateNotJsonError",
     "StorageIOError",
     "StorageKeyInvalidError",
+    "StoreError",
     "ThreadBusyError",
     "ThreadIdInvalidError",
 ]
@@ -98,91 +117,120 @@ def _rebuild(cls: type[AgentError], message: str, code: str) -> AgentError:
     return err
 
 
-class MemoryCorruptError(AgentError):
+class InvalidInputError(AgentError):
+    """Base of the errors of bad input (arguments, ids, keys, decisions, values)."""
+
+
+class NotFoundError(AgentError):
+    """Base of the errors of a named thread, message or snapshot that does not exist."""
+
+
+class CorruptStoreError(AgentError):
+    """Base of the errors of stored data that is unreadable or wrongly shaped.
+
+    The stored data is left untouched (never overwritten, never read as empty).
+    """
+
+
+class BusyError(AgentError):
+    """Base of the errors of something held by another run, task or process."""
+
+
+class StoreError(AgentError):
+    """Base of the errors of a store that could not do its I/O (disk, server, lease)."""
+
+
+class ModelError(AgentError):
+    """A model provider failed; ``code`` says how (``MODEL_ERROR`` or ``MODEL_*``)."""
+
+    default_code = "MODEL_ERROR"
+
+
+class MemoryCorruptError(CorruptStoreError):
     """A stored memory file is unreadable or wrongly shaped; it was left untouched."""
 
     default_code = "MEMORY_CORRUPT"
 
 
-class CheckpointMissingError(AgentError):
+class CheckpointMissingError(NotFoundError):
     """``resume()`` named a thread that has no checkpoint."""
 
     default_code = "CHECKPOINT_MISSING"
 
 
-class CheckpointCorruptError(AgentError):
+class CheckpointCorruptError(CorruptStoreError):
     """A stored checkpoint is unreadable or wrongly shaped."""
 
     default_code = "CHECKPOINT_CORRUPT"
 
 
-class MessageNotEditableError(AgentError):
+class MessageNotEditableError(InvalidInputError):
     """``edit_message()`` targeted a message that holds tool calls."""
 
     default_code = "MESSAGE_NOT_EDITABLE"
 
 
-class MessageNotFoundError(AgentError):
+class MessageNotFoundError(NotFoundError):
     """``edit_message()`` got an unknown id or an index out of range."""
 
     default_code = "MESSAGE_NOT_FOUND"
 
 
-class HitlDecisionError(AgentError):
+class HitlDecisionError(InvalidInputError):
     """A human-in-the-loop decision is malformed or not allowed for the tool."""
 
     default_code = "HITL_DECISION"
 
 
-class StorageKeyInvalidError(AgentError):
+class StorageKeyInvalidError(InvalidInputError):
     """A storage key could escape its root or is not a safe relative path."""
 
     default_code = "STORAGE_KEY_INVALID"
 
 
-class ThreadIdInvalidError(AgentError):
+class ThreadIdInvalidError(InvalidInputError):
     """A thread id is not a single safe directory name."""
 
     default_code = "THREAD_ID_INVALID"
 
 
-class ThreadBusyError(AgentError):
+class ThreadBusyError(BusyError):
     """Another run holds the thread and did not release it in time."""
 
     default_code = "THREAD_BUSY"
 
 
-class SnapshotFieldError(AgentError):
+class SnapshotFieldError(InvalidInputError):
     """An unknown snapshot preset or field was named."""
 
     default_code = "SNAPSHOT_FIELD"
 
 
-class SnapshotMissingError(AgentError):
+class SnapshotMissingError(NotFoundError):
     """``restore_snapshot()`` named an unknown snapshot id."""
 
     default_code = "SNAPSHOT_MISSING"
 
 
-class SnapshotCorruptError(AgentError):
+class SnapshotCorruptError(CorruptStoreError):
     """A stored snapshot is unreadable or wrongly shaped."""
 
     default_code = "SNAPSHOT_CORRUPT"
 
 
-class LockTimeoutError(AgentError):
+class LockTimeoutError(BusyError):
     """A file lock was not acquired within its timeout."""
 
     default_code = "LOCK_TIMEOUT"
 
 
-class AgentBusyError(AgentError):
+class AgentBusyError(BusyError):
     """The agent instance is already running; one run at a time per instance."""
 
     default_code = "AGENT_BUSY"
 
 
-class StateNotJsonError(AgentError):
+class StateNotJsonError(InvalidInputError):
     """A value put in ``agent.state`` is not JSON-serialisable."""
 
     default_code = "STATE_NOT_JSON"
@@ -194,67 +242,61 @@ class MaxTurnsError(AgentError):
     default_code = "MAX_TURNS"
 
 
-class OutputInvalidError(AgentError):
+class OutputInvalidError(ModelError):
     """The model's structured output stayed invalid after the allowed retries."""
 
     default_code = "OUTPUT_INVALID"
 
 
-class ScriptExhaustedError(AgentError):
+class ScriptExhaustedError(ModelError):
     """A ``ScriptedModel`` was called more times than it has replies."""
 
     default_code = "SCRIPT_EXHAUSTED"
 
 
-class ContextOverflowError(AgentError):
+class ContextOverflowError(ModelError):
     """The model rejected the request because the history exceeds its context window."""
 
     default_code = "CONTEXT_OVERFLOW"
 
 
-class InvalidArgumentError(AgentError):
+class InvalidArgumentError(InvalidInputError):
     """A constructor argument or callback result is of the wrong type or out of range."""
 
     default_code = "INVALID_ARGUMENT"
 
 
-class ModelError(AgentError):
-    """A model provider failed; ``code`` says how (``MODEL_ERROR`` or ``MODEL_*``)."""
-
-    default_code = "MODEL_ERROR"
-
-
-class GraphTermError(AgentError):
+class GraphTermError(InvalidInputError):
     """A graph term (entity, predicate or literal) is empty, too long or malformed."""
 
     default_code = "GRAPH_TERM_INVALID"
 
 
-class GraphStateError(AgentError):
+class GraphStateError(InvalidInputError):
     """An exported graph state handed to ``import_state()`` is wrongly shaped or too new."""
 
     default_code = "GRAPH_STATE_INVALID"
 
 
-class GraphStoreCorruptError(AgentError):
+class GraphStoreCorruptError(CorruptStoreError):
     """An on-disk graph store is unreadable or wrongly shaped; it was left untouched."""
 
     default_code = "GRAPH_STORE_CORRUPT"
 
 
-class GraphStoreIOError(AgentError):
+class GraphStoreIOError(StoreError):
     """An on-disk graph store cannot be opened or written (permissions, disk full or read-only)."""
 
     default_code = "GRAPH_STORE_IO"
 
 
-class GraphStoreBusyError(AgentError):
+class GraphStoreBusyError(BusyError):
     """An on-disk graph store is held by another process."""
 
     default_code = "GRAPH_STORE_BUSY"
 
 
-class StorageIOError(AgentError):
+class StorageIOError(StoreError):
     """An operating-system I/O failure during a read or write (disk full, read-only, EIO).
 
     ``errno`` keeps the OS error number; ``may_have_landed`` says whether a write may
@@ -277,7 +319,7 @@ class StorageIOError(AgentError):
         self.may_have_landed: bool = may_have_landed
 
 
-class CheckpointConflictError(AgentError):
+class CheckpointConflictError(StoreError):
     """A write by a holder that lost its thread (lease expired, connection lost, stale version).
 
     Nothing was written.
@@ -286,7 +328,39 @@ class CheckpointConflictError(AgentError):
     default_code = "CHECKPOINT_CONFLICT"
 
 
-class BackendUnavailableError(AgentError):
+class BackendUnavailableError(StoreError):
     """A database or cache server cannot be reached or refuses the connection."""
 
     default_code = "BACKEND_UNAVAILABLE"
+
+
+class DataValidationError(ValidationError, InvalidArgumentError):
+    """Pydantic's ``ValidationError`` for data given to one of our constructors, with a code.
+
+    Raised by ``Message(...)``, ``ToolCall(...)``, ``TextBlock(...)`` and
+    ``ReasoningBlock(...)``: both an :class:`InvalidArgumentError` (``INVALID_ARGUMENT``)
+    and a ``pydantic.ValidationError`` (so a ``ValueError``), with pydantic's details.
+    """
+
+    default_code = "INVALID_ARGUMENT"
+    code = "INVALID_ARGUMENT"
+
+    @property
+    def message(self) -> str:  # type: ignore[override]
+        """The validation report."""
+        return ValidationError.__str__(self)
+
+    def __str__(self) -> str:
+        return f"[{self.code}] {ValidationError.__str__(self)}"
+
+    @classmethod
+    def wrap(cls, error: ValidationError) -> InvalidArgumentError:
+        """``error`` as a :class:`DataValidationError` (else a plain ``INVALID_ARGUMENT``)."""
+        try:
+            wrapped: InvalidArgumentError = cls.from_exception_data(
+                error.title,
+                error.errors(),  # type: ignore[arg-type]
+            )
+        except Exception:  # a detail pydantic cannot rebuild: keep the message, lose the type
+            wrapped = InvalidArgumentError(str(error))
+        return wrapped

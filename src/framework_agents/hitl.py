@@ -30,6 +30,7 @@ they do not derive from :class:`~framework_agents.errors.AgentError`.
 from __future__ import annotations
 
 import json
+import uuid
 from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
@@ -48,7 +49,9 @@ __all__ = [
     "check_decisions",
     "find_decision",
     "hitl_key",
+    "is_interrupt_id",
     "match_decision",
+    "new_interrupt_id",
     "parse_decision",
     "resolve_decision",
 ]
@@ -69,6 +72,23 @@ def hitl_key(tool: str, args: Mapping[str, Any]) -> str:
     return f"{tool}:{json.dumps(args)}"
 
 
+#: Every interrupt id starts with this, so a decision key naming an interrupt (the open
+#: one, or a stale one that is closed) is told apart from a ``hitl_key`` (which holds a
+#: ``:``) and from a misspelled tool name. A tool of the agent named like an interrupt id
+#: is still matched as a tool name first.
+INTERRUPT_ID_PREFIX = "interrupt-"
+
+
+def new_interrupt_id() -> str:
+    """A fresh, unique interrupt id (``"interrupt-<32 hex digits>"``)."""
+    return f"{INTERRUPT_ID_PREFIX}{uuid.uuid4().hex}"
+
+
+def is_interrupt_id(key: str) -> bool:
+    """Whether the decision key ``key`` names an interrupt (open or not) by its id."""
+    return key.startswith(INTERRUPT_ID_PREFIX) and ":" not in key
+
+
 class HitlInterrupt(Exception):
     """A call needs a human decision: the run stopped before that assistant turn ran.
 
@@ -77,6 +97,11 @@ class HitlInterrupt(Exception):
     ``reason`` says why, when it is not simply "approval needed". ``outcome_unknown`` is
     ``True`` when the call was approved and started but its process died before the result
     was saved: it may or may not have run, and runs again only on a new explicit decision.
+
+    ``interrupt_id`` is unique per interrupt (a fresh one unless given). A decision keyed
+    by it settles this interrupt only while it is the thread's open one; a call of unknown
+    outcome is settled ONLY by a decision keyed by its interrupt's id, which is then also
+    its ``key`` (so ``{interrupt.key: decision}`` always answers the interrupt at hand).
     """
 
     def __init__(
@@ -89,6 +114,7 @@ class HitlInterrupt(Exception):
         thread_id: str | None = None,
         reason: str | None = None,
         outcome_unknown: bool = False,
+        interrupt_id: str | None = None,
     ) -> None:
         self.tool: str = tool
         self.arguments: dict[str, Any] = dict(arguments)
@@ -97,6 +123,7 @@ class HitlInterrupt(Exception):
         self.thread_id: str | None = thread_id
         self.reason: str | None = reason
         self.outcome_unknown: bool = bool(outcome_unknown)
+        self.interrupt_id: str = interrupt_id if interrupt_id is not None else new_interrupt_id()
         text = reason or "needs a human decision"
         super().__init__(f"tool {tool!r} {text} (key {self.key!r})")
 
@@ -112,6 +139,7 @@ class HitlInterrupt(Exception):
                 self.thread_id,
                 self.reason,
                 self.outcome_unknown,
+                self.interrupt_id,
             ),
         )
 
@@ -124,6 +152,7 @@ def _rebuild_interrupt(
     thread_id: str | None,
     reason: str | None,
     outcome_unknown: bool = False,
+    interrupt_id: str | None = None,
 ) -> HitlInterrupt:
     return HitlInterrupt(
         tool,
@@ -133,6 +162,7 @@ def _rebuild_interrupt(
         thread_id=thread_id,
         reason=reason,
         outcome_unknown=outcome_unknown,
+        interrupt_id=interrupt_id,
     )
 
 
@@ -199,6 +229,30 @@ def _malformed(tool: str, value: Any, why: str) -> HitlDecisionError:
     return HitlDecisionError(f"malformed decision for tool {tool!r}: {value!r} ({why})")
 
 
+def _parse_mapping(
+    tool: Tool, value: Mapping[str, Any]
+) -> tuple[str, dict[str, Any] | None, str | None]:
+    """``(kind, args, reason)`` of a one-key mapping decision; ``HITL_DECISION`` if malformed."""
+    if len(value) != 1:
+        raise _malformed(tool.name, value, "a decision is a mapping with exactly one key")
+    ((kind, payload),) = value.items()
+    if kind in ("approve", "suspend"):
+        if payload is not True:
+            raise _malformed(tool.name, value, f'{{"{kind}": True}} or "{kind}"')
+        return kind, None, None
+    if kind == "edit":
+        if not isinstance(payload, Mapping) or not all(isinstance(k, str) for k in payload):
+            raise _malformed(tool.name, value, "edit takes a mapping of new arguments")
+        return kind, dict(payload), None
+    if kind == "reject":
+        if payload is True:
+            return kind, None, _DEFAULT_REJECTION
+        if isinstance(payload, str) and payload.strip():
+            return kind, None, payload
+        raise _malformed(tool.name, value, "reject takes a non-empty reason string")
+    raise _malformed(tool.name, value, f"the kinds are {list(DECISION_KINDS)}")
+
+
 def parse_decision(value: Any, *, tool: Tool, source: DecisionSource) -> ResolvedDecision:
     """Validate one decision for ``tool``; ``HITL_DECISION`` if malformed or not allowed."""
     kind: str
@@ -213,28 +267,7 @@ def parse_decision(value: Any, *, tool: Tool, source: DecisionSource) -> Resolve
         if kind == "reject":
             reason = _DEFAULT_REJECTION
     elif isinstance(value, Mapping):
-        if len(value) != 1:
-            raise _malformed(tool.name, value, "a decision is a mapping with exactly one key")
-        ((kind, payload),) = value.items()
-        if kind == "approve":
-            if payload is not True:
-                raise _malformed(tool.name, value, '{"approve": True} or "approve"')
-        elif kind == "edit":
-            if not isinstance(payload, Mapping) or not all(isinstance(k, str) for k in payload):
-                raise _malformed(tool.name, value, "edit takes a mapping of new arguments")
-            args = dict(payload)
-        elif kind == "reject":
-            if payload is True:
-                reason = _DEFAULT_REJECTION
-            elif isinstance(payload, str) and payload.strip():
-                reason = payload
-            else:
-                raise _malformed(tool.name, value, "reject takes a non-empty reason string")
-        elif kind == "suspend":
-            if payload is not True:
-                raise _malformed(tool.name, value, '{"suspend": True}')
-        else:
-            raise _malformed(tool.name, value, f"the kinds are {list(DECISION_KINDS)}")
+        kind, args, reason = _parse_mapping(tool, value)
     else:
         raise _malformed(tool.name, value, "expected a string or a one-key mapping")
     if kind not in tool.allowed_decisions:

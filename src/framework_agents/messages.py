@@ -7,13 +7,15 @@ newer versions instead of guessing (see ``docs/persistence.md``).
 
 from __future__ import annotations
 
-import copy
 import inspect
 import uuid
-from collections.abc import Callable, Iterable
-from typing import Annotated, Any, Literal, TypeVar
+from collections.abc import Callable
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
+
+from ._pydantic_fast import constructor_only as constructor_only
+from .errors import DataValidationError
 
 __all__ = [
     "MESSAGES_FORMAT_VERSION",
@@ -30,8 +32,6 @@ __all__ = [
 MESSAGES_FORMAT_VERSION = 1
 
 Role = Literal["system", "user", "assistant", "tool"]
-
-_Init = TypeVar("_Init", bound=Callable[..., None])
 
 
 def new_id() -> str:
@@ -61,19 +61,16 @@ REQUIRED: Any = _Unset("<required>")
 NEW_ID: Any = _Unset("<new>")
 
 
-def constructor_only(init: _Init) -> _Init:
-    """Mark a model's ``__init__`` as one pydantic's validation need not call.
+def _validated(init: Callable[..., None], data: dict[str, Any]) -> None:
+    """Run pydantic's ``init(**data)``; bad data is ``DataValidationError`` (a coded error).
 
-    Pydantic calls a model's own ``__init__`` for every instance it validates (its
-    ``custom_init``), through Python, which made parsing a stored history 2-3x slower.
-    These constructors only map positional arguments onto fields, which data being
-    validated (always by field name) does not need, so they are marked the way pydantic
-    marks ``BaseModel.__init__`` and validation builds instances directly. Validated
-    results are the same, except that ``model_fields_set`` then names every field the
-    data held, also one equal to its default (nothing here reads ``model_fields_set``).
+    Only constructors come here: parsing stored data (``model_validate``) keeps pydantic's
+    own ``ValidationError``, which readers turn into their ``*_CORRUPT`` codes.
     """
-    setattr(init, "__pydantic_base_init__", True)  # noqa: B010
-    return init
+    try:
+        init(**data)
+    except ValidationError as exc:
+        raise DataValidationError.wrap(exc) from None
 
 
 def show_required(cls: type[BaseModel], *names: str) -> None:
@@ -98,7 +95,7 @@ class TextBlock(BaseModel):
     def __init__(self, text: str = REQUIRED, **extra: Any) -> None:
         if text is not REQUIRED:
             extra["text"] = text
-        super().__init__(**extra)
+        _validated(super().__init__, extra)
 
 
 class ReasoningBlock(BaseModel):
@@ -116,7 +113,7 @@ class ReasoningBlock(BaseModel):
             extra["text"] = text
         if signature is not None:
             extra["signature"] = signature
-        super().__init__(**extra)
+        _validated(super().__init__, extra)
 
 
 ContentBlock = Annotated[TextBlock | ReasoningBlock, Field(discriminator="type")]
@@ -149,7 +146,7 @@ class ToolCall(BaseModel):
             extra["name"] = name
         if args is not _NO_ARGS:
             extra["args"] = args
-        super().__init__(**extra)
+        _validated(super().__init__, extra)
 
 
 _NO_CALLS: list[ToolCall] = []
@@ -198,7 +195,7 @@ class Message(BaseModel):
             extra["id"] = id
         if metadata is not _NO_METADATA:
             extra["metadata"] = metadata
-        super().__init__(**extra)
+        _validated(super().__init__, extra)
 
     @property
     def text(self) -> str:
@@ -239,158 +236,9 @@ show_required(Message, "role")
 MessageList: TypeAdapter[list[Message]] = TypeAdapter(list[Message])
 
 
-# -- fast copies ----------------------------------------------------------------------------
-#
-# Memories copy every message they store and hand out; ``model_copy(deep=True)`` pays for
-# ``copy.deepcopy`` over every field (~5 us a plain message, ~15 us with tool calls). These
-# copies rebuild only what is mutable: lists, ``ToolCall.args`` and ``metadata`` (JSON-like
-# values, copied by a small copier that falls back to ``copy.deepcopy`` for anything else).
-# Text and reasoning blocks are frozen and hold only strings, so copies share them. The
-# result is equal (``==``), has the same ``model_fields_set`` and dumps the same JSON.
-# Only the exact classes take the fast path: theirs have no private attributes and forbid
-# extras, so ``__pydantic_private__`` and ``__pydantic_extra__`` are always ``None``.
-
-_ATOMS = frozenset({str, int, float, bool, type(None)})
-_BLOCKS = frozenset({TextBlock, ReasoningBlock})
-_new = object.__new__
-_set = object.__setattr__
-
-
-def _copy_json(value: Any) -> Any:
-    """A deep copy of a JSON-like value (dicts with scalar keys, lists, scalars)."""
-    cls = value.__class__
-    if cls in _ATOMS:
-        return value
-    if cls is dict:
-        out = {}
-        for k, v in value.items():
-            if k.__class__ not in _ATOMS:  # a key that might hold state: copy it all
-                return copy.deepcopy(value)
-            out[k] = v if v.__class__ in _ATOMS else _copy_json(v)
-        return out
-    if cls is list:
-        return [v if v.__class__ in _ATOMS else _copy_json(v) for v in value]
-    return copy.deepcopy(value)
-
-
-def _copy_call(call: ToolCall) -> ToolCall:
-    if call.__class__ is not ToolCall:
-        return copy.deepcopy(call)
-    fields = call.__dict__.copy()
-    fields["args"] = _copy_json(fields["args"])
-    new = _new(ToolCall)
-    _set(new, "__dict__", fields)
-    _set(new, "__pydantic_extra__", None)
-    _set(new, "__pydantic_fields_set__", call.__pydantic_fields_set__.copy())
-    _set(new, "__pydantic_private__", None)
-    return new
-
-
-def copy_message(msg: Message) -> Message:
-    """A deep copy of ``msg``, as ``msg.model_copy(deep=True)`` but several times faster."""
-    if msg.__class__ is not Message:  # a subclass may add fields or private state
-        return msg.model_copy(deep=True)
-    try:
-        fields = msg.__dict__.copy()
-        content = fields["content"]
-        if content.__class__ is list:
-            fields["content"] = [b if b.__class__ in _BLOCKS else copy.deepcopy(b) for b in content]
-        elif content.__class__ is not str:
-            fields["content"] = copy.deepcopy(content)
-        calls = fields["tool_calls"]
-        if calls.__class__ is list:
-            fields["tool_calls"] = [_copy_call(c) for c in calls] if calls else []
-        else:
-            fields["tool_calls"] = copy.deepcopy(calls)
-        meta = fields["metadata"]
-        fields["metadata"] = _copy_json(meta) if meta or meta.__class__ is not dict else {}
-    except RecursionError:  # a value that contains itself: deepcopy keeps the cycle
-        return msg.model_copy(deep=True)
-    new = _new(Message)
-    _set(new, "__dict__", fields)
-    _set(new, "__pydantic_extra__", None)
-    _set(new, "__pydantic_fields_set__", msg.__pydantic_fields_set__.copy())
-    _set(new, "__pydantic_private__", None)
-    return new
-
-
-def copy_messages(messages: Iterable[Message]) -> list[Message]:
-    """Deep copies of ``messages`` (see :func:`copy_message`), as a new list."""
-    return [copy_message(m) for m in messages]
-
-
-# -- frozen messages ------------------------------------------------------------------------
-#
-# A memory must keep messages no caller can change. Deep copies do that but cost more than
-# their copying: each holds four containers the garbage collector tracks, and a memory of
-# thousands of them makes every full collection walk them all (the collections a program
-# runs anyway, triggered by the allocations of the copies themselves). A text-only message
-# is kept as a tuple of strings, ``None`` and a bit mask of ``model_fields_set`` instead,
-# which the collector stops tracking on its first pass over it (a tuple of untracked values).
-
-_FIELD_NAMES = ("role", "content", "tool_calls", "tool_call_id", "name", "id", "metadata")
-_FIELD_BITS = {name: 1 << i for i, name in enumerate(_FIELD_NAMES)}
-_FIELD_SETS = tuple(
-    frozenset(n for n, bit in _FIELD_BITS.items() if mask & bit)
-    for mask in range(1 << len(_FIELD_NAMES))
-)
-
-#: What :func:`freeze_message` returns: a tuple for a text-only message, else a deep copy.
-FrozenMessage = tuple[str, str, str | None, str | None, str, int] | Message
-
-
-def freeze_message(msg: Message) -> FrozenMessage:
-    """``msg`` in a form nobody else holds or can change, cheap to keep (see above)."""
-    fields = msg.__dict__
-    if msg.__class__ is Message and len(fields) == len(_FIELD_NAMES):
-        role, content, calls = fields["role"], fields["content"], fields["tool_calls"]
-        call_id, name, mid, meta = (
-            fields["tool_call_id"],
-            fields["name"],
-            fields["id"],
-            fields["metadata"],
-        )
-        if (
-            role.__class__ is str
-            and content.__class__ is str
-            and mid.__class__ is str
-            and (call_id is None or call_id.__class__ is str)
-            and (name is None or name.__class__ is str)
-            and calls.__class__ is list
-            and not calls
-            and meta.__class__ is dict
-            and not meta
-        ):
-            mask = 0
-            for field in msg.__pydantic_fields_set__:
-                bit = _FIELD_BITS.get(field)
-                if bit is None:  # not a field name (model_construct allows any): copy
-                    return copy_message(msg)
-                mask |= bit
-            return (role, content, call_id, name, mid, mask)
-    return copy_message(msg)
-
-
-def thaw_message(frozen: FrozenMessage) -> Message:
-    """A new message equal to the one :func:`freeze_message` was given (a deep copy)."""
-    if isinstance(frozen, Message):
-        return copy_message(frozen)
-    role, content, call_id, name, mid, mask = frozen
-    new = _new(Message)
-    _set(
-        new,
-        "__dict__",
-        {
-            "role": role,
-            "content": content,
-            "tool_calls": [],
-            "tool_call_id": call_id,
-            "name": name,
-            "id": mid,
-            "metadata": {},
-        },
-    )
-    _set(new, "__pydantic_extra__", None)
-    _set(new, "__pydantic_fields_set__", set(_FIELD_SETS[mask]))
-    _set(new, "__pydantic_private__", None)
-    return new
+# The fast copies live beside the other pydantic fast paths (re-exported for the memories).
+from ._pydantic_fast import FrozenMessage as FrozenMessage  # noqa: E402
+from ._pydantic_fast import copy_message as copy_message  # noqa: E402
+from ._pydantic_fast import copy_messages as copy_messages  # noqa: E402
+from ._pydantic_fast import freeze_message as freeze_message  # noqa: E402
+from ._pydantic_fast import thaw_message as thaw_message  # noqa: E402

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any, Literal, cast, get_args, get_type_hints, 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 from pydantic_core import to_json
 
-from .errors import HitlDecisionError, InvalidArgumentError
+from .errors import HitlDecisionError, InvalidArgumentError, InvalidInputError
 from .messages import ToolCall
 from .models._base import ToolSpec
 
@@ -68,8 +68,13 @@ class ToolContext:
     call: ToolCall
 
 
-class ToolArgumentsError(ValueError):
-    """The arguments of a call do not match the tool's schema (the model sees ``message``)."""
+class ToolArgumentsError(InvalidInputError, ValueError):
+    """The arguments of a call do not match the tool's schema (the model sees ``message``).
+
+    ``TOOL_ARGUMENTS``; still a ``ValueError``, as it always was.
+    """
+
+    default_code = "TOOL_ARGUMENTS"
 
     def __init__(self, tool: str, error: ValidationError) -> None:
         details = "; ".join(

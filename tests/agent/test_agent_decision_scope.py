@@ -8,7 +8,6 @@ calls the tool again goes back to the ``decide`` callback or suspends.
 
 from __future__ import annotations
 
-import asyncio
 import itertools
 from collections.abc import Sequence
 from pathlib import Path
@@ -16,6 +15,7 @@ from typing import Any
 
 import pytest
 
+from async_helper import arun
 from framework_agents import (
     Agent,
     FileCheckpointer,
@@ -32,10 +32,6 @@ from framework_agents.hitl import DecisionBook, resolve_decision
 from framework_agents.models._base import ToolSpec
 
 Stage = list[tuple[str, dict[str, Any]]]
-
-
-def arun(coro: Any) -> Any:
-    return asyncio.run(coro)
 
 
 def interrupt_of(coro: Any) -> HitlInterrupt:
@@ -269,7 +265,7 @@ def test_a_decision_that_settles_an_unknown_outcome_is_spent_by_that_turn(cp: An
     unknown = interrupt_of(staged_agent(ran, TWICE).resume("t", checkpointer=cp))
     assert unknown.outcome_unknown and ran == ["publish first"]
     nxt = interrupt_of(
-        staged_agent(ran, TWICE).resume("t", {"publish": "approve"}, checkpointer=cp)
+        staged_agent(ran, TWICE).resume("t", {unknown.key: "approve"}, checkpointer=cp)
     )
     assert ran == ["publish first", "publish first"]  # re-run knowingly, once
     assert nxt.arguments == {"text": "second"} and not nxt.outcome_unknown

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import asyncio
 from pathlib import Path
 from typing import Any
 
 import pytest
 from pydantic import BaseModel
 
+from async_helper import arun
 from framework_agents import (
     Agent,
     FileMemory,
@@ -30,10 +30,6 @@ from framework_agents.errors import (
     MessageNotEditableError,
     MessageNotFoundError,
 )
-
-
-def arun(coro: Any) -> Any:
-    return asyncio.run(coro)
 
 
 def echo_model() -> FunctionModel:

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import asyncio
-from typing import Any
 
 import pytest
 
+from async_helper import arun
 from framework_agents import (
     Agent,
     Message,
@@ -17,10 +17,6 @@ from framework_agents import (
     ToolCallContext,
     tool,
 )
-
-
-def arun(coro: Any) -> Any:
-    return asyncio.run(coro)
 
 
 @tool

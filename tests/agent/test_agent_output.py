@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-import asyncio
-from typing import Any
-
 import pytest
 from pydantic import BaseModel
 
+from async_helper import arun
 from framework_agents import (
     Agent,
     Message,
@@ -17,10 +15,6 @@ from framework_agents import (
     is_well_formed,
     tool,
 )
-
-
-def arun(coro: Any) -> Any:
-    return asyncio.run(coro)
 
 
 class Weather(BaseModel):

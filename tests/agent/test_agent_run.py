@@ -10,6 +10,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from async_helper import arun
 from framework_agents import (
     Agent,
     AgentBusyError,
@@ -30,10 +31,6 @@ from framework_agents import (
     tool,
 )
 from framework_agents.agent._loop import MAX_OVERFLOW_RETRIES
-
-
-def arun(coro: Any) -> Any:
-    return asyncio.run(coro)
 
 
 def call(name: str, args: dict[str, Any] | None = None, cid: str = "c1") -> Message:

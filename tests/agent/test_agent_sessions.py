@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from async_helper import arun
 from framework_agents import (
     Agent,
     AgentBusyError,
@@ -33,10 +34,6 @@ from framework_agents.errors import (
     SnapshotFieldError,
 )
 from framework_agents.sessions import Storage
-
-
-def arun(coro: Any) -> Any:
-    return asyncio.run(coro)
 
 
 class CountingStorage(InMemoryStorage):

@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from async_helper import arun as run_coroutine
 from framework_agents import (
     Agent,
     FunctionModel,
@@ -34,10 +35,11 @@ from framework_agents import (
     ToolSpec,
     tool,
 )
+from framework_agents.checkpoint import InMemoryCheckpointer
 
 
 def arun(coro: Any) -> Any:
-    return asyncio.run(asyncio.wait_for(coro, 10))
+    return run_coroutine(coro, timeout=10)
 
 
 @tool
@@ -177,7 +179,8 @@ def test_a_non_streaming_model_still_yields_text_and_reasoning_deltas() -> None:
 
 
 def test_run_started_carries_ids_and_the_prompt() -> None:
-    events = arun(collect(Agent(ScriptedModel(["x"]), agent_id="bot").stream("hi", thread_id="t9")))
+    agent = Agent(ScriptedModel(["x"]), agent_id="bot")
+    events = arun(collect(agent.stream("hi", checkpointer=InMemoryCheckpointer(), thread_id="t9")))
     first, last = events[0], events[-1]
     assert isinstance(first, RunStartedEvent)
     assert (first.agent_id, first.thread_id) == ("bot", "t9")

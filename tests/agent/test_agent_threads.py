@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 from threads_scenario import CrashingCheckpointer, effects, publishing_agent
 
+from async_helper import arun
 from framework_agents import (
     Agent,
     FileCheckpointer,
@@ -39,10 +40,6 @@ from framework_agents.errors import (
     ThreadIdInvalidError,
 )
 from framework_agents.models._base import ToolSpec
-
-
-def arun(coro: Any) -> Any:
-    return asyncio.run(coro)
 
 
 def interrupt_of(coro: Any) -> HitlInterrupt:
@@ -563,9 +560,11 @@ def test_an_unknown_outcome_is_surfaced_not_rerun_then_rejected(
     )
     assert again.outcome_unknown  # the decide callback never settles an unknown outcome
 
+    # Only a decision naming the open interrupt's id settles an unknown outcome.
+    assert again.key == again.interrupt_id == unknown.interrupt_id
     result = arun(
         publishing_agent(fx).resume(
-            "t1", {"publish": {"reject": "it may have gone out"}}, checkpointer=cp
+            "t1", {again.key: {"reject": "it may have gone out"}}, checkpointer=cp
         )
     )
     assert effects(fx) == ["hello"]

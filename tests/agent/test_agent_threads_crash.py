@@ -3,17 +3,17 @@ happens at most once, and the interrupted-then-resumed history is well formed.""
 
 from __future__ import annotations
 
-import asyncio
 import signal
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any
 
 import pytest
 from threads_scenario import CRASH_POINTS, effects, publishing_agent
 
+from async_helper import arun
 from framework_agents import FileCheckpointer, HitlInterrupt, is_well_formed
+from framework_agents.errors import HitlDecisionError
 
 CHILD = Path(__file__).with_name("threads_child.py")
 
@@ -27,10 +27,6 @@ EXPECTED = {
     "after_result": (1, False),  # the result is in the checkpoint: never run again
     "after_final": (1, False),
 }
-
-
-def arun(coro: Any) -> Any:
-    return asyncio.run(coro)
 
 
 def test_every_crash_point_is_covered() -> None:
@@ -59,14 +55,18 @@ def test_a_crash_anywhere_in_a_resume_never_runs_the_approved_call_twice(
     left = arun(FileCheckpointer(root).load("t1"))  # readable whatever the instant
     assert left is not None and is_well_formed(left.messages)
 
-    # The operator resumes again with the same approval; an unknown outcome is rejected.
-    surfaced = False
+    # The operator resumes again with the same approval; an unknown outcome is rejected,
+    # and a thread already finished refuses the approval (it answers nothing).
+    surfaced = refused = False
     try:
         result = arun(
             publishing_agent(fx).resume(
                 "t1", {"publish": "approve"}, checkpointer=FileCheckpointer(root)
             )
         )
+    except HitlDecisionError:
+        refused = True
+        result = None
     except HitlInterrupt as unknown:
         assert unknown.outcome_unknown, unknown
         surfaced = True
@@ -81,9 +81,11 @@ def test_a_crash_anywhere_in_a_resume_never_runs_the_approved_call_twice(
     count, expect_surfaced = EXPECTED[crash_at]
     assert effects(fx) == ["hello"] * count
     assert surfaced is expect_surfaced
+    assert refused is (crash_at == "after_final")
     final = arun(FileCheckpointer(root).load("t1"))
     assert final.pending is None and final.in_flight == [] and final.turn is None
-    for history in (final.messages, result.messages):
+    histories = [final.messages] if result is None else [final.messages, result.messages]
+    for history in histories:
         assert is_well_formed(history)
         assert history[0].text == "publish it"
         answers = [m for m in history if m.role == "tool" and m.name == "publish"]

@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 from threads_scenario import effects, publishing_agent
 
+from async_helper import arun
 from framework_agents import (
     Agent,
     FunctionModel,
@@ -25,10 +26,6 @@ from framework_agents import (
 from framework_agents.checkpoint import Checkpointer, ThreadCheckpoint
 from framework_agents.errors import InvalidArgumentError, ThreadBusyError
 from framework_agents.models._base import ToolSpec
-
-
-def arun(coro: Any) -> Any:
-    return asyncio.run(coro)
 
 
 def interrupt_of(coro: Any) -> HitlInterrupt:
@@ -139,7 +136,7 @@ def test_the_in_flight_record_is_a_full_save_and_an_unknown_outcome_is_not_rerun
     )
     assert unknown.outcome_unknown and effects(fx) == ["hello"]  # not run again
     result = arun(
-        publishing_agent(fx).resume("t", {"publish": {"reject": "may be out"}}, checkpointer=cp)
+        publishing_agent(fx).resume("t", {unknown.key: {"reject": "may be out"}}, checkpointer=cp)
     )
     assert result.text == "finished: Rejected: may be out" and effects(fx) == ["hello"]
     assert is_well_formed(arun(cp.load("t")).messages)

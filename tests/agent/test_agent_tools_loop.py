@@ -7,6 +7,7 @@ import json
 import threading
 from typing import Any
 
+from async_helper import arun as run_coroutine
 from framework_agents import (
     Agent,
     Message,
@@ -21,7 +22,7 @@ from framework_agents import (
 
 
 def arun(coro: Any) -> Any:
-    return asyncio.run(asyncio.wait_for(coro, 10))
+    return run_coroutine(coro, timeout=10)
 
 
 def turn(*calls: ToolCall) -> Message:

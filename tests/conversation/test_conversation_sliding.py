@@ -71,11 +71,12 @@ def test_cut_never_separates_a_call_from_its_results() -> None:
         answer("a6"),
     ]
     # The newest 3 would start at result y: the cut moves on to the next group boundary.
+    # The newest user turn is never cut: it stays ahead of the window.
     out = asyncio.run(SlidingWindowConversationManager(window_size=3).apply(history))
-    assert ids(out) == ["a6"]
+    assert ids(out) == ["u2", "a6"]
     # With room for the whole group, it is kept with its results.
     out = asyncio.run(SlidingWindowConversationManager(window_size=4).apply(history))
-    assert ids(out) == ["c", "r-x", "r-y", "a6"]
+    assert ids(out) == ["u2", "c", "r-x", "r-y", "a6"]
     assert is_well_formed(out)
 
 
@@ -89,7 +90,7 @@ def test_a_cut_window_is_trimmed_of_call_only_heads() -> None:
         answer("a"),
     ]
     out = asyncio.run(SlidingWindowConversationManager(window_size=5).apply(history))
-    assert ids(out) == ["a"]
+    assert ids(out) == ["u0", "a"]  # the trimmed heads go; the newest user turn stays
     assert is_well_formed(out)
 
 
@@ -105,7 +106,7 @@ def test_pins_are_kept_in_front_and_never_removed() -> None:
     out = asyncio.run(manager.apply(history))
     assert ids(out) == ["sys", "a7", "u8", "a9"]
     out = asyncio.run(SlidingWindowConversationManager(window_size=0, pin_first=2).apply(history))
-    assert ids(out) == ["sys", "u0"]
+    assert ids(out) == ["sys", "u0", "u8"]  # the newest user turn is never cut
 
 
 def test_pin_ending_inside_a_tool_group_extends_to_its_end() -> None:
@@ -131,21 +132,22 @@ def test_reduce_drops_at_least_the_oldest_half_of_the_unpinned() -> None:
     assert ids(out) == ["sys", "a5", "u6", "a7", "u8", "a9"]
     odd = asyncio.run(manager.reduce(history[:4]))  # 3 unpinned: at least 2 go
     assert ids(odd) == ["sys", "u2"]
-    # Repeated reduces always make progress down to the pins.
-    while len(out) > 1:
+    # Repeated reduces always make progress down to the pins and the newest user turn.
+    while len(out) > 2:
         shorter = asyncio.run(manager.reduce(out))
         assert len(shorter) < len(out)
         out = shorter
-    assert ids(out) == ["sys"]
-    assert ids(asyncio.run(manager.reduce(out))) == ["sys"]
+    assert ids(out) == ["sys", "u8"]
+    assert ids(asyncio.run(manager.reduce(out))) == ["sys", "u8"]
 
 
 def test_reduce_rounds_up_to_a_group_boundary() -> None:
     history = [user("u0"), answer("a1"), calls("c", "x", "y", text="Looking."), result("x")]
     history += [result("y"), answer("a5")]
     out = asyncio.run(SlidingWindowConversationManager().reduce(history))
-    # half of 6 is 3, inside the tool group (2..5): the whole group goes.
-    assert ids(out) == ["a5"]
+    # half of 6 is 3, inside the tool group (2..5): the whole group goes; the newest user
+    # turn is never cut.
+    assert ids(out) == ["u0", "a5"]
 
 
 def test_input_is_never_mutated() -> None:

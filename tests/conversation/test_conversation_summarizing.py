@@ -121,10 +121,11 @@ def test_cut_moves_forward_to_a_group_boundary() -> None:
 
 def test_cut_moves_back_when_a_group_reaches_into_the_preserved_messages() -> None:
     history = [*chat(4), calls("c", "x", "y"), result("x"), result("y"), answer("end")]
-    # ratio 0.8 -> 6, limit 8 - 3 = 5 is inside the group (4..7): condense only 4.
+    # ratio 0.8 -> 6, limit 8 - 3 = 5 is inside the group (4..7): condense only 4; and the
+    # newest user turn (u2) is never condensed: only 2.
     manager = SummarizingConversationManager(summary_ratio=0.8, preserve_recent=3)
     out = reduce(manager, history)
-    assert ids(out[1:]) == ids(history[4:])
+    assert ids(out[1:]) == ids(history[2:])
     assert is_well_formed(out)
 
 
@@ -132,7 +133,8 @@ def test_summary_before_an_assistant_turn_is_well_formed() -> None:
     history = [user("u0"), answer("a1"), user("u2"), calls("c", "x"), result("x"), answer("a5")]
     manager = SummarizingConversationManager(summary_ratio=0.5, preserve_recent=3)
     out = reduce(manager, history)
-    assert [m.role for m in out] == ["assistant", "assistant", "tool", "assistant"]
+    # u2 is the newest user turn: it is never condensed.
+    assert [m.role for m in out] == ["assistant", "user", "assistant", "tool", "assistant"]
     assert is_well_formed(out)
 
 

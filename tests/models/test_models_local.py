@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import importlib.util
 from collections.abc import AsyncIterator
+from typing import Any
 
 import pytest
 
@@ -41,6 +42,18 @@ pytestmark = [
 ]
 
 
+def closing(model: Any, coro: Any) -> Any:
+    """Run ``coro`` in a fresh loop, then close the client the model opened in it."""
+
+    async def main() -> Any:
+        try:
+            return await coro
+        finally:
+            await model.aclose()
+
+    return asyncio.run(main())
+
+
 @pytest.fixture(scope="module")
 def local() -> LocalModel:
     model = LocalModel(max_tokens=8)
@@ -62,8 +75,8 @@ def test_server_starts_once_and_is_shared(local: LocalModel) -> None:
 
 
 def test_complete_round_trip(local: LocalModel) -> None:
-    message = asyncio.run(
-        local.complete([Message("user", "Say hello.")], [], system_prompt="Be brief.")
+    message = closing(
+        local, local.complete([Message("user", "Say hello.")], [], system_prompt="Be brief.")
     )
     assert message.role == "assistant"
     assert isinstance(message.content, str)
@@ -75,7 +88,7 @@ def test_complete_round_trip(local: LocalModel) -> None:
 
 
 def test_stream_round_trip(local: LocalModel) -> None:
-    chunks = asyncio.run(collect(local.stream([Message("user", "Count to three.")], [])))
+    chunks = closing(local, collect(local.stream([Message("user", "Count to three.")], [])))
     done = chunks[-1]
     assert isinstance(done, ModelDone)
     text = "".join(c.text for c in chunks if isinstance(c, TextDelta))
@@ -99,7 +112,7 @@ def test_openai_model_sends_a_full_history_to_the_real_server(local: LocalModel)
         Message("system", "Reply in one sentence."),
         Message("user", "So?"),
     ]
-    message = asyncio.run(model.complete(history, [spec], system_prompt="You are helpful."))
+    message = closing(model, model.complete(history, [spec], system_prompt="You are helpful."))
     assert message.role == "assistant"
     assert message.metadata["usage"]["input_tokens"] > 10
 
@@ -107,13 +120,13 @@ def test_openai_model_sends_a_full_history_to_the_real_server(local: LocalModel)
 def test_one_model_across_event_loops(local: LocalModel) -> None:
     # Each asyncio.run has its own loop; pooled connections must not leak between them.
     for _ in range(2):
-        message = asyncio.run(local.complete([Message("user", "Hi")], []))
+        message = closing(local, local.complete([Message("user", "Hi")], []))
         assert message.role == "assistant"
 
 
 def test_context_overflow_from_the_real_server(local: LocalModel) -> None:
     too_long = "word " * (local.n_ctx + 200)
     with pytest.raises(ContextOverflowError) as info:
-        asyncio.run(local.complete([Message("user", too_long)], []))
+        closing(local, local.complete([Message("user", too_long)], []))
     assert "context" in str(info.value)
     assert info.value.__cause__ is not None

@@ -8,7 +8,6 @@ from ..hitl import (
     hitl_key,
 )
 from ..tools import DECISION_KINDS, Tool, ToolArgumentsError, ToolContext, tool
-from ._loop import RunHooks, ToolProgress
 from .agent import DEFAULT_MAX_TURNS, Agent, Prompt
 from .events import (
     AgentEvent,
@@ -46,7 +45,6 @@ __all__ = [
     "ResolvedDecision",
     "RunErrorEvent",
     "RunFinishedEvent",
-    "RunHooks",
     "RunResult",
     "RunStartedEvent",
     "TextDeltaEvent",
@@ -56,7 +54,6 @@ __all__ = [
     "ToolCallContext",
     "ToolCallEvent",
     "ToolContext",
-    "ToolProgress",
     "ToolRejection",
     "ToolResultEvent",
     "Usage",

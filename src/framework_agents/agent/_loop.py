@@ -1,11 +1,13 @@
 """The agent loop: one async-generator step function that both ``run()`` and ``stream()`` drive.
 
-:func:`run_loop` takes an explicit starting history, an optional prompt and optional
-decisions (:class:`LoopRun`), and yields events while it works: model call, then the
-turn's tool calls (decided first, run concurrently), then the next model call, until the
-model answers without tool calls. It never touches memory: the caller commits
-``run.final_messages()`` (or ``run.kept`` after an interrupt). The :class:`RunHooks` are
-the seams checkpointing uses (see ``agent.py``).
+:func:`run_loop` takes a frozen :class:`RunSetup` (the model, tools by name, tool specs,
+middleware, effective system prompt, conversation manager, limits, ``decide``) and a
+:class:`LoopRun` (starting history, optional prompt, decisions, hooks), and yields events
+while it works: model call, then the turn's tool calls (decided first, run concurrently),
+then the next model call, until the model answers without tool calls. It never touches
+memory and knows nothing of ``Agent``: the caller commits ``run.visible()`` (or
+``run.kept_on_interrupt()`` after an interrupt). The :class:`RunHooks` are the seams
+checkpointing uses.
 """
 
 from __future__ import annotations
@@ -15,11 +17,11 @@ import logging
 import operator
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
-from .._telemetry import tool_suspended, trace_chat, trace_chat_stream, trace_tool
+from ..conversation._base import ConversationManager
 from ..errors import (
     AgentError,
     ContextOverflowError,
@@ -31,6 +33,7 @@ from ..errors import (
 )
 from ..history import repair_history
 from ..hitl import (
+    DecideCallback,
     DecisionBook,
     HitlInterrupt,
     ResolvedDecision,
@@ -38,7 +41,7 @@ from ..hitl import (
     resolve_decision,
 )
 from ..messages import Message, ToolCall, new_id
-from ..models._base import ModelDone, ReasoningDelta, TextDelta, ToolSpec
+from ..models._base import Model, ModelDone, ReasoningDelta, TextDelta, ToolSpec
 from ..tools import Tool, ToolArgumentsError, ToolContext, encode_tool_result
 from ._output import correction_text, parse_output
 from .events import (
@@ -50,13 +53,19 @@ from .events import (
     ToolCallEvent,
     ToolResultEvent,
 )
-from .middleware import ModelCallContext, ToolCallContext
+from .middleware import MiddlewareChain, ModelCallContext, ToolCallContext
 from .result import Usage
 
-if TYPE_CHECKING:
-    from .agent import Agent
-
-__all__ = ["MAX_OVERFLOW_RETRIES", "LoopRun", "RunHooks", "ToolProgress", "run_loop"]
+__all__ = [
+    "MAX_OVERFLOW_RETRIES",
+    "LoopRun",
+    "RunHooks",
+    "RunSetup",
+    "ToolProgress",
+    "kept_well_formed",
+    "run_call",
+    "run_loop",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -64,6 +73,36 @@ logger = logging.getLogger(__name__)
 MAX_OVERFLOW_RETRIES = 3
 
 _RETRY_KIND = "output_retry"
+
+
+@dataclass(frozen=True, slots=True)
+class RunSetup:
+    """Everything the loop needs that does not change during a run (built per run).
+
+    ``owner`` is what middleware and tools see as ``ctx.agent`` (the ``Agent`` that made
+    this setup, or anything else when the loop is driven on its own).
+    """
+
+    model: Model
+    tools: Mapping[str, Tool] = field(default_factory=dict)
+    tool_specs: tuple[ToolSpec, ...] = ()
+    middleware: MiddlewareChain = field(default_factory=lambda: MiddlewareChain(()))
+    system_prompt: str | None = None
+    conversation_manager: ConversationManager | None = None
+    max_turns: int = 25
+    output_retries: int = 2
+    response_format: type[BaseModel] | None = None
+    output_version: str = "v0"
+    decide: DecideCallback | None = None
+    owner: Any = None
+
+    def manager(self) -> ConversationManager:
+        """The conversation manager (a null one when none was given)."""
+        if self.conversation_manager is not None:
+            return self.conversation_manager
+        from ..conversation.null import NullConversationManager
+
+        return NullConversationManager()
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,8 +136,8 @@ class RunHooks:
     * ``on_tool_start(call, decision)``: just before a tool actually runs.
     * ``on_tool_result(progress)``: after each result, before the loop goes on.
     * ``on_tool_turn(messages)``: after a whole tool turn is in the transcript.
-    * ``on_interrupt(interrupt, messages)``: before :class:`HitlInterrupt` is raised;
-      ``messages`` exclude the interrupted assistant turn.
+    * ``on_interrupt(interrupt, messages, turn)``: before :class:`HitlInterrupt` is
+      raised; ``messages`` exclude the interrupted assistant turn ``turn``.
     * ``on_commit(messages)``: after memory holds the run's managed transcript.
     """
 
@@ -107,7 +146,7 @@ class RunHooks:
     on_tool_start: Callable[[ToolCall, ResolvedDecision | None], Awaitable[None]] | None = None
     on_tool_result: Callable[[ToolProgress], Awaitable[None]] | None = None
     on_tool_turn: Callable[[list[Message]], Awaitable[None]] | None = None
-    on_interrupt: Callable[[HitlInterrupt, list[Message]], Awaitable[None]] | None = None
+    on_interrupt: Callable[[HitlInterrupt, list[Message], Message], Awaitable[None]] | None = None
     on_commit: Callable[[list[Message]], Awaitable[None]] | None = None
 
 
@@ -134,6 +173,11 @@ class LoopRun:
     kept: list[Message] | None = None
     retry_ids: set[str] = field(default_factory=set)
     started: bool = False  # run_loop has built the transcript
+    #: An assistant turn to run as the first turn instead of calling the model: the stored
+    #: turn of an interrupt resumed with ``reissue=False`` (its calls run as they were shown).
+    replay: Message | None = None
+    #: Approval calls that ran, with the arguments they ran with (for the timeline).
+    ran: list[ToolCall] = field(default_factory=list)
     book: DecisionBook = field(init=False)
 
     def __post_init__(self) -> None:
@@ -191,7 +235,7 @@ def _checked_messages(value: object, where: str) -> list[Message]:
     raise InvalidArgumentError(f"{where} must be a list of Message objects, got {value!r:.200}")
 
 
-def _kept_well_formed(
+def kept_well_formed(
     new: Sequence[Message],
     known: Sequence[Message],
     where: str = "a conversation manager's result",
@@ -200,6 +244,19 @@ def _kept_well_formed(
     if isinstance(new, list | tuple) and _same(new, known):
         return list(new)
     return repair_history(_checked_messages(new, where))
+
+
+def _check_user_turn_kept(before: Sequence[Message], after: Sequence[Message]) -> None:
+    """``CONTEXT_OVERFLOW`` if reducing ``before`` to ``after`` cut the newest user turn.
+
+    What the user said is never cut to make room: when it cannot fit, the run fails.
+    """
+    newest = next((m.id for m in reversed(before) if m.role == "user"), None)
+    if newest is not None and all(m.id != newest for m in after):
+        raise ContextOverflowError(
+            "the newest user turn does not fit the model's context: reducing the history "
+            "would cut it, so the run stops instead; nothing was committed"
+        )
 
 
 def _check_model_context(ctx: ModelCallContext) -> None:
@@ -240,113 +297,148 @@ def _check_assistant(value: object, where: str, error: type[AgentError]) -> Mess
     return value
 
 
-async def _call_model(agent: Agent, run: LoopRun, turn: int) -> AsyncIterator[AgentEvent | _Reply]:
+@dataclass(slots=True)
+class _Streamed:
+    """What one model call streamed already (so the final message is not replayed)."""
+
+    text: bool = False
+    reasoning: bool = False
+
+
+async def _ask(
+    setup: RunSetup, sent: list[Message], ctx: ModelCallContext, message_id: str, seen: _Streamed
+) -> AsyncIterator[AgentEvent | _Reply]:
+    """One model request (streamed when the model streams); deltas, then a ``_Reply``."""
+    if not callable(getattr(setup.model, "stream", None)):
+        response = await setup.model.complete(sent, ctx.tools, system_prompt=ctx.system_prompt)
+        yield _Reply(response)
+        return
+    done: Message | None = None
+    stream = setup.model.stream(sent, ctx.tools, system_prompt=ctx.system_prompt)  # type: ignore[attr-defined]
+    async for chunk in stream:
+        if isinstance(chunk, TextDelta):
+            seen.text = True
+            yield TextDeltaEvent(message_id=message_id, delta=chunk.text)
+        elif isinstance(chunk, ReasoningDelta):
+            seen.reasoning = True
+            yield ReasoningDeltaEvent(message_id=message_id, delta=chunk.text)
+        elif isinstance(chunk, ModelDone):
+            done = chunk.message
+    if done is None:
+        raise ModelError("the model's stream ended without a ModelDone chunk")
+    yield _Reply(done)
+
+
+async def _reduce_after_overflow(setup: RunSetup, run: LoopRun) -> None:
+    """Shrink ``run.transcript`` with the manager's ``reduce()``, or ``CONTEXT_OVERFLOW``.
+
+    Never cuts the newest user turn: when only it (and the pins) is left, the run fails.
+    """
+    before = [m.id for m in run.transcript]
+    reduced = kept_well_formed(
+        await setup.manager().reduce(run.transcript),
+        (),
+        "a conversation manager's reduce() result",
+    )
+    if [m.id for m in reduced] == before:
+        raise ContextOverflowError(
+            "the newest user turn (with the pinned messages) does not fit the "
+            f"model's context even after reducing ({len(before)} messages left); "
+            "nothing was committed"
+        )
+    _check_user_turn_kept(run.transcript, reduced)
+    logger.info(
+        "context overflow: reduced history from %d to %d messages, retrying",
+        len(before),
+        len(reduced),
+    )
+    run.transcript = reduced
+
+
+async def _prepared_call(
+    setup: RunSetup, run: LoopRun, turn: int
+) -> tuple[ModelCallContext, list[Message]]:
+    """The ``before_model`` context of one call and the messages it sends (never empty)."""
+    ctx = ModelCallContext(
+        setup.owner, list(run.transcript), list(setup.tool_specs), setup.system_prompt, turn
+    )
+    await setup.middleware.run("before_model", ctx)
+    _check_model_context(ctx)
+    sent = ctx.messages
+    # run.transcript is well formed (an invariant of the loop), so the repair before the
+    # model call is skipped when the messages to send are exactly the transcript.
+    if not (isinstance(sent, list) and _same(sent, run.transcript)):
+        sent = repair_history(_checked_messages(sent, "before_model's ctx.messages"))
+    if not sent:
+        raise ContextOverflowError(
+            "no message left to send to the model (a conversation manager or middleware "
+            "removed them all); nothing was committed"
+        )
+    return ctx, [*run.context, *sent] if run.context else sent
+
+
+async def _call_model(
+    setup: RunSetup, run: LoopRun, turn: int
+) -> AsyncIterator[AgentEvent | _Reply]:
     """One model call with overflow recovery; yields deltas, then a ``_Reply``."""
     message_id = new_id()
     yield MessageStartedEvent(message_id=message_id, turn=turn)
-    streaming = callable(getattr(agent.model, "stream", None))
-    specs = agent._tool_specs
-    overflow_retries = 0
-    streamed_text = streamed_reasoning = False
-    while True:
-        ctx = ModelCallContext(
-            agent, list(run.transcript), list(specs), agent._effective_prompt, turn
-        )
-        await agent._middleware.run("before_model", ctx)
-        # run.transcript is well formed (an invariant of the loop), so the repair before
-        # the model call is skipped when the messages to send are exactly the transcript.
-        _check_model_context(ctx)
-        sent = ctx.messages
-        if not (isinstance(sent, list) and _same(sent, run.transcript)):
-            sent = repair_history(_checked_messages(sent, "before_model's ctx.messages"))
-        if run.context:
-            sent = [*run.context, *sent]
+    seen = _Streamed()
+    for attempt in range(MAX_OVERFLOW_RETRIES + 1):
+        ctx, sent = await _prepared_call(setup, run, turn)
+        reply: _Reply | None = None
         try:
-            if streaming:
-                response: Message | None = None
-                stream = trace_chat_stream(
-                    agent.model,
-                    agent.model.stream(sent, ctx.tools, system_prompt=ctx.system_prompt),  # type: ignore[attr-defined]
-                    sent,
-                    ctx.system_prompt,
-                )
-                async for chunk in stream:
-                    if isinstance(chunk, TextDelta):
-                        streamed_text = True
-                        yield TextDeltaEvent(message_id=message_id, delta=chunk.text)
-                    elif isinstance(chunk, ReasoningDelta):
-                        streamed_reasoning = True
-                        yield ReasoningDeltaEvent(message_id=message_id, delta=chunk.text)
-                    elif isinstance(chunk, ModelDone):
-                        response = chunk.message
-                if response is None:
-                    raise ModelError("the model's stream ended without a ModelDone chunk")
-            else:
-                response = await trace_chat(
-                    agent.model,
-                    agent.model.complete(sent, ctx.tools, system_prompt=ctx.system_prompt),
-                    sent,
-                    ctx.system_prompt,
-                )
+            async for item in _ask(setup, sent, ctx, message_id, seen):
+                if isinstance(item, _Reply):
+                    reply = item
+                else:
+                    yield item
         except ContextOverflowError:
-            if overflow_retries >= MAX_OVERFLOW_RETRIES:
+            if attempt >= MAX_OVERFLOW_RETRIES:
                 raise
-            before = [m.id for m in run.transcript]
-            reduced = _kept_well_formed(
-                await agent.conversation_manager.reduce(run.transcript),
-                (),
-                "a conversation manager's reduce() result",
-            )
-            if [m.id for m in reduced] == before:
-                raise  # the manager cannot shrink the history: retrying would fail again
-            logger.info(
-                "context overflow: reduced history from %d to %d messages, retrying",
-                len(before),
-                len(reduced),
-            )
-            run.transcript = reduced
-            overflow_retries += 1
+            await _reduce_after_overflow(setup, run)
             continue
         break
-    response = _check_assistant(response, "a model's answer", ModelError)
+    assert reply is not None  # _ask ends with a _Reply or raises
+    response = _check_assistant(reply.message, "a model's answer", ModelError)
     ctx.response = _unique_call_ids(response.model_copy(update={"id": message_id}))
-    await agent._middleware.run("after_model", ctx)
+    await setup.middleware.run("after_model", ctx)
     response = _check_assistant(ctx.response, "after_model's ctx.response", InvalidArgumentError)
     if response.id != message_id:
         response = response.model_copy(update={"id": message_id})
     response = _unique_call_ids(response)
-    if not streamed_reasoning:
+    if not seen.reasoning:
         for block in response.reasoning:
             yield ReasoningDeltaEvent(message_id=message_id, delta=block.text)
-    if not streamed_text and response.text:
+    if not seen.text and response.text:
         yield TextDeltaEvent(message_id=message_id, delta=response.text)
     run.usage.add(response)
     yield MessageCompletedEvent(message=response, turn=turn)
     yield _Reply(response)
 
 
-def _final_form(agent: Agent, message: Message) -> Message:
+def _final_form(setup: RunSetup, message: Message) -> Message:
     """A final (tool-free) turn as stored: plain text for "v0", blocks kept for "v1"."""
-    if agent.output_version == "v0" and not isinstance(message.content, str):
+    if setup.output_version == "v0" and not isinstance(message.content, str):
         return message.model_copy(update={"content": message.text})
     return message
 
 
-async def _plan_turn(agent: Agent, run: LoopRun, response: Message) -> list[_Plan]:
+async def _plan_turn(setup: RunSetup, run: LoopRun, response: Message) -> list[_Plan]:
     """Decide every approval call of a turn before any call runs (raises on suspend).
 
     A turn fully decided spends the stored decisions it used (see :class:`DecisionBook`).
     """
     plans: list[_Plan] = []
     for call in response.tool_calls:
-        tool = agent._tools_by_name.get(call.name)
+        tool = setup.tools.get(call.name)
         if tool is None or not tool.requires_approval:
             plans.append(_Plan(call, call, None))
             continue
         reason: str | None = None
         try:
             decision = await resolve_decision(
-                tool, call.args, decisions=run.book, decide=agent.decide
+                tool, call.args, decisions=run.book, decide=setup.decide
             )
         except HitlInterrupt as raised:
             # A decide callback that raises the interrupt itself means "suspend": the loop
@@ -358,8 +450,7 @@ async def _plan_turn(agent: Agent, run: LoopRun, response: Message) -> list[_Pla
             )
             run.kept = run.visible()
             if run.hooks.on_interrupt is not None:
-                await run.hooks.on_interrupt(interrupt, list(run.kept))
-            tool_suspended(call, interrupt)
+                await run.hooks.on_interrupt(interrupt, list(run.kept), response)
             raise interrupt
         run_call = call
         if decision.kind == "edit":
@@ -367,7 +458,7 @@ async def _plan_turn(agent: Agent, run: LoopRun, response: Message) -> list[_Pla
             try:
                 tool.validate(decision.args)
             except ToolArgumentsError as exc:
-                raise HitlDecisionError(f"edited arguments are invalid: {exc}") from None
+                raise HitlDecisionError(f"edited arguments are invalid: {exc.message}") from None
             run_call = call.model_copy(update={"args": decision.args})
         plans.append(_Plan(call, run_call, decision))
     # Every approval call of the turn is decided and the turn goes on to run: the stored
@@ -380,18 +471,18 @@ async def _plan_turn(agent: Agent, run: LoopRun, response: Message) -> list[_Pla
     return plans
 
 
-async def _execute(agent: Agent, tool: Tool | None, call: ToolCall) -> Message:
+async def _execute(setup: RunSetup, tool: Tool | None, call: ToolCall) -> Message:
     """Run one call; every failure becomes a result the model can read."""
     if tool is None:
-        known = ", ".join(sorted(agent._tools_by_name)) or "none"
+        known = ", ".join(sorted(setup.tools)) or "none"
         return _tool_message(
             call, f"Unknown tool {call.name!r}. Available tools: {known}.", kind="tool_error"
         )
     try:
-        value = await tool.invoke(call.args, context=ToolContext(agent, call))
+        value = await tool.invoke(call.args, context=ToolContext(setup.owner, call))
     except ToolArgumentsError as exc:
         return _tool_message(
-            call, f"Error: {exc}. Fix the arguments and try again.", kind="tool_error"
+            call, f"Error: {exc.message}. Fix the arguments and try again.", kind="tool_error"
         )
     except ToolRejection as exc:
         return _tool_message(call, f"Rejected: {exc.reason}", kind="rejected", reason=exc.reason)
@@ -413,31 +504,33 @@ async def _execute(agent: Agent, tool: Tool | None, call: ToolCall) -> Message:
     return _tool_message(call, text)
 
 
-async def _run_call(agent: Agent, run: LoopRun, plan: _Plan, turn: int) -> Message:
+async def _run_call(setup: RunSetup, run: LoopRun, plan: _Plan, turn: int) -> Message:
     """Middleware, decision and execution of one call; the result answers ``plan.call``."""
     preset: Message | None = None
     if plan.decision is not None and plan.decision.kind == "reject":
         reason = plan.decision.reason or ""
         preset = _tool_message(plan.call, f"Rejected: {reason}", kind="rejected", reason=reason)
     ctx = ToolCallContext(
-        agent,
+        setup.owner,
         plan.run_call,
-        agent._tools_by_name.get(plan.run_call.name),
+        setup.tools.get(plan.run_call.name),
         turn,
         decision=plan.decision,
         result=preset,
     )
-    await agent._middleware.run("before_tool", ctx)
+    await setup.middleware.run("before_tool", ctx)
     if not isinstance(ctx.call, ToolCall):
         raise InvalidArgumentError(
             f"before_tool's ctx.call must be a ToolCall, got {ctx.call!r:.200}"
         )
     if ctx.result is None:
-        tool = agent._tools_by_name.get(ctx.call.name)
+        tool = setup.tools.get(ctx.call.name)
         if run.hooks.on_tool_start is not None:
             await run.hooks.on_tool_start(ctx.call, plan.decision)
-        ctx.result = await trace_tool(ctx.call, _execute(agent, tool, ctx.call))
-    await agent._middleware.run("after_tool", ctx)
+        if plan.decision is not None:
+            run.ran.append(ctx.call)
+        ctx.result = await _execute(setup, tool, ctx.call)
+    await setup.middleware.run("after_tool", ctx)
     result = ctx.result
     if not isinstance(result, Message):
         raise InvalidArgumentError(
@@ -451,18 +544,41 @@ async def _run_call(agent: Agent, run: LoopRun, plan: _Plan, turn: int) -> Messa
         result = result.model_copy(
             update={"metadata": {**result.metadata, "edited_args": plan.run_call.args}}
         )
+    elif plan.decision is not None and plan.decision.source == "wildcard":
+        # Approved by bare tool name: the human may never have seen these arguments (a
+        # re-issued call), so the result says which ones ran.
+        result = result.model_copy(
+            update={"metadata": {**result.metadata, "ran_args": plan.run_call.args}}
+        )
     return result
 
 
+async def run_call(
+    setup: RunSetup,
+    run: LoopRun,
+    call: ToolCall,
+    decision: ResolvedDecision | None,
+    *,
+    run_args: dict[str, Any] | None = None,
+) -> Message:
+    """Run one call outside a model turn (a settled call of unknown outcome): its result.
+
+    Middleware, hooks and execution as in a turn; ``run_args`` are the arguments it runs
+    with (an edit), the result answers ``call``.
+    """
+    run_as = call if run_args is None else call.model_copy(update={"args": run_args})
+    return await _run_call(setup, run, _Plan(call, run_as, decision), 0)
+
+
 async def _run_tools(
-    agent: Agent, run: LoopRun, response: Message, plans: list[_Plan], turn: int
+    setup: RunSetup, run: LoopRun, response: Message, plans: list[_Plan], turn: int
 ) -> AsyncIterator[AgentEvent]:
     """Run a turn's calls concurrently; yield each result as it lands; store in call order."""
     history = run.visible()
     run.transcript.append(response)
     if run.hooks.on_turn_start is not None:
         await run.hooks.on_turn_start(list(history), response)
-    tasks = [asyncio.create_task(_run_call(agent, run, plan, turn)) for plan in plans]
+    tasks = [asyncio.create_task(_run_call(setup, run, plan, turn)) for plan in plans]
     position = {task: i for i, task in enumerate(tasks)}
     results: list[Message | None] = [None] * len(tasks)
     try:
@@ -494,7 +610,7 @@ async def _run_tools(
         await run.hooks.on_tool_turn(run.visible())
 
 
-async def run_loop(agent: Agent, run: LoopRun) -> AsyncIterator[AgentEvent]:
+async def run_loop(setup: RunSetup, run: LoopRun) -> AsyncIterator[AgentEvent]:
     """Drive model and tools until a final answer; state lands in ``run`` (see module doc)."""
     # Invariant: run.transcript is well formed at every step. It starts repaired, every
     # list a manager returns is repaired unless it is the transcript itself, and the loop
@@ -505,42 +621,44 @@ async def run_loop(agent: Agent, run: LoopRun) -> AsyncIterator[AgentEvent]:
     run.started = True
     output_failures = 0
     while True:
-        if run.turns >= agent.max_turns:
+        if run.turns >= setup.max_turns:
             raise MaxTurnsError(
-                f"the run reached max_turns={agent.max_turns} model calls without a final answer"
+                f"the run reached max_turns={setup.max_turns} model calls without a final answer"
             )
         run.turns += 1
         turn = run.turns
-        managed = await agent.conversation_manager.before_model(run.transcript)
-        run.transcript = _kept_well_formed(managed, run.transcript)
-        response: Message | None = None
-        async for item in _call_model(agent, run, turn):
-            if isinstance(item, _Reply):
-                response = item.message
-            else:
-                yield item
+        response: Message | None = run.replay
+        run.replay = None
+        if response is None:
+            managed = await setup.manager().before_model(run.transcript)
+            run.transcript = kept_well_formed(managed, run.transcript)
+            async for item in _call_model(setup, run, turn):
+                if isinstance(item, _Reply):
+                    response = item.message
+                else:
+                    yield item
         assert response is not None
         if response.tool_calls:
-            if run.turns >= agent.max_turns:
+            if run.turns >= setup.max_turns:
                 raise MaxTurnsError(
-                    f"the model still called tools after max_turns={agent.max_turns} model calls"
+                    f"the model still called tools after max_turns={setup.max_turns} model calls"
                 )
             for call in response.tool_calls:
-                tool = agent._tools_by_name.get(call.name)
+                tool = setup.tools.get(call.name)
                 yield ToolCallEvent(
                     call=call,
                     message_id=response.id,
                     requires_approval=bool(tool and tool.requires_approval),
                 )
-            plans = await _plan_turn(agent, run, response)
-            async for event in _run_tools(agent, run, response, plans, turn):
+            plans = await _plan_turn(setup, run, response)
+            async for event in _run_tools(setup, run, response, plans, turn):
                 yield event
             continue
-        if agent.response_format is not None:
+        if setup.response_format is not None:
             try:
-                run.output = parse_output(agent.response_format, response.text)
+                run.output = parse_output(setup.response_format, response.text)
             except ValidationError as exc:
-                if output_failures >= agent.output_retries:
+                if output_failures >= setup.output_retries:
                     raise OutputInvalidError(
                         f"structured output stayed invalid after {output_failures + 1} "
                         f"answers: {correction_text(exc)}"
@@ -553,6 +671,6 @@ async def run_loop(agent: Agent, run: LoopRun) -> AsyncIterator[AgentEvent]:
                 run.retry_ids.update((invalid.id, correction.id))
                 run.transcript.extend((invalid, correction))
                 continue
-        run.final = _final_form(agent, response)
+        run.final = _final_form(setup, response)
         run.transcript.append(run.final)
         return

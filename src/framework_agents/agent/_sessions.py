@@ -27,17 +27,16 @@ import contextlib
 import inspect
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from .._telemetry import trace_store
 from ..errors import (
-    AgentBusyError,
     InvalidArgumentError,
     MessageNotEditableError,
     MessageNotFoundError,
 )
-from ..graph.memory import is_grounding
 from ..history import repair_history
+from ..memory.grounding import is_grounding
 from ..messages import Message
 from ..sessions.snapshot import Snapshot, SnapshotData, select_snapshot_fields
 from ._output import output_instruction
@@ -48,6 +47,8 @@ if TYPE_CHECKING:
 
 __all__ = [
     "SessionLink",
+    "SessionStore",
+    "check_session_manager",
     "branch",
     "edit_message",
     "load_snapshot",
@@ -81,30 +82,36 @@ def _holding(agent: Agent, what: str) -> Iterator[None]:
     An edit or a snapshot load awaits memory and storage; a run starting in between would
     commit a history without the change, or have its turn overwritten by it.
     """
-    if agent._busy:
-        raise AgentBusyError(
-            f"{what}() while agent {agent.agent_id!r} is busy (a run, edit or snapshot load); "
-            "wait for it to end"
-        )
-    agent._busy = True
-    try:
+    with agent._busy.hold(what):
         yield
-    finally:
-        agent._busy = False
 
 
-def _manager(agent: Agent) -> Any:
-    """The agent's session manager (or ``None``); a clear error if it cannot be one."""
-    manager = agent.session_manager
-    if manager is not None and not (
-        callable(getattr(manager, "load_latest", None))
-        and callable(getattr(manager, "save_latest", None))
-    ):
+@runtime_checkable
+class SessionStore(Protocol):
+    """What an agent needs of its ``session_manager``: the latest snapshot, read and written."""
+
+    async def load_latest(self) -> Snapshot | None:
+        """The latest snapshot, or ``None``."""
+        ...
+
+    async def save_latest(self, snapshot: Snapshot) -> None:
+        """Replace the latest snapshot."""
+        ...
+
+
+def check_session_manager(manager: object) -> SessionStore | None:
+    """``manager`` if it is ``None`` or a :class:`SessionStore`, else ``INVALID_ARGUMENT``."""
+    if manager is not None and not isinstance(manager, SessionStore):
         raise InvalidArgumentError(
             "session_manager must be a SessionManager (load_latest/save_latest), "
             f"not {type(manager).__name__}"
         )
     return manager
+
+
+def _manager(agent: Agent) -> SessionStore | None:
+    """The agent's session manager (or ``None``), checked again: it may have been replaced."""
+    return check_session_manager(agent.session_manager)
 
 
 def set_system_prompt(agent: Agent, prompt: str | None) -> None:

@@ -36,28 +36,48 @@ spends the decisions that settled them the same way.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import contextvars
 import json
-from collections.abc import AsyncGenerator, Mapping, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
-from .._telemetry import trace_store
 from ..checkpoint._base import Checkpointer, save_progress, thread_lock
 from ..checkpoint.model import ThreadCheckpoint, check_thread_id
-from ..errors import AgentBusyError, CheckpointMissingError, InvalidArgumentError
+from ..errors import (
+    CheckpointMissingError,
+    HitlDecisionError,
+    InvalidArgumentError,
+)
 from ..history import repair_history
-from ..hitl import DecisionBook, HitlInterrupt, ResolvedDecision, match_decision, parse_decision
+from ..hitl import (
+    DecisionBook,
+    HitlInterrupt,
+    ResolvedDecision,
+    hitl_key,
+    is_interrupt_id,
+    match_decision,
+    new_interrupt_id,
+    parse_decision,
+)
 from ..messages import Message, ToolCall, new_id
 from . import _sessions
-from ._loop import LoopRun, RunHooks, ToolProgress, _Plan, _run_call
+from ._loop import LoopRun, RunHooks, ToolProgress, run_call
 from .events import AgentEvent, InterruptEvent, RunStartedEvent
 
 if TYPE_CHECKING:
     from .agent import Agent
 
-__all__ = ["drive_thread", "exclude_interrupted_turn", "pause_thread"]
+__all__ = [
+    "ThreadStart",
+    "check_target",
+    "drive_thread",
+    "exclude_interrupted_turn",
+    "open_thread",
+    "pause_thread",
+]
 
 #: The (checkpointer, thread id) whose run lock the current context holds.
 _HOLDING: contextvars.ContextVar[tuple[Checkpointer, str] | None] = contextvars.ContextVar(
@@ -101,7 +121,8 @@ def exclude_interrupted_turn(
     return list(messages)
 
 
-def _check_target(checkpointer: object, thread_id: object) -> Checkpointer:
+def check_target(checkpointer: object, thread_id: object) -> Checkpointer:
+    """``checkpointer`` if it is one and ``thread_id`` is valid, else a coded error."""
     if not isinstance(checkpointer, Checkpointer):
         raise InvalidArgumentError(
             "checkpointer must implement the Checkpointer protocol (async save, load, "
@@ -138,6 +159,7 @@ class _ThreadRun:
     plans: list[tuple[ToolCall, ResolvedDecision]] = field(default_factory=list)
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
     turn: _Turn | None = None
+    replay: Message | None = None
 
     def hooks(self) -> RunHooks:
         return RunHooks(
@@ -163,9 +185,7 @@ class _ThreadRun:
             in_flight=[turn.in_flight[i] for i in order if i in turn.in_flight],
             decisions=dict(self.decisions),
         )
-        await trace_store(
-            "checkpoint", "save", self.checkpointer, save_progress(self.checkpointer, checkpoint)
-        )  # a delta when the history is stored
+        await save_progress(self.checkpointer, checkpoint)  # a delta when the history is stored
 
     # -- hooks ------------------------------------------------------------------------
 
@@ -211,21 +231,24 @@ class _ThreadRun:
             async with self.lock:
                 await self.save_turn(turn)  # every result of the turn, before the next call
 
-    async def on_interrupt(self, interrupt: HitlInterrupt, messages: list[Message]) -> None:
+    async def on_interrupt(
+        self, interrupt: HitlInterrupt, messages: list[Message], turn: Message
+    ) -> None:
         kept = exclude_interrupted_turn(messages, interrupt.tool, interrupt.arguments)
         pending = ToolCall(interrupt.call_id, interrupt.tool, interrupt.arguments)
+        checkpoint = self.checkpoint(
+            kept,
+            pending=pending,
+            decisions=dict(self.decisions),
+            interrupt_id=interrupt.interrupt_id,
+            pending_turn=turn if any(c.id == pending.id for c in turn.tool_calls) else None,
+        )
         async with self.lock:
-            checkpoint = self.checkpoint(kept, pending=pending, decisions=dict(self.decisions))
-            await trace_store(
-                "checkpoint", "save", self.checkpointer, self.checkpointer.save(checkpoint)
-            )
+            await self.checkpointer.save(checkpoint)
 
     async def on_commit(self, messages: list[Message]) -> None:
         async with self.lock:
-            checkpoint = self.checkpoint(messages)
-            await trace_store(
-                "checkpoint", "save", self.checkpointer, self.checkpointer.save(checkpoint)
-            )
+            await self.checkpointer.save(self.checkpoint(messages, finished=True))
 
     # -- settling calls of unknown outcome ----------------------------------------------
 
@@ -238,17 +261,18 @@ class _ThreadRun:
         # The settling decisions answer this turn only: spent before any write or re-run.
         self.decisions.consume(d.key for _, d in self.plans if d.key is not None)
         for call, decision in self.plans:
-            run_call = call
+            ran = call
             if decision.kind == "edit":
                 assert decision.args is not None
-                run_call = call.model_copy(update={"args": decision.args})
+                ran = call.model_copy(update={"args": decision.args})
             if decision.kind != "reject":
                 async with self.lock:
-                    turn.in_flight[call.id] = run_call
+                    turn.in_flight[call.id] = ran
                     await self.save_turn(turn)  # step 1 again: this re-run is guarded too
             loop_run = LoopRun([], thread_id=self.thread_id)
-            plan = _Plan(asked[call.id], run_call, decision)
-            result = await _run_call(self.agent, loop_run, plan, 0)
+            result = await run_call(
+                self.agent._setup(), loop_run, asked[call.id], decision, run_args=ran.args
+            )
             async with self.lock:
                 turn.results[call.id] = result
                 turn.in_flight.pop(call.id, None)
@@ -283,7 +307,12 @@ async def _carry_session_app_data(agent: Agent) -> None:
 def _decide_unknown(
     agent: Agent, base: ThreadCheckpoint, given: Mapping[str, Any]
 ) -> tuple[list[tuple[ToolCall, ResolvedDecision]], ToolCall | None]:
-    """Decisions for every in-flight call, from ``given`` only; the first undecided call."""
+    """Decisions for every in-flight call, from ``given`` only; the first undecided call.
+
+    ``given`` already holds the open interrupt's id-keyed decision under the pending
+    call's ``hitl_key``; it is only consulted once that id was given (see
+    :func:`_admit`), so a replayed request can never settle a call of unknown outcome.
+    """
     plans: list[tuple[ToolCall, ResolvedDecision]] = []
     for call in base.in_flight:
         found = match_decision(given, call.name, call.args)
@@ -301,7 +330,74 @@ def _decide_unknown(
     return plans, None
 
 
-async def _surface_unknown(
+_STALE_REASON = (
+    "needs a human decision; the decision given names an interrupt that is no longer open "
+    "(a replayed or stale request), so nothing ran: decide this interrupt instead"
+)
+
+
+@dataclass(slots=True)
+class _Admission:
+    """What a run or resume of a thread does with its checkpoint, decided before it runs."""
+
+    decisions: dict[str, Any]
+    surface: ToolCall | None = None  # raise this call's interrupt instead of running
+    stale: bool = False  # re-surface the open interrupt as it is (nothing is written)
+
+
+def _admit(
+    base: ThreadCheckpoint, given: Mapping[str, Any], tools: Mapping[str, Any], *, resume: bool
+) -> _Admission:
+    """Bind the given decisions to the thread's open interrupt (the at-most-once gate).
+
+    * Nothing pending: decisions are refused (``HITL_DECISION``, nothing runs or is
+      written); a resume with none of a finished thread is ``INVALID_ARGUMENT``.
+    * A key that is an interrupt id settles only the open interrupt; any other id is
+      stale and the open interrupt is re-surfaced instead of running anything.
+    * Calls of unknown outcome are settled only in a request naming the open interrupt's
+      id (its ``key``); anything else re-surfaces them.
+    """
+    open_id = base.open_interrupt_id()
+    pending = base.pending
+    if resume and pending is None and not base.in_flight:
+        if base.turn is not None:
+            # A decided turn whose results are saved (the run failed after them): the
+            # decisions that let it run are spent; a retry carrying them arms nothing.
+            return _Admission({})
+        if given:
+            raise HitlDecisionError(
+                f"thread {base.thread_id!r} has no pending approval: the decisions "
+                f"{sorted(given)} answer nothing, so nothing ran and nothing was written"
+            )
+        if base.finished:
+            raise InvalidArgumentError(
+                f"thread {base.thread_id!r} is finished (its last run ended on the model's "
+                "answer): nothing to resume; run it with a new prompt"
+            )
+        if not base.resumable_history():
+            raise InvalidArgumentError(
+                f"thread {base.thread_id!r} holds no message: nothing to resume "
+                "(the model is never called with no message); run it with a prompt"
+            )
+    ids = {k for k in given if is_interrupt_id(k) and k not in tools}
+    decisions = {k: v for k, v in given.items() if k not in ids}
+    named = open_id is not None and open_id in ids
+    if pending is not None and named:
+        decisions[hitl_key(pending.name, pending.args)] = given[open_id]  # type: ignore[index]
+    if base.in_flight:
+        if not resume or not base.outcome_unknown:
+            return _Admission(decisions, surface=base.in_flight[0])
+        if not named:  # a replay, a double click, a bare name: never settles the unknown
+            return _Admission(decisions, surface=pending or base.in_flight[0], stale=True)
+        # Decisions carried here were given by earlier requests that named the open
+        # interrupt (for other calls of unknown outcome of the same turn): they count.
+        return _Admission({**base.decisions, **decisions})
+    if resume and pending is not None and ids and not named:
+        return _Admission(decisions, surface=pending, stale=True)
+    return _Admission(decisions)
+
+
+async def _surface(
     agent: Agent,
     checkpointer: Checkpointer,
     base: ThreadCheckpoint,
@@ -309,35 +405,47 @@ async def _surface_unknown(
     *,
     resume: bool,
     prompt: Message | None,
+    stale: bool,
+    carry: Mapping[str, Any] | None = None,
 ) -> AsyncGenerator[AgentEvent, None]:
-    """Save the calls as of unknown outcome, restore the agent, raise the interrupt."""
-    marked = base.model_copy(
-        update={
-            "outcome_unknown": True,
-            "pending": call,
-            "decisions": {},
-            "saved_at": datetime.now(UTC),
-        }
-    )
-    if agent._busy:
-        raise AgentBusyError(
-            f"agent {agent.agent_id!r} is already running; one run at a time per instance"
-        )
-    agent._busy = True
-    try:
-        await save_progress(checkpointer, marked)
+    """Raise the interrupt of ``call`` (saved first unless re-surfaced as it stands).
+
+    ``carry``: the decisions of a request that named the open interrupt but left another
+    call of unknown outcome of the same turn undecided; they are kept with the next
+    interrupt so the calls converge one named interrupt at a time. Only requests naming
+    the open interrupt ever write them (a stale request writes nothing).
+
+    A call of unknown outcome seen for the first time is recorded as such with a fresh
+    interrupt id (a full save). The open interrupt re-surfaced after a stale request
+    keeps its id and writes nothing. Either way the agent takes the thread's state.
+    """
+    unknown = bool(base.in_flight)
+    interrupt_id = base.open_interrupt_id()
+    if interrupt_id is None or not stale:
+        interrupt_id = new_interrupt_id()
+    with agent._busy.hold():
+        if not stale or base.open_interrupt_id() is None:
+            update: dict[str, Any] = {
+                "pending": call,
+                "interrupt_id": interrupt_id,
+                "saved_at": datetime.now(UTC),
+            }
+            if unknown:
+                update.update(outcome_unknown=True, decisions=dict(carry or {}))
+            await checkpointer.save(base.model_copy(update=update))  # a full save: the id
         agent._state.replace(base.state)
         await agent._set_history(base.messages)
-        agent._record("resume" if resume else "run", "outcome_unknown")
-    finally:
-        agent._busy = False
+        label = "outcome_unknown" if unknown else "interrupted"
+        agent._record("resume" if resume else "run", label)
     interrupt = HitlInterrupt(
         call.name,
         call.args,
         call.id,
+        key=interrupt_id if unknown else None,
         thread_id=base.thread_id,
-        reason=_UNKNOWN_REASON,
-        outcome_unknown=True,
+        reason=_UNKNOWN_REASON if unknown else (_STALE_REASON if stale else None),
+        outcome_unknown=unknown,
+        interrupt_id=interrupt_id,
     )
     run_id = new_id()
     yield RunStartedEvent(
@@ -345,6 +453,75 @@ async def _surface_unknown(
     )
     yield InterruptEvent(run_id=run_id, interrupt=interrupt)
     raise interrupt
+
+
+@dataclass(slots=True)
+class ThreadStart:
+    """What opening a thread found: how the run goes on, or the interrupt to raise first.
+
+    ``run`` holds the starting history, the state, the carried and given decisions and
+    the hooks of the run; ``surface`` (with ``base``) is a call whose interrupt must be
+    raised instead of running (``stale``: re-raised as it stands, nothing written).
+    """
+
+    run: _ThreadRun
+    base: ThreadCheckpoint | None = None
+    surface: ToolCall | None = None
+    stale: bool = False
+    carry: dict[str, Any] = field(default_factory=dict)
+
+
+@contextlib.asynccontextmanager
+async def open_thread(
+    agent: Agent,
+    checkpointer: object,
+    thread_id: str | None,
+    *,
+    decisions: Mapping[str, Any] | None,
+    resume: bool,
+    reissue: bool = True,
+) -> AsyncIterator[ThreadStart]:
+    """Hold ``thread_id``'s run lock, load its checkpoint and decide how the run starts.
+
+    ``CHECKPOINT_MISSING`` for a resume of an unknown thread; the decisions are bound to
+    the open interrupt (:func:`_admit`) before anything runs. The lock is held until the
+    ``async with`` block ends.
+    """
+    cp = check_target(checkpointer, thread_id)
+    assert thread_id is not None
+    agent._busy.check()  # before waiting for the thread: this instance runs one at a time
+    given = dict(decisions or {})
+    async with thread_lock(cp, thread_id):
+        outer = _HOLDING.get()
+        _HOLDING.set((cp, thread_id))
+        try:
+            base = await cp.load(thread_id)
+            if base is None:
+                if resume:
+                    raise CheckpointMissingError(
+                        f"thread {thread_id!r} has no checkpoint to resume"
+                    )
+                yield ThreadStart(_ThreadRun(agent, cp, thread_id, DecisionBook(given)))
+                return
+            admission = _admit(base, given, agent._tools_by_name, resume=resume)
+            carried = dict(base.decisions) if resume else {}
+            book = DecisionBook({**carried, **admission.decisions})
+            start = ThreadStart(_ThreadRun(agent, cp, thread_id, book), base)
+            if admission.surface is not None:
+                start.surface, start.stale = admission.surface, admission.stale
+            elif base.in_flight:
+                plans, undecided = _decide_unknown(agent, base, admission.decisions)
+                start.surface = undecided
+                if undecided is not None and base.outcome_unknown:
+                    start.carry = admission.decisions  # the request named the interrupt
+                start.run.settle, start.run.plans = base, plans
+            elif resume and not reissue:
+                start.run.replay = base.interrupted_turn()
+            start.run.state = base.state
+            start.run.start = base.resumable_history()
+            yield start
+        finally:
+            _HOLDING.set(outer)  # not reset(token): the generator may close in another context
 
 
 async def drive_thread(
@@ -355,54 +532,44 @@ async def drive_thread(
     thread_id: str | None,
     decisions: Mapping[str, Any] | None,
     resume: bool,
+    reissue: bool = True,
 ) -> AsyncGenerator[AgentEvent, None]:
-    """Run or resume ``thread_id`` under its run lock (see the module docstring)."""
-    cp = _check_target(checkpointer, thread_id)
-    assert thread_id is not None
-    if agent._busy:
-        raise AgentBusyError(
-            f"agent {agent.agent_id!r} is already running; one run at a time per instance"
+    """Run or resume ``thread_id`` under its run lock (see the module docstring).
+
+    ``reissue=False`` runs the stored interrupted turn (the calls the human saw, with the
+    approved or edited arguments) instead of asking the model again.
+    """
+    async with open_thread(
+        agent, checkpointer, thread_id, decisions=decisions, resume=resume, reissue=reissue
+    ) as start:
+        run = start.run
+        if start.surface is not None:
+            assert start.base is not None
+            async for event in _surface(
+                agent,
+                run.checkpointer,
+                start.base,
+                start.surface,
+                resume=resume,
+                prompt=prompt,
+                stale=start.stale,
+                carry=start.carry,
+            ):
+                yield event
+            return  # not reached: _surface raises
+        events = agent._drive(
+            prompt,
+            decisions=run.decisions,
+            thread_id=run.thread_id,
+            hooks=run.hooks(),
+            timeline_kind="resume" if resume else "run",
+            replay=run.replay,
         )
-    given = dict(decisions or {})
-    async with thread_lock(cp, thread_id):
-        outer = _HOLDING.get()
-        _HOLDING.set((cp, thread_id))
         try:
-            base = await trace_store("checkpoint", "load", cp, cp.load(thread_id), key=thread_id)
-            if base is None and resume:
-                raise CheckpointMissingError(f"thread {thread_id!r} has no checkpoint to resume")
-            carried = dict(base.decisions) if base is not None and resume else {}
-            run = _ThreadRun(agent, cp, thread_id, DecisionBook({**carried, **given}))
-            if base is not None:
-                if base.in_flight:
-                    plans, undecided = (
-                        _decide_unknown(agent, base, given)
-                        if resume and base.outcome_unknown
-                        else ([], base.in_flight[0])
-                    )
-                    if undecided is not None:
-                        async for event in _surface_unknown(
-                            agent, cp, base, undecided, resume=resume, prompt=prompt
-                        ):
-                            yield event
-                        return  # not reached: _surface_unknown raises
-                    run.settle, run.plans = base, plans
-                run.state = base.state
-                run.start = base.resumable_history()
-            events = agent._drive(
-                prompt,
-                decisions=run.decisions,
-                thread_id=thread_id,
-                hooks=run.hooks(),
-                timeline_kind="resume" if resume else "run",
-            )
-            try:
-                async for event in events:
-                    yield event
-            finally:
-                await events.aclose()
+            async for event in events:
+                yield event
         finally:
-            _HOLDING.set(outer)
+            await events.aclose()
 
 
 async def pause_thread(agent: Agent, thread_id: str, checkpointer: object) -> None:
@@ -415,10 +582,10 @@ async def pause_thread(agent: Agent, thread_id: str, checkpointer: object) -> No
     make the at-most-once protocol forget them). Called from inside a run that holds the
     thread (a tool, middleware or a stream consumer), it saves without waiting for the lock.
     """
-    cp = _check_target(checkpointer, thread_id)
+    cp = check_target(checkpointer, thread_id)
 
     async def save() -> None:
-        if not agent._busy:
+        if not agent._busy.held:
             # Before a first run, agent.messages is only the seed: what that run would start
             # from (the session's snapshot, else the stored memory, else the seed) is what
             # a pause must save, or a resume would overwrite the stored history with it.

@@ -1,53 +1,43 @@
 """``Agent``: a model, tools and a memory, driven by one loop for ``run()`` and ``stream()``.
 
-A run: take the busy flag (``AGENT_BUSY`` if taken), load memory and repair it, on the
-first run seed ``initial_messages`` into an empty history, append the prompt, run the
-loop (``_loop.run_loop``), then commit: ``conversation_manager.apply``, ``memory.clear()``
-+ ``memory.save(managed)`` (clear-then-save), ``agent.messages`` and a timeline entry. A
-run that fails commits nothing (memory and history stay as they were); an interrupted run
-commits the history up to, and excluding, the interrupted assistant turn.
+A run (:meth:`Agent._drive`): take the busy flag (``AGENT_BUSY`` if taken), get the
+starting history (memory, the session's snapshot on the first run, else the
+``initial_messages`` seed; a thread's checkpoint when a checkpointer is given), append the
+prompt, run the loop (``_loop.run_loop`` with the frozen ``RunSetup`` of this agent), then
+commit: ``conversation_manager.apply``, the memory replaced by the managed transcript
+(clear-then-save), ``agent.messages`` and a timeline entry. A run that fails commits
+nothing; an interrupted run commits the history up to, and excluding, the interrupted
+assistant turn.
 
-Seams for the follow-up integrations (kept small on purpose):
-
-* Sessions (issue 5). Restore in :meth:`Agent._start_history`, where the comment marks
-  it: on the first run (``not self._started``), BEFORE the ``initial_messages`` seeding
-  (load_latest -> state via ``self._state.replace`` and history; memory re-synced).
-  Save in :meth:`Agent._commit` after the memory save (``save_latest``).
-  ``take_snapshot``/``load_snapshot``/``edit_message``/``branch`` are new methods; they
-  change history through :meth:`Agent._set_history` (memory kept in sync), record with
-  :meth:`Agent._record`, and clone with :meth:`Agent._constructor_kwargs`. Done: the
-  logic lives in ``agent/_sessions.py`` (see ``docs/sessions.md``).
-* Checkpoints (issue 6). ``run(..., checkpointer=, thread_id=)`` and ``pause``/``resume``
-  wrap :meth:`Agent._drive` under the thread lock: ``_drive(prompt or None, decisions=...,
-  thread_id=..., hooks=RunHooks(prepare=..., on_interrupt=..., on_tool_result=...,
-  on_commit=...), timeline_kind="resume")``. ``prepare`` supplies the starting history
-  (inside the busy section), ``on_interrupt`` saves the checkpoint before the interrupt
-  propagates, ``on_tool_result`` persists each result before the loop goes on, and
-  ``on_commit`` saves the final checkpoint. Done: the logic lives in
-  ``agent/_threads.py`` (see ``docs/checkpoints.md``; it adds the ``on_turn_start`` hook).
+Threads (``checkpointer`` + ``thread_id``, ``pause``, ``resume``) live in ``_threads``:
+it takes the thread lock, loads the checkpoint, binds decisions to the open interrupt
+and plugs the at-most-once protocol into the run through ``RunHooks``. Sessions,
+snapshots, edits and branches live in ``_sessions`` (see ``docs/sessions.md`` and
+``docs/checkpoints.md``).
 """
 
 from __future__ import annotations
 
-import logging
-from collections.abc import AsyncGenerator, AsyncIterator, Iterable, Mapping, Sequence
+from collections.abc import AsyncGenerator, Callable, Iterable, Mapping, Sequence
 from typing import Any, Literal
 
 from pydantic import BaseModel
 
-from .._telemetry import trace_run, trace_store
+from ..checkpoint._base import Checkpointer
 from ..conversation._base import ConversationManager
-from ..errors import AgentBusyError, InvalidArgumentError
-from ..graph.memory import GroundingMemory, is_grounding
-from ..hitl import DecideCallback, HitlInterrupt, check_decisions
+from ..errors import HitlDecisionError, InvalidArgumentError
+from ..hitl import DecideCallback, HitlInterrupt, check_decisions, is_interrupt_id
 from ..memory._base import Memory, replace_history
-from ..messages import Message
+from ..memory.grounding import GroundingMemory, is_grounding
+from ..messages import Message, ToolCall
 from ..models._base import Model, ToolSpec
 from ..sessions.snapshot import Snapshot
 from ..tools import Tool, as_tool
 from . import _sessions, _threads
-from ._loop import LoopRun, RunHooks, _kept_well_formed, run_loop
+from ._busy import BusyFlag
+from ._loop import LoopRun, RunHooks, RunSetup, kept_well_formed, run_loop
 from ._output import output_instruction
+from ._sessions import SessionStore
 from .events import (
     AgentEvent,
     InterruptEvent,
@@ -61,8 +51,6 @@ from .state import AgentState
 from .timeline import Timeline, TimelineEntry, TimelineKind
 
 __all__ = ["DEFAULT_MAX_TURNS", "Agent", "OutputVersion", "Prompt"]
-
-logger = logging.getLogger(__name__)
 
 OutputVersion = Literal["v0", "v1"]
 
@@ -105,7 +93,7 @@ class Agent:
         system_prompt: str | None = None,
         memory: Memory | None = None,
         conversation_manager: ConversationManager | None = None,
-        session_manager: Any = None,
+        session_manager: SessionStore | None = None,
         initial_messages: Sequence[Message] | None = None,
         state: Mapping[str, Any] | None = None,
         middleware: Sequence[object] = (),
@@ -135,7 +123,8 @@ class Agent:
         self.conversation_manager: ConversationManager = (
             conversation_manager if conversation_manager is not None else _default_manager()
         )
-        self.session_manager: Any = session_manager
+        # Checked where it is used (_sessions.check_session_manager): it may be replaced.
+        self.session_manager: SessionStore | None = session_manager
         seed = _items(initial_messages, "initial_messages")
         if not all(isinstance(m, Message) for m in seed):
             raise InvalidArgumentError("initial_messages must be Message objects")
@@ -169,7 +158,7 @@ class Agent:
         self._state = AgentState(state)
         self._messages: list[Message] = list(self.initial_messages)
         self._timeline = Timeline()
-        self._busy = False
+        self._busy = BusyFlag(agent_id)
         self._started = False  # a run has committed (first-run seeding is done)
         self._session_link = _sessions.SessionLink()  # session restore bookkeeping
         self._tools_by_name: dict[str, Tool] = {t.name: t for t in self.tools}
@@ -204,7 +193,7 @@ class Agent:
     @property
     def running(self) -> bool:
         """Whether a run is in progress."""
-        return self._busy
+        return self._busy.held
 
     # -- running ----------------------------------------------------------------------
 
@@ -212,7 +201,7 @@ class Agent:
         self,
         prompt: Prompt | None,
         *,
-        checkpointer: Any = None,
+        checkpointer: Checkpointer | None = None,
         thread_id: str | None = None,
         decisions: Mapping[str, Any] | None = None,
     ) -> RunResult:
@@ -222,15 +211,15 @@ class Agent:
         Raises :class:`HitlInterrupt` when a call needs a decision nobody gave.
         """
         result: RunResult | None = None
-        async for event in trace_run(
-            self,
-            self._drive(
-                prompt, checkpointer=checkpointer, thread_id=thread_id, decisions=decisions
-            ),
-            thread_id=thread_id,
-        ):
-            if isinstance(event, RunFinishedEvent):
-                result = event.result
+        events = self._drive(
+            prompt, checkpointer=checkpointer, thread_id=thread_id, decisions=decisions
+        )
+        try:
+            async for event in events:
+                if isinstance(event, RunFinishedEvent):
+                    result = event.result
+        finally:
+            await events.aclose()
         assert result is not None  # _drive ends with RunFinished or raises
         return result
 
@@ -238,10 +227,10 @@ class Agent:
         self,
         prompt: Prompt | None,
         *,
-        checkpointer: Any = None,
+        checkpointer: Checkpointer | None = None,
         thread_id: str | None = None,
         decisions: Mapping[str, Any] | None = None,
-    ) -> AsyncIterator[AgentEvent]:
+    ) -> AsyncGenerator[AgentEvent, None]:
         """Run like :meth:`run`, yielding events as they happen.
 
         The stream ends with ``RunFinishedEvent``, or ``InterruptEvent`` (the interrupt
@@ -249,12 +238,8 @@ class Agent:
         is busy from the first ``__anext__`` until the terminal event; if you stop
         early, close the stream (``contextlib.aclosing``) to free it at once.
         """
-        events = trace_run(
-            self,
-            self._drive(
-                prompt, checkpointer=checkpointer, thread_id=thread_id, decisions=decisions
-            ),
-            thread_id=thread_id,
+        events = self._drive(
+            prompt, checkpointer=checkpointer, thread_id=thread_id, decisions=decisions
         )
         try:
             async for event in events:
@@ -264,7 +249,7 @@ class Agent:
         finally:
             await events.aclose()
 
-    async def pause(self, thread_id: str, *, checkpointer: Any) -> None:
+    async def pause(self, thread_id: str, *, checkpointer: Checkpointer) -> None:
         """Save ``messages`` and ``state`` as the thread's checkpoint (``pending=None``)."""
         await _threads.pause_thread(self, thread_id, checkpointer)
 
@@ -273,53 +258,98 @@ class Agent:
         thread_id: str,
         decisions: Mapping[str, Any] | None = None,
         *,
-        checkpointer: Any,
+        checkpointer: Checkpointer,
+        reissue: bool = True,
     ) -> RunResult:
         """Continue a checkpointed thread (no new user message); ``CHECKPOINT_MISSING`` if unknown.
 
         Restores state, messages and memory from the checkpoint and goes on with the loop;
-        ``decisions`` answer the interrupted approval calls (keys: ``hitl_key`` or a tool
-        name) and add to those given to earlier resumes of the same interrupt.
+        ``decisions`` answer the interrupted approval calls (keys: ``hitl_key``, a tool
+        name, or the open interrupt's ``interrupt_id``) and add to those given to earlier
+        resumes of the same interrupt.
+
+        ``reissue=True`` (the default) asks the model again, and a bare tool name approves
+        whatever arguments the re-issued call carries; ``reissue=False`` runs the stored
+        interrupted turn, so the call runs with exactly the arguments the human saw (or
+        the edited ones). Decisions on a thread with nothing pending: ``HITL_DECISION``
+        (nothing runs); a decision naming a closed interrupt re-raises the open one.
         """
+        if not isinstance(reissue, bool):
+            raise InvalidArgumentError(f"reissue must be a bool, not {reissue!r:.60}")
+        _threads.check_target(checkpointer, thread_id)  # THREAD_ID_INVALID comes first
         result: RunResult | None = None
-        async for event in trace_run(
+        events = _threads.drive_thread(
             self,
-            _threads.drive_thread(
-                self,
-                None,
-                checkpointer=checkpointer,
-                thread_id=thread_id,
-                decisions=check_decisions(decisions),
-                resume=True,
-            ),
+            None,
+            checkpointer=checkpointer,
             thread_id=thread_id,
+            decisions=self._checked_decisions(decisions),
             resume=True,
-        ):
-            if isinstance(event, RunFinishedEvent):
-                result = event.result
+            reissue=reissue,
+        )
+        try:
+            async for event in events:
+                if isinstance(event, RunFinishedEvent):
+                    result = event.result
+        finally:
+            await events.aclose()
         assert result is not None  # the driver ends with RunFinished or raises
         return result
+
+    def _checked_decisions(self, decisions: object) -> Mapping[str, Any] | None:
+        """``decisions`` with every key naming a tool of this agent or an interrupt id.
+
+        A decision for a misspelled tool name (or one that needs no approval) would be
+        silently ignored and the call would interrupt again: it is ``HITL_DECISION``.
+        """
+        checked = check_decisions(decisions)
+        for key in checked or ():
+            name = key.split(":", 1)[0] if ":" in key else key
+            tool = self._tools_by_name.get(key) or self._tools_by_name.get(name)
+            if tool is None and ":" not in key and is_interrupt_id(key):
+                continue
+            if tool is None:
+                known = sorted(t.name for t in self.tools if t.requires_approval)
+                raise HitlDecisionError(
+                    f"decision key {key!r} names no tool of agent {self.agent_id!r} "
+                    f"(approval tools: {known}) and no interrupt id"
+                )
+            if not tool.requires_approval:
+                raise HitlDecisionError(
+                    f"decision key {key!r}: tool {tool.name!r} needs no approval, "
+                    "so a decision for it would never be used"
+                )
+        return checked
 
     async def _drive(
         self,
         prompt: Prompt | None,
         *,
-        checkpointer: Any = None,
+        checkpointer: Checkpointer | None = None,
         thread_id: str | None = None,
         decisions: Mapping[str, Any] | None = None,
         hooks: RunHooks | None = None,
         timeline_kind: TimelineKind = "run",
+        replay: Message | None = None,
     ) -> AsyncGenerator[AgentEvent, None]:
         """The one driver of the loop: busy flag, start, loop, commit, terminal event."""
-        decisions = check_decisions(decisions)  # HITL_DECISION unless a str-keyed mapping
+        if hooks is None:  # a call from run() or stream(), not from the thread driver
+            if checkpointer is not None:
+                _threads.check_target(checkpointer, thread_id)  # THREAD_ID_INVALID first
+            decisions = self._checked_decisions(decisions)
+            if checkpointer is None and thread_id is not None:
+                raise InvalidArgumentError(
+                    "thread_id needs a checkpointer (the thread would not be saved)"
+                )
         if checkpointer is not None:  # a thread: _threads wraps this driver in its lock
+            # run(None) on a thread continues it exactly as resume() does.
             thread_events = _threads.drive_thread(
                 self,
                 _as_prompt(prompt),
                 checkpointer=checkpointer,
                 thread_id=thread_id,
                 decisions=decisions,
-                resume=False,
+                resume=prompt is None,
             )
             try:
                 async for event in thread_events:
@@ -327,87 +357,115 @@ class Agent:
             finally:
                 await thread_events.aclose()  # a stream closed early frees the thread now
             return
-        if self._busy:
-            raise AgentBusyError(
-                f"agent {self.agent_id!r} is already running; one run at a time per instance"
+        with self._busy.hold() as release:
+            events = self._run_events(
+                _as_prompt(prompt),
+                decisions,
+                thread_id,
+                hooks or RunHooks(),
+                timeline_kind,
+                replay,
+                release,
             )
-        self._busy = True
-        released = False
-
-        def release() -> None:
-            nonlocal released
-            if not released:
-                released = True
-                self._busy = False
-
-        try:
-            message = _as_prompt(prompt)
-            hooks = hooks or RunHooks()
-            run = LoopRun([], message, decisions, thread_id, hooks=hooks)
             try:
-                yield RunStartedEvent(
-                    run_id=run.run_id, agent_id=self.agent_id, thread_id=thread_id, prompt=message
-                )
-                prepare = hooks.prepare or self._start_history
-                run.history = await prepare()
-                if isinstance(self.memory, GroundingMemory):
-                    # Ground on what the user asks now (a resume: on the latest user turn).
-                    # Grounding rides along with each model call, outside the transcript.
-                    run.history = [m for m in run.history if not is_grounding(m)]
-                    asked = message if message is not None else _latest_user(run.history)
-                    if asked is not None:
-                        run.context = await self.memory.ground([], asked.text)
-                start_ids = {m.id for m in run.history}
-                async for event in run_loop(self, run):
+                async for event in events:
                     yield event
-                assert run.final is not None
-                managed = await self._commit(run.visible())
-                if hooks.on_commit is not None:
-                    await hooks.on_commit(list(managed))
-                self._record(timeline_kind)
-                logger.debug(
-                    "run %s of %r (thread %s): finished", run.run_id, self.agent_id, thread_id
+            finally:
+                await events.aclose()
+
+    async def _run_events(
+        self,
+        message: Message | None,
+        decisions: Mapping[str, Any] | None,
+        thread_id: str | None,
+        hooks: RunHooks,
+        timeline_kind: TimelineKind,
+        replay: Message | None,
+        release: Callable[[], None],
+    ) -> AsyncGenerator[AgentEvent, None]:
+        """Start, loop, commit and the terminal event of one run (inside the busy flag)."""
+        run = LoopRun([], message, decisions, thread_id, hooks=hooks, replay=replay)
+        try:
+            yield RunStartedEvent(
+                run_id=run.run_id, agent_id=self.agent_id, thread_id=thread_id, prompt=message
+            )
+            run.history = await (hooks.prepare or self._start_history)()
+            if message is None and not run.history:
+                raise InvalidArgumentError(
+                    "run(None) continues the current history, which is empty: "
+                    "give a prompt (the model is never called with no message)"
                 )
-                result = RunResult(
-                    text=run.final.text,
-                    messages=list(managed),
-                    stop_reason=str(run.final.metadata.get("stop_reason") or "end_turn"),
-                    output=run.output,
-                    usage=run.usage,
-                    new_messages=[m for m in managed if m.id not in start_ids],
-                    run_id=run.run_id,
-                    turns=run.turns,
-                )
-            except HitlInterrupt as interrupt:
-                await self._commit(run.kept_on_interrupt())
-                self._record(timeline_kind, "interrupted")
-                logger.debug(
-                    "run %s of %r (thread %s): interrupted", run.run_id, self.agent_id, thread_id
-                )
-                release()
-                yield InterruptEvent(run_id=run.run_id, interrupt=interrupt)
-                raise
-            except Exception as exc:
-                code = getattr(exc, "code", type(exc).__name__)
-                self._record(timeline_kind, f"error:{code}")
-                logger.debug(
-                    "run %s of %r (thread %s): %s", run.run_id, self.agent_id, thread_id, code
-                )
-                release()
-                yield RunErrorEvent(run_id=run.run_id, error=exc)
-                raise
+            await self._ground(run, message)
+            start_ids = {m.id for m in run.history}
+            async for event in run_loop(self._setup(), run):
+                yield event
+            assert run.final is not None
+            managed = await self._commit(run.visible())
+            if hooks.on_commit is not None:
+                await hooks.on_commit(list(managed))
+            self._record(timeline_kind, ran=run.ran)
+            result = RunResult(
+                text=run.final.text,
+                messages=list(managed),
+                stop_reason=str(run.final.metadata.get("stop_reason") or "end_turn"),
+                output=run.output,
+                usage=run.usage,
+                new_messages=[m for m in managed if m.id not in start_ids],
+                run_id=run.run_id,
+                turns=run.turns,
+            )
+        except HitlInterrupt as interrupt:
+            await self._commit(run.kept_on_interrupt())
+            self._record(timeline_kind, "interrupted", ran=run.ran)
             release()
-            yield RunFinishedEvent(run_id=run.run_id, result=result)
-        finally:
+            yield InterruptEvent(run_id=run.run_id, interrupt=interrupt)
+            raise
+        except Exception as exc:
+            code = getattr(exc, "code", type(exc).__name__)
+            self._record(timeline_kind, f"error:{code}", ran=run.ran)
             release()
+            yield RunErrorEvent(run_id=run.run_id, error=exc)
+            raise
+        release()
+        yield RunFinishedEvent(run_id=run.run_id, result=result)
+
+    async def _ground(self, run: LoopRun, message: Message | None) -> None:
+        """Ask a grounding memory for context on what the user asks now (outside the history).
+
+        A resume grounds on the latest user turn. Grounding rides along with each model
+        call of the run and is never part of the transcript.
+        """
+        if not isinstance(self.memory, GroundingMemory):
+            return
+        run.history = [m for m in run.history if not is_grounding(m)]
+        asked = message if message is not None else _latest_user(run.history)
+        if asked is not None:
+            run.context = await self.memory.ground([], asked.text)
 
     # -- seams ------------------------------------------------------------------------
+
+    def _setup(self) -> RunSetup:
+        """The frozen setup the loop runs with (built per run: attributes may change)."""
+        return RunSetup(
+            model=self.model,
+            tools=self._tools_by_name,
+            tool_specs=tuple(self._tool_specs),
+            middleware=self._middleware,
+            system_prompt=self._effective_prompt,
+            conversation_manager=self.conversation_manager,
+            max_turns=self.max_turns,
+            output_retries=self.output_retries,
+            response_format=self.response_format,
+            output_version=self.output_version,
+            decide=self.decide,
+            owner=self,
+        )
 
     async def _start_history(self) -> list[Message]:
         """The history a run starts from: memory, seeded on the first run (repaired later)."""
         # The session's latest snapshot is restored before seeding and wins over the seed.
         from_session = not self._started and await _sessions.restore_session(self)
-        history = await trace_store("memory", "load", self.memory, self.memory.load())
+        history = await self.memory.load()
         if not self._started and not from_session and not history and self.initial_messages:
             history = list(self.initial_messages)
         return history  # the loop repairs whatever it starts from
@@ -415,7 +473,7 @@ class Agent:
     async def _commit(self, transcript: Sequence[Message]) -> list[Message]:
         """Manage the transcript, clear-then-save memory, make it ``agent.messages``."""
         history = list(transcript)  # well formed: the loop keeps it so
-        managed = _kept_well_formed(await self.conversation_manager.apply(history), history)
+        managed = kept_well_formed(await self.conversation_manager.apply(history), history)
         await self._set_history(managed)
         self._started = True
         await _sessions.save_session(self)  # every committed run ends with save_latest
@@ -428,12 +486,14 @@ class Agent:
         crash here leaves either the old history or the new one, never an empty memory.
         """
         history = list(messages)
-        await trace_store("memory", "save", self.memory, replace_history(self.memory, history))
+        await replace_history(self.memory, history)
         self._messages = history
 
-    def _record(self, kind: TimelineKind, label: str | None = None) -> TimelineEntry:
-        """Append a timeline entry (runs here; edits, branches, resumes, snapshots later)."""
-        return self._timeline.record(kind, label)
+    def _record(
+        self, kind: TimelineKind, label: str | None = None, ran: Sequence[ToolCall] = ()
+    ) -> TimelineEntry:
+        """Append a timeline entry (runs, edits, branches, resumes, snapshots)."""
+        return self._timeline.record(kind, label, ran)
 
     def _constructor_kwargs(self) -> dict[str, Any]:
         """This agent's constructor arguments (for clones and branches)."""

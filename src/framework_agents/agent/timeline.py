@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Literal
 
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, field_validator
 
 from ..errors import InvalidArgumentError
+from ..messages import ToolCall
 
 __all__ = ["Timeline", "TimelineEntry", "TimelineKind"]
 
@@ -19,7 +21,12 @@ def _now() -> datetime:
 
 
 class TimelineEntry(BaseModel):
-    """One event of an agent's life: ``rev`` counts from 1, ``at`` is UTC."""
+    """One event of an agent's life: ``rev`` counts from 1, ``at`` is UTC.
+
+    ``ran`` lists the approval calls (``requires_approval`` tools a decision let run) that
+    ran during a run or resume, with the arguments they actually ran with: after a
+    bare-name approval of a re-issued call, these may differ from what a human was shown.
+    """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
@@ -27,6 +34,7 @@ class TimelineEntry(BaseModel):
     kind: TimelineKind
     label: str | None = None
     at: AwareDatetime = Field(default_factory=_now)
+    ran: tuple[ToolCall, ...] = ()
 
     @field_validator("at")
     @classmethod
@@ -56,9 +64,11 @@ class Timeline:
         """The newest rev (0 for an empty timeline)."""
         return self._entries[-1].rev if self._entries else 0
 
-    def record(self, kind: TimelineKind, label: str | None = None) -> TimelineEntry:
+    def record(
+        self, kind: TimelineKind, label: str | None = None, ran: Sequence[ToolCall] = ()
+    ) -> TimelineEntry:
         """Append and return a new entry of ``kind``."""
-        entry = TimelineEntry(rev=self.rev + 1, kind=kind, label=label)
+        entry = TimelineEntry(rev=self.rev + 1, kind=kind, label=label, ran=tuple(ran))
         self._entries.append(entry)
         return entry
 

@@ -14,6 +14,12 @@ The fields beyond ``pending`` implement the at-most-once protocol (``docs/checkp
   (``pending`` is the first of them); a decision given after that may re-run them.
 * ``decisions``: decisions given to earlier resumes of the interrupted turn, carried so
   several approval calls of one turn can be decided one interrupt at a time.
+* ``interrupt_id``: the id of the open interrupt (``pending``); meaningful only while
+  ``pending`` is set. A decision keyed by another interrupt id is stale.
+* ``pending_turn``: the assistant turn that made ``pending`` (kept out of ``messages``),
+  so ``resume(..., reissue=False)`` can run the very calls the human saw.
+* ``finished``: the run that saved this checkpoint ended on the model's final answer;
+  resuming it (with no new prompt) has nothing to continue.
 """
 
 from __future__ import annotations
@@ -144,6 +150,9 @@ class ThreadCheckpoint(BaseModel):
     in_flight: list[ToolCall] = Field(default_factory=list)
     outcome_unknown: bool = False
     decisions: dict[str, Any] = Field(default_factory=dict)
+    interrupt_id: str | None = None
+    pending_turn: Message | None = None
+    finished: bool = False
 
     @constructor_only  # parsing a stored checkpoint need not go through Python
     def __init__(
@@ -218,6 +227,24 @@ class ThreadCheckpoint(BaseModel):
         if self.outcome_unknown and not self.in_flight:
             raise ValueError("outcome_unknown needs in_flight calls")
         return self
+
+    def open_interrupt_id(self) -> str | None:
+        """The id of the open interrupt: ``interrupt_id`` while ``pending`` is set, else None."""
+        return self.interrupt_id if self.pending is not None else None
+
+    def interrupted_turn(self) -> Message | None:
+        """The assistant turn that made ``pending`` (``None`` when nothing is pending).
+
+        ``pending_turn`` when it holds the pending call, else a turn holding only that call
+        (a checkpoint written before turns were stored, or by a backend that drops them).
+        """
+        pending = self.pending
+        if pending is None:
+            return None
+        turn = self.pending_turn
+        if turn is not None and any(c.id == pending.id for c in turn.tool_calls):
+            return turn
+        return Message("assistant", "", tool_calls=[pending])
 
     def resumable_history(self) -> list[Message]:
         """``messages`` plus the executed part of ``turn`` (unanswered calls left open)."""

@@ -1,7 +1,7 @@
-"""``framework-agents chat``: an interactive conversation, line by line from stdin.
+r"""``framework-agents chat``: an interactive conversation, line by line from stdin.
 
 Reads one prompt per line, so it works at a terminal and behind a pipe
-(``printf 'hi\\n/exit\\n' | framework-agents chat``). ``/exit`` (or ``/quit``) and end of
+(``printf 'hi\n/exit\n' | framework-agents chat``). ``/exit`` (or ``/quit``) and end of
 input end it; ``/history`` shows the stored history, ``/help`` the commands. With
 ``--session ID`` the conversation is kept by a :class:`SessionManager` in a
 :class:`LocalFileStorage` under ``<data-dir>/sessions`` and resumed next time; with

@@ -13,7 +13,7 @@ from ..errors import InvalidArgumentError
 from ..history import group_bounds
 from ..messages import Message
 
-__all__ = ["boundaries", "check_count", "pinned_end"]
+__all__ = ["boundaries", "check_count", "newest_user", "pinned_end"]
 
 
 def check_count(name: str, value: object, *, minimum: int = 0) -> int:
@@ -44,3 +44,15 @@ def pinned_end(messages: Sequence[Message], pin_first: int) -> int:
         if start >= end:
             break
     return end
+
+
+def newest_user(messages: Sequence[Message]) -> int:
+    """The index of the newest ``role="user"`` message, or ``len(messages)`` if none.
+
+    Managers never cut it: what the user said last is never dropped to make room (the
+    agent fails with ``CONTEXT_OVERFLOW`` instead when it cannot fit).
+    """
+    for i in range(len(messages) - 1, -1, -1):
+        if messages[i].role == "user":
+            return i
+    return len(messages)

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from ..errors import InvalidArgumentError
 from ..history import repair_history, trim_dangling
 from ..messages import Message
-from ._cut import boundaries, check_count, pinned_end
+from ._cut import boundaries, check_count, newest_user, pinned_end
 
 __all__ = ["SlidingWindowConversationManager"]
 
@@ -30,6 +30,10 @@ class SlidingWindowConversationManager:
       ``apply`` (after a run).
     * ``reduce()`` drops at least the oldest half of the unpinned messages (and anything
       outside the window), so every call on a context overflow makes progress.
+    * The newest user message is never removed (by any method): when the window or a
+      reduction would cut it, it stays, just before what is kept of the window. When
+      nothing else is left to drop, ``reduce()`` returns its input unchanged and the
+      agent fails with ``CONTEXT_OVERFLOW``.
 
     Input is repaired first (a no-op for a well-formed history), and the input list is
     never modified: every method returns a new list.
@@ -68,8 +72,16 @@ class SlidingWindowConversationManager:
             drop = max(drop, (n + 1) // 2)
         if drop == 0:
             return head + rest
-        start = next(b for b in boundaries(rest) if b >= drop)
-        kept = trim_dangling(rest[start:])
+        user = newest_user(rest)
+        kept: list[Message] = []
+        for start in (b for b in boundaries(rest) if b >= drop):
+            kept = trim_dangling(rest[start:])
+            if user < start:  # the newest user turn is never cut (kept in place, in order)
+                kept = [rest[user], *kept]
+            # A reduce counts the spared user turn among what it keeps, so it still makes
+            # progress while anything but the pins and that turn is left.
+            if not halve or len(kept) <= max(n - drop, 1):
+                break
         logger.debug(
             "sliding window: kept %d pinned + %d of %d unpinned messages", pinned, len(kept), n
         )

@@ -13,7 +13,7 @@ from ..history import repair_history
 from ..messages import Message
 from ..models._base import Model
 from ..summarize import Summarizer, extractive_summary
-from ._cut import boundaries, check_count, pinned_end
+from ._cut import boundaries, check_count, newest_user, pinned_end
 
 __all__ = [
     "DEFAULT_SUMMARY_PREFIX",
@@ -64,7 +64,8 @@ class SummarizingConversationManager:
     """Replaces the oldest unpinned messages with one assistant summary message.
 
     ``reduce()`` condenses the oldest ``summary_ratio`` fraction (clamped to 0.1-0.8) of
-    the unpinned messages, never touching the newest ``preserve_recent``, into ONE
+    the unpinned messages, never touching the newest ``preserve_recent`` nor the newest
+    user message (what the user said last is never summarised away), into ONE
     assistant message whose ``metadata["kind"]`` is ``"summary"`` and whose text starts
     with ``summary_prefix``; :attr:`last_summary` holds that text. The cut is moved to the
     next group boundary (a call is never separated from its results), or back to the last
@@ -175,7 +176,7 @@ class SummarizingConversationManager:
     def _cut_index(self, rest: Sequence[Message]) -> int:
         """How many of the oldest unpinned messages to condense (0: nothing can be)."""
         n = len(rest)
-        limit = n - self.preserve_recent
+        limit = min(n - self.preserve_recent, newest_user(rest))  # the user's turn stays
         # Condensing only an earlier summary would gain nothing: it must take more along.
         first = 1 if rest and rest[0].kind == "summary" else 0
         candidates = [b for b in boundaries(rest) if first < b <= limit]

@@ -25,10 +25,11 @@ from __future__ import annotations
 import asyncio
 import hashlib
 from collections.abc import Sequence
-from typing import Any, Literal, Protocol, runtime_checkable
+from typing import Any, Literal, Protocol
 
 from ..errors import InvalidArgumentError
 from ..memory._base import Memory, replace_history
+from ..memory.grounding import GroundingMemory, is_grounding
 from ..messages import Message
 from ..tools import Tool
 from .store import Fact, GraphStore
@@ -41,11 +42,6 @@ GROUNDING_HEADER = (
     "Facts from long-term memory that may be relevant to the conversation "
     '(subject predicate object; "(inferred)" marks facts derived by reasoning):'
 )
-
-
-def is_grounding(message: Message) -> bool:
-    """Whether ``message`` is a grounding message (never to be stored)."""
-    return isinstance(message, Message) and message.metadata.get("kind") == "grounding"
 
 
 def _without_grounding(messages: Sequence[Message], where: str) -> list[Message]:
@@ -66,15 +62,6 @@ def _text(text: object, where: str) -> str:
     if not isinstance(text, str):
         raise InvalidArgumentError(f"{where}() takes a str, not {type(text).__name__}")
     return text
-
-
-@runtime_checkable
-class GroundingMemory(Memory, Protocol):
-    """A memory that can ground a history on the incoming prompt before a run."""
-
-    async def ground(self, messages: Sequence[Message], prompt: str) -> list[Message]:
-        """``messages`` without grounding, plus one grounding message for ``prompt``."""
-        ...
 
 
 class Ranker(Protocol):

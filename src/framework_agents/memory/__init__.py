@@ -3,14 +3,18 @@
 from ._base import Memory, ReplaceableMemory, replace_history
 from .compacted import COMPACTION_PREFIX, CompactedMemory
 from .file import FileMemory
+from .grounding import GROUNDING_KIND, GroundingMemory, is_grounding
 from .in_memory import InMemoryMemory
 
 __all__ = [
     "COMPACTION_PREFIX",
     "CompactedMemory",
     "FileMemory",
+    "GROUNDING_KIND",
+    "GroundingMemory",
     "InMemoryMemory",
     "Memory",
     "ReplaceableMemory",
+    "is_grounding",
     "replace_history",
 ]

@@ -67,6 +67,20 @@ class LoopClients(Generic[C]):
             self._by_loop[id(loop)] = entry
         return entry[1]
 
+    async def aclose(self) -> None:
+        """Close the clients made for the running loop; forget those of other loops.
+
+        A client given by the user is theirs to close. A client of another loop cannot be
+        closed from this one (its connections belong to that loop): it is dropped, and
+        closes with its loop.
+        """
+        loop = asyncio.get_running_loop()
+        entries, self._by_loop = self._by_loop, {}
+        for owner, client in entries.values():
+            close = getattr(client, "close", None)
+            if owner is loop and callable(close):
+                await close()
+
 
 #: Key under which unparseable tool-call arguments are kept (``{"_raw": "<text>"}``).
 RAW_ARGS_KEY = "_raw"

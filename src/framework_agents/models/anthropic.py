@@ -29,7 +29,7 @@ made. Mapping, both ways:
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Self
 
 from ..errors import AgentError, InvalidArgumentError, ModelError
 from ..messages import Message, ReasoningBlock, TextBlock, ToolCall
@@ -316,6 +316,16 @@ class AnthropicModel:
 
     def __repr__(self) -> str:
         return f"AnthropicModel({self.model!r})"
+
+    async def aclose(self) -> None:
+        """Close the SDK clients this model opened (a client you passed in stays open)."""
+        await self._clients.aclose()
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
 
     def _new_client(self) -> AsyncAnthropic:
         try:

@@ -30,7 +30,7 @@ import urllib.request
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Self
 
 from ..errors import InvalidArgumentError, ModelError
 from ..messages import Message
@@ -224,6 +224,17 @@ class LocalModel:
                 extra_body=extra or None,
             )
         return self._inner
+
+    async def aclose(self) -> None:
+        """Close the client of the shared server (the server itself stops at exit)."""
+        if self._inner is not None:
+            await self._inner.aclose()
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
 
     async def complete(
         self,

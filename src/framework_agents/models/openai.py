@@ -27,7 +27,7 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import AsyncIterator, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Self
 
 from ..errors import AgentError, ModelError
 from ..messages import Message, ReasoningBlock, TextBlock, ToolCall, new_id
@@ -308,6 +308,16 @@ class OpenAIModel:
     def __repr__(self) -> str:
         where = f", base_url={self.base_url!r}" if self.base_url else ""
         return f"OpenAIModel({self.model!r}{where})"
+
+    async def aclose(self) -> None:
+        """Close the SDK clients this model opened (a client you passed in stays open)."""
+        await self._clients.aclose()
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
 
     def _new_client(self) -> AsyncOpenAI:
         try:

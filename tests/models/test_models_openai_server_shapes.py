@@ -1,4 +1,4 @@
-"""Review pass over the provider mappings: shapes real OpenAI-compatible servers send.
+"""The provider mappings: shapes real OpenAI-compatible servers send.
 
 The SSE bodies below follow what public bug reports show servers sending (no recording
 was possible here): Ollama labels every streamed tool call of a turn ``index: 0``, and

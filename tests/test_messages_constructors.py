@@ -1,4 +1,4 @@
-"""Review pass: the constructors take their arguments positionally in API.md's order."""
+"""The constructors take their arguments positionally in API.md's order."""
 
 from __future__ import annotations
 

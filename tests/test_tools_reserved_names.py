@@ -1,4 +1,4 @@
-"""Review pass over ``@tool``: parameter names pydantic's BaseModel reserves still work."""
+"""``@tool``: parameter names pydantic's BaseModel reserves still work."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Review pass over the Anthropic mapping: turn merging must not break signed thinking.
+"""The Anthropic mapping: turn merging must not break signed thinking.
 
 With thinking enabled the Messages API requires the last assistant turn before the newest
 tool results to START with its thinking block ("a final assistant message must start with

@@ -1,4 +1,4 @@
-"""Review pass over the conversation managers: a summary model's bad answer is a clear error."""
+"""The conversation managers: a summary model's bad answer is a clear error."""
 
 from __future__ import annotations
 

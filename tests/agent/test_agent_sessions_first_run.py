@@ -1,4 +1,4 @@
-"""Review pass over the agent's session side: no lost history before the first run."""
+"""The agent's session side: no lost history before the first run."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from async_helper import arun
 from framework_agents import (
     Agent,
     FileMemory,
@@ -20,10 +21,6 @@ from framework_agents import (
     SnapshotData,
 )
 from framework_agents.errors import InvalidArgumentError
-
-
-def arun(coro: Any) -> Any:
-    return asyncio.run(coro)
 
 
 def echo_model() -> FunctionModel:

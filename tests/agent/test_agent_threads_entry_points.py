@@ -1,4 +1,4 @@
-"""Review pass over checkpointed threads: the spec example as printed, thread ids on every
+"""Checkpointed threads: the spec example as printed, thread ids on every
 entry point, the interrupt checkpoint, pause before a first run, sessions and threads."""
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from async_helper import arun
 from framework_agents import (
     Agent,
     FileCheckpointer,
@@ -37,10 +38,6 @@ from framework_agents.errors import (
     ThreadIdInvalidError,
 )
 from framework_agents.models._base import ToolSpec
-
-
-def arun(coro: Any) -> Any:
-    return asyncio.run(coro)
 
 
 class Publisher:

@@ -1,0 +1,34 @@
+"""The grounding seam: a memory that adds context for the prompt at hand, outside the history.
+
+The agent asks a :class:`GroundingMemory` for grounding before each run, on what the user
+asks now, and sends it ahead of every model call of that run; grounding messages
+(``metadata["kind"] == "grounding"``) are never part of the transcript, so they are never
+stored, snapshotted or checkpointed. ``GraphMemory`` is the shipped implementation.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Protocol, runtime_checkable
+
+from ..messages import Message
+from ._base import Memory
+
+__all__ = ["GROUNDING_KIND", "GroundingMemory", "is_grounding"]
+
+#: ``metadata["kind"]`` of a grounding message.
+GROUNDING_KIND = "grounding"
+
+
+def is_grounding(message: Message) -> bool:
+    """Whether ``message`` is a grounding message (never to be stored)."""
+    return isinstance(message, Message) and message.metadata.get("kind") == GROUNDING_KIND
+
+
+@runtime_checkable
+class GroundingMemory(Memory, Protocol):
+    """A memory that can ground a history on the incoming prompt before a run."""
+
+    async def ground(self, messages: Sequence[Message], prompt: str) -> list[Message]:
+        """``messages`` without grounding, plus one grounding message for ``prompt``."""
+        ...

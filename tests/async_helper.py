@@ -1,0 +1,18 @@
+"""The one async helper of the tests: run a coroutine to completion in a fresh loop."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Coroutine
+from typing import Any, TypeVar
+
+__all__ = ["arun"]
+
+T = TypeVar("T")
+
+
+def arun(coro: Coroutine[Any, Any, T], timeout: float | None = None) -> T:
+    """``asyncio.run(coro)``, bounded by ``timeout`` seconds when given."""
+    if timeout is None:
+        return asyncio.run(coro)
+    return asyncio.run(asyncio.wait_for(coro, timeout))
