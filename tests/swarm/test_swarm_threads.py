@@ -30,7 +30,7 @@ from framework_agents import (
     is_well_formed,
     tool,
 )
-from framework_agents.errors import AgentError
+from framework_agents.errors import AgentError, InvalidArgumentError
 from framework_agents.swarm import SWARM_STATE_KEY
 
 CHILD = Path(__file__).with_name("swarm_child.py")
@@ -81,9 +81,11 @@ def test_an_approval_in_a_member_suspends_the_swarm_and_resume_continues_there(
     assert result.handoffs == []  # the handoff belongs to the first run
     assert effect_count(fx) == 1
     assert is_well_formed(result.messages)
-    # Resuming again runs nothing twice: billing answered last and goes on as is.
-    again = arun(refund_swarm(fx).resume("t1", checkpointer=make_cp()))
-    assert again.agent == "billing" and effect_count(fx) == 1
+    # Resuming again runs nothing twice: the thread ended on billing's answer, so there is
+    # nothing to resume (a coded refusal, not another model call).
+    with pytest.raises(InvalidArgumentError):
+        arun(refund_swarm(fx).resume("t1", checkpointer=make_cp()))
+    assert effect_count(fx) == 1
 
 
 def test_the_next_run_of_a_thread_starts_with_the_member_that_answered_last(

@@ -15,12 +15,13 @@ from __future__ import annotations
 import asyncio
 import logging
 import operator
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
+from .._telemetry import tool_suspended, trace_chat, trace_chat_stream, trace_tool
 from ..conversation._base import ConversationManager
 from ..errors import (
     AgentError,
@@ -310,11 +311,21 @@ async def _ask(
 ) -> AsyncIterator[AgentEvent | _Reply]:
     """One model request (streamed when the model streams); deltas, then a ``_Reply``."""
     if not callable(getattr(setup.model, "stream", None)):
-        response = await setup.model.complete(sent, ctx.tools, system_prompt=ctx.system_prompt)
+        response = await trace_chat(
+            setup.model,
+            setup.model.complete(sent, ctx.tools, system_prompt=ctx.system_prompt),
+            sent,
+            ctx.system_prompt,
+        )
         yield _Reply(response)
         return
     done: Message | None = None
-    stream = setup.model.stream(sent, ctx.tools, system_prompt=ctx.system_prompt)  # type: ignore[attr-defined]
+    stream = trace_chat_stream(
+        setup.model,
+        setup.model.stream(sent, ctx.tools, system_prompt=ctx.system_prompt),  # type: ignore[attr-defined]
+        sent,
+        ctx.system_prompt,
+    )
     async for chunk in stream:
         if isinstance(chunk, TextDelta):
             seen.text = True
@@ -451,6 +462,7 @@ async def _plan_turn(setup: RunSetup, run: LoopRun, response: Message) -> list[_
             run.kept = run.visible()
             if run.hooks.on_interrupt is not None:
                 await run.hooks.on_interrupt(interrupt, list(run.kept), response)
+            tool_suspended(call, interrupt)
             raise interrupt
         run_call = call
         if decision.kind == "edit":
@@ -529,7 +541,7 @@ async def _run_call(setup: RunSetup, run: LoopRun, plan: _Plan, turn: int) -> Me
             await run.hooks.on_tool_start(ctx.call, plan.decision)
         if plan.decision is not None:
             run.ran.append(ctx.call)
-        ctx.result = await _execute(setup, tool, ctx.call)
+        ctx.result = await trace_tool(ctx.call, _execute(setup, tool, ctx.call))
     await setup.middleware.run("after_tool", ctx)
     result = ctx.result
     if not isinstance(result, Message):
@@ -610,7 +622,7 @@ async def _run_tools(
         await run.hooks.on_tool_turn(run.visible())
 
 
-async def run_loop(setup: RunSetup, run: LoopRun) -> AsyncIterator[AgentEvent]:
+async def run_loop(setup: RunSetup, run: LoopRun) -> AsyncGenerator[AgentEvent, None]:
     """Drive model and tools until a final answer; state lands in ``run`` (see module doc)."""
     # Invariant: run.transcript is well formed at every step. It starts repaired, every
     # list a manager returns is repaired unless it is the transcript itself, and the loop

@@ -44,6 +44,7 @@ from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
+from .._telemetry import trace_store
 from ..checkpoint._base import Checkpointer, save_progress, thread_lock
 from ..checkpoint.model import ThreadCheckpoint, check_thread_id
 from ..errors import (
@@ -185,7 +186,9 @@ class _ThreadRun:
             in_flight=[turn.in_flight[i] for i in order if i in turn.in_flight],
             decisions=dict(self.decisions),
         )
-        await save_progress(self.checkpointer, checkpoint)  # a delta when the history is stored
+        await trace_store(  # a delta when the history is stored
+            "checkpoint", "save", self.checkpointer, save_progress(self.checkpointer, checkpoint)
+        )
 
     # -- hooks ------------------------------------------------------------------------
 
@@ -244,11 +247,16 @@ class _ThreadRun:
             pending_turn=turn if any(c.id == pending.id for c in turn.tool_calls) else None,
         )
         async with self.lock:
-            await self.checkpointer.save(checkpoint)
+            await trace_store(
+                "checkpoint", "save", self.checkpointer, self.checkpointer.save(checkpoint)
+            )
 
     async def on_commit(self, messages: list[Message]) -> None:
         async with self.lock:
-            await self.checkpointer.save(self.checkpoint(messages, finished=True))
+            checkpoint = self.checkpoint(messages, finished=True)
+            await trace_store(
+                "checkpoint", "save", self.checkpointer, self.checkpointer.save(checkpoint)
+            )
 
     # -- settling calls of unknown outcome ----------------------------------------------
 
@@ -369,7 +377,9 @@ def _admit(
                 f"thread {base.thread_id!r} has no pending approval: the decisions "
                 f"{sorted(given)} answer nothing, so nothing ran and nothing was written"
             )
-        if base.finished:
+        if base.finished and (not base.messages or base.messages[-1].role == "assistant"):
+            # Finished means it ends on the model's answer; a thread something was added
+            # to since (a swarm's handoff message) has a turn to answer and goes on.
             raise InvalidArgumentError(
                 f"thread {base.thread_id!r} is finished (its last run ended on the model's "
                 "answer): nothing to resume; run it with a new prompt"
@@ -495,7 +505,7 @@ async def open_thread(
         outer = _HOLDING.get()
         _HOLDING.set((cp, thread_id))
         try:
-            base = await cp.load(thread_id)
+            base = await trace_store("checkpoint", "load", cp, cp.load(thread_id), key=thread_id)
             if base is None:
                 if resume:
                     raise CheckpointMissingError(

@@ -18,11 +18,14 @@ snapshots, edits and branches live in ``_sessions`` (see ``docs/sessions.md`` an
 
 from __future__ import annotations
 
+import contextlib
+import logging
 from collections.abc import AsyncGenerator, Callable, Iterable, Mapping, Sequence
 from typing import Any, Literal
 
 from pydantic import BaseModel
 
+from .._telemetry import trace_run, trace_store
 from ..checkpoint._base import Checkpointer
 from ..conversation._base import ConversationManager
 from ..errors import HitlDecisionError, InvalidArgumentError
@@ -51,6 +54,8 @@ from .state import AgentState
 from .timeline import Timeline, TimelineEntry, TimelineKind
 
 __all__ = ["DEFAULT_MAX_TURNS", "Agent", "OutputVersion", "Prompt"]
+
+logger = logging.getLogger(__name__)
 
 OutputVersion = Literal["v0", "v1"]
 
@@ -211,8 +216,12 @@ class Agent:
         Raises :class:`HitlInterrupt` when a call needs a decision nobody gave.
         """
         result: RunResult | None = None
-        events = self._drive(
-            prompt, checkpointer=checkpointer, thread_id=thread_id, decisions=decisions
+        events = trace_run(
+            self,
+            self._drive(
+                prompt, checkpointer=checkpointer, thread_id=thread_id, decisions=decisions
+            ),
+            thread_id=thread_id,
         )
         try:
             async for event in events:
@@ -238,8 +247,12 @@ class Agent:
         is busy from the first ``__anext__`` until the terminal event; if you stop
         early, close the stream (``contextlib.aclosing``) to free it at once.
         """
-        events = self._drive(
-            prompt, checkpointer=checkpointer, thread_id=thread_id, decisions=decisions
+        events = trace_run(
+            self,
+            self._drive(
+                prompt, checkpointer=checkpointer, thread_id=thread_id, decisions=decisions
+            ),
+            thread_id=thread_id,
         )
         try:
             async for event in events:
@@ -278,14 +291,19 @@ class Agent:
             raise InvalidArgumentError(f"reissue must be a bool, not {reissue!r:.60}")
         _threads.check_target(checkpointer, thread_id)  # THREAD_ID_INVALID comes first
         result: RunResult | None = None
-        events = _threads.drive_thread(
+        events = trace_run(
             self,
-            None,
-            checkpointer=checkpointer,
+            _threads.drive_thread(
+                self,
+                None,
+                checkpointer=checkpointer,
+                thread_id=thread_id,
+                decisions=self._checked_decisions(decisions),
+                resume=True,
+                reissue=reissue,
+            ),
             thread_id=thread_id,
-            decisions=self._checked_decisions(decisions),
             resume=True,
-            reissue=reissue,
         )
         try:
             async for event in events:
@@ -397,13 +415,17 @@ class Agent:
                 )
             await self._ground(run, message)
             start_ids = {m.id for m in run.history}
-            async for event in run_loop(self._setup(), run):
-                yield event
+            # Closed explicitly: a consumer that stops early must not leave the loop (and a
+            # tool task it awaits) running until the garbage collector finds it.
+            async with contextlib.aclosing(run_loop(self._setup(), run)) as loop_events:
+                async for event in loop_events:
+                    yield event
             assert run.final is not None
             managed = await self._commit(run.visible())
             if hooks.on_commit is not None:
                 await hooks.on_commit(list(managed))
             self._record(timeline_kind, ran=run.ran)
+            logger.debug("run %s of %r (thread %s): finished", run.run_id, self.agent_id, thread_id)
             result = RunResult(
                 text=run.final.text,
                 messages=list(managed),
@@ -417,12 +439,16 @@ class Agent:
         except HitlInterrupt as interrupt:
             await self._commit(run.kept_on_interrupt())
             self._record(timeline_kind, "interrupted", ran=run.ran)
+            logger.debug(
+                "run %s of %r (thread %s): interrupted", run.run_id, self.agent_id, thread_id
+            )
             release()
             yield InterruptEvent(run_id=run.run_id, interrupt=interrupt)
             raise
         except Exception as exc:
             code = getattr(exc, "code", type(exc).__name__)
             self._record(timeline_kind, f"error:{code}", ran=run.ran)
+            logger.debug("run %s of %r (thread %s): %s", run.run_id, self.agent_id, thread_id, code)
             release()
             yield RunErrorEvent(run_id=run.run_id, error=exc)
             raise
@@ -465,7 +491,7 @@ class Agent:
         """The history a run starts from: memory, seeded on the first run (repaired later)."""
         # The session's latest snapshot is restored before seeding and wins over the seed.
         from_session = not self._started and await _sessions.restore_session(self)
-        history = await self.memory.load()
+        history = await trace_store("memory", "load", self.memory, self.memory.load())
         if not self._started and not from_session and not history and self.initial_messages:
             history = list(self.initial_messages)
         return history  # the loop repairs whatever it starts from
@@ -486,7 +512,7 @@ class Agent:
         crash here leaves either the old history or the new one, never an empty memory.
         """
         history = list(messages)
-        await replace_history(self.memory, history)
+        await trace_store("memory", "save", self.memory, replace_history(self.memory, history))
         self._messages = history
 
     def _record(
