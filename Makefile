@@ -30,15 +30,13 @@ demo: $(STAMP)
 serve: $(STAMP)
 	$(BIN)/framework-agents serve --model local --store .data/server
 
-# Long stress runs: kept out of `make test` (which stays near two minutes on 2 cores).
-STRESS = tests/checkpoint/test_checkpoint_stress.py \
-	tests/agent/test_agent_at_most_once_kills.py::test_five_hundred_random_kills_never_publish_twice
-
+# `make test` runs everything but the tests marked `slow` (a few minutes on 2 cores);
+# `make stress` runs those: multi-process kill and lock stress runs, the fresh-venv install.
 test: $(STAMP)
-	$(BIN)/python -m pytest -q $(addprefix --deselect ,$(STRESS))
+	$(BIN)/python -m pytest -q -m "not slow"
 
 stress: $(STAMP)
-	$(BIN)/python -m pytest -q $(STRESS)
+	$(BIN)/python -m pytest -q -m slow
 
 lint: $(STAMP)
 	$(BIN)/ruff check src tests bench
