@@ -141,3 +141,34 @@ def test_bad_carry_state_is_invalid_argument() -> None:
 
     with pytest.raises(InvalidArgumentError):
         GraphMemory(GraphStore(), InMemoryMemory(), carry_state="yes")  # type: ignore[arg-type]
+
+
+def test_an_agent_with_a_session_carries_its_graph_without_help(tmp_path: Path) -> None:
+    """The agent saves the graph with every session save and restores it on the first run."""
+
+    async def main() -> None:
+        memory = await _memory()
+        storage = LocalFileStorage(tmp_path / "sessions")
+        agent = Agent(
+            ScriptedModel(["Noted."]),
+            memory=memory,
+            tools=memory.tools,
+            session_manager=SessionManager("s1", storage),
+        )
+        await agent.run("Alice is an engineer at Acme.")
+
+        fresh = GraphMemory(GraphStore(), InMemoryMemory())
+        model = ScriptedModel(["Alice is a person."])
+        later = Agent(
+            model,
+            memory=fresh,
+            tools=fresh.tools,
+            session_manager=SessionManager("s1", LocalFileStorage(tmp_path / "sessions")),
+        )
+        await later.run("What do you know about Alice?")
+        assert fresh.store.quads() == memory.store.quads()
+        grounding = model.calls[0].messages[0]
+        assert is_grounding(grounding)
+        assert "ex:alice rdf:type ex:Person (inferred)" in grounding.text
+
+    run(main())

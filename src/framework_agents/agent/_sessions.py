@@ -36,6 +36,7 @@ from ..errors import (
     MessageNotFoundError,
 )
 from ..history import repair_history
+from ..memory.carry import app_data_with_state, restore_state
 from ..memory.grounding import is_grounding
 from ..messages import Message
 from ..sessions.snapshot import Snapshot, SnapshotData, select_snapshot_fields
@@ -153,6 +154,7 @@ async def restore_session(agent: Agent) -> bool:
         # Applying is idempotent, so a failure here (a memory that cannot save) leaves
         # ``restored`` unset and the next attempt applies the same snapshot again.
         await _apply(agent, snapshot.data)
+        await restore_state(agent.memory, snapshot.app_data)  # long-term memory, if carried
         link.found = True
         link.app_data = snapshot.app_data
     link.restored = True
@@ -166,7 +168,7 @@ async def save_session(agent: Agent) -> None:
         return
     link = agent._session_link
     data = SnapshotData(messages=list(agent._messages), state=agent._state.to_dict())
-    snapshot = Snapshot(data, app_data=link.app_data)
+    snapshot = Snapshot(data, app_data=app_data_with_state(agent.memory, link.app_data))
     await trace_store("session", "save", manager, manager.save_latest(snapshot))
     link.restored = True  # what is stored now is ours: never restore over it
 
@@ -206,7 +208,7 @@ def take_snapshot(
         state=agent._state.to_dict() if "state" in fields else None,
         system_prompt=agent.system_prompt if "system_prompt" in fields else None,
     )
-    snapshot = Snapshot(data, app_data=app_data)
+    snapshot = Snapshot(data, app_data=app_data_with_state(agent.memory, app_data))
     agent._record("snapshot", f"take:{snapshot.snapshot_id}")
     return snapshot
 
@@ -220,6 +222,7 @@ async def load_snapshot(agent: Agent, snapshot: Snapshot) -> None:
     with _holding(agent, "load_snapshot"):
         await _ensure_restored(agent)
         await _apply(agent, snapshot.data)
+        await restore_state(agent.memory, snapshot.app_data)
         agent._record("snapshot", f"load:{snapshot.snapshot_id}")
         await save_session(agent)
 

@@ -1,6 +1,6 @@
 """The semantic graph: a quad store with a materialised closure, and GraphMemory."""
 
-from .carry import APP_DATA_KEY, app_data_with_state, restore_state
+from ..memory.carry import APP_DATA_KEY, app_data_with_state, restore_state
 from .memory import GROUNDING_HEADER, GraphMemory, GroundingMemory, is_grounding
 from .store import ENTAILED_GRAPH, Fact, GraphStore, Quad
 from .terms import IRI, Literal, Term

@@ -1,8 +1,9 @@
 """Carrying a memory's long-term state in session snapshots' ``app_data``.
 
-A session snapshot saves the conversation; a :class:`~.memory.GraphMemory` over an
-in-memory :class:`~.store.GraphStore` would lose its facts with the process. These two
-functions are the seam the agent calls (one line each, on save and on restore):
+A session snapshot saves the conversation; a ``GraphMemory`` over an in-memory
+``GraphStore`` would lose its facts with the process. These two functions are the seam
+the agent calls (on every session save and restore, and in ``take_snapshot`` /
+``load_snapshot``):
 
 * ``app_data_with_state(memory, app_data)`` -> the ``app_data`` to save: the memory's
   ``export_state()`` under :data:`APP_DATA_KEY` (``"framework_agents.graph"``), the
