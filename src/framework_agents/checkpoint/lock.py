@@ -54,15 +54,14 @@ import numbers
 import os
 import random
 import socket
-import threading
 import time
 import uuid
-import weakref
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from .._persist import LoopLocks as LocalLocks
 from ..errors import InvalidArgumentError, LockTimeoutError
 from ._io import run_blocking
 
@@ -316,36 +315,6 @@ def lock_holder(path: str | os.PathLike[str]) -> dict[str, Any] | None:
             return _parse_record(fh.read(4096))
     except (FileNotFoundError, NotADirectoryError):
         return None
-
-
-class LocalLocks:
-    """One ``asyncio.Lock`` per (event loop, resolved path), dropped when unused."""
-
-    def __init__(self) -> None:
-        self._mutex = threading.Lock()
-        self._by_loop: weakref.WeakKeyDictionary[
-            asyncio.AbstractEventLoop, dict[str, tuple[asyncio.Lock, int]]
-        ] = weakref.WeakKeyDictionary()
-
-    def enter(self, key: str) -> asyncio.Lock:
-        loop = asyncio.get_running_loop()
-        with self._mutex:
-            table = self._by_loop.setdefault(loop, {})
-            lock, users = table.get(key, (None, 0))
-            if lock is None:
-                lock = asyncio.Lock()
-            table[key] = (lock, users + 1)
-            return lock
-
-    def leave(self, key: str) -> None:
-        loop = asyncio.get_running_loop()
-        with self._mutex:
-            table = self._by_loop.get(loop, {})
-            lock, users = table[key]
-            if users <= 1:
-                del table[key]
-            else:
-                table[key] = (lock, users - 1)
 
 
 _LOCAL = LocalLocks()

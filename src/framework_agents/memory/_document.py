@@ -10,15 +10,13 @@ reuse the fragments of messages it already serialised.
 
 from __future__ import annotations
 
-import json
-import math
-import re
 from pathlib import Path
 from typing import Any
 
 from pydantic import ValidationError
 from pydantic_core import PydanticSerializationError
 
+from .._persist import json_type, strict_loads
 from ..errors import InvalidArgumentError, MemoryCorruptError
 from ..messages import Message, MessageList
 
@@ -43,51 +41,6 @@ SEP = b","
 
 _KEYS = frozenset({"version", "messages"})
 _SERIALIZER = Message.__pydantic_serializer__
-# A \uD800-\uDFFF escape: the only way valid UTF-8 JSON can produce an unencodable string.
-_SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")
-
-
-def _json_type(value: Any) -> str:
-    if value is None:
-        return "null"
-    names = {bool: "boolean", int: "number", float: "number", str: "string", list: "array"}
-    return names.get(type(value), "object")
-
-
-def _pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    obj = dict(pairs)
-    if len(obj) != len(pairs):
-        keys = [k for k, _ in pairs]
-        dup = next(k for i, k in enumerate(keys) if k in keys[:i])
-        raise ValueError(f"duplicate key {dup!r}")
-    return obj
-
-
-def _constant(name: str) -> Any:
-    raise ValueError(f"{name} is not valid JSON")
-
-
-def _finite(text: str) -> float:
-    value = float(text)
-    if not math.isfinite(value):
-        raise ValueError(f"number {text[:40]} is out of range")
-    return value
-
-
-def strict_loads(data: bytes) -> Any:
-    """Parse UTF-8 JSON, refusing duplicate keys, NaN/Infinity and out-of-range numbers.
-
-    Raises ``ValueError`` (including ``UnicodeDecodeError`` and ``JSONDecodeError``) or
-    ``RecursionError`` for input nested too deeply.
-    """
-    text = data.decode("utf-8")
-    value = json.loads(
-        text, object_pairs_hook=_pairs, parse_constant=_constant, parse_float=_finite
-    )
-    if _SURROGATE_ESCAPE.search(data):
-        # Escaped surrogate pairs decode to one character; lone ones cannot be stored.
-        json.dumps(value, ensure_ascii=False).encode("utf-8")
-    return value
 
 
 def _canonical_messages(data: bytes) -> list[Message] | None:
@@ -133,7 +86,7 @@ def parse_document(data: bytes, path: Path) -> list[Message]:
     except ValueError as exc:
         raise corrupt(f"unreadable JSON: {exc}") from None
     if not isinstance(doc, dict):
-        raise corrupt(f"top level is {_json_type(doc)}, not an object")
+        raise corrupt(f"top level is {json_type(doc)}, not an object")
     if doc.keys() != _KEYS:
         missing = sorted(_KEYS - doc.keys())
         extra = sorted(doc.keys() - _KEYS)
@@ -150,7 +103,7 @@ def parse_document(data: bytes, path: Path) -> list[Message]:
         raise corrupt(f"unknown version {version}")
     items = doc["messages"]
     if not isinstance(items, list):
-        raise corrupt(f"messages is {_json_type(items)}, not an array")
+        raise corrupt(f"messages is {json_type(items)}, not an array")
     try:
         return MessageList.validate_python(items)
     except ValidationError as exc:
