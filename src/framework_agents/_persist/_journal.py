@@ -79,7 +79,7 @@ def _record_at(data: bytes | memoryview, offset: int) -> int | None:
     length, head_crc = _HEAD.unpack_from(data, offset)
     if zlib.crc32(bytes(data[offset : offset + 4])) != head_crc:
         return None
-    end = offset + FRAME_BYTES + length
+    end: int = offset + FRAME_BYTES + length
     if end > len(data):
         return None
     (crc,) = _CRC.unpack_from(data, offset + 8)

@@ -7,9 +7,10 @@ import contextlib
 from collections.abc import AsyncIterator
 from types import EllipsisType
 
+from .._persist import LoopLocks as LocalLocks
 from ..errors import InvalidArgumentError, ThreadBusyError
 from ..history import well_formed_problems
-from .lock import LocalLocks, check_seconds
+from .lock import check_seconds
 from .model import ThreadCheckpoint, check_storable, check_thread_id, to_json
 
 __all__ = ["InMemoryCheckpointer"]
