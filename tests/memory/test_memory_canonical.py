@@ -62,6 +62,8 @@ def _strict(data: bytes) -> list[Message]:
 def test_a_written_document_reads_back_in_one_pass_as_the_strict_reader_reads_it(
     tmp_path: Path, messages: list[Message]
 ) -> None:
+    for leftover in tmp_path.iterdir():  # the first write publishes the whole document
+        leftover.unlink()
     memory = FileMemory(tmp_path, max_messages=100)
     asyncio.run(memory.replace(messages))
     data = memory.path.read_bytes()
@@ -89,7 +91,7 @@ _DEFECTS = [
     pytest.param(b'"metadata":{"x":1,', b'"metadata":{"x":1e999,', id="out-of-range"),
     pytest.param(b'"hello \xf0\x9f\x98\x80"', b'"hello \\udc00"', id="lone-surrogate"),
     pytest.param(b'"role":"user",', b'"role":"user","role":"user",', id="duplicate-field"),
-    pytest.param(b'{"version":1,', b'{"version":1,"version":1,', id="duplicate-top"),
+    pytest.param(b'{"version":2,', b'{"version":2,"version":2,', id="duplicate-top"),
 ]
 
 

@@ -1,63 +1,82 @@
-"""The ``memory.json`` document: strict parsing and per-message JSON fragments.
+"""The ``memory.json`` document and its journal records: strict parsing, JSON fragments.
 
-The document is ``{"version": 1, "messages": [...]}`` and nothing else. The reader is
-strict because a document it accepted would later be rewritten: anything it cannot read
-exactly (bad UTF-8 or JSON, duplicate keys, NaN or infinite numbers, nesting too deep,
-wrong types, unknown keys, a newer version) is reported as corrupt instead. The writer
-emits the document as ``HEADER + fragment ("," fragment)* + FOOTER`` so that a writer can
-reuse the fragments of messages it already serialised.
+Version 2 of the document (written since the journal exists) is
+``{"version": 2, "journal": "<token>", "messages": [...]}``: ``token`` binds the journal
+beside it (``memory.json.journal``) to this document. Version 1, ``{"version": 1,
+"messages": [...]}``, is still read (it has no journal). A journal record's payload is a
+JSON array of messages. The reader is strict because a document it accepted would later
+be rewritten: anything it cannot read exactly (bad UTF-8 or JSON, duplicate keys, NaN or
+infinite numbers, nesting too deep, wrong types, unknown keys, a newer version, more
+items than the bound) is reported as corrupt. The writer emits the document as
+``header(token) + fragment ("," fragment)* + FOOTER`` so that it can reuse the fragments
+of messages it already serialised.
 """
 
 from __future__ import annotations
 
+import re
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from pydantic import ValidationError
 from pydantic_core import PydanticSerializationError
 
-from .._persist import json_type, strict_loads
+from .._persist import json_problem, json_type, strict_loads, version_problem
 from ..errors import InvalidArgumentError, MemoryCorruptError
 from ..messages import Message, MessageList
 
 __all__ = [
+    "DEFAULT_MAX_BYTES",
+    "DEFAULT_MAX_ITEMS",
     "FOOTER",
     "HEADER",
     "MEMORY_FORMAT_VERSION",
     "SEP",
+    "count_items",
     "encode_message",
     "encode_stored",
+    "header",
     "parse_document",
+    "parse_record",
     "same_json_message",
     "strict_loads",
 ]
 
 #: Version of the ``memory.json`` document; readers refuse newer ones.
-MEMORY_FORMAT_VERSION = 1
+MEMORY_FORMAT_VERSION = 2
+#: Default bound on the bytes of ``memory.json`` plus its journal (checked before reading).
+DEFAULT_MAX_BYTES = 256 << 20
+#: Default bound on the objects with an ``"id"`` (messages and tool calls) in them.
+DEFAULT_MAX_ITEMS = 1_000_000
 
-HEADER = b'{"version":%d,"messages":[' % MEMORY_FORMAT_VERSION
+#: Header of a version-1 document (read only).
+HEADER = b'{"version":1,"messages":['
 FOOTER = b"]}"
 SEP = b","
 
-_KEYS = frozenset({"version", "messages"})
+_V2_HEADER = re.compile(rb'\{"version":2,"journal":"([0-9a-f]{32})","messages":\[')
+_V1_KEYS = frozenset({"version", "messages"})
+_V2_KEYS = frozenset({"version", "journal", "messages"})
 _SERIALIZER = Message.__pydantic_serializer__
+_ID_KEY = b'"id":'
 
 
-def _canonical_messages(data: bytes) -> list[Message] | None:
-    """The messages of ``data`` parsed in one pass if it is exactly what writing them makes.
+def header(token: str) -> bytes:
+    """The opening of a version-2 document bound to the journal ``token`` (32 hex digits)."""
+    return b'{"version":2,"journal":"%s","messages":[' % token.encode("ascii")
 
-    The strict reader runs a Python hook for every JSON object. A document that is byte
-    for byte ``HEADER`` + the serialisation of the messages it parses to + ``FOOTER``
-    cannot hold anything that reader refuses (a duplicate key, NaN, an out-of-range
-    number or a surrogate escape would each serialise differently, or not at all): that
-    is every file FileMemory wrote. Anything else goes to the strict reader, which alone
-    decides what is accepted and names the problem.
+
+def count_items(data: bytes) -> int:
+    """An upper bound on the messages and tool calls in ``data`` (one C scan).
+
+    Every message and tool call has an ``"id"`` key; the pattern cannot occur inside a
+    JSON string (its quotes would be escaped), so only keys named ``id`` are counted.
     """
-    if len(data) < len(HEADER) + len(FOOTER) or not (
-        data.startswith(HEADER) and data.endswith(FOOTER)
-    ):
-        return None
-    items = data[len(HEADER) - 1 : len(data) - len(FOOTER) + 1]  # the "[...]" of messages
+    return data.count(_ID_KEY)
+
+
+def _canonical_items(items: bytes) -> list[Message] | None:
     try:
         messages = MessageList.validate_json(items)
         if MessageList.dump_json(messages) == items:
@@ -67,41 +86,51 @@ def _canonical_messages(data: bytes) -> list[Message] | None:
     return None
 
 
-def parse_document(data: bytes, path: Path) -> list[Message]:
-    """The messages of a ``memory.json`` document, or ``MemoryCorruptError``."""
-    fast = _canonical_messages(data)
-    if fast is not None:
-        return fast
+def _split_header(data: bytes) -> tuple[int, str | None] | None:
+    """Where the messages array starts and the journal token, for a canonical header."""
+    if data.startswith(HEADER):
+        return len(HEADER) - 1, None
+    match = _V2_HEADER.match(data)
+    if match is None:
+        return None
+    return match.end() - 1, match.group(1).decode("ascii")
 
+
+def _canonical_messages(data: bytes) -> list[Message] | None:
+    """The messages of ``data`` parsed in one pass if it is exactly what writing them makes.
+
+    The strict reader runs a Python hook for every JSON object. A document that is byte
+    for byte a header + the serialisation of the messages it parses to + ``FOOTER``
+    cannot hold anything that reader refuses (a duplicate key, NaN, an out-of-range
+    number or a surrogate escape would each serialise differently, or not at all): that
+    is every file FileMemory wrote. Anything else goes to the strict reader, which alone
+    decides what is accepted and names the problem.
+    """
+    found = _canonical_document(data)
+    return None if found is None else found[0]
+
+
+def _canonical_document(data: bytes) -> tuple[list[Message], str | None] | None:
+    split = _split_header(data)
+    if split is None or not data.endswith(FOOTER) or len(data) < split[0] + 1 + len(FOOTER):
+        return None
+    start, token = split
+    items = data[start : len(data) - len(FOOTER) + 1]  # the "[...]" of messages
+    messages = _canonical_items(items)
+    return None if messages is None else (messages, token)
+
+
+def _corrupt_factory(path: Path, what: str) -> Callable[[str], MemoryCorruptError]:
     def corrupt(reason: str) -> MemoryCorruptError:
         return MemoryCorruptError(
-            f"{path} is not a valid memory file ({reason}); it was left untouched — "
+            f"{path} is not a valid memory {what} ({reason}); it was left untouched — "
             "inspect or remove it to continue"
         )
 
-    try:
-        doc = strict_loads(data)
-    except RecursionError:
-        raise corrupt("nested too deeply") from None
-    except ValueError as exc:
-        raise corrupt(f"unreadable JSON: {exc}") from None
-    if not isinstance(doc, dict):
-        raise corrupt(f"top level is {json_type(doc)}, not an object")
-    if doc.keys() != _KEYS:
-        missing = sorted(_KEYS - doc.keys())
-        extra = sorted(doc.keys() - _KEYS)
-        raise corrupt(f"missing keys {missing}, unknown keys {extra}")
-    version = doc["version"]
-    if type(version) is not int:
-        raise corrupt(f"version is {version!r}, not an integer")
-    if version > MEMORY_FORMAT_VERSION:
-        raise corrupt(
-            f"version {version} was written by a newer framework-agents; "
-            f"this one reads up to version {MEMORY_FORMAT_VERSION}"
-        )
-    if version < 1:
-        raise corrupt(f"unknown version {version}")
-    items = doc["messages"]
+    return corrupt
+
+
+def _validate_items(items: Any, corrupt: Callable[[str], MemoryCorruptError]) -> list[Message]:
     if not isinstance(items, list):
         raise corrupt(f"messages is {json_type(items)}, not an array")
     try:
@@ -114,6 +143,66 @@ def parse_document(data: bytes, path: Path) -> list[Message]:
         raise corrupt(f"message {where}: {first['msg']}{more}") from None
     except RecursionError:
         raise corrupt("nested too deeply") from None
+
+
+def _strict(data: bytes, corrupt: Callable[[str], MemoryCorruptError]) -> Any:
+    try:
+        return strict_loads(data)
+    except RecursionError:
+        raise corrupt("nested too deeply") from None
+    except ValueError as exc:
+        raise corrupt(f"unreadable JSON: {exc}") from None
+
+
+def _check_items(data: bytes, max_items: int, corrupt: Callable[[str], MemoryCorruptError]) -> None:
+    count = count_items(data)
+    if count > max_items:
+        raise corrupt(f"{count} messages and tool calls, more than the bound of {max_items}")
+
+
+def parse_document(
+    data: bytes, path: Path, *, max_items: int = DEFAULT_MAX_ITEMS
+) -> tuple[list[Message], str | None]:
+    """The messages of a ``memory.json`` document and its journal token (``None``: v1).
+
+    Raises:
+        MemoryCorruptError: anything the strict reader refuses (see the module docstring).
+    """
+    corrupt = _corrupt_factory(path, "file")
+    _check_items(data, max_items, corrupt)
+    fast = _canonical_document(data)
+    if fast is not None:
+        return fast
+    doc = _strict(data, corrupt)
+    if not isinstance(doc, dict):
+        raise corrupt(f"top level is {json_type(doc)}, not an object")
+    problem = version_problem(doc.get("version"), MEMORY_FORMAT_VERSION)
+    if problem is not None:
+        raise corrupt(problem)
+    keys = _V1_KEYS if doc["version"] == 1 else _V2_KEYS
+    if doc.keys() != keys:
+        missing = sorted(keys - doc.keys())
+        extra = sorted(doc.keys() - keys)
+        raise corrupt(f"missing keys {missing}, unknown keys {extra}")
+    token = doc.get("journal")
+    if token is not None and (
+        not isinstance(token, str) or not re.fullmatch("[0-9a-f]{32}", token)
+    ):
+        raise corrupt(f"journal token {token!r} is not 32 hex digits")
+    return _validate_items(doc["messages"], corrupt), token
+
+
+def parse_record(payload: bytes, path: Path) -> list[Message]:
+    """The messages of one journal record (a JSON array of messages).
+
+    Raises:
+        MemoryCorruptError: the record does not hold messages.
+    """
+    fast = _canonical_items(payload)
+    if fast is not None:
+        return fast
+    corrupt = _corrupt_factory(path, "journal")
+    return _validate_items(_strict(payload, corrupt), corrupt)
 
 
 def encode_stored(msg: Message) -> bytes:
@@ -130,6 +219,9 @@ def encode_message(msg: Message) -> tuple[bytes, Message]:
     ``InvalidArgumentError`` rather than stored altered. The read-back message is an
     independent object equal to ``msg`` (see :func:`same_json_message`).
     """
+    problem = _free_form_problem(msg)
+    if problem is not None:
+        raise InvalidArgumentError(f"message {msg.id!r} cannot be stored as JSON: {problem}")
     try:
         fragment = _SERIALIZER.to_json(msg)
         back = Message.model_validate(strict_loads(fragment))
@@ -142,6 +234,19 @@ def encode_message(msg: Message) -> tuple[bytes, Message]:
             "list, dict with str keys)"
         )
     return fragment, back
+
+
+def _free_form_problem(msg: Message) -> str | None:
+    """The one plain-JSON rule (same depth limit as checkpoints and snapshots)."""
+    if msg.metadata:
+        problem = json_problem(msg.metadata, "metadata")
+        if problem is not None:
+            return problem
+    for j, call in enumerate(msg.tool_calls):
+        problem = json_problem(call.args, f"tool_calls[{j}].args")
+        if problem is not None:
+            return problem
+    return None
 
 
 def _same_json(a: Any, b: Any) -> bool:

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 
+from .._persist import LoopLocks
 from ..messages import FrozenMessage, Message, freeze_message, thaw_message
 from ._window import (
     OTHER,
@@ -33,6 +34,7 @@ class InMemoryMemory:
     def __init__(self, max_messages: int = 50) -> None:
         self.max_messages: int = check_max_messages(max_messages)
         self._stored: list[FrozenMessage] = []
+        self._locks = LoopLocks()
 
     async def load(self) -> list[Message]:
         """The stored history, repaired and within ``max_messages`` (copies)."""
@@ -50,6 +52,13 @@ class InMemoryMemory:
         # Window first: only what is kept is copied (the cut depends on values alone).
         kept = window(check_messages(messages), self.max_messages)
         self._stored = [freeze_message(m) for m in kept]
+
+    async def transact(
+        self, update: Callable[[list[Message]], Awaitable[Sequence[Message]]]
+    ) -> None:
+        """Run ``update(history)`` and store its result; other transactions wait meanwhile."""
+        async with self._locks.hold(None):
+            await self.replace(await update(await self.load()))
 
     async def clear(self) -> None:
         """Forget the stored history."""
