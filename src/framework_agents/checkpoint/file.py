@@ -18,6 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from pydantic_core import PydanticSerializationError
 
 from .._fs import atomic_write, read_bytes_or_none, sweep_temp_files
+from .._persist import strict_loads
 from ..errors import (
     AgentError,
     CheckpointCorruptError,
@@ -26,11 +27,16 @@ from ..errors import (
     ThreadBusyError,
 )
 from ..history import well_formed_problems
-from ..memory._document import strict_loads
 from ..messages import Message, ToolCall
 from ._io import run_blocking
 from .lock import check_seconds, with_file_lock
-from .model import ThreadCheckpoint, check_storable, check_thread_id, to_json
+from .model import (
+    ThreadCheckpoint,
+    check_saved_at,
+    check_storable,
+    check_thread_id,
+    to_json,
+)
 
 __all__ = ["FileCheckpointer"]
 
@@ -95,6 +101,11 @@ class _Progress(BaseModel):
     in_flight: list[ToolCall]
     outcome_unknown: bool
     decisions: dict[str, Any]
+
+    @field_validator("saved_at", mode="before")
+    @classmethod
+    def _no_timestamp_numbers(cls, value: object) -> object:
+        return check_saved_at(value)
 
     @field_validator("version")
     @classmethod
@@ -213,9 +224,12 @@ class FileCheckpointer:
 
     def _parse(self, thread_id: str, path: Path, data: bytes) -> ThreadCheckpoint:
         checkpoint = _canonical(data)
+        versioned = True  # a canonical document has every key, version included
         try:
             if checkpoint is None:
-                checkpoint = ThreadCheckpoint.model_validate(_strict_json(path, data))
+                doc = _strict_json(path, data)
+                checkpoint = ThreadCheckpoint.model_validate(doc)
+                versioned = isinstance(doc, dict) and "version" in doc
         except ValidationError as exc:
             raise _corrupt(path, exc) from exc
         except AgentError as exc:
@@ -223,6 +237,10 @@ class FileCheckpointer:
         if checkpoint.thread_id != thread_id:
             raise CheckpointCorruptError(
                 f"checkpoint {str(path)!r} belongs to thread {checkpoint.thread_id!r}"
+            )
+        if not versioned:
+            raise CheckpointCorruptError(
+                f"checkpoint {str(path)!r} is unreadable (document: no version key)"
             )
         return checkpoint
 

@@ -18,7 +18,6 @@ The fields beyond ``pending`` implement the at-most-once protocol (``docs/checkp
 
 from __future__ import annotations
 
-import math
 import re
 from datetime import UTC, datetime
 from typing import Any
@@ -26,6 +25,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 from pydantic_core import PydanticSerializationError
 
+from .._persist import json_problem
 from ..errors import StateNotJsonError, ThreadIdInvalidError
 from ..messages import Message, ToolCall, constructor_only
 
@@ -33,6 +33,7 @@ __all__ = [
     "CHECKPOINT_FORMAT_VERSION",
     "THREAD_ID_PATTERN",
     "ThreadCheckpoint",
+    "check_saved_at",
     "check_storable",
     "check_thread_id",
     "to_json",
@@ -55,26 +56,20 @@ def check_thread_id(thread_id: object) -> str:
     return thread_id
 
 
+def check_saved_at(value: object) -> object:
+    """Refuse numbers (and bools) as ``saved_at``: a stored time is an ISO 8601 string.
+
+    Pydantic would read ``5`` as five seconds after the epoch; a document holding one was
+    not written by a checkpointer.
+    """
+    if isinstance(value, bool | int | float):
+        raise ValueError(f"saved_at must be an ISO 8601 date-time, not the number {value!r}")
+    return value
+
+
 def _json_problem(value: Any, path: str) -> str | None:
-    """Where ``value`` stops being plain JSON (a NaN, a set, a non-str key...), or ``None``."""
-    stack = [(value, path)]
-    while stack:
-        item, where = stack.pop()
-        if item is None or isinstance(item, bool | int | str):
-            continue
-        if isinstance(item, float):
-            if not math.isfinite(item):
-                return f"{where} is {item!r}, which JSON cannot hold"
-        elif isinstance(item, list | tuple):  # a tuple reads back as a list, as in sessions
-            stack.extend((v, f"{where}[{i}]") for i, v in enumerate(item))
-        elif isinstance(item, dict):
-            for key, v in item.items():
-                if not isinstance(key, str):
-                    return f"{where} has the non-string key {key!r}"
-                stack.append((v, f"{where}[{key!r}]"))
-        else:
-            return f"{where} is a {type(item).__name__}, not a JSON value"
-    return None
+    """Where ``value`` stops being plain JSON (the persistence layer's one rule), or ``None``."""
+    return json_problem(value, path)
 
 
 def _message_problem(message: Message, where: str) -> str | None:
@@ -167,6 +162,8 @@ class ThreadCheckpoint(BaseModel):
                 if name in data:  # as Python says for any other signature
                     raise TypeError(f"ThreadCheckpoint() got multiple values for argument {name!r}")
                 data[name] = value
+        if "thread_id" not in data:
+            check_thread_id(None)  # THREAD_ID_INVALID, not a pydantic "field required"
         super().__init__(**data)
 
     @field_validator("version")
@@ -181,10 +178,16 @@ class ThreadCheckpoint(BaseModel):
             raise ValueError(f"checkpoint format version {value} is not a valid version")
         return value
 
-    @field_validator("thread_id")
+    @field_validator("thread_id", mode="before")
     @classmethod
-    def _safe_thread_id(cls, value: str) -> str:
+    def _safe_thread_id(cls, value: object) -> str:
+        # Before pydantic's coercion: bytes, numbers and None are THREAD_ID_INVALID.
         return check_thread_id(value)
+
+    @field_validator("saved_at", mode="before")
+    @classmethod
+    def _no_timestamp_numbers(cls, value: object) -> object:
+        return check_saved_at(value)
 
     @field_validator("saved_at")
     @classmethod
