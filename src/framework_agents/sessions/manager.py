@@ -22,7 +22,7 @@ from ..errors import (
     SnapshotCorruptError,
     SnapshotMissingError,
 )
-from ._base import ArgumentTypeError, Storage
+from ._base import ArgumentTypeError, Storage, digest, swap
 from ._keys import validate_segment
 from .snapshot import Snapshot, SnapshotData, is_snapshot_id
 
@@ -31,6 +31,13 @@ __all__ = ["LATEST_NAME", "SessionManager"]
 #: File name of the latest snapshot inside an agent's ``snapshots`` directory.
 LATEST_NAME = "snapshot_latest.json"
 _SUFFIX = ".json"
+
+
+class _Unread:
+    """Sentinel: this manager has not read or written the latest snapshot yet."""
+
+
+_UNREAD = _Unread()
 
 
 class SessionManager:
@@ -45,6 +52,9 @@ class SessionManager:
             )
         self.storage: Storage = storage
         self._prefix = f"session/{session_id}/scopes/agent/{agent_id}/snapshots/"
+        # Digest of the latest snapshot as this manager last read or wrote it (None: there
+        # was none); _UNREAD until then (the first write is then a plain put).
+        self._latest: str | _Unread | None = _UNREAD
 
     def __repr__(self) -> str:
         return (
@@ -66,19 +76,35 @@ class SessionManager:
         return f"{self._prefix}{snapshot_id}{_SUFFIX}"
 
     async def save_latest(self, snapshot: Snapshot) -> None:
-        """Atomically replace the latest snapshot with ``snapshot``."""
+        """Atomically replace the latest snapshot with ``snapshot``.
+
+        Once this manager has read or written the latest snapshot, the write is a
+        compare-and-swap (when the storage can, see ``Storage``): if another writer
+        replaced it since, nothing is written and ``CHECKPOINT_CONFLICT`` is raised, so an
+        acknowledged update is never overwritten by a writer that did not see it. Call
+        :meth:`load_latest` again, apply the change, and save.
+        """
         if not isinstance(snapshot, Snapshot):
             raise ArgumentTypeError(
                 f"save_latest() takes a Snapshot, not {type(snapshot).__name__}"
             )
-        await self.storage.put(self.latest_key, snapshot.to_json())
+        data = snapshot.to_json()
+        known = self._latest
+        if isinstance(known, _Unread):
+            await self.storage.put(self.latest_key, data)
+        else:
+            await swap(self.storage, self.latest_key, data, known)
+        self._latest = digest(data)
 
     async def load_latest(self) -> Snapshot | None:
         """The latest snapshot, or ``None`` when the session has none (``SNAPSHOT_CORRUPT``)."""
         raw = await self.storage.get(self.latest_key)
         if raw is None:
+            self._latest = None
             return None
-        return Snapshot.from_json(raw, source=f"snapshot {self.latest_key!r}")
+        snapshot = Snapshot.from_json(raw, source=f"snapshot {self.latest_key!r}")
+        self._latest = digest(raw)
+        return snapshot
 
     async def save_snapshot(
         self, data: SnapshotData | Mapping[str, Any], app_data: Any = None
