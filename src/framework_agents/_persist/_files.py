@@ -184,6 +184,8 @@ def read_document(path: Path, *, max_bytes: int) -> tuple[bytes, os.stat_result]
         raise
     try:
         st = os.fstat(fd)
+        if stat.S_ISDIR(st.st_mode):
+            raise OddFileError(path, "a directory is in its place")
         if not stat.S_ISREG(st.st_mode):
             raise OddFileError(path, "it is not a regular file (a FIFO, device or socket)")
         if st.st_size > max_bytes:

@@ -186,7 +186,7 @@ def _try_kernel_lock(fd: int) -> bool | None:
 def _create(path: Path, token: str) -> _Held | _Busy | _Again | None:
     """Try to create the lock file; ``None`` when it already exists."""
     try:
-        fd = os.open(path, _OPEN_FLAGS | os.O_CREAT | os.O_EXCL, 0o644)
+        fd = os.open(path, _OPEN_FLAGS | os.O_CREAT | os.O_EXCL, 0o600)
     except FileExistsError:
         return None
     except (FileNotFoundError, NotADirectoryError):
@@ -256,7 +256,7 @@ def _inspect_without_flock(
     seen = _read_record(fd)
     guard = path.with_name(path.name + ".reclaim")
     try:
-        gfd = os.open(guard, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o644)
+        gfd = os.open(guard, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
     except FileExistsError:
         with contextlib.suppress(FileNotFoundError):
             if time.time() - os.stat(guard).st_mtime > stale_after:

@@ -19,6 +19,7 @@ The fields beyond ``pending`` implement the at-most-once protocol (``docs/checkp
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
 
@@ -35,8 +36,10 @@ __all__ = [
     "ThreadCheckpoint",
     "check_saved_at",
     "check_storable",
+    "check_storable_messages",
     "check_thread_id",
     "to_json",
+    "turn_problem",
 ]
 
 #: Version of the JSON shape of a checkpoint; readers refuse newer ones (CHECKPOINT_CORRUPT).
@@ -109,6 +112,36 @@ def check_storable(checkpoint: ThreadCheckpoint, *, history: bool = True) -> Non
     found = next((p for p in problems if p), None)
     if found:
         raise StateNotJsonError(f"checkpoint of thread {checkpoint.thread_id!r}: {found}")
+
+
+def check_storable_messages(checkpoint: ThreadCheckpoint, messages: Sequence[Message]) -> None:
+    """STATE_NOT_JSON unless the free-form values of ``messages`` are plain JSON."""
+    for i, msg in enumerate(messages):
+        if msg.metadata or msg.tool_calls:
+            problem = _message_problem(msg, f"new messages[{i}]")
+            if problem:
+                raise StateNotJsonError(f"checkpoint of thread {checkpoint.thread_id!r}: {problem}")
+
+
+def turn_problem(checkpoint: ThreadCheckpoint) -> str | None:
+    """Why ``turn``, ``results``, ``in_flight`` and ``outcome_unknown`` disagree, or ``None``."""
+    if checkpoint.turn is None:
+        if checkpoint.results or checkpoint.in_flight:
+            return "results and in_flight need the turn they belong to"
+    else:
+        calls = {c.id for c in checkpoint.turn.tool_calls}
+        answered: set[str] = set()
+        for result in checkpoint.results:
+            cid = result.tool_call_id
+            if result.role != "tool" or cid not in calls or cid in answered:
+                return f"result {result.id!r} answers no open call of the turn"
+            answered.add(cid)
+        for call in checkpoint.in_flight:
+            if call.id not in calls or call.id in answered:
+                return f"in-flight call {call.id!r} is no open call of the turn"
+    if checkpoint.outcome_unknown and not checkpoint.in_flight:
+        return "outcome_unknown needs in_flight calls"
+    return None
 
 
 def to_json(model: BaseModel) -> bytes:
@@ -204,22 +237,9 @@ class ThreadCheckpoint(BaseModel):
 
     @model_validator(mode="after")
     def _consistent_turn(self) -> ThreadCheckpoint:
-        if self.turn is None:
-            if self.results or self.in_flight:
-                raise ValueError("results and in_flight need the turn they belong to")
-        else:
-            calls = {c.id for c in self.turn.tool_calls}
-            answered: set[str] = set()
-            for result in self.results:
-                cid = result.tool_call_id
-                if result.role != "tool" or cid not in calls or cid in answered:
-                    raise ValueError(f"result {result.id!r} answers no open call of the turn")
-                answered.add(cid)
-            for call in self.in_flight:
-                if call.id not in calls or call.id in answered:
-                    raise ValueError(f"in-flight call {call.id!r} is no open call of the turn")
-        if self.outcome_unknown and not self.in_flight:
-            raise ValueError("outcome_unknown needs in_flight calls")
+        problem = turn_problem(self)
+        if problem is not None:
+            raise ValueError(problem)
         return self
 
     def resumable_history(self) -> list[Message]:
