@@ -78,10 +78,17 @@ class Delta(BaseModel):
 class JournalView:
     """A journal as read: its deltas, its identity and where its valid records end."""
 
-    def __init__(self, deltas: list[Delta], key: tuple[int, int] | None, end: int) -> None:
+    def __init__(
+        self,
+        deltas: list[Delta],
+        key: tuple[int, int] | None,
+        end: int,
+        stamp: tuple[int, int, int] | None = None,
+    ) -> None:
         self.deltas = deltas
         self.key = key
         self.end = end
+        self.stamp = stamp  # (size, mtime_ns, ctime_ns) when last read or written
 
 
 def _corrupt(path: Path, reason: str) -> CheckpointCorruptError:
@@ -116,7 +123,7 @@ def read_journal(path: Path, digest: str, *, max_bytes: int) -> JournalView:
     try:
         found = scan(data)
         if not found.payloads or parse_header(found.payloads[0]) != digest:
-            return JournalView([], key, -1)  # stale: -1 marks "replace it on the next append"
+            return JournalView([], key, -1, _stamp(st))  # stale: replaced by the next append
     except JournalCorruptError as exc:
         raise _corrupt(path, str(exc)) from None
     deltas = []
@@ -125,7 +132,11 @@ def read_journal(path: Path, digest: str, *, max_bytes: int) -> JournalView:
             deltas.append(Delta.model_validate_json(payload))
         except ValidationError as exc:
             raise _corrupt(path, f"a record is not a delta: {exc.errors()[0]['msg']}") from None
-    return JournalView(deltas, key, found.end)
+    return JournalView(deltas, key, found.end, _stamp(st))
+
+
+def _stamp(st: os.stat_result) -> tuple[int, int, int]:
+    return (st.st_size, st.st_mtime_ns, st.st_ctime_ns)
 
 
 def apply_deltas(checkpoint: ThreadCheckpoint, deltas: list[Delta], path: Path) -> ThreadCheckpoint:
@@ -160,13 +171,17 @@ def append_delta(path: Path, digest: str, view: JournalView, payload: bytes) -> 
             st = os.stat(path, follow_symlinks=False)
         except OSError as exc:
             raise mark_landed(exc) from None
-        return JournalView([], (st.st_dev, st.st_ino), len(head) + len(record))
+        return JournalView([], (st.st_dev, st.st_ino), len(head) + len(record), _stamp(st))
     fd = os.open(path, os.O_RDWR | os.O_NOFOLLOW | _CLOEXEC)
     try:
         st = os.fstat(fd)
         if (st.st_dev, st.st_ino) != view.key:
             raise _corrupt(path, "it was replaced while the write lock was held")
         append_record(fd, view.end, record)
+        try:
+            after = os.fstat(fd)
+        except OSError as exc:
+            raise mark_landed(exc) from None
     finally:
         os.close(fd)
-    return JournalView([], view.key, view.end + len(record))
+    return JournalView([], view.key, view.end + len(record), _stamp(after))

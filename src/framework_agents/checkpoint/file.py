@@ -29,6 +29,7 @@ from ..errors import (
     ThreadBusyError,
 )
 from ..history import well_formed_problems
+from ..memory._document import same_json_message
 from ..messages import Message, ToolCall
 from ._io import run_blocking
 from ._journal import OVERLAY, Delta, JournalView, append_delta, apply_deltas, read_journal
@@ -410,7 +411,7 @@ class FileCheckpointer:
             jsig = _signature_or_none(path.with_name(JOURNAL_FILE))
             view = known.journal
             if (view.key is None and jsig is None) or (
-                jsig is not None and view.key == jsig[:2] and jsig[2] == view.end
+                jsig is not None and view.key == jsig[:2] and view.stamp == jsig[2:]
             ):
                 return known
         self._read(thread_id)
@@ -462,7 +463,7 @@ class FileCheckpointer:
             known is not None
             and not known.progress
             and len(new) >= keep
-            and all(map(operator.is_, new[:keep], known.messages))
+            and _same_prefix(new, known.messages)
         )
         if not extends or known is None:
             self._fold(checkpoint)
@@ -499,8 +500,15 @@ class FileCheckpointer:
         outgrows half the document, the whole checkpoint is checked and published.
         """
         _check_checkpoint(checkpoint)
-        async with self._locked(checkpoint.thread_id, WRITE_LOCK_FILE, self.lock_timeout):
-            await run_blocking(self._guard, checkpoint.thread_id, self._save_sync, checkpoint)
+        thread_id = checkpoint.thread_id
+        try:
+            async with self._locked(thread_id, WRITE_LOCK_FILE, self.lock_timeout):
+                await run_blocking(self._guard, thread_id, self._save_sync, checkpoint)
+        except AgentError:
+            raise
+        except OSError as exc:  # taking or releasing the write lock
+            key = f"threads/{thread_id}/{CHECKPOINT_FILE}"
+            raise io_error(exc, action="write", key=key, root=self.root) from exc
 
     async def save_progress(self, checkpoint: ThreadCheckpoint) -> None:
         """The same as :meth:`save` (every save writes only what is new when it can)."""
@@ -600,6 +608,13 @@ def _check_well_formed_tail(checkpoint: ThreadCheckpoint, keep: int) -> None:
             f"checkpoint messages of thread {checkpoint.thread_id!r} are not well formed: "
             + "; ".join(problems[:3])
         )
+
+
+def _same_prefix(new: list[Message], stored: list[Message]) -> bool:
+    """Whether ``new`` starts with ``stored``: the same objects (fast), else equal JSON."""
+    if all(map(operator.is_, new, stored)):
+        return True
+    return all(a is b or same_json_message(a, b) for a, b in zip(new, stored, strict=False))
 
 
 def _signature_or_none(path: Path) -> _Signature | None:

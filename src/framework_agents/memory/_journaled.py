@@ -123,6 +123,7 @@ class MemoryFiles:
         self.lock = directory / "memory.json.lock"
         self.max_bytes = max_bytes
         self.max_items = max_items
+        self.reparses = 0  # documents parsed again although already known (tests, benchmarks)
 
     # -- errors ------------------------------------------------------------------------
 
@@ -238,12 +239,14 @@ class MemoryFiles:
                 known is not None
                 and known.doc_ident == ident
                 and known.token is not None
-                and os.pread(fd, 64, 0).startswith(header(known.token))
+                and os.pread(fd, 128, 0).startswith(header(known.token))
             ):
                 return State(ident, known.token, known.doc_bytes, known.doc_count, known.entries)
             data = self._read(fd, st, self.doc, 0, self.max_bytes)
         finally:
             os.close(fd)
+        if known is not None:
+            self.reparses += 1  # another writer published a new document
         messages, token = parse_document(data, self.doc, max_items=self.max_items)
         entries = Entries.of_messages(messages)
         return State(ident, token, len(data), len(entries.ids), entries)

@@ -124,11 +124,15 @@ class FileMemory:
         # each: a commit re-encodes only messages that changed.
         self._memo: dict[str, tuple[Message, bytes]] = {}
         self._next_sweep = 0.0  # monotonic time of the next temp-file sweep
-        self._reparses = 0  # how often a write had to parse the document (tests, benchmarks)
         self._folds = 0  # how often a write published a new document
 
     def __repr__(self) -> str:
         return f"FileMemory({str(self.dir)!r}, max_messages={self.max_messages})"
+
+    @property
+    def _reparses(self) -> int:
+        """How often a write parsed a document it already knew (tests, benchmarks)."""
+        return self._files.reparses
 
     # -- the contract ------------------------------------------------------------------
 
@@ -271,10 +275,7 @@ class FileMemory:
         return messages_of(state.entries)
 
     def _refresh(self) -> State:
-        known = self._state
-        state = self._files.refresh(known)
-        if known is None or state.doc_ident != known.doc_ident:
-            self._reparses += state.doc_ident is not None
+        state = self._files.refresh(self._state)
         self._state = state
         return state
 
