@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import copy
 import functools
 import hashlib
 import logging
@@ -103,6 +104,7 @@ class _Known:
     journal: JournalView = field(default_factory=lambda: JournalView([], None, 0))
     doc_bytes: int = 0
     progress: bool = False  # a progress.json (written by an earlier release) is there
+    checkpoint: ThreadCheckpoint | None = None  # what the files hold, for load()
 
 
 class _Progress(BaseModel):
@@ -335,17 +337,27 @@ class FileCheckpointer:
             view,
             len(data),
             progress is not None,
+            checkpoint,
         )
-        return checkpoint
+        return _detached(checkpoint)
 
     async def load(self, thread_id: str) -> ThreadCheckpoint | None:
         """The thread's checkpoint, or ``None`` (CHECKPOINT_CORRUPT when unreadable)."""
         check_thread_id(thread_id)
         try:
-            return await run_blocking(self._read, thread_id)
+            return await run_blocking(self._load_sync, thread_id)
         except OSError as exc:
             key = f"threads/{thread_id}/{CHECKPOINT_FILE}"
             raise io_error(exc, action="read", key=key, root=self.root) from exc
+
+    def _load_sync(self, thread_id: str) -> ThreadCheckpoint | None:
+        """The checkpoint: from what this instance knows when the files are unchanged."""
+        known = self._known.get(thread_id)
+        if known is not None and known.checkpoint is not None and self._unchanged(thread_id):
+            found = _detached(known.checkpoint)
+            known.messages = list(found.messages)  # the caller's next save extends these
+            return found
+        return self._read(thread_id)
 
     async def list_threads(self) -> list[str]:
         """The ids of the threads that have a checkpoint, sorted."""
@@ -400,22 +412,27 @@ class FileCheckpointer:
         Refuses (CHECKPOINT_CORRUPT) files that changed and are unreadable, so a write
         never replaces a corrupt document, progress file or journal.
         """
+        if self._unchanged(thread_id):
+            return self._known.get(thread_id)
+        self._read(thread_id)
+        return self._known.get(thread_id)
+
+    def _unchanged(self, thread_id: str) -> bool:
+        """Whether the thread's files are exactly as this instance last read or wrote them."""
         known = self._known.get(thread_id)
         path = self.path(thread_id)
         if (
-            known is not None
-            and not known.progress
-            and _signature_or_none(path) == known.signature
-            and not os.path.lexists(path.with_name(PROGRESS_FILE))
+            known is None
+            or known.progress
+            or _signature_or_none(path) != known.signature
+            or os.path.lexists(path.with_name(PROGRESS_FILE))
         ):
-            jsig = _signature_or_none(path.with_name(JOURNAL_FILE))
-            view = known.journal
-            if (view.key is None and jsig is None) or (
-                jsig is not None and view.key == jsig[:2] and view.stamp == jsig[2:]
-            ):
-                return known
-        self._read(thread_id)
-        return self._known.get(thread_id)
+            return False
+        jsig = _signature_or_none(path.with_name(JOURNAL_FILE))
+        view = known.journal
+        if jsig is None:
+            return view.key is None
+        return view.key == jsig[:2] and view.stamp == jsig[2:]
 
     def _write(self, checkpoint: ThreadCheckpoint, payload: bytes) -> None:
         """Publish the whole checkpoint (a fold): the journal and progress.json go stale."""
@@ -440,6 +457,7 @@ class FileCheckpointer:
             _ids(checkpoint),
             list(checkpoint.messages),
             doc_bytes=len(payload),
+            checkpoint=ThreadCheckpoint.model_validate_json(payload),  # what a read gives
         )
         for stale in (journal, path.with_name(PROGRESS_FILE)):
             try:
@@ -483,6 +501,11 @@ class FileCheckpointer:
         known.journal = append_delta(journal, known.digest, view, payload)
         known.messages = list(new)
         known.ids = _ids(checkpoint)
+        if known.checkpoint is not None:  # what a read would give: the JSON read back
+            back = Delta.model_validate_json(payload)
+            fields = {name: getattr(back, name) for name in OVERLAY}
+            fields["messages"] = [*known.checkpoint.messages[:keep], *back.messages]
+            known.checkpoint = known.checkpoint.model_copy(update=fields)
         self._known[thread_id] = known
 
     def _fold(self, checkpoint: ThreadCheckpoint) -> None:
@@ -608,6 +631,19 @@ def _check_well_formed_tail(checkpoint: ThreadCheckpoint, keep: int) -> None:
             f"checkpoint messages of thread {checkpoint.thread_id!r} are not well formed: "
             + "; ".join(problems[:3])
         )
+
+
+def _detached(checkpoint: ThreadCheckpoint) -> ThreadCheckpoint:
+    """A copy whose containers are its own (messages are values, shared)."""
+    return checkpoint.model_copy(
+        update={
+            "messages": list(checkpoint.messages),
+            "results": list(checkpoint.results),
+            "in_flight": list(checkpoint.in_flight),
+            "state": copy.deepcopy(checkpoint.state),
+            "decisions": copy.deepcopy(checkpoint.decisions),
+        }
+    )
 
 
 def _same_prefix(new: list[Message], stored: list[Message]) -> bool:
