@@ -89,17 +89,12 @@ def _digest(data: bytes) -> str:
     return hashlib.blake2b(data, digest_size=16).hexdigest()
 
 
-def _ids(checkpoint: ThreadCheckpoint) -> tuple[str, ...]:
-    return tuple(m.id for m in checkpoint.messages)
-
-
 @dataclass(slots=True)
 class _Known:
     """A thread's files as this instance last wrote or read them (under the write lock)."""
 
     signature: _Signature
     digest: str
-    ids: tuple[str, ...]
     messages: list[Message] = field(default_factory=list)  # the objects last saved or loaded
     journal: JournalView = field(default_factory=lambda: JournalView([], None, 0))
     doc_bytes: int = 0
@@ -332,7 +327,6 @@ class FileCheckpointer:
         self._known[thread_id] = _Known(
             _signature(st),
             digest,
-            _ids(checkpoint),
             list(checkpoint.messages),
             view,
             len(data),
@@ -454,7 +448,6 @@ class FileCheckpointer:
         self._known[thread_id] = _Known(
             _signature(st),
             digest,
-            _ids(checkpoint),
             list(checkpoint.messages),
             doc_bytes=len(payload),
             checkpoint=ThreadCheckpoint.model_validate_json(payload),  # what a read gives
@@ -500,7 +493,6 @@ class FileCheckpointer:
         self._known.pop(thread_id, None)  # unknown until the append returns
         known.journal = append_delta(journal, known.digest, view, payload)
         known.messages = list(new)
-        known.ids = _ids(checkpoint)
         if known.checkpoint is not None:  # what a read would give: the JSON read back
             back = Delta.model_validate_json(payload)
             fields = {name: getattr(back, name) for name in OVERLAY}
