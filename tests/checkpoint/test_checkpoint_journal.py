@@ -6,7 +6,10 @@ import asyncio
 import errno
 import multiprocessing as mp
 import os
+import random
+import signal
 import sys
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -26,6 +29,8 @@ from framework_agents._persist import scan
 
 sys.path.insert(0, str(Path(__file__).parent))  # children import the worker module by name
 import checkpoint_journal_workers as workers
+
+KILLS = 500
 
 
 def _grow(cp: FileCheckpointer, turns: int) -> list[Message]:
@@ -200,3 +205,52 @@ def test_eight_processes_appending_to_one_thread_lose_nothing(tmp_path: Path) ->
     assert len(ids) == len(set(ids)) == writers * count
     for w in range(writers):
         assert [i for i in ids if i.startswith(f"w{w}-")] == [f"w{w}-{s}" for s in range(count)]
+
+
+def _recv(conn: Any, proc: Any) -> int:
+    assert conn.poll(30), f"child sent nothing (exit code {proc.exitcode})"
+    value: int = conn.recv()
+    return value
+
+
+@pytest.mark.slow
+def test_sigkill_at_random_points_of_saves_and_folds_leaves_an_acknowledged_state(
+    tmp_path: Path,
+) -> None:
+    ctx = mp.get_context("forkserver")
+    ctx.set_forkserver_preload(["framework_agents", "checkpoint_journal_workers"])
+    rng = random.Random(4242)
+    stored = 0
+    for _ in range(KILLS):
+        reader, writer = ctx.Pipe(duplex=False)
+        fold_min = rng.choice([64 << 10, 256])  # appends, or a fold every other save
+        proc = ctx.Process(
+            target=workers.crash_saver, args=(str(tmp_path), stored, writer, fold_min)
+        )
+        proc.start()
+        writer.close()
+        try:
+            assert _recv(reader, proc) == -1
+            acks = [_recv(reader, proc) for _ in range(rng.randint(0, 2))]
+            # The random moment of the kill: progress is only learned from acknowledgements.
+            time.sleep(rng.uniform(0, 0.004))
+            os.kill(proc.pid, signal.SIGKILL)  # type: ignore[arg-type]
+            proc.join(timeout=30)
+            while reader.poll(0):
+                try:
+                    acks.append(reader.recv())
+                except EOFError:
+                    break
+        finally:
+            if proc.is_alive():
+                proc.kill()
+            reader.close()
+        assert acks == list(range(stored, stored + len(acks)))
+        got = _load(tmp_path)
+        ids = [] if got is None else [m.id for m in got.messages]
+        assert ids == [f"s{i}" for i in range(len(ids))]  # never torn, never a mix
+        assert stored + len(acks) <= len(ids) <= stored + len(acks) + 1
+        if got is not None:
+            assert got.state == {"last": ids[-1]}
+        stored = len(ids)
+    assert stored > KILLS // 2
