@@ -59,7 +59,7 @@ def test_missing_file_is_fresh_memory_and_save_creates_the_layout(tmp_path: Path
     asyncio.run(main())
     assert sorted(os.listdir(directory)) == ["memory.json", "memory.json.lock"]
     doc = json.loads((directory / "memory.json").read_bytes())
-    assert list(doc) == ["version", "journal", "messages"]
+    assert list(doc) == ["version", "journal", "check", "messages"]
     assert doc["version"] == 2
     assert os.stat(directory).st_mode & 0o777 == 0o700  # conversations are private
     for name in ("memory.json", "memory.json.lock"):

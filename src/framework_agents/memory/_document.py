@@ -1,8 +1,10 @@
 """The ``memory.json`` document and its journal records: strict parsing, JSON fragments.
 
 Version 2 of the document (written since the journal exists) is
-``{"version": 2, "journal": "<token>", "messages": [...]}``: ``token`` binds the journal
-beside it (``memory.json.journal``) to this document. Version 1, ``{"version": 1,
+``{"version": 2, "journal": "<token>", "check": "<crc32>", "messages": [...]}``: ``token``
+binds the journal beside it (``memory.json.journal``) to this document and ``check`` is
+the CRC32 of the messages array exactly as written, so a bit flip is corrupt, never an
+altered history, and a checked document needs a single parse. Version 1, ``{"version": 1,
 "messages": [...]}``, is still read (it has no journal). A journal record's payload is a
 JSON array of messages. The reader is strict because a document it accepted would later
 be rewritten: anything it cannot read exactly (bad UTF-8 or JSON, duplicate keys, NaN or
@@ -15,6 +17,7 @@ of messages it already serialised.
 from __future__ import annotations
 
 import re
+import zlib
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -33,7 +36,9 @@ __all__ = [
     "HEADER",
     "MEMORY_FORMAT_VERSION",
     "SEP",
+    "array_check",
     "count_items",
+    "document_head",
     "encode_message",
     "encode_stored",
     "header",
@@ -55,16 +60,32 @@ HEADER = b'{"version":1,"messages":['
 FOOTER = b"]}"
 SEP = b","
 
-_V2_HEADER = re.compile(rb'\{"version":2,"journal":"([0-9a-f]{32})","messages":\[')
+_V2_HEADER = re.compile(
+    rb'\{"version":2,"journal":"([0-9a-f]{32})","check":"([0-9a-f]{8})","messages":\['
+)
 _V1_KEYS = frozenset({"version", "messages"})
-_V2_KEYS = frozenset({"version", "journal", "messages"})
+_V2_KEYS = frozenset({"version", "journal", "check", "messages"})
 _SERIALIZER = Message.__pydantic_serializer__
 _ID_KEY = b'"id":'
 
 
-def header(token: str) -> bytes:
-    """The opening of a version-2 document bound to the journal ``token`` (32 hex digits)."""
-    return b'{"version":2,"journal":"%s","messages":[' % token.encode("ascii")
+def header(token: str, check: int) -> bytes:
+    """The opening of a version-2 document: journal ``token``, CRC32 ``check`` of the array."""
+    return b'{"version":2,"journal":"%s","check":"%08x","messages":[' % (
+        token.encode("ascii"),
+        check,
+    )
+
+
+def document_head(data: bytes) -> bytes:
+    """The header of a canonical version-2 document (what :func:`header` made), else ``b""``."""
+    match = _V2_HEADER.match(data)
+    return b"" if match is None else match.group(0)
+
+
+def array_check(body: bytes) -> int:
+    """The CRC32 a version-2 header carries for ``b"[" + body + b"]"``."""
+    return zlib.crc32(b"]", zlib.crc32(body, zlib.crc32(b"[")))
 
 
 def count_items(data: bytes) -> int:
@@ -86,38 +107,38 @@ def _canonical_items(items: bytes) -> list[Message] | None:
     return None
 
 
-def _split_header(data: bytes) -> tuple[int, str | None] | None:
-    """Where the messages array starts and the journal token, for a canonical header."""
-    if data.startswith(HEADER):
-        return len(HEADER) - 1, None
-    match = _V2_HEADER.match(data)
-    if match is None:
-        return None
-    return match.end() - 1, match.group(1).decode("ascii")
-
-
 def _canonical_messages(data: bytes) -> list[Message] | None:
-    """The messages of ``data`` parsed in one pass if it is exactly what writing them makes.
+    """The messages of ``data`` parsed in one pass when it is exactly what FileMemory writes.
 
-    The strict reader runs a Python hook for every JSON object. A document that is byte
-    for byte a header + the serialisation of the messages it parses to + ``FOOTER``
-    cannot hold anything that reader refuses (a duplicate key, NaN, an out-of-range
-    number or a surrogate escape would each serialise differently, or not at all): that
-    is every file FileMemory wrote. Anything else goes to the strict reader, which alone
-    decides what is accepted and names the problem.
+    Version 1: a document that is byte for byte ``HEADER`` + the serialisation of the
+    messages it parses to + ``FOOTER`` cannot hold anything the strict reader refuses (a
+    duplicate key, NaN, an out-of-range number or a surrogate escape would each serialise
+    differently, or not at all). Version 2: the header's CRC32 of the messages array
+    proves the bytes are what the writer serialised, so one parse is all it takes.
+    Anything else goes to the strict reader, which alone names the problem.
     """
     found = _canonical_document(data)
-    return None if found is None else found[0]
+    return found[0] if isinstance(found, tuple) else None
 
 
-def _canonical_document(data: bytes) -> tuple[list[Message], str | None] | None:
-    split = _split_header(data)
-    if split is None or not data.endswith(FOOTER) or len(data) < split[0] + 1 + len(FOOTER):
+def _canonical_document(data: bytes) -> tuple[list[Message], str | None] | str | None:
+    """Messages and token of a canonical document, a reason it is corrupt, or ``None``."""
+    if not data.endswith(FOOTER):
         return None
-    start, token = split
-    items = data[start : len(data) - len(FOOTER) + 1]  # the "[...]" of messages
-    messages = _canonical_items(items)
-    return None if messages is None else (messages, token)
+    if data.startswith(HEADER):
+        items = data[len(HEADER) - 1 : len(data) - len(FOOTER) + 1]
+        messages = _canonical_items(items)
+        return None if messages is None else (messages, None)
+    match = _V2_HEADER.match(data)
+    if match is None or len(data) < match.end() + len(FOOTER):
+        return None
+    items = data[match.end() - 1 : len(data) - len(FOOTER) + 1]
+    if zlib.crc32(items) != int(match.group(2), 16):
+        return "checksum mismatch: the messages are not the bytes that were written"
+    try:
+        return MessageList.validate_json(items), match.group(1).decode("ascii")
+    except (ValidationError, ValueError, RecursionError) as exc:
+        return f"checksummed messages do not validate: {exc}"
 
 
 def _corrupt_factory(path: Path, what: str) -> Callable[[str], MemoryCorruptError]:
@@ -171,6 +192,8 @@ def parse_document(
     corrupt = _corrupt_factory(path, "file")
     _check_items(data, max_items, corrupt)
     fast = _canonical_document(data)
+    if isinstance(fast, str):
+        raise corrupt(fast)
     if fast is not None:
         return fast
     doc = _strict(data, corrupt)
@@ -179,7 +202,10 @@ def parse_document(
     problem = version_problem(doc.get("version"), MEMORY_FORMAT_VERSION)
     if problem is not None:
         raise corrupt(problem)
-    keys = _V1_KEYS if doc["version"] == 1 else _V2_KEYS
+    if doc["version"] == 2:
+        # Only a byte-exact document carries a valid checksum; it was read above.
+        raise corrupt("a version-2 document must be exactly as FileMemory wrote it")
+    keys = _V1_KEYS
     if doc.keys() != keys:
         missing = sorted(keys - doc.keys())
         extra = sorted(doc.keys() - keys)

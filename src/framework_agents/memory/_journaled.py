@@ -33,7 +33,16 @@ from .._persist import (
 )
 from ..errors import MemoryCorruptError
 from ..messages import Message, MessageList
-from ._document import FOOTER, SEP, encode_stored, header, parse_document, parse_record
+from ._document import (
+    FOOTER,
+    SEP,
+    array_check,
+    document_head,
+    encode_stored,
+    header,
+    parse_document,
+    parse_record,
+)
 from ._window import shape_of, window_start
 
 __all__ = ["Entries", "MemoryFiles", "State", "messages_of"]
@@ -103,6 +112,7 @@ class State:
     journal_key: tuple[int, int] | None = None
     journal_end: int = 0
     stale: bool = False
+    head: bytes = b""  # the document's header (token and checksum): proof it is unchanged
 
 
 def _ident(st: os.stat_result) -> Ident:
@@ -238,10 +248,17 @@ class MemoryFiles:
             if (
                 known is not None
                 and known.doc_ident == ident
-                and known.token is not None
-                and os.pread(fd, 128, 0).startswith(header(known.token))
+                and known.head
+                and os.pread(fd, len(known.head), 0) == known.head
             ):
-                return State(ident, known.token, known.doc_bytes, known.doc_count, known.entries)
+                return State(
+                    ident,
+                    known.token,
+                    known.doc_bytes,
+                    known.doc_count,
+                    known.entries,
+                    head=known.head,
+                )
             data = self._read(fd, st, self.doc, 0, self.max_bytes)
         finally:
             os.close(fd)
@@ -249,7 +266,7 @@ class MemoryFiles:
             self.reparses += 1  # another writer published a new document
         messages, token = parse_document(data, self.doc, max_items=self.max_items)
         entries = Entries.of_messages(messages)
-        return State(ident, token, len(data), len(entries.ids), entries)
+        return State(ident, token, len(data), len(entries.ids), entries, head=document_head(data))
 
     def _journal_state(self, state: State, known: State | None) -> State:
         assert state.token is not None
@@ -314,7 +331,14 @@ class MemoryFiles:
         for i, msg_id in enumerate(new.ids):
             entries.add(msg_id, new.frags[i], new.shapes[i])
         return State(
-            state.doc_ident, state.token, state.doc_bytes, state.doc_count, entries, key, end
+            state.doc_ident,
+            state.token,
+            state.doc_bytes,
+            state.doc_count,
+            entries,
+            key,
+            end,
+            head=state.head,
         )
 
     def publish(self, entries: Entries, max_messages: int) -> State:
@@ -323,7 +347,7 @@ class MemoryFiles:
         kept = entries.tail(start) if start else entries.copy()
         token = uuid.uuid4().hex
         body = SEP.join(kept.frags)
-        head = header(token)
+        head = header(token, array_check(body))
         atomic_publish(self.doc, [head, body, FOOTER])
         try:
             st = os.stat(self.doc, follow_symlinks=False)
@@ -336,7 +360,7 @@ class MemoryFiles:
         except OSError as exc:  # harmless: its token no longer matches the document
             logger.warning("could not remove the stale journal %s: %s", self.journal, exc)
         size = len(head) + len(body) + len(FOOTER)
-        return State(_ident(st), token, size, len(kept.ids), kept)
+        return State(_ident(st), token, size, len(kept.ids), kept, head=head)
 
 
 @dataclass(frozen=True, slots=True)
