@@ -8,7 +8,9 @@ save per turn, for each store:
 * ``checkpoint``: ``FileCheckpointer.save`` of the thread (same message objects);
 * ``agent``: ``Agent.run`` of the turn with a ``FileCheckpointer`` (load + loop + save);
 
-and, in the same run, two baselines fed the same per-turn bytes:
+and, in the same run (every store saves turn ``i`` before any saves turn ``i + 1``, in
+rotating order, so a shared machine's noise falls on all alike), two baselines fed the same
+per-turn bytes:
 
 * ``append``: append + ``fdatasync`` of the turn's JSON (the physical floor);
 * ``sqlite``: an append-only SQLite table of JSON rows, ``synchronous=FULL``, one
@@ -109,20 +111,30 @@ def _io() -> tuple[int, int]:
 Step = Callable[[int, list[Message], list[Message]], Awaitable[None]]
 
 
-async def _run(turns: int, step: Step) -> tuple[list[float], int, int, int]:
+async def _run_all(
+    turns: int, steps: dict[str, Step]
+) -> dict[str, tuple[list[float], int, int, int]]:
+    """Every store saves turn ``i`` before any saves turn ``i + 1`` (rotating who goes
+    first), so noise from a shared machine falls on all of them alike."""
     history: list[Message] = []
-    times: list[float] = []
+    names = list(steps)
+    times: dict[str, list[float]] = {name: [] for name in names}
+    io = {name: [0, 0] for name in names}
     payload = 0
-    w0, b0 = _io()
     for i in range(turns):
         new = turn_messages(i)
         history.extend(new)
         payload += len(MessageList.dump_json(new))
-        start = time.perf_counter()
-        await step(i, new, history)
-        times.append(time.perf_counter() - start)
-    w1, b1 = _io()
-    return times, payload, w1 - w0, b1 - b0
+        names = names[1:] + names[:1]
+        for name in names:
+            w0, b0 = _io()
+            start = time.perf_counter()
+            await steps[name](i, new, history)
+            times[name].append(time.perf_counter() - start)
+            w1, b1 = _io()
+            io[name][0] += w1 - w0
+            io[name][1] += b1 - b0
+    return {name: (times[name], payload, io[name][0], io[name][1]) for name in steps}
 
 
 def store_steps(root: Path) -> dict[str, Step]:
@@ -205,11 +217,13 @@ def _marks(times: list[float]) -> dict[int, tuple[float, float]]:
 
 async def growth(root: Path, turns: int, only: set[str]) -> None:
     """Per-turn save latency and bytes written for every store."""
+    steps = {
+        name: step
+        for name, step in store_steps(root).items()
+        if name in only or name in ("append", "sqlite")
+    }
     results: dict[str, tuple[dict[int, tuple[float, float]], float, float]] = {}
-    for name, step in store_steps(root).items():
-        if name not in only and name not in ("append", "sqlite"):
-            continue
-        times, payload, wchar, wbytes = await _run(turns, step)
+    for name, (times, payload, wchar, wbytes) in (await _run_all(turns, steps)).items():
         results[name] = (_marks(times), wchar / payload, wbytes / payload)
     base_append, base_sqlite = results["append"][0], results["sqlite"][0]
     print(f"turns={turns}  p50/p99 ms over the {WINDOW} saves ending at each turn")
