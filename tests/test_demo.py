@@ -11,7 +11,7 @@ from framework_agents.demo import main
 KEY_LINES = [
     "== 1. Memory: FileMemory survives a restart; windows stay well formed ==",
     "restarted: a new FileMemory loaded 4 messages, same ids: True",
-    "on disk: version 1, 4 messages",
+    "on disk: version 2, 4 messages",
     "== 2. SlidingWindowConversationManager: a pin and a tool-heavy history ==",
     "pinned system message kept: True",
     "== 3. SummarizingConversationManager: reduce and last_summary ==",
