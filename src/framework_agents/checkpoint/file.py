@@ -240,6 +240,7 @@ class FileCheckpointer:
         self._known: dict[str, _Known] = {}
 
     def __repr__(self) -> str:
+        """A developer-facing description."""
         return f"FileCheckpointer({str(self.root)!r})"
 
     def thread_dir(self, thread_id: str) -> Path:

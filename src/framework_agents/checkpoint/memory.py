@@ -25,6 +25,7 @@ class InMemoryCheckpointer:
     """
 
     def __init__(self, *, lock_timeout: float | None = 10.0) -> None:
+        """Create it; arguments are described in the class docstring."""
         check_seconds("lock_timeout", lock_timeout, optional=True)
         self.lock_timeout = lock_timeout
         self._data: dict[str, bytes] = {}

@@ -184,6 +184,7 @@ class ThreadCheckpoint(BaseModel):
         /,
         **data: Any,
     ) -> None:
+        """Create it; arguments are described in the class docstring."""
         for name, value in (
             ("thread_id", thread_id),
             ("saved_at", saved_at),

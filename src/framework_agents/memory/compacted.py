@@ -81,6 +81,7 @@ class CompactedMemory:
         max_messages: int = 40,
         summarize: Summarizer | None = None,
     ) -> None:
+        """Create it; arguments are described in the class docstring."""
         if not isinstance(inner, Memory):
             raise InvalidArgumentError(
                 f"inner must be a Memory (load/save/clear), got {type(inner).__name__}"
@@ -157,6 +158,7 @@ class CompactedMemory:
             await self.inner.clear()
 
     def __repr__(self) -> str:
+        """A developer-facing description."""
         return f"CompactedMemory({self.inner!r}, max_messages={self.max_messages})"
 
     async def _transact(self, update: _Update) -> None:

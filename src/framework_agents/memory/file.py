@@ -94,6 +94,7 @@ class FileMemory:
         max_bytes: int = DEFAULT_MAX_BYTES,
         max_items: int = DEFAULT_MAX_ITEMS,
     ) -> None:
+        """Create it; arguments are described in the class docstring."""
         if not isinstance(dir, str | os.PathLike) or not isinstance(os.fspath(dir), str):
             raise InvalidArgumentError(f"dir must be a path, got {type(dir).__name__}")
         if not os.fspath(dir):
@@ -127,6 +128,7 @@ class FileMemory:
         self._folds = 0  # how often a write published a new document
 
     def __repr__(self) -> str:
+        """A developer-facing description."""
         return f"FileMemory({str(self.dir)!r}, max_messages={self.max_messages})"
 
     @property

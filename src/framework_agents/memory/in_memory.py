@@ -32,6 +32,7 @@ class InMemoryMemory:
     """
 
     def __init__(self, max_messages: int = 50) -> None:
+        """Create it; arguments are described in the class docstring."""
         self.max_messages: int = check_max_messages(max_messages)
         self._stored: list[FrozenMessage] = []
         self._locks = LoopLocks()
@@ -65,6 +66,7 @@ class InMemoryMemory:
         self._stored = []
 
     def __repr__(self) -> str:
+        """A developer-facing description."""
         return f"InMemoryMemory(max_messages={self.max_messages}, stored={len(self._stored)})"
 
 

@@ -88,6 +88,7 @@ class LocalFileStorage:
     """Stores each key as a file under ``dir``; nothing outside ``dir`` is read or written."""
 
     def __init__(self, dir: str | os.PathLike[str]) -> None:
+        """Create it; arguments are described in the class docstring."""
         if not (
             _NOFOLLOW
             and hasattr(os, "O_DIRECTORY")
@@ -108,6 +109,7 @@ class LocalFileStorage:
         return Path(self._root)
 
     def __repr__(self) -> str:
+        """A developer-facing description."""
         return f"LocalFileStorage({self._root!r})"
 
     # -- path handling -------------------------------------------------------------------

@@ -44,6 +44,7 @@ class SessionManager:
     """Saves and restores one agent's snapshots of one session in a :class:`Storage`."""
 
     def __init__(self, session_id: str, storage: Storage, agent_id: str = "default") -> None:
+        """Create it; arguments are described in the class docstring."""
         self.session_id: str = validate_segment(session_id, what="session_id")
         self.agent_id: str = validate_segment(agent_id, what="agent_id")
         if not isinstance(storage, Storage):
@@ -57,6 +58,7 @@ class SessionManager:
         self._latest: str | _Unread | None = _UNREAD
 
     def __repr__(self) -> str:
+        """A developer-facing description."""
         return (
             f"SessionManager(session_id={self.session_id!r}, storage={self.storage!r}, "
             f"agent_id={self.agent_id!r})"

@@ -31,6 +31,7 @@ class InMemoryStorage:
     """
 
     def __init__(self) -> None:
+        """Create it; arguments are described in the class docstring."""
         self._data: dict[str, bytes] = {}
         # How many stored keys live under each directory prefix ("a", "a/b", ...).
         self._dirs: Counter[str] = Counter()

@@ -139,6 +139,7 @@ class SnapshotData(BaseModel):
         system_prompt: str | None = None,
         **extra: Any,
     ) -> None:
+        """Create it; arguments are described in the class docstring."""
         # Positionally in API.md's order or by keyword; ``extra`` only exists so that an
         # unknown field is pydantic's ValidationError.
         super().__init__(messages=messages, state=state, system_prompt=system_prompt, **extra)
@@ -200,6 +201,7 @@ class Snapshot(BaseModel):
         created_at: datetime = _NOW,
         **extra: Any,
     ) -> None:
+        """Create it; arguments are described in the class docstring."""
         # Positionally in API.md's order or by keyword; ``None`` draws a fresh UUIDv7 id /
         # the current UTC time. ``extra`` carries ``schema_version`` (and makes an unknown
         # field pydantic's ValidationError).
