@@ -271,14 +271,14 @@ class MemoryFiles:
     def _journal_state(self, state: State, known: State | None) -> State:
         assert state.token is not None
         reused = known is not None and state.entries is known.entries
-        if reused and len(state.entries.ids) != state.doc_count:
-            state.entries = state.entries.head(state.doc_count)  # only the document's part
         opened = self._open(self.journal)
-        if opened is None:
-            return state
-        fd, st = opened
-        key = (st.st_dev, st.st_ino)
+        fd, st = opened if opened is not None else (-1, None)
+        key = None if st is None else (st.st_dev, st.st_ino)
         warm = reused and known is not None and known.journal_key == key and not known.stale
+        if reused and not warm and len(state.entries.ids) != state.doc_count:
+            state.entries = state.entries.head(state.doc_count)  # only the document's part
+        if st is None or key is None:
+            return state
         start = known.journal_end if warm and known is not None else 0
         try:
             data = self._read(fd, st, self.journal, start, self.max_bytes - state.doc_bytes)
