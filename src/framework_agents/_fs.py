@@ -1,23 +1,26 @@
 """Durable file primitives shared by every on-disk backend (blocking; call from a thread).
 
-``atomic_write`` publishes a file all at once: the bytes go to a uniquely named temp file
-in the same directory, are fsynced, renamed over the target with ``os.replace`` and the
-directory is fsynced, so a reader sees either the old file or the new one, never a torn
-one, and a crash at any instant leaves the previous good state. Temp files of crashed
-writers are swept by ``sweep_temp_files`` once they are older than a grace period (a
-younger one may belong to a writer that is still running).
+Kept for the modules that import it; the implementation is the persistence layer's
+(:mod:`framework_agents._persist`). ``atomic_write`` publishes a file all at once (temp
+file, fsync, rename, directory fsync) and creates it owner-only (``0600``) unless told
+otherwise; ``read_bytes_or_none`` refuses anything but a regular file without hanging.
 """
 
 from __future__ import annotations
 
-import contextlib
 import errno
-import os
-import stat
-import time
-import uuid
 from collections.abc import Iterable
 from pathlib import Path
+
+from ._persist import (
+    TEMP_SUFFIX,
+    OddFileError,
+    atomic_publish,
+    fsync_dir,
+    sweep_temp_files,
+    temp_name,
+)
+from ._persist._files import FILE_MODE, read_document
 
 __all__ = [
     "TEMP_SUFFIX",
@@ -28,83 +31,23 @@ __all__ = [
     "temp_name",
 ]
 
-TEMP_SUFFIX = ".tmp"
+#: Largest file ``read_bytes_or_none`` reads.
+_READ_LIMIT = 1 << 40
 
 
-def temp_name(target: Path) -> Path:
-    """A unique temp path next to ``target`` (``.<name>.<uuid>.tmp``)."""
-    return target.with_name(f".{target.name}.{uuid.uuid4().hex}{TEMP_SUFFIX}")
-
-
-def fsync_dir(directory: Path) -> None:
-    """Make a rename or create inside ``directory`` durable."""
-    fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
-def atomic_write(target: Path, chunks: bytes | Iterable[bytes], *, mode: int = 0o644) -> None:
-    """Atomically and durably replace ``target`` with ``chunks`` (see module docstring)."""
-    tmp = temp_name(target)
-    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
-    fd = os.open(tmp, flags, mode)
-    try:
-        with os.fdopen(fd, "wb", closefd=True) as fh:
-            if isinstance(chunks, bytes):
-                fh.write(chunks)
-            else:
-                fh.writelines(chunks)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, target)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
-    fsync_dir(target.parent)
+def atomic_write(target: Path, chunks: bytes | Iterable[bytes], *, mode: int = FILE_MODE) -> None:
+    """Atomically and durably replace ``target`` with ``chunks`` (owner-only by default)."""
+    atomic_publish(target, chunks, mode=mode)
 
 
 def read_bytes_or_none(path: Path) -> bytes | None:
     """The file's bytes, or ``None`` when it does not exist.
 
-    Anything but a regular file there (a directory, a FIFO, a device) raises ``OSError``
-    (``EINVAL``, "not a regular file"): opened non-blocking, a FIFO never hangs the reader.
+    Anything but a regular file there (a directory, a FIFO, a device, a symlink) raises
+    ``OSError`` (``EINVAL``, "not a regular file"): opened non-blocking, a FIFO never hangs.
     """
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
-    except FileNotFoundError:
-        return None
-    except IsADirectoryError:
-        raise OSError(errno.EINVAL, "not a regular file", str(path)) from None
-    try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            raise OSError(errno.EINVAL, "not a regular file", str(path))
-    except BaseException:
-        os.close(fd)
-        raise
-    with os.fdopen(fd, "rb", closefd=True) as fh:
-        return fh.read()
-
-
-def sweep_temp_files(target: Path, *, grace_seconds: float = 60.0) -> int:
-    """Remove temp files of ``target`` older than ``grace_seconds``; return how many."""
-    prefix = f".{target.name}."
-    now = time.time()
-    removed = 0
-    try:
-        entries = list(os.scandir(target.parent))
-    except FileNotFoundError:
-        return 0
-    for entry in entries:
-        name = entry.name
-        if not (name.startswith(prefix) and name.endswith(TEMP_SUFFIX)):
-            continue
-        try:
-            if now - entry.stat(follow_symlinks=False).st_mtime >= grace_seconds:
-                os.unlink(entry.path)
-                removed += 1
-        except FileNotFoundError:
-            continue
-    return removed
+        found = read_document(path, max_bytes=_READ_LIMIT)
+    except OddFileError as exc:
+        raise OSError(errno.EINVAL, f"not a regular file ({exc.reason})", str(path)) from None
+    return None if found is None else found[0]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import json
 import os
 import random
@@ -24,6 +25,8 @@ from framework_agents.checkpoint import (
     InMemoryCheckpointer,
     ThreadCheckpoint,
 )
+from framework_agents.checkpoint.file import _OVERLAY, _Progress
+from framework_agents.checkpoint.model import to_json
 from framework_agents.errors import (
     CheckpointCorruptError,
     InvalidArgumentError,
@@ -328,7 +331,17 @@ def _progress_step(base: ThreadCheckpoint) -> ThreadCheckpoint:
     )
 
 
-def test_save_progress_writes_only_the_delta_when_the_history_is_stored(tmp_path: Path) -> None:
+def _old_progress(cp: FileCheckpointer, step: ThreadCheckpoint) -> Path:
+    """Write ``progress.json`` as the release before the journal did (save_progress)."""
+    path = cp.path(step.thread_id)
+    base = hashlib.blake2b(path.read_bytes(), digest_size=16).hexdigest()
+    fields = {name: getattr(step, name) for name in _OVERLAY}
+    progress = path.with_name("progress.json")
+    progress.write_bytes(to_json(_Progress(thread_id=step.thread_id, base=base, **fields)))
+    return progress
+
+
+def test_a_save_that_extends_the_stored_history_appends_a_delta(tmp_path: Path) -> None:
     cp = FileCheckpointer(tmp_path)
     base = sample()
     run(cp.save(base))
@@ -336,15 +349,30 @@ def test_save_progress_writes_only_the_delta_when_the_history_is_stored(tmp_path
     before = (path.read_bytes(), path.stat().st_ino, path.stat().st_mtime_ns)
     run(cp.save_progress(_progress_step(base)))
     assert (path.read_bytes(), path.stat().st_ino, path.stat().st_mtime_ns) == before
-    progress = path.with_name("progress.json")
-    assert progress.is_file()
-    assert "messages" not in json.loads(progress.read_bytes())
+    journal = path.with_name("checkpoint.journal")
+    assert journal.is_file()
+    assert journal.stat().st_size < len(before[0])  # the delta, not the history
     # Another instance (another process) sees the merged checkpoint.
     assert run(FileCheckpointer(tmp_path).load("t1")) == _progress_step(base)
-    # A full save replaces the checkpoint and drops the delta.
+    # A save of another history publishes the whole checkpoint and drops the journal.
+    other = ThreadCheckpoint("t1", None, [Message("user", "other")], {"v": 2})
+    run(cp.save(other))
+    assert not journal.exists()
+    assert run(cp.load("t1")) == other
+
+
+def test_a_progress_json_of_the_previous_release_is_applied_then_folded(tmp_path: Path) -> None:
+    cp = FileCheckpointer(tmp_path)
+    base = sample()
     run(cp.save(base))
+    progress = _old_progress(cp, _progress_step(base))
+    loaded = run(FileCheckpointer(tmp_path).load("t1"))
+    assert loaded == _progress_step(base)
+    assert loaded is not None
+    run(cp.save(loaded.model_copy(update={"state": {"after": 1}})))
     assert not progress.exists()
-    assert run(cp.load("t1")) == base
+    got = run(FileCheckpointer(tmp_path).load("t1"))
+    assert got is not None and got.state == {"after": 1} and got.turn == TURN
 
 
 def test_save_progress_falls_back_to_a_full_save(tmp_path: Path) -> None:
@@ -370,8 +398,7 @@ def test_a_progress_file_of_an_older_checkpoint_is_ignored(tmp_path: Path) -> No
     cp = FileCheckpointer(tmp_path)
     base = sample()
     run(cp.save(base))
-    run(cp.save_progress(_progress_step(base)))
-    progress = cp.path("t1").with_name("progress.json")
+    progress = _old_progress(cp, _progress_step(base))
     leftover = progress.read_bytes()
     newer = ThreadCheckpoint("t1", None, [Message("user", "new")], {"v": 2})
     run(cp.save(newer))
@@ -405,8 +432,7 @@ def test_an_inconsistent_progress_file_is_corrupt(tmp_path: Path) -> None:
     cp = FileCheckpointer(tmp_path)
     base = sample()
     run(cp.save(base))
-    run(cp.save_progress(_progress_step(base)))
-    progress = cp.path("t1").with_name("progress.json")
+    progress = _old_progress(cp, _progress_step(base))
     doc = json.loads(progress.read_bytes())
     doc["results"][0]["tool_call_id"] = "nobody"
     progress.write_text(json.dumps(doc))

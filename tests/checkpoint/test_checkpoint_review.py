@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import errno
+import hashlib
 import os
 import threading
 from pathlib import Path
@@ -20,6 +21,8 @@ from framework_agents.checkpoint import (
     with_file_lock,
 )
 from framework_agents.checkpoint import lock as lock_module
+from framework_agents.checkpoint.file import _OVERLAY, _Progress
+from framework_agents.checkpoint.model import to_json
 from framework_agents.errors import (
     CheckpointCorruptError,
     InvalidArgumentError,
@@ -98,8 +101,12 @@ def test_a_progress_file_that_would_not_read_back_equal_is_corrupt(
     cp = FileCheckpointer(tmp_path)
     base = sample()
     run(cp.save(base))
-    run(cp.save_progress(base.model_copy(update={"state": {"x": 1}})))
-    progress = cp.path("t1").with_name("progress.json")
+    path = cp.path("t1")
+    digest = hashlib.blake2b(path.read_bytes(), digest_size=16).hexdigest()
+    step = base.model_copy(update={"state": {"x": 1}})
+    fields = {name: getattr(step, name) for name in _OVERLAY}
+    progress = path.with_name("progress.json")  # as the release before the journal wrote it
+    progress.write_bytes(to_json(_Progress(thread_id="t1", base=digest, **fields)))
     text = progress.read_bytes().replace(b'"state":{"x":1}', data)
     assert text != progress.read_bytes()
     progress.write_bytes(text)

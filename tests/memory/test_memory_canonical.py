@@ -62,6 +62,8 @@ def _strict(data: bytes) -> list[Message]:
 def test_a_written_document_reads_back_in_one_pass_as_the_strict_reader_reads_it(
     tmp_path: Path, messages: list[Message]
 ) -> None:
+    for leftover in tmp_path.iterdir():  # the first write publishes the whole document
+        leftover.unlink()
     memory = FileMemory(tmp_path, max_messages=100)
     asyncio.run(memory.replace(messages))
     data = memory.path.read_bytes()
@@ -89,7 +91,7 @@ _DEFECTS = [
     pytest.param(b'"metadata":{"x":1,', b'"metadata":{"x":1e999,', id="out-of-range"),
     pytest.param(b'"hello \xf0\x9f\x98\x80"', b'"hello \\udc00"', id="lone-surrogate"),
     pytest.param(b'"role":"user",', b'"role":"user","role":"user",', id="duplicate-field"),
-    pytest.param(b'{"version":1,', b'{"version":1,"version":1,', id="duplicate-top"),
+    pytest.param(b'{"version":2,', b'{"version":2,"version":2,', id="duplicate-top"),
 ]
 
 
@@ -108,7 +110,9 @@ def test_a_defect_in_a_written_file_is_still_corrupt(
 
 
 def _reformatted(data: bytes, how: str) -> bytes:
-    doc = json.loads(data)
+    """A version-1 document (what a person may write) of the same messages, reformatted."""
+    doc = {"version": 1, "messages": json.loads(data)["messages"]}
+    data = json.dumps(doc, separators=(",", ":"), ensure_ascii=False).encode()
     if how == "indented":
         return json.dumps(doc, indent=1, ensure_ascii=False).encode()
     if how == "sorted-keys":
@@ -129,3 +133,18 @@ def test_a_valid_file_in_another_form_goes_to_the_strict_reader_and_reads_the_sa
     assert _canonical_messages(edited) is None
     path.write_bytes(edited)
     assert asyncio.run(FileMemory(tmp_path).load()) == messages == _strict(edited)
+
+
+@pytest.mark.parametrize("how", ["indented", "bit-flip"])
+def test_a_version_2_document_not_exactly_as_written_is_corrupt(tmp_path: Path, how: str) -> None:
+    """The header's checksum covers the messages' bytes: an edit is never read as history."""
+    path, data, _ = _written(tmp_path)
+    if how == "indented":
+        edited = json.dumps(json.loads(data), indent=1, ensure_ascii=False).encode()
+    else:  # a flip that keeps valid JSON: a letter of a text changes
+        at = data.index(b'"content":"') + len(b'"content":"') + 1
+        edited = data[:at] + bytes([data[at] ^ 0x01]) + data[at + 1 :]
+    path.write_bytes(edited)
+    with pytest.raises(MemoryCorruptError):
+        asyncio.run(FileMemory(tmp_path).load())
+    assert path.read_bytes() == edited

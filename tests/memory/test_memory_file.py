@@ -59,8 +59,11 @@ def test_missing_file_is_fresh_memory_and_save_creates_the_layout(tmp_path: Path
     asyncio.run(main())
     assert sorted(os.listdir(directory)) == ["memory.json", "memory.json.lock"]
     doc = json.loads((directory / "memory.json").read_bytes())
-    assert list(doc) == ["version", "messages"]
-    assert doc["version"] == 1
+    assert list(doc) == ["version", "journal", "check", "messages"]
+    assert doc["version"] == 2
+    assert os.stat(directory).st_mode & 0o777 == 0o700  # conversations are private
+    for name in ("memory.json", "memory.json.lock"):
+        assert os.stat(directory / name).st_mode & 0o777 == 0o600
     assert [m["id"] for m in doc["messages"]] == ["sys", "u1", "a1", "t1", "a2"]
 
 
@@ -109,9 +112,9 @@ def test_window_cuts_between_groups_in_the_stored_file(tmp_path: Path) -> None:
         await memory.save([Message("assistant", "done")])
 
     asyncio.run(main())
-    stored = json.loads((tmp_path / "memory.json").read_bytes())["messages"]
+    stored = asyncio.run(FileMemory(tmp_path, max_messages=4).load())
     # Keeping 4 would open on the call-only turn: it goes with both of its results.
-    assert [m["content"] for m in stored] == ["done"]
+    assert [m.text for m in stored] == ["done"]
 
 
 def test_malformed_saves_are_stored_as_given_and_loaded_repaired(tmp_path: Path) -> None:
@@ -165,19 +168,23 @@ def test_loaded_messages_are_independent_copies(tmp_path: Path) -> None:
     asyncio.run(main())
 
 
-def test_each_flush_publishes_a_new_file_and_leaves_no_temp(tmp_path: Path) -> None:
+def test_a_save_appends_one_journal_record_and_leaves_the_document_alone(
+    tmp_path: Path,
+) -> None:
     async def main() -> None:
         memory = FileMemory(tmp_path)
-        previous = None
-        for i in range(3):
+        await memory.save([Message("user", "0")])
+        document = memory.path.read_bytes()
+        inode = os.stat(memory.path).st_ino
+        sizes = []
+        for i in range(1, 4):
             await memory.save([Message("user", str(i))])
-            inode = os.stat(memory.path).st_ino
-            # A new file renamed over the old one each time, never an in-place write (the
-            # new file exists beside the old one, so their inodes differ; older inode
-            # numbers may be reused, which is why the cache never trusts identity alone).
-            assert inode != previous
-            previous = inode
+            assert memory.path.read_bytes() == document
+            assert os.stat(memory.path).st_ino == inode
+            sizes.append(os.stat(memory.journal_path).st_size)
             assert _temp_files(tmp_path) == []
+        assert sizes[0] < sizes[1] < sizes[2]
+        assert _texts(await FileMemory(tmp_path).load()) == ["0", "1", "2", "3"]
 
     asyncio.run(main())
 
@@ -199,27 +206,28 @@ def test_a_file_changed_by_another_writer_is_reread(tmp_path: Path) -> None:
         await mine.save([Message("user", "1")])
         await theirs.save([Message("user", "2")])
         await mine.save([Message("user", "3")])
+        # Their append is read from the journal; the document is not parsed again.
+        assert mine._reparses == 0
+        await theirs.replace([Message("user", "4")])  # a new document
+        await mine.save([Message("user", "5")])
         assert mine._reparses == 1
-        assert _texts(await theirs.load()) == ["1", "2", "3"]
+        assert _texts(await theirs.load()) == ["4", "5"]
 
     asyncio.run(main())
 
 
-def test_an_unchanged_looking_file_is_still_checked_byte_for_byte(tmp_path: Path) -> None:
-    """Inode reuse and coarse timestamps can fake an unchanged identity: bytes decide."""
+def test_an_unchanged_looking_file_is_still_checked_by_its_token(tmp_path: Path) -> None:
+    """Inode reuse and coarse timestamps can fake an unchanged identity: the token decides."""
 
     async def main() -> None:
         mine, theirs = FileMemory(tmp_path), FileMemory(tmp_path)
         await mine.save([Message("user", "1")])
-        await theirs.save([Message("user", "2")])
-        assert mine._known is not None
+        await theirs.replace([Message("user", "2")])
+        assert mine._state is not None
         st = os.stat(mine.path)
-        forged = (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
-        mine._known = type(mine._known)(
-            mine._known.body, mine._known.lengths, mine._known.shapes, forged
-        )
+        mine._state.doc_ident = (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
         await mine.save([Message("user", "3")])
-        assert _texts(await theirs.load()) == ["1", "2", "3"]
+        assert _texts(await theirs.load()) == ["2", "3"]
 
     asyncio.run(main())
 
@@ -236,7 +244,7 @@ def test_a_foreign_but_valid_layout_is_read_and_rewritten_canonically(tmp_path: 
         assert [m.id for m in await memory.load()] == ["p", "n"]
 
     asyncio.run(main())
-    assert (tmp_path / "memory.json").read_bytes().startswith(b'{"version":1,"messages":[')
+    assert (tmp_path / "memory.json").read_bytes().startswith(b'{"version":2,"journal":"')
 
 
 def test_concurrent_tasks_lose_no_append(tmp_path: Path) -> None:
@@ -261,7 +269,8 @@ def test_replace_and_clear(tmp_path: Path) -> None:
         assert _texts(await FileMemory(tmp_path).load()) == ["2", "3"]
         await memory.clear()
         assert await FileMemory(tmp_path).load() == []
-        assert json.loads(memory.path.read_bytes()) == {"version": 1, "messages": []}
+        doc = json.loads(memory.path.read_bytes())
+        assert (doc["version"], doc["messages"]) == (2, [])
 
     asyncio.run(main())
 

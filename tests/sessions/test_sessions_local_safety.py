@@ -292,11 +292,14 @@ def test_stale_temp_files_of_crashed_writers_are_swept(tmp_path: Path) -> None:
     assert fresh.exists()
 
 
-def test_fifo_under_the_root_does_not_hang_get(tmp_path: Path) -> None:
+def test_fifo_under_the_root_does_not_hang_get_and_is_never_replaced(tmp_path: Path) -> None:
     storage = LocalFileStorage(tmp_path / "root")
     run(storage.put("x", b"1"))
     os.mkfifo(tmp_path / "root" / "pipe")
-    assert run(storage.get("pipe")) is None
+    for attempt in (storage.get("pipe"), storage.put("pipe", b"2")):
+        with pytest.raises(StorageKeyInvalidError, match="FIFO"):
+            run(attempt)
+    assert stat.S_ISFIFO(os.stat(tmp_path / "root" / "pipe").st_mode)
     assert run(storage.list()) == ["x"]
 
 

@@ -20,8 +20,9 @@ from collections.abc import AsyncIterator
 from contextlib import AbstractAsyncContextManager
 from typing import Any, Protocol, runtime_checkable
 
+from .._persist import LoopLocks as LocalLocks
 from ..errors import ThreadBusyError
-from .lock import LocalLocks, check_seconds
+from .lock import check_seconds
 from .model import ThreadCheckpoint, check_thread_id
 
 __all__ = ["DEFAULT_LOCK_TIMEOUT", "Checkpointer", "save_progress", "thread_lock"]

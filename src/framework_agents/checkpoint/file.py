@@ -3,22 +3,25 @@
 from __future__ import annotations
 
 import contextlib
+import copy
 import functools
 import hashlib
 import logging
+import operator
 import os
-import stat
-from collections.abc import AsyncIterator
-from dataclasses import dataclass
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 from types import EllipsisType
-from typing import Any
+from typing import Any, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 from pydantic_core import PydanticSerializationError
 
 from .._fs import atomic_write, read_bytes_or_none, sweep_temp_files
+from .._persist import OddFileError, TooLargeError, io_error, mark_landed, strict_loads
+from .._persist._files import read_document
 from ..errors import (
     AgentError,
     CheckpointCorruptError,
@@ -27,17 +30,34 @@ from ..errors import (
     ThreadBusyError,
 )
 from ..history import well_formed_problems
-from ..memory._document import strict_loads
+from ..memory._document import same_json_message
 from ..messages import Message, ToolCall
 from ._io import run_blocking
+from ._journal import OVERLAY, Delta, JournalView, append_delta, apply_deltas, read_journal
 from .lock import check_seconds, with_file_lock
-from .model import ThreadCheckpoint, check_storable, check_thread_id, to_json
+from .model import (
+    ThreadCheckpoint,
+    check_saved_at,
+    check_storable,
+    check_storable_messages,
+    check_thread_id,
+    to_json,
+    turn_problem,
+)
 
 __all__ = ["FileCheckpointer"]
 
 logger = logging.getLogger(__name__)
+_T = TypeVar("_T")
 
 CHECKPOINT_FILE = "checkpoint.json"
+JOURNAL_FILE = "checkpoint.journal"
+#: Default bound on the bytes of a thread's checkpoint plus its journal.
+DEFAULT_MAX_BYTES = 256 << 20
+#: The journal is folded once it outgrows this fraction of checkpoint.json...
+FOLD_RATIO = 0.5
+#: ...and this many bytes.
+FOLD_MIN_BYTES = 64 << 10
 PROGRESS_FILE = "progress.json"
 WRITE_LOCK_FILE = "checkpoint.lock"
 RUN_LOCK_FILE = "run.lock"
@@ -69,17 +89,17 @@ def _digest(data: bytes) -> str:
     return hashlib.blake2b(data, digest_size=16).hexdigest()
 
 
-def _ids(checkpoint: ThreadCheckpoint) -> tuple[str, ...]:
-    return tuple(m.id for m in checkpoint.messages)
-
-
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class _Known:
-    """A checkpoint file as this instance last wrote or read it."""
+    """A thread's files as this instance last wrote or read them (under the write lock)."""
 
     signature: _Signature
     digest: str
-    ids: tuple[str, ...]
+    messages: list[Message] = field(default_factory=list)  # the objects last saved or loaded
+    journal: JournalView = field(default_factory=lambda: JournalView([], None, 0))
+    doc_bytes: int = 0
+    progress: bool = False  # a progress.json (written by an earlier release) is there
+    checkpoint: ThreadCheckpoint | None = None  # what the files hold, for load()
 
 
 class _Progress(BaseModel):
@@ -98,6 +118,11 @@ class _Progress(BaseModel):
     in_flight: list[ToolCall]
     outcome_unknown: bool
     decisions: dict[str, Any]
+
+    @field_validator("saved_at", mode="before")
+    @classmethod
+    def _no_timestamp_numbers(cls, value: object) -> object:
+        return check_saved_at(value)
 
     @field_validator("version")
     @classmethod
@@ -158,28 +183,34 @@ def _corrupt(path: Path, exc: ValidationError) -> CheckpointCorruptError:
 class FileCheckpointer:
     """Thread checkpoints under ``root``, every write under :func:`with_file_lock`.
 
-    Layout::
+    Layout (directories ``0700``, files ``0600``)::
 
-        <root>/threads/<thread_id>/checkpoint.json   the checkpoint (atomic publish)
-        <root>/threads/<thread_id>/progress.json     optional delta: the checkpoint's
-                                                     non-history fields (save_progress)
-        <root>/threads/<thread_id>/checkpoint.lock   write lock: held for one write
-        <root>/threads/<thread_id>/run.lock          thread lock: held for a whole run
+        <root>/threads/<thread_id>/checkpoint.json    the checkpoint (atomic publish)
+        <root>/threads/<thread_id>/checkpoint.journal deltas appended since (one per save)
+        <root>/threads/<thread_id>/progress.json      read only: the delta file of the
+                                                      release before the journal
+        <root>/threads/<thread_id>/checkpoint.lock    write lock: held for one write
+        <root>/threads/<thread_id>/run.lock           thread lock: held for a whole run
 
     Two lock files, so a run that holds its thread (``thread_lock``) can save as often as it
     likes: saves take only the write lock, which nobody holds for longer than one write.
     The thread lock is not reentrant on purpose: a second run of the same thread, even from
     inside the first, waits and then fails with THREAD_BUSY instead of interleaving.
 
-    ``save_progress`` writes only ``progress.json`` (size of one turn, not of the history)
-    when the stored history is the one passed; the file names the blake2b digest of the
-    ``checkpoint.json`` it completes, and ``load`` applies it only to that file. ``save``
-    publishes a new ``checkpoint.json`` first and then removes ``progress.json``, so a
-    crash in between leaves a progress file that no longer matches and is ignored.
+    A save whose history extends the stored one appends a delta to ``checkpoint.journal``
+    (framed, checksummed, one ``fdatasync``; see ``_journal``): the new messages and the
+    other fields, checked alone. The journal's header names the blake2b digest of the
+    ``checkpoint.json`` it extends; a publish of a new ``checkpoint.json`` (another
+    history, or the journal past half its size) makes it stale, and it is removed. A torn
+    last record is an unacknowledged save and is ignored; a damaged earlier one is
+    CHECKPOINT_CORRUPT. A ``progress.json`` left by the previous release still applies
+    when its ``base`` digest matches, until the next save folds it in.
 
     Reads take no lock (a published file is always complete). A write never replaces a
     corrupt file: when a file changed since this instance last read or wrote it, it is
-    validated first and CHECKPOINT_CORRUPT leaves it untouched.
+    validated first and CHECKPOINT_CORRUPT leaves it untouched. Symlinks, FIFOs and
+    devices are never followed or read (CHECKPOINT_CORRUPT); an ``OSError`` is
+    ``STORAGE_IO`` naming the thread and the root.
     """
 
     def __init__(
@@ -188,8 +219,12 @@ class FileCheckpointer:
         *,
         lock_timeout: float | None = 10.0,
         stale_after: float = 30.0,
+        max_bytes: int = DEFAULT_MAX_BYTES,
     ) -> None:
-        """``lock_timeout``: how long a save or a run waits for the thread (``None``: forever)."""
+        """``lock_timeout``: how long a save or a run waits for the thread (``None``: forever).
+
+        ``max_bytes`` bounds a stored checkpoint plus its journal (checked before reading).
+        """
         if not isinstance(root, str | os.PathLike) or not isinstance(os.fspath(root), str):
             raise InvalidArgumentError(
                 f"FileCheckpointer root must be a str or os.PathLike of str, not {root!r:.60}"
@@ -199,9 +234,13 @@ class FileCheckpointer:
         self.root = Path(root)
         self.lock_timeout = lock_timeout
         self.stale_after = stale_after
+        if isinstance(max_bytes, bool) or not isinstance(max_bytes, int) or max_bytes < 1:
+            raise InvalidArgumentError(f"max_bytes must be a positive int, not {max_bytes!r}")
+        self.max_bytes = max_bytes
         self._known: dict[str, _Known] = {}
 
     def __repr__(self) -> str:
+        """A developer-facing description."""
         return f"FileCheckpointer({str(self.root)!r})"
 
     def thread_dir(self, thread_id: str) -> Path:
@@ -216,9 +255,12 @@ class FileCheckpointer:
 
     def _parse(self, thread_id: str, path: Path, data: bytes) -> ThreadCheckpoint:
         checkpoint = _canonical(data)
+        versioned = True  # a canonical document has every key, version included
         try:
             if checkpoint is None:
-                checkpoint = ThreadCheckpoint.model_validate(_strict_json(path, data))
+                doc = _strict_json(path, data)
+                checkpoint = ThreadCheckpoint.model_validate(doc)
+                versioned = isinstance(doc, dict) and "version" in doc
         except ValidationError as exc:
             raise _corrupt(path, exc) from exc
         except AgentError as exc:
@@ -226,6 +268,10 @@ class FileCheckpointer:
         if checkpoint.thread_id != thread_id:
             raise CheckpointCorruptError(
                 f"checkpoint {str(path)!r} belongs to thread {checkpoint.thread_id!r}"
+            )
+        if not versioned:
+            raise CheckpointCorruptError(
+                f"checkpoint {str(path)!r} is unreadable (document: no version key)"
             )
         return checkpoint
 
@@ -248,30 +294,65 @@ class FileCheckpointer:
     def _read(self, thread_id: str) -> ThreadCheckpoint | None:
         path = self.path(thread_id)
         try:
-            with open(path, "rb") as fh:
-                sig = _signature(os.fstat(fh.fileno()))
-                data = fh.read()
-        except (FileNotFoundError, NotADirectoryError):
+            found = read_document(path, max_bytes=self.max_bytes)
+        except OddFileError as exc:
+            if exc.reason.startswith("a parent directory"):
+                return None  # a file where a directory belongs holds no checkpoint
+            if exc.reason.startswith("a directory"):
+                raise _not_a_file(path) from None
+            raise CheckpointCorruptError(
+                f"checkpoint {str(path)!r} is unreadable ({exc.reason}); it was left untouched"
+            ) from None
+        except TooLargeError as exc:
+            raise CheckpointCorruptError(
+                f"checkpoint {str(path)!r} holds {exc.size} bytes, more than the bound of "
+                f"{exc.bound} (FileCheckpointer(max_bytes=...))"
+            ) from None
+        if found is None:
+            self._known.pop(thread_id, None)
             return None
-        except IsADirectoryError:
-            raise _not_a_file(path) from None
+        data, st = found
         checkpoint = self._parse(thread_id, path, data)
         digest = _digest(data)
-        self._known[thread_id] = _Known(sig, digest, _ids(checkpoint))
         progress = self._read_progress(thread_id)
-        if progress is None or progress.base != digest:
-            return checkpoint  # no delta, or one left over from an older checkpoint
-        fields = {name: getattr(checkpoint, name) for name in ThreadCheckpoint.model_fields}
-        fields.update({name: getattr(progress, name) for name in _OVERLAY})
-        try:
-            return ThreadCheckpoint.model_validate(fields)
-        except ValidationError as exc:
-            raise _corrupt(path.with_name(PROGRESS_FILE), exc) from exc
+        if progress is not None and progress.base == digest:
+            fields = {name: getattr(checkpoint, name) for name in ThreadCheckpoint.model_fields}
+            fields.update({name: getattr(progress, name) for name in _OVERLAY})
+            try:
+                checkpoint = ThreadCheckpoint.model_validate(fields)
+            except ValidationError as exc:
+                raise _corrupt(path.with_name(PROGRESS_FILE), exc) from exc
+        journal_path = path.with_name(JOURNAL_FILE)
+        view = read_journal(journal_path, digest, max_bytes=self.max_bytes - len(data))
+        checkpoint = apply_deltas(checkpoint, view.deltas, journal_path)
+        self._known[thread_id] = _Known(
+            _signature(st),
+            digest,
+            list(checkpoint.messages),
+            view,
+            len(data),
+            progress is not None,
+            checkpoint,
+        )
+        return _detached(checkpoint)
 
     async def load(self, thread_id: str) -> ThreadCheckpoint | None:
         """The thread's checkpoint, or ``None`` (CHECKPOINT_CORRUPT when unreadable)."""
         check_thread_id(thread_id)
-        return await run_blocking(self._read, thread_id)
+        try:
+            return await run_blocking(self._load_sync, thread_id)
+        except OSError as exc:
+            key = f"threads/{thread_id}/{CHECKPOINT_FILE}"
+            raise io_error(exc, action="read", key=key, root=self.root) from exc
+
+    def _load_sync(self, thread_id: str) -> ThreadCheckpoint | None:
+        """The checkpoint: from what this instance knows when the files are unchanged."""
+        known = self._known.get(thread_id)
+        if known is not None and known.checkpoint is not None and self._unchanged(thread_id):
+            found = _detached(known.checkpoint)
+            known.messages = list(found.messages)  # the caller's next save extends these
+            return found
+        return self._read(thread_id)
 
     async def list_threads(self) -> list[str]:
         """The ids of the threads that have a checkpoint, sorted."""
@@ -301,7 +382,9 @@ class FileCheckpointer:
         async with contextlib.AsyncExitStack() as stack:
             for attempt in range(3):
                 try:
-                    await run_blocking(functools.partial(os.makedirs, directory, exist_ok=True))
+                    await run_blocking(
+                        functools.partial(os.makedirs, directory, mode=0o700, exist_ok=True)
+                    )
                 except (FileExistsError, NotADirectoryError):
                     raise CheckpointCorruptError(
                         f"{str(directory)!r} is not a directory (a file is in its way); "
@@ -318,81 +401,149 @@ class FileCheckpointer:
                         raise
             yield
 
-    def _check_replaceable(self, thread_id: str) -> os.stat_result | None:
-        """Refuse (CHECKPOINT_CORRUPT) to replace files that changed and are unreadable."""
-        path = self.path(thread_id)
-        try:
-            st = os.stat(path)
-        except FileNotFoundError:
-            st = None
+    def _current(self, thread_id: str) -> _Known | None:
+        """What is stored, re-read (and validated) unless the files are as last seen.
+
+        Refuses (CHECKPOINT_CORRUPT) files that changed and are unreadable, so a write
+        never replaces a corrupt document, progress file or journal.
+        """
+        if self._unchanged(thread_id):
+            return self._known.get(thread_id)
+        self._read(thread_id)
+        return self._known.get(thread_id)
+
+    def _unchanged(self, thread_id: str) -> bool:
+        """Whether the thread's files are exactly as this instance last read or wrote them."""
         known = self._known.get(thread_id)
-        if st is not None and not stat.S_ISREG(st.st_mode):
-            raise _not_a_file(path)
-        if st is not None and (known is None or known.signature != _signature(st)):
-            with open(path, "rb") as fh:
-                self._parse(thread_id, path, fh.read())
-        self._read_progress(thread_id)
-        return st
+        path = self.path(thread_id)
+        if (
+            known is None
+            or known.progress
+            or _signature_or_none(path) != known.signature
+            or os.path.lexists(path.with_name(PROGRESS_FILE))
+        ):
+            return False
+        jsig = _signature_or_none(path.with_name(JOURNAL_FILE))
+        view = known.journal
+        if jsig is None:
+            return view.key is None
+        return view.key == jsig[:2] and view.stamp == jsig[2:]
 
     def _write(self, checkpoint: ThreadCheckpoint, payload: bytes) -> None:
+        """Publish the whole checkpoint (a fold): the journal and progress.json go stale."""
         thread_id = checkpoint.thread_id
         path = self.path(thread_id)
-        self._check_replaceable(thread_id)
+        known = self._current(thread_id)
+        digest = _digest(payload)
+        journal = path.with_name(JOURNAL_FILE)
+        if known is not None and known.digest == digest:
+            # The same bytes again: the old journal would still match them. It describes
+            # changes this save undoes, so it goes first (a crash then leaves this state).
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(journal)
         atomic_write(path, payload)
+        try:
+            st = os.stat(path)
+        except OSError as exc:
+            raise mark_landed(exc) from None
         self._known[thread_id] = _Known(
-            _signature(os.stat(path)), _digest(payload), _ids(checkpoint)
+            _signature(st),
+            digest,
+            list(checkpoint.messages),
+            doc_bytes=len(payload),
+            checkpoint=ThreadCheckpoint.model_validate_json(payload),  # what a read gives
         )
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(path.with_name(PROGRESS_FILE))  # bound to the replaced checkpoint
+        for stale in (journal, path.with_name(PROGRESS_FILE)):
+            try:
+                os.unlink(stale)  # bound to the replaced checkpoint
+            except FileNotFoundError:
+                pass
+            except OSError as exc:  # harmless: its digest no longer matches
+                logger.warning("could not remove the stale %s: %s", stale, exc)
         grace = max(60.0, self.stale_after)
         sweep_temp_files(path, grace_seconds=grace)
+        sweep_temp_files(journal, grace_seconds=grace)
         sweep_temp_files(path.with_name(PROGRESS_FILE), grace_seconds=grace)
 
-    def _write_progress(self, checkpoint: ThreadCheckpoint) -> None:
+    def _save_sync(self, checkpoint: ThreadCheckpoint) -> None:
+        """Append a delta when the stored history is a prefix of the new one, else fold."""
         thread_id = checkpoint.thread_id
-        st = self._check_replaceable(thread_id)
-        known = self._known.get(thread_id)
-        if (
-            st is None
-            or known is None
-            or known.signature != _signature(st)
-            or known.ids != _ids(checkpoint)
-        ):
-            # The stored history is not the one given: only a full save is right.
-            _check_well_formed(checkpoint)
-            check_storable(checkpoint)
-            self._write(checkpoint, to_json(checkpoint))
+        known = self._current(thread_id)
+        new = checkpoint.messages
+        keep = 0 if known is None else len(known.messages)
+        extends = (
+            known is not None
+            and not known.progress
+            and len(new) >= keep
+            and _same_prefix(new, known.messages)
+        )
+        if not extends or known is None:
+            self._fold(checkpoint)
             return
-        fields = {name: getattr(checkpoint, name) for name in _OVERLAY}
-        progress = _Progress(thread_id=thread_id, base=known.digest, **fields)
-        target = self.thread_dir(thread_id) / PROGRESS_FILE
-        atomic_write(target, to_json(progress))
+        added = new[keep:]
+        _check_well_formed_tail(checkpoint, keep)
+        check_storable(checkpoint, history=False)
+        check_storable_messages(checkpoint, added)
+        fields = {name: getattr(checkpoint, name) for name in OVERLAY}
+        payload = to_json(Delta(keep=keep, messages=list(added), **fields))
+        if known.journal.end + len(payload) > max(FOLD_RATIO * known.doc_bytes, FOLD_MIN_BYTES):
+            self._fold(checkpoint)
+            return
+        journal = self.path(thread_id).with_name(JOURNAL_FILE)
+        view = known.journal
+        self._known.pop(thread_id, None)  # unknown until the append returns
+        known.journal = append_delta(journal, known.digest, view, payload)
+        known.messages = list(new)
+        if known.checkpoint is not None:  # what a read would give: the JSON read back
+            back = Delta.model_validate_json(payload)
+            fields = {name: getattr(back, name) for name in OVERLAY}
+            fields["messages"] = [*known.checkpoint.messages[:keep], *back.messages]
+            known.checkpoint = known.checkpoint.model_copy(update=fields)
+        self._known[thread_id] = known
+
+    def _fold(self, checkpoint: ThreadCheckpoint) -> None:
+        _check_well_formed(checkpoint)
+        check_storable(checkpoint)
+        self._write(checkpoint, to_json(checkpoint))
 
     async def save(self, checkpoint: ThreadCheckpoint) -> None:
-        """Atomically replace the thread's checkpoint, under the thread's write lock."""
-        _check_checkpoint(checkpoint)
-        _check_well_formed(checkpoint)
-        check_storable(checkpoint)  # STATE_NOT_JSON rather than stored altered
-        payload = to_json(checkpoint)
-        async with self._locked(checkpoint.thread_id, WRITE_LOCK_FILE, self.lock_timeout):
-            await run_blocking(self._write, checkpoint, payload)
-        logger.debug("thread %s: checkpoint saved (%d bytes)", checkpoint.thread_id, len(payload))
+        """Store the thread's checkpoint under its write lock (a delta when it can).
 
-    async def save_progress(self, checkpoint: ThreadCheckpoint) -> None:
-        """Like :meth:`save`, writing only the non-history fields when the history is stored.
-
-        When the stored ``checkpoint.json`` is the one this instance last wrote or read and
-        holds the same messages (by id), only ``progress.json`` is written: the cost is the
-        size of the turn, not of the history. Otherwise this is a full :meth:`save`.
+        When the stored history is a prefix of ``checkpoint.messages`` (the same message
+        objects this instance last saved or loaded; messages are values, never changed
+        in place), only the new messages and the other fields are appended to the journal
+        (one record, one ``fdatasync``), checked alone. Otherwise, or once the journal
+        outgrows half the document, the whole checkpoint is checked and published.
         """
         _check_checkpoint(checkpoint)
-        check_storable(checkpoint, history=False)  # the history is checked if it is written
-        async with self._locked(checkpoint.thread_id, WRITE_LOCK_FILE, self.lock_timeout):
-            await run_blocking(self._write_progress, checkpoint)
+        thread_id = checkpoint.thread_id
+        try:
+            async with self._locked(thread_id, WRITE_LOCK_FILE, self.lock_timeout):
+                await run_blocking(self._guard, thread_id, self._save_sync, checkpoint)
+        except AgentError:
+            raise
+        except OSError as exc:  # taking or releasing the write lock
+            key = f"threads/{thread_id}/{CHECKPOINT_FILE}"
+            raise io_error(exc, action="write", key=key, root=self.root) from exc
+
+    async def save_progress(self, checkpoint: ThreadCheckpoint) -> None:
+        """The same as :meth:`save` (every save writes only what is new when it can)."""
+        await self.save(checkpoint)
+
+    def _guard(self, thread_id: str, fn: Callable[..., _T], *args: Any) -> _T:
+        """Run ``fn``; an ``OSError`` becomes ``STORAGE_IO`` naming the thread and root."""
+        try:
+            return fn(*args)
+        except AgentError:
+            raise
+        except OSError as exc:
+            self._known.pop(thread_id, None)
+            key = f"threads/{thread_id}/{CHECKPOINT_FILE}"
+            raise io_error(exc, action="write", key=key, root=self.root) from exc
 
     def _unlink(self, thread_id: str) -> None:
         path = self.path(thread_id)
-        for target in (path, path.with_name(PROGRESS_FILE)):
+        for target in (path, path.with_name(PROGRESS_FILE), path.with_name(JOURNAL_FILE)):
             try:
                 os.unlink(target)
             except FileNotFoundError:
@@ -452,6 +603,54 @@ def _check_checkpoint(checkpoint: object) -> None:
             f"save() takes a ThreadCheckpoint, not {type(checkpoint).__name__}"
         )
     check_thread_id(checkpoint.thread_id)
+    problem = turn_problem(checkpoint)  # model_copy(update=...) skips the model's validators
+    if problem is not None:
+        raise InvalidArgumentError(
+            f"checkpoint of thread {checkpoint.thread_id!r} is inconsistent: {problem}"
+        )
+
+
+def _check_well_formed_tail(checkpoint: ThreadCheckpoint, keep: int) -> None:
+    """Well-formedness of what a delta adds: the kept history's last group plus the new."""
+    messages = checkpoint.messages
+    start = keep
+    while start > 0 and messages[start - 1].role == "tool":
+        start -= 1
+    if start > 0:
+        start -= 1  # the turn whose calls those results answer (or the last message)
+    problems = well_formed_problems(messages[start:])
+    if problems:
+        raise InvalidArgumentError(
+            f"checkpoint messages of thread {checkpoint.thread_id!r} are not well formed: "
+            + "; ".join(problems[:3])
+        )
+
+
+def _detached(checkpoint: ThreadCheckpoint) -> ThreadCheckpoint:
+    """A copy whose containers are its own (messages are values, shared)."""
+    return checkpoint.model_copy(
+        update={
+            "messages": list(checkpoint.messages),
+            "results": list(checkpoint.results),
+            "in_flight": list(checkpoint.in_flight),
+            "state": copy.deepcopy(checkpoint.state),
+            "decisions": copy.deepcopy(checkpoint.decisions),
+        }
+    )
+
+
+def _same_prefix(new: list[Message], stored: list[Message]) -> bool:
+    """Whether ``new`` starts with ``stored``: the same objects (fast), else equal JSON."""
+    if all(map(operator.is_, new, stored)):
+        return True
+    return all(a is b or same_json_message(a, b) for a, b in zip(new, stored, strict=False))
+
+
+def _signature_or_none(path: Path) -> _Signature | None:
+    try:
+        return _signature(os.stat(path, follow_symlinks=False))
+    except FileNotFoundError:
+        return None
 
 
 def _check_well_formed(checkpoint: ThreadCheckpoint) -> None:

@@ -39,8 +39,7 @@ jittered backoff (1 ms doubling to 50 ms). Across processes there is no FIFO ord
 
 Limits: the kernel lock belongs to the open file description, so a child made with
 ``fork()`` while the lock is held shares it (the descriptor is ``O_CLOEXEC``, so ``exec``
-does not). Only POSIX systems with ``fcntl`` are supported (elsewhere locking raises
-``FILE_LOCK_UNSUPPORTED``); all processes that share a
+does not). Only POSIX systems with ``fcntl`` are supported; all processes that share a
 lock must see the same flock behaviour of its filesystem.
 """
 
@@ -50,27 +49,23 @@ import asyncio
 import contextlib
 import errno
 import json
-import logging
 import numbers
 import os
 import random
 import socket
-import threading
 import time
 import uuid
-import weakref
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from .._persist import LoopLocks as LocalLocks
 from .._platform import posix_fcntl
 from ..errors import InvalidArgumentError, LockTimeoutError
 from ._io import run_blocking
 
 __all__ = ["LockDirectoryMissingError", "check_seconds", "lock_holder", "with_file_lock"]
-
-logger = logging.getLogger(__name__)
 
 #: errno values meaning "this filesystem does not do flock" (degraded mode).
 _NO_FLOCK = frozenset({errno.ENOLCK, errno.EOPNOTSUPP, errno.ENOTSUP, errno.ENOSYS, errno.EINVAL})
@@ -192,7 +187,7 @@ def _try_kernel_lock(fd: int) -> bool | None:
 def _create(path: Path, token: str) -> _Held | _Busy | _Again | None:
     """Try to create the lock file; ``None`` when it already exists."""
     try:
-        fd = os.open(path, _OPEN_FLAGS | os.O_CREAT | os.O_EXCL, 0o644)
+        fd = os.open(path, _OPEN_FLAGS | os.O_CREAT | os.O_EXCL, 0o600)
     except FileExistsError:
         return None
     except (FileNotFoundError, NotADirectoryError):
@@ -262,7 +257,7 @@ def _inspect_without_flock(
     seen = _read_record(fd)
     guard = path.with_name(path.name + ".reclaim")
     try:
-        gfd = os.open(guard, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o644)
+        gfd = os.open(guard, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
     except FileExistsError:
         with contextlib.suppress(FileNotFoundError):
             if time.time() - os.stat(guard).st_mtime > stale_after:
@@ -323,36 +318,6 @@ def lock_holder(path: str | os.PathLike[str]) -> dict[str, Any] | None:
         return None
 
 
-class LocalLocks:
-    """One ``asyncio.Lock`` per (event loop, resolved path), dropped when unused."""
-
-    def __init__(self) -> None:
-        self._mutex = threading.Lock()
-        self._by_loop: weakref.WeakKeyDictionary[
-            asyncio.AbstractEventLoop, dict[str, tuple[asyncio.Lock, int]]
-        ] = weakref.WeakKeyDictionary()
-
-    def enter(self, key: str) -> asyncio.Lock:
-        loop = asyncio.get_running_loop()
-        with self._mutex:
-            table = self._by_loop.setdefault(loop, {})
-            lock, users = table.get(key, (None, 0))
-            if lock is None:
-                lock = asyncio.Lock()
-            table[key] = (lock, users + 1)
-            return lock
-
-    def leave(self, key: str) -> None:
-        loop = asyncio.get_running_loop()
-        with self._mutex:
-            table = self._by_loop.get(loop, {})
-            lock, users = table[key]
-            if users <= 1:
-                del table[key]
-            else:
-                table[key] = (lock, users - 1)
-
-
 _LOCAL = LocalLocks()
 
 
@@ -393,8 +358,6 @@ async def _acquire_file(
         if left is not None and left <= 0:
             raise _timeout_error(path, limit)
         pause = delay * (0.5 + random.random())
-        if delay == _MIN_DELAY:
-            logger.debug("waiting for lock %s (held by another owner)", path)
         await asyncio.sleep(pause if left is None else min(pause, left))
         delay = min(delay * 2, _MAX_DELAY)
 

@@ -7,9 +7,10 @@ import contextlib
 from collections.abc import AsyncIterator
 from types import EllipsisType
 
+from .._persist import LoopLocks as LocalLocks
 from ..errors import InvalidArgumentError, ThreadBusyError
 from ..history import well_formed_problems
-from .lock import LocalLocks, check_seconds
+from .lock import check_seconds
 from .model import ThreadCheckpoint, check_storable, check_thread_id, to_json
 
 __all__ = ["InMemoryCheckpointer"]
@@ -24,6 +25,7 @@ class InMemoryCheckpointer:
     """
 
     def __init__(self, *, lock_timeout: float | None = 10.0) -> None:
+        """Create it; arguments are described in the class docstring."""
         check_seconds("lock_timeout", lock_timeout, optional=True)
         self.lock_timeout = lock_timeout
         self._data: dict[str, bytes] = {}

@@ -24,14 +24,15 @@ The fields beyond ``pending`` implement the at-most-once protocol (``docs/checkp
 
 from __future__ import annotations
 
-import math
 import re
+from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 from pydantic_core import PydanticSerializationError
 
+from .._persist import json_problem
 from ..errors import StateNotJsonError, ThreadIdInvalidError
 from ..messages import Message, ToolCall, constructor_only
 
@@ -39,9 +40,12 @@ __all__ = [
     "CHECKPOINT_FORMAT_VERSION",
     "THREAD_ID_PATTERN",
     "ThreadCheckpoint",
+    "check_saved_at",
     "check_storable",
+    "check_storable_messages",
     "check_thread_id",
     "to_json",
+    "turn_problem",
 ]
 
 #: Version of the JSON shape of a checkpoint; readers refuse newer ones (CHECKPOINT_CORRUPT).
@@ -61,26 +65,20 @@ def check_thread_id(thread_id: object) -> str:
     return thread_id
 
 
+def check_saved_at(value: object) -> object:
+    """Refuse numbers (and bools) as ``saved_at``: a stored time is an ISO 8601 string.
+
+    Pydantic would read ``5`` as five seconds after the epoch; a document holding one was
+    not written by a checkpointer.
+    """
+    if isinstance(value, bool | int | float):
+        raise ValueError(f"saved_at must be an ISO 8601 date-time, not the number {value!r}")
+    return value
+
+
 def _json_problem(value: Any, path: str) -> str | None:
-    """Where ``value`` stops being plain JSON (a NaN, a set, a non-str key...), or ``None``."""
-    stack = [(value, path)]
-    while stack:
-        item, where = stack.pop()
-        if item is None or isinstance(item, bool | int | str):
-            continue
-        if isinstance(item, float):
-            if not math.isfinite(item):
-                return f"{where} is {item!r}, which JSON cannot hold"
-        elif isinstance(item, list | tuple):  # a tuple reads back as a list, as in sessions
-            stack.extend((v, f"{where}[{i}]") for i, v in enumerate(item))
-        elif isinstance(item, dict):
-            for key, v in item.items():
-                if not isinstance(key, str):
-                    return f"{where} has the non-string key {key!r}"
-                stack.append((v, f"{where}[{key!r}]"))
-        else:
-            return f"{where} is a {type(item).__name__}, not a JSON value"
-    return None
+    """Where ``value`` stops being plain JSON (the persistence layer's one rule), or ``None``."""
+    return json_problem(value, path)
 
 
 def _message_problem(message: Message, where: str) -> str | None:
@@ -120,6 +118,36 @@ def check_storable(checkpoint: ThreadCheckpoint, *, history: bool = True) -> Non
     found = next((p for p in problems if p), None)
     if found:
         raise StateNotJsonError(f"checkpoint of thread {checkpoint.thread_id!r}: {found}")
+
+
+def check_storable_messages(checkpoint: ThreadCheckpoint, messages: Sequence[Message]) -> None:
+    """STATE_NOT_JSON unless the free-form values of ``messages`` are plain JSON."""
+    for i, msg in enumerate(messages):
+        if msg.metadata or msg.tool_calls:
+            problem = _message_problem(msg, f"new messages[{i}]")
+            if problem:
+                raise StateNotJsonError(f"checkpoint of thread {checkpoint.thread_id!r}: {problem}")
+
+
+def turn_problem(checkpoint: ThreadCheckpoint) -> str | None:
+    """Why ``turn``, ``results``, ``in_flight`` and ``outcome_unknown`` disagree, or ``None``."""
+    if checkpoint.turn is None:
+        if checkpoint.results or checkpoint.in_flight:
+            return "results and in_flight need the turn they belong to"
+    else:
+        calls = {c.id for c in checkpoint.turn.tool_calls}
+        answered: set[str] = set()
+        for result in checkpoint.results:
+            cid = result.tool_call_id
+            if result.role != "tool" or cid not in calls or cid in answered:
+                return f"result {result.id!r} answers no open call of the turn"
+            answered.add(cid)
+        for call in checkpoint.in_flight:
+            if call.id not in calls or call.id in answered:
+                return f"in-flight call {call.id!r} is no open call of the turn"
+    if checkpoint.outcome_unknown and not checkpoint.in_flight:
+        return "outcome_unknown needs in_flight calls"
+    return None
 
 
 def to_json(model: BaseModel) -> bytes:
@@ -165,6 +193,7 @@ class ThreadCheckpoint(BaseModel):
         /,
         **data: Any,
     ) -> None:
+        """Create it; arguments are described in the class docstring."""
         for name, value in (
             ("thread_id", thread_id),
             ("saved_at", saved_at),
@@ -176,6 +205,8 @@ class ThreadCheckpoint(BaseModel):
                 if name in data:  # as Python says for any other signature
                     raise TypeError(f"ThreadCheckpoint() got multiple values for argument {name!r}")
                 data[name] = value
+        if "thread_id" not in data:
+            check_thread_id(None)  # THREAD_ID_INVALID, not a pydantic "field required"
         super().__init__(**data)
 
     @field_validator("version")
@@ -190,10 +221,16 @@ class ThreadCheckpoint(BaseModel):
             raise ValueError(f"checkpoint format version {value} is not a valid version")
         return value
 
-    @field_validator("thread_id")
+    @field_validator("thread_id", mode="before")
     @classmethod
-    def _safe_thread_id(cls, value: str) -> str:
+    def _safe_thread_id(cls, value: object) -> str:
+        # Before pydantic's coercion: bytes, numbers and None are THREAD_ID_INVALID.
         return check_thread_id(value)
+
+    @field_validator("saved_at", mode="before")
+    @classmethod
+    def _no_timestamp_numbers(cls, value: object) -> object:
+        return check_saved_at(value)
 
     @field_validator("saved_at")
     @classmethod
@@ -210,22 +247,9 @@ class ThreadCheckpoint(BaseModel):
 
     @model_validator(mode="after")
     def _consistent_turn(self) -> ThreadCheckpoint:
-        if self.turn is None:
-            if self.results or self.in_flight:
-                raise ValueError("results and in_flight need the turn they belong to")
-        else:
-            calls = {c.id for c in self.turn.tool_calls}
-            answered: set[str] = set()
-            for result in self.results:
-                cid = result.tool_call_id
-                if result.role != "tool" or cid not in calls or cid in answered:
-                    raise ValueError(f"result {result.id!r} answers no open call of the turn")
-                answered.add(cid)
-            for call in self.in_flight:
-                if call.id not in calls or call.id in answered:
-                    raise ValueError(f"in-flight call {call.id!r} is no open call of the turn")
-        if self.outcome_unknown and not self.in_flight:
-            raise ValueError("outcome_unknown needs in_flight calls")
+        problem = turn_problem(self)
+        if problem is not None:
+            raise ValueError(problem)
         return self
 
     def open_interrupt_id(self) -> str | None:

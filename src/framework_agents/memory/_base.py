@@ -4,6 +4,15 @@ A memory may also offer ``replace(messages)``: the same result as ``clear()`` fo
 ``save(messages)``, in one atomic step. The agent's clear-then-save at the end of a run
 goes through :func:`replace_history`, which uses it when present, so a crash between the
 clear and the save can never leave a durable memory empty.
+
+A memory shared by several writers merges instead of replacing: ``FileMemory.replace``
+(and ``CompactedMemory.replace``) keep the messages another writer appended since this
+instance last loaded or wrote, after ``messages``; ``FileMemory.commit(messages,
+base=ids)`` takes that base explicitly. So the agent's commit is safe when it (1) loads the
+history it starts from through the same memory instance and (2) ends the run with
+``replace_history(memory, transcript)``: turns another process committed meanwhile are
+kept, never overwritten. A memory may also offer ``transact(update)``: a
+read-modify-write under its lock (what ``CompactedMemory`` uses).
 """
 
 from __future__ import annotations

@@ -1,110 +1,103 @@
-"""The ``memory.json`` document: strict parsing and per-message JSON fragments.
+"""The ``memory.json`` document and its journal records: strict parsing, JSON fragments.
 
-The document is ``{"version": 1, "messages": [...]}`` and nothing else. The reader is
-strict because a document it accepted would later be rewritten: anything it cannot read
-exactly (bad UTF-8 or JSON, duplicate keys, NaN or infinite numbers, nesting too deep,
-wrong types, unknown keys, a newer version) is reported as corrupt instead. The writer
-emits the document as ``HEADER + fragment ("," fragment)* + FOOTER`` so that a writer can
-reuse the fragments of messages it already serialised.
+Version 2 of the document (written since the journal exists) is
+``{"version": 2, "journal": "<token>", "check": "<crc32>", "messages": [...]}``: ``token``
+binds the journal beside it (``memory.json.journal``) to this document and ``check`` is
+the CRC32 of the messages array exactly as written, so a bit flip is corrupt, never an
+altered history, and a checked document needs a single parse. Version 1, ``{"version": 1,
+"messages": [...]}``, is still read (it has no journal). A journal record's payload is a
+JSON array of messages. The reader is strict because a document it accepted would later
+be rewritten: anything it cannot read exactly (bad UTF-8 or JSON, duplicate keys, NaN or
+infinite numbers, nesting too deep, wrong types, unknown keys, a newer version, more
+items than the bound) is reported as corrupt. The writer emits the document as
+``header(token) + fragment ("," fragment)* + FOOTER`` so that it can reuse the fragments
+of messages it already serialised.
 """
 
 from __future__ import annotations
 
-import json
-import math
 import re
+import zlib
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from pydantic import ValidationError
 from pydantic_core import PydanticSerializationError
 
+from .._persist import json_problem, json_type, strict_loads, version_problem
 from ..errors import InvalidArgumentError, MemoryCorruptError
 from ..messages import Message, MessageList
 
 __all__ = [
+    "DEFAULT_MAX_BYTES",
+    "DEFAULT_MAX_ITEMS",
     "FOOTER",
     "HEADER",
     "MEMORY_FORMAT_VERSION",
     "SEP",
+    "array_check",
+    "count_items",
+    "document_head",
     "encode_message",
     "encode_stored",
+    "header",
     "parse_document",
+    "parse_record",
     "same_json_message",
     "strict_loads",
 ]
 
 #: Version of the ``memory.json`` document; readers refuse newer ones.
-MEMORY_FORMAT_VERSION = 1
+MEMORY_FORMAT_VERSION = 2
+#: Default bound on the bytes of ``memory.json`` plus its journal (checked before reading).
+DEFAULT_MAX_BYTES = 256 << 20
+#: Default bound on the objects with an ``"id"`` (messages and tool calls) in them.
+DEFAULT_MAX_ITEMS = 1_000_000
 
-HEADER = b'{"version":%d,"messages":[' % MEMORY_FORMAT_VERSION
+#: Header of a version-1 document (read only).
+HEADER = b'{"version":1,"messages":['
 FOOTER = b"]}"
 SEP = b","
 
-_KEYS = frozenset({"version", "messages"})
+_V2_HEADER = re.compile(
+    rb'\{"version":2,"journal":"([0-9a-f]{32})","check":"([0-9a-f]{8})","messages":\['
+)
+_V1_KEYS = frozenset({"version", "messages"})
+_V2_KEYS = frozenset({"version", "journal", "check", "messages"})
 _SERIALIZER = Message.__pydantic_serializer__
-# A \uD800-\uDFFF escape: the only way valid UTF-8 JSON can produce an unencodable string.
-_SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")
+_ID_KEY = b'"id":'
 
 
-def _json_type(value: Any) -> str:
-    if value is None:
-        return "null"
-    names = {bool: "boolean", int: "number", float: "number", str: "string", list: "array"}
-    return names.get(type(value), "object")
-
-
-def _pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    obj = dict(pairs)
-    if len(obj) != len(pairs):
-        keys = [k for k, _ in pairs]
-        dup = next(k for i, k in enumerate(keys) if k in keys[:i])
-        raise ValueError(f"duplicate key {dup!r}")
-    return obj
-
-
-def _constant(name: str) -> Any:
-    raise ValueError(f"{name} is not valid JSON")
-
-
-def _finite(text: str) -> float:
-    value = float(text)
-    if not math.isfinite(value):
-        raise ValueError(f"number {text[:40]} is out of range")
-    return value
-
-
-def strict_loads(data: bytes) -> Any:
-    """Parse UTF-8 JSON, refusing duplicate keys, NaN/Infinity and out-of-range numbers.
-
-    Raises ``ValueError`` (including ``UnicodeDecodeError`` and ``JSONDecodeError``) or
-    ``RecursionError`` for input nested too deeply.
-    """
-    text = data.decode("utf-8")
-    value = json.loads(
-        text, object_pairs_hook=_pairs, parse_constant=_constant, parse_float=_finite
+def header(token: str, check: int) -> bytes:
+    """The opening of a version-2 document: journal ``token``, CRC32 ``check`` of the array."""
+    return b'{"version":2,"journal":"%s","check":"%08x","messages":[' % (
+        token.encode("ascii"),
+        check,
     )
-    if _SURROGATE_ESCAPE.search(data):
-        # Escaped surrogate pairs decode to one character; lone ones cannot be stored.
-        json.dumps(value, ensure_ascii=False).encode("utf-8")
-    return value
 
 
-def _canonical_messages(data: bytes) -> list[Message] | None:
-    """The messages of ``data`` parsed in one pass if it is exactly what writing them makes.
+def document_head(data: bytes) -> bytes:
+    """The header of a canonical version-2 document (what :func:`header` made), else ``b""``."""
+    match = _V2_HEADER.match(data)
+    return b"" if match is None else match.group(0)
 
-    The strict reader runs a Python hook for every JSON object. A document that is byte
-    for byte ``HEADER`` + the serialisation of the messages it parses to + ``FOOTER``
-    cannot hold anything that reader refuses (a duplicate key, NaN, an out-of-range
-    number or a surrogate escape would each serialise differently, or not at all): that
-    is every file FileMemory wrote. Anything else goes to the strict reader, which alone
-    decides what is accepted and names the problem.
+
+def array_check(body: bytes) -> int:
+    """The CRC32 a version-2 header carries for ``b"[" + body + b"]"``."""
+    return zlib.crc32(b"]", zlib.crc32(body, zlib.crc32(b"[")))
+
+
+def count_items(data: bytes) -> int:
+    """An upper bound on the messages and tool calls in ``data`` (one C scan).
+
+    Every message and tool call has an ``"id"`` key; the pattern cannot occur inside a
+    JSON string (its quotes would be escaped), so only keys named ``id`` are counted.
     """
-    if len(data) < len(HEADER) + len(FOOTER) or not (
-        data.startswith(HEADER) and data.endswith(FOOTER)
-    ):
-        return None
-    items = data[len(HEADER) - 1 : len(data) - len(FOOTER) + 1]  # the "[...]" of messages
+    return data.count(_ID_KEY)
+
+
+def _canonical_items(items: bytes) -> list[Message] | None:
     try:
         messages = MessageList.validate_json(items)
         if MessageList.dump_json(messages) == items:
@@ -114,43 +107,53 @@ def _canonical_messages(data: bytes) -> list[Message] | None:
     return None
 
 
-def parse_document(data: bytes, path: Path) -> list[Message]:
-    """The messages of a ``memory.json`` document, or ``MemoryCorruptError``."""
-    fast = _canonical_messages(data)
-    if fast is not None:
-        return fast
+def _canonical_messages(data: bytes) -> list[Message] | None:
+    """The messages of ``data`` parsed in one pass when it is exactly what FileMemory writes.
 
+    Version 1: a document that is byte for byte ``HEADER`` + the serialisation of the
+    messages it parses to + ``FOOTER`` cannot hold anything the strict reader refuses (a
+    duplicate key, NaN, an out-of-range number or a surrogate escape would each serialise
+    differently, or not at all). Version 2: the header's CRC32 of the messages array
+    proves the bytes are what the writer serialised, so one parse is all it takes.
+    Anything else goes to the strict reader, which alone names the problem.
+    """
+    found = _canonical_document(data)
+    return found[0] if isinstance(found, tuple) else None
+
+
+def _canonical_document(data: bytes) -> tuple[list[Message], str | None] | str | None:
+    """Messages and token of a canonical document, a reason it is corrupt, or ``None``."""
+    if not data.endswith(FOOTER):
+        return None
+    if data.startswith(HEADER):
+        items = data[len(HEADER) - 1 : len(data) - len(FOOTER) + 1]
+        messages = _canonical_items(items)
+        return None if messages is None else (messages, None)
+    match = _V2_HEADER.match(data)
+    if match is None or len(data) < match.end() + len(FOOTER):
+        return None
+    items = data[match.end() - 1 : len(data) - len(FOOTER) + 1]
+    if zlib.crc32(items) != int(match.group(2), 16):
+        return "checksum mismatch: the messages are not the bytes that were written"
+    try:
+        return MessageList.validate_json(items), match.group(1).decode("ascii")
+    except (ValidationError, ValueError, RecursionError) as exc:
+        return f"checksummed messages do not validate: {exc}"
+
+
+def _corrupt_factory(path: Path, what: str) -> Callable[[str], MemoryCorruptError]:
     def corrupt(reason: str) -> MemoryCorruptError:
         return MemoryCorruptError(
-            f"{path} is not a valid memory file ({reason}); it was left untouched — "
+            f"{path} is not a valid memory {what} ({reason}); it was left untouched — "
             "inspect or remove it to continue"
         )
 
-    try:
-        doc = strict_loads(data)
-    except RecursionError:
-        raise corrupt("nested too deeply") from None
-    except ValueError as exc:
-        raise corrupt(f"unreadable JSON: {exc}") from None
-    if not isinstance(doc, dict):
-        raise corrupt(f"top level is {_json_type(doc)}, not an object")
-    if doc.keys() != _KEYS:
-        missing = sorted(_KEYS - doc.keys())
-        extra = sorted(doc.keys() - _KEYS)
-        raise corrupt(f"missing keys {missing}, unknown keys {extra}")
-    version = doc["version"]
-    if type(version) is not int:
-        raise corrupt(f"version is {version!r}, not an integer")
-    if version > MEMORY_FORMAT_VERSION:
-        raise corrupt(
-            f"version {version} was written by a newer framework-agents; "
-            f"this one reads up to version {MEMORY_FORMAT_VERSION}"
-        )
-    if version < 1:
-        raise corrupt(f"unknown version {version}")
-    items = doc["messages"]
+    return corrupt
+
+
+def _validate_items(items: Any, corrupt: Callable[[str], MemoryCorruptError]) -> list[Message]:
     if not isinstance(items, list):
-        raise corrupt(f"messages is {_json_type(items)}, not an array")
+        raise corrupt(f"messages is {json_type(items)}, not an array")
     try:
         return MessageList.validate_python(items)
     except ValidationError as exc:
@@ -161,6 +164,74 @@ def parse_document(data: bytes, path: Path) -> list[Message]:
         raise corrupt(f"message {where}: {first['msg']}{more}") from None
     except RecursionError:
         raise corrupt("nested too deeply") from None
+
+
+def _strict(data: bytes, corrupt: Callable[[str], MemoryCorruptError]) -> Any:
+    try:
+        return strict_loads(data)
+    except RecursionError:
+        raise corrupt("nested too deeply") from None
+    except ValueError as exc:
+        raise corrupt(f"unreadable JSON: {exc}") from None
+
+
+def _check_items(data: bytes, max_items: int, corrupt: Callable[[str], MemoryCorruptError]) -> None:
+    count = count_items(data)
+    if count > max_items:
+        raise corrupt(f"{count} messages and tool calls, more than the bound of {max_items}")
+
+
+def parse_document(
+    data: bytes, path: Path, *, max_items: int = DEFAULT_MAX_ITEMS
+) -> tuple[list[Message], str | None]:
+    """The messages of a ``memory.json`` document and its journal token (``None``: v1).
+
+    Raises:
+        MemoryCorruptError: anything the strict reader refuses (see the module docstring).
+    """
+    corrupt = _corrupt_factory(path, "file")
+    _check_items(data, max_items, corrupt)
+    fast = _canonical_document(data)
+    if isinstance(fast, str):
+        raise corrupt(fast)
+    if fast is not None:
+        return fast
+    doc = _strict(data, corrupt)
+    if not isinstance(doc, dict):
+        raise corrupt(f"top level is {json_type(doc)}, not an object")
+    problem = version_problem(doc.get("version"), MEMORY_FORMAT_VERSION)
+    if problem is not None:
+        raise corrupt(problem)
+    if doc["version"] == 2:
+        # Only a byte-exact document carries a valid checksum; it was read above.
+        raise corrupt("a version-2 document must be exactly as FileMemory wrote it")
+    keys = _V1_KEYS
+    if doc.keys() != keys:
+        missing = sorted(keys - doc.keys())
+        extra = sorted(doc.keys() - keys)
+        raise corrupt(f"missing keys {missing}, unknown keys {extra}")
+    token = doc.get("journal")
+    if token is not None and (
+        not isinstance(token, str) or not re.fullmatch("[0-9a-f]{32}", token)
+    ):
+        raise corrupt(f"journal token {token!r} is not 32 hex digits")
+    return _validate_items(doc["messages"], corrupt), token
+
+
+def parse_record(payload: bytes, path: Path) -> list[Message]:
+    """The messages of one journal record (a JSON array of messages).
+
+    Raises:
+        MemoryCorruptError: the record does not hold messages.
+    """
+    # The record's CRC32 (checked by the journal scan) proves these are the bytes the
+    # writer serialised from checked messages: one parse, no strict second look.
+    try:
+        return MessageList.validate_json(payload)
+    except (ValidationError, ValueError, RecursionError):
+        pass
+    corrupt = _corrupt_factory(path, "journal")
+    return _validate_items(_strict(payload, corrupt), corrupt)
 
 
 def encode_stored(msg: Message) -> bytes:
@@ -177,6 +248,9 @@ def encode_message(msg: Message) -> tuple[bytes, Message]:
     ``InvalidArgumentError`` rather than stored altered. The read-back message is an
     independent object equal to ``msg`` (see :func:`same_json_message`).
     """
+    problem = _free_form_problem(msg)
+    if problem is not None:
+        raise InvalidArgumentError(f"message {msg.id!r} cannot be stored as JSON: {problem}")
     try:
         fragment = _SERIALIZER.to_json(msg)
         back = Message.model_validate(strict_loads(fragment))
@@ -189,6 +263,19 @@ def encode_message(msg: Message) -> tuple[bytes, Message]:
             "list, dict with str keys)"
         )
     return fragment, back
+
+
+def _free_form_problem(msg: Message) -> str | None:
+    """The one plain-JSON rule (same depth limit as checkpoints and snapshots)."""
+    if msg.metadata:
+        problem = json_problem(msg.metadata, "metadata")
+        if problem is not None:
+            return problem
+    for j, call in enumerate(msg.tool_calls):
+        problem = json_problem(call.args, f"tool_calls[{j}].args")
+        if problem is not None:
+            return problem
+    return None
 
 
 def _same_json(a: Any, b: Any) -> bool:

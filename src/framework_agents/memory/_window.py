@@ -1,4 +1,6 @@
-"""Helpers shared by the memory backends: argument checks, windowing and per-loop locks.
+"""Helpers shared by the memory backends: argument checks and windowing.
+
+``LoopLocks`` (the per-loop lock registry) is the persistence layer's, re-exported here.
 
 Windowing keeps the newest ``max_messages`` messages and cuts only between groups (an
 assistant turn with its tool results is one group), then drops a dangling head with the
@@ -9,10 +11,9 @@ its messages.
 
 from __future__ import annotations
 
-import asyncio
-import weakref
-from collections.abc import Hashable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 
+from .._persist import LoopLocks
 from ..errors import InvalidArgumentError
 from ..history import repair_history
 from ..messages import Message
@@ -114,30 +115,3 @@ def bounded_view(stored: Sequence[Message], max_messages: int) -> list[Message]:
     Windowing a well-formed history keeps it well formed.
     """
     return window(repair_history(stored), max_messages)
-
-
-class LoopLocks:
-    """``asyncio.Lock`` objects by key, one set per running event loop.
-
-    An ``asyncio.Lock`` belongs to the loop it was first contended in, so a lock shared
-    by key must be per loop: tests and applications may run several loops one after the
-    other (``asyncio.run``) or in several threads.
-    """
-
-    def __init__(self) -> None:
-        self._by_loop: weakref.WeakKeyDictionary[
-            asyncio.AbstractEventLoop, weakref.WeakValueDictionary[Hashable, asyncio.Lock]
-        ] = weakref.WeakKeyDictionary()
-
-    def get(self, key: Hashable) -> asyncio.Lock:
-        """The lock for ``key`` in the running loop (created on first use)."""
-        loop = asyncio.get_running_loop()
-        locks = self._by_loop.get(loop)
-        if locks is None:
-            locks = weakref.WeakValueDictionary()
-            self._by_loop[loop] = locks
-        lock = locks.get(key)
-        if lock is None:
-            lock = asyncio.Lock()
-            locks[key] = lock
-        return lock

@@ -11,17 +11,23 @@ messages it stands for (rolled up across compactions).
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 
+from .._persist import LoopLocks
 from .._util import maybe_await
 from ..errors import InvalidArgumentError
 from ..history import INTERRUPTED_TEXT
 from ..messages import Message
 from ..summarize import Summarizer, extractive_summary
 from ._base import Memory, replace_history
-from ._window import LoopLocks, check_max_messages, check_messages
+from ._window import check_max_messages, check_messages
 
 __all__ = ["COMPACTION_PREFIX", "CompactedMemory"]
+
+#: In-process serialisation of compactions of inner memories without ``transact``.
+_INNER_LOCKS = LoopLocks()
+
+_Update = Callable[[list[Message]], Awaitable[list[Message]]]
 
 #: Opening of every boundary message's text.
 COMPACTION_PREFIX = "Summary of the earlier conversation:\n"
@@ -57,15 +63,13 @@ class CompactedMemory:
     ``<= max_messages``.
 
     Because ``inner.save()`` appends, a compacting save cannot be a plain append: it
-    loads the inner history, appends, compacts, and writes the result back in one
-    ``inner.replace()`` when the inner memory has one (``InMemoryMemory`` and
-    ``FileMemory`` do; it is atomic there), else with ``inner.clear()`` then
-    ``inner.save()``. A save that needs no compaction is a plain ``inner.save()`` of the
-    new messages. Either way no message is duplicated or lost. Saves through one
-    instance are serialised; the load-compact-replace of several processes sharing one
-    file is not (each process's ``FileMemory`` append is, but a compaction may drop an
-    append another process made in between), so share a compacted file memory between
-    processes only if one of them writes.
+    loads the inner history, appends the messages whose ids are not stored yet, compacts
+    when over the bound, and writes the result back (an append when nothing was
+    compacted). ``replace()`` keeps the messages another writer appended since this
+    instance loaded, like ``FileMemory.replace``. Either way no message is duplicated or
+    lost: the whole read-compact-write runs under the inner memory's lock
+    (``transact``), so instances and processes sharing one ``FileMemory`` neither lose
+    nor duplicate an append; a retried save (same message ids) appends nothing twice.
 
     Give ``inner`` a window at least as large as ``max_messages``: what the inner memory
     windows away is gone before it can be summarised.
@@ -77,6 +81,7 @@ class CompactedMemory:
         max_messages: int = 40,
         summarize: Summarizer | None = None,
     ) -> None:
+        """Create it; arguments are described in the class docstring."""
         if not isinstance(inner, Memory):
             raise InvalidArgumentError(
                 f"inner must be a Memory (load/save/clear), got {type(inner).__name__}"
@@ -86,7 +91,9 @@ class CompactedMemory:
         self.inner: Memory = inner
         self.max_messages: int = check_max_messages(max_messages)
         self.summarize: Summarizer = summarize if summarize is not None else extractive_summary
-        self._locks = LoopLocks()
+        self._compactions = 0  # how many compactions this instance made
+        # Ids of the inner history this instance last loaded: the base of replace()'s merge.
+        self._seen: set[str] | None = None
 
     async def load(self) -> list[Message]:
         """The inner history; compacted in the returned copy if it is over the bound.
@@ -95,6 +102,7 @@ class CompactedMemory:
         bound; such a view is compacted without being stored.
         """
         history = await self.inner.load()
+        self._seen = {m.id for m in history}
         if len(history) <= self.max_messages:
             return history
         return await self._compact(history)
@@ -102,40 +110,84 @@ class CompactedMemory:
     async def save(self, messages: Sequence[Message]) -> None:
         """Append ``messages``; compact the oldest ones into a boundary past the bound."""
         new = check_messages(messages)
-        async with self._locks.get(None):
-            existing = await self.inner.load()
+
+        async def update(existing: list[Message]) -> list[Message]:
             # ``load()`` closes the last turn's unanswered calls with synthesised results;
             # they must not stand in front of real results this save may bring for those
             # calls. Dropping them loses nothing: repair makes the same ones again.
             while existing and _is_placeholder(existing[-1]):
                 existing.pop()
-            combined = [*existing, *new]
+            ids = {m.id for m in existing}
+            combined = [*existing, *(m for m in new if m.id not in ids)]
             if len(combined) <= self.max_messages:
-                await self.inner.save(new)
-                return
-            await self._write(await self._compact(combined))
+                return combined
+            return await self._compact(combined)
+
+        await self._transact(update)
 
     async def replace(self, messages: Sequence[Message]) -> None:
         """Replace the stored history with ``messages``, compacted if over the bound."""
         history = check_messages(messages)
-        async with self._locks.get(None):
-            if len(history) > self.max_messages:
-                history = await self._compact(history)
-            await self._write(history)
+
+        seen = self._seen
+
+        async def update(existing: list[Message]) -> list[Message]:
+            # Messages another writer appended since this instance loaded are kept.
+            ids = {m.id for m in history}
+            merged = [*history]
+            if seen is not None:
+                merged += [m for m in existing if m.id not in seen and m.id not in ids]
+            if len(merged) > self.max_messages:
+                return await self._compact(merged)
+            return merged
+
+        await self._transact(update)
+        self._seen = None
 
     async def clear(self) -> None:
         """Forget the stored history (boundaries included)."""
-        async with self._locks.get(None):
+        transact = getattr(self.inner, "transact", None)
+        if callable(transact):
+
+            async def empty(existing: list[Message]) -> list[Message]:
+                return []
+
+            await transact(empty)
+            return
+        async with _INNER_LOCKS.hold(id(self.inner)):
             await self.inner.clear()
 
     def __repr__(self) -> str:
+        """A developer-facing description."""
         return f"CompactedMemory({self.inner!r}, max_messages={self.max_messages})"
 
-    async def _write(self, history: list[Message]) -> None:
-        await replace_history(self.inner, history)
+    async def _transact(self, update: _Update) -> None:
+        """Read, update and write the inner history with no other writer in between.
+
+        A memory with ``transact`` (``FileMemory``, ``InMemoryMemory``) holds its own lock
+        (``flock`` across processes for files) for the whole step, so every instance and
+        process sharing it is excluded. Any other memory is serialised per inner object in
+        this process only: share such a memory between processes only if one writes.
+        """
+        transact = getattr(self.inner, "transact", None)
+        if callable(transact):
+            await transact(update)
+            return
+        async with _INNER_LOCKS.hold(id(self.inner)):
+            existing = await self.inner.load()
+            compactions = self._compactions
+            history = await update(existing)  # may drop trailing placeholders of existing
+            n = len(existing)
+            if compactions == self._compactions and [m.id for m in history[:n]] == [
+                m.id for m in existing
+            ]:
+                await self.inner.save(history[n:])  # nothing compacted: a plain append
+            else:
+                await replace_history(self.inner, history)
 
     async def _compact(self, history: list[Message]) -> list[Message]:
         """``[boundary, *tail]`` with ``len(tail) <= max_messages - 1``, cut between groups."""
+        self._compactions += 1
         n = len(history)
         # The tail starts at the first non-tool message that leaves room for the boundary:
         # a tool message there belongs to a group that began earlier (or is an orphan), so

@@ -1,146 +1,88 @@
-"""``FileMemory``: a history persisted to ``<dir>/memory.json``, safe across processes.
+"""``FileMemory``: a history in ``<dir>/memory.json`` plus a journal, safe across processes.
 
-Every flush publishes a whole new file atomically (``_fs.atomic_write``), so readers never
-see a torn file and a crash leaves the previous good state. Each read-modify-write
-(``save``, ``replace``, ``clear``) runs under an in-process ``asyncio.Lock`` per path and an
-``flock`` on a sidecar lock file, so concurrent tasks and processes never lose an append.
-POSIX only (``fcntl.flock``); on network file systems, ``flock`` is only as good as the
-server's locking.
+A save appends only its new messages to the journal beside the document (one framed,
+checksummed record, one ``fdatasync``); when the journal has grown past a fraction of the
+document, the whole history is folded into a new ``memory.json`` (windowed, published
+atomically), so the bytes written stay linear in what is saved. Every write runs under
+an in-process ``asyncio.Lock`` per path and ``flock`` on a sidecar lock file; a load holds
+the ``flock`` shared, so it sees a document and its journal from the same moment. POSIX
+only (``fcntl.flock``); on network file systems ``flock`` is only as good as the server.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import errno
 import logging
 import math
 import os
-import stat
 import time
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Awaitable, Callable, Collection, Sequence
 from pathlib import Path
+from typing import ParamSpec, TypeVar
 
-from .._fs import atomic_write, fsync_dir, sweep_temp_files
-from .._platform import posix_fcntl
-from ..errors import InvalidArgumentError, MemoryCorruptError
-from ..messages import Message
-from ._document import (
-    FOOTER,
-    HEADER,
-    SEP,
-    encode_message,
-    encode_stored,
-    parse_document,
-    same_json_message,
-)
-from ._window import (
+from .._persist import (
     LoopLocks,
-    bounded_view,
-    check_max_messages,
-    check_messages,
-    shape_of,
-    window_start,
+    OddFileError,
+    flock,
+    io_error,
+    make_private_dirs,
+    open_lock_file,
+    sweep_temp_files,
 )
+from ..errors import AgentError, InvalidArgumentError
+from ..messages import Message
+from ._document import DEFAULT_MAX_BYTES, DEFAULT_MAX_ITEMS, encode_message, same_json_message
+from ._journaled import Entries, MemoryFiles, State, messages_of
+from ._window import bounded_view, check_max_messages, check_messages, shape_of, window
 
-__all__ = ["FileMemory"]
+__all__ = ["FOLD_MIN_BYTES", "FOLD_RATIO", "FileMemory"]
 
 logger = logging.getLogger(__name__)
 
-#: In-process serialisation of read-modify-writes, by resolved ``memory.json`` path.
+#: In-process serialisation of writes, by resolved ``memory.json`` path.
 _PATH_LOCKS = LoopLocks()
 
-#: ``(st_dev, st_ino, st_size, st_mtime_ns, st_ctime_ns)`` of a file, ``None`` if absent.
-_Ident = tuple[int, int, int, int, int] | None
+#: The journal is folded into the document once it outgrows this fraction of it...
+FOLD_RATIO = 0.5
+#: ...and this many bytes (small memories fold rarely).
+FOLD_MIN_BYTES = 64 << 10
 
-
-@dataclass(frozen=True, slots=True)
-class _Known:
-    """What one instance knows ``memory.json`` holds, as reusable JSON fragments.
-
-    ``body`` is the messages' fragments joined by ``SEP`` (the document minus ``HEADER``
-    and ``FOOTER``); ``lengths`` and ``shapes`` give each fragment's length and window
-    shape, so the next save can window and extend the body without parsing it.
-    """
-
-    body: bytes
-    lengths: list[int]
-    shapes: bytes
-    ident: _Ident
-
-    @classmethod
-    def of(cls, messages: Sequence[Message], ident: _Ident) -> _Known:
-        """Fragments for messages read from the file (re-serialised once)."""
-        fragments = [encode_stored(m) for m in messages]
-        return cls(
-            SEP.join(fragments),
-            [len(f) for f in fragments],
-            bytes(shape_of(m) for m in messages),
-            ident,
-        )
-
-    def matches(self, data: bytes) -> bool:
-        """Whether ``data`` is exactly the document these fragments make."""
-        head, foot = len(HEADER), len(FOOTER)
-        return (
-            len(data) == head + len(self.body) + foot
-            and data.startswith(HEADER)
-            and data.endswith(FOOTER)
-            and memoryview(data)[head : head + len(self.body)] == self.body
-        )
-
-    def extended(self, fragments: list[bytes], shapes: bytes, max_messages: int) -> _Known:
-        """These messages plus ``fragments``, windowed to ``max_messages``."""
-        all_shapes = self.shapes + shapes
-        start = window_start(all_shapes, max_messages)
-        old = len(self.lengths)
-        if not fragments and start == 0:
-            return self
-        parts: list[bytes | memoryview] = []
-        if start < old:
-            offset = sum(self.lengths[:start]) + start * len(SEP)
-            parts.append(memoryview(self.body)[offset:])
-        parts.extend(fragments[max(0, start - old) :])
-        return _Known(
-            SEP.join(parts),
-            (self.lengths + [len(f) for f in fragments])[start:],
-            all_shapes[start:],
-            self.ident,
-        )
-
-    def chunks(self) -> list[bytes]:
-        """The document, as chunks for one write."""
-        return [HEADER, self.body, FOOTER]
-
-
-_EMPTY = _Known(b"", [], b"", None)
+_P = ParamSpec("_P")
+_T = TypeVar("_T")
+_Update = Callable[[list[Message]], Awaitable[Sequence[Message]]]
 
 
 class FileMemory:
-    """A history in ``<dir>/memory.json`` keeping the newest ``max_messages``; ``save()`` appends.
+    """A history in ``<dir>`` keeping the newest ``max_messages``; ``save()`` appends.
 
-    Layout of ``dir`` (created on the first save if missing)::
+    Layout of ``dir`` (created ``0700`` on the first save if missing; files ``0600``)::
 
         <dir>/
-          memory.json                {"version": 1, "messages": [<message>, ...]}
-          memory.json.lock           sidecar locked with flock(); never deleted
-          .memory.json.<uuid>.tmp    a writer's temp file, renamed over memory.json
+          memory.json             {"version": 2, "journal": "<token>", "messages": [...]}
+          memory.json.journal     header record {"journal": 1, "token": "<token>"}, then
+                                  one record per save: a JSON array of the new messages
+          memory.json.lock        sidecar locked with flock(); never deleted
+          .memory.json.<uuid>.tmp a writer's temp file, renamed over its target
 
-    A missing ``memory.json`` is a fresh memory. A corrupt or wrongly shaped one (bad
-    JSON, truncation, wrong types, unknown keys, NaN, deep nesting, a newer version)
-    raises ``MemoryCorruptError`` (``MEMORY_CORRUPT``) from ``load()``, ``save()`` and
-    ``clear()`` alike and is never overwritten: remove it yourself to start over.
+    The memory is ``memory.json`` plus the records of a journal whose token matches it
+    (a journal with another token is stale and ignored). A torn last record is a save
+    that was never acknowledged: it is ignored, and cut by the next save. A version-1
+    ``memory.json`` (no journal) is read and upgraded by the first write.
 
-    ``save()`` reuses the JSON of the messages it already stored: the instance keeps the
-    fragments of the file it last wrote or read with that file's identity, and while the
-    file is unchanged (same identity and same bytes) a save only serialises the new
-    messages. A file changed by another writer is re-read and re-validated.
+    Saves are idempotent by message id: a message whose id is stored already is not
+    appended again, so a retried save (after ``STORAGE_IO`` with ``may_have_landed``)
+    never duplicates. :meth:`replace` (the agent's clear-then-save) and :meth:`commit`
+    merge under the lock: messages another writer appended since this instance loaded
+    (or wrote) are kept after the new history instead of being dropped. :meth:`transact`
+    runs a read-modify-write under the lock (what ``CompactedMemory`` uses).
 
-    Temp files left by crashed writers are removed by a later save once they are older
-    than ``stale_temp_seconds`` (each instance scans for them at most once a second,
-    every save when the grace is 0). If the awaiting task is cancelled, a save already handed
-    to its worker thread still completes (or publishes nothing); it is never torn.
+    A corrupt or wrongly shaped file (bad JSON, a damaged record before the journal's
+    end, wrong types, unknown keys, NaN, deep nesting, a newer version, more than
+    ``max_bytes`` bytes or ``max_items`` messages and tool calls, a symlink, FIFO or
+    device in place of a file) raises ``MemoryCorruptError`` (``MEMORY_CORRUPT``) from
+    ``load()``, ``save()`` and ``clear()`` alike and is never overwritten. An operating
+    system failure raises ``StorageIOError`` (``STORAGE_IO``; ``may_have_landed`` says
+    whether the write may have reached the disk anyway).
     """
 
     def __init__(
@@ -149,7 +91,10 @@ class FileMemory:
         max_messages: int = 50,
         *,
         stale_temp_seconds: float = 60.0,
+        max_bytes: int = DEFAULT_MAX_BYTES,
+        max_items: int = DEFAULT_MAX_ITEMS,
     ) -> None:
+        """Create it; arguments are described in the class docstring."""
         if not isinstance(dir, str | os.PathLike) or not isinstance(os.fspath(dir), str):
             raise InvalidArgumentError(f"dir must be a path, got {type(dir).__name__}")
         if not os.fspath(dir):
@@ -165,137 +110,254 @@ class FileMemory:
             )
         self.max_messages: int = check_max_messages(max_messages)
         self.stale_temp_seconds: float = float(stale_temp_seconds)
+        self.max_bytes: int = check_max_messages(max_bytes, name="max_bytes")
+        self.max_items: int = check_max_messages(max_items, name="max_items")
         self.dir: Path = Path(dir).resolve()
         self.path: Path = self.dir / "memory.json"
+        self.journal_path: Path = self.dir / "memory.json.journal"
         self.lock_path: Path = self.dir / "memory.json.lock"
-        self._known: _Known | None = None
+        self._files = MemoryFiles(self.dir, max_bytes=self.max_bytes, max_items=self.max_items)
+        self._state: State | None = None
+        # Ids of the history this instance last loaded or wrote (the base of a merge);
+        # None until it loaded or wrote anything.
+        self._seen: set[str] | None = None
         # Fragments this instance encoded, by message id, with the message read back from
-        # each: replace() (the agent's commit) re-encodes only messages that changed.
+        # each: a commit re-encodes only messages that changed.
         self._memo: dict[str, tuple[Message, bytes]] = {}
         self._next_sweep = 0.0  # monotonic time of the next temp-file sweep
-        self._reparses = 0  # how often save() had to parse the file (for tests/benchmarks)
+        self._folds = 0  # how often a write published a new document
+
+    def __repr__(self) -> str:
+        """A developer-facing description."""
+        return f"FileMemory({str(self.dir)!r}, max_messages={self.max_messages})"
+
+    @property
+    def _reparses(self) -> int:
+        """How often a write parsed a document it already knew (tests, benchmarks)."""
+        return self._files.reparses
+
+    # -- the contract ------------------------------------------------------------------
 
     async def load(self) -> list[Message]:
         """The stored history, repaired and within ``max_messages``."""
-        return await asyncio.to_thread(self._load_sync)
+        stored = await asyncio.to_thread(self._guard, "read", self._load_sync)
+        self._seen = {m.id for m in stored}
+        return self._view(stored)
 
     async def save(self, messages: Sequence[Message]) -> None:
-        """Append ``messages``, keep the newest ``max_messages``, publish atomically."""
-        fragments, shapes = self._encode(messages)
+        """Append the messages whose ids are not stored yet (one journal record)."""
+        new = self._encode(messages)
         async with _PATH_LOCKS.get(self.path):
-            await asyncio.to_thread(self._update_sync, fragments, shapes, append=True, create=True)
-        logger.debug("%s: saved %d messages", self.path, len(messages))
+            await asyncio.to_thread(self._guard, "save", self._write_sync, new, None, False)
 
     async def replace(self, messages: Sequence[Message]) -> None:
-        """Replace the stored history with ``messages`` (windowed) in one atomic publish."""
-        fragments, shapes = self._encode(messages)
+        """Make ``messages`` the history, keeping what others appended since this instance read.
+
+        The base of the merge is the history this instance last loaded or wrote; an
+        instance that has done neither replaces the whole history.
+        """
+        await self.commit(messages, base=None)
+
+    async def commit(
+        self, messages: Sequence[Message], *, base: Collection[str] | None = None
+    ) -> None:
+        """Make ``messages`` the history, merged with what others appended since ``base``.
+
+        ``base`` is the ids of the history the caller started from (default: what this
+        instance last loaded or wrote). Stored messages outside ``base`` and outside
+        ``messages`` were appended by another writer meanwhile: they are kept, after
+        ``messages``. Stored messages in ``base`` but not in ``messages`` are removed.
+        """
+        new = self._encode(messages)
+        ids = None if base is None else _id_set(base)
         async with _PATH_LOCKS.get(self.path):
-            await asyncio.to_thread(self._update_sync, fragments, shapes, append=False, create=True)
+            await asyncio.to_thread(self._guard, "save", self._write_sync, new, ids, True)
 
     async def clear(self) -> None:
         """Forget the stored history (publishes an empty document; a corrupt file raises)."""
         async with _PATH_LOCKS.get(self.path):
-            await asyncio.to_thread(self._update_sync, [], b"", append=False, create=False)
+            await asyncio.to_thread(self._guard, "clear", self._clear_sync)
 
-    def __repr__(self) -> str:
-        return f"FileMemory({str(self.dir)!r}, max_messages={self.max_messages})"
+    async def transact(self, update: _Update) -> None:
+        """Run ``update(history)`` and store its result, holding the lock throughout.
 
-    def _encode(self, messages: Sequence[Message]) -> tuple[list[bytes], bytes]:
-        """JSON fragments and window shapes of messages to store (checked, no I/O).
+        ``history`` is what :meth:`load` would return; the result replaces it (merged
+        like :meth:`commit`, though nothing can be appended meanwhile). Other writers,
+        in any process, wait until the result is stored.
+        """
+        async with _PATH_LOCKS.get(self.path):
+            fd = await asyncio.to_thread(self._guard, "lock", self._lock_sync, True)
+            assert fd is not None
+            try:
+                stored = await asyncio.to_thread(self._guard, "read", self._stored_sync)
+                result = await update(self._view(stored))
+                new = self._encode(result)
+                base = {m.id for m in stored}
+                await asyncio.to_thread(self._guard, "save", self._commit_locked, new, base)
+            finally:
+                os.close(fd)
 
-        Done on the caller's thread before any file work: it is CPU work on messages the
-        caller just made (cheaper there than in a cold worker thread), and bad input fails
-        before the disk is touched or the lock taken. A message this instance encoded
-        before reuses its fragment when it is still exactly what was encoded (compared
-        with the read-back copy, never with an object the caller holds, so changes made
-        in place are seen); only the others are serialised and checked.
+    def _view(self, stored: list[Message]) -> list[Message]:
+        """What a load returns: the stored history windowed (as a fold would), repaired."""
+        return bounded_view(window(stored, self.max_messages), self.max_messages)
+
+    # -- encoding (caller's thread, before any I/O) --------------------------------------
+
+    def _encode(self, messages: Sequence[Message]) -> Entries:
+        """Fragments, ids and shapes of messages to store (checked, deduplicated, no I/O).
+
+        A message this instance encoded before reuses its fragment when it is still
+        exactly what was encoded (compared with the read-back copy, so changes made in
+        place are seen); only the others are serialised and checked.
         """
         new = check_messages(messages)
         memo = self._memo
         fresh: dict[str, tuple[Message, bytes]] = {}
-        fragments: list[bytes] = []
+        out = Entries()
         for msg in new:
+            if msg.id in out.idset:
+                continue  # the first of two messages with one id wins
             known = memo.get(msg.id)
             if known is not None and same_json_message(known[0], msg):
-                fragments.append(known[1])
-                continue
-            fragment, back = encode_message(msg)
-            fresh[msg.id] = (back, fragment)
-            fragments.append(fragment)
+                fragment = known[1]
+            else:
+                fragment, back = encode_message(msg)
+                fresh[msg.id] = (back, fragment)
+            out.add(msg.id, fragment, shape_of(msg))
         if fresh:
             memo = {**memo, **fresh}
             limit = 2 * self.max_messages
             if len(memo) > limit:  # keep the newest entries: a window's worth and more
                 memo = dict(list(memo.items())[-limit:])
             self._memo = memo
-        return fragments, bytes(shape_of(m) for m in new)
+        return out
 
-    # -- blocking parts, run in a worker thread ---------------------------------------
+    # -- blocking parts, run in a worker thread ------------------------------------------
+
+    def _guard(self, action: str, fn: Callable[_P, _T], *args: _P.args, **kw: _P.kwargs) -> _T:
+        """Run ``fn``; an ``OSError`` becomes ``STORAGE_IO``, odd files ``MEMORY_CORRUPT``."""
+        try:
+            return fn(*args, **kw)
+        except AgentError:
+            raise
+        except NotADirectoryError:
+            raise InvalidArgumentError(
+                f"FileMemory dir {str(self.dir)!r} is not a directory"
+            ) from None
+        except OddFileError as exc:
+            raise self._files.corrupt(exc.path, exc.reason) from None
+        except OSError as exc:
+            if action != "read":
+                self._state = None  # what is on disk is unknown now: re-read next time
+            raise io_error(exc, action=action, key="memory.json", root=self.dir) from exc
+
+    def _lock_sync(self, create: bool) -> int | None:
+        fd = open_lock_file(self.lock_path, create=False)
+        if fd is None and create:
+            make_private_dirs(self.dir)
+            fd = open_lock_file(self.lock_path, create=True)
+        if fd is not None:
+            try:
+                flock(fd, exclusive=create)
+            except BaseException:
+                os.close(fd)
+                raise
+        return fd
 
     def _load_sync(self) -> list[Message]:
-        found = _read_document(self.path)
-        if found is None:
-            return []
-        return bounded_view(parse_document(found[0], self.path), self.max_messages)
-
-    def _update_sync(
-        self, fragments: list[bytes], shapes: bytes, *, append: bool, create: bool
-    ) -> None:
-        fd = self._open_lock(create=create)
-        if fd is None:
-            return  # clear() of a memory whose directory does not exist
+        fd = self._lock_sync(False)
         try:
-            fcntl = posix_fcntl()
-            fcntl.flock(fd, fcntl.LOCK_EX)
-            current = self._read_current()
-            base = current if append else _Known(b"", [], b"", current.ident)
-            updated = base.extended(fragments, shapes, self.max_messages)
-            exists = current.ident is not None
-            if (exists and updated.body != current.body) or (not exists and updated.lengths):
-                atomic_write(self.path, updated.chunks())
-                st = os.stat(self.path)
-                updated = _Known(updated.body, updated.lengths, updated.shapes, _ident_of(st))
-            else:
-                updated = current
-            self._known = updated
-            self._sweep()
+            return self._files.read_messages()
         finally:
-            os.close(fd)  # releases the flock
+            if fd is not None:
+                os.close(fd)
 
-    def _open_lock(self, *, create: bool) -> int | None:
-        # O_NOFOLLOW: a symlink planted as the lock file must not make us create (or lock)
-        # a file outside ``dir``.
-        flags = os.O_RDWR | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW
+    def _stored_sync(self) -> list[Message]:
+        state = self._refresh()
+        return messages_of(state.entries)
+
+    def _refresh(self) -> State:
+        state = self._files.refresh(self._state)
+        self._state = state
+        return state
+
+    def _write_sync(self, new: Entries, base: set[str] | None, merge: bool) -> None:
+        fd = self._lock_sync(True)
         try:
-            try:
-                return os.open(self.lock_path, flags, 0o644)
-            except FileNotFoundError:
-                if not create:
-                    return None
-            _make_dirs(self.dir)
-            return os.open(self.lock_path, flags, 0o644)
-        except NotADirectoryError:
-            raise _not_a_directory(self.dir) from None
-        except OSError as exc:
-            if exc.errno == errno.ELOOP:
-                raise _symlink(self.lock_path) from None
-            raise
+            if merge:
+                self._commit_locked(new, base)
+            else:
+                self._append_locked(new)
+        finally:
+            if fd is not None:
+                os.close(fd)
+        self._sweep()
 
-    def _read_current(self) -> _Known:
-        found = _read_document(self.path)
-        if found is None:
-            return _EMPTY
-        data, st = found
-        ident = _ident_of(st)
-        known = self._known
-        # The identity alone is not proof: inode numbers are reused and timestamps are
-        # coarse, so a file rewritten twice by another process can look unchanged. The
-        # bytes are compared too (a memcmp, far cheaper than parsing and serialising).
-        if known is not None and known.ident == ident and known.matches(data):
-            return known
-        self._reparses += 1
-        logger.debug("%s changed since this instance last saw it; re-reading", self.path)
-        return _Known.of(parse_document(data, self.path), ident)
+    def _append_locked(self, new: Entries) -> None:
+        state = self._refresh()
+        fresh = Entries()
+        for i, msg_id in enumerate(new.ids):
+            if msg_id not in state.entries.idset:
+                fresh.add(msg_id, new.frags[i], new.shapes[i])
+        if self._seen is not None:
+            self._seen.update(new.ids)
+        if fresh.ids:
+            self._extend(state, fresh)
+
+    def _commit_locked(self, new: Entries, base: set[str] | None) -> None:
+        state = self._refresh()
+        stored = state.entries
+        if base is None:
+            base = self._seen if self._seen is not None else stored.idset
+        result = new.copy()
+        for i, msg_id in enumerate(stored.ids):
+            if msg_id not in base and msg_id not in result.idset:
+                result.add(msg_id, stored.frags[i], stored.shapes[i])
+        self._seen = set(result.ids)
+        n = len(stored.ids)
+        if state.doc_ident is not None and _extends(result, stored):
+            if len(result.ids) > n:
+                self._extend(state, result.tail(n))
+            return
+        self._fold(result)
+
+    def _extend(self, state: State, fresh: Entries) -> None:
+        """Append ``fresh`` to the journal, or fold when the journal has grown enough."""
+        size = sum(len(f) for f in fresh.frags) + len(fresh.frags) + 13
+        count = len(state.entries.ids) + len(fresh.ids)
+        if (
+            state.token is None
+            or state.journal_end + size > max(FOLD_RATIO * state.doc_bytes, FOLD_MIN_BYTES)
+            or count > 2 * self.max_messages + 64
+        ):
+            entries = state.entries.copy()
+            for i, msg_id in enumerate(fresh.ids):
+                entries.add(msg_id, fresh.frags[i], fresh.shapes[i])
+            self._fold(entries)
+            return
+        self._state = None  # unknown until the append returns
+        self._state = self._files.append(state, fresh)
+
+    def _fold(self, entries: Entries) -> None:
+        self._state = None  # unknown until the publish returns
+        self._state = self._files.publish(entries, self.max_messages)
+        self._folds += 1
+
+    def _clear_sync(self) -> None:
+        fd = self._lock_sync(False)
+        if fd is None:
+            if not self._files.doc.exists():
+                self._seen = set()
+                return  # clear() of a memory that was never written
+            fd = self._lock_sync(True)
+        try:
+            state = self._refresh()
+            if state.doc_ident is not None or state.stale or state.journal_key is not None:
+                self._fold(Entries())
+            self._seen = set()
+        finally:
+            if fd is not None:
+                os.close(fd)
 
     def _sweep(self) -> None:
         # A temp file only becomes removable once it is older than the grace period, so
@@ -305,87 +367,23 @@ class FileMemory:
         if now < self._next_sweep:
             return
         self._next_sweep = now + min(1.0, self.stale_temp_seconds)
-        try:
-            sweep_temp_files(self.path, grace_seconds=self.stale_temp_seconds)
-        except OSError as exc:
-            # The save itself succeeded; a temp file we may not delete is not its failure.
-            logger.warning("could not sweep temp files next to %s: %s", self.path, exc)
+        for target in (self.path, self.journal_path):
+            try:
+                sweep_temp_files(target, grace_seconds=self.stale_temp_seconds)
+            except OSError as exc:
+                # The save itself succeeded; a temp file we may not delete is not its failure.
+                logger.warning("could not sweep temp files next to %s: %s", target, exc)
 
 
-def _not_a_directory(directory: Path) -> InvalidArgumentError:
-    return InvalidArgumentError(f"FileMemory dir {str(directory)!r} is not a directory")
+def _extends(result: Entries, stored: Entries) -> bool:
+    """Whether ``result`` is ``stored`` (same ids, same bytes) followed by more."""
+    n = len(stored.ids)
+    if len(result.ids) < n or result.ids[:n] != stored.ids:
+        return False
+    return all(a is b or a == b for a, b in zip(result.frags, stored.frags, strict=False))
 
 
-def _not_a_file(path: Path) -> MemoryCorruptError:
-    return MemoryCorruptError(
-        f"{path} is not a regular file; it was left untouched — inspect or remove it to continue"
-    )
-
-
-def _symlink(path: Path) -> MemoryCorruptError:
-    return MemoryCorruptError(
-        f"{path} is a symlink; it is not followed and was left untouched — replace it with "
-        "the file itself (or point FileMemory at the directory it lives in)"
-    )
-
-
-def _read_document(path: Path) -> tuple[bytes, os.stat_result] | None:
-    """The bytes and ``fstat`` of ``memory.json``, or ``None`` when it does not exist.
-
-    Anything but a regular file there (a directory, a FIFO that would block the reader
-    forever, a device) is ``MEMORY_CORRUPT`` and left alone.
-    """
-    try:
-        # O_NONBLOCK: opening a FIFO must not wait for a writer (no effect on a file).
-        # O_NOFOLLOW: a symlink would be read through but replaced (not followed) by the
-        # next write, silently detaching it; refuse it instead.
-        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC | os.O_NONBLOCK | os.O_NOFOLLOW)
-    except FileNotFoundError:
-        return None
-    except NotADirectoryError:
-        raise _not_a_directory(path.parent) from None
-    except IsADirectoryError:
-        raise _not_a_file(path) from None
-    except OSError as exc:
-        if exc.errno == errno.ELOOP:
-            raise _symlink(path) from None
-        raise
-    try:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode):
-            raise _not_a_file(path)
-        return _read_all(fd, st.st_size), st
-    finally:
-        os.close(fd)
-
-
-def _read_all(fd: int, size: int) -> bytes:
-    """Everything readable from ``fd``, whose size was ``size`` (usually one read).
-
-    A published ``memory.json`` is never written in place (only replaced), so a short
-    first read means the end of the file.
-    """
-    first = os.read(fd, size + 1)
-    if len(first) <= size:
-        return first
-    parts = [first]
-    while chunk := os.read(fd, 1 << 20):
-        parts.append(chunk)
-    return b"".join(parts)
-
-
-def _ident_of(st: os.stat_result) -> _Ident:
-    return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
-
-
-def _make_dirs(directory: Path) -> None:
-    """Create ``directory`` and its missing parents, durably."""
-    missing: list[Path] = []
-    path = directory
-    while not path.exists():
-        missing.append(path)
-        path = path.parent
-    for path in reversed(missing):
-        with contextlib.suppress(FileExistsError):
-            os.mkdir(path)
-        fsync_dir(path.parent)
+def _id_set(base: Collection[str]) -> set[str]:
+    if isinstance(base, str) or not all(isinstance(i, str) for i in base):
+        raise InvalidArgumentError("base must be a collection of message ids (str)")
+    return set(base)

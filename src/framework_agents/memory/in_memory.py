@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 
+from .._persist import LoopLocks
 from ..messages import FrozenMessage, Message, freeze_message, thaw_message
 from ._window import (
     OTHER,
@@ -31,8 +32,10 @@ class InMemoryMemory:
     """
 
     def __init__(self, max_messages: int = 50) -> None:
+        """Create it; arguments are described in the class docstring."""
         self.max_messages: int = check_max_messages(max_messages)
         self._stored: list[FrozenMessage] = []
+        self._locks = LoopLocks()
 
     async def load(self) -> list[Message]:
         """The stored history, repaired and within ``max_messages`` (copies)."""
@@ -51,11 +54,19 @@ class InMemoryMemory:
         kept = window(check_messages(messages), self.max_messages)
         self._stored = [freeze_message(m) for m in kept]
 
+    async def transact(
+        self, update: Callable[[list[Message]], Awaitable[Sequence[Message]]]
+    ) -> None:
+        """Run ``update(history)`` and store its result; other transactions wait meanwhile."""
+        async with self._locks.hold(None):
+            await self.replace(await update(await self.load()))
+
     async def clear(self) -> None:
         """Forget the stored history."""
         self._stored = []
 
     def __repr__(self) -> str:
+        """A developer-facing description."""
         return f"InMemoryMemory(max_messages={self.max_messages}, stored={len(self._stored)})"
 
 

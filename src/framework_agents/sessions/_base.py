@@ -1,13 +1,23 @@
-"""The storage contract: four async methods that move bytes under validated keys."""
+"""The storage contract: four async methods that move bytes under validated keys.
+
+One optional capability, detected by :func:`swap`: ``swap(key, data, expected)``, a
+compare-and-swap that stores ``data`` only if the value under ``key`` is still the one
+whose :func:`digest` is ``expected`` (``None``: no value), atomically with respect to every
+writer of the storage (across processes for ``LocalFileStorage``), and raises
+``CHECKPOINT_CONFLICT`` otherwise, writing nothing. ``SessionManager.save_latest`` uses it
+so that a writer that did not see the latest update is refused instead of overwriting it.
+A storage without it (a third-party one) gets a plain ``put``: last writer wins there.
+"""
 
 from __future__ import annotations
 
 import builtins
-from typing import Protocol, runtime_checkable
+import hashlib
+from typing import Any, Protocol, runtime_checkable
 
-from ..errors import InvalidArgumentError
+from ..errors import CheckpointConflictError, InvalidArgumentError
 
-__all__ = ["ArgumentTypeError", "Storage"]
+__all__ = ["ArgumentTypeError", "Storage", "check_swap", "digest", "swap"]
 
 
 class ArgumentTypeError(InvalidArgumentError, TypeError):
@@ -39,3 +49,29 @@ class Storage(Protocol):
     async def list(self, prefix: str = "") -> builtins.list[str]:
         """Every stored key that starts with ``prefix`` (a plain string prefix), sorted."""
         ...
+
+
+def digest(data: bytes) -> str:
+    """The digest ``swap`` compares: blake2b-128 of the bytes, as hex."""
+    return hashlib.blake2b(data, digest_size=16).hexdigest()
+
+
+def check_swap(key: str, current: bytes | None, expected: str | None) -> None:
+    """``CHECKPOINT_CONFLICT`` unless ``current`` is the value ``expected`` names."""
+    found = None if current is None else digest(current)
+    if found != expected:
+        seen = "no value" if expected is None else "another value"
+        now = "none" if current is None else "a newer one"
+        raise CheckpointConflictError(
+            f"{key!r} changed since it was read (the writer expected {seen}, the storage "
+            f"holds {now}); nothing was written: read it again, then write"
+        )
+
+
+async def swap(storage: Storage, key: str, data: bytes, expected: str | None) -> None:
+    """``storage.swap(key, data, expected)`` when the storage has it, else ``put``."""
+    method: Any = getattr(storage, "swap", None)
+    if callable(method):
+        await method(key, data, expected)
+    else:
+        await storage.put(key, data)

@@ -28,23 +28,23 @@ import asyncio
 import builtins
 import contextlib
 import errno
-import logging
 import os
 import stat
 import time
 import uuid
+from collections.abc import Callable
 from pathlib import Path
+from typing import TypeVar
 
-from .._fs import TEMP_SUFFIX
+from .._persist import TEMP_SUFFIX, flock, io_error, mark_landed
 from ..errors import InvalidArgumentError, StorageKeyInvalidError
-from ._base import ArgumentTypeError
+from ._base import ArgumentTypeError, check_swap
 from ._keys import is_valid_key, is_valid_segment, validate_key, validate_prefix
 from .memory_storage import as_bytes
 
 __all__ = ["LocalFileStorage"]
 
-logger = logging.getLogger(__name__)
-
+_T = TypeVar("_T")
 _FILE_MODE = 0o600
 _DIR_MODE = 0o700
 _CLOEXEC = getattr(os, "O_CLOEXEC", 0)
@@ -66,6 +66,20 @@ class _NotADir(Exception):
         self.index = index
 
 
+class _Blind:
+    """Sentinel: a plain ``put`` (no compare-and-swap)."""
+
+
+_BLIND = _Blind()
+
+
+def _odd_file_error(key: str) -> StorageKeyInvalidError:
+    return StorageKeyInvalidError(
+        f"storage key {key!r}: a FIFO, device or socket is where its value belongs; "
+        "it was left untouched"
+    )
+
+
 def _symlink_error(key: str, part: str) -> StorageKeyInvalidError:
     return StorageKeyInvalidError(f"storage key {key!r}: {part!r} is a symlink; not followed")
 
@@ -74,6 +88,7 @@ class LocalFileStorage:
     """Stores each key as a file under ``dir``; nothing outside ``dir`` is read or written."""
 
     def __init__(self, dir: str | os.PathLike[str]) -> None:
+        """Create it; arguments are described in the class docstring."""
         if not (
             _NOFOLLOW
             and hasattr(os, "O_DIRECTORY")
@@ -94,6 +109,7 @@ class LocalFileStorage:
         return Path(self._root)
 
     def __repr__(self) -> str:
+        """A developer-facing description."""
         return f"LocalFileStorage({self._root!r})"
 
     # -- path handling -------------------------------------------------------------------
@@ -155,13 +171,22 @@ class LocalFileStorage:
 
     # -- sync operations (run in a worker thread) -----------------------------------------
 
-    def _put_sync(self, key: str, segments: builtins.list[str], data: bytes) -> None:
+    def _put_sync(
+        self,
+        key: str,
+        segments: builtins.list[str],
+        data: bytes,
+        expected: str | _Blind | None = _BLIND,
+    ) -> None:
         *dirs, name = segments
         for attempt in range(_PUT_ATTEMPTS):
             try:
                 fds = self._walk(key, dirs, create=True)
                 try:
-                    self._publish(key, tuple(dirs), fds[-1], name, data)
+                    if isinstance(expected, _Blind):
+                        self._publish(key, tuple(dirs), fds[-1], name, data)
+                    else:
+                        self._swap_locked(key, tuple(dirs), fds[-1], name, data, expected)
                 finally:
                     for fd in fds:
                         os.close(fd)
@@ -176,6 +201,30 @@ class LocalFileStorage:
                 if attempt == _PUT_ATTEMPTS - 1:
                     raise
 
+    def _swap_locked(
+        self,
+        key: str,
+        dirs: tuple[str, ...],
+        dfd: int,
+        name: str,
+        data: bytes,
+        expected: str | None,
+    ) -> None:
+        """Compare-and-swap under ``flock`` of the sidecar ``.<name>.lock`` (never a key)."""
+        flags = os.O_RDWR | os.O_CREAT | _NOFOLLOW | _CLOEXEC
+        try:
+            lock = os.open(f".{name}.lock", flags, _FILE_MODE, dir_fd=dfd)
+        except OSError as exc:
+            if exc.errno == errno.ELOOP:
+                raise _symlink_error(key, f".{name}.lock") from None
+            raise
+        try:
+            flock(lock, exclusive=True)
+            check_swap(key, self._read_value(key, dfd, name), expected)
+            self._publish(key, dirs, dfd, name, data)
+        finally:
+            os.close(lock)
+
     def _publish(self, key: str, dirs: tuple[str, ...], dfd: int, name: str, data: bytes) -> None:
         try:
             st = os.stat(name, dir_fd=dfd, follow_symlinks=False)
@@ -188,6 +237,8 @@ class LocalFileStorage:
                 raise StorageKeyInvalidError(
                     f"cannot store {key!r}: other keys are stored under it"
                 )
+            if not stat.S_ISREG(st.st_mode):
+                raise _odd_file_error(key)
         # A temp file left by a writer killed just before (a quick restart) is too young
         # for the first sweep; sweep again once a minute, not only once per instance.
         now = time.monotonic()
@@ -210,7 +261,10 @@ class LocalFileStorage:
             with contextlib.suppress(OSError):
                 os.unlink(tmp, dir_fd=dfd)
             raise
-        os.fsync(dfd)
+        try:
+            os.fsync(dfd)
+        except OSError as exc:
+            raise mark_landed(exc) from None
 
     @staticmethod
     def _sweep(dfd: int) -> None:
@@ -228,6 +282,30 @@ class LocalFileStorage:
         for name in stale:
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(name, dir_fd=dfd)
+
+    def _read_value(self, key: str, dfd: int, name: str) -> bytes | None:
+        """The bytes of ``name`` in the directory ``dfd``, or ``None`` (no value there)."""
+        flags = os.O_RDONLY | os.O_NONBLOCK | _NOFOLLOW | _CLOEXEC
+        try:
+            fd = os.open(name, flags, dir_fd=dfd)
+        except FileNotFoundError:
+            return None
+        except OSError as exc:
+            if exc.errno == errno.ELOOP:
+                raise _symlink_error(key, name) from None
+            raise
+        try:
+            mode = os.fstat(fd).st_mode
+            if stat.S_ISDIR(mode):
+                return None
+            if not stat.S_ISREG(mode):
+                raise _odd_file_error(key)
+            chunks: builtins.list[bytes] = []
+            while chunk := os.read(fd, 1 << 20):
+                chunks.append(chunk)
+            return b"".join(chunks)
+        finally:
+            os.close(fd)
 
     def _get_sync(self, key: str, segments: builtins.list[str]) -> bytes | None:
         *dirs, name = segments
@@ -247,8 +325,11 @@ class LocalFileStorage:
                     raise _symlink_error(key, name) from None
                 raise
             try:
-                if not stat.S_ISREG(os.fstat(fd).st_mode):
-                    return None  # a directory of keys (or a device) is not a value
+                mode = os.fstat(fd).st_mode
+                if stat.S_ISDIR(mode):
+                    return None  # a directory of keys is not a value
+                if not stat.S_ISREG(mode):
+                    raise _odd_file_error(key)
                 chunks: builtins.list[bytes] = []
                 while chunk := os.read(fd, 1 << 20):
                     chunks.append(chunk)
@@ -355,24 +436,43 @@ class LocalFileStorage:
         segments = validate_key(key)
         self._check_contained(key, segments)
         value = as_bytes(data)
-        await asyncio.to_thread(self._put_sync, key, segments, value)
-        logger.debug("stored %s (%d bytes) under %s", key, len(value), self._root)
+        await self._io("write", key, self._put_sync, key, segments, value)
+
+    async def swap(self, key: str, data: bytes, expected: str | None) -> None:
+        """Store ``data`` only if ``key`` still holds the value ``expected`` names.
+
+        Under ``flock`` of a sidecar ``.<name>.lock`` beside the value (never a key), so
+        it is atomic across processes; ``CHECKPOINT_CONFLICT`` otherwise, nothing written.
+        """
+        segments = validate_key(key)
+        self._check_contained(key, segments)
+        value = as_bytes(data)
+        if expected is not None and not isinstance(expected, str):
+            raise ArgumentTypeError("expected must be a digest (str) or None")
+        await self._io("write", key, self._put_sync, key, segments, value, expected)
+
+    async def _io(self, action: str, key: str, fn: Callable[..., _T], *args: object) -> _T:
+        """Run ``fn`` in a thread; an ``OSError`` becomes ``STORAGE_IO`` naming key and root."""
+        try:
+            return await asyncio.to_thread(fn, *args)
+        except OSError as exc:
+            raise io_error(exc, action=action, key=key, root=self._root) from exc
 
     async def get(self, key: str) -> bytes | None:
         """The bytes of ``<dir>/<key>``, or ``None`` when it does not exist."""
         segments = validate_key(key)
         self._check_contained(key, segments)
-        return await asyncio.to_thread(self._get_sync, key, segments)
+        return await self._io("read", key, self._get_sync, key, segments)
 
     async def delete(self, key: str) -> None:
         """Remove ``<dir>/<key>`` (no-op when missing) and prune emptied directories."""
         segments = validate_key(key)
         self._check_contained(key, segments)
-        await asyncio.to_thread(self._delete_sync, key, segments)
+        await self._io("delete", key, self._delete_sync, key, segments)
 
     async def list(self, prefix: str = "") -> builtins.list[str]:
         """Keys under ``dir`` starting with ``prefix``, sorted; symlinks are skipped."""
         dirs, tail = validate_prefix(prefix)
         if dirs:
             self._check_contained(prefix, dirs)
-        return await asyncio.to_thread(self._list_sync, prefix, dirs, tail)
+        return await self._io("list", prefix, self._list_sync, prefix, dirs, tail)

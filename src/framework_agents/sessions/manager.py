@@ -22,7 +22,7 @@ from ..errors import (
     SnapshotCorruptError,
     SnapshotMissingError,
 )
-from ._base import ArgumentTypeError, Storage
+from ._base import ArgumentTypeError, Storage, digest, swap
 from ._keys import validate_segment
 from .snapshot import Snapshot, SnapshotData, is_snapshot_id
 
@@ -33,10 +33,18 @@ LATEST_NAME = "snapshot_latest.json"
 _SUFFIX = ".json"
 
 
+class _Unread:
+    """Sentinel: this manager has not read or written the latest snapshot yet."""
+
+
+_UNREAD = _Unread()
+
+
 class SessionManager:
     """Saves and restores one agent's snapshots of one session in a :class:`Storage`."""
 
     def __init__(self, session_id: str, storage: Storage, agent_id: str = "default") -> None:
+        """Create it; arguments are described in the class docstring."""
         self.session_id: str = validate_segment(session_id, what="session_id")
         self.agent_id: str = validate_segment(agent_id, what="agent_id")
         if not isinstance(storage, Storage):
@@ -45,8 +53,12 @@ class SessionManager:
             )
         self.storage: Storage = storage
         self._prefix = f"session/{session_id}/scopes/agent/{agent_id}/snapshots/"
+        # Digest of the latest snapshot as this manager last read or wrote it (None: there
+        # was none); _UNREAD until then (the first write is then a plain put).
+        self._latest: str | _Unread | None = _UNREAD
 
     def __repr__(self) -> str:
+        """A developer-facing description."""
         return (
             f"SessionManager(session_id={self.session_id!r}, storage={self.storage!r}, "
             f"agent_id={self.agent_id!r})"
@@ -66,19 +78,35 @@ class SessionManager:
         return f"{self._prefix}{snapshot_id}{_SUFFIX}"
 
     async def save_latest(self, snapshot: Snapshot) -> None:
-        """Atomically replace the latest snapshot with ``snapshot``."""
+        """Atomically replace the latest snapshot with ``snapshot``.
+
+        Once this manager has read or written the latest snapshot, the write is a
+        compare-and-swap (when the storage can, see ``Storage``): if another writer
+        replaced it since, nothing is written and ``CHECKPOINT_CONFLICT`` is raised, so an
+        acknowledged update is never overwritten by a writer that did not see it. Call
+        :meth:`load_latest` again, apply the change, and save.
+        """
         if not isinstance(snapshot, Snapshot):
             raise ArgumentTypeError(
                 f"save_latest() takes a Snapshot, not {type(snapshot).__name__}"
             )
-        await self.storage.put(self.latest_key, snapshot.to_json())
+        data = snapshot.to_json()
+        known = self._latest
+        if isinstance(known, _Unread):
+            await self.storage.put(self.latest_key, data)
+        else:
+            await swap(self.storage, self.latest_key, data, known)
+        self._latest = digest(data)
 
     async def load_latest(self) -> Snapshot | None:
         """The latest snapshot, or ``None`` when the session has none (``SNAPSHOT_CORRUPT``)."""
         raw = await self.storage.get(self.latest_key)
         if raw is None:
+            self._latest = None
             return None
-        return Snapshot.from_json(raw, source=f"snapshot {self.latest_key!r}")
+        snapshot = Snapshot.from_json(raw, source=f"snapshot {self.latest_key!r}")
+        self._latest = digest(raw)
+        return snapshot
 
     async def save_snapshot(
         self, data: SnapshotData | Mapping[str, Any], app_data: Any = None

@@ -6,7 +6,7 @@ import builtins
 from collections import Counter
 
 from ..errors import StorageKeyInvalidError
-from ._base import ArgumentTypeError
+from ._base import ArgumentTypeError, check_swap
 from ._keys import validate_key, validate_prefix
 
 __all__ = ["InMemoryStorage", "as_bytes"]
@@ -31,6 +31,7 @@ class InMemoryStorage:
     """
 
     def __init__(self) -> None:
+        """Create it; arguments are described in the class docstring."""
         self._data: dict[str, bytes] = {}
         # How many stored keys live under each directory prefix ("a", "a/b", ...).
         self._dirs: Counter[str] = Counter()
@@ -57,6 +58,13 @@ class InMemoryStorage:
         self._data[key] = value
         for parent in ancestors:
             self._dirs[parent] += 1
+
+    async def swap(self, key: str, data: bytes, expected: str | None) -> None:
+        """Store ``data`` if ``key`` still holds the value ``expected`` names (else CONFLICT)."""
+        validate_key(key)
+        value = as_bytes(data)
+        check_swap(key, self._data.get(key), expected)
+        await self.put(key, value)
 
     async def get(self, key: str) -> bytes | None:
         """The bytes under ``key``, or ``None``."""

@@ -16,7 +16,6 @@ error too (never silently dropped). Any unreadable or wrongly shaped document ra
 
 from __future__ import annotations
 
-import math
 import os
 import threading
 import time
@@ -38,8 +37,8 @@ from pydantic import (
 )
 from pydantic_core import PydanticSerializationError
 
+from .._persist import json_problem, strict_loads
 from ..errors import SnapshotCorruptError, SnapshotFieldError, StateNotJsonError
-from ..memory._document import strict_loads
 from ..messages import REQUIRED, Message, _Unset, show_required
 
 __all__ = [
@@ -109,28 +108,9 @@ def is_snapshot_id(value: object) -> bool:
 # -- JSON values ----------------------------------------------------------------------
 
 
-def _json_problem(value: Any, path: str, depth: int = 0) -> str | None:
-    if depth > 200:
-        return f"{path}: nested too deeply"
-    if value is None or isinstance(value, bool | int | str):
-        return None
-    if isinstance(value, float):
-        return None if math.isfinite(value) else f"{path}: {value!r} is not a JSON number"
-    if isinstance(value, list | tuple):
-        for i, item in enumerate(value):
-            problem = _json_problem(item, f"{path}[{i}]", depth + 1)
-            if problem:
-                return problem
-        return None
-    if isinstance(value, dict):
-        for k, item in value.items():
-            if not isinstance(k, str):
-                return f"{path}: key {k!r} is not a str"
-            problem = _json_problem(item, f"{path}[{k!r}]", depth + 1)
-            if problem:
-                return problem
-        return None
-    return f"{path}: {type(value).__name__} is not a JSON value"
+def _json_problem(value: Any, path: str) -> str | None:
+    """Where ``value`` stops being plain JSON (the persistence layer's one rule), or ``None``."""
+    return json_problem(value, path)
 
 
 def _require_json(value: Any, what: str) -> Any:
@@ -159,6 +139,7 @@ class SnapshotData(BaseModel):
         system_prompt: str | None = None,
         **extra: Any,
     ) -> None:
+        """Create it; arguments are described in the class docstring."""
         # Positionally in API.md's order or by keyword; ``extra`` only exists so that an
         # unknown field is pydantic's ValidationError.
         super().__init__(messages=messages, state=state, system_prompt=system_prompt, **extra)
@@ -220,6 +201,7 @@ class Snapshot(BaseModel):
         created_at: datetime = _NOW,
         **extra: Any,
     ) -> None:
+        """Create it; arguments are described in the class docstring."""
         # Positionally in API.md's order or by keyword; ``None`` draws a fresh UUIDv7 id /
         # the current UTC time. ``extra`` carries ``schema_version`` (and makes an unknown
         # field pydantic's ValidationError).

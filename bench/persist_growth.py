@@ -1,0 +1,317 @@
+"""Benchmark: does a save cost what is new? Per-turn saves up to ``--turns`` (run by hand).
+
+One conversation (user ~200 chars, assistant ~400, a tool call every third turn), one
+save per turn, for each store:
+
+* ``memory``: ``FileMemory(max_messages=10**7).save(new messages of the turn)``;
+* ``session``: ``SessionManager`` over ``LocalFileStorage``, ``save_latest`` of the history;
+* ``checkpoint``: ``FileCheckpointer.save`` of the thread (same message objects);
+* ``agent``: ``Agent.run`` of the turn with a ``FileCheckpointer`` (load + loop + save);
+
+and, in the same run (every store saves turn ``i`` before any saves turn ``i + 1``, in
+rotating order, so a shared machine's noise falls on all alike), two baselines fed the same
+per-turn bytes:
+
+* ``append``: append + ``fdatasync`` of the turn's JSON (the physical floor);
+* ``sqlite``: an append-only SQLite table of JSON rows, ``synchronous=FULL``, one
+  transaction per turn (what the fastest durable peer does).
+
+Before each turn ``gc.freeze()`` moves every existing object out of the collector's reach,
+so a collection's cost does not grow with what the harness keeps alive. Prints p50/p99
+(ms) over the 20 saves ending at turns 10, 100, 1,000 and 3,000 (those reached), the ratio
+of each store's p50 to the append and SQLite baselines, and bytes written
+(``/proc/self/io``: ``wchar`` and ``write_bytes``) per payload byte. Then loads a
+10,000-message history with FileMemory against SQLite rows read back with ``json.loads``
+per row: time and peak memory (tracemalloc) ratios.
+
+Usage: ``.venv/bin/python bench/persist_growth.py [--turns 3000] [--dir PATH]
+[--only memory,checkpoint]``. Use a directory on a real disk (not tmpfs) for fsync figures.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import gc
+import json
+import os
+import shutil
+import sqlite3
+import statistics
+import tempfile
+import time
+import tracemalloc
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+from framework_agents import (
+    Agent,
+    FileCheckpointer,
+    FileMemory,
+    LocalFileStorage,
+    Message,
+    NullConversationManager,
+    SessionManager,
+    Snapshot,
+    SnapshotData,
+    ThreadCheckpoint,
+    ToolCall,
+    tool,
+)
+from framework_agents.messages import MessageList
+from framework_agents.testing import FunctionModel
+
+MARKS = (10, 100, 1000, 3000)
+WINDOW = 20
+_WORDS = [
+    "the",
+    "agent",
+    "keeps",
+    "its",
+    "memory",
+    "durable",
+    "and",
+    "well",
+    "formed",
+    "across",
+    "restarts",
+    "and",
+    "crashes",
+]
+
+
+def _text(i: int, chars: int) -> str:
+    out: list[str] = []
+    k = i
+    while sum(len(w) + 1 for w in out) < chars:
+        out.append(_WORDS[k % len(_WORDS)])
+        k += 1
+    return " ".join(out)
+
+
+def turn_messages(i: int) -> list[Message]:
+    """The messages turn ``i`` adds (a tool call every third turn)."""
+    user = Message("user", _text(i, 200), id=f"u{i}")
+    if i % 3 == 2:
+        call = ToolCall(f"c{i}", "lookup", {"query": _text(i, 40)})
+        return [
+            user,
+            Message("assistant", "", tool_calls=[call], id=f"a{i}"),
+            Message("tool", _text(i + 1, 120), tool_call_id=call.id, name="lookup", id=f"t{i}"),
+            Message("assistant", _text(i + 2, 400), id=f"f{i}"),
+        ]
+    return [user, Message("assistant", _text(i + 3, 400), id=f"f{i}")]
+
+
+def _io() -> tuple[int, int]:
+    fields = dict(
+        line.split(": ") for line in Path("/proc/self/io").read_text().splitlines() if ": " in line
+    )
+    return int(fields["wchar"]), int(fields["write_bytes"])
+
+
+Step = Callable[[int, list[Message], list[Message]], Awaitable[None]]
+
+
+async def _run_all(
+    turns: int, steps: dict[str, Step]
+) -> dict[str, tuple[list[float], int, int, int]]:
+    """Every store saves turn ``i`` before any saves turn ``i + 1`` (rotating who goes
+    first), so noise from a shared machine falls on all of them alike."""
+    history: list[Message] = []
+    names = list(steps)
+    times: dict[str, list[float]] = {name: [] for name in names}
+    io = {name: [0, 0] for name in names}
+    payload = 0
+    for i in range(turns):
+        new = turn_messages(i)
+        history.extend(new)
+        payload += len(MessageList.dump_json(new))
+        names = names[1:] + names[:1]
+        # Collections would otherwise grow with the objects the harness keeps (its own
+        # history, the agent's, every store's): freeze what exists before the turn.
+        gc.freeze()
+        for name in names:
+            w0, b0 = _io()
+            start = time.perf_counter()
+            await steps[name](i, new, history)
+            times[name].append(time.perf_counter() - start)
+            w1, b1 = _io()
+            io[name][0] += w1 - w0
+            io[name][1] += b1 - b0
+    return {name: (times[name], payload, io[name][0], io[name][1]) for name in steps}
+
+
+def store_steps(root: Path) -> dict[str, Step]:
+    """One step function per store and baseline, each writing under its own directory."""
+    memory = FileMemory(root / "memory", max_messages=10**7)
+    session = SessionManager("s1", LocalFileStorage(root / "sessions"))
+    cp = FileCheckpointer(root / "checkpoints")
+    (root / "append").mkdir()
+    fd = os.open(root / "append" / "log", os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+    db = sqlite3.connect(root / "sqlite.db", isolation_level=None)
+    db.execute("PRAGMA journal_mode=WAL")
+    db.execute("PRAGMA synchronous=FULL")
+    db.execute("CREATE TABLE messages (seq INTEGER PRIMARY KEY, body TEXT)")
+
+    async def memory_step(i: int, new: list[Message], history: list[Message]) -> None:
+        await memory.save(new)
+
+    async def session_step(i: int, new: list[Message], history: list[Message]) -> None:
+        await session.save_latest(Snapshot(SnapshotData(messages=history, state={"turn": i})))
+
+    async def checkpoint_step(i: int, new: list[Message], history: list[Message]) -> None:
+        await cp.save(ThreadCheckpoint("t1", None, history, {"turn": i}))
+
+    async def append_step(i: int, new: list[Message], history: list[Message]) -> None:
+        os.write(fd, MessageList.dump_json(new) + b"\n")
+        os.fdatasync(fd)
+
+    async def sqlite_step(i: int, new: list[Message], history: list[Message]) -> None:
+        db.execute("BEGIN")
+        db.executemany(
+            "INSERT INTO messages (body) VALUES (?)", [(m.model_dump_json(),) for m in new]
+        )
+        db.execute("COMMIT")
+
+    agent_cp = FileCheckpointer(root / "agent")
+    agent = Agent(
+        FunctionModel(_agent_reply), tools=[lookup], conversation_manager=NullConversationManager()
+    )
+
+    async def agent_step(i: int, new: list[Message], history: list[Message]) -> None:
+        await agent.run(_text(i, 200), checkpointer=agent_cp, thread_id="t1")
+
+    return {
+        "append": append_step,
+        "sqlite": sqlite_step,
+        "memory": memory_step,
+        "checkpoint": checkpoint_step,
+        "session": session_step,
+        "agent": agent_step,
+    }
+
+
+@tool
+def lookup(query: str) -> str:
+    """Look something up."""
+    return _text(len(query), 120)
+
+
+def _agent_reply(messages: list[Message], tools: Any) -> Message | str:
+    turn = sum(1 for m in messages if m.role == "user")
+    last = messages[-1]
+    if turn % 3 == 0 and last.role == "user":
+        return Message("assistant", "", tool_calls=[ToolCall(f"c{turn}", "lookup", {"query": "q"})])
+    return _text(turn, 400)
+
+
+def _pct(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))] * 1000
+
+
+def _marks(times: list[float]) -> dict[int, tuple[float, float]]:
+    out = {}
+    for mark in MARKS:
+        if mark <= len(times):
+            window = times[max(0, mark - WINDOW) : mark]
+            out[mark] = (_pct(window, 0.5), _pct(window, 0.99))
+    return out
+
+
+async def growth(root: Path, turns: int, only: set[str]) -> None:
+    """Per-turn save latency and bytes written for every store."""
+    steps = {
+        name: step
+        for name, step in store_steps(root).items()
+        if name in only or name in ("append", "sqlite")
+    }
+    results: dict[str, tuple[dict[int, tuple[float, float]], float, float]] = {}
+    for name, (times, payload, wchar, wbytes) in (await _run_all(turns, steps)).items():
+        results[name] = (_marks(times), wchar / payload, wbytes / payload)
+    base_append, base_sqlite = results["append"][0], results["sqlite"][0]
+    print(f"turns={turns}  p50/p99 ms over the {WINDOW} saves ending at each turn")
+    head = "store        " + "".join(f"{'t=' + str(m):>18}" for m in MARKS if m <= turns)
+    print(head + "   x append   x sqlite   t_last/t_10   wchar/payload  write_bytes/payload")
+    for name, (marks, wchar, wbytes) in results.items():
+        cells = "".join(f"{p50:>9.2f}/{p99:<8.2f}" for p50, p99 in marks.values())
+        last = max(marks)
+        ratio_a = marks[last][0] / base_append[last][0]
+        ratio_s = marks[last][0] / base_sqlite[last][0]
+        growth_ratio = marks[last][0] / marks[10][0]
+        print(
+            f"{name:<13}{cells}   {ratio_a:8.2f}   {ratio_s:8.2f}   {growth_ratio:11.2f}"
+            f"   {wchar:13.2f}  {wbytes:19.2f}"
+        )
+
+
+def load_10k(root: Path) -> None:
+    """Load 10,000 messages: FileMemory against SQLite rows + ``json.loads`` per row."""
+    history: list[Message] = []
+    i = 0
+    while len(history) < 10_000:
+        history.extend(turn_messages(i))
+        i += 1
+    history = history[:10_000]
+
+    async def fill() -> None:
+        memory = FileMemory(root / "load-memory", max_messages=10**7)
+        for k in range(0, len(history), 50):  # saves of a few turns each, as a session would
+            await memory.save(history[k : k + 50])
+
+    asyncio.run(fill())
+    db = sqlite3.connect(root / "load.db")
+    db.execute("CREATE TABLE messages (seq INTEGER PRIMARY KEY, body TEXT)")
+    db.executemany(
+        "INSERT INTO messages (body) VALUES (?)", [(m.model_dump_json(),) for m in history]
+    )
+    db.commit()
+
+    def sqlite_load() -> list[Any]:
+        return [json.loads(row[0]) for row in db.execute("SELECT body FROM messages ORDER BY seq")]
+
+    async def ours() -> list[Message]:
+        return await FileMemory(root / "load-memory", max_messages=10**7).load()
+
+    def timed(fn: Callable[[], Any]) -> float:
+        runs = []
+        for _ in range(5):
+            start = time.perf_counter()
+            fn()
+            runs.append(time.perf_counter() - start)
+        return statistics.median(runs) * 1000
+
+    t_ours = timed(lambda: asyncio.run(ours()))
+    t_sql = timed(sqlite_load)
+    peaks = []
+    for fn in (lambda: asyncio.run(ours()), sqlite_load):
+        tracemalloc.start()
+        fn()
+        peaks.append(tracemalloc.get_traced_memory()[1] / 2**20)
+        tracemalloc.stop()
+    print(
+        f"load 10,000 messages: FileMemory {t_ours:.1f} ms, SQLite+json.loads {t_sql:.1f} ms "
+        f"(x{t_ours / t_sql:.2f}); peak {peaks[0]:.1f} MiB vs {peaks[1]:.1f} MiB "
+        f"(x{peaks[0] / peaks[1]:.2f})"
+    )
+
+
+def main() -> None:
+    """Parse arguments and run both parts."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--turns", type=int, default=3000)
+    parser.add_argument("--dir", type=Path, default=None)
+    parser.add_argument("--only", default="memory,checkpoint,session,agent")
+    args = parser.parse_args()
+    root = Path(tempfile.mkdtemp(prefix="persist-growth-", dir=args.dir))
+    try:
+        asyncio.run(growth(root, args.turns, set(args.only.split(","))))
+        load_10k(root)
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,80 @@
+"""The persistence layer every file-backed store sits on (internal).
+
+One place for what each store used to do its own way:
+
+* ``_json``: the one strict JSON reader and the one "is this plain JSON" rule (same
+  depth limit everywhere);
+* ``_version``: the one version rule;
+* ``_files``: atomic publish (temp + fsync + rename + directory fsync), owner-only files
+  and directories, bounded reads that refuse symlinks, FIFOs and devices, and
+  ``OSError`` -> ``StorageIOError`` (``STORAGE_IO``);
+* ``_journal``: framed, checksummed records appended with one ``fdatasync``;
+* ``_locks``: the per-event-loop lock registry and the sidecar ``flock``.
+
+Each store keeps only its schema and its error code.
+"""
+
+from ._files import (
+    DIR_MODE,
+    FILE_MODE,
+    TEMP_SUFFIX,
+    OddFileError,
+    TooLargeError,
+    atomic_publish,
+    fsync_dir,
+    io_error,
+    make_private_dirs,
+    mark_landed,
+    read_bounded,
+    read_document,
+    sweep_temp_files,
+    temp_name,
+)
+from ._journal import (
+    FRAME_BYTES,
+    JOURNAL_FORMAT_VERSION,
+    JournalCorruptError,
+    Scan,
+    append_record,
+    frame,
+    header_payload,
+    parse_header,
+    scan,
+)
+from ._json import MAX_JSON_DEPTH, json_problem, json_type, strict_loads
+from ._locks import LoopLocks, flock, open_lock_file
+from ._version import version_problem
+
+__all__ = [
+    "DIR_MODE",
+    "FILE_MODE",
+    "FRAME_BYTES",
+    "JOURNAL_FORMAT_VERSION",
+    "MAX_JSON_DEPTH",
+    "TEMP_SUFFIX",
+    "JournalCorruptError",
+    "LoopLocks",
+    "OddFileError",
+    "Scan",
+    "TooLargeError",
+    "append_record",
+    "atomic_publish",
+    "flock",
+    "frame",
+    "fsync_dir",
+    "header_payload",
+    "io_error",
+    "json_problem",
+    "json_type",
+    "make_private_dirs",
+    "mark_landed",
+    "open_lock_file",
+    "parse_header",
+    "read_bounded",
+    "read_document",
+    "scan",
+    "strict_loads",
+    "sweep_temp_files",
+    "temp_name",
+    "version_problem",
+]

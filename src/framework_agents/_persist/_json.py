@@ -1,0 +1,105 @@
+"""The one JSON rule of every persisted document: strict reading and "is this plain JSON".
+
+Reading is strict because a document a store accepted would later be rewritten: anything
+that would not read back equal once saved again (invalid UTF-8 or JSON, a duplicate key,
+NaN or an infinite number, an escaped lone surrogate, nesting past the parser's bound) is
+refused. Writing checks free-form values (metadata, tool-call args, agent state, app data)
+with :func:`json_problem`, which every store applies with the same depth limit
+(:data:`MAX_JSON_DEPTH`), so memory, checkpoints and snapshots accept exactly the same
+values.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from typing import Any
+
+__all__ = ["MAX_JSON_DEPTH", "json_problem", "json_type", "strict_loads"]
+
+#: Deepest nesting of a free-form value (a scalar at the top is depth 0). Every store
+#: refuses deeper values on save, so none accepts what another would refuse.
+MAX_JSON_DEPTH = 200
+
+# A \uD800-\uDFFF escape: the only way valid UTF-8 JSON can produce an unencodable string.
+_SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")
+
+
+def json_type(value: Any) -> str:
+    """The JSON name of a parsed value's type (for messages about wrong shapes)."""
+    if value is None:
+        return "null"
+    names = {bool: "boolean", int: "number", float: "number", str: "string", list: "array"}
+    return names.get(type(value), "object")
+
+
+def _pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    obj = dict(pairs)
+    if len(obj) != len(pairs):
+        keys = [k for k, _ in pairs]
+        dup = next(k for i, k in enumerate(keys) if k in keys[:i])
+        raise ValueError(f"duplicate key {dup!r}")
+    return obj
+
+
+def _constant(name: str) -> Any:
+    raise ValueError(f"{name} is not valid JSON")
+
+
+def _finite(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        raise ValueError(f"number {text[:40]} is out of range")
+    return value
+
+
+def strict_loads(data: bytes) -> Any:
+    """Parse UTF-8 JSON, refusing duplicate keys, NaN/Infinity and out-of-range numbers.
+
+    Raises:
+        ValueError: not strict JSON (including ``UnicodeDecodeError``, ``JSONDecodeError``
+            and an escaped lone surrogate).
+        RecursionError: input nested too deeply for the parser.
+    """
+    text = data.decode("utf-8")
+    value = json.loads(
+        text, object_pairs_hook=_pairs, parse_constant=_constant, parse_float=_finite
+    )
+    if _SURROGATE_ESCAPE.search(data):
+        # Escaped surrogate pairs decode to one character; lone ones cannot be stored.
+        try:
+            json.dumps(value, ensure_ascii=False).encode("utf-8")
+        except UnicodeEncodeError as exc:
+            raise ValueError(f"lone surrogate escape: {exc}") from None
+    return value
+
+
+def json_problem(value: Any, path: str, *, max_depth: int = MAX_JSON_DEPTH) -> str | None:
+    """Where ``value`` stops being plain JSON, or ``None`` when it is plain JSON.
+
+    Plain JSON is ``None``, ``bool``, ``int``, finite ``float``, ``str``, ``list`` (a
+    ``tuple`` is accepted: it is written as the same array) and ``dict`` with ``str``
+    keys, nested at most ``max_depth`` deep. Iterative: no recursion limit to hit.
+    """
+    stack: list[tuple[Any, str, int]] = [(value, path, 0)]
+    while stack:
+        item, where, depth = stack.pop()
+        if item is None or isinstance(item, bool | int | str):
+            continue
+        if isinstance(item, float):
+            if not math.isfinite(item):
+                return f"{where} is {item!r}, which JSON cannot hold"
+            continue
+        if depth >= max_depth:
+            return f"{where} is nested deeper than {max_depth} levels"
+        if isinstance(item, list | tuple):
+            stack.extend((v, f"{where}[{i}]", depth + 1) for i, v in enumerate(item))
+        elif isinstance(item, dict):
+            for key, v in item.items():
+                if not isinstance(key, str):
+                    return f"{where} has the non-string key {key!r}"
+                stack.append((v, f"{where}[{key!r}]", depth + 1))
+        else:
+            return f"{where} is a {type(item).__name__}, not a JSON value"
+    return None

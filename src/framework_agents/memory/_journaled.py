@@ -1,0 +1,374 @@
+"""The files of one ``FileMemory`` and the blocking steps on them (run in a worker thread).
+
+:class:`MemoryFiles` knows the layout and the format; :class:`State` is what one instance
+knows the files hold, as reusable JSON fragments, so a save parses nothing it already
+knows: it checks that ``memory.json`` is the same document (same inode identity and the
+same journal token in its first bytes: a publish always draws a new token) and reads only
+the journal bytes past the end it already scanned. Every step here runs with the
+memory's ``flock`` held by the caller (exclusive to write, shared to read).
+"""
+
+from __future__ import annotations
+
+import errno
+import logging
+import os
+import stat
+import uuid
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .._persist import (
+    JournalCorruptError,
+    TooLargeError,
+    append_record,
+    atomic_publish,
+    frame,
+    header_payload,
+    mark_landed,
+    parse_header,
+    read_bounded,
+    scan,
+)
+from ..errors import MemoryCorruptError
+from ..messages import Message, MessageList
+from ._document import (
+    FOOTER,
+    SEP,
+    array_check,
+    document_head,
+    encode_stored,
+    header,
+    parse_document,
+    parse_record,
+)
+from ._window import shape_of, window_start
+
+__all__ = ["Entries", "MemoryFiles", "State", "messages_of"]
+
+logger = logging.getLogger(__name__)
+
+#: ``(st_dev, st_ino, st_size, st_mtime_ns, st_ctime_ns)`` of a document.
+Ident = tuple[int, int, int, int, int]
+
+_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
+_READ_FLAGS = os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | _CLOEXEC
+
+
+@dataclass(slots=True)
+class Entries:
+    """Stored messages as JSON fragments, in order, with their ids and window shapes."""
+
+    frags: list[bytes] = field(default_factory=list)
+    ids: list[str] = field(default_factory=list)
+    shapes: bytearray = field(default_factory=bytearray)
+    idset: set[str] = field(default_factory=set)
+
+    @classmethod
+    def of_messages(cls, messages: Iterable[Message]) -> Entries:
+        """Entries of messages read from a file (each serialised once)."""
+        out = cls()
+        out.add_messages(messages)
+        return out
+
+    def add_messages(self, messages: Iterable[Message]) -> None:
+        """Append messages read from a file, skipping ids already present."""
+        for msg in messages:
+            if msg.id not in self.idset:
+                self.add(msg.id, encode_stored(msg), shape_of(msg))
+
+    def add(self, msg_id: str, frag: bytes, shape: int) -> None:
+        """Append one entry (the caller made sure the id is new)."""
+        self.frags.append(frag)
+        self.ids.append(msg_id)
+        self.shapes.append(shape)
+        self.idset.add(msg_id)
+
+    def copy(self) -> Entries:
+        """An independent copy (the lists are new; fragments are immutable)."""
+        return Entries(list(self.frags), list(self.ids), bytearray(self.shapes), set(self.idset))
+
+    def head(self, stop: int) -> Entries:
+        """The entries before ``stop``."""
+        ids = self.ids[:stop]
+        return Entries(self.frags[:stop], ids, self.shapes[:stop], set(ids))
+
+    def tail(self, start: int) -> Entries:
+        """The entries from ``start`` on."""
+        ids = self.ids[start:]
+        return Entries(self.frags[start:], ids, self.shapes[start:], set(ids))
+
+
+@dataclass(slots=True)
+class State:
+    """What the files hold, as one instance last saw them under the lock."""
+
+    doc_ident: Ident | None
+    token: str | None
+    doc_bytes: int
+    doc_count: int
+    entries: Entries
+    journal_key: tuple[int, int] | None = None
+    journal_end: int = 0
+    stale: bool = False
+    head: bytes = b""  # the document's header (token and checksum): proof it is unchanged
+
+
+def _ident(st: os.stat_result) -> Ident:
+    return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+
+
+class MemoryFiles:
+    """``<dir>/memory.json``, ``memory.json.journal`` and ``memory.json.lock``.
+
+    ``max_bytes`` bounds the document plus its journal and ``max_items`` the messages
+    and tool calls in the document; both are checked before parsing (``MEMORY_CORRUPT``).
+    """
+
+    def __init__(self, directory: Path, *, max_bytes: int, max_items: int) -> None:
+        self.dir = directory
+        self.doc = directory / "memory.json"
+        self.journal = directory / "memory.json.journal"
+        self.lock = directory / "memory.json.lock"
+        self.max_bytes = max_bytes
+        self.max_items = max_items
+        self.reparses = 0  # documents parsed again although already known (tests, benchmarks)
+
+    # -- errors ------------------------------------------------------------------------
+
+    def corrupt(self, path: Path, reason: str) -> MemoryCorruptError:
+        """``MEMORY_CORRUPT`` for ``path``, left untouched."""
+        return MemoryCorruptError(
+            f"{path} is not a valid memory file ({reason}); it was left untouched — "
+            "inspect or remove it to continue"
+        )
+
+    def _open(self, path: Path) -> tuple[int, os.stat_result] | None:
+        try:
+            fd = os.open(path, _READ_FLAGS)
+        except FileNotFoundError:
+            return None
+        except OSError as exc:
+            reason = {
+                errno.EISDIR: "a directory is in its place",
+                errno.ELOOP: "it is a symlink, which is never followed",
+            }.get(exc.errno or 0)
+            if reason is None:
+                raise
+            raise self.corrupt(path, reason) from None
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            os.close(fd)
+            raise self.corrupt(path, "it is not a regular file (a FIFO, device or socket)")
+        return fd, st
+
+    def _read(self, fd: int, st: os.stat_result, path: Path, offset: int, budget: int) -> bytes:
+        if st.st_size > budget:
+            raise self.corrupt(path, f"{st.st_size} bytes, more than the bound of {budget}")
+        try:
+            return read_bounded(fd, st.st_size, budget, path, offset)
+        except TooLargeError as exc:
+            raise self.corrupt(path, f"more than the bound of {exc.bound} bytes") from None
+
+    # -- reading -----------------------------------------------------------------------
+
+    def read_messages(self) -> list[Message]:
+        """Every stored message (document, then journal), parsed once; no cache."""
+        opened = self._open(self.doc)
+        if opened is None:
+            return []
+        fd, st = opened
+        try:
+            data = self._read(fd, st, self.doc, 0, self.max_bytes)
+        finally:
+            os.close(fd)
+        messages, token = parse_document(data, self.doc, max_items=self.max_items)
+        if token is None:
+            return messages
+        seen = {m.id for m in messages}
+        for payload in self._journal_payloads(token, len(data)):
+            for msg in parse_record(payload, self.journal):
+                if msg.id not in seen:
+                    seen.add(msg.id)
+                    messages.append(msg)
+        return messages
+
+    def _journal_payloads(self, token: str, doc_bytes: int) -> list[bytes]:
+        opened = self._open(self.journal)
+        if opened is None:
+            return []
+        fd, st = opened
+        try:
+            data = self._read(fd, st, self.journal, 0, self.max_bytes - doc_bytes)
+        finally:
+            os.close(fd)
+        found = self._scan(data, 0)
+        if not found.payloads or self._header_token(found.payloads[0]) != token:
+            return []  # stale: bound to an earlier document
+        return found.payloads[1:]
+
+    def _scan(self, data: bytes, start: int) -> _Scanned:
+        try:
+            result = scan(data)
+        except JournalCorruptError as exc:
+            raise self.corrupt(self.journal, str(exc)) from None
+        return _Scanned(result.payloads, start + result.end)
+
+    def _header_token(self, payload: bytes) -> str:
+        try:
+            return parse_header(payload)
+        except JournalCorruptError as exc:
+            raise self.corrupt(self.journal, str(exc)) from None
+
+    def refresh(self, known: State | None) -> State:
+        """What the files hold now, reusing ``known`` where the files did not change."""
+        opened = self._open(self.doc)
+        if opened is None:
+            state = State(None, None, 0, 0, Entries())
+        else:
+            state = self._doc_state(opened, known)
+        if state.token is None:
+            state.stale = self._exists(self.journal)
+            return state
+        return self._journal_state(state, known)
+
+    def _exists(self, path: Path) -> bool:
+        try:
+            os.stat(path, follow_symlinks=False)
+        except FileNotFoundError:
+            return False
+        return True
+
+    def _doc_state(self, opened: tuple[int, os.stat_result], known: State | None) -> State:
+        """The document part; ``entries`` is ``known.entries`` itself when it is unchanged."""
+        fd, st = opened
+        try:
+            ident = _ident(st)
+            if (
+                known is not None
+                and known.doc_ident == ident
+                and known.head
+                and os.pread(fd, len(known.head), 0) == known.head
+            ):
+                return State(
+                    ident,
+                    known.token,
+                    known.doc_bytes,
+                    known.doc_count,
+                    known.entries,
+                    head=known.head,
+                )
+            data = self._read(fd, st, self.doc, 0, self.max_bytes)
+        finally:
+            os.close(fd)
+        if known is not None:
+            self.reparses += 1  # another writer published a new document
+        messages, token = parse_document(data, self.doc, max_items=self.max_items)
+        entries = Entries.of_messages(messages)
+        return State(ident, token, len(data), len(entries.ids), entries, head=document_head(data))
+
+    def _journal_state(self, state: State, known: State | None) -> State:
+        assert state.token is not None
+        reused = known is not None and state.entries is known.entries
+        opened = self._open(self.journal)
+        fd, st = opened if opened is not None else (-1, None)
+        key = None if st is None else (st.st_dev, st.st_ino)
+        warm = reused and known is not None and known.journal_key == key and not known.stale
+        if reused and not warm and len(state.entries.ids) != state.doc_count:
+            state.entries = state.entries.head(state.doc_count)  # only the document's part
+        if st is None or key is None:
+            return state
+        start = known.journal_end if warm and known is not None else 0
+        try:
+            data = self._read(fd, st, self.journal, start, self.max_bytes - state.doc_bytes)
+        finally:
+            os.close(fd)
+        found = self._scan(data, start)
+        payloads = found.payloads
+        if not warm:
+            if not payloads or self._header_token(payloads[0]) != state.token:
+                state.journal_key = key
+                state.stale = True
+                return state
+            payloads = payloads[1:]
+        batches = [parse_record(payload, self.journal) for payload in payloads]
+        entries = known.entries if warm and known is not None else state.entries
+        for batch in batches:
+            entries.add_messages(batch)
+        state.entries = entries
+        state.journal_key = key
+        state.journal_end = found.end
+        return state
+
+    # -- writing -----------------------------------------------------------------------
+
+    def append(self, state: State, new: Entries) -> State:
+        """Append ``new`` to the journal (one record, one ``fdatasync``); the new state."""
+        assert state.token is not None
+        record = frame(b"[" + SEP.join(new.frags) + b"]")
+        if state.journal_key is None or state.stale:
+            head = frame(header_payload(state.token))
+            atomic_publish(self.journal, [head, record])
+            try:
+                st = os.stat(self.journal, follow_symlinks=False)
+            except OSError as exc:
+                raise mark_landed(exc) from None
+            key = (st.st_dev, st.st_ino)
+            end = len(head) + len(record)
+        else:
+            fd = os.open(self.journal, os.O_RDWR | os.O_NOFOLLOW | _CLOEXEC)
+            try:
+                st = os.fstat(fd)
+                if (st.st_dev, st.st_ino) != state.journal_key:
+                    raise self.corrupt(self.journal, "it was replaced while its lock was held")
+                append_record(fd, state.journal_end, record)
+            finally:
+                os.close(fd)
+            key = state.journal_key
+            end = state.journal_end + len(record)
+        entries = state.entries
+        for i, msg_id in enumerate(new.ids):
+            entries.add(msg_id, new.frags[i], new.shapes[i])
+        return State(
+            state.doc_ident,
+            state.token,
+            state.doc_bytes,
+            state.doc_count,
+            entries,
+            key,
+            end,
+            head=state.head,
+        )
+
+    def publish(self, entries: Entries, max_messages: int) -> State:
+        """Publish ``entries`` (windowed) as a new document; the journal becomes stale."""
+        start = window_start(entries.shapes, max_messages)
+        kept = entries.tail(start) if start else entries.copy()
+        token = uuid.uuid4().hex
+        body = SEP.join(kept.frags)
+        head = header(token, array_check(body))
+        atomic_publish(self.doc, [head, body, FOOTER])
+        try:
+            st = os.stat(self.doc, follow_symlinks=False)
+        except OSError as exc:
+            raise mark_landed(exc) from None
+        try:
+            os.unlink(self.journal)
+        except FileNotFoundError:
+            pass
+        except OSError as exc:  # harmless: its token no longer matches the document
+            logger.warning("could not remove the stale journal %s: %s", self.journal, exc)
+        size = len(head) + len(body) + len(FOOTER)
+        return State(_ident(st), token, size, len(kept.ids), kept, head=head)
+
+
+@dataclass(frozen=True, slots=True)
+class _Scanned:
+    payloads: list[bytes]
+    end: int
+
+
+def messages_of(entries: Entries) -> list[Message]:
+    """The messages of ``entries`` (one parse of canonical fragments)."""
+    return MessageList.validate_json(b"[" + SEP.join(entries.frags) + b"]")
