@@ -47,6 +47,9 @@ OVERLAY = (
     "in_flight",
     "outcome_unknown",
     "decisions",
+    "interrupt_id",
+    "pending_turn",
+    "finished",
 )
 
 _CLOEXEC = getattr(os, "O_CLOEXEC", 0)
@@ -68,6 +71,10 @@ class Delta(BaseModel):
     in_flight: list[ToolCall]
     outcome_unknown: bool = Field(strict=True)
     decisions: dict[str, Any]
+    # Fields a record may lack (journals written before they existed): their defaults.
+    interrupt_id: str | None = None
+    pending_turn: Message | None = None
+    finished: bool = Field(False, strict=True)
 
     @field_validator("saved_at", mode="before")
     @classmethod
