@@ -20,7 +20,7 @@ import uuid
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import timedelta
-from typing import Any
+from typing import Any, Protocol
 from urllib.parse import urlsplit, urlunsplit
 
 from pydantic import ValidationError
@@ -37,8 +37,10 @@ from ..errors import (
 from ..history import well_formed_problems
 from ..memory._document import encode_message, same_json_message
 from ..messages import Message, MessageList, copy_message
+from ..sessions._base import check_swap
 
 __all__ = [
+    "SwapByCompare",
     "SCHEMA_VERSION",
     "AutoPrune",
     "SchemaTooNewError",
@@ -305,3 +307,26 @@ def corrupt_memory_guard(source: str) -> Iterator[None]:
         yield
     except (ValidationError, ValueError) as exc:
         raise MemoryCorruptError(f"{source} is unreadable: {exc}") from None
+
+
+class _ComparePut(Protocol):
+    async def get(self, key: str) -> bytes | None: ...
+
+    async def compare_and_put(self, key: str, data: bytes, *, expected: bytes | None) -> None: ...
+
+
+class SwapByCompare:
+    """The storages' ``swap`` capability (what ``SessionManager.save_latest`` uses).
+
+    ``swap(key, data, expected)`` stores ``data`` only if ``key`` still holds the value
+    whose digest is ``expected`` (``None``: no value), else ``CHECKPOINT_CONFLICT`` and
+    nothing is written. It reads the value, checks its digest, then writes with
+    ``compare_and_put`` against exactly the bytes it read, so a writer that slips in
+    between the read and the write is refused there too.
+    """
+
+    async def swap(self: _ComparePut, key: str, data: bytes, expected: str | None) -> None:
+        """Store ``data`` under ``key`` only if its value is still the one ``expected`` names."""
+        current = await self.get(key)
+        check_swap(key, current, expected)
+        await self.compare_and_put(key, data, expected=current)

@@ -35,6 +35,7 @@ from ..sessions.memory_storage import as_bytes
 from ._base import Store
 from ._codec import (
     AutoPrune,
+    SwapByCompare,
     ThreadCache,
     check_checkpoint,
     check_lease,
@@ -83,7 +84,7 @@ def _db(dsn: str | PgDb, schema: str) -> PgDb:
     return dsn if isinstance(dsn, PgDb) else PgDb(dsn, schema=schema)
 
 
-class PostgresStorage(_Closable, AutoPrune):
+class PostgresStorage(_Closable, AutoPrune, SwapByCompare):
     """The :class:`~framework_agents.sessions.Storage` contract in table ``fa_kv``."""
 
     def __init__(

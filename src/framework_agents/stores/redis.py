@@ -47,6 +47,7 @@ from . import _redis_lua as lua
 from ._base import Store
 from ._codec import (
     AutoPrune,
+    SwapByCompare,
     ThreadCache,
     check_checkpoint,
     check_lease,
@@ -198,7 +199,7 @@ def _db(url: str | RedisDb, prefix: str) -> RedisDb:
     return url if isinstance(url, RedisDb) else RedisDb(url, prefix=prefix)
 
 
-class RedisStorage(_Closable, AutoPrune):
+class RedisStorage(_Closable, AutoPrune, SwapByCompare):
     """The :class:`~framework_agents.sessions.Storage` contract in one hash and two zsets."""
 
     def __init__(

@@ -33,6 +33,7 @@ from ..sessions._keys import validate_key, validate_prefix
 from ..sessions.memory_storage import as_bytes
 from ._codec import (
     AutoPrune,
+    SwapByCompare,
     ThreadCache,
     check_checkpoint,
     check_lease,
@@ -85,7 +86,7 @@ def _db(path: str | os.PathLike[str] | SqliteDb) -> SqliteDb:
 # -- storage ------------------------------------------------------------------------------
 
 
-class SqliteStorage(_Closable, AutoPrune):
+class SqliteStorage(_Closable, AutoPrune, SwapByCompare):
     """The :class:`~framework_agents.sessions.Storage` contract in table ``fa_kv``."""
 
     def __init__(
