@@ -525,6 +525,7 @@ class FileCheckpointer:
         except OSError as exc:  # taking or releasing the write lock
             key = f"threads/{thread_id}/{CHECKPOINT_FILE}"
             raise io_error(exc, action="write", key=key, root=self.root) from exc
+        logger.debug("thread %s: checkpoint saved", thread_id)
 
     async def save_progress(self, checkpoint: ThreadCheckpoint) -> None:
         """The same as :meth:`save` (every save writes only what is new when it can)."""

@@ -43,6 +43,7 @@ _MODULES: dict[str, tuple[str, ...]] = {
     "redis": ("redis.asyncio",),
     "server": ("a2a", "ag_ui", "starlette", "uvicorn"),
     "otel": ("opentelemetry.trace",),
+    "embeddings": ("numpy", "tokenizers", "safetensors", "threadpoolctl"),
 }
 
 

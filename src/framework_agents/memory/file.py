@@ -149,6 +149,7 @@ class FileMemory:
         new = self._encode(messages)
         async with _PATH_LOCKS.get(self.path):
             await asyncio.to_thread(self._guard, "save", self._write_sync, new, None, False)
+        logger.debug("%s: saved %d messages", self.path, len(messages))
 
     async def replace(self, messages: Sequence[Message]) -> None:
         """Make ``messages`` the history, keeping what others appended since this instance read.

@@ -28,6 +28,7 @@ import asyncio
 import builtins
 import contextlib
 import errno
+import logging
 import os
 import stat
 import time
@@ -43,6 +44,8 @@ from ._keys import is_valid_key, is_valid_segment, validate_key, validate_prefix
 from .memory_storage import as_bytes
 
 __all__ = ["LocalFileStorage"]
+
+logger = logging.getLogger(__name__)
 
 _T = TypeVar("_T")
 _FILE_MODE = 0o600
@@ -437,6 +440,7 @@ class LocalFileStorage:
         self._check_contained(key, segments)
         value = as_bytes(data)
         await self._io("write", key, self._put_sync, key, segments, value)
+        logger.debug("stored %s (%d bytes) under %s", key, len(value), self._root)
 
     async def swap(self, key: str, data: bytes, expected: str | None) -> None:
         """Store ``data`` only if ``key`` still holds the value ``expected`` names.
@@ -450,6 +454,7 @@ class LocalFileStorage:
         if expected is not None and not isinstance(expected, str):
             raise ArgumentTypeError("expected must be a digest (str) or None")
         await self._io("write", key, self._put_sync, key, segments, value, expected)
+        logger.debug("stored %s (%d bytes, compare-and-swap) under %s", key, len(value), self._root)
 
     async def _io(self, action: str, key: str, fn: Callable[..., _T], *args: object) -> _T:
         """Run ``fn`` in a thread; an ``OSError`` becomes ``STORAGE_IO`` naming key and root."""
