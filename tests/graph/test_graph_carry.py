@@ -1,4 +1,4 @@
-"""GraphMemory state carried in session snapshots' app_data (graph/carry.py)."""
+"""GraphMemory state carried in session snapshots' and thread checkpoints' app_data."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ import pytest
 
 from framework_agents import (
     Agent,
+    FileCheckpointer,
     InMemoryMemory,
     LocalFileStorage,
     ScriptedModel,
@@ -170,5 +171,43 @@ def test_an_agent_with_a_session_carries_its_graph_without_help(tmp_path: Path) 
         grounding = model.calls[0].messages[0]
         assert is_grounding(grounding)
         assert "ex:alice rdf:type ex:Person (inferred)" in grounding.text
+
+    run(main())
+
+
+@pytest.mark.parametrize("backend", ["file", "sqlite"])
+def test_a_thread_checkpoint_carries_the_graph_to_another_process(
+    tmp_path: Path, backend: str
+) -> None:
+    """A thread run on one agent, continued by a fresh agent and a fresh in-memory graph."""
+    from framework_agents.stores import SqliteCheckpointer
+
+    def checkpointer() -> Any:
+        if backend == "file":
+            return FileCheckpointer(tmp_path / "threads")
+        return SqliteCheckpointer(tmp_path / "threads.db")
+
+    async def main() -> None:
+        memory = await _memory()
+        first = checkpointer()
+        agent = Agent(ScriptedModel(["Noted."]), memory=memory, tools=memory.tools)
+        await agent.run("Alice is an engineer at Acme.", checkpointer=first, thread_id="t1")
+        stored = await first.load("t1")
+        assert stored is not None and stored.app_data is not None
+        assert APP_DATA_KEY in stored.app_data
+
+        fresh = GraphMemory(GraphStore(), InMemoryMemory())
+        model = ScriptedModel(["Alice is a person."])
+        later = Agent(model, memory=fresh, tools=fresh.tools)
+        second = checkpointer()
+        await later.run("What do you know about Alice?", checkpointer=second, thread_id="t1")
+        assert fresh.store.quads() == memory.store.quads()
+        grounding = model.calls[0].messages[0]
+        assert is_grounding(grounding)
+        assert "ex:alice rdf:type ex:Person (inferred)" in grounding.text
+        for cp in (first, second):
+            close = getattr(cp, "close", None)
+            if close is not None:
+                await close()
 
     run(main())

@@ -63,6 +63,7 @@ from ..hitl import (
     new_interrupt_id,
     parse_decision,
 )
+from ..memory.carry import app_data_with_state, restore_state
 from ..messages import Message, ToolCall, new_id
 from . import _sessions
 from ._loop import LoopRun, RunHooks, ToolProgress, run_call
@@ -161,6 +162,7 @@ class _ThreadRun:
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
     turn: _Turn | None = None
     replay: Message | None = None
+    app_data: dict[str, Any] | None = None  # the thread's, carried from save to save
 
     def hooks(self) -> RunHooks:
         return RunHooks(
@@ -175,6 +177,9 @@ class _ThreadRun:
 
     def checkpoint(self, messages: Sequence[Message], **fields: Any) -> ThreadCheckpoint:
         state = self.agent.state.to_dict()
+        # A memory with long-term state (an in-memory GraphMemory) rides along in app_data.
+        app_data = app_data_with_state(self.agent.memory, self.app_data)
+        fields.setdefault("app_data", app_data if isinstance(app_data, dict) else None)
         return ThreadCheckpoint(self.thread_id, None, list(messages), state, **fields)
 
     async def save_turn(self, turn: _Turn) -> None:
@@ -198,6 +203,7 @@ class _ThreadRun:
             self.agent._state.replace(self.state)
         if self.start is None:
             return await self.agent._start_history()
+        await restore_state(self.agent.memory, self.app_data)
         await _carry_session_app_data(self.agent)
         if self.settle is not None:
             self.start = await self.run_settled(self.settle)
@@ -528,6 +534,7 @@ async def open_thread(
             elif resume and not reissue:
                 start.run.replay = base.interrupted_turn()
             start.run.state = base.state
+            start.run.app_data = base.app_data
             start.run.start = base.resumable_history()
             yield start
         finally:
@@ -609,6 +616,8 @@ async def pause_thread(agent: Agent, thread_id: str, checkpointer: object) -> No
                 "in_flight": base.in_flight,
                 "outcome_unknown": base.outcome_unknown,
             }
+        app_data = app_data_with_state(agent.memory, base.app_data if base else None)
+        keep["app_data"] = app_data if isinstance(app_data, dict) else None
         state = agent.state.to_dict()
         messages = repair_history(agent.messages)  # a seed may be malformed; runs repair too
         await cp.save(ThreadCheckpoint(thread_id, None, messages, state, **keep))

@@ -50,6 +50,7 @@ OVERLAY = (
     "interrupt_id",
     "pending_turn",
     "finished",
+    "app_data",
 )
 
 _CLOEXEC = getattr(os, "O_CLOEXEC", 0)
@@ -75,6 +76,7 @@ class Delta(BaseModel):
     interrupt_id: str | None = None
     pending_turn: Message | None = None
     finished: bool = Field(False, strict=True)
+    app_data: dict[str, Any] | None = None
 
     @field_validator("saved_at", mode="before")
     @classmethod

@@ -20,6 +20,8 @@ The fields beyond ``pending`` implement the at-most-once protocol (``docs/checkp
   so ``resume(..., reissue=False)`` can run the very calls the human saw.
 * ``finished``: the run that saved this checkpoint ended on the model's final answer;
   resuming it (with no new prompt) has nothing to continue.
+* ``app_data``: JSON the application (or a memory with long-term state, such as an
+  in-memory ``GraphMemory`` under ``"framework_agents.graph"``) keeps with the thread.
 """
 
 from __future__ import annotations
@@ -103,6 +105,7 @@ def check_storable(checkpoint: ThreadCheckpoint, *, history: bool = True) -> Non
     problems: list[str | None] = [
         _json_problem(checkpoint.state, "state"),
         _json_problem(checkpoint.decisions, "decisions"),
+        _json_problem(checkpoint.app_data, "app_data"),
     ]
     calls = [*checkpoint.in_flight, *([checkpoint.pending] if checkpoint.pending else [])]
     problems += [_json_problem(c.args, f"call {c.id!r}.args") for c in calls]
@@ -181,6 +184,7 @@ class ThreadCheckpoint(BaseModel):
     interrupt_id: str | None = None
     pending_turn: Message | None = None
     finished: bool = False
+    app_data: dict[str, Any] | None = None
 
     @constructor_only  # parsing a stored checkpoint need not go through Python
     def __init__(
