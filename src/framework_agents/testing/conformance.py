@@ -512,7 +512,7 @@ class StoreConformance:
             _spawn(workers.append_worker, store_factory.open, "mem", f"p{i}", 20) for i in range(3)
         ]
         for proc, conn in procs:
-            assert _wait(conn, proc) == ("ok", 20)
+            assert (got := _wait(conn, proc)) == ("ok", 20), got
             proc.join(30)
 
         async def body(store: Store) -> None:
@@ -538,7 +538,7 @@ class StoreConformance:
             _spawn(workers.counter_worker, store_factory.open, "counter", 20) for _ in range(2)
         ]
         for proc, conn in procs:
-            assert _wait(conn, proc) == ("ok", 20)
+            assert (got := _wait(conn, proc)) == ("ok", 20), got
             proc.join(30)
 
         async def body(store: Store) -> None:
@@ -555,7 +555,7 @@ class StoreConformance:
             _spawn(workers.turns_worker, store_factory.open, "t", f"p{i}", turns) for i in range(2)
         ]
         for proc, conn in procs:
-            assert _wait(conn, proc) == ("ok", turns)
+            assert (got := _wait(conn, proc)) == ("ok", turns), got
             proc.join(30)
 
         async def body(store: Store) -> None:
@@ -575,7 +575,7 @@ class StoreConformance:
         """SIGKILL the process holding a thread: another takes it once the lease runs out."""
         _needs(store_factory.cross_process, "cross-process sharing")
         proc, conn = _spawn(workers.hold_worker, store_factory.open, "t")
-        assert _wait(conn, proc) == ("held", None)
+        assert (got := _wait(conn, proc)) == ("held", None), got
         os.kill(proc.pid, signal.SIGKILL)
         proc.join(30)
         wait = 3 * (store_factory.lease or 1.0) + 5
@@ -599,7 +599,7 @@ class StoreConformance:
         _needs(fenced, "fenced writes (checkpointer.fence)")
         proc, conn = _spawn(workers.stale_worker, store_factory.open, "t")
         try:
-            assert _wait(conn, proc) == ("held", None)
+            assert (got := _wait(conn, proc)) == ("held", None), got
             os.kill(proc.pid, signal.SIGSTOP)
             wait = 3 * (store_factory.lease or 1.0) + 5
 
