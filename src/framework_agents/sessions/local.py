@@ -38,8 +38,9 @@ from typing import TypeVar
 
 from .._persist import TEMP_SUFFIX, flock, io_error, mark_landed
 from ..errors import InvalidArgumentError, StorageKeyInvalidError
-from ._base import ArgumentTypeError, check_swap
+from ._base import ArgumentTypeError, check_tag, digest
 from ._keys import is_valid_key, is_valid_segment, validate_key, validate_prefix
+from ._log import append_log_at, drop_log_at, log_name, read_log_at, tag_of
 from .memory_storage import as_bytes
 
 __all__ = ["LocalFileStorage"]
@@ -71,6 +72,14 @@ class _Blind:
 
 
 _BLIND = _Blind()
+
+
+def _lexists(dfd: int, name: str) -> bool:
+    try:
+        os.stat(name, dir_fd=dfd, follow_symlinks=False)
+    except FileNotFoundError:
+        return False
+    return True
 
 
 def _odd_file_error(key: str) -> StorageKeyInvalidError:
@@ -183,7 +192,8 @@ class LocalFileStorage:
             try:
                 fds = self._walk(key, dirs, create=True)
                 try:
-                    if isinstance(expected, _Blind):
+                    has_log = _lexists(fds[-1], log_name(name))
+                    if isinstance(expected, _Blind) and not has_log:
                         self._publish(key, tuple(dirs), fds[-1], name, data)
                     else:
                         self._swap_locked(key, tuple(dirs), fds[-1], name, data, expected)
@@ -208,9 +218,12 @@ class LocalFileStorage:
         dfd: int,
         name: str,
         data: bytes,
-        expected: str | None,
+        expected: str | _Blind | None,
     ) -> None:
-        """Compare-and-swap under ``flock`` of the sidecar ``.<name>.lock`` (never a key)."""
+        """Compare-and-swap under ``flock`` of the sidecar ``.<name>.lock`` (never a key).
+
+        ``_BLIND`` stores without comparing (a ``put`` of a value that has a log).
+        """
         flags = os.O_RDWR | os.O_CREAT | _NOFOLLOW | _CLOEXEC
         try:
             lock = os.open(f".{name}.lock", flags, _FILE_MODE, dir_fd=dfd)
@@ -220,8 +233,15 @@ class LocalFileStorage:
             raise
         try:
             flock(lock, exclusive=True)
-            check_swap(key, self._read_value(key, dfd, name), expected)
+            current = self._read_value(key, dfd, name)
+            log = read_log_at(key, dfd, name, current)
+            if not isinstance(expected, _Blind):
+                check_tag(key, tag_of(current, len(log.records), log.end), expected)
+            if log.records and current is not None and digest(current) == digest(data):
+                drop_log_at(dfd, name)  # it would still match the same bytes: drop it first
             self._publish(key, dirs, dfd, name, data)
+            if log.exists:
+                drop_log_at(dfd, name)  # bound to the replaced value: stale either way
         finally:
             os.close(lock)
 
@@ -358,6 +378,7 @@ class LocalFileStorage:
                 return  # not a value
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(name, dir_fd=dfd)
+            drop_log_at(dfd, name)
             os.fsync(dfd)
             # Prune directories left empty, deepest first; stop at the first non-empty one.
             for depth in range(len(dirs), 0, -1):
@@ -450,6 +471,88 @@ class LocalFileStorage:
         if expected is not None and not isinstance(expected, str):
             raise ArgumentTypeError("expected must be a digest (str) or None")
         await self._io("write", key, self._put_sync, key, segments, value, expected)
+
+    async def read_logged(self, key: str) -> tuple[bytes | None, builtins.list[bytes], str | None]:
+        """The value of ``key``, the records appended since it was stored, and its tag."""
+        segments = validate_key(key)
+        self._check_contained(key, segments)
+        return await self._io("read", key, self._read_logged_sync, key, segments)
+
+    async def append_logged(self, key: str, record: bytes, expected: str) -> str:
+        """Append ``record`` to the log of ``key`` if its tag is still ``expected``.
+
+        ``CHECKPOINT_CONFLICT`` (nothing written) when another writer stored or appended
+        since; returns the new tag.
+        """
+        segments = validate_key(key)
+        self._check_contained(key, segments)
+        data = as_bytes(record)
+        if not isinstance(expected, str):
+            raise ArgumentTypeError("expected must be a tag (str)")
+        return await self._io("write", key, self._append_logged_sync, key, segments, data, expected)
+
+    def _locked_dir(
+        self, key: str, segments: builtins.list[str], *, exclusive: bool
+    ) -> tuple[builtins.list[int], int | None] | None:
+        """The directory fds of ``key`` and its sidecar lock held (``None``: no directory)."""
+        *dirs, name = segments
+        try:
+            fds = self._walk(key, dirs, create=False)
+        except (FileNotFoundError, _NotADir):
+            return None
+        flags = os.O_RDWR | _NOFOLLOW | _CLOEXEC | (os.O_CREAT if exclusive else 0)
+        try:
+            lock = os.open(f".{name}.lock", flags, _FILE_MODE, dir_fd=fds[-1])
+        except FileNotFoundError:
+            return fds, None
+        except BaseException:
+            for fd in fds:
+                os.close(fd)
+            raise
+        flock(lock, exclusive=exclusive)
+        return fds, lock
+
+    def _read_logged_sync(
+        self, key: str, segments: builtins.list[str]
+    ) -> tuple[bytes | None, builtins.list[bytes], str | None]:
+        held = self._locked_dir(key, segments, exclusive=False)
+        if held is None:
+            return None, [], None
+        fds, lock = held
+        try:
+            name = segments[-1]
+            value = self._read_value(key, fds[-1], name)
+            log = read_log_at(key, fds[-1], name, value)
+            return value, log.records, tag_of(value, len(log.records), log.end)
+        finally:
+            if lock is not None:
+                os.close(lock)
+            for fd in fds:
+                os.close(fd)
+
+    def _append_logged_sync(
+        self, key: str, segments: builtins.list[str], record: bytes, expected: str
+    ) -> str:
+        held = self._locked_dir(key, segments, exclusive=True)
+        if held is None:
+            check_tag(key, None, expected)
+            raise AssertionError("unreachable")  # pragma: no cover
+        fds, lock = held
+        try:
+            name = segments[-1]
+            value = self._read_value(key, fds[-1], name)
+            log = read_log_at(key, fds[-1], name, value)
+            check_tag(key, tag_of(value, len(log.records), log.end), expected)
+            assert value is not None  # a tag names a value
+            end = append_log_at(fds[-1], name, value, log, record)
+            tag = tag_of(value, len(log.records) + 1, end)
+            assert tag is not None
+            return tag
+        finally:
+            if lock is not None:
+                os.close(lock)
+            for fd in fds:
+                os.close(fd)
 
     async def _io(self, action: str, key: str, fn: Callable[..., _T], *args: object) -> _T:
         """Run ``fn`` in a thread; an ``OSError`` becomes ``STORAGE_IO`` naming key and root."""
