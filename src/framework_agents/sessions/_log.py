@@ -91,14 +91,14 @@ def read_log_at(key: str, dfd: int, name: str, value: bytes | None) -> LogState:
     return LogState(found.payloads[1:], found.end, exists=True, stale=False)
 
 
-def append_log_at(dfd: int, name: str, value: bytes, log: LogState, record: bytes) -> int:
+def append_log_at(dfd: int, name: str, value_digest: str, log: LogState, record: bytes) -> int:
     """Append ``record`` (one ``fdatasync``); a missing or stale log is replaced first.
 
     Returns the new end of the log's valid data.
     """
     framed = frame(record)
     if not log.exists or log.stale:
-        head = frame(header_payload(digest(value)))
+        head = frame(header_payload(value_digest))
         tmp = f".{name}.{uuid.uuid4().hex}.tmp"
         fd = os.open(
             tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | _CLOEXEC, 0o600, dir_fd=dfd

@@ -40,7 +40,7 @@ from .._persist import TEMP_SUFFIX, flock, io_error, mark_landed
 from ..errors import InvalidArgumentError, StorageKeyInvalidError
 from ._base import ArgumentTypeError, check_tag, digest
 from ._keys import is_valid_key, is_valid_segment, validate_key, validate_prefix
-from ._log import append_log_at, drop_log_at, log_name, read_log_at, tag_of
+from ._log import LogState, append_log_at, drop_log_at, log_name, read_log_at, tag_of
 from .memory_storage import as_bytes
 
 __all__ = ["LocalFileStorage"]
@@ -72,6 +72,22 @@ class _Blind:
 
 
 _BLIND = _Blind()
+
+
+_Sig = tuple[int, int, int, int, int]
+
+
+def _sig_at(dfd: int, name: str) -> _Sig | None:
+    """``(dev, ino, size, mtime_ns, ctime_ns)`` of ``name`` in ``dfd``, ``None`` if absent."""
+    try:
+        st = os.stat(name, dir_fd=dfd, follow_symlinks=False)
+    except FileNotFoundError:
+        return None
+    return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+
+
+def _tag(value_digest: str, records: int, end: int) -> str:
+    return value_digest if records == 0 else f"{value_digest}:{end}"
 
 
 def _lexists(dfd: int, name: str) -> bool:
@@ -109,6 +125,9 @@ class LocalFileStorage:
         if not os.fspath(dir):
             raise InvalidArgumentError("dir is empty (use '.' for the working directory)")
         self._root = os.path.realpath(os.fspath(dir))
+        # Key -> (signatures of its value and log files, the value's digest, the log) as
+        # this instance last appended: the next append reads neither file again.
+        self._logs: dict[str, tuple[tuple[_Sig | None, _Sig | None], str, int, int]] = {}
         # Directory (as key segments) -> monotonic time of its next temp-file sweep.
         self._next_sweep: dict[tuple[str, ...], float] = {}
 
@@ -540,14 +559,30 @@ class LocalFileStorage:
         fds, lock = held
         try:
             name = segments[-1]
-            value = self._read_value(key, fds[-1], name)
-            log = read_log_at(key, fds[-1], name, value)
-            check_tag(key, tag_of(value, len(log.records), log.end), expected)
-            assert value is not None  # a tag names a value
-            end = append_log_at(fds[-1], name, value, log, record)
-            tag = tag_of(value, len(log.records) + 1, end)
-            assert tag is not None
-            return tag
+            dfd = fds[-1]
+            sigs = (_sig_at(dfd, name), _sig_at(dfd, log_name(name)))
+            known = self._logs.get(key)
+            value_digest: str | None
+            if known is not None and known[0] == sigs:
+                # Both files are as this instance left them: read neither again.
+                _, value_digest, count, end = known
+                log = LogState([], end, exists=True, stale=False)
+            else:
+                value = self._read_value(key, dfd, name)
+                log = read_log_at(key, dfd, name, value)
+                value_digest = None if value is None else digest(value)
+                count, end = len(log.records), log.end
+            found = None if value_digest is None else _tag(value_digest, count, end)
+            check_tag(key, found, expected)
+            assert value_digest is not None  # a tag names a value
+            end = append_log_at(dfd, name, value_digest, log, record)
+            self._logs[key] = (
+                (sigs[0], _sig_at(dfd, log_name(name))),
+                value_digest,
+                count + 1,
+                end,
+            )
+            return _tag(value_digest, count + 1, end)
         finally:
             if lock is not None:
                 os.close(lock)
