@@ -5,6 +5,7 @@ save per turn, for each store:
 
 * ``memory``: ``FileMemory(max_messages=10**7).save(new messages of the turn)``;
 * ``session``: ``SessionManager`` over ``LocalFileStorage``, ``save_latest`` of the history;
+* ``session_append``: the same with ``SessionManager(..., append=True)`` (deltas);
 * ``checkpoint``: ``FileCheckpointer.save`` of the thread (same message objects);
 * ``agent``: ``Agent.run`` of the turn with a ``FileCheckpointer`` (load + loop + save);
 
@@ -147,6 +148,7 @@ def store_steps(root: Path) -> dict[str, Step]:
     """One step function per store and baseline, each writing under its own directory."""
     memory = FileMemory(root / "memory", max_messages=10**7)
     session = SessionManager("s1", LocalFileStorage(root / "sessions"))
+    appending = SessionManager("s2", LocalFileStorage(root / "sessions"), append=True)
     cp = FileCheckpointer(root / "checkpoints")
     (root / "append").mkdir()
     fd = os.open(root / "append" / "log", os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
@@ -160,6 +162,9 @@ def store_steps(root: Path) -> dict[str, Step]:
 
     async def session_step(i: int, new: list[Message], history: list[Message]) -> None:
         await session.save_latest(Snapshot(SnapshotData(messages=history, state={"turn": i})))
+
+    async def session_append_step(i: int, new: list[Message], history: list[Message]) -> None:
+        await appending.save_latest(Snapshot(SnapshotData(messages=history, state={"turn": i})))
 
     async def checkpoint_step(i: int, new: list[Message], history: list[Message]) -> None:
         await cp.save(ThreadCheckpoint("t1", None, history, {"turn": i}))
@@ -189,6 +194,7 @@ def store_steps(root: Path) -> dict[str, Step]:
         "memory": memory_step,
         "checkpoint": checkpoint_step,
         "session": session_step,
+        "session_append": session_append_step,
         "agent": agent_step,
     }
 
@@ -303,7 +309,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--turns", type=int, default=3000)
     parser.add_argument("--dir", type=Path, default=None)
-    parser.add_argument("--only", default="memory,checkpoint,session,agent")
+    parser.add_argument("--only", default="memory,checkpoint,session,session_append,agent")
     args = parser.parse_args()
     root = Path(tempfile.mkdtemp(prefix="persist-growth-", dir=args.dir))
     try:

@@ -13,7 +13,7 @@ from multiprocessing.synchronize import Barrier
 
 from framework_agents import FileMemory, Message
 
-__all__ = ["append_worker", "crash_worker", "message_id"]
+__all__ = ["agent_worker", "append_worker", "crash_worker", "message_id"]
 
 #: Room for every append the process tests make: nothing is windowed away.
 BIG_WINDOW = 1_000_000
@@ -52,4 +52,25 @@ def crash_worker(directory: str, first_seq: int, conn: Connection) -> None:
             await memory.save([Message("user", mid, id=mid)])
             conn.send(seq)
 
+    asyncio.run(main())
+
+
+def agent_worker(directory: str, writer: str, runs: int, barrier: Barrier) -> None:
+    """``runs`` agent runs on one shared FileMemory (the agent's clear-then-save commit)."""
+    from framework_agents import Agent, NullConversationManager
+    from framework_agents.testing import FunctionModel
+
+    def reply(messages: list[Message], tools: object) -> str:
+        return f"answer to {messages[-1].text}"
+
+    async def main() -> None:
+        agent = Agent(
+            FunctionModel(reply),
+            memory=FileMemory(directory, max_messages=BIG_WINDOW),
+            conversation_manager=NullConversationManager(),
+        )
+        for seq in range(runs):
+            await agent.run(message_id(writer, seq))
+
+    barrier.wait(timeout=60)
     asyncio.run(main())

@@ -141,3 +141,34 @@ def test_sigkill_at_random_moments_leaves_an_acknowledged_state(tmp_path: Path) 
     # The kills did land inside saves (after the record or document was written, before
     # the acknowledgement; a single small write is never torn by a kill) at least once.
     assert killed_mid_write + published_unacked > 0, (killed_mid_write, published_unacked)
+
+
+@pytest.mark.slow
+def test_two_agents_sharing_one_file_memory_lose_no_turn(tmp_path: Path) -> None:
+    """Regression: two agents (two processes) on one FileMemory lost 25 of 50 turns."""
+    runs = 25
+    ctx = mp.get_context("spawn")
+    barrier = ctx.Barrier(2)
+    procs = [
+        ctx.Process(target=workers.agent_worker, args=(str(tmp_path), f"a{w}", runs, barrier))
+        for w in range(2)
+    ]
+    for proc in procs:
+        proc.start()
+    try:
+        for proc in procs:
+            proc.join(timeout=240)
+            assert proc.exitcode == 0
+    finally:
+        for proc in procs:
+            if proc.is_alive():
+                proc.kill()
+    loaded = asyncio.run(FileMemory(tmp_path, max_messages=workers.BIG_WINDOW).load())
+    prompts = [m.text for m in loaded if m.role == "user"]
+    answers = [m.text for m in loaded if m.role == "assistant"]
+    expected = {workers.message_id(f"a{w}", s) for w in range(2) for s in range(runs)}
+    assert sorted(prompts) == sorted(expected)  # every turn once, none lost
+    assert sorted(answers) == sorted(f"answer to {p}" for p in expected)
+    for w in range(2):  # each agent's turns in its own order
+        mine = [p for p in prompts if p.startswith(f"a{w}-")]
+        assert mine == [workers.message_id(f"a{w}", s) for s in range(runs)]

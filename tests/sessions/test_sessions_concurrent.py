@@ -86,7 +86,8 @@ def test_a_storage_without_swap_gets_a_put() -> None:
 
 
 @pytest.mark.slow
-def test_eight_processes_updating_one_session_lose_nothing(tmp_path: Path) -> None:
+@pytest.mark.parametrize("append", [False, True], ids=["put", "append"])
+def test_eight_processes_updating_one_session_lose_nothing(tmp_path: Path, append: bool) -> None:
     """Regression: load_latest -> save_latest from two processes lost 82 of 200 updates."""
     ctx = mp.get_context("spawn")
     barrier = ctx.Barrier(WRITERS)
@@ -110,3 +111,4 @@ def test_eight_processes_updating_one_session_lose_nothing(tmp_path: Path) -> No
     assert len(done) == len(set(done)) == WRITERS * UPDATES
     for w in range(WRITERS):
         assert [d for d in done if d.startswith(f"w{w}-")] == [f"w{w}-{i}" for i in range(UPDATES)]
+    assert [m.id for m in latest.data.messages or []] == done  # the same order, no loss

@@ -17,7 +17,7 @@ from typing import Any, Protocol, runtime_checkable
 
 from ..errors import CheckpointConflictError, InvalidArgumentError
 
-__all__ = ["ArgumentTypeError", "Storage", "check_swap", "digest", "swap"]
+__all__ = ["ArgumentTypeError", "Storage", "check_swap", "check_tag", "digest", "swap"]
 
 
 class ArgumentTypeError(InvalidArgumentError, TypeError):
@@ -58,10 +58,14 @@ def digest(data: bytes) -> str:
 
 def check_swap(key: str, current: bytes | None, expected: str | None) -> None:
     """``CHECKPOINT_CONFLICT`` unless ``current`` is the value ``expected`` names."""
-    found = None if current is None else digest(current)
+    check_tag(key, None if current is None else digest(current), expected)
+
+
+def check_tag(key: str, found: str | None, expected: str | None) -> None:
+    """``CHECKPOINT_CONFLICT`` unless the state tagged ``found`` is the one ``expected``."""
     if found != expected:
         seen = "no value" if expected is None else "another value"
-        now = "none" if current is None else "a newer one"
+        now = "none" if found is None else "a newer one"
         raise CheckpointConflictError(
             f"{key!r} changed since it was read (the writer expected {seen}, the storage "
             f"holds {now}); nothing was written: read it again, then write"

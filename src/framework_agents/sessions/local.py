@@ -39,8 +39,9 @@ from typing import TypeVar
 
 from .._persist import TEMP_SUFFIX, flock, io_error, mark_landed
 from ..errors import InvalidArgumentError, StorageKeyInvalidError
-from ._base import ArgumentTypeError, check_swap
+from ._base import ArgumentTypeError, check_tag, digest
 from ._keys import is_valid_key, is_valid_segment, validate_key, validate_prefix
+from ._log import LogState, append_log_at, drop_log_at, log_name, read_log_at, tag_of
 from .memory_storage import as_bytes
 
 __all__ = ["LocalFileStorage"]
@@ -76,6 +77,30 @@ class _Blind:
 _BLIND = _Blind()
 
 
+_Sig = tuple[int, int, int, int, int]
+
+
+def _sig_at(dfd: int, name: str) -> _Sig | None:
+    """``(dev, ino, size, mtime_ns, ctime_ns)`` of ``name`` in ``dfd``, ``None`` if absent."""
+    try:
+        st = os.stat(name, dir_fd=dfd, follow_symlinks=False)
+    except FileNotFoundError:
+        return None
+    return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+
+
+def _tag(value_digest: str, records: int, end: int) -> str:
+    return value_digest if records == 0 else f"{value_digest}:{end}"
+
+
+def _lexists(dfd: int, name: str) -> bool:
+    try:
+        os.stat(name, dir_fd=dfd, follow_symlinks=False)
+    except FileNotFoundError:
+        return False
+    return True
+
+
 def _odd_file_error(key: str) -> StorageKeyInvalidError:
     return StorageKeyInvalidError(
         f"storage key {key!r}: a FIFO, device or socket is where its value belongs; "
@@ -103,6 +128,9 @@ class LocalFileStorage:
         if not os.fspath(dir):
             raise InvalidArgumentError("dir is empty (use '.' for the working directory)")
         self._root = os.path.realpath(os.fspath(dir))
+        # Key -> (signatures of its value and log files, the value's digest, the log) as
+        # this instance last appended: the next append reads neither file again.
+        self._logs: dict[str, tuple[tuple[_Sig | None, _Sig | None], str, int, int]] = {}
         # Directory (as key segments) -> monotonic time of its next temp-file sweep.
         self._next_sweep: dict[tuple[str, ...], float] = {}
 
@@ -186,7 +214,8 @@ class LocalFileStorage:
             try:
                 fds = self._walk(key, dirs, create=True)
                 try:
-                    if isinstance(expected, _Blind):
+                    has_log = _lexists(fds[-1], log_name(name))
+                    if isinstance(expected, _Blind) and not has_log:
                         self._publish(key, tuple(dirs), fds[-1], name, data)
                     else:
                         self._swap_locked(key, tuple(dirs), fds[-1], name, data, expected)
@@ -211,9 +240,12 @@ class LocalFileStorage:
         dfd: int,
         name: str,
         data: bytes,
-        expected: str | None,
+        expected: str | _Blind | None,
     ) -> None:
-        """Compare-and-swap under ``flock`` of the sidecar ``.<name>.lock`` (never a key)."""
+        """Compare-and-swap under ``flock`` of the sidecar ``.<name>.lock`` (never a key).
+
+        ``_BLIND`` stores without comparing (a ``put`` of a value that has a log).
+        """
         flags = os.O_RDWR | os.O_CREAT | _NOFOLLOW | _CLOEXEC
         try:
             lock = os.open(f".{name}.lock", flags, _FILE_MODE, dir_fd=dfd)
@@ -223,8 +255,15 @@ class LocalFileStorage:
             raise
         try:
             flock(lock, exclusive=True)
-            check_swap(key, self._read_value(key, dfd, name), expected)
+            current = self._read_value(key, dfd, name)
+            log = read_log_at(key, dfd, name, current)
+            if not isinstance(expected, _Blind):
+                check_tag(key, tag_of(current, len(log.records), log.end), expected)
+            if log.records and current is not None and digest(current) == digest(data):
+                drop_log_at(dfd, name)  # it would still match the same bytes: drop it first
             self._publish(key, dirs, dfd, name, data)
+            if log.exists:
+                drop_log_at(dfd, name)  # bound to the replaced value: stale either way
         finally:
             os.close(lock)
 
@@ -361,6 +400,7 @@ class LocalFileStorage:
                 return  # not a value
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(name, dir_fd=dfd)
+            drop_log_at(dfd, name)
             os.fsync(dfd)
             # Prune directories left empty, deepest first; stop at the first non-empty one.
             for depth in range(len(dirs), 0, -1):
@@ -455,6 +495,104 @@ class LocalFileStorage:
             raise ArgumentTypeError("expected must be a digest (str) or None")
         await self._io("write", key, self._put_sync, key, segments, value, expected)
         logger.debug("stored %s (%d bytes, compare-and-swap) under %s", key, len(value), self._root)
+
+    async def read_logged(self, key: str) -> tuple[bytes | None, builtins.list[bytes], str | None]:
+        """The value of ``key``, the records appended since it was stored, and its tag."""
+        segments = validate_key(key)
+        self._check_contained(key, segments)
+        return await self._io("read", key, self._read_logged_sync, key, segments)
+
+    async def append_logged(self, key: str, record: bytes, expected: str) -> str:
+        """Append ``record`` to the log of ``key`` if its tag is still ``expected``.
+
+        ``CHECKPOINT_CONFLICT`` (nothing written) when another writer stored or appended
+        since; returns the new tag.
+        """
+        segments = validate_key(key)
+        self._check_contained(key, segments)
+        data = as_bytes(record)
+        if not isinstance(expected, str):
+            raise ArgumentTypeError("expected must be a tag (str)")
+        return await self._io("write", key, self._append_logged_sync, key, segments, data, expected)
+
+    def _locked_dir(
+        self, key: str, segments: builtins.list[str], *, exclusive: bool
+    ) -> tuple[builtins.list[int], int | None] | None:
+        """The directory fds of ``key`` and its sidecar lock held (``None``: no directory)."""
+        *dirs, name = segments
+        try:
+            fds = self._walk(key, dirs, create=False)
+        except (FileNotFoundError, _NotADir):
+            return None
+        flags = os.O_RDWR | _NOFOLLOW | _CLOEXEC | (os.O_CREAT if exclusive else 0)
+        try:
+            lock = os.open(f".{name}.lock", flags, _FILE_MODE, dir_fd=fds[-1])
+        except FileNotFoundError:
+            return fds, None
+        except BaseException:
+            for fd in fds:
+                os.close(fd)
+            raise
+        flock(lock, exclusive=exclusive)
+        return fds, lock
+
+    def _read_logged_sync(
+        self, key: str, segments: builtins.list[str]
+    ) -> tuple[bytes | None, builtins.list[bytes], str | None]:
+        held = self._locked_dir(key, segments, exclusive=False)
+        if held is None:
+            return None, [], None
+        fds, lock = held
+        try:
+            name = segments[-1]
+            value = self._read_value(key, fds[-1], name)
+            log = read_log_at(key, fds[-1], name, value)
+            return value, log.records, tag_of(value, len(log.records), log.end)
+        finally:
+            if lock is not None:
+                os.close(lock)
+            for fd in fds:
+                os.close(fd)
+
+    def _append_logged_sync(
+        self, key: str, segments: builtins.list[str], record: bytes, expected: str
+    ) -> str:
+        held = self._locked_dir(key, segments, exclusive=True)
+        if held is None:
+            check_tag(key, None, expected)
+            raise AssertionError("unreachable")  # pragma: no cover
+        fds, lock = held
+        try:
+            name = segments[-1]
+            dfd = fds[-1]
+            sigs = (_sig_at(dfd, name), _sig_at(dfd, log_name(name)))
+            known = self._logs.get(key)
+            value_digest: str | None
+            if known is not None and known[0] == sigs:
+                # Both files are as this instance left them: read neither again.
+                _, value_digest, count, end = known
+                log = LogState([], end, exists=True, stale=False)
+            else:
+                value = self._read_value(key, dfd, name)
+                log = read_log_at(key, dfd, name, value)
+                value_digest = None if value is None else digest(value)
+                count, end = len(log.records), log.end
+            found = None if value_digest is None else _tag(value_digest, count, end)
+            check_tag(key, found, expected)
+            assert value_digest is not None  # a tag names a value
+            end = append_log_at(dfd, name, value_digest, log, record)
+            self._logs[key] = (
+                (sigs[0], _sig_at(dfd, log_name(name))),
+                value_digest,
+                count + 1,
+                end,
+            )
+            return _tag(value_digest, count + 1, end)
+        finally:
+            if lock is not None:
+                os.close(lock)
+            for fd in fds:
+                os.close(fd)
 
     async def _io(self, action: str, key: str, fn: Callable[..., _T], *args: object) -> _T:
         """Run ``fn`` in a thread; an ``OSError`` becomes ``STORAGE_IO`` naming key and root."""

@@ -12,6 +12,7 @@ Session and agent ids become key segments, so they obey the storage segment rule
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Mapping
 from typing import Any
 
@@ -22,6 +23,8 @@ from ..errors import (
     SnapshotCorruptError,
     SnapshotMissingError,
 )
+from ..memory._document import same_json_message
+from ..messages import Message
 from ._base import ArgumentTypeError, Storage, digest, swap
 from ._keys import validate_segment
 from .snapshot import Snapshot, SnapshotData, is_snapshot_id
@@ -31,6 +34,33 @@ __all__ = ["LATEST_NAME", "SessionManager"]
 #: File name of the latest snapshot inside an agent's ``snapshots`` directory.
 LATEST_NAME = "snapshot_latest.json"
 _SUFFIX = ".json"
+
+
+#: The log is folded into the stored snapshot once it outgrows this fraction of it...
+FOLD_RATIO = 0.5
+#: ...and this many bytes.
+FOLD_MIN_BYTES = 64 << 10
+
+
+def _same_prefix(new: list[Message], stored: list[Message]) -> bool:
+    """Whether ``new`` starts with ``stored``: the same objects (fast), else equal JSON."""
+    if all(map(operator.is_, new, stored)):
+        return True
+    return all(a is b or same_json_message(a, b) for a, b in zip(new, stored, strict=False))
+
+
+def _apply(snapshot: Snapshot, record: bytes, source: str) -> Snapshot:
+    """``snapshot`` with one log record applied: keep N messages, then the record's."""
+    head, sep, body = record.partition(b"\n")
+    if not sep or not head.isdigit():
+        raise SnapshotCorruptError(f"{source}: a log record has no message count")
+    keep = int(head)
+    delta = Snapshot.from_json(body, source=f"{source} (log record)")
+    base = snapshot.data.messages or []
+    if keep > len(base) or delta.data.messages is None:
+        raise SnapshotCorruptError(f"{source}: a log record keeps {keep} of {len(base)} messages")
+    messages = [*base[:keep], *delta.data.messages]
+    return delta.model_copy(update={"data": delta.data.model_copy(update={"messages": messages})})
 
 
 class _Unread:
@@ -43,8 +73,13 @@ _UNREAD = _Unread()
 class SessionManager:
     """Saves and restores one agent's snapshots of one session in a :class:`Storage`."""
 
-    def __init__(self, session_id: str, storage: Storage, agent_id: str = "default") -> None:
-        """Create it; arguments are described in the class docstring."""
+    def __init__(
+        self, session_id: str, storage: Storage, agent_id: str = "default", *, append: bool = False
+    ) -> None:
+        """Create it; ``append=True`` lets ``save_latest`` append deltas (see there)."""
+        if not isinstance(append, bool):
+            raise ArgumentTypeError(f"append must be a bool, not {type(append).__name__}")
+        self.append: bool = append
         self.session_id: str = validate_segment(session_id, what="session_id")
         self.agent_id: str = validate_segment(agent_id, what="agent_id")
         if not isinstance(storage, Storage):
@@ -56,6 +91,11 @@ class SessionManager:
         # Digest of the latest snapshot as this manager last read or wrote it (None: there
         # was none); _UNREAD until then (the first write is then a plain put).
         self._latest: str | _Unread | None = _UNREAD
+        # The messages of the latest snapshot as this manager last read or wrote them (the
+        # prefix a delta extends), and the bytes of its stored value and of its log.
+        self._messages: list[Message] | None = None
+        self._base_bytes = 0
+        self._log_bytes = 0
 
     def __repr__(self) -> str:
         """A developer-facing description."""
@@ -85,11 +125,21 @@ class SessionManager:
         replaced it since, nothing is written and ``CHECKPOINT_CONFLICT`` is raised, so an
         acknowledged update is never overwritten by a writer that did not see it. Call
         :meth:`load_latest` again, apply the change, and save.
+
+        With ``SessionManager(..., append=True)``, a storage that keeps logs
+        (``read_logged``/``append_logged``: both shipped storages do), and ``snapshot``'s
+        messages extending the ones this manager last read or wrote, only the new messages
+        and the other fields are appended (one record, one ``fdatasync`` on disk); the
+        whole snapshot is stored again once the log outgrows half of it. Off by default:
+        ``snapshot_latest.json`` alone then no longer holds the latest state (readers must
+        go through :meth:`load_latest`, which always applies a log it finds).
         """
         if not isinstance(snapshot, Snapshot):
             raise ArgumentTypeError(
                 f"save_latest() takes a Snapshot, not {type(snapshot).__name__}"
             )
+        if await self._append_latest(snapshot):
+            return
         data = snapshot.to_json()
         known = self._latest
         if isinstance(known, _Unread):
@@ -97,15 +147,54 @@ class SessionManager:
         else:
             await swap(self.storage, self.latest_key, data, known)
         self._latest = digest(data)
+        self._remember(snapshot, len(data), 0)
+
+    async def _append_latest(self, snapshot: Snapshot) -> bool:
+        """Append a delta record when the storage can and the history extends; else False."""
+        append: Any = getattr(self.storage, "append_logged", None) if self.append else None
+        known, messages, new = self._latest, self._messages, snapshot.data.messages
+        if not callable(append) or not isinstance(known, str) or messages is None or new is None:
+            return False
+        keep = len(messages)
+        if len(new) < keep or not _same_prefix(new, messages):
+            return False
+        delta = Snapshot(
+            snapshot.data.model_copy(update={"messages": list(new[keep:])}),
+            app_data=snapshot.app_data,
+            snapshot_id=snapshot.snapshot_id,
+            created_at=snapshot.created_at,
+        )
+        record = b"%d\n" % keep + delta.to_json()
+        if self._log_bytes + len(record) > max(FOLD_RATIO * self._base_bytes, FOLD_MIN_BYTES):
+            return False
+        self._latest = await append(self.latest_key, record, known)
+        self._remember(snapshot, self._base_bytes, self._log_bytes + len(record))
+        return True
+
+    def _remember(self, snapshot: Snapshot, base_bytes: int, log_bytes: int) -> None:
+        messages = snapshot.data.messages
+        self._messages = None if messages is None else list(messages)
+        self._base_bytes = base_bytes
+        self._log_bytes = log_bytes
 
     async def load_latest(self) -> Snapshot | None:
         """The latest snapshot, or ``None`` when the session has none (``SNAPSHOT_CORRUPT``)."""
-        raw = await self.storage.get(self.latest_key)
+        read_logged: Any = getattr(self.storage, "read_logged", None)
+        if callable(read_logged):
+            raw, records, tag = await read_logged(self.latest_key)
+        else:
+            raw = await self.storage.get(self.latest_key)
+            records, tag = [], None if raw is None else digest(raw)
         if raw is None:
             self._latest = None
+            self._messages = None
             return None
-        snapshot = Snapshot.from_json(raw, source=f"snapshot {self.latest_key!r}")
-        self._latest = digest(raw)
+        source = f"snapshot {self.latest_key!r}"
+        snapshot = Snapshot.from_json(raw, source=source)
+        for record in records:
+            snapshot = _apply(snapshot, record, source)
+        self._latest = tag
+        self._remember(snapshot, len(raw), sum(len(r) for r in records))
         return snapshot
 
     async def save_snapshot(

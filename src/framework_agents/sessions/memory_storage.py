@@ -6,8 +6,9 @@ import builtins
 from collections import Counter
 
 from ..errors import StorageKeyInvalidError
-from ._base import ArgumentTypeError, check_swap
+from ._base import ArgumentTypeError, check_tag
 from ._keys import validate_key, validate_prefix
+from ._log import tag_of
 
 __all__ = ["InMemoryStorage", "as_bytes"]
 
@@ -35,6 +36,8 @@ class InMemoryStorage:
         self._data: dict[str, bytes] = {}
         # How many stored keys live under each directory prefix ("a", "a/b", ...).
         self._dirs: Counter[str] = Counter()
+        # Records appended to a value since it was stored (see ``sessions._log``).
+        self._logs: dict[str, builtins.list[bytes]] = {}
 
     @staticmethod
     def _ancestors(segments: builtins.list[str]) -> builtins.list[str]:
@@ -44,6 +47,7 @@ class InMemoryStorage:
         """Store ``data`` under ``key``."""
         segments = validate_key(key)
         value = as_bytes(data)
+        self._logs.pop(key, None)  # a stored value starts a new log
         if key in self._data:
             self._data[key] = value
             return
@@ -60,11 +64,30 @@ class InMemoryStorage:
             self._dirs[parent] += 1
 
     async def swap(self, key: str, data: bytes, expected: str | None) -> None:
-        """Store ``data`` if ``key`` still holds the value ``expected`` names (else CONFLICT)."""
+        """Store ``data`` if ``key`` is still in the state ``expected`` names (else CONFLICT)."""
         validate_key(key)
         value = as_bytes(data)
-        check_swap(key, self._data.get(key), expected)
+        check_tag(key, self._tag(key), expected)
         await self.put(key, value)
+
+    async def read_logged(self, key: str) -> tuple[bytes | None, builtins.list[bytes], str | None]:
+        """The value of ``key``, the records appended since it was stored, and its tag."""
+        value = await self.get(key)  # through get(), so a subclass sees the read
+        return value, list(self._logs.get(key, ())), self._tag(key)
+
+    async def append_logged(self, key: str, record: bytes, expected: str) -> str:
+        """Append ``record`` to the log of ``key`` if its tag is still ``expected``."""
+        validate_key(key)
+        data = as_bytes(record)
+        check_tag(key, self._tag(key), expected)
+        self._logs.setdefault(key, []).append(data)
+        tag = self._tag(key)
+        assert tag is not None
+        return tag
+
+    def _tag(self, key: str) -> str | None:
+        records = len(self._logs.get(key, ()))
+        return tag_of(self._data.get(key), records, records)
 
     async def get(self, key: str) -> bytes | None:
         """The bytes under ``key``, or ``None``."""
@@ -74,6 +97,7 @@ class InMemoryStorage:
     async def delete(self, key: str) -> None:
         """Remove ``key`` (no-op when missing)."""
         segments = validate_key(key)
+        self._logs.pop(key, None)
         if self._data.pop(key, None) is None:
             return
         for parent in self._ancestors(segments):

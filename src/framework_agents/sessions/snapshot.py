@@ -155,9 +155,11 @@ class SnapshotData(BaseModel):
         # Metadata and tool-call args are free-form: a NaN, datetime or set there would
         # be stored altered (null, a string, a list) or crash the serialiser.
         for i, msg in enumerate(value or ()):
-            _require_json(msg.metadata, f"messages[{i}].metadata")
-            for j, call in enumerate(msg.tool_calls):
-                _require_json(call.args, f"messages[{i}].tool_calls[{j}].args")
+            if msg.metadata:  # most messages have none: no call, no label built
+                _require_json(msg.metadata, f"messages[{i}].metadata")
+            if msg.tool_calls:
+                for j, call in enumerate(msg.tool_calls):
+                    _require_json(call.args, f"messages[{i}].tool_calls[{j}].args")
         return value
 
     @model_serializer(mode="wrap")
