@@ -128,3 +128,22 @@ def test_timeline_revs_only_grow() -> None:
     with pytest.raises(InvalidArgumentError):
         Timeline([TimelineEntry(rev=2, kind="run"), TimelineEntry(rev=2, kind="edit")])
     assert [e.rev for e in timeline.entries()] == [3, 4]
+
+
+def test_state_nested_deeper_than_any_store_holds_is_refused_up_front() -> None:
+    """The agent and the stores share one nesting limit: no run fails later at the save."""
+    from framework_agents._persist import MAX_JSON_DEPTH
+    from framework_agents.errors import StateNotJsonError
+
+    agent = Agent(ScriptedModel(["x"]))
+    deep: list[object] = []
+    for _ in range(MAX_JSON_DEPTH + 50):
+        deep = [deep]
+    with pytest.raises(StateNotJsonError):
+        agent.state["deep"] = deep
+    assert "deep" not in agent.state
+    fine: list[object] = []
+    for _ in range(MAX_JSON_DEPTH // 2):
+        fine = [fine]
+    agent.state["fine"] = fine
+    assert agent.take_snapshot().data.state == {"fine": fine}

@@ -68,7 +68,7 @@ def test_two_replicas_running_one_session_lose_no_acknowledged_turn(
     async def body() -> None:
         first, second = make_storage(), make_storage()
         try:
-            a = Agent(ScriptedModel(["a1", "a2"]), session_manager=SessionManager("s", first))
+            a = Agent(ScriptedModel(["a1", "a2", "a3"]), session_manager=SessionManager("s", first))
             b = Agent(ScriptedModel(["b1"]), session_manager=SessionManager("s", second))
             await a.run("from a")
             await b.run("from b")  # restores a's turn first, then adds its own
@@ -77,6 +77,18 @@ def test_two_replicas_running_one_session_lose_no_acknowledged_turn(
             stored = await SessionManager("s", first).load_latest()
             assert stored is not None and stored.data.messages is not None
             assert [m.text for m in stored.data.messages] == ["from a", "a1", "from b", "b1"]
+            # The refused replica is not stuck: its next run starts from the latest snapshot.
+            await a.run("a once more")
+            stored = await SessionManager("s", second).load_latest()
+            assert stored is not None and stored.data.messages is not None
+            assert [m.text for m in stored.data.messages] == [
+                "from a",
+                "a1",
+                "from b",
+                "b1",
+                "a once more",
+                "a3",
+            ]
         finally:
             await first.close()
             await second.close()

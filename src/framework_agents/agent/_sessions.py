@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from .._telemetry import trace_store
 from ..errors import (
+    CheckpointConflictError,
     InvalidArgumentError,
     MessageNotEditableError,
     MessageNotFoundError,
@@ -169,7 +170,13 @@ async def save_session(agent: Agent) -> None:
     link = agent._session_link
     data = SnapshotData(messages=list(agent._messages), state=agent._state.to_dict())
     snapshot = Snapshot(data, app_data=app_data_with_state(agent.memory, link.app_data))
-    await trace_store("session", "save", manager, manager.save_latest(snapshot))
+    try:
+        await trace_store("session", "save", manager, manager.save_latest(snapshot))
+    except CheckpointConflictError:
+        # Another replica saved since this agent read the session: this run's turn was
+        # not acknowledged. The next run restores the latest snapshot and goes on.
+        link.restored = False
+        raise
     link.restored = True  # what is stored now is ours: never restore over it
 
 

@@ -490,7 +490,11 @@ class Agent:
     async def _start_history(self) -> list[Message]:
         """The history a run starts from: memory, seeded on the first run (repaired later)."""
         # The session's latest snapshot is restored before seeding and wins over the seed.
-        from_session = not self._started and await _sessions.restore_session(self)
+        # Also after the first run: a run whose session save was refused as stale
+        # (CHECKPOINT_CONFLICT) marks the session unread, and the next run starts from the
+        # latest stored snapshot instead of failing forever.
+        restored = await _sessions.restore_session(self)
+        from_session = not self._started and restored
         history = await trace_store("memory", "load", self.memory, self.memory.load())
         if not self._started and not from_session and not history and self.initial_messages:
             history = list(self.initial_messages)

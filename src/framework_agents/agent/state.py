@@ -7,13 +7,26 @@ import math
 from collections.abc import Iterator, Mapping, MutableMapping
 from typing import Any
 
+from .._persist import json_problem
 from ..errors import StateNotJsonError
 
 __all__ = ["AgentState", "check_json_value"]
 
 
 def check_json_value(value: Any, path: str = "value") -> None:
-    """Raise ``STATE_NOT_JSON`` unless ``value`` is plain JSON (no NaN, str keys, lists)."""
+    """Raise ``STATE_NOT_JSON`` unless ``value`` is plain JSON (no NaN, str keys, lists).
+
+    The persistence layer's rule comes first (iterative, with the one nesting limit every
+    store applies), so state an agent accepts is state every snapshot and checkpoint can
+    hold; then the stricter shape of agent state (lists, not tuples).
+    """
+    problem = json_problem(value, path)
+    if problem is not None:
+        raise StateNotJsonError(problem)
+    _check_shape(value, path)
+
+
+def _check_shape(value: Any, path: str) -> None:
     if value is None or isinstance(value, (bool, int, str)):
         return
     if isinstance(value, float):
@@ -22,13 +35,13 @@ def check_json_value(value: Any, path: str = "value") -> None:
         return
     if isinstance(value, list):
         for i, item in enumerate(value):
-            check_json_value(item, f"{path}[{i}]")
+            _check_shape(item, f"{path}[{i}]")
         return
     if isinstance(value, dict):
         for key, item in value.items():
             if not isinstance(key, str):
                 raise StateNotJsonError(f"{path} has a non-string key {key!r}")
-            check_json_value(item, f"{path}[{key!r}]")
+            _check_shape(item, f"{path}[{key!r}]")
         return
     raise StateNotJsonError(
         f"{path} is a {type(value).__name__}; agent state holds JSON values only "
