@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import json
 from pathlib import Path
 from typing import Any
 
@@ -37,7 +36,7 @@ from framework_agents.sessions import Storage
 
 
 class CountingStorage(InMemoryStorage):
-    """InMemoryStorage that counts puts and gets."""
+    """InMemoryStorage that counts writes of a key (puts and appends) and gets."""
 
     def __init__(self) -> None:
         super().__init__()
@@ -51,6 +50,10 @@ class CountingStorage(InMemoryStorage):
     async def get(self, key: str) -> bytes | None:
         self.gets.append(key)
         return await super().get(key)
+
+    async def append_logged(self, key: str, record: bytes, expected: str) -> str:
+        self.puts.append(key)  # a save that appends its delta is a write of the key too
+        return await super().append_logged(key, record, expected)
 
 
 def echo_model() -> FunctionModel:
@@ -155,10 +158,10 @@ def test_a_restarted_process_continues_the_conversation(tmp_path: Path) -> None:
     assert texts(model.calls[0].messages) == ["hello", "re: hello", "again", "re: again",
                                               "still there?"]  # fmt: skip
     assert dict(second.state) == {"name": "Ada"}
-    on_disk = tmp_path / "session/user-42/scopes/agent/default/snapshots/snapshot_latest.json"
-    assert json.loads(on_disk.read_bytes())["data"]["messages"][-1]["content"] == (
-        "re: still there?"
-    )
+    # On disk: snapshot_latest.json plus the deltas appended since, read by a new process.
+    stored = arun(SessionManager("user-42", LocalFileStorage(tmp_path)).load_latest())
+    assert stored is not None and stored.data.messages is not None
+    assert stored.data.messages[-1].text == "re: still there?"
 
 
 def test_restored_history_is_repaired() -> None:

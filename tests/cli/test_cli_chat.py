@@ -8,6 +8,7 @@ the model. One test talks to the real local model.
 
 from __future__ import annotations
 
+import asyncio
 import importlib.util
 import json
 import subprocess
@@ -82,9 +83,13 @@ def test_session_survives_a_restart(tmp_path: Path) -> None:
     assert "resumed 2 messages" in second.stdout
     # The second process's model saw the first process's two messages plus the new prompt.
     assert answers(second.stdout) == ["echo #2: what is my name? (saw 3 messages)"]
-    snapshot = data / "sessions/session/s1/scopes/agent/default/snapshots/snapshot_latest.json"
-    stored = json.loads(snapshot.read_text())
-    texts = json.dumps(stored)
+    # What is stored: snapshot_latest.json plus the deltas appended beside it since.
+    from framework_agents import LocalFileStorage, SessionManager
+
+    manager = SessionManager("s1", LocalFileStorage(data / "sessions"))
+    stored = asyncio.run(manager.load_latest())
+    assert stored is not None and stored.data.messages is not None
+    texts = json.dumps([m.text for m in stored.data.messages])
     assert "my name is Ada" in texts and "what is my name?" in texts
 
 

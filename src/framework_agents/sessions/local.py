@@ -513,7 +513,9 @@ class LocalFileStorage:
         data = as_bytes(record)
         if not isinstance(expected, str):
             raise ArgumentTypeError("expected must be a tag (str)")
-        return await self._io("write", key, self._append_logged_sync, key, segments, data, expected)
+        tag = await self._io("write", key, self._append_logged_sync, key, segments, data, expected)
+        logger.debug("stored %s (a %d-byte delta) under %s", key, len(data), self._root)
+        return tag
 
     def _locked_dir(
         self, key: str, segments: builtins.list[str], *, exclusive: bool

@@ -74,9 +74,9 @@ class SessionManager:
     """Saves and restores one agent's snapshots of one session in a :class:`Storage`."""
 
     def __init__(
-        self, session_id: str, storage: Storage, agent_id: str = "default", *, append: bool = False
+        self, session_id: str, storage: Storage, agent_id: str = "default", *, append: bool = True
     ) -> None:
-        """Create it; ``append=True`` lets ``save_latest`` append deltas (see there)."""
+        """Create it; ``append`` (the default) lets ``save_latest`` append deltas (see there)."""
         if not isinstance(append, bool):
             raise ArgumentTypeError(f"append must be a bool, not {type(append).__name__}")
         self.append: bool = append
