@@ -20,7 +20,8 @@ import uuid
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import timedelta
-from typing import Any, Protocol
+from types import TracebackType
+from typing import Any, Generic, Protocol, Self, TypeVar
 from urllib.parse import urlsplit, urlunsplit
 
 from pydantic import ValidationError
@@ -40,6 +41,7 @@ from ..messages import Message, MessageList, copy_message
 from ..sessions._base import check_swap
 
 __all__ = [
+    "ClosableStore",
     "SwapByCompare",
     "SCHEMA_VERSION",
     "AutoPrune",
@@ -330,3 +332,33 @@ class SwapByCompare:
         current = await self.get(key)
         check_swap(key, current, expected)
         await self.compare_and_put(key, data, expected=current)
+
+
+class _Connections(Protocol):
+    async def close(self) -> None: ...
+
+
+_Db = TypeVar("_Db", bound=_Connections)
+
+
+class ClosableStore(Generic[_Db]):
+    """``close()`` and ``async with`` for a store whose connections live in ``self._db``."""
+
+    _db: _Db
+
+    async def close(self) -> None:
+        """Close the store's connections (idempotent)."""
+        await self._db.close()
+
+    async def __aenter__(self) -> Self:
+        """The store itself."""
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        """Close the store."""
+        await self.close()

@@ -16,8 +16,8 @@ import builtins
 import contextlib
 from collections.abc import AsyncIterator, Sequence
 from datetime import timedelta
-from types import EllipsisType, TracebackType
-from typing import Any, Self
+from types import EllipsisType
+from typing import Any
 
 from ..checkpoint.lock import check_seconds
 from ..checkpoint.model import ThreadCheckpoint, check_thread_id
@@ -35,6 +35,7 @@ from ..sessions.memory_storage import as_bytes
 from ._base import Store
 from ._codec import (
     AutoPrune,
+    ClosableStore,
     SwapByCompare,
     ThreadCache,
     check_checkpoint,
@@ -59,25 +60,7 @@ _KEY_END = "\x7f"
 _IDLE_LOCK_CONNECTIONS = 4
 
 
-class _Closable:
-    _db: PgDb
-
-    async def close(self) -> None:
-        """Close the connection pool (idempotent)."""
-        await self._db.close()
-
-    async def __aenter__(self) -> Self:
-        """The store itself."""
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        """Close the store."""
-        await self.close()
+_Closable = ClosableStore[PgDb]
 
 
 def _db(dsn: str | PgDb, schema: str) -> PgDb:

@@ -27,8 +27,8 @@ import contextlib
 import re
 from collections.abc import AsyncIterator, Callable, Sequence
 from datetime import timedelta
-from types import EllipsisType, TracebackType
-from typing import Any, Self
+from types import EllipsisType
+from typing import Any
 
 from ..checkpoint.lock import check_seconds
 from ..checkpoint.model import ThreadCheckpoint, check_thread_id
@@ -47,6 +47,7 @@ from . import _redis_lua as lua
 from ._base import Store
 from ._codec import (
     AutoPrune,
+    ClosableStore,
     SwapByCompare,
     ThreadCache,
     check_checkpoint,
@@ -174,25 +175,7 @@ class RedisDb:
             await client.aclose()
 
 
-class _Closable:
-    _db: RedisDb
-
-    async def close(self) -> None:
-        """Close the client (idempotent)."""
-        await self._db.close()
-
-    async def __aenter__(self) -> Self:
-        """The store itself."""
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        """Close the store."""
-        await self.close()
+_Closable = ClosableStore[RedisDb]
 
 
 def _db(url: str | RedisDb, prefix: str) -> RedisDb:

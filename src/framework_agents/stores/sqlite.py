@@ -14,8 +14,7 @@ import os
 import sqlite3
 from collections.abc import AsyncIterator, Sequence
 from datetime import timedelta
-from types import EllipsisType, TracebackType
-from typing import Self
+from types import EllipsisType
 
 from ..checkpoint.lock import check_seconds
 from ..checkpoint.model import ThreadCheckpoint, check_thread_id
@@ -33,6 +32,7 @@ from ..sessions._keys import validate_key, validate_prefix
 from ..sessions.memory_storage import as_bytes
 from ._codec import (
     AutoPrune,
+    ClosableStore,
     SwapByCompare,
     ThreadCache,
     check_checkpoint,
@@ -56,27 +56,7 @@ __all__ = ["SqliteCheckpointer", "SqliteMemory", "SqliteStorage"]
 _KEY_END = "\x7f"
 
 
-class _Closable:
-    """``close()`` and ``async with`` for a store that owns a :class:`SqliteDb`."""
-
-    _db: SqliteDb
-
-    async def close(self) -> None:
-        """Close the database connection (idempotent)."""
-        await self._db.close()
-
-    async def __aenter__(self) -> Self:
-        """The store itself."""
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        """Close the store."""
-        await self.close()
+_Closable = ClosableStore[SqliteDb]
 
 
 def _db(path: str | os.PathLike[str] | SqliteDb) -> SqliteDb:
