@@ -40,14 +40,17 @@ import logging
 import os
 import sys
 import time
-from collections import OrderedDict
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import Any, TypeVar
 
 __all__ = [
     "CAPTURE_CONTENT_ENV",
+    "TRACE_APP_DATA_KEY",
     "active",
+    "link_previous_run",
+    "run_link_record",
     "tool_suspended",
     "trace_chat",
     "trace_chat_stream",
@@ -64,7 +67,6 @@ logger = logging.getLogger(__name__)
 CAPTURE_CONTENT_ENV = "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"
 
 _SCOPE = "framework_agents"
-_MAX_LINKED_THREADS = 1024
 _PROVIDERS = {
     "OpenAIModel": "openai",
     "AnthropicModel": "anthropic",
@@ -80,8 +82,12 @@ E = TypeVar("E")
 # provider they came from so a provider set later is picked up.
 _tracer_cache: tuple[Any, Any] | None = None
 _meter_cache: tuple[Any, Any, Any] | None = None
-# thread id -> span context of the last run of that thread in this process (for links).
-_last_runs: OrderedDict[str, Any] = OrderedDict()
+# The invoke_agent span of the run being driven here, and whether that run is a resume.
+_run_span: ContextVar[tuple[Any, bool] | None] = ContextVar("fa_run_span", default=None)
+
+#: The key of a thread checkpoint's ``app_data`` that names the span of the run that saved
+#: it, so a resume in another process links to the run it continues.
+TRACE_APP_DATA_KEY = "framework_agents.trace"
 
 
 def _tracer() -> Any | None:
@@ -248,15 +254,6 @@ def _conversation_id(agent: Any, thread_id: str | None) -> str | None:
     return session_id if isinstance(session_id, str) else None
 
 
-def _remember_run(thread_id: str | None, span: Any) -> None:
-    if thread_id is None:
-        return
-    _last_runs[thread_id] = span.get_span_context()
-    _last_runs.move_to_end(thread_id)
-    while len(_last_runs) > _MAX_LINKED_THREADS:
-        _last_runs.popitem(last=False)
-
-
 def _observe_run(span: Any, event: Any) -> None:
     """Attributes of the ``invoke_agent`` span from the agent's events."""
     kind = getattr(event, "type", None)
@@ -285,8 +282,9 @@ def trace_run(
 ) -> AsyncGenerator[E, None]:
     """``events`` inside an ``invoke_agent {agent}`` span (``events`` itself when off).
 
-    A resume (``resume=True``) links to the last run of ``thread_id`` traced in this
-    process; across processes both spans carry the thread as ``gen_ai.conversation.id``.
+    A resume (``resume=True``) is linked to the run it continues when the thread's
+    checkpoint names that run's span (:func:`run_link_record`, :func:`link_previous_run`),
+    in this process or another; both spans carry the thread as ``gen_ai.conversation.id``.
     """
     tracer = _tracer()
     if tracer is None:
@@ -306,18 +304,54 @@ def trace_run(
         attributes["gen_ai.conversation.id"] = conversation
     if resume:
         attributes["framework_agents.run.resume"] = True
-    links = []
-    previous = _last_runs.get(thread_id) if resume and thread_id is not None else None
-    if previous is not None:
-        links.append(trace.Link(previous, {"framework_agents.link": "resumes"}))
     span = tracer.start_span(
-        f"invoke_agent {name}", kind=trace.SpanKind.INTERNAL, attributes=attributes, links=links
+        f"invoke_agent {name}", kind=trace.SpanKind.INTERNAL, attributes=attributes
     )
-    return _spanned_events(span, events, _observe_run, thread_id)
+    return _spanned_events(span, events, _observe_run, thread_id, resume=resume)
+
+
+def run_link_record() -> dict[str, str] | None:
+    """The traced run being driven here as JSON (trace and span ids), or ``None``.
+
+    Stored with a thread's checkpoint (under :data:`TRACE_APP_DATA_KEY`) so that a resume
+    in another process can link to the run it continues.
+    """
+    current = _run_span.get()
+    if current is None:
+        return None
+    context = current[0].get_span_context()
+    if not context.is_valid:
+        return None
+    return {"trace_id": f"{context.trace_id:032x}", "span_id": f"{context.span_id:016x}"}
+
+
+def link_previous_run(record: object) -> None:
+    """Link the resume being driven here to the run ``record`` names (from a checkpoint)."""
+    current = _run_span.get()
+    if current is None or not current[1] or not isinstance(record, dict):
+        return
+    span = current[0]
+    try:
+        trace_id, span_id = int(record["trace_id"], 16), int(record["span_id"], 16)
+    except (KeyError, TypeError, ValueError):
+        logger.debug("ignoring a malformed trace record in a checkpoint: %r", record)
+        return
+    if not trace_id or not span_id:
+        return
+    trace = sys.modules["opentelemetry.trace"]
+    previous = trace.SpanContext(
+        trace_id, span_id, is_remote=True, trace_flags=trace.TraceFlags(trace.TraceFlags.SAMPLED)
+    )
+    span.add_link(previous, {"framework_agents.link": "resumes"})
 
 
 async def _spanned_events(
-    span: Any, events: AsyncGenerator[E, None], observe: Any, thread_id: str | None = None
+    span: Any,
+    events: AsyncGenerator[E, None],
+    observe: Any,
+    thread_id: str | None = None,
+    *,
+    resume: bool = False,
 ) -> AsyncGenerator[E, None]:
     """Yield ``events`` with ``span`` current while each is produced; end it at the end."""
     context = sys.modules["opentelemetry.context"]
@@ -326,11 +360,13 @@ async def _spanned_events(
     try:
         while True:
             token = context.attach(parent)
+            running = _run_span.set((span, resume))
             try:
                 event = await anext(events)
             except StopAsyncIteration:
                 break
             finally:
+                _run_span.reset(running)
                 context.detach(token)
             observe(span, event)
             yield event
@@ -348,7 +384,6 @@ async def _spanned_events(
                 await close()
             finally:
                 context.detach(token)
-        _remember_run(thread_id, span)
         span.end()
 
 

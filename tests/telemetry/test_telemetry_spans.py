@@ -354,3 +354,72 @@ def test_a_store_that_fails_marks_its_span_with_the_error_code(otel: Telemetry, 
     (run,) = otel.named("invoke_agent")
     assert run.attributes is not None and run.attributes["error.type"] == "MEMORY_CORRUPT"
     assert otel.named("chat ") == []  # the model was never called
+
+
+_CHILD = """
+import asyncio, json, sys
+from opentelemetry import trace
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from framework_agents import (
+    Agent, FileCheckpointer, HitlInterrupt, Message, ScriptedModel, ToolCall, tool,
+)
+
+exporter = InMemorySpanExporter()
+provider = TracerProvider()
+provider.add_span_processor(SimpleSpanProcessor(exporter))
+trace.set_tracer_provider(provider)
+
+@tool(requires_approval=True)
+def publish(text: str) -> str:
+    '''Publish text.'''
+    return "published " + text
+
+call = Message("assistant", tool_calls=[ToolCall("call_publish", "publish", {"text": "hi"})])
+agent = Agent(ScriptedModel([call]), tools=[publish])
+try:
+    asyncio.run(agent.run("publish hi", checkpointer=FileCheckpointer(sys.argv[1]), thread_id="t1"))
+except HitlInterrupt:
+    pass
+(run,) = [s for s in exporter.get_finished_spans() if s.name.startswith("invoke_agent")]
+print(json.dumps({"trace_id": run.context.trace_id, "span_id": run.context.span_id}))
+"""
+
+
+def test_a_resume_in_another_process_links_to_the_run_it_continues(
+    otel: Telemetry, tmp_path: Any
+) -> None:
+    """The interrupted run's span is named in the checkpoint; the resume links to it."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    src = str(Path(__file__).resolve().parents[2] / "src")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([src, os.environ.get("PYTHONPATH", "")])}
+    done = subprocess.run(
+        [sys.executable, "-c", _CHILD, str(tmp_path)],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    child = json.loads(done.stdout.strip().splitlines()[-1])
+
+    second = Agent(ScriptedModel(["done"]), tools=[publish])
+    result = arun(
+        second.resume(
+            "t1", {"publish": "approve"}, checkpointer=FileCheckpointer(tmp_path), reissue=False
+        )
+    )
+    assert result.text == "done"
+    (resumed,) = otel.named("invoke_agent")
+    (link,) = resumed.links
+    assert (link.context.trace_id, link.context.span_id) == (
+        child["trace_id"],
+        child["span_id"],
+    )
+    assert dict(link.attributes or {}) == {"framework_agents.link": "resumes"}

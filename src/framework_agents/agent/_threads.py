@@ -44,7 +44,7 @@ from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
-from .._telemetry import trace_store
+from .._telemetry import TRACE_APP_DATA_KEY, link_previous_run, run_link_record, trace_store
 from ..checkpoint._base import Checkpointer, save_progress, thread_lock
 from ..checkpoint.model import ThreadCheckpoint, check_thread_id
 from ..errors import (
@@ -179,6 +179,12 @@ class _ThreadRun:
         state = self.agent.state.to_dict()
         # A memory with long-term state (an in-memory GraphMemory) rides along in app_data.
         app_data = app_data_with_state(self.agent.memory, self.app_data)
+        record = run_link_record()  # a traced run: a later resume elsewhere links to it
+        if record is not None:
+            app_data = {
+                **(app_data if isinstance(app_data, dict) else {}),
+                TRACE_APP_DATA_KEY: record,
+            }
         fields.setdefault("app_data", app_data if isinstance(app_data, dict) else None)
         return ThreadCheckpoint(self.thread_id, None, list(messages), state, **fields)
 
@@ -512,6 +518,8 @@ async def open_thread(
         _HOLDING.set((cp, thread_id))
         try:
             base = await trace_store("checkpoint", "load", cp, cp.load(thread_id), key=thread_id)
+            if base is not None and base.app_data is not None:
+                link_previous_run(base.app_data.get(TRACE_APP_DATA_KEY))
             if base is None:
                 if resume:
                     raise CheckpointMissingError(
