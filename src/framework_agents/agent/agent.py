@@ -287,11 +287,52 @@ class Agent:
         the edited ones). Decisions on a thread with nothing pending: ``HITL_DECISION``
         (nothing runs); a decision naming a closed interrupt re-raises the open one.
         """
+        result: RunResult | None = None
+        events = self._resume_events(thread_id, decisions, checkpointer, reissue)
+        try:
+            async for event in events:
+                if isinstance(event, RunFinishedEvent):
+                    result = event.result
+        finally:
+            await events.aclose()
+        assert result is not None  # the driver ends with RunFinished or raises
+        return result
+
+    async def resume_stream(
+        self,
+        thread_id: str,
+        decisions: Mapping[str, Any] | None = None,
+        *,
+        checkpointer: Checkpointer,
+        reissue: bool = True,
+    ) -> AsyncGenerator[AgentEvent, None]:
+        """Continue a checkpointed thread like :meth:`resume`, yielding events as they happen.
+
+        The events and their end are those of :meth:`stream`: ``RunFinishedEvent``, or
+        ``InterruptEvent`` (the interrupt is not raised), or ``RunErrorEvent`` after which
+        the error is raised. A server streams a resumed run's tokens with it.
+        """
+        events = self._resume_events(thread_id, decisions, checkpointer, reissue)
+        try:
+            async for event in events:
+                yield event
+        except HitlInterrupt:
+            return
+        finally:
+            await events.aclose()
+
+    def _resume_events(
+        self,
+        thread_id: str,
+        decisions: Mapping[str, Any] | None,
+        checkpointer: Checkpointer,
+        reissue: bool,
+    ) -> AsyncGenerator[AgentEvent, None]:
+        """The traced event stream of a resume (arguments checked first)."""
         if not isinstance(reissue, bool):
             raise InvalidArgumentError(f"reissue must be a bool, not {reissue!r:.60}")
         _threads.check_target(checkpointer, thread_id)  # THREAD_ID_INVALID comes first
-        result: RunResult | None = None
-        events = trace_run(
+        return trace_run(
             self,
             _threads.drive_thread(
                 self,
@@ -305,14 +346,6 @@ class Agent:
             thread_id=thread_id,
             resume=True,
         )
-        try:
-            async for event in events:
-                if isinstance(event, RunFinishedEvent):
-                    result = event.result
-        finally:
-            await events.aclose()
-        assert result is not None  # the driver ends with RunFinished or raises
-        return result
 
     def _checked_decisions(self, decisions: object) -> Mapping[str, Any] | None:
         """``decisions`` with every key naming a tool of this agent or an interrupt id.
