@@ -416,3 +416,10 @@ def test_hooks_see_interrupts_and_each_tool_result_before_the_loop_goes_on() -> 
         ("commit", 4),
     ]
     assert model2.calls[0].messages[0].text == "from a checkpoint"
+
+
+def test_an_interrupt_keeps_its_member_and_id_across_pickling() -> None:
+    interrupt = HitlInterrupt("publish", {"text": "x"}, "c1", thread_id="t1", agent="billing")
+    copy = pickle.loads(pickle.dumps(interrupt))
+    assert (copy.agent, copy.interrupt_id) == ("billing", interrupt.interrupt_id)
+    assert HitlInterrupt("publish", {}, "c2").agent is None  # outside a swarm

@@ -102,6 +102,8 @@ class HitlInterrupt(Exception):
     by it settles this interrupt only while it is the thread's open one; a call of unknown
     outcome is settled ONLY by a decision keyed by its interrupt's id, which is then also
     its ``key`` (so ``{interrupt.key: decision}`` always answers the interrupt at hand).
+
+    ``agent`` names the swarm member whose call it is (``None`` outside a swarm).
     """
 
     def __init__(
@@ -115,6 +117,7 @@ class HitlInterrupt(Exception):
         reason: str | None = None,
         outcome_unknown: bool = False,
         interrupt_id: str | None = None,
+        agent: str | None = None,
     ) -> None:
         self.tool: str = tool
         self.arguments: dict[str, Any] = dict(arguments)
@@ -124,6 +127,7 @@ class HitlInterrupt(Exception):
         self.reason: str | None = reason
         self.outcome_unknown: bool = bool(outcome_unknown)
         self.interrupt_id: str = interrupt_id if interrupt_id is not None else new_interrupt_id()
+        self.agent: str | None = agent
         text = reason or "needs a human decision"
         super().__init__(f"tool {tool!r} {text} (key {self.key!r})")
 
@@ -140,6 +144,7 @@ class HitlInterrupt(Exception):
                 self.reason,
                 self.outcome_unknown,
                 self.interrupt_id,
+                self.agent,
             ),
         )
 
@@ -153,6 +158,7 @@ def _rebuild_interrupt(
     reason: str | None,
     outcome_unknown: bool = False,
     interrupt_id: str | None = None,
+    agent: str | None = None,
 ) -> HitlInterrupt:
     return HitlInterrupt(
         tool,
@@ -163,6 +169,7 @@ def _rebuild_interrupt(
         reason=reason,
         outcome_unknown=outcome_unknown,
         interrupt_id=interrupt_id,
+        agent=agent,
     )
 
 

@@ -48,7 +48,7 @@ def test_the_support_swarm_routes_asks_for_approval_and_hands_between_specialist
         assert (hello.agent, hello.handoffs) == ("triage", [])
         with pytest.raises(HitlInterrupt) as caught:
             await swarm.run("refund order 1234 please", checkpointer=cp, thread_id="c1")
-        assert caught.value.agent == "billing"  # type: ignore[attr-defined]
+        assert caught.value.agent == "billing"
         assert caught.value.arguments == {"order": 1234}
         done = await swarm.resume("c1", {"issue_refund": "approve"}, checkpointer=cp)
         assert done.agent == "billing" and "refund issued for order 1234" in done.text

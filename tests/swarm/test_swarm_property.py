@@ -125,7 +125,7 @@ def test_every_history_stays_well_formed_under_random_handoff_scripts(
             stored = await cp.load("t")
             assert stored is not None and is_well_formed(stored.messages)
             assert stored.pending is not None and stored.pending.name == "approve_me"
-            assert stored.state[SWARM_STATE_KEY]["active"] == interrupt.agent  # type: ignore[attr-defined]
+            assert stored.state[SWARM_STATE_KEY]["active"] == interrupt.agent
             try:
                 return await swarm.resume("t", {"approve_me": "approve"}, checkpointer=cp)
             except HitlInterrupt as again:

@@ -98,7 +98,7 @@ def test_a_swarm_thread_lives_in_a_database_checkpointer(tmp_path: Path, backend
         async with open_cp(tmp_path) as cp:  # a fresh Swarm per step, as a new process would
             with pytest.raises(HitlInterrupt) as caught:
                 await refund_swarm(fx).run("refund", checkpointer=cp, thread_id="sw1")
-            assert caught.value.agent == "billing"  # type: ignore[attr-defined]
+            assert caught.value.agent == "billing"
             stored = await cp.load("sw1")
             assert stored.pending is not None
             assert stored.state[SWARM_STATE_KEY]["active"] == "billing"
@@ -112,7 +112,7 @@ def test_a_swarm_thread_lives_in_a_database_checkpointer(tmp_path: Path, backend
 
             with pytest.raises(HitlInterrupt) as again:  # billing, not triage, takes the turn
                 await refund_swarm(fx).run("another refund", checkpointer=cp, thread_id="sw1")
-            assert again.value.agent == "billing"  # type: ignore[attr-defined]
+            assert again.value.agent == "billing"
             assert len((await cp.load("sw1")).state[SWARM_STATE_KEY]["handoffs"]) == 1
 
     asyncio.run(scenario())

@@ -81,7 +81,7 @@ def test_an_approval_ends_the_stream_with_a_swarm_interrupt_event(tmp_path: Path
     events = asyncio.run(collect(swarm.stream("refund", checkpointer=cp, thread_id="t1")))
     last = events[-1]
     assert isinstance(last, SwarmInterruptEvent)
-    assert last.agent == "billing" and last.interrupt.agent == "billing"  # type: ignore[attr-defined]
+    assert last.agent == "billing" and last.interrupt.agent == "billing"
     assert last.interrupt.tool == "refund"
     # Resuming as a stream goes on in billing, from its run_started to the final answer.
     resumed = asyncio.run(
@@ -166,7 +166,7 @@ def test_swarm_agent_events_give_a_server_one_agent_shaped_run(tmp_path: Path) -
         assert sum(isinstance(e, RunStartedEvent) for e in events) == 1
         assert len({e.run_id for e in events if hasattr(e, "run_id")}) == 1
     assert isinstance(first[-1], InterruptEvent)
-    assert first[-1].interrupt.agent == "billing"  # type: ignore[attr-defined]
+    assert first[-1].interrupt.agent == "billing"
     assert [e.call.name for e in first if isinstance(e, ToolCallEvent)] == [
         "handoff_to_agent",
         "refund",
@@ -193,4 +193,4 @@ def test_the_agent_view_has_the_agent_surface_a_server_drives(tmp_path: Path) ->
     assert result.text == "Refund handled: refunded order 42"
     with pytest.raises(HitlInterrupt) as caught:  # billing refunds again: asks again
         asyncio.run(view.run("one more", checkpointer=cp, thread_id="t"))
-    assert caught.value.agent == "billing"  # type: ignore[attr-defined]
+    assert caught.value.agent == "billing"

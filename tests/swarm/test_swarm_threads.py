@@ -63,7 +63,7 @@ def test_an_approval_in_a_member_suspends_the_swarm_and_resume_continues_there(
 ) -> None:
     fx = tmp_path / "fx.txt"
     interrupt = _interrupt(refund_swarm(fx).run("refund", checkpointer=make_cp(), thread_id="t1"))
-    assert interrupt.agent == "billing"  # type: ignore[attr-defined]
+    assert interrupt.agent == "billing"
     assert (interrupt.tool, interrupt.arguments, interrupt.thread_id) == (
         "refund",
         {"order": 42},
@@ -207,11 +207,11 @@ def test_a_sigkill_between_the_approval_and_the_result_never_runs_the_call_twice
 
     # The outcome is unknown: the call is not run again on its own.
     unknown = _interrupt(refund_swarm(fx).resume("t1", checkpointer=FileCheckpointer(root)))
-    assert unknown.outcome_unknown and unknown.agent == "billing"  # type: ignore[attr-defined]
+    assert unknown.outcome_unknown and unknown.agent == "billing"
     again = _interrupt(
         refund_swarm(fx).run(None, checkpointer=FileCheckpointer(root), thread_id="t1")
     )
-    assert again.outcome_unknown and again.agent == "billing"  # type: ignore[attr-defined]
+    assert again.outcome_unknown and again.agent == "billing"
     assert effect_count(fx) == 1
 
     # A human who knows it ran rejects the re-run (naming the open interrupt by its key);
@@ -245,7 +245,7 @@ def test_a_crash_between_members_resumes_at_the_right_member(tmp_path: Path) -> 
     assert is_well_formed(left.messages)
 
     interrupt = _interrupt(refund_swarm(fx).resume("t1", checkpointer=FileCheckpointer(root)))
-    assert interrupt.agent == "billing"  # type: ignore[attr-defined]
+    assert interrupt.agent == "billing"
     result = arun(
         refund_swarm(fx).resume("t1", {"refund": "approve"}, checkpointer=FileCheckpointer(root))
     )
@@ -360,7 +360,7 @@ def test_a_turn_with_an_approval_and_a_handoff_runs_both_after_the_resume(
         )
 
     interrupt = _interrupt(make().run("refund and fix", checkpointer=make_cp(), thread_id="t1"))
-    assert interrupt.agent == "billing" and effect_count(fx) == 0  # type: ignore[attr-defined]
+    assert interrupt.agent == "billing" and effect_count(fx) == 0
     stored = arun(make_cp().load("t1"))
     assert stored.state[SWARM_STATE_KEY]["active"] == "billing"  # no handoff before the turn ran
 

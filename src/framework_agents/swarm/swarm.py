@@ -378,7 +378,7 @@ class Swarm:
             finally:
                 self._slot.turn = None
             if interrupt is not None:
-                interrupt.agent = run.member  # type: ignore[attr-defined]
+                interrupt.agent = run.member
                 yield SwarmInterruptEvent(run_id=run.run_id, agent=run.member, interrupt=interrupt)
                 raise interrupt
             assert finished is not None  # a member's stream ends in one of the three
