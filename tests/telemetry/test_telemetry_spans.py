@@ -423,3 +423,29 @@ def test_a_resume_in_another_process_links_to_the_run_it_continues(
         child["span_id"],
     )
     assert dict(link.attributes or {}) == {"framework_agents.link": "resumes"}
+
+
+def test_a_swarm_handoff_is_one_workflow_span_over_both_members(otel: Telemetry):
+    """A real Swarm: triage hands off to billing; both members' runs sit under the workflow."""
+    from framework_agents import Swarm
+    from framework_agents.swarm import HANDOFF_TOOL
+
+    handoff = ToolCall("h1", HANDOFF_TOOL, {"agent_name": "billing", "message": "refund"})
+    triage = Agent(
+        ScriptedModel([Message("assistant", "", tool_calls=[handoff])]), agent_id="triage"
+    )
+    billing = Agent(ScriptedModel(["refunded"]), agent_id="billing")
+    swarm = Swarm([triage, billing], swarm_id="support")
+
+    result = arun(swarm.run("I want a refund", checkpointer=InMemoryCheckpointer(), thread_id="s9"))
+
+    assert (result.agent, result.text) == ("billing", "refunded")
+    (workflow,) = otel.named("invoke_workflow")
+    assert workflow.name == "invoke_workflow support"
+    assert workflow.attributes is not None
+    assert workflow.attributes["gen_ai.conversation.id"] == "s9"
+    runs = otel.named("invoke_agent")
+    assert [r.name for r in runs] == ["invoke_agent triage", "invoke_agent billing"]
+    assert all(r.parent and r.parent.span_id == workflow.context.span_id for r in runs)
+    tools = [s for s in otel.named("execute_tool") if s.name == f"execute_tool {HANDOFF_TOOL}"]
+    assert len(tools) == 1 and tools[0].context.trace_id == workflow.context.trace_id

@@ -20,6 +20,7 @@ from collections.abc import AsyncGenerator, AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from .._telemetry import trace_workflow
 from ..agent.agent import Agent
 from ..agent.events import AgentEvent, InterruptEvent, RunFinishedEvent, RunStartedEvent
 from ..agent.result import RunResult
@@ -279,7 +280,30 @@ class Swarm:
             raise InvalidArgumentError("a run with a checkpointer needs a thread_id")
         return checkpointer, check_thread_id(thread_id)
 
-    async def _drive(
+    def _drive(
+        self,
+        prompt: object,
+        *,
+        checkpointer: object,
+        thread_id: object,
+        decisions: Mapping[str, Any] | None,
+        resume: bool = False,
+    ) -> AsyncGenerator[SwarmEvent, None]:
+        """The swarm's events inside an ``invoke_workflow {swarm_id}`` span (when traced).
+
+        The members' ``invoke_agent`` spans are its children.
+        """
+        events = self._drive_members(
+            prompt,
+            checkpointer=checkpointer,
+            thread_id=thread_id,
+            decisions=decisions,
+            resume=resume,
+        )
+        conversation = thread_id if isinstance(thread_id, str) else None
+        return trace_workflow(self.swarm_id, events, conversation_id=conversation)
+
+    async def _drive_members(
         self,
         prompt: object,
         *,
