@@ -13,6 +13,8 @@ thread. Around the routes, one ASGI guard:
 from __future__ import annotations
 
 import hmac
+import logging
+import time
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -54,6 +56,40 @@ async def _send_error(send: Send, exc: BaseException) -> None:
         headers.append((b"www-authenticate", b"Bearer"))
     await send({"type": "http.response.start", "status": response.status_code, "headers": headers})
     await send({"type": "http.response.body", "body": bytes(response.body)})
+
+
+logger = logging.getLogger(__name__)
+
+
+class _AccessLog:
+    """One INFO line per HTTP request: method, path, status and duration (outermost)."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        started = time.perf_counter()
+        status = 0
+
+        async def sending(message: Message) -> None:
+            nonlocal status
+            if message["type"] == "http.response.start":
+                status = int(message["status"])
+            await send(message)
+
+        try:
+            await self.app(scope, receive, sending)
+        finally:
+            logger.info(
+                "%s %s %d %.1f ms",
+                scope.get("method", "?"),
+                scope.get("path", "?"),
+                status,
+                (time.perf_counter() - started) * 1000,
+            )
 
 
 class _Guard:
@@ -228,4 +264,5 @@ def create_app(
             allow_methods=["GET", "POST", "PATCH", "DELETE"],
             allow_headers=["Authorization", "Content-Type", "Accept", "A2A-Version"],
         )
+    app.add_middleware(_AccessLog)  # outermost: every request, refused ones included
     return app

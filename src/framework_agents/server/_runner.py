@@ -25,6 +25,7 @@ import contextlib
 import inspect
 import json
 import logging
+import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -164,6 +165,8 @@ class RunHandle:
     before: ThreadCheckpoint | None = None
     queue: asyncio.Queue[Any] = field(default_factory=asyncio.Queue)
     task: asyncio.Task[None] | None = None
+    run_id: str = ""
+    started: float = field(default_factory=time.perf_counter)
 
     async def events(self) -> AsyncIterator[AgentEvent]:
         """The run's events up to and including its terminal one."""
@@ -467,6 +470,14 @@ class ThreadRunner:
         return decision
 
     async def _finish(self, handle: RunHandle, label: str | None) -> None:
+        logger.info(
+            "%s %s of thread %s: %s in %.1f ms",
+            "resume" if handle.resume else "run",
+            handle.run_id or "-",
+            handle.thread_id,
+            label or "completed",
+            (time.perf_counter() - handle.started) * 1000,
+        )
         try:
             await self.record(handle.thread_id, "resume" if handle.resume else "run", label)
         except Exception:  # the run itself is saved; a lost timeline line is only logged
@@ -486,7 +497,7 @@ class ThreadRunner:
             async with contextlib.aclosing(events):
                 async for event in events:
                     if isinstance(event, RunStartedEvent):
-                        run_id = event.run_id
+                        run_id = handle.run_id = event.run_id
                     elif isinstance(event, InterruptEvent):
                         label = "interrupted"
                     sent_error = isinstance(event, RunErrorEvent)
@@ -507,7 +518,7 @@ class ThreadRunner:
         decision: Any,
     ) -> None:
         label: str | None = None
-        run_id = new_id()
+        run_id = handle.run_id = new_id()
         handle.queue.put_nowait(
             RunStartedEvent(
                 run_id=run_id,
