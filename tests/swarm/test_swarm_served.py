@@ -16,6 +16,8 @@ from typing import Any
 
 import httpx
 import pytest
+from ag_ui.core import Event as AguiEvent
+from pydantic import TypeAdapter
 
 framework_server = pytest.importorskip(
     "framework_agents.server", reason="the server package (issue 13) is absent"
@@ -79,6 +81,24 @@ def test_agui_runs_the_swarm_and_resumes_the_approval_inside_billing(url: str) -
         assert kinds[0] == "RUN_STARTED" and kinds[-1] == "RUN_FINISHED"
         calls = [e["toolCallName"] for e in events if e["type"] == "TOOL_CALL_START"]
         assert calls == ["handoff_to_agent", "issue_refund"]
+        # Each member's turn is an AG-UI step; the handoff between them a CUSTOM event.
+        steps = [
+            (e["type"], e.get("stepName") or e.get("value", {}).get("to"))
+            for e in events
+            if e["type"] in ("STEP_STARTED", "STEP_FINISHED", "CUSTOM")
+        ]
+        assert steps == [
+            ("STEP_STARTED", "triage"),
+            ("STEP_FINISHED", "triage"),
+            ("CUSTOM", "billing"),
+            ("STEP_STARTED", "billing"),
+            ("STEP_FINISHED", "billing"),
+        ]
+        (handoff,) = [e for e in events if e["type"] == "CUSTOM"]
+        assert handoff["name"] == "handoff" and handoff["value"]["from"] == "triage"
+        adapter = TypeAdapter(AguiEvent)
+        for event in events:  # every event is one the protocol's own models accept
+            adapter.validate_python(event)
         outcome = events[-1]["outcome"]
         assert outcome["type"] == "interrupt"
         (interrupt,) = outcome["interrupts"]
@@ -138,3 +158,27 @@ def test_a2a_asks_for_the_refund_approval_and_completes_after_it(url: str) -> No
         assert "refund issued for order 555" in get_text_parts(list(done.status.message.parts))[0]
 
     asyncio.run(scenario())
+
+
+def test_the_json_api_streams_member_steps_and_the_handoff(url: str) -> None:
+    with httpx.Client(base_url=url, timeout=60) as client:
+        response = client.post("/api/threads/sw3/runs", json={"prompt": "refund order 77"})
+        assert response.status_code == 200
+        events = []
+        for block in response.text.split("\n\n"):
+            lines = dict(line.split(": ", 1) for line in block.splitlines() if ": " in line)
+            if "event" in lines:
+                events.append((lines["event"], json.loads(lines["data"])))
+        end = events[-1][0]
+        assert events[0][0] == "run_started" and end in ("run_finished", "interrupt")
+        steps = [(k, d.get("agent"), d.get("phase")) for k, d in events if k == "member_step"]
+        assert steps == [
+            ("member_step", "triage", "started"),
+            ("member_step", "triage", "finished"),
+            ("member_step", "billing", "started"),
+            ("member_step", "billing", "interrupted" if end == "interrupt" else "finished"),
+        ]
+        (handoff,) = [d for k, d in events if k == "handoff"]
+        assert (handoff["from"], handoff["to"]) == ("triage", "billing")
+        kinds = [k for k, _ in events]
+        assert kinds.index("handoff") < kinds.index("member_step", kinds.index("handoff"))

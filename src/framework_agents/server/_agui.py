@@ -25,6 +25,7 @@ from typing import Any
 from ag_ui.core import (
     AssistantMessage,
     BaseEvent,
+    CustomEvent,
     FunctionCall,
     Interrupt,
     MessagesSnapshotEvent,
@@ -40,6 +41,8 @@ from ag_ui.core import (
     RunFinishedInterruptOutcome,
     RunStartedEvent,
     StateSnapshotEvent,
+    StepFinishedEvent,
+    StepStartedEvent,
     SystemMessage,
     TextMessageContentEvent,
     TextMessageEndEvent,
@@ -61,6 +64,7 @@ from .. import agent as ours
 from ..checkpoint.model import check_thread_id
 from ..errors import HitlDecisionError, InvalidArgumentError
 from ..messages import Message
+from ..swarm._types import HandoffEvent, MemberEvent
 from ._api import KEEPALIVE, error_response, read_json
 from ._errors import BadRequestError, error_payload
 from ._runner import Pending, RunHandle, ThreadRunner
@@ -200,8 +204,24 @@ class AguiTranslator:
         events.append(ReasoningMessageContentEvent(message_id=rid, delta=delta))
         return events
 
-    def translate(self, event: ours.AgentEvent) -> list[BaseEvent]:
-        """The AG-UI events of one of our events (terminal events: see :meth:`finish`)."""
+    def translate(self, event: ours.AgentEvent | MemberEvent | HandoffEvent) -> list[BaseEvent]:
+        """The AG-UI events of one of our events (terminal events: see :meth:`finish`).
+
+        A served swarm adds steps: each member's turn is ``STEP_STARTED`` /
+        ``STEP_FINISHED`` named by the member, and a handoff a ``CUSTOM`` event ``handoff``.
+        """
+        if isinstance(event, MemberEvent):
+            if isinstance(event.event, ours.RunStartedEvent):
+                return [StepStartedEvent(step_name=event.agent)]
+            return [
+                *self._close_reasoning(),
+                *self._close_text(),
+                StepFinishedEvent(step_name=event.agent),
+            ]
+        if isinstance(event, HandoffEvent):
+            handoff = event.handoff
+            value = {"from": handoff.from_agent, "to": handoff.to_agent, "message": handoff.message}
+            return [CustomEvent(name="handoff", value=value)]
         if isinstance(event, ours.TextDeltaEvent):
             return self._text(event.message_id, event.delta) if event.delta else []
         if isinstance(event, ours.ReasoningDeltaEvent):

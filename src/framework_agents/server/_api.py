@@ -41,6 +41,7 @@ from ..agent.events import (
 )
 from ..checkpoint.model import check_thread_id
 from ..messages import Message
+from ..swarm._types import HandoffEvent, MemberEvent
 from ._edits import branch_thread, edit_message, parent_of
 from ._errors import BadRequestError, error_payload, status_for
 from ._runner import Pending, RunHandle, ThreadRunner, title_of
@@ -86,7 +87,9 @@ def message_json(message: Message) -> dict[str, Any]:
     return data
 
 
-def event_json(event: AgentEvent, pending: Pending | None = None) -> tuple[str, dict[str, Any]]:
+def event_json(
+    event: AgentEvent | MemberEvent | HandoffEvent, pending: Pending | None = None
+) -> tuple[str, dict[str, Any]]:
     """``(type, data)`` of one agent event as the API streams it."""
     if isinstance(event, RunStartedEvent):
         return event.type, {"run_id": event.run_id, "thread_id": event.thread_id}
@@ -121,8 +124,26 @@ def event_json(event: AgentEvent, pending: Pending | None = None) -> tuple[str, 
             "text": event.result.text,
             "stop_reason": event.result.stop_reason,
         }
+    if isinstance(event, MemberEvent):  # a swarm member's turn starts or ends
+        return "member_step", {"agent": event.agent, "phase": _PHASES[event.event.type]}
+    if isinstance(event, HandoffEvent):
+        handoff = event.handoff
+        return event.type, {
+            "from": handoff.from_agent,
+            "to": handoff.to_agent,
+            "message": handoff.message,
+        }
     payload = error_payload(event.error)
     return event.type, {"run_id": event.run_id, **payload}
+
+
+#: The ``phase`` of a ``member_step`` event, by the type of the member's own event.
+_PHASES = {
+    "run_started": "started",
+    "run_finished": "finished",
+    "interrupt": "interrupted",
+    "run_error": "failed",
+}
 
 
 def sse(kind: str, data: dict[str, Any]) -> str:

@@ -25,6 +25,7 @@ from ..agent.result import RunResult
 from ..messages import Message
 from ..tools import Tool
 from ._types import (
+    HandoffEvent,
     MemberEvent,
     SwarmErrorEvent,
     SwarmEvent,
@@ -54,7 +55,12 @@ def swarm_run_result(result: SwarmResult, run_id: str = "") -> RunResult:
     )
 
 
-async def swarm_agent_events(events: AsyncIterator[SwarmEvent]) -> AsyncIterator[AgentEvent]:
+#: What a served swarm streams: agent events, plus each member's run brackets (its steps,
+#: as ``MemberEvent``) and the handoffs between members.
+ServedEvent = AgentEvent | MemberEvent | HandoffEvent
+
+
+async def swarm_agent_events(events: AsyncIterator[SwarmEvent]) -> AsyncIterator[ServedEvent]:
     """The swarm events ``events`` as agent events (module docstring); errors propagate."""
     run_id = ""
     try:
@@ -68,8 +74,11 @@ async def swarm_agent_events(events: AsyncIterator[SwarmEvent]) -> AsyncIterator
                     prompt=event.prompt,
                 )
             elif isinstance(event, MemberEvent):
-                if not isinstance(event.event, _BRACKETS):
-                    yield event.event
+                # A member's own run brackets become the member's steps (kept wrapped, so
+                # they are never taken for the swarm run's start or end).
+                yield event if isinstance(event.event, _BRACKETS) else event.event
+            elif isinstance(event, HandoffEvent):
+                yield event
             elif isinstance(event, SwarmFinishedEvent):
                 yield RunFinishedEvent(run_id=run_id, result=swarm_run_result(event.result, run_id))
             elif isinstance(event, SwarmInterruptEvent):
@@ -123,7 +132,7 @@ class SwarmAgentView:
         checkpointer: Any = None,
         thread_id: str | None = None,
         decisions: Mapping[str, Any] | None = None,
-    ) -> AsyncIterator[AgentEvent]:
+    ) -> AsyncIterator[ServedEvent]:
         """:meth:`Swarm.stream` as agent events (the interrupt ends it, not raised)."""
         return swarm_agent_events(
             self.swarm.stream(
