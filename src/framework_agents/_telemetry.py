@@ -307,7 +307,7 @@ def trace_run(
     span = tracer.start_span(
         f"invoke_agent {name}", kind=trace.SpanKind.INTERNAL, attributes=attributes
     )
-    return _spanned_events(span, events, _observe_run, thread_id, resume=resume)
+    return _spanned_events(span, events, _observe_run, resume=resume)
 
 
 def run_link_record() -> dict[str, str] | None:
@@ -349,7 +349,6 @@ async def _spanned_events(
     span: Any,
     events: AsyncGenerator[E, None],
     observe: Any,
-    thread_id: str | None = None,
     *,
     resume: bool = False,
 ) -> AsyncGenerator[E, None]:
