@@ -7,7 +7,7 @@ import json
 import pytest
 from pydantic import ValidationError
 
-from framework_agents import Message, ReasoningBlock, TextBlock, ToolCall
+from framework_agents import InvalidArgumentError, Message, ReasoningBlock, TextBlock, ToolCall
 from framework_agents.messages import MESSAGES_FORMAT_VERSION, MessageList
 
 
@@ -138,3 +138,12 @@ def test_python_dump_round_trip() -> None:
 def test_wrong_shapes_are_rejected(raw: str) -> None:
     with pytest.raises(ValidationError):
         Message.from_json(raw)
+
+
+def test_a_message_is_immutable_with_a_coded_error() -> None:
+    msg = Message("user", "hi")
+    with pytest.raises(InvalidArgumentError) as caught:
+        msg.content = "changed"  # type: ignore[misc]
+    assert caught.value.code == "INVALID_ARGUMENT" and msg.content == "hi"
+    changed = msg.model_copy(update={"content": "changed"})
+    assert changed.content == "changed" and changed.id == msg.id and msg.content == "hi"

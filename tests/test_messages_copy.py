@@ -142,8 +142,9 @@ def test_a_cyclic_value_is_copied_with_its_cycle() -> None:
 
 def test_a_message_changed_after_validation_is_still_copied_deeply() -> None:
     msg = Message("assistant", "x")
-    msg.tool_calls = (ToolCall("c", "f", {"a": [1]}),)  # type: ignore[assignment]
-    msg.content = [{"type": "text", "text": "raw"}]  # type: ignore[list-item]
+    # Forced past the frozen model: values validation never made.
+    object.__setattr__(msg, "tool_calls", (ToolCall("c", "f", {"a": [1]}),))
+    object.__setattr__(msg, "content", [{"type": "text", "text": "raw"}])
     copied = copy_message(msg)
     assert copied == msg
     copied.tool_calls[0].args["a"].append(2)
@@ -224,7 +225,7 @@ def _str_subclass() -> Message:
         pass
 
     msg = Message("user", "x")
-    msg.content = Text("x")
+    object.__setattr__(msg, "content", Text("x"))  # forced past the frozen model
     return msg
 
 

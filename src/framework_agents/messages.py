@@ -154,9 +154,15 @@ _NO_METADATA: dict[str, Any] = {}
 
 
 class Message(BaseModel):
-    """A chat message; ``role="tool"`` messages answer the call named by ``tool_call_id``."""
+    """A chat message; ``role="tool"`` messages answer the call named by ``tool_call_id``.
 
-    model_config = ConfigDict(extra="forbid")
+    Messages are immutable: assigning a field raises, and the framework shares one message
+    object between the agent, its memory, results and events instead of copying it. Derive
+    a changed message with ``model_copy(update=...)``; never change ``tool_calls``,
+    ``metadata`` or a content list in place.
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
 
     role: Role
     content: str | list[ContentBlock] = ""
@@ -196,6 +202,13 @@ class Message(BaseModel):
         if metadata is not _NO_METADATA:
             extra["metadata"] = metadata
         _validated(super().__init__, extra)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        """Refused: messages are immutable (a coded ``INVALID_ARGUMENT``)."""
+        try:
+            super().__setattr__(name, value)
+        except ValidationError as exc:
+            raise DataValidationError.wrap(exc) from None
 
     @property
     def text(self) -> str:
