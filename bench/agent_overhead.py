@@ -21,8 +21,8 @@ whose only cost is Python's cyclic GC traversing them (once 2/3 of the unbounded
 A real model keeps nothing, so the benchmark clears those records after each call.
 
 * ``scaling``: the framework time of ONE scripted turn (a run: prompt, answer, commit)
-  on an agent whose history already holds 10 and 1,000 messages (``InMemoryMemory``
-  unbounded, ``NullConversationManager``), median of ``--repeat`` turns each, printed
+  on an agent whose history holds 10 and 1,000 messages (``InMemoryMemory`` windowed at
+  that size, ``NullConversationManager``), median of many steady-state turns, printed
   beside a baseline that only appends the two messages of a turn to a list (the floor).
   Target: the 1,000-message turn costs at most 1.3x the 10-message turn.
 
@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import gc
 import itertools
 import json
 import tempfile
@@ -139,19 +140,41 @@ def _seeded(size: int) -> list[Message]:
     ]
 
 
-async def _turn_times(size: int, repeat: int) -> list[float]:
-    """Seconds per scripted turn of an agent holding ``size`` messages (kept at that size)."""
+async def _scripted_agent(size: int) -> tuple[Agent, FunctionModel, InMemoryMemory]:
+    """An agent holding ``size`` messages, its memory's window at ``size`` (kept there)."""
     model = FunctionModel(_answer)
-    times: list[float] = []
-    for i in range(repeat):
-        memory = InMemoryMemory(max_messages=size + 8)
-        await memory.save(_seeded(size))
-        agent = Agent(model, memory=memory, conversation_manager=NullConversationManager())
-        await agent.run("warm up")  # the first run's restore and seeding are not a turn
-        start = time.perf_counter()
-        await agent.run(f"question {i}")
-        times.append(time.perf_counter() - start)
-        model.calls.clear()
+    memory = InMemoryMemory(max_messages=size)
+    await memory.save(_seeded(size))
+    agent = Agent(model, memory=memory, conversation_manager=NullConversationManager())
+    for i in range(5):  # the first run loads and seeds: not a steady-state turn
+        await agent.run(f"warm up {i}")
+    model.calls.clear()
+    return agent, model, memory
+
+
+async def _turn_times(
+    sizes: tuple[int, ...], repeat: int, rounds: int = 5
+) -> dict[int, list[float]]:
+    """Seconds per scripted turn of an agent holding each size of history.
+
+    One agent per size, in steady state; the sizes take turns, ``rounds`` times
+    ``repeat // rounds`` turns each, so a noisy neighbour slows them alike. A full
+    garbage collection before each batch keeps the setup's garbage out of the timings.
+    """
+    agents = {size: await _scripted_agent(size) for size in sizes}
+    times: dict[int, list[float]] = {size: [] for size in sizes}
+    for r in range(rounds):
+        for size in sizes:
+            agent, model, _ = agents[size]
+            gc.collect()
+            for i in range(repeat // rounds):
+                start = time.perf_counter()
+                await agent.run(f"question {r}.{i}")
+                times[size].append(time.perf_counter() - start)
+                model.calls.clear()
+    for size in sizes:
+        memory = agents[size][2]
+        assert len(await memory.load()) == size  # the window kept the history at its size
     return times
 
 
@@ -173,15 +196,16 @@ async def bench_scaling(repeat: int) -> dict[str, float]:
     import statistics
 
     out: dict[str, float] = {}
+    times = await _turn_times((10, 1000), repeat)
     for size in (10, 1000):
-        out[f"agent_{size}_ms"] = statistics.median(await _turn_times(size, repeat)) * 1e3
+        out[f"agent_{size}_ms"] = statistics.median(times[size]) * 1e3
         out[f"baseline_{size}_ms"] = statistics.median(_baseline(size, repeat)) * 1e3
     out["ratio_1000_over_10"] = out["agent_1000_ms"] / out["agent_10_ms"]
     return out
 
 
 async def main(turns: int, directory: Path, as_json: bool, *, scaling_only: bool = False) -> None:
-    scaling = await bench_scaling(max(turns // 10, 20))
+    scaling = await bench_scaling(max(turns // 2, 200))
     if scaling_only:
         print(json.dumps(scaling, indent=2) if as_json else _scaling_text(scaling))
         return

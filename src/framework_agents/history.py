@@ -12,14 +12,16 @@ Cutting a history only between groups keeps it well formed.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
-from itertools import repeat
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from itertools import islice, repeat
+from typing import overload
 
 from .errors import InvalidArgumentError
 from .messages import Message, ToolCall
 
 __all__ = [
     "INTERRUPTED_TEXT",
+    "CheckedHistory",
     "group_bounds",
     "is_well_formed",
     "repair_history",
@@ -50,6 +52,8 @@ def _messages(messages: Iterable[Message], fn: str) -> Sequence[Message]:
 
 def well_formed_problems(messages: Sequence[Message]) -> list[str]:
     """Every reason ``messages`` is not well formed (empty when it is)."""
+    if isinstance(messages, CheckedHistory):
+        return []
     messages = _messages(messages, "well_formed_problems")
     problems: list[str] = []
     open_calls: dict[str, ToolCall] = {}
@@ -101,6 +105,181 @@ def _interrupted_result(call: ToolCall) -> Message:
     )
 
 
+class CheckedHistory(Sequence[Message]):
+    """A history known to be well formed: an immutable sequence checked once, then grown.
+
+    ``CheckedHistory(messages)`` checks every message (``INVALID_ARGUMENT`` naming the
+    problems when they are not well formed). Growing one costs what is new, not the
+    history: :meth:`extend` and :meth:`of` check only the added messages, because a
+    well-formed history followed by a well-formed continuation is well formed, and
+    nothing else is (its calls are all answered, so a leading tool result of the
+    continuation could only be an orphan or a duplicate). :func:`repair_history` returns a
+    checked history as a plain list without looking at it again. Messages are immutable,
+    so a checked history stays checked.
+
+    Nothing is copied to grow or cut one: histories are windows onto an append-only list
+    shared with the histories they grew from (the newest one appends in place; extending
+    an older one copies first), and a window that leaves most of that list behind moves
+    to a list of its own, so what it keeps alive stays proportional to its length.
+    """
+
+    __slots__ = ("_log", "_start", "_stop")
+
+    _log: list[Message]
+    _start: int
+    _stop: int
+
+    def __init__(self, messages: Iterable[Message] = ()) -> None:
+        """Check ``messages`` (all of them) and hold them."""
+        if isinstance(messages, CheckedHistory):
+            self._log, self._start, self._stop = messages._log, messages._start, messages._stop
+            return
+        seq = list(_messages(messages, "CheckedHistory"))
+        problems = well_formed_problems(seq)
+        if problems:
+            raise InvalidArgumentError("the history is not well formed: " + "; ".join(problems[:5]))
+        self._log, self._start, self._stop = seq, 0, len(seq)
+
+    @classmethod
+    def _window(cls, log: list[Message], start: int, stop: int) -> CheckedHistory:
+        """A history over ``log[start:stop]``, which the caller knows to be well formed."""
+        view = object.__new__(cls)
+        view._log, view._start, view._stop = log, start, stop
+        return view
+
+    @classmethod
+    def repaired(cls, messages: Sequence[Message]) -> CheckedHistory:
+        """``repair_history(messages)`` as a checked history (one pass: repair makes it so)."""
+        if isinstance(messages, CheckedHistory):
+            return messages
+        fixed = repair_history(messages)
+        return cls._window(fixed, 0, len(fixed))
+
+    # -- the sequence -------------------------------------------------------------------
+
+    def __len__(self) -> int:
+        """The number of messages."""
+        return self._stop - self._start
+
+    @overload
+    def __getitem__(self, index: int) -> Message: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> list[Message]: ...
+
+    def __getitem__(self, index: int | slice) -> Message | list[Message]:
+        """A message, or a slice as a new list."""
+        if isinstance(index, slice):
+            start, stop, step = index.indices(self._stop - self._start)
+            if step == 1:
+                return self._log[self._start + start : self._start + max(start, stop)]
+            return self.to_list()[index]
+        n = self._stop - self._start
+        if index < 0:
+            index += n
+        if not 0 <= index < n:
+            raise IndexError("CheckedHistory index out of range")
+        return self._log[self._start + index]
+
+    def __iter__(self) -> Iterator[Message]:
+        """The messages, oldest first."""
+        return islice(self._log, self._start, self._stop)
+
+    def to_list(self) -> list[Message]:
+        """The messages as a new list (one C-level copy)."""
+        return self._log[self._start : self._stop]
+
+    def __eq__(self, other: object) -> bool:
+        """Equal to a checked history, list or tuple holding equal messages in order."""
+        if isinstance(other, CheckedHistory):
+            if other._log is self._log and other._start == self._start:
+                return other._stop == self._stop
+            return len(other) == len(self) and other.to_list() == self.to_list()
+        if isinstance(other, list):
+            return len(other) == len(self) and other == self.to_list()
+        if isinstance(other, tuple):
+            return len(other) == len(self) and list(other) == self.to_list()
+        return NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        """A developer-facing description."""
+        return f"CheckedHistory({self.to_list()!r})"
+
+    def __reduce__(self) -> tuple[type[CheckedHistory], tuple[list[Message]]]:
+        """Pickled as its messages (checked again when loaded)."""
+        return (CheckedHistory, (self.to_list(),))
+
+    # -- growing and cutting ------------------------------------------------------------
+
+    def extend(self, messages: Sequence[Message]) -> CheckedHistory:
+        """This history followed by ``messages``, which alone must be well formed."""
+        added = _messages(messages, "CheckedHistory.extend")
+        if not added:
+            return self
+        problems = well_formed_problems(added)
+        if problems:
+            raise InvalidArgumentError(
+                "the added messages are not a well-formed continuation: " + "; ".join(problems[:5])
+            )
+        log = self._log
+        if self._stop != len(log):  # an older history: another one grew from it already
+            log = log[self._start : self._stop]
+            self_start = 0
+        else:
+            self_start = self._start
+        log.extend(added)
+        return CheckedHistory._window(log, self_start, len(log))
+
+    def suffix(self, start: int) -> CheckedHistory:
+        """The messages from index ``start`` on, which must begin a group.
+
+        A well-formed history cut where a group begins stays well formed (every group after
+        the cut is whole), so nothing is checked again; ``INVALID_ARGUMENT`` if ``start``
+        falls inside a group (on a tool result).
+        """
+        n = len(self)
+        if not 0 <= start <= n:
+            raise InvalidArgumentError(f"suffix start {start} is outside 0..{n}")
+        if start == 0:
+            return self
+        if start < n and self[start].role == "tool":
+            raise InvalidArgumentError(f"suffix start {start} cuts a tool group")
+        begin = self._start + start
+        if begin > self._stop - begin:  # most of the shared list is behind: move out
+            own = self._log[begin : self._stop]
+            return CheckedHistory._window(own, 0, len(own))
+        return CheckedHistory._window(self._log, begin, self._stop)
+
+    def starts(self, messages: Sequence[Message]) -> bool:
+        """Whether ``messages`` begins with this history's messages (equal, in order)."""
+        n = len(self)
+        if len(messages) < n:
+            return False
+        if isinstance(messages, CheckedHistory):
+            if messages._log is self._log and messages._start == self._start:
+                return True  # one grew from the other: they share the list
+            return messages.to_list()[:n] == self.to_list()
+        head = messages[:n]
+        return (head if isinstance(head, list) else list(head)) == self.to_list()
+
+    @classmethod
+    def of(cls, messages: Sequence[Message], base: CheckedHistory) -> CheckedHistory:
+        """``messages`` checked, looking only past ``base`` when they start with it.
+
+        ``base`` is a checked history that ``messages`` usually begin with (the same
+        message objects, or equal ones): then only the rest is checked. Otherwise all of
+        ``messages`` is.
+        """
+        if isinstance(messages, CheckedHistory):
+            return messages
+        n = len(base)
+        if n and base.starts(messages):
+            return base.extend(messages[n:])
+        return cls(messages)
+
+
 def repair_history(messages: Sequence[Message]) -> list[Message]:
     """Return a well-formed copy of ``messages``, adding and dropping only what it must.
 
@@ -112,8 +291,11 @@ def repair_history(messages: Sequence[Message]) -> list[Message]:
       tell them apart).
 
     The input list and its messages are not modified; a well-formed history comes back
-    equal (same message objects, same order). Deterministic and idempotent.
+    equal (same message objects, same order). Deterministic and idempotent. A
+    :class:`CheckedHistory` is well formed already: it comes back as a list at once.
     """
+    if isinstance(messages, CheckedHistory):
+        return messages.to_list()
     messages = _messages(messages, "repair_history")
     out: list[Message] = []
     # The open assistant turn's calls by id (empty between turns) and the ids answered so

@@ -5,8 +5,8 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Sequence
 
-from framework_agents import Agent, InMemoryMemory, Message, ScriptedModel
-from framework_agents.memory import ReplaceableMemory, replace_history
+from framework_agents import Agent, FunctionModel, InMemoryMemory, Message, ScriptedModel, ToolSpec
+from framework_agents.memory import Appended, ReplaceableMemory, replace_history
 
 
 class AppendOnly:
@@ -47,6 +47,10 @@ class Recording(InMemoryMemory):
         self.calls.append("replace")
         await super().replace(messages)
 
+    async def save_if(self, messages: Sequence[Message], *, revision: int) -> Appended | None:
+        self.calls.append("save_if")
+        return await super().save_if(messages, revision=revision)
+
 
 def test_fallback_clears_then_saves() -> None:
     memory = AppendOnly()
@@ -61,10 +65,26 @@ def test_shipped_memories_replace_atomically() -> None:
     assert isinstance(InMemoryMemory(), ReplaceableMemory)
 
 
-def test_agent_commits_with_one_atomic_replace() -> None:
+def test_agent_commits_with_one_atomic_write() -> None:
+    # Each commit is one atomic call: an append of the run's messages while the memory
+    # still holds what the agent read (never a clear followed by a save).
     memory = Recording()
     agent = Agent(ScriptedModel(["one", "two"]), memory=memory)
     asyncio.run(agent.run("first"))
     asyncio.run(agent.run("second"))
-    assert memory.calls == ["replace", "replace"]
+    assert memory.calls == ["save_if", "save_if"]
     assert [m.text for m in asyncio.run(memory.load())] == ["first", "one", "second", "two"]
+
+
+def test_agent_replaces_when_the_memory_changed_during_the_run() -> None:
+    memory = Recording()
+
+    async def answer(messages: list[Message], tools: list[ToolSpec]) -> Message:
+        await memory.save([Message("user", "written meanwhile")])  # another writer
+        return Message("assistant", "one")
+
+    agent = Agent(FunctionModel(answer), memory=memory)
+    asyncio.run(agent.run("first"))
+    # The append is refused (the revision moved), so the commit replaces, atomically.
+    assert memory.calls == ["save", "save_if", "replace"]
+    assert [m.text for m in asyncio.run(memory.load())] == ["first", "one"]

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import operator
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -32,7 +31,7 @@ from ..errors import (
     ModelError,
     OutputInvalidError,
 )
-from ..history import repair_history
+from ..history import CheckedHistory, repair_history
 from ..hitl import (
     DecideCallback,
     DecisionBook,
@@ -63,6 +62,7 @@ __all__ = [
     "RunHooks",
     "RunSetup",
     "ToolProgress",
+    "kept_checked",
     "kept_well_formed",
     "run_call",
     "run_loop",
@@ -142,7 +142,7 @@ class RunHooks:
     * ``on_commit(messages)``: after memory holds the run's managed transcript.
     """
 
-    prepare: Callable[[], Awaitable[list[Message]]] | None = None
+    prepare: Callable[[], Awaitable[Sequence[Message]]] | None = None
     on_turn_start: Callable[[list[Message], Message], Awaitable[None]] | None = None
     on_tool_start: Callable[[ToolCall, ResolvedDecision | None], Awaitable[None]] | None = None
     on_tool_result: Callable[[ToolProgress], Awaitable[None]] | None = None
@@ -160,7 +160,7 @@ class LoopRun:
     checkpointed run saves what is left of it).
     """
 
-    history: list[Message]
+    history: Sequence[Message]
     prompt: Message | None = None
     decisions: Mapping[str, Any] | None = None
     thread_id: str | None = None
@@ -180,6 +180,13 @@ class LoopRun:
     #: Approval calls that ran, with the arguments they ran with (for the timeline).
     ran: list[ToolCall] = field(default_factory=list)
     book: DecisionBook = field(init=False)
+    #: The transcript as last checked: each check looks only at what was added since.
+    checked: CheckedHistory = field(default_factory=CheckedHistory)
+    #: The transcript list ``checked`` was taken from (the loop only appends to it).
+    _source: list[Message] | None = field(default=None, repr=False)
+    #: The checked history the run started from, while the transcript has only grown from
+    #: it (``None`` once a manager or a reduction replaced the transcript).
+    grown_from: CheckedHistory | None = None
 
     def __post_init__(self) -> None:
         given = self.decisions
@@ -195,7 +202,7 @@ class LoopRun:
         if self.kept is not None:
             return self.kept
         if not self.started:
-            return self.history
+            return list(self.history)
         messages = self.visible()
         if messages and messages[-1].role == "assistant" and messages[-1].tool_calls:
             messages.pop()  # the turn whose calls were running: its results are missing
@@ -204,6 +211,27 @@ class LoopRun:
     # Sent ahead of the transcript on every model call, never part of it (so never stored,
     # snapshotted or checkpointed): e.g. the grounding message of a GraphMemory.
     context: list[Message] = field(default_factory=list)
+
+    def checked_transcript(self) -> CheckedHistory:
+        """The transcript (well formed, an invariant of the loop) as a checked history.
+
+        The loop only appends to its transcript list, so when it is still the list last
+        checked, only the messages appended since are checked.
+        """
+        transcript, checked = self.transcript, self.checked
+        if transcript is self._source and len(transcript) >= len(checked):
+            self.checked = checked.extend(transcript[len(checked) :])
+        else:
+            self.grown_from = None
+            self.checked = CheckedHistory.of(transcript, checked)
+        self._source = transcript
+        return self.checked
+
+    def set_transcript(self, checked: CheckedHistory) -> None:
+        """Make ``checked`` the transcript (a new list the loop goes on appending to)."""
+        self.checked = checked
+        self.transcript = self._source = checked.to_list()
+        self.grown_from = None
 
     def visible(self) -> list[Message]:
         """The transcript without the corrective exchanges of structured-output retries."""
@@ -225,8 +253,16 @@ class _Plan:
 
 
 def _same(a: Sequence[Message], b: Sequence[Message]) -> bool:
-    """Whether two lists hold the very same message objects (O(n), no comparisons)."""
-    return len(a) == len(b) and all(map(operator.is_, a, b))
+    """Whether two sequences hold equal messages (a C-level pass when they are the same)."""
+    if len(a) != len(b):
+        return False
+    if isinstance(a, list) and isinstance(b, list):
+        return a == b
+    if isinstance(b, CheckedHistory):
+        return b == a
+    if isinstance(a, CheckedHistory):
+        return a == b
+    return list(a) == list(b)
 
 
 def _checked_messages(value: object, where: str) -> list[Message]:
@@ -236,13 +272,24 @@ def _checked_messages(value: object, where: str) -> list[Message]:
     raise InvalidArgumentError(f"{where} must be a list of Message objects, got {value!r:.200}")
 
 
+def kept_checked(
+    new: object, known: CheckedHistory, where: str = "a conversation manager's result"
+) -> CheckedHistory:
+    """``new`` as a checked history: ``known`` when it holds the same messages, else repaired."""
+    if isinstance(new, CheckedHistory):
+        return new
+    if isinstance(new, list | tuple) and _same(new, known):
+        return known
+    return CheckedHistory.repaired(_checked_messages(new, where))
+
+
 def kept_well_formed(
     new: Sequence[Message],
     known: Sequence[Message],
     where: str = "a conversation manager's result",
 ) -> list[Message]:
     """``new`` repaired, skipping the repair when it is ``known`` (already well formed)."""
-    if isinstance(new, list | tuple) and _same(new, known):
+    if isinstance(new, CheckedHistory) or (isinstance(new, list | tuple) and _same(new, known)):
         return list(new)
     return repair_history(_checked_messages(new, where))
 
@@ -627,7 +674,8 @@ async def run_loop(setup: RunSetup, run: LoopRun) -> AsyncGenerator[AgentEvent, 
     # Invariant: run.transcript is well formed at every step. It starts repaired, every
     # list a manager returns is repaired unless it is the transcript itself, and the loop
     # only appends a user prompt, complete tool groups and final assistant turns.
-    run.transcript = repair_history(run.history)
+    run.set_transcript(CheckedHistory.repaired(run.history))
+    run.grown_from = run.checked
     if run.prompt is not None:
         run.transcript.append(run.prompt)
     run.started = True
@@ -642,8 +690,11 @@ async def run_loop(setup: RunSetup, run: LoopRun) -> AsyncGenerator[AgentEvent, 
         response: Message | None = run.replay
         run.replay = None
         if response is None:
-            managed = await setup.manager().before_model(run.transcript)
-            run.transcript = kept_well_formed(managed, run.transcript)
+            managed = await setup.manager().before_model(run.checked_transcript())
+            # A manager that keeps everything hands back the transcript's messages: one
+            # list-to-list comparison, and the loop goes on with its own list.
+            if not (isinstance(managed, list) and managed == run.transcript):
+                run.set_transcript(kept_checked(managed, run.checked))
             async for item in _call_model(setup, run, turn):
                 if isinstance(item, _Reply):
                     response = item.message

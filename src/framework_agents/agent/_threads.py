@@ -203,7 +203,7 @@ class _ThreadRun:
 
     # -- hooks ------------------------------------------------------------------------
 
-    async def prepare(self) -> list[Message]:
+    async def prepare(self) -> Sequence[Message]:
         # Inside the busy section: nothing of the agent changes before the run is ours.
         if self.state is not None:
             self.agent._state.replace(self.state)

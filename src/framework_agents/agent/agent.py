@@ -21,7 +21,7 @@ from __future__ import annotations
 import contextlib
 import logging
 from collections.abc import AsyncGenerator, Callable, Iterable, Mapping, Sequence
-from typing import Any, Literal
+from typing import Any, Literal, TypeGuard
 
 from pydantic import BaseModel
 
@@ -29,8 +29,9 @@ from .._telemetry import trace_run, trace_store
 from ..checkpoint._base import Checkpointer
 from ..conversation._base import ConversationManager
 from ..errors import HitlDecisionError, InvalidArgumentError
+from ..history import CheckedHistory
 from ..hitl import DecideCallback, HitlInterrupt, check_decisions, is_interrupt_id
-from ..memory._base import Memory, replace_history
+from ..memory._base import AppendableMemory, Memory, replace_history
 from ..memory.grounding import GroundingMemory, is_grounding
 from ..messages import Message, ToolCall
 from ..models._base import Model, ToolSpec
@@ -38,7 +39,7 @@ from ..sessions.snapshot import Snapshot
 from ..tools import Tool, as_tool
 from . import _sessions, _threads
 from ._busy import BusyFlag
-from ._loop import LoopRun, RunHooks, RunSetup, kept_well_formed, run_loop
+from ._loop import LoopRun, RunHooks, RunSetup, kept_checked, run_loop
 from ._output import output_instruction
 from ._sessions import SessionStore
 from .events import (
@@ -161,7 +162,11 @@ class Agent:
         self.output_retries: int = output_retries
 
         self._state = AgentState(state)
-        self._messages: list[Message] = list(self.initial_messages)
+        self._messages: Sequence[Message] = list(self.initial_messages)
+        # The memory's revision and the history it held then, when this agent last read or
+        # wrote an AppendableMemory: while the revision holds, runs start from it and
+        # commit only their new messages (no reload, no rewrite of the history).
+        self._memory_view: tuple[int, CheckedHistory] | None = None
         self._timeline = Timeline()
         self._busy = BusyFlag(agent_id)
         self._started = False  # a run has committed (first-run seeding is done)
@@ -447,30 +452,38 @@ class Agent:
                     "give a prompt (the model is never called with no message)"
                 )
             await self._ground(run, message)
-            start_ids = {m.id for m in run.history}
+            start = run.history
             # Closed explicitly: a consumer that stops early must not leave the loop (and a
             # tool task it awaits) running until the garbage collector finds it.
             async with contextlib.aclosing(run_loop(self._setup(), run)) as loop_events:
                 async for event in loop_events:
                     yield event
             assert run.final is not None
-            managed = await self._commit(run.visible())
+            if run.retry_ids:
+                managed, base = await self._commit(run.visible(), run.checked)
+            else:
+                checked = run.checked_transcript()
+                managed, base = await self._commit(
+                    run.transcript, run.checked, checked, run.grown_from
+                )
             if hooks.on_commit is not None:
                 await hooks.on_commit(list(managed))
             self._record(timeline_kind, ran=run.ran)
             logger.debug("run %s of %r (thread %s): finished", run.run_id, self.agent_id, thread_id)
             result = RunResult(
                 text=run.final.text,
-                messages=list(managed),
+                messages=managed.to_list(),
                 stop_reason=str(run.final.metadata.get("stop_reason") or "end_turn"),
                 output=run.output,
                 usage=run.usage,
-                new_messages=[m for m in managed if m.id not in start_ids],
+                new_messages=(
+                    list(managed[len(start) :]) if base is start else _added(managed, start)
+                ),
                 run_id=run.run_id,
                 turns=run.turns,
             )
         except HitlInterrupt as interrupt:
-            await self._commit(run.kept_on_interrupt())
+            await self._commit(run.kept_on_interrupt(), run.checked)
             self._record(timeline_kind, "interrupted", ran=run.ran)
             logger.debug(
                 "run %s of %r (thread %s): interrupted", run.run_id, self.agent_id, thread_id
@@ -494,7 +507,7 @@ class Agent:
         A resume grounds on the latest user turn. Grounding rides along with each model
         call of the run and is never part of the transcript.
         """
-        if not isinstance(self.memory, GroundingMemory):
+        if not _implements(self.memory, GroundingMemory):
             return
         run.history = [m for m in run.history if not is_grounding(m)]
         asked = message if message is not None else _latest_user(run.history)
@@ -520,7 +533,7 @@ class Agent:
             owner=self,
         )
 
-    async def _start_history(self) -> list[Message]:
+    async def _start_history(self) -> Sequence[Message]:
         """The history a run starts from: memory, seeded on the first run (repaired later)."""
         # The session's latest snapshot is restored before seeding and wins over the seed.
         # Also after the first run: a run whose session save was refused as stale
@@ -528,19 +541,74 @@ class Agent:
         # latest stored snapshot instead of failing forever.
         restored = await _sessions.restore_session(self)
         from_session = not self._started and restored
-        history = await trace_store("memory", "load", self.memory, self.memory.load())
+        memory, view = self.memory, self._memory_view
+        revision: int | None = None
+        if _implements(memory, AppendableMemory):
+            if self._started and view is not None and memory.revision == view[0]:
+                return view[1]  # the memory still holds what this agent left there
+            revision = memory.revision
+        history = await trace_store("memory", "load", memory, memory.load())
         if not self._started and not from_session and not history and self.initial_messages:
             history = list(self.initial_messages)
+        elif _implements(memory, AppendableMemory) and memory.revision == revision:
+            checked = CheckedHistory.repaired(history)
+            self._memory_view = (memory.revision, checked)
+            return checked
         return history  # the loop repairs whatever it starts from
 
-    async def _commit(self, transcript: Sequence[Message]) -> list[Message]:
-        """Manage the transcript, clear-then-save memory, make it ``agent.messages``."""
-        history = list(transcript)  # well formed: the loop keeps it so
-        managed = kept_well_formed(await self.conversation_manager.apply(history), history)
-        await self._set_history(managed)
+    async def _commit(
+        self,
+        transcript: list[Message],
+        known: CheckedHistory,
+        checked: CheckedHistory | None = None,
+        grown_from: CheckedHistory | None = None,
+    ) -> tuple[CheckedHistory, CheckedHistory | None]:
+        """Manage the transcript, save it to memory, make it ``agent.messages``.
+
+        ``known`` is a checked history the transcript usually begins with (the loop keeps
+        one), so only what the run added is checked again; ``checked`` is the transcript
+        already checked, when the loop has it, and ``grown_from`` the history it only
+        grew from. Returns the committed history and what it grew from (``None`` when a
+        manager changed it).
+        """
+        if checked is None:
+            try:
+                checked = CheckedHistory.of(transcript, known)
+            except InvalidArgumentError:  # the loop keeps it well formed; repair anyway
+                checked = CheckedHistory.repaired(transcript)
+        managed = await self.conversation_manager.apply(checked)
+        # A manager that keeps everything hands back the transcript's messages: compare
+        # list to list (one C-level pass) before anything is checked or copied again.
+        if isinstance(managed, list) and managed == transcript:
+            history = checked
+        else:
+            history, grown_from = kept_checked(managed, checked), None
+        await self._store(history, grown_from)
         self._started = True
         await _sessions.save_session(self)  # every committed run ends with save_latest
-        return managed
+        return history, grown_from
+
+    async def _store(self, history: CheckedHistory, grown_from: CheckedHistory | None) -> None:
+        """Commit ``history`` to memory and make it ``agent.messages``.
+
+        When the memory still holds the history this agent last read or wrote there and
+        ``history`` extends it (``grown_from`` says so, or a comparison), only the new
+        messages are appended (``save_if``); otherwise the whole history replaces the
+        stored one, atomically.
+        """
+        memory, view = self.memory, self._memory_view
+        if view is not None and _implements(memory, AppendableMemory):
+            revision, held = view
+            n = len(held)
+            if held is grown_from or held.starts(history):
+                appended = await trace_store(
+                    "memory", "save", memory, memory.save_if(history[n:], revision=revision)
+                )
+                if appended is not None:
+                    self._memory_view = (appended.revision, history.suffix(appended.dropped))
+                    self._messages = history
+                    return
+        await self._set_history(history)
 
     async def _set_history(self, messages: Sequence[Message]) -> None:
         """Replace memory and ``agent.messages`` with ``messages`` (clear-then-save).
@@ -549,6 +617,7 @@ class Agent:
         crash here leaves either the old history or the new one, never an empty memory.
         """
         history = list(messages)
+        self._memory_view = None  # read again before the fast path is taken
         await trace_store("memory", "save", self.memory, replace_history(self.memory, history))
         self._messages = history
 
@@ -641,3 +710,28 @@ def _as_prompt(prompt: Prompt | None) -> Message | None:
     if isinstance(prompt, Message) and prompt.role == "user":
         return prompt
     raise InvalidArgumentError(f"a prompt is a str or a role='user' Message, got {prompt!r:.100}")
+
+
+def _added(managed: CheckedHistory, start: Sequence[Message]) -> list[Message]:
+    """The messages of ``managed`` that were not in ``start`` (what a run added)."""
+    n = len(start)
+    if (isinstance(start, CheckedHistory) and start.starts(managed)) or managed[:n] == list(start):
+        return managed[n:]  # the usual case: the run appended to what it started from
+    start_ids = {m.id for m in start}
+    return [m for m in managed if m.id not in start_ids]
+
+
+_IMPLEMENTS: dict[tuple[type, type], bool] = {}
+
+
+def _implements(obj: object, protocol: Any) -> TypeGuard[Any]:
+    """``isinstance(obj, protocol)`` for a runtime-checkable protocol, cached per class.
+
+    A protocol check looks up every member on every call (microseconds each, several
+    per run); a memory's capabilities are those of its class.
+    """
+    key = (type(obj), protocol)
+    known = _IMPLEMENTS.get(key)
+    if known is None:
+        known = _IMPLEMENTS[key] = isinstance(obj, protocol)
+    return known

@@ -1,6 +1,6 @@
 """Memory backends: where an agent's history lives between runs."""
 
-from ._base import Memory, ReplaceableMemory, replace_history
+from ._base import AppendableMemory, Appended, Memory, ReplaceableMemory, replace_history
 from .compacted import COMPACTION_PREFIX, CompactedMemory
 from .file import FileMemory
 from .grounding import GROUNDING_KIND, GroundingMemory, is_grounding
@@ -8,6 +8,8 @@ from .in_memory import InMemoryMemory
 
 __all__ = [
     "COMPACTION_PREFIX",
+    "AppendableMemory",
+    "Appended",
     "CompactedMemory",
     "FileMemory",
     "GROUNDING_KIND",

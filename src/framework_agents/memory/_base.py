@@ -18,11 +18,11 @@ read-modify-write under its lock (what ``CompactedMemory`` uses).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Protocol, runtime_checkable
+from typing import NamedTuple, Protocol, runtime_checkable
 
 from ..messages import Message
 
-__all__ = ["Memory", "ReplaceableMemory", "replace_history"]
+__all__ = ["Appended", "AppendableMemory", "Memory", "ReplaceableMemory", "replace_history"]
 
 
 @runtime_checkable
@@ -48,6 +48,40 @@ class ReplaceableMemory(Memory, Protocol):
 
     async def replace(self, messages: Sequence[Message]) -> None:
         """Make ``messages`` the stored history in one step (clear + save, atomically)."""
+        ...
+
+
+class Appended(NamedTuple):
+    """What :meth:`AppendableMemory.save_if` did.
+
+    ``revision`` is the memory's new revision; ``dropped`` how many of the oldest
+    messages its window dropped to make room.
+    """
+
+    revision: int
+    dropped: int
+
+
+@runtime_checkable
+class AppendableMemory(Memory, Protocol):
+    """A memory that says when its history changed, and appends only if it did not.
+
+    This is how an agent commits a turn in what the turn costs, not what the history
+    does: when the memory's ``revision`` is still the one its last commit left, the
+    memory holds exactly the agent's history (by value), so the next run starts from the
+    agent's own messages and its commit appends only the new ones.
+    """
+
+    @property
+    def revision(self) -> int:
+        """A number that changes with every write (``save``, ``replace``, ``clear``...)."""
+        ...
+
+    async def save_if(self, messages: Sequence[Message], *, revision: int) -> Appended | None:
+        """Append ``messages`` if nothing was written since ``revision``; else ``None``.
+
+        ``None`` means nothing was written. The window applies as with ``save()``.
+        """
         ...
 
 

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Sequence
+from itertools import count
 
 from .._persist import LoopLocks
 from ..messages import FrozenMessage, Message, freeze_message, thaw_message
+from ._base import Appended
 from ._window import (
     OTHER,
     TOOL,
@@ -29,6 +31,10 @@ class InMemoryMemory:
     others as deep copies; ``load()`` builds new messages. What was saved is stored as given
     (minus what falls out of the window); ``load()`` returns it repaired, so the history
     is well formed even if malformed messages were saved.
+
+    ``revision`` changes with every write and ``save_if`` appends only while it has not
+    (:class:`~framework_agents.memory.AppendableMemory`): that is how the agent's commit
+    of a turn costs the turn, not the history.
     """
 
     def __init__(self, max_messages: int = 50) -> None:
@@ -36,6 +42,12 @@ class InMemoryMemory:
         self.max_messages: int = check_max_messages(max_messages)
         self._stored: list[FrozenMessage] = []
         self._locks = LoopLocks()
+        self._revision = next(_REVISIONS)
+
+    @property
+    def revision(self) -> int:
+        """Changes with every write (unique across the process's memories)."""
+        return self._revision
 
     async def load(self) -> list[Message]:
         """The stored history, repaired and within ``max_messages`` (copies)."""
@@ -43,16 +55,34 @@ class InMemoryMemory:
 
     async def save(self, messages: Sequence[Message]) -> None:
         """Append copies of ``messages``, then keep the newest ``max_messages``."""
-        kept = [*self._stored, *(freeze_message(m) for m in check_messages(messages))]
+        self._append(check_messages(messages))
+
+    async def save_if(self, messages: Sequence[Message], *, revision: int) -> Appended | None:
+        """Append copies of ``messages`` if nothing was written since ``revision``."""
+        added = check_messages(messages)
+        if revision != self._revision:
+            return None
+        dropped = self._append(added)
+        return Appended(self._revision, dropped)
+
+    def _append(self, added: list[Message]) -> int:
+        """Append copies of ``added``, window; how many old messages the window dropped."""
+        frozen = [freeze_message(m) for m in added]  # all copied before anything changes
+        kept = self._stored  # never handed out: grown in place, O(len(added))
+        kept.extend(frozen)
+        cut = 0
         if len(kept) > self.max_messages:
-            kept = kept[window_start([_shape(f) for f in kept], self.max_messages) :]
-        self._stored = kept
+            cut = window_start(_Shapes(kept), self.max_messages)
+            del kept[:cut]
+        self._revision = next(_REVISIONS)
+        return cut
 
     async def replace(self, messages: Sequence[Message]) -> None:
         """Replace the stored history with copies of ``messages`` (windowed), in one step."""
         # Window first: only what is kept is copied (the cut depends on values alone).
         kept = window(check_messages(messages), self.max_messages)
         self._stored = [freeze_message(m) for m in kept]
+        self._revision = next(_REVISIONS)
 
     async def transact(
         self, update: Callable[[list[Message]], Awaitable[Sequence[Message]]]
@@ -64,10 +94,30 @@ class InMemoryMemory:
     async def clear(self) -> None:
         """Forget the stored history."""
         self._stored = []
+        self._revision = next(_REVISIONS)
 
     def __repr__(self) -> str:
         """A developer-facing description."""
         return f"InMemoryMemory(max_messages={self.max_messages}, stored={len(self._stored)})"
+
+
+#: Revisions are unique in the process, so one memory's number never means another's.
+_REVISIONS = count(1)
+
+
+class _Shapes(Sequence[int]):
+    """The window shapes of stored messages, computed only where ``window_start`` looks."""
+
+    __slots__ = ("_stored",)
+
+    def __init__(self, stored: list[FrozenMessage]) -> None:
+        self._stored = stored
+
+    def __len__(self) -> int:
+        return len(self._stored)
+
+    def __getitem__(self, i: int) -> int:  # type: ignore[override]
+        return _shape(self._stored[i])
 
 
 def _shape(frozen: FrozenMessage) -> int:

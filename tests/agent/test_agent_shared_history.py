@@ -1,0 +1,155 @@
+"""The agent and an AppendableMemory share the history: a turn costs the turn.
+
+While the memory's revision is the one the agent's last commit left, a run starts from the
+agent's own messages (no load) and commits only its new ones (``save_if``). Whatever the
+path, the model must see exactly what the memory holds, plus the prompt.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from framework_agents import (
+    Agent,
+    FunctionModel,
+    InMemoryMemory,
+    Message,
+    NullConversationManager,
+    ToolSpec,
+)
+from framework_agents.memory import Appended
+
+
+class CountingMemory(InMemoryMemory):
+    """Counts loads, appends and replaces."""
+
+    def __init__(self, max_messages: int = 50) -> None:
+        super().__init__(max_messages)
+        self.loads = self.appends = self.replaces = 0
+
+    async def load(self) -> list[Message]:
+        self.loads += 1
+        return await super().load()
+
+    async def save_if(self, messages: Sequence[Message], *, revision: int) -> Appended | None:
+        self.appends += 1
+        return await super().save_if(messages, revision=revision)
+
+    async def replace(self, messages: Sequence[Message]) -> None:
+        self.replaces += 1
+        await super().replace(messages)
+
+
+def _echo_model(seen: list[list[str]]) -> FunctionModel:
+    async def answer(messages: list[Message], tools: list[ToolSpec]) -> Message:
+        seen.append([m.text for m in messages])
+        return Message("assistant", f"answer {len(seen)}")
+
+    return FunctionModel(answer)
+
+
+def test_runs_after_the_first_neither_load_nor_rewrite_the_history() -> None:
+    async def scenario() -> None:
+        memory = CountingMemory(max_messages=1000)
+        seen: list[list[str]] = []
+        agent = Agent(_echo_model(seen), memory=memory)
+        for i in range(5):
+            await agent.run(f"q{i}")
+        assert memory.loads == 1 and memory.appends == 5 and memory.replaces == 0
+        assert seen[-1] == ["q0", "answer 1", "q1", "answer 2", "q2", "answer 3", "q3",
+                            "answer 4", "q4"]  # fmt: skip
+        assert [m.text for m in await memory.load()] == [m.text for m in agent.messages]
+
+    asyncio.run(scenario())
+
+
+def test_a_write_by_someone_else_is_seen_by_the_next_run() -> None:
+    async def scenario() -> None:
+        memory = CountingMemory(max_messages=1000)
+        seen: list[list[str]] = []
+        agent = Agent(_echo_model(seen), memory=memory)
+        await agent.run("q0")
+        await memory.save([Message("user", "from elsewhere")])
+        await agent.run("q1")
+        assert seen[-1] == ["q0", "answer 1", "from elsewhere", "q1"]
+        await memory.clear()
+        await agent.run("q2")
+        assert seen[-1] == ["q2"]
+
+    asyncio.run(scenario())
+
+
+def test_an_edit_is_what_the_next_run_sends() -> None:
+    async def scenario() -> None:
+        memory = CountingMemory(max_messages=1000)
+        seen: list[list[str]] = []
+        agent = Agent(_echo_model(seen), memory=memory)
+        await agent.run("q0")
+        await agent.edit_message(0, "q0 edited")
+        await agent.run("q1")
+        assert seen[-1] == ["q0 edited", "answer 1", "q1"]
+
+    asyncio.run(scenario())
+
+
+def test_a_window_keeps_agent_memory_and_model_in_step() -> None:
+    async def scenario() -> None:
+        memory = CountingMemory(max_messages=4)
+        seen: list[list[str]] = []
+        agent = Agent(_echo_model(seen), memory=memory)
+        for i in range(6):
+            result = await agent.run(f"q{i}")
+            assert [m.text for m in result.new_messages] == [f"q{i}", f"answer {i + 1}"]
+        # The model saw the memory's window and the prompt, every time.
+        assert seen[-1] == ["q3", "answer 4", "q4", "answer 5", "q5"]
+        stored = [m.text for m in await memory.load()]
+        assert stored == ["q4", "answer 5", "q5", "answer 6"]
+        assert memory.replaces == 0
+
+    asyncio.run(scenario())
+
+
+_steps = st.lists(
+    st.tuples(
+        st.sampled_from(["run", "run", "clear", "save", "replace", "edit"]), st.integers(0, 3)
+    ),
+    min_size=1,
+    max_size=14,
+)
+
+
+@settings(max_examples=120, deadline=None)
+@given(_steps, st.integers(2, 9))
+def test_the_model_always_sees_what_the_memory_holds(
+    steps: list[tuple[str, int]], window: int
+) -> None:
+    # Agent runs interleaved with other writers: before each run, what the memory would
+    # load plus the prompt is exactly what the model is sent, fast path or not, and the
+    # memory then holds the window of that plus the answer.
+    async def scenario() -> None:
+        memory = InMemoryMemory(max_messages=window)
+        seen: list[list[str]] = []
+        agent = Agent(
+            _echo_model(seen), memory=memory, conversation_manager=NullConversationManager()
+        )
+        for n, (op, k) in enumerate(steps):
+            if op == "run":
+                expected = [m.text for m in await memory.load()] + [f"prompt {n}"]
+                await agent.run(f"prompt {n}")
+                assert seen[-1] == expected
+                stored = [m.text for m in await memory.load()]
+                assert stored == [*expected, f"answer {len(seen)}"][-window:]
+            elif op == "clear":
+                await memory.clear()
+            elif op == "save":
+                await memory.save([Message("user", f"saved {n}.{i}") for i in range(k + 1)])
+            elif op == "replace":
+                await memory.replace([Message("user", f"replaced {n}.{i}") for i in range(k)])
+            elif op == "edit" and agent.messages:
+                await agent.edit_message(-1, f"edited {n}")
+
+    asyncio.run(scenario())
