@@ -311,7 +311,7 @@ def test_run_none_carries_the_decisions_saved_with_the_interrupt(cp: FileCheckpo
     assert result.text == "both done" and sorted(ran) == ["one", "two"]
 
 
-def test_an_unknown_thread_is_checkpoint_missing_from_run_none_and_resume(
+def test_an_unknown_thread_is_checkpoint_missing_from_run_none_resume_and_pause(
     cp: FileCheckpointer,
 ) -> None:
     model = ScriptedModel([])  # never called
@@ -319,7 +319,10 @@ def test_an_unknown_thread_is_checkpoint_missing_from_run_none_and_resume(
         arun(Agent(model).run(None, checkpointer=cp, thread_id="nope"))
     with pytest.raises(CheckpointMissingError):
         arun(Agent(model).resume("nope", checkpointer=cp))
-    assert model.calls == []
+    # A pause with nothing to save would store a thread nothing can continue.
+    with pytest.raises(CheckpointMissingError):
+        arun(Agent(model).pause("nope", checkpointer=cp))
+    assert model.calls == [] and arun(cp.load("nope")) is None
 
 
 # -- no silent no-ops ----------------------------------------------------------------

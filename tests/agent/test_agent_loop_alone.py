@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 
 from framework_agents import Message, ScriptedModel, ToolCall, tool
-from framework_agents.agent import _loop
-from framework_agents.agent._loop import LoopRun, RunSetup, run_loop
+from framework_agents.agent import _loop, _threads
+from framework_agents.agent._loop import LoopRun, RunHooks, RunSetup, run_loop
 from framework_agents.errors import MaxTurnsError
 from framework_agents.hitl import HitlInterrupt
 
@@ -76,7 +76,32 @@ def test_decisions_and_limits_come_from_the_setup() -> None:
         drive(looping, LoopRun([], Message("user", "go")))
 
 
-def test_the_loop_module_imports_nothing_from_agent_py() -> None:
-    tree = ast.parse(Path(_loop.__file__).read_text())
+@pytest.mark.parametrize("module", [_loop, _threads], ids=["_loop", "_threads"])
+def test_the_loop_and_thread_modules_never_reach_into_the_agent(module: Any) -> None:
+    tree = ast.parse(Path(module.__file__).read_text())
     sources = {node.module or "" for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)}
     assert "agent" not in sources and not any(s.endswith(".agent") for s in sources)
+    names = {node.id for node in ast.walk(tree) if isinstance(node, ast.Name)}
+    assert "Agent" not in names and "agent" not in names  # a ThreadHost instead
+
+
+def test_hook_providers_compose_into_one_set_called_in_order() -> None:
+    calls: list[str] = []
+
+    def provider(name: str) -> RunHooks:
+        async def on_commit(messages: list[Message], finished: bool) -> None:
+            calls.append(f"{name}:{len(messages)}:{finished}")
+
+        async def prepare() -> list[Message]:
+            return [Message("user", name)]
+
+        return RunHooks(prepare=prepare, on_commit=on_commit)
+
+    only = provider("solo")
+    assert RunHooks.compose(only) is only
+    joined = RunHooks.compose(provider("session"), RunHooks(), provider("thread"))
+    assert joined.on_tool_start is None  # nobody filled it
+    assert joined.on_commit is not None and joined.prepare is not None
+    asyncio.run(joined.on_commit([Message("user", "x")], True))
+    assert calls == ["session:1:True", "thread:1:True"]
+    assert [m.text for m in asyncio.run(joined.prepare())] == ["thread"]  # the last one's

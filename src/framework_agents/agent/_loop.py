@@ -139,7 +139,10 @@ class RunHooks:
     * ``on_tool_turn(messages)``: after a whole tool turn is in the transcript.
     * ``on_interrupt(interrupt, messages, turn)``: before :class:`HitlInterrupt` is
       raised; ``messages`` exclude the interrupted assistant turn ``turn``.
-    * ``on_commit(messages)``: after memory holds the run's managed transcript.
+    * ``on_commit(messages, finished)``: after memory holds what the run commits: its
+      managed transcript (``finished``), or what an interrupted run keeps.
+
+    Sessions and threads are hook providers: :meth:`compose` joins theirs into one.
     """
 
     prepare: Callable[[], Awaitable[Sequence[Message]]] | None = None
@@ -148,7 +151,34 @@ class RunHooks:
     on_tool_result: Callable[[ToolProgress], Awaitable[None]] | None = None
     on_tool_turn: Callable[[list[Message]], Awaitable[None]] | None = None
     on_interrupt: Callable[[HitlInterrupt, list[Message], Message], Awaitable[None]] | None = None
-    on_commit: Callable[[list[Message]], Awaitable[None]] | None = None
+    on_commit: Callable[[list[Message], bool], Awaitable[None]] | None = None
+
+    @classmethod
+    def compose(cls, *providers: RunHooks) -> RunHooks:
+        """One set of hooks calling each provider's in order (``prepare``: the last one's).
+
+        A seam only one provider fills is that provider's callable itself.
+        """
+        if len(providers) == 1:
+            return providers[0]
+        joined: dict[str, Any] = {}
+        for name in cls.__dataclass_fields__:
+            found = [f for p in providers if (f := getattr(p, name)) is not None]
+            if name == "prepare" or len(found) <= 1:
+                joined[name] = found[-1] if found else None
+            else:
+                joined[name] = _in_order(found)
+        return cls(**joined)
+
+
+def _in_order(hooks: list[Callable[..., Awaitable[None]]]) -> Callable[..., Awaitable[None]]:
+    """A hook that awaits each of ``hooks`` in order with the same arguments."""
+
+    async def each(*args: Any) -> None:
+        for hook in hooks:
+            await hook(*args)
+
+    return each
 
 
 @dataclass(slots=True)

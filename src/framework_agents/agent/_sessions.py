@@ -41,6 +41,7 @@ from ..memory.carry import app_data_with_state, restore_state
 from ..memory.grounding import is_grounding
 from ..messages import Message
 from ..sessions.snapshot import Snapshot, SnapshotData, select_snapshot_fields
+from ._loop import RunHooks
 from ._output import output_instruction
 from .timeline import Timeline
 
@@ -52,10 +53,13 @@ __all__ = [
     "SessionStore",
     "check_session_manager",
     "branch",
+    "carry_app_data",
     "edit_message",
+    "ensure_restored",
     "load_snapshot",
     "restore_session",
     "save_session",
+    "session_hooks",
     "set_system_prompt",
     "take_snapshot",
 ]
@@ -180,7 +184,41 @@ async def save_session(agent: Agent) -> None:
     link.restored = True  # what is stored now is ours: never restore over it
 
 
-async def _ensure_restored(agent: Agent) -> None:
+def session_hooks(agent: Agent) -> RunHooks:
+    """The session as a hook provider: every committed run ends with ``save_latest``.
+
+    Finished and interrupted runs alike (an interrupted run commits its history too).
+    No hooks without a session manager.
+    """
+    if _manager(agent) is None:
+        return RunHooks()
+
+    async def on_commit(messages: list[Message], finished: bool) -> None:
+        await save_session(agent)
+
+    return RunHooks(on_commit=on_commit)
+
+
+async def carry_app_data(agent: Agent) -> None:
+    """The thread wins over the session's history and state at start, not over its app data.
+
+    A run that starts from a thread's checkpoint does not restore the session (the thread
+    is what goes on), but it still ends with ``save_latest``: the app data stored with the
+    session must ride along into it instead of being dropped. The session is not marked
+    restored, so if this run commits nothing a later run without a thread restores it.
+    """
+    link = agent._session_link
+    if link.restored:
+        return
+    manager = _manager(agent)
+    if manager is None:
+        return
+    snapshot = await manager.load_latest()
+    if snapshot is not None:
+        link.app_data = snapshot.app_data
+
+
+async def ensure_restored(agent: Agent) -> None:
     """Before the first run: make ``agent._messages`` the history that run would start from.
 
     That is the restored snapshot's history, else what the memory holds (a memory left by
@@ -227,7 +265,7 @@ async def load_snapshot(agent: Agent, snapshot: Snapshot) -> None:
             f"load_snapshot() takes a Snapshot, not {type(snapshot).__name__}"
         )
     with _holding(agent, "load_snapshot"):
-        await _ensure_restored(agent)
+        await ensure_restored(agent)
         await _apply(agent, snapshot.data)
         await restore_state(agent.memory, snapshot.app_data)
         agent._record("snapshot", f"load:{snapshot.snapshot_id}")
@@ -260,7 +298,7 @@ async def edit_message(agent: Agent, id_or_index: str | int, content: Any) -> Me
 
 
 async def _edit(agent: Agent, id_or_index: str | int, content: Any) -> Message:
-    await _ensure_restored(agent)
+    await ensure_restored(agent)
     history = list(agent._messages)
     index = _find(history, id_or_index)
     old = history[index]

@@ -3,7 +3,10 @@
 A run with ``checkpointer`` and ``thread_id`` holds the thread's run lock for its whole
 length (a second run of the thread waits, then ``THREAD_BUSY``), starts from the thread's
 checkpoint when there is one (messages, state, memory) and saves it when it ends
-(``pending=None``). Everything plugs into :meth:`Agent._drive` through ``RunHooks``.
+(``pending=None``). The agent opens the thread (:func:`open_thread`: the lock, the
+checkpoint, the admission of the decisions), then drives the run itself with the thread's
+``RunHooks``; this module never reaches into the agent: what a thread needs from it comes
+in a :class:`ThreadHost`.
 
 At most once, for calls of ``requires_approval`` tools that a decision let run:
 
@@ -39,10 +42,10 @@ import asyncio
 import contextlib
 import contextvars
 import json
-from collections.abc import AsyncGenerator, AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from .._telemetry import TRACE_APP_DATA_KEY, link_previous_run, run_link_record, trace_store
 from ..checkpoint._base import Checkpointer, save_progress, thread_lock
@@ -63,23 +66,41 @@ from ..hitl import (
     new_interrupt_id,
     parse_decision,
 )
+from ..memory._base import Memory
 from ..memory.carry import app_data_with_state, restore_state
-from ..messages import Message, ToolCall, new_id
-from . import _sessions
-from ._loop import LoopRun, RunHooks, ToolProgress, run_call
-from .events import AgentEvent, InterruptEvent, RunStartedEvent
-
-if TYPE_CHECKING:
-    from .agent import Agent
+from ..messages import Message, ToolCall
+from ..tools import Tool
+from ._loop import LoopRun, RunHooks, RunSetup, ToolProgress, run_call
+from .state import AgentState
 
 __all__ = [
+    "ThreadHost",
     "ThreadStart",
     "check_target",
-    "drive_thread",
     "exclude_interrupted_turn",
     "open_thread",
     "pause_thread",
+    "surface_interrupt",
 ]
+
+
+@dataclass(frozen=True, slots=True)
+class ThreadHost:
+    """What a thread needs from the agent that runs it, handed over explicitly.
+
+    ``start_history()`` is the agent's own start (its memory, session and seed) for a
+    thread with no checkpoint yet; ``carry_session()`` makes the session's app data ride
+    along when the thread's checkpoint, not the session, gives the start.
+    """
+
+    agent_id: str
+    state: AgentState
+    memory: Memory
+    tools: Mapping[str, Tool]
+    setup: Callable[[], RunSetup]
+    start_history: Callable[[], Awaitable[Sequence[Message]]]
+    carry_session: Callable[[], Awaitable[None]]
+
 
 #: The (checkpointer, thread id) whose run lock the current context holds.
 _HOLDING: contextvars.ContextVar[tuple[Checkpointer, str] | None] = contextvars.ContextVar(
@@ -151,7 +172,7 @@ class _Turn:
 class _ThreadRun:
     """The checkpoint side of one checkpointed run (its ``RunHooks``)."""
 
-    agent: Agent
+    host: ThreadHost
     checkpointer: Checkpointer
     thread_id: str
     decisions: DecisionBook  # shared with the loop, which spends it turn by turn
@@ -176,9 +197,9 @@ class _ThreadRun:
         )
 
     def checkpoint(self, messages: Sequence[Message], **fields: Any) -> ThreadCheckpoint:
-        state = self.agent.state.to_dict()
+        state = self.host.state.to_dict()
         # A memory with long-term state (an in-memory GraphMemory) rides along in app_data.
-        app_data = app_data_with_state(self.agent.memory, self.app_data)
+        app_data = app_data_with_state(self.host.memory, self.app_data)
         record = run_link_record()  # a traced run: a later resume elsewhere links to it
         if record is not None:
             app_data = {
@@ -206,11 +227,11 @@ class _ThreadRun:
     async def prepare(self) -> Sequence[Message]:
         # Inside the busy section: nothing of the agent changes before the run is ours.
         if self.state is not None:
-            self.agent._state.replace(self.state)
+            self.host.state.replace(self.state)
         if self.start is None:
-            return await self.agent._start_history()
-        await restore_state(self.agent.memory, self.app_data)
-        await _carry_session_app_data(self.agent)
+            return await self.host.start_history()
+        await restore_state(self.host.memory, self.app_data)
+        await self.host.carry_session()
         if self.settle is not None:
             self.start = await self.run_settled(self.settle)
         # Memory and agent.messages take the thread's history when the run commits (on
@@ -263,7 +284,9 @@ class _ThreadRun:
                 "checkpoint", "save", self.checkpointer, self.checkpointer.save(checkpoint)
             )
 
-    async def on_commit(self, messages: list[Message]) -> None:
+    async def on_commit(self, messages: list[Message], finished: bool) -> None:
+        if not finished:  # an interrupt saved its own checkpoint (on_interrupt)
+            return
         async with self.lock:
             checkpoint = self.checkpoint(messages, finished=True)
             await trace_store(
@@ -291,7 +314,7 @@ class _ThreadRun:
                     await self.save_turn(turn)  # step 1 again: this re-run is guarded too
             loop_run = LoopRun([], thread_id=self.thread_id)
             result = await run_call(
-                self.agent._setup(), loop_run, asked[call.id], decision, run_args=ran.args
+                self.host.setup(), loop_run, asked[call.id], decision, run_args=ran.args
             )
             async with self.lock:
                 turn.results[call.id] = result
@@ -305,27 +328,8 @@ class _ThreadRun:
         ]
 
 
-async def _carry_session_app_data(agent: Agent) -> None:
-    """The thread wins over the session's history and state at start, not over its app data.
-
-    A run that starts from a thread's checkpoint does not restore the session (the thread
-    is what goes on), but it still ends with ``save_latest``: the app data stored with the
-    session must ride along into it instead of being dropped. The session is not marked
-    restored, so if this run commits nothing a later run without a thread restores it.
-    """
-    link = agent._session_link
-    if link.restored:
-        return
-    manager = _sessions._manager(agent)
-    if manager is None:
-        return
-    snapshot = await manager.load_latest()
-    if snapshot is not None:
-        link.app_data = snapshot.app_data
-
-
 def _decide_unknown(
-    agent: Agent, base: ThreadCheckpoint, given: Mapping[str, Any]
+    tools: Mapping[str, Tool], base: ThreadCheckpoint, given: Mapping[str, Any]
 ) -> tuple[list[tuple[ToolCall, ResolvedDecision]], ToolCall | None]:
     """Decisions for every in-flight call, from ``given`` only; the first undecided call.
 
@@ -339,7 +343,7 @@ def _decide_unknown(
         if found is None:
             return plans, call
         key, value, source = found
-        tool = agent._tools_by_name.get(call.name)
+        tool = tools.get(call.name)
         if tool is None:  # the tool is gone: running it answers "unknown tool", harmlessly
             decision = ResolvedDecision("approve", source, raw=value, key=key)
         else:
@@ -419,18 +423,15 @@ def _admit(
     return _Admission(decisions)
 
 
-async def _surface(
-    agent: Agent,
+async def surface_interrupt(
     checkpointer: Checkpointer,
     base: ThreadCheckpoint,
     call: ToolCall,
     *,
-    resume: bool,
-    prompt: Message | None,
     stale: bool,
     carry: Mapping[str, Any] | None = None,
-) -> AsyncGenerator[AgentEvent, None]:
-    """Raise the interrupt of ``call`` (saved first unless re-surfaced as it stands).
+) -> HitlInterrupt:
+    """The interrupt of ``call`` to raise, saved first unless re-surfaced as it stands.
 
     ``carry``: the decisions of a request that named the open interrupt but left another
     call of unknown outcome of the same turn undecided; they are kept with the next
@@ -439,27 +440,22 @@ async def _surface(
 
     A call of unknown outcome seen for the first time is recorded as such with a fresh
     interrupt id (a full save). The open interrupt re-surfaced after a stale request
-    keeps its id and writes nothing. Either way the agent takes the thread's state.
+    keeps its id and writes nothing. Either way the agent then takes the thread's state.
     """
     unknown = bool(base.in_flight)
     interrupt_id = base.open_interrupt_id()
     if interrupt_id is None or not stale:
         interrupt_id = new_interrupt_id()
-    with agent._busy.hold():
-        if not stale or base.open_interrupt_id() is None:
-            update: dict[str, Any] = {
-                "pending": call,
-                "interrupt_id": interrupt_id,
-                "saved_at": datetime.now(UTC),
-            }
-            if unknown:
-                update.update(outcome_unknown=True, decisions=dict(carry or {}))
-            await checkpointer.save(base.model_copy(update=update))  # a full save: the id
-        agent._state.replace(base.state)
-        await agent._set_history(base.messages)
-        label = "outcome_unknown" if unknown else "interrupted"
-        agent._record("resume" if resume else "run", label)
-    interrupt = HitlInterrupt(
+    if not stale or base.open_interrupt_id() is None:
+        update: dict[str, Any] = {
+            "pending": call,
+            "interrupt_id": interrupt_id,
+            "saved_at": datetime.now(UTC),
+        }
+        if unknown:
+            update.update(outcome_unknown=True, decisions=dict(carry or {}))
+        await checkpointer.save(base.model_copy(update=update))  # a full save: the id
+    return HitlInterrupt(
         call.name,
         call.args,
         call.id,
@@ -469,12 +465,6 @@ async def _surface(
         outcome_unknown=unknown,
         interrupt_id=interrupt_id,
     )
-    run_id = new_id()
-    yield RunStartedEvent(
-        run_id=run_id, agent_id=agent.agent_id, thread_id=base.thread_id, prompt=prompt
-    )
-    yield InterruptEvent(run_id=run_id, interrupt=interrupt)
-    raise interrupt
 
 
 @dataclass(slots=True)
@@ -495,7 +485,7 @@ class ThreadStart:
 
 @contextlib.asynccontextmanager
 async def open_thread(
-    agent: Agent,
+    host: ThreadHost,
     checkpointer: object,
     thread_id: str | None,
     *,
@@ -511,7 +501,6 @@ async def open_thread(
     """
     cp = check_target(checkpointer, thread_id)
     assert thread_id is not None
-    agent._busy.check()  # before waiting for the thread: this instance runs one at a time
     given = dict(decisions or {})
     async with thread_lock(cp, thread_id):
         outer = _HOLDING.get()
@@ -525,16 +514,16 @@ async def open_thread(
                     raise CheckpointMissingError(
                         f"thread {thread_id!r} has no checkpoint to resume"
                     )
-                yield ThreadStart(_ThreadRun(agent, cp, thread_id, DecisionBook(given)))
+                yield ThreadStart(_ThreadRun(host, cp, thread_id, DecisionBook(given)))
                 return
-            admission = _admit(base, given, agent._tools_by_name, resume=resume)
+            admission = _admit(base, given, host.tools, resume=resume)
             carried = dict(base.decisions) if resume else {}
             book = DecisionBook({**carried, **admission.decisions})
-            start = ThreadStart(_ThreadRun(agent, cp, thread_id, book), base)
+            start = ThreadStart(_ThreadRun(host, cp, thread_id, book), base)
             if admission.surface is not None:
                 start.surface, start.stale = admission.surface, admission.stale
             elif base.in_flight:
-                plans, undecided = _decide_unknown(agent, base, admission.decisions)
+                plans, undecided = _decide_unknown(host.tools, base, admission.decisions)
                 start.surface = undecided
                 if undecided is not None and base.outcome_unknown:
                     start.carry = admission.decisions  # the request named the interrupt
@@ -549,59 +538,18 @@ async def open_thread(
             _HOLDING.set(outer)  # not reset(token): the generator may close in another context
 
 
-async def drive_thread(
-    agent: Agent,
-    prompt: Message | None,
-    *,
+async def pause_thread(
     checkpointer: object,
-    thread_id: str | None,
-    decisions: Mapping[str, Any] | None,
-    resume: bool,
-    reissue: bool = True,
-) -> AsyncGenerator[AgentEvent, None]:
-    """Run or resume ``thread_id`` under its run lock (see the module docstring).
+    thread_id: str,
+    host: ThreadHost,
+    history: Callable[[], Awaitable[Sequence[Message]]],
+) -> None:
+    """Save the agent's ``history()`` and state as the thread's checkpoint (``pending=None``).
 
-    ``reissue=False`` runs the stored interrupted turn (the calls the human saw, with the
-    approved or edited arguments) instead of asking the model again.
-    """
-    async with open_thread(
-        agent, checkpointer, thread_id, decisions=decisions, resume=resume, reissue=reissue
-    ) as start:
-        run = start.run
-        if start.surface is not None:
-            assert start.base is not None
-            async for event in _surface(
-                agent,
-                run.checkpointer,
-                start.base,
-                start.surface,
-                resume=resume,
-                prompt=prompt,
-                stale=start.stale,
-                carry=start.carry,
-            ):
-                yield event
-            return  # not reached: _surface raises
-        events = agent._drive(
-            prompt,
-            decisions=run.decisions,
-            thread_id=run.thread_id,
-            hooks=run.hooks(),
-            timeline_kind="resume" if resume else "run",
-            replay=run.replay,
-        )
-        try:
-            async for event in events:
-                yield event
-        finally:
-            await events.aclose()
-
-
-async def pause_thread(agent: Agent, thread_id: str, checkpointer: object) -> None:
-    """Save ``agent.messages`` and ``agent.state`` as the thread's checkpoint (``pending=None``).
-
-    Before the agent's first run, the history saved is the one that run would start from
-    (the session's snapshot, else the stored memory, else the seed), repaired.
+    ``history()`` is what the agent holds now (before its first run, what that run would
+    start from). Pausing a thread that has no checkpoint with no message to save would
+    store a thread nothing can continue: ``CHECKPOINT_MISSING``, nothing written (except
+    from inside the thread's own run, which saves the thread when it ends).
 
     Calls of unknown outcome recorded in the thread's checkpoint are kept (a pause must not
     make the at-most-once protocol forget them). Called from inside a run that holds the
@@ -609,13 +557,14 @@ async def pause_thread(agent: Agent, thread_id: str, checkpointer: object) -> No
     """
     cp = check_target(checkpointer, thread_id)
 
-    async def save() -> None:
-        if not agent._busy.held:
-            # Before a first run, agent.messages is only the seed: what that run would start
-            # from (the session's snapshot, else the stored memory, else the seed) is what
-            # a pause must save, or a resume would overwrite the stored history with it.
-            await _sessions._ensure_restored(agent)
+    async def save(inside: bool) -> None:
+        messages = repair_history(await history())  # a seed may be malformed; runs repair too
         base = await cp.load(thread_id)
+        if base is None and not messages and not inside:
+            raise CheckpointMissingError(
+                f"thread {thread_id!r} has no checkpoint and the agent holds no message: "
+                "nothing to pause (run it with a prompt first)"
+            )
         keep: dict[str, Any] = {}
         if base is not None and base.in_flight:
             keep = {
@@ -624,15 +573,14 @@ async def pause_thread(agent: Agent, thread_id: str, checkpointer: object) -> No
                 "in_flight": base.in_flight,
                 "outcome_unknown": base.outcome_unknown,
             }
-        app_data = app_data_with_state(agent.memory, base.app_data if base else None)
+        app_data = app_data_with_state(host.memory, base.app_data if base else None)
         keep["app_data"] = app_data if isinstance(app_data, dict) else None
-        state = agent.state.to_dict()
-        messages = repair_history(agent.messages)  # a seed may be malformed; runs repair too
+        state = host.state.to_dict()
         await cp.save(ThreadCheckpoint(thread_id, None, messages, state, **keep))
 
     holding = _HOLDING.get()
     if holding is not None and holding[0] is cp and holding[1] == thread_id:
-        await save()
+        await save(inside=True)  # the thread's own run: its end saves the thread anyway
         return
     async with thread_lock(cp, thread_id):
-        await save()
+        await save(inside=False)

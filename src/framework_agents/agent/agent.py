@@ -33,7 +33,7 @@ from ..history import CheckedHistory
 from ..hitl import DecideCallback, HitlInterrupt, check_decisions, is_interrupt_id
 from ..memory._base import AppendableMemory, Memory, replace_history
 from ..memory.grounding import GroundingMemory, is_grounding
-from ..messages import Message, ToolCall
+from ..messages import Message, ToolCall, new_id
 from ..models._base import Model, ToolSpec
 from ..sessions.snapshot import Snapshot
 from ..tools import Tool, as_tool
@@ -268,8 +268,21 @@ class Agent:
             await events.aclose()
 
     async def pause(self, thread_id: str, *, checkpointer: Checkpointer) -> None:
-        """Save ``messages`` and ``state`` as the thread's checkpoint (``pending=None``)."""
-        await _threads.pause_thread(self, thread_id, checkpointer)
+        """Save ``messages`` and ``state`` as the thread's checkpoint (``pending=None``).
+
+        ``CHECKPOINT_MISSING`` when the thread has no checkpoint and the agent no message.
+        """
+
+        async def history() -> Sequence[Message]:
+            if not self._busy.held:
+                # Before a first run, agent.messages is only the seed: what that run would
+                # start from (the session's snapshot, else the stored memory, else the
+                # seed) is what a pause must save, or a resume would overwrite the stored
+                # history with it.
+                await _sessions.ensure_restored(self)
+            return self._messages
+
+        await _threads.pause_thread(checkpointer, thread_id, self._thread_host(), history)
 
     async def resume(
         self,
@@ -339,8 +352,7 @@ class Agent:
         _threads.check_target(checkpointer, thread_id)  # THREAD_ID_INVALID comes first
         return trace_run(
             self,
-            _threads.drive_thread(
-                self,
+            self._drive(
                 None,
                 checkpointer=checkpointer,
                 thread_id=thread_id,
@@ -384,50 +396,112 @@ class Agent:
         checkpointer: Checkpointer | None = None,
         thread_id: str | None = None,
         decisions: Mapping[str, Any] | None = None,
-        hooks: RunHooks | None = None,
-        timeline_kind: TimelineKind = "run",
-        replay: Message | None = None,
+        resume: bool | None = None,
+        reissue: bool = True,
     ) -> AsyncGenerator[AgentEvent, None]:
-        """The one driver of the loop: busy flag, start, loop, commit, terminal event."""
-        if hooks is None:  # a call from run() or stream(), not from the thread driver
-            if checkpointer is not None:
-                _threads.check_target(checkpointer, thread_id)  # THREAD_ID_INVALID first
-            decisions = self._checked_decisions(decisions)
-            if checkpointer is None and thread_id is not None:
-                raise InvalidArgumentError(
-                    "thread_id needs a checkpointer (the thread would not be saved)"
-                )
-        if checkpointer is not None:  # a thread: _threads wraps this driver in its lock
-            # run(None) on a thread continues it exactly as resume() does.
-            thread_events = _threads.drive_thread(
-                self,
-                _as_prompt(prompt),
-                checkpointer=checkpointer,
-                thread_id=thread_id,
-                decisions=decisions,
-                resume=prompt is None,
+        """The one driver: check the arguments, open what the run needs, run the loop.
+
+        With a checkpointer, the thread is opened first (its lock held, its checkpoint
+        loaded, the decisions bound to its open interrupt) and its hooks join the run;
+        ``resume`` (default: ``prompt is None``, so ``run(None)`` on a thread continues
+        it exactly as ``resume()`` does) and ``reissue`` say how it goes on.
+        """
+        if checkpointer is not None:
+            _threads.check_target(checkpointer, thread_id)  # THREAD_ID_INVALID first
+        decisions = self._checked_decisions(decisions)
+        if checkpointer is None and thread_id is not None:
+            raise InvalidArgumentError(
+                "thread_id needs a checkpointer (the thread would not be saved)"
             )
-            try:
-                async for event in thread_events:
+        message = _as_prompt(prompt)
+        # Every nested stream is closed explicitly: a consumer that stops early frees the
+        # agent and the thread at once, not when the garbage collector finds them.
+        if checkpointer is None:
+            run_events = self._busy_run(message, decisions, None, self._hooks(), "run")
+            async with contextlib.aclosing(run_events):
+                async for event in run_events:
                     yield event
-            finally:
-                await thread_events.aclose()  # a stream closed early frees the thread now
             return
-        with self._busy.hold() as release:
-            events = self._run_events(
-                _as_prompt(prompt),
-                decisions,
-                thread_id,
-                hooks or RunHooks(),
-                timeline_kind,
-                replay,
-                release,
-            )
-            try:
+        resuming = prompt is None if resume is None else resume
+        self._busy.check()  # before waiting for the thread: one run at a time per instance
+        async with _threads.open_thread(
+            self._thread_host(),
+            checkpointer,
+            thread_id,
+            decisions=decisions,
+            resume=resuming,
+            reissue=reissue,
+        ) as start:
+            run = start.run
+            if start.surface is not None:
+                events = self._surface(start, resume=resuming, prompt=message)
+            else:
+                events = self._busy_run(
+                    message,
+                    run.decisions,
+                    run.thread_id,
+                    self._hooks(run.hooks()),
+                    "resume" if resuming else "run",
+                    run.replay,
+                )
+            async with contextlib.aclosing(events):
                 async for event in events:
                     yield event
-            finally:
-                await events.aclose()
+
+    async def _busy_run(
+        self,
+        message: Message | None,
+        decisions: Mapping[str, Any] | None,
+        thread_id: str | None,
+        hooks: RunHooks,
+        timeline_kind: TimelineKind,
+        replay: Message | None = None,
+    ) -> AsyncGenerator[AgentEvent, None]:
+        """One run inside the agent's busy flag (released before the terminal event)."""
+        with self._busy.hold() as release:
+            events = self._run_events(
+                message, decisions, thread_id, hooks, timeline_kind, replay, release
+            )
+            async with contextlib.aclosing(events):
+                async for event in events:
+                    yield event
+
+    async def _surface(
+        self, start: _threads.ThreadStart, *, resume: bool, prompt: Message | None
+    ) -> AsyncGenerator[AgentEvent, None]:
+        """Raise the interrupt a thread opened on (the agent takes the thread's state)."""
+        base, call = start.base, start.surface
+        assert base is not None and call is not None
+        with self._busy.hold():
+            interrupt = await _threads.surface_interrupt(
+                start.run.checkpointer, base, call, stale=start.stale, carry=start.carry
+            )
+            self._state.replace(base.state)
+            await self._set_history(base.messages)
+            label = "outcome_unknown" if interrupt.outcome_unknown else "interrupted"
+            self._record("resume" if resume else "run", label)
+        run_id = new_id()
+        yield RunStartedEvent(
+            run_id=run_id, agent_id=self.agent_id, thread_id=base.thread_id, prompt=prompt
+        )
+        yield InterruptEvent(run_id=run_id, interrupt=interrupt)
+        raise interrupt
+
+    def _thread_host(self) -> _threads.ThreadHost:
+        """What a thread needs from this agent (the thread module never touches it)."""
+        return _threads.ThreadHost(
+            agent_id=self.agent_id,
+            state=self._state,
+            memory=self.memory,
+            tools=self._tools_by_name,
+            setup=self._setup,
+            start_history=self._start_history,
+            carry_session=lambda: _sessions.carry_app_data(self),
+        )
+
+    def _hooks(self, *providers: RunHooks) -> RunHooks:
+        """The run's hooks: the session's, then each provider's (a thread's)."""
+        return RunHooks.compose(_sessions.session_hooks(self), *providers)
 
     async def _run_events(
         self,
@@ -467,7 +541,7 @@ class Agent:
                     run.transcript, run.checked, checked, run.grown_from
                 )
             if hooks.on_commit is not None:
-                await hooks.on_commit(list(managed))
+                await hooks.on_commit(managed.to_list(), True)
             self._record(timeline_kind, ran=run.ran)
             logger.debug("run %s of %r (thread %s): finished", run.run_id, self.agent_id, thread_id)
             result = RunResult(
@@ -483,7 +557,9 @@ class Agent:
                 turns=run.turns,
             )
         except HitlInterrupt as interrupt:
-            await self._commit(run.kept_on_interrupt(), run.checked)
+            kept, _ = await self._commit(run.kept_on_interrupt(), run.checked)
+            if hooks.on_commit is not None:
+                await hooks.on_commit(kept.to_list(), False)
             self._record(timeline_kind, "interrupted", ran=run.ran)
             logger.debug(
                 "run %s of %r (thread %s): interrupted", run.run_id, self.agent_id, thread_id
@@ -585,7 +661,6 @@ class Agent:
             history, grown_from = kept_checked(managed, checked), None
         await self._store(history, grown_from)
         self._started = True
-        await _sessions.save_session(self)  # every committed run ends with save_latest
         return history, grown_from
 
     async def _store(self, history: CheckedHistory, grown_from: CheckedHistory | None) -> None:
