@@ -24,6 +24,7 @@
 from __future__ import annotations
 
 import contextlib
+import enum
 import inspect
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
@@ -49,6 +50,7 @@ if TYPE_CHECKING:
     from .agent import Agent
 
 __all__ = [
+    "HistoryOrigin",
     "SessionLink",
     "SessionStore",
     "check_session_manager",
@@ -65,20 +67,46 @@ __all__ = [
 ]
 
 
-@dataclass
-class SessionLink:
-    """Per-agent bookkeeping of the restore and of the history before the first run.
+class HistoryOrigin(enum.Enum):
+    """Where ``agent.messages`` stands: the one state of the history's start.
 
-    ``restored``/``found``: the latest snapshot was looked up / existed; ``app_data``: its
-    app data. ``settled``: ``agent.messages`` was made the first run's start history.
-    ``history_set``: a snapshot set the history before the first run (no seeding then).
+    * ``SEED``: the constructor's ``initial_messages``; nothing decided yet.
+    * ``SETTLED``: before the first run, made what that run starts from (the stored
+      memory, else the seed); done once, so edits before the first run keep it whole.
+    * ``SNAPSHOT``: a snapshot (the session's latest, or one loaded) gave it before the
+      first run: the first run never seeds.
+    * ``COMMITTED``: a run has committed; the history is the agent's own from then on.
     """
 
-    restored: bool = False
-    found: bool = False
+    SEED = "seed"
+    SETTLED = "settled"
+    SNAPSHOT = "snapshot"
+    COMMITTED = "committed"
+
+
+@dataclass
+class SessionLink:
+    """Per-agent bookkeeping of the session and of the history before the first run.
+
+    ``origin``: see :class:`HistoryOrigin`. ``read``: the session's latest snapshot was
+    looked up (and applied), or what it stores now is this agent's own save; a save
+    refused as stale clears it, so the next run looks again. ``app_data``: the latest
+    snapshot's app data, carried into every save.
+    """
+
+    origin: HistoryOrigin = HistoryOrigin.SEED
+    read: bool = False
     app_data: Any = None
-    settled: bool = False
-    history_set: bool = False
+
+    @property
+    def from_snapshot(self) -> bool:
+        """Whether a snapshot gave the history the first run starts from (no seeding)."""
+        return self.origin is HistoryOrigin.SNAPSHOT
+
+    @property
+    def committed(self) -> bool:
+        """Whether a run has committed."""
+        return self.origin is HistoryOrigin.COMMITTED
 
 
 @contextlib.contextmanager
@@ -139,19 +167,28 @@ async def _apply(agent: Agent, data: SnapshotData) -> None:
     """
     if data.messages is not None:
         await agent._set_history(repair_history(data.messages))
-        agent._session_link.history_set = True
+        _snapshot_gave_history(agent._session_link)
     if data.state is not None:
         agent._state.replace(data.state)
     if data.system_prompt is not None:
         set_system_prompt(agent, data.system_prompt)
 
 
+def _snapshot_gave_history(link: SessionLink) -> None:
+    """Before the first run, a snapshot's history is the start (never reseeded)."""
+    if not link.committed:
+        link.origin = HistoryOrigin.SNAPSHOT
+
+
 async def restore_session(agent: Agent) -> bool:
-    """Apply the session's latest snapshot once per agent; whether the session had one."""
+    """Apply the session's latest snapshot once per agent.
+
+    Returns whether a snapshot gave the history the first run starts from.
+    """
     link = agent._session_link
     manager = _manager(agent)
-    if manager is None or link.restored:
-        return link.found or link.history_set
+    if manager is None or link.read:
+        return link.from_snapshot
     snapshot = await trace_store(
         "session", "load", manager, manager.load_latest(), key=getattr(manager, "session_id", None)
     )
@@ -160,10 +197,14 @@ async def restore_session(agent: Agent) -> bool:
         # ``restored`` unset and the next attempt applies the same snapshot again.
         await _apply(agent, snapshot.data)
         await restore_state(agent.memory, snapshot.app_data)  # long-term memory, if carried
-        link.found = True
+        if snapshot.data.messages is None and not link.committed:
+            # A snapshot without messages still means the seed is not used: the start
+            # is what the memory holds.
+            agent._messages = [m for m in await agent.memory.load() if not is_grounding(m)]
+        _snapshot_gave_history(link)
         link.app_data = snapshot.app_data
-    link.restored = True
-    return link.found or link.history_set
+    link.read = True
+    return link.from_snapshot
 
 
 async def save_session(agent: Agent) -> None:
@@ -179,9 +220,9 @@ async def save_session(agent: Agent) -> None:
     except CheckpointConflictError:
         # Another replica saved since this agent read the session: this run's turn was
         # not acknowledged. The next run restores the latest snapshot and goes on.
-        link.restored = False
+        link.read = False
         raise
-    link.restored = True  # what is stored now is ours: never restore over it
+    link.read = True  # what is stored now is ours: never restore over it
 
 
 def session_hooks(agent: Agent) -> RunHooks:
@@ -208,7 +249,7 @@ async def carry_app_data(agent: Agent) -> None:
     restored, so if this run commits nothing a later run without a thread restores it.
     """
     link = agent._session_link
-    if link.restored:
+    if link.read:
         return
     manager = _manager(agent)
     if manager is None:
@@ -227,14 +268,14 @@ async def ensure_restored(agent: Agent) -> None:
     window is smaller.
     """
     link = agent._session_link
-    if agent._started or link.settled:
+    if link.origin is not HistoryOrigin.SEED:
         return
-    from_snapshot = await restore_session(agent)
-    if not link.history_set:
-        history = [m for m in await agent.memory.load() if not is_grounding(m)]
-        if history or from_snapshot:
-            agent._messages = history
-    link.settled = True
+    if await restore_session(agent):
+        return  # the snapshot's history (or none at all) is the start: never the seed
+    history = [m for m in await agent.memory.load() if not is_grounding(m)]
+    if history:
+        agent._messages = history
+    link.origin = HistoryOrigin.SETTLED
 
 
 def take_snapshot(

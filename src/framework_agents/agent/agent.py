@@ -169,7 +169,6 @@ class Agent:
         self._memory_view: tuple[int, CheckedHistory] | None = None
         self._timeline = Timeline()
         self._busy = BusyFlag(agent_id)
-        self._started = False  # a run has committed (first-run seeding is done)
         self._session_link = _sessions.SessionLink()  # session restore bookkeeping
         self._tools_by_name: dict[str, Tool] = {t.name: t for t in self.tools}
         self._tool_specs: list[ToolSpec] = [t.spec for t in self.tools]
@@ -615,16 +614,16 @@ class Agent:
         # Also after the first run: a run whose session save was refused as stale
         # (CHECKPOINT_CONFLICT) marks the session unread, and the next run starts from the
         # latest stored snapshot instead of failing forever.
-        restored = await _sessions.restore_session(self)
-        from_session = not self._started and restored
+        from_session = await _sessions.restore_session(self)
+        started = self._session_link.committed
         memory, view = self.memory, self._memory_view
         revision: int | None = None
         if _implements(memory, AppendableMemory):
-            if self._started and view is not None and memory.revision == view[0]:
+            if started and view is not None and memory.revision == view[0]:
                 return view[1]  # the memory still holds what this agent left there
             revision = memory.revision
         history = await trace_store("memory", "load", memory, memory.load())
-        if not self._started and not from_session and not history and self.initial_messages:
+        if not started and not from_session and not history and self.initial_messages:
             history = list(self.initial_messages)
         elif _implements(memory, AppendableMemory) and memory.revision == revision:
             checked = CheckedHistory.repaired(history)
@@ -660,7 +659,7 @@ class Agent:
         else:
             history, grown_from = kept_checked(managed, checked), None
         await self._store(history, grown_from)
-        self._started = True
+        self._session_link.origin = _sessions.HistoryOrigin.COMMITTED
         return history, grown_from
 
     async def _store(self, history: CheckedHistory, grown_from: CheckedHistory | None) -> None:
