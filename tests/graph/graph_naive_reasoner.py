@@ -16,57 +16,57 @@ TRANS, SYM = IRI("owl:TransitiveProperty"), IRI("owl:SymmetricProperty")
 EQC, EQP = IRI("owl:equivalentClass"), IRI("owl:equivalentProperty")
 
 
-def _step(t: set[Triple]) -> set[Triple]:
-    new: set[Triple] = set()
-    by_p: dict[object, list[Triple]] = {}
-    for x in t:
-        by_p.setdefault(x[1], []).append(x)
+Index = dict[object, list[Triple]]
+
+
+def _schema(by_p: Index, new: set[Triple]) -> None:
+    """rdfs:domain, rdfs:range, rdfs:subPropertyOf and rdfs:subClassOf."""
     for p, _, c in by_p.get(DOM, []):
-        for s, _, _ in by_p.get(p, []):
-            new.add((s, TYPE, c))
+        new.update((s, TYPE, c) for s, _, _ in by_p.get(p, []))
     for p, _, c in by_p.get(RNG, []):
-        for _, _, o in by_p.get(p, []):
-            new.add((o, TYPE, c))
+        new.update((o, TYPE, c) for _, _, o in by_p.get(p, []))
     for p, _, q in by_p.get(SUBP, []):
-        for s, _, o in by_p.get(p, []):
-            new.add((s, q, o))
-        for p2, _, r in by_p.get(SUBP, []):
-            if p2 == q:
-                new.add((p, SUBP, r))
+        new.update((s, q, o) for s, _, o in by_p.get(p, []))
+        new.update((p, SUBP, r) for p2, _, r in by_p.get(SUBP, []) if p2 == q)
     for c, _, d in by_p.get(SUBC, []):
-        for s, _, k in by_p.get(TYPE, []):
-            if k == c:
-                new.add((s, TYPE, d))
-        for c2, _, e in by_p.get(SUBC, []):
-            if c2 == d:
-                new.add((c, SUBC, e))
+        new.update((s, TYPE, d) for s, _, k in by_p.get(TYPE, []) if k == c)
+        new.update((c, SUBC, e) for c2, _, e in by_p.get(SUBC, []) if c2 == d)
+
+
+def _properties(by_p: Index, new: set[Triple]) -> None:
+    """owl:TransitiveProperty, owl:SymmetricProperty and owl:inverseOf."""
     for p, _, k in by_p.get(TYPE, []):
         if k == TRANS:
-            for x, _, y in by_p.get(p, []):
-                for y2, _, z in by_p.get(p, []):
-                    if y == y2:
-                        new.add((x, p, z))
+            pairs = by_p.get(p, [])
+            new.update((x, p, z) for x, _, y in pairs for y2, _, z in pairs if y == y2)
         if k == SYM:
-            for x, _, y in by_p.get(p, []):
-                new.add((y, p, x))
+            new.update((y, p, x) for x, _, y in by_p.get(p, []))
     for p, _, q in by_p.get(INV, []):
-        for x, _, y in by_p.get(p, []):
-            new.add((y, q, x))
-        for x, _, y in by_p.get(q, []):
-            new.add((y, p, x))
+        new.update((y, q, x) for x, _, y in by_p.get(p, []))
+        new.update((y, p, x) for x, _, y in by_p.get(q, []))
+
+
+def _equality(t: set[Triple], by_p: Index, new: set[Triple]) -> None:
+    """owl:sameAs (symmetric, substituted in every position) and the equivalences."""
     for a, _, b in by_p.get(SAME, []):
         new.add((b, SAME, a))
-        for s, p, o in t:
-            if s == a:
-                new.add((b, p, o))
-            if p == a:
-                new.add((s, b, o))
-            if o == a:
-                new.add((s, p, b))
+        new.update((b, p, o) for s, p, o in t if s == a)
+        new.update((s, b, o) for s, p, o in t if p == a)
+        new.update((s, p, b) for s, p, o in t if o == a)
     for c, _, d in by_p.get(EQC, []):
         new.update({(c, SUBC, d), (d, SUBC, c)})
     for p, _, q in by_p.get(EQP, []):
         new.update({(p, SUBP, q), (q, SUBP, p)})
+
+
+def _step(t: set[Triple]) -> set[Triple]:
+    new: set[Triple] = set()
+    by_p: Index = {}
+    for x in t:
+        by_p.setdefault(x[1], []).append(x)
+    _schema(by_p, new)
+    _properties(by_p, new)
+    _equality(t, by_p, new)
     # Generalised triples (a literal as subject or predicate) are not RDF: drop them.
     return {x for x in new if isinstance(x[0], IRI) and isinstance(x[1], IRI)}
 
