@@ -378,8 +378,8 @@ def test_hooks_see_interrupts_and_each_tool_result_before_the_loop_goes_on() -> 
     async def on_tool_result(progress: ToolProgress) -> None:
         log.append(("result", progress.call.id, progress.result.text, len(progress.messages())))
 
-    async def on_commit(messages: list[Message]) -> None:
-        log.append(("commit", len(messages)))
+    async def on_commit(messages: list[Message], finished: bool) -> None:
+        log.append(("commit", len(messages), finished))
 
     async def prepare() -> list[Message]:
         return [Message("user", "from a checkpoint")]
@@ -395,7 +395,7 @@ def test_hooks_see_interrupts_and_each_tool_result_before_the_loop_goes_on() -> 
     agent = Agent(model, tools=[publish, note])
 
     async def drive(decisions: Any) -> None:
-        async for _ in agent._drive(None, decisions=decisions, hooks=hooks, timeline_kind="resume"):
+        async for _ in agent._busy_run(None, decisions, None, hooks, "resume"):
             pass
 
     with pytest.raises(HitlInterrupt):
@@ -404,6 +404,7 @@ def test_hooks_see_interrupts_and_each_tool_result_before_the_loop_goes_on() -> 
         ("start", "n", None),
         ("result", "n", "noted", 3),
         ("interrupt", "c1", ["from a checkpoint", "", "noted"]),
+        ("commit", 3, False),  # what the interrupted run keeps
     ]
     assert agent.timeline[-1].kind == "resume"
     log.clear()
@@ -413,7 +414,7 @@ def test_hooks_see_interrupts_and_each_tool_result_before_the_loop_goes_on() -> 
     assert log == [
         ("start", "c1", "approve"),
         ("result", "c1", "published hello", 3),
-        ("commit", 4),
+        ("commit", 4, True),
     ]
     assert model2.calls[0].messages[0].text == "from a checkpoint"
 
