@@ -128,3 +128,18 @@ def test_a_checked_history_is_a_sequence() -> None:
         checked[4]
     assert checked.starts(msgs) and checked.starts([*msgs, Message("user", "y")])
     assert not checked.starts(msgs[:3])
+
+
+@settings(max_examples=200, deadline=None)
+@given(_histories, st.integers(min_value=0, max_value=12))
+def test_tail_offset_finds_a_tail_and_nothing_else(messages: list[Message], cut: int) -> None:
+    whole = CheckedHistory.repaired(messages)
+    starts = [i for i in range(len(whole) + 1) if i == len(whole) or whole[i].role != "tool"]
+    at = starts[min(cut, len(starts) - 1)]
+    tail = whole.suffix(at)
+    assert tail.tail_offset(whole) == at  # a window of the same list, or a copy of it
+    copied = CheckedHistory(list(tail))
+    assert copied.tail_offset(whole) == (at if len(copied) else len(whole))
+    if len(whole):
+        assert whole.extend([Message("user", "new")]).tail_offset(whole) is None
+        assert tail.tail_offset(whole.suffix(len(whole))) in (None, 0)

@@ -264,6 +264,19 @@ class CheckedHistory(Sequence[Message]):
         head = messages[:n]
         return (head if isinstance(head, list) else list(head)) == self.to_list()
 
+    def tail_offset(self, other: CheckedHistory) -> int | None:
+        """Where in ``other`` this history begins if it is ``other``'s tail, else ``None``.
+
+        Costs this history's length (a C-level comparison), never ``other``'s.
+        """
+        n, m = len(self), len(other)
+        if n > m:
+            return None
+        if other._log is self._log and other._stop == self._stop:
+            return self._start - other._start
+        tail = other._log[other._stop - n : other._stop]
+        return m - n if tail == self.to_list() else None
+
     @classmethod
     def of(cls, messages: Sequence[Message], base: CheckedHistory) -> CheckedHistory:
         """``messages`` checked, looking only past ``base`` when they start with it.

@@ -9,18 +9,22 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Sequence
+from pathlib import Path
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from framework_agents import (
     Agent,
+    FileCheckpointer,
     FunctionModel,
     InMemoryMemory,
     Message,
     NullConversationManager,
     ToolSpec,
 )
+from framework_agents import history as history_module
 from framework_agents.memory import Appended
 
 
@@ -151,5 +155,58 @@ def test_the_model_always_sees_what_the_memory_holds(
                 await memory.replace([Message("user", f"replaced {n}.{i}") for i in range(k)])
             elif op == "edit" and agent.messages:
                 await agent.edit_message(-1, f"edited {n}")
+
+    asyncio.run(scenario())
+
+
+# -- under a thread: the checkpoint gives the start, memory keeps a window of it ------
+
+
+def test_a_threads_runs_check_and_store_only_what_each_turn_adds(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    checked: list[int] = []
+    real = history_module.well_formed_problems
+
+    def counting(messages: Sequence[Message]) -> list[str]:
+        checked.append(len(messages))
+        return real(messages)
+
+    monkeypatch.setattr(history_module, "well_formed_problems", counting)
+
+    async def scenario() -> None:
+        memory = CountingMemory(max_messages=4)  # a window: the checkpoint keeps it all
+        seen: list[list[str]] = []
+        agent = Agent(_echo_model(seen), memory=memory)
+        cp = FileCheckpointer(tmp_path)
+        for i in range(3):
+            await agent.run(f"q{i}", checkpointer=cp, thread_id="t")
+        checked.clear()
+        memory.loads = memory.appends = memory.replaces = 0
+        for i in range(3, 8):
+            await agent.run(f"q{i}", checkpointer=cp, thread_id="t")
+        # Each run checks the prompt and the answer, never the 6..14 stored messages.
+        assert checked and max(checked) <= 2, checked
+        assert (memory.appends, memory.replaces, memory.loads) == (5, 0, 0)
+        assert seen[-1] == [t for i in range(7) for t in (f"q{i}", f"answer {i + 1}")] + ["q7"]
+        stored = await cp.load("t")
+        assert stored is not None and len(stored.messages) == 16
+        assert [m.text for m in await memory.load()] == ["q6", "answer 7", "q7", "answer 8"]
+        assert [m.text for m in agent.messages] == [m.text for m in stored.messages]
+
+    asyncio.run(scenario())
+
+
+def test_a_thread_written_by_another_agent_is_checked_again(tmp_path: Path) -> None:
+    async def scenario() -> None:
+        cp = FileCheckpointer(tmp_path)
+        seen: list[list[str]] = []
+        first = Agent(_echo_model(seen))
+        await first.run("a", checkpointer=cp, thread_id="t")
+        other = Agent(_echo_model([]))
+        await other.run("from the other", checkpointer=cp, thread_id="t")
+        await first.run("b", checkpointer=cp, thread_id="t")  # not what `first` committed
+        assert seen[-1] == ["a", "answer 1", "from the other", "answer 1", "b"]
+        assert [m.text for m in first.messages][-1] == "answer 2"
 
     asyncio.run(scenario())

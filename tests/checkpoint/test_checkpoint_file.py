@@ -625,3 +625,22 @@ def test_any_well_formed_history_round_trips_through_a_file(
     original = ThreadCheckpoint("prop", None, history, state)
     run(cp.save(original))
     assert run(cp.load("prop")) == original
+
+
+def test_a_load_hands_out_the_saved_message_objects_when_they_read_back_equal(
+    tmp_path: Path,
+) -> None:
+    async def main() -> None:
+        cp = FileCheckpointer(tmp_path)
+        first = [Message("user", "hi"), Message("assistant", "hello", metadata={"n": 1})]
+        await cp.save(ThreadCheckpoint("t", None, first))  # published whole
+        more = [*first, Message("user", "again")]
+        await cp.save(ThreadCheckpoint("t", None, more))  # a journal delta
+        loaded = await cp.load("t")
+        assert loaded is not None
+        assert all(a is b for a, b in zip(loaded.messages, more, strict=True))
+        fresh = await FileCheckpointer(tmp_path).load("t")  # another instance reads the file
+        assert fresh is not None and fresh.messages == more
+        assert not any(a is b for a, b in zip(fresh.messages, more, strict=True))
+
+    asyncio.run(main())

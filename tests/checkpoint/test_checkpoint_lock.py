@@ -552,3 +552,93 @@ def test_without_flock_across_processes(tmp_path: Path, children: list[Child]) -
             return time.monotonic() - started
 
         assert run(reclaimed()) < 4
+
+
+# -- call_with_file_lock: the lock, a call and the release in one hand-off ------------
+
+
+def test_a_call_runs_holding_the_lock_and_releases_it(tmp_path: Path) -> None:
+    path = tmp_path / "a.lock"
+
+    def inside() -> dict[str, object] | None:
+        return lock_holder(path)  # seen from the worker thread, during the call
+
+    async def main() -> None:
+        info = await lock_module.call_with_file_lock(path, inside)
+        assert info is not None and info["pid"] == os.getpid()
+        assert not path.exists()
+
+    run(main())
+
+
+def test_a_call_that_raises_releases_the_lock(tmp_path: Path) -> None:
+    path = tmp_path / "a.lock"
+
+    def boom() -> None:
+        raise OSError(errno.EIO, "simulated")
+
+    async def main() -> None:
+        with pytest.raises(OSError, match="simulated"):
+            await lock_module.call_with_file_lock(path, boom)
+        assert not path.exists()
+        async with with_file_lock(path, timeout=0):  # free again at once
+            pass
+
+    run(main())
+
+
+def test_a_call_waits_for_a_holder_in_another_process(
+    tmp_path: Path, children: list[Child]
+) -> None:
+    path = tmp_path / "a.lock"
+    child = Child("hold", str(path))
+    children.append(child)
+    child.expect("held")
+    order: list[str] = []
+
+    async def main() -> None:
+        with pytest.raises(LockTimeoutError):  # busy: tried once, never ran
+            await lock_module.call_with_file_lock(path, order.append, "early", timeout=0)
+        assert order == []
+        call = asyncio.create_task(
+            lock_module.call_with_file_lock(path, order.append, "ran", timeout=30)
+        )
+        await asyncio.to_thread(child.send, "release")
+        await call
+        assert order == ["ran"]
+
+    run(main())
+    child.expect("released")
+    assert child.finish() == 0
+
+
+def test_a_call_without_flock_takes_the_waiting_path(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(lock_module, "_flock", _no_flock)
+    path = tmp_path / "a.lock"
+
+    async def main() -> None:
+        assert await lock_module.call_with_file_lock(path, lambda: lock_holder(path)) is not None
+        assert not path.exists()
+
+    run(main())
+
+
+def test_calls_of_one_process_never_overlap(tmp_path: Path) -> None:
+    path = tmp_path / "a.lock"
+    inside = threading.Lock()
+
+    def critical() -> None:
+        assert inside.acquire(blocking=False), "two calls held the lock at once"
+        try:
+            time.sleep(0.001)
+        finally:
+            inside.release()
+
+    async def main() -> None:
+        await asyncio.gather(
+            *(lock_module.call_with_file_lock(path, critical, timeout=30) for _ in range(20))
+        )
+
+    run(main())

@@ -139,8 +139,9 @@ class RunHooks:
     * ``on_tool_turn(messages)``: after a whole tool turn is in the transcript.
     * ``on_interrupt(interrupt, messages, turn)``: before :class:`HitlInterrupt` is
       raised; ``messages`` exclude the interrupted assistant turn ``turn``.
-    * ``on_commit(messages, finished)``: after memory holds what the run commits: its
-      managed transcript (``finished``), or what an interrupted run keeps.
+    * ``on_commit(history, finished)``: after memory holds what the run commits: its
+      managed transcript (``finished``), or what an interrupted run keeps, as a
+      :class:`~framework_agents.history.CheckedHistory` (shared: never copied to hand over).
 
     Sessions and threads are hook providers: :meth:`compose` joins theirs into one.
     """
@@ -151,7 +152,7 @@ class RunHooks:
     on_tool_result: Callable[[ToolProgress], Awaitable[None]] | None = None
     on_tool_turn: Callable[[list[Message]], Awaitable[None]] | None = None
     on_interrupt: Callable[[HitlInterrupt, list[Message], Message], Awaitable[None]] | None = None
-    on_commit: Callable[[list[Message], bool], Awaitable[None]] | None = None
+    on_commit: Callable[[CheckedHistory, bool], Awaitable[None]] | None = None
 
     @classmethod
     def compose(cls, *providers: RunHooks) -> RunHooks:

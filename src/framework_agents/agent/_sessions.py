@@ -37,7 +37,7 @@ from ..errors import (
     MessageNotEditableError,
     MessageNotFoundError,
 )
-from ..history import repair_history
+from ..history import CheckedHistory, repair_history
 from ..memory.carry import app_data_with_state, restore_state
 from ..memory.grounding import is_grounding
 from ..messages import Message
@@ -234,7 +234,7 @@ def session_hooks(agent: Agent) -> RunHooks:
     if _manager(agent) is None:
         return RunHooks()
 
-    async def on_commit(messages: list[Message], finished: bool) -> None:
+    async def on_commit(history: CheckedHistory, finished: bool) -> None:
         await save_session(agent)
 
     return RunHooks(on_commit=on_commit)

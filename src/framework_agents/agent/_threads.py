@@ -55,7 +55,7 @@ from ..errors import (
     HitlDecisionError,
     InvalidArgumentError,
 )
-from ..history import repair_history
+from ..history import CheckedHistory, repair_history
 from ..hitl import (
     DecisionBook,
     HitlInterrupt,
@@ -90,7 +90,10 @@ class ThreadHost:
 
     ``start_history()`` is the agent's own start (its memory, session and seed) for a
     thread with no checkpoint yet; ``carry_session()`` makes the session's app data ride
-    along when the thread's checkpoint, not the session, gives the start.
+    along when the thread's checkpoint, not the session, gives the start;
+    ``recall(checkpointer, thread_id)`` is the checked history the agent last committed to
+    that thread (``remember`` records it), so a checkpoint that begins with it is checked
+    only past it.
     """
 
     agent_id: str
@@ -100,6 +103,22 @@ class ThreadHost:
     setup: Callable[[], RunSetup]
     start_history: Callable[[], Awaitable[Sequence[Message]]]
     carry_session: Callable[[], Awaitable[None]]
+    recall: Callable[[Checkpointer, str], CheckedHistory | None] = lambda _cp, _id: None
+    remember: Callable[[Checkpointer, str, CheckedHistory], None] = lambda _cp, _id, _h: None
+
+
+def checked_start(start: Sequence[Message], known: CheckedHistory | None) -> CheckedHistory:
+    """A checkpoint's history as a checked one: past ``known`` only, when it begins with it.
+
+    The thread's next run usually starts from what this agent committed last (the same
+    message objects): then nothing is checked again. Otherwise the history is repaired.
+    """
+    if known is not None and known.starts(start):
+        try:
+            return known.extend(start[len(known) :])
+        except InvalidArgumentError:
+            pass  # not well formed past it: repaired below, like any stored history
+    return CheckedHistory.repaired(start)
 
 
 #: The (checkpointer, thread id) whose run lock the current context holds.
@@ -237,7 +256,7 @@ class _ThreadRun:
         # Memory and agent.messages take the thread's history when the run commits (on
         # success or interrupt), like every run; rewriting them here too would cost a
         # second whole-history save, and a failed run commits nothing.
-        return repair_history(self.start)
+        return checked_start(self.start, self.host.recall(self.checkpointer, self.thread_id))
 
     async def on_turn_start(self, history: list[Message], assistant: Message) -> None:
         self.turn = _Turn(list(history), assistant)
@@ -284,14 +303,15 @@ class _ThreadRun:
                 "checkpoint", "save", self.checkpointer, self.checkpointer.save(checkpoint)
             )
 
-    async def on_commit(self, messages: list[Message], finished: bool) -> None:
+    async def on_commit(self, history: CheckedHistory, finished: bool) -> None:
         if not finished:  # an interrupt saved its own checkpoint (on_interrupt)
             return
         async with self.lock:
-            checkpoint = self.checkpoint(messages, finished=True)
+            checkpoint = self.checkpoint(history, finished=True)
             await trace_store(
                 "checkpoint", "save", self.checkpointer, self.checkpointer.save(checkpoint)
             )
+        self.host.remember(self.checkpointer, self.thread_id, history)
 
     # -- settling calls of unknown outcome ----------------------------------------------
 

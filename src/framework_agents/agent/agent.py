@@ -167,6 +167,9 @@ class Agent:
         # wrote an AppendableMemory: while the revision holds, runs start from it and
         # commit only their new messages (no reload, no rewrite of the history).
         self._memory_view: tuple[int, CheckedHistory] | None = None
+        # The thread this agent last committed and its history: the thread's next run
+        # starts from its checkpoint, checked only past what this agent committed.
+        self._thread_view: tuple[Checkpointer, str, CheckedHistory] | None = None
         self._timeline = Timeline()
         self._busy = BusyFlag(agent_id)
         self._session_link = _sessions.SessionLink()  # session restore bookkeeping
@@ -496,7 +499,21 @@ class Agent:
             setup=self._setup,
             start_history=self._start_history,
             carry_session=lambda: _sessions.carry_app_data(self),
+            recall=self._recall_thread,
+            remember=self._remember_thread,
         )
+
+    def _recall_thread(self, checkpointer: Checkpointer, thread_id: str) -> CheckedHistory | None:
+        """The history this agent last committed to the thread, if it was the last one."""
+        view = self._thread_view
+        if view is None or view[0] is not checkpointer or view[1] != thread_id:
+            return None
+        return view[2]
+
+    def _remember_thread(
+        self, checkpointer: Checkpointer, thread_id: str, history: CheckedHistory
+    ) -> None:
+        self._thread_view = (checkpointer, thread_id, history)
 
     def _hooks(self, *providers: RunHooks) -> RunHooks:
         """The run's hooks: the session's, then each provider's (a thread's)."""
@@ -540,7 +557,7 @@ class Agent:
                     run.transcript, run.checked, checked, run.grown_from
                 )
             if hooks.on_commit is not None:
-                await hooks.on_commit(managed.to_list(), True)
+                await hooks.on_commit(managed, True)
             self._record(timeline_kind, ran=run.ran)
             logger.debug("run %s of %r (thread %s): finished", run.run_id, self.agent_id, thread_id)
             result = RunResult(
@@ -558,7 +575,7 @@ class Agent:
         except HitlInterrupt as interrupt:
             kept, _ = await self._commit(run.kept_on_interrupt(), run.checked)
             if hooks.on_commit is not None:
-                await hooks.on_commit(kept.to_list(), False)
+                await hooks.on_commit(kept, False)
             self._record(timeline_kind, "interrupted", ran=run.ran)
             logger.debug(
                 "run %s of %r (thread %s): interrupted", run.run_id, self.agent_id, thread_id
@@ -673,16 +690,22 @@ class Agent:
         memory, view = self.memory, self._memory_view
         if view is not None and _implements(memory, AppendableMemory):
             revision, held = view
-            n = len(held)
-            if held is grown_from or held.starts(history):
+            at = _held_at(held, history, grown_from)
+            if at is not None:
+                new = history[at + len(held) :]
                 appended = await trace_store(
-                    "memory", "save", memory, memory.save_if(history[n:], revision=revision)
+                    "memory", "save", memory, memory.save_if(new, revision=revision)
                 )
                 if appended is not None:
-                    self._memory_view = (appended.revision, history.suffix(appended.dropped))
+                    self._memory_view = (appended.revision, history.suffix(at + appended.dropped))
                     self._messages = history
                     return
         await self._set_history(history)
+        if _implements(memory, AppendableMemory):  # what it holds now, for the next commit
+            revision = memory.revision
+            stored = await trace_store("memory", "load", memory, memory.load())
+            if memory.revision == revision:
+                self._memory_view = (revision, CheckedHistory.repaired(stored))
 
     async def _set_history(self, messages: Sequence[Message]) -> None:
         """Replace memory and ``agent.messages`` with ``messages`` (clear-then-save).
@@ -784,6 +807,21 @@ def _as_prompt(prompt: Prompt | None) -> Message | None:
     if isinstance(prompt, Message) and prompt.role == "user":
         return prompt
     raise InvalidArgumentError(f"a prompt is a str or a role='user' Message, got {prompt!r:.100}")
+
+
+def _held_at(
+    held: CheckedHistory, history: CheckedHistory, grown_from: CheckedHistory | None
+) -> int | None:
+    """Where in ``history`` the messages memory holds (``held``) begin, if they do.
+
+    Memory holds the history's beginning (the usual case), or the tail of the history the
+    run grew from (a windowed memory under a thread, whose checkpoint keeps it all).
+    """
+    if held is grown_from or held.starts(history):
+        return 0
+    if grown_from is not None:
+        return held.tail_offset(grown_from)
+    return None
 
 
 def _added(managed: CheckedHistory, start: Sequence[Message]) -> list[Message]:

@@ -9,7 +9,7 @@ import hashlib
 import logging
 import operator
 import os
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -34,7 +34,12 @@ from ..memory._document import same_json_message
 from ..messages import Message, ToolCall
 from ._io import run_blocking
 from ._journal import OVERLAY, Delta, JournalView, append_delta, apply_deltas, read_journal
-from .lock import check_seconds, with_file_lock
+from .lock import (
+    LockDirectoryMissingError,
+    call_with_file_lock,
+    check_seconds,
+    with_file_lock,
+)
 from .model import (
     ThreadCheckpoint,
     check_saved_at,
@@ -376,20 +381,22 @@ class FileCheckpointer:
 
     # -- writing -------------------------------------------------------------------------
 
+    async def _make_dir(self, thread_id: str) -> None:
+        directory = self.thread_dir(thread_id)
+        try:
+            await run_blocking(functools.partial(os.makedirs, directory, mode=0o700, exist_ok=True))
+        except (FileExistsError, NotADirectoryError):
+            raise CheckpointCorruptError(
+                f"{str(directory)!r} is not a directory (a file is in its way); "
+                "it was left untouched: remove it to continue"
+            ) from None
+
     @contextlib.asynccontextmanager
     async def _locked(self, thread_id: str, name: str, wait: float | None) -> AsyncIterator[None]:
         directory = self.thread_dir(thread_id)
         async with contextlib.AsyncExitStack() as stack:
             for attempt in range(3):
-                try:
-                    await run_blocking(
-                        functools.partial(os.makedirs, directory, mode=0o700, exist_ok=True)
-                    )
-                except (FileExistsError, NotADirectoryError):
-                    raise CheckpointCorruptError(
-                        f"{str(directory)!r} is not a directory (a file is in its way); "
-                        "it was left untouched: remove it to continue"
-                    ) from None
+                await self._make_dir(thread_id)
                 try:
                     await stack.enter_async_context(
                         with_file_lock(directory / name, wait, self.stale_after)
@@ -400,6 +407,24 @@ class FileCheckpointer:
                     if attempt == 2:
                         raise
             yield
+
+    async def _call_locked(self, thread_id: str, fn: Callable[..., _T], *args: Any) -> _T:
+        """``fn(*args)`` under the write lock, in one worker hand-off when it is free.
+
+        The thread's directory is made only when the lock file cannot be made without it
+        (the first save, or after a delete removed it).
+        """
+        lock = self.thread_dir(thread_id) / WRITE_LOCK_FILE
+        for attempt in range(3):
+            try:
+                return await call_with_file_lock(
+                    lock, fn, *args, timeout=self.lock_timeout, stale_after=self.stale_after
+                )
+            except LockDirectoryMissingError:
+                if attempt == 2:
+                    raise
+                await self._make_dir(thread_id)
+        raise AssertionError("unreachable")  # pragma: no cover
 
     def _current(self, thread_id: str) -> _Known | None:
         """What is stored, re-read (and validated) unless the files are as last seen.
@@ -446,12 +471,14 @@ class FileCheckpointer:
             st = os.stat(path)
         except OSError as exc:
             raise mark_landed(exc) from None
+        back = ThreadCheckpoint.model_validate_json(payload)  # what a read gives
+        back = back.model_copy(update={"messages": _as_read(back.messages, checkpoint.messages)})
         self._known[thread_id] = _Known(
             _signature(st),
             digest,
             list(checkpoint.messages),
             doc_bytes=len(payload),
-            checkpoint=ThreadCheckpoint.model_validate_json(payload),  # what a read gives
+            checkpoint=back,
         )
         for stale in (journal, path.with_name(PROGRESS_FILE)):
             try:
@@ -497,7 +524,10 @@ class FileCheckpointer:
         if known.checkpoint is not None:  # what a read would give: the JSON read back
             back = Delta.model_validate_json(payload)
             fields = {name: getattr(back, name) for name in OVERLAY}
-            fields["messages"] = [*known.checkpoint.messages[:keep], *back.messages]
+            fields["messages"] = [
+                *known.checkpoint.messages[:keep],
+                *_as_read(back.messages, added),
+            ]
             known.checkpoint = known.checkpoint.model_copy(update=fields)
         self._known[thread_id] = known
 
@@ -518,8 +548,7 @@ class FileCheckpointer:
         _check_checkpoint(checkpoint)
         thread_id = checkpoint.thread_id
         try:
-            async with self._locked(thread_id, WRITE_LOCK_FILE, self.lock_timeout):
-                await run_blocking(self._guard, thread_id, self._save_sync, checkpoint)
+            await self._call_locked(thread_id, self._guard, thread_id, self._save_sync, checkpoint)
         except AgentError:
             raise
         except OSError as exc:  # taking or releasing the write lock
@@ -638,6 +667,15 @@ def _detached(checkpoint: ThreadCheckpoint) -> ThreadCheckpoint:
             "decisions": copy.deepcopy(checkpoint.decisions),
         }
     )
+
+
+def _as_read(back: list[Message], saved: Sequence[Message]) -> list[Message]:
+    """The messages a read gives: each saved one that reads back equal is kept itself.
+
+    Messages are immutable values, so a load can hand out the very objects that were
+    saved; a caller comparing what it saved with what it loads then compares identities.
+    """
+    return [b if b != m else m for b, m in zip(back, saved, strict=True)]
 
 
 def _same_prefix(new: list[Message], stored: list[Message]) -> bool:
