@@ -396,16 +396,16 @@ class FileCheckpointer:
         directory = self.thread_dir(thread_id)
         async with contextlib.AsyncExitStack() as stack:
             for attempt in range(3):
-                await self._make_dir(thread_id)
                 try:
                     await stack.enter_async_context(
                         with_file_lock(directory / name, wait, self.stale_after)
                     )
                     break
-                except FileNotFoundError:
-                    # A delete removed the empty directory between our mkdir and the lock.
+                except LockDirectoryMissingError:
+                    # No directory yet, or a delete removed it after our mkdir: make it.
                     if attempt == 2:
                         raise
+                    await self._make_dir(thread_id)
             yield
 
     async def _call_locked(self, thread_id: str, fn: Callable[..., _T], *args: Any) -> _T:
