@@ -14,7 +14,7 @@ import httpx
 import pytest
 from server_support import Served, start_server
 
-from framework_agents import Agent, Message
+from framework_agents import Agent, Message, ToolCall, tool
 from framework_agents.models._base import ModelChunk, ModelDone, TextDelta
 from framework_agents.server import create_app
 
@@ -243,6 +243,75 @@ def test_a_slow_model_gets_keep_alives_on_both_streams(tmp_path: Path) -> None:
                     gate.set()
                     rest = list(lines)
                 assert any("run_finished" in line or "RUN_FINISHED" in line for line in rest)
+    finally:
+        gate.set()
+        served.stop()
+
+
+class GatedAfterApprovalModel:
+    """Asks for ``publish`` first; after the approval streams ``"first "``, waits, ``"second"``."""
+
+    def __init__(self, gate: threading.Event) -> None:
+        self.gate = gate
+
+    async def complete(self, messages: Sequence[Message], tools: Any, **_: Any) -> Message:
+        raise AssertionError("the server streams")
+
+    async def stream(
+        self, messages: Sequence[Message], tools: Any, **_: Any
+    ) -> AsyncIterator[ModelChunk]:
+        if messages[-1].role == "user":
+            call = ToolCall("c-shown", "publish", {"text": "hello"})
+            yield ModelDone(Message(role="assistant", tool_calls=[call]))
+            return
+        yield TextDelta("first ")
+        await asyncio.to_thread(self.gate.wait)
+        yield TextDelta("second")
+        yield ModelDone(Message(role="assistant", content="first second"))
+
+
+@tool(requires_approval=True)
+def publish(text: str) -> str:
+    """Publish ``text``."""
+    return f"published {text}"
+
+
+def test_a_resumed_run_streams_its_tokens_and_answers_the_call_the_human_saw(
+    tmp_path: Path,
+) -> None:
+    gate = threading.Event()
+    app = create_app(
+        lambda: Agent(GatedAfterApprovalModel(gate), tools=[publish]),
+        store=str(tmp_path / "s"),
+        console=False,
+    )
+    served = start_server(app)
+    try:
+        with httpx.Client(base_url=served.url, timeout=60) as client:
+            first = client.post("/api/threads/r1/runs", json={"prompt": "go"})
+            assert [k for k, _ in _events(iter(first.text.splitlines()))][-1] == "interrupt"
+            body = {"decisions": {"c-shown": "approve"}}
+            with client.stream("POST", "/api/threads/r1/resume", json=body) as response:
+                events = _events(response.iter_lines())
+                seen = []
+                for kind, data in events:
+                    seen.append((kind, data))
+                    if kind == "text_delta":
+                        break
+                # The model is still held at the gate: the token came as it was produced.
+                assert not gate.is_set() and seen[-1][1]["delta"] == "first "
+                gate.set()
+                seen += list(events)
+            kinds = [k for k, _ in seen]
+            assert kinds[0] == "run_started" and kinds[-1] == "run_finished"
+            calls = [d for k, d in seen if k == "tool_call"]
+            results = [d for k, d in seen if k == "tool_result"]
+            assert [c["call"]["id"] for c in calls] == ["c-shown"]
+            assert [r["call_id"] for r in results] == ["c-shown"]
+            assert kinds.index("tool_result") < kinds.index("text_delta")
+            thread = client.get("/api/threads/r1").json()
+            assert thread["pending"] is None
+            assert thread["messages"][-1]["content"] == "first second"
     finally:
         gate.set()
         served.stop()

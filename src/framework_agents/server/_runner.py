@@ -9,12 +9,13 @@ Two runs of one thread never interleave. In this process a second run of a busy 
 refused at once with ``THREAD_BUSY``; across processes (replicas sharing a store) the
 checkpointer's thread lock makes the second run wait, then fail with ``THREAD_BUSY``.
 
-A resume runs the call the human saw: the agent's ``resume(..., reissue=False)`` when it
-has that mode (checked once per agent class in :func:`supports_reissue`), else the older
-resume that asks the model again, with the decision keyed by the pending call's
-``hitl_key``. Either way the arguments come from the checkpoint (an edit replaces them),
-never from the client's copy, and the events of the resume answer the pending
-``tool_call_id``.
+A resume runs the call the human saw: the agent's ``resume_stream(..., reissue=False)``
+when it has that mode (checked once per agent class in :func:`supports_reissue`), whose
+events stream as they happen (tokens included) and answer the pending ``tool_call_id``.
+An agent without it (a served swarm) gets the older resume that asks the model again,
+with the decision keyed by the pending call's ``hitl_key``, and its events are rebuilt
+from the checkpoint afterwards (:func:`replay`). Either way the arguments come from the
+checkpoint (an edit replaces them), never from the client's copy.
 """
 
 from __future__ import annotations
@@ -487,14 +488,16 @@ class ThreadRunner:
             handle.queue.put_nowait(_END)
 
     async def _drive_run(self, handle: RunHandle, agent: Any, prompt: str | Message) -> None:
+        events = agent.stream(prompt, checkpointer=self.checkpointer, thread_id=handle.thread_id)
+        await self._pump(handle, events)
+
+    async def _pump(self, handle: RunHandle, events: AsyncIterator[AgentEvent]) -> None:
+        """Feed a run's events to the handle's queue as they come, then finish the run."""
         label: str | None = None
         run_id = ""
         sent_error = False
         try:
-            events = agent.stream(
-                prompt, checkpointer=self.checkpointer, thread_id=handle.thread_id
-            )
-            async with contextlib.aclosing(events):
+            async with contextlib.aclosing(events):  # type: ignore[type-var]
                 async for event in events:
                     if isinstance(event, RunStartedEvent):
                         run_id = handle.run_id = event.run_id
@@ -517,6 +520,17 @@ class ThreadRunner:
         pending: Pending,
         decision: Any,
     ) -> None:
+        if supports_reissue(agent) and callable(getattr(agent, "resume_stream", None)):
+            # The stored call runs as the human saw it, its events streamed as they come
+            # (tokens included) under the pending call's own id.
+            events = agent.resume_stream(
+                handle.thread_id,
+                {pending.decision_key: decision},
+                checkpointer=self.checkpointer,
+                reissue=False,
+            )
+            await self._pump(handle, events)
+            return
         label: str | None = None
         run_id = handle.run_id = new_id()
         handle.queue.put_nowait(
