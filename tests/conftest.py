@@ -44,7 +44,11 @@ def _histories(
     for _ in range(draw(st.integers(0, max_groups))):
         kind = draw(st.sampled_from(kinds))
         if kind == "orphan":
-            stale = draw(st.sampled_from(issued)) if issued and draw(st.booleans()) else "ghost"
+            stale = "ghost"
+            if issued:
+                reuse: bool = draw(st.booleans())
+                if reuse:
+                    stale = draw(st.sampled_from(issued))
             add("tool", "stray result", tool_call_id=stale, name="lookup")
         elif kind != "calls":
             add(kind, draw(st.sampled_from(_TEXTS)))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import inspect
 import pickle
+from collections.abc import Callable
 
 import pytest
 
@@ -202,12 +203,12 @@ def test_bad_constructor_data_is_invalid_argument_and_still_a_validation_error()
 
     from framework_agents import Message, ToolCall
 
-    bad = [
+    bad: list[Callable[[], object]] = [
         lambda: Message("wizard", "x"),  # type: ignore[arg-type]
         lambda: Message("user", 5),  # type: ignore[arg-type]
-        lambda: Message("user", "x", mood="happy"),  # type: ignore[call-arg]
+        lambda: Message("user", "x", mood="happy"),
         lambda: ToolCall("c", "t", args="nope"),  # type: ignore[arg-type]
-        lambda: ToolCall(name="t"),  # type: ignore[call-arg]
+        lambda: ToolCall(name="t"),
     ]
     for make in bad:
         with pytest.raises(errors.DataValidationError) as info:

@@ -306,6 +306,6 @@ def test_non_message_input_is_invalid_argument(fn: Any, bad: object) -> None:
 
 def test_any_iterable_of_messages_is_accepted() -> None:
     history = [user(), calls("a"), result("a"), answer()]
-    assert repair_history(iter(history)) == history
+    assert repair_history(iter(history)) == history  # type: ignore[arg-type]  # any iterable
     assert repair_history(tuple(history)) == history
-    assert is_well_formed(m for m in history)
+    assert is_well_formed(m for m in history)  # type: ignore[arg-type]  # any iterable

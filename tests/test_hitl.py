@@ -25,6 +25,7 @@ from framework_agents import (
 )
 from framework_agents.agent._loop import RunHooks, ToolProgress
 from framework_agents.checkpoint import InMemoryCheckpointer
+from framework_agents.history import CheckedHistory
 from framework_agents.hitl import find_decision, parse_decision
 
 published: list[str] = []
@@ -249,7 +250,12 @@ def test_the_default_suspend_applies_even_when_suspend_is_not_allowed() -> None:
 def test_tools_without_approval_never_ask() -> None:
     asked: list[str] = []
     model = ScriptedModel([turn(ToolCall("n", "note", {"text": "x"})), "ok"])
-    arun(Agent(model, tools=[note], decide=lambda n, a: asked.append(n) or "approve").run("go"))
+
+    def decide(name: str, args: Any) -> str:
+        asked.append(name)
+        return "approve"
+
+    arun(Agent(model, tools=[note], decide=decide).run("go"))
     assert asked == [] and published == ["note x"]
 
 
@@ -378,8 +384,8 @@ def test_hooks_see_interrupts_and_each_tool_result_before_the_loop_goes_on() -> 
     async def on_tool_result(progress: ToolProgress) -> None:
         log.append(("result", progress.call.id, progress.result.text, len(progress.messages())))
 
-    async def on_commit(messages: list[Message], finished: bool) -> None:
-        log.append(("commit", len(messages), finished))
+    async def on_commit(history: CheckedHistory, finished: bool) -> None:
+        log.append(("commit", len(history), finished))
 
     async def prepare() -> list[Message]:
         return [Message("user", "from a checkpoint")]

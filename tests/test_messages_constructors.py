@@ -98,11 +98,11 @@ def test_unknown_fields_are_still_validation_errors() -> None:
     from pydantic import ValidationError
 
     with pytest.raises(ValidationError):
-        Message("user", "x", mood="happy")  # type: ignore[call-arg]
+        Message("user", "x", mood="happy")
     with pytest.raises(ValidationError):
-        SnapshotData(memory=[])  # type: ignore[call-arg]
+        SnapshotData(memory=[])
     with pytest.raises(ValidationError):
-        Snapshot(SnapshotData(), surprise=1)  # type: ignore[call-arg]
+        Snapshot(SnapshotData(), surprise=1)
 
 
 def test_null_for_a_non_nullable_field_is_rejected_not_defaulted() -> None:

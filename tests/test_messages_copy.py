@@ -122,12 +122,14 @@ def test_values_outside_json_are_deep_copied() -> None:
     tags = {"a", "b"}
     nested = ([1], {"k": [2]})
     msg = Message("user", "x")
-    msg.metadata.update({"tags": tags, "nested": nested, (1, 2): "tuple key"})  # not JSON
+    metadata: dict[Any, Any] = msg.metadata  # keys outside JSON too, on purpose
+    metadata.update({"tags": tags, "nested": nested, (1, 2): "tuple key"})
     copied = copy_message(msg)
     assert copied == msg
     copied.metadata["tags"].add("c")
     copied.metadata["nested"][0].append(9)
-    copied.metadata[(1, 2)] = "changed"
+    copied_metadata: dict[Any, Any] = copied.metadata
+    copied_metadata[(1, 2)] = "changed"
     assert msg.metadata == {"tags": {"a", "b"}, "nested": ([1], {"k": [2]}), (1, 2): "tuple key"}
 
 
@@ -150,7 +152,7 @@ def test_a_message_changed_after_validation_is_still_copied_deeply() -> None:
     copied.tool_calls[0].args["a"].append(2)
     copied.content[0]["text"] = "changed"  # type: ignore[index]
     assert msg.tool_calls[0].args == {"a": [1]}
-    assert msg.content == [{"type": "text", "text": "raw"}]
+    assert msg.content == [{"type": "text", "text": "raw"}]  # type: ignore[comparison-overlap]  # stored unvalidated
 
 
 def test_subclasses_and_private_state_fall_back_to_model_copy() -> None:

@@ -65,7 +65,7 @@ with tempfile.TemporaryDirectory() as tmp:
 """
 
 
-def test_the_package_imports_and_runs_without_fcntl_and_file_locks_fail_clearly():
+def test_the_package_imports_and_runs_without_fcntl_and_file_locks_fail_clearly() -> None:
     done = subprocess.run(
         [sys.executable, "-c", textwrap.dedent(_SCRIPT)],
         capture_output=True,

@@ -6,14 +6,14 @@ from __future__ import annotations
 
 import asyncio
 import pickle
-from collections.abc import Sequence
+from collections.abc import Callable, Coroutine, Sequence
 from pathlib import Path
 from typing import Any
 
 import pytest
 from threads_scenario import effects, publishing_agent
 
-from async_helper import arun
+from async_helper import arun, some
 from framework_agents import (
     Agent,
     FileCheckpointer,
@@ -162,7 +162,9 @@ def test_the_same_request_twice_runs_the_call_at_most_once(cp: FileCheckpointer,
 def test_the_interrupt_id_is_stored_and_survives_pickling(cp: FileCheckpointer, fx: Path) -> None:
     first = interrupt_of(publishing_agent(fx).run("go", checkpointer=cp, thread_id="t1"))
     saved = arun(cp.load("t1"))
+    assert saved is not None
     assert saved.interrupt_id == first.interrupt_id and saved.pending is not None
+    assert saved is not None
     assert saved.pending_turn is not None and saved.pending_turn.tool_calls[0].id == first.call_id
     copy = pickle.loads(pickle.dumps(first))
     assert (copy.interrupt_id, copy.key, copy.call_id) == (
@@ -266,7 +268,7 @@ def test_run_none_on_an_interrupted_thread_ends_like_resume(tmp_path: Path) -> N
             )
         else:
             result = arun(agent.resume("t", {"publish": "approve"}, checkpointer=cp))
-        saved = arun(cp.load("t"))
+        saved = some(arun(cp.load("t")))
         ends.append(
             (
                 result.text,
@@ -342,7 +344,7 @@ def test_a_decision_for_a_misspelled_or_unguarded_tool_is_hitl_decision(
     for bad in ({"pubilsh": "approve"}, {'pubilsh:{"text": "hello"}': "approve"}):
         with pytest.raises(HitlDecisionError, match="names no tool"):
             arun(publishing_agent(fx).resume("t1", bad, checkpointer=cp))
-    assert arun(cp.load("t1")).pending is not None and effects(fx) == []
+    assert some(arun(cp.load("t1"))).pending is not None and effects(fx) == []
 
 
 def test_resuming_a_finished_thread_is_invalid_argument_and_a_paused_one_goes_on(
@@ -351,16 +353,17 @@ def test_resuming_a_finished_thread_is_invalid_argument_and_a_paused_one_goes_on
     model = ScriptedModel(["answer", "went on"])
     agent = Agent(model)
     arun(agent.run("hi", checkpointer=cp, thread_id="t"))
-    assert arun(cp.load("t")).finished
-    for attempt in (
+    assert some(arun(cp.load("t"))).finished
+    attempts: list[Callable[[], Coroutine[Any, Any, object]]] = [
         lambda: Agent(model).resume("t", checkpointer=cp),
         lambda: Agent(model).run(None, checkpointer=cp, thread_id="t"),
-    ):
+    ]
+    for attempt in attempts:
         with pytest.raises(InvalidArgumentError, match="finished"):
             arun(attempt())
     assert len(model.calls) == 1
     arun(agent.pause("t", checkpointer=cp))  # a pause makes it resumable again
-    assert not arun(cp.load("t")).finished
+    assert not some(arun(cp.load("t"))).finished
     assert arun(Agent(model).resume("t", checkpointer=cp)).text == "went on"
 
 
@@ -467,7 +470,7 @@ def test_two_calls_of_unknown_outcome_are_settled_one_named_interrupt_at_a_time(
                 "t", {"first": "approve", "second": "approve"}, checkpointer=cp
             )
         )
-    assert sorted(c.name for c in arun(cp.load("t")).in_flight) == ["first", "second"]
+    assert sorted(c.name for c in some(arun(cp.load("t"))).in_flight) == ["first", "second"]
     one = interrupt_of(agent(crash=False).resume("t", checkpointer=cp))
     assert one.outcome_unknown and one.tool == "first"
     two = interrupt_of(

@@ -39,7 +39,10 @@ def danger(x: int) -> str:
 
 
 def _approval_agent() -> Agent:
-    script = [Message("assistant", tool_calls=[ToolCall("c1", "danger", {"x": 1})]), "done"]
+    script: list[Any] = [
+        Message("assistant", tool_calls=[ToolCall("c1", "danger", {"x": 1})]),
+        "done",
+    ]
     return Agent(ScriptedModel(script), tools=[danger])
 
 
@@ -111,7 +114,7 @@ def test_a_scripted_reply_of_an_unknown_kind_is_refused_when_built() -> None:
 
 
 def test_a_scripted_function_reply_of_the_wrong_shape_is_a_model_error() -> None:
-    agent = Agent(ScriptedModel([lambda m, t: None]))
+    agent = Agent(ScriptedModel([lambda m, t: None]))  # type: ignore[list-item,return-value]
     with pytest.raises(ModelError):
         arun(agent.run("q"))
 
@@ -285,7 +288,7 @@ def test_none_for_tools_or_middleware_means_none() -> None:
 
 def test_initial_messages_from_a_generator_are_all_kept() -> None:
     seed = (Message("user" if i % 2 == 0 else "assistant", f"m{i}") for i in range(2))
-    agent = Agent(ScriptedModel(["ok"]), initial_messages=seed)
+    agent = Agent(ScriptedModel(["ok"]), initial_messages=seed)  # type: ignore[arg-type]
     assert [m.text for m in agent.initial_messages] == ["m0", "m1"]
     assert [m.text for m in arun(agent.run("q")).messages] == ["m0", "m1", "q", "ok"]
 
@@ -391,7 +394,12 @@ def test_every_history_sent_or_stored_is_well_formed_under_chaos(data: Any) -> N
         max_turns=6,
     )
     for prompt in ("one", "two", None):
-        expected = (HitlInterrupt, MaxTurnsError, OutputInvalidError, ContextOverflowError)
+        expected: tuple[type[Exception], ...] = (
+            HitlInterrupt,
+            MaxTurnsError,
+            OutputInvalidError,
+            ContextOverflowError,
+        )
         if prompt is None:  # the chaos may have emptied the history: run(None) is refused
             expected = (*expected, InvalidArgumentError)
         with contextlib.suppress(*expected):
@@ -522,7 +530,10 @@ def test_malformed_decisions_given_to_a_run_are_hitl_decision(decision: Any, key
         return "ran"
 
     key = hitl_key("guarded", {"x": 1}) if keyed == "exact" else "guarded"
-    script = [Message("assistant", tool_calls=[ToolCall("c1", "guarded", {"x": 1})]), "done"]
+    script: list[Any] = [
+        Message("assistant", tool_calls=[ToolCall("c1", "guarded", {"x": 1})]),
+        "done",
+    ]
     agent = Agent(ScriptedModel(script), tools=[guarded])
     with pytest.raises(HitlDecisionError) as info:
         arun(agent.run("go", decisions={key: decision}))

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from async_helper import arun
+from async_helper import arun, some
 from framework_agents import (
     Agent,
     FileCheckpointer,
@@ -155,7 +155,7 @@ def test_the_decision_book_spends_keys_and_reports_the_key_it_matched() -> None:
     publish = staged_agent([], [])._tools_by_name["publish"]
     decision = arun(resolve_decision(publish, {"text": "a"}, decisions=book, decide=None))
     assert (decision.kind, decision.source, decision.key) == ("approve", "wildcard", "publish")
-    book.consume([decision.key])
+    book.consume([some(decision.key)])
     assert dict(book) == {"other": "approve"}
     after = arun(resolve_decision(publish, {"text": "a"}, decisions=book, decide=None))
     assert after.kind == "suspend" and after.key is None
@@ -195,7 +195,7 @@ def test_a_run_approval_with_a_checkpointer_covers_one_turn(cp: Any) -> None:
         agent.run("go", checkpointer=cp, thread_id="t", decisions={"publish": "approve"})
     )
     assert interrupt.arguments == {"text": "second"} and ran == ["publish first"]
-    assert arun(cp.load("t")).decisions == {}
+    assert some(arun(cp.load("t"))).decisions == {}
 
 
 def test_calls_of_one_turn_decided_across_resumes_then_a_later_turn_asks_again(cp: Any) -> None:
@@ -210,14 +210,14 @@ def test_calls_of_one_turn_decided_across_resumes_then_a_later_turn_asks_again(c
         staged_agent(ran, stages).resume("m", {"send": "approve"}, checkpointer=cp)
     )
     assert second.tool == "pay" and ran == []
-    assert arun(cp.load("m")).decisions == {"send": "approve"}  # carried within the turn
+    assert some(arun(cp.load("m"))).decisions == {"send": "approve"}  # carried within the turn
     pay_key = hitl_key("pay", {"amount": 3})
     third = interrupt_of(
         staged_agent(ran, stages).resume("m", {pay_key: "approve"}, checkpointer=cp)
     )
     assert sorted(ran) == ["pay 3", "send bob"]  # the first turn ran, both calls
     assert third.tool == "send" and third.call_id not in (first.call_id, second.call_id)
-    assert arun(cp.load("m")).decisions == {}
+    assert some(arun(cp.load("m"))).decisions == {}
     result = arun(
         staged_agent(ran, stages).resume("m", {"send": {"reject": "sent already"}}, checkpointer=cp)
     )
@@ -247,7 +247,9 @@ def test_the_checkpoint_written_while_a_turn_runs_no_longer_holds_its_decisions(
             )
         )
     saved = arun(cp.load("t"))
+    assert saved is not None
     assert saved.turn is not None and [r.text for r in saved.results] == ["published first"]
+    assert saved is not None
     assert saved.decisions == {}  # spent by the turn now in the checkpoint
     interrupt = interrupt_of(staged_agent(ran, TWICE).resume("t", checkpointer=cp))
     assert interrupt.arguments == {"text": "second"}
@@ -269,4 +271,4 @@ def test_a_decision_that_settles_an_unknown_outcome_is_spent_by_that_turn(cp: An
     )
     assert ran == ["publish first", "publish first"]  # re-run knowingly, once
     assert nxt.arguments == {"text": "second"} and not nxt.outcome_unknown
-    assert arun(cp.load("t")).decisions == {}
+    assert some(arun(cp.load("t"))).decisions == {}

@@ -14,6 +14,7 @@ from framework_agents import Message, ScriptedModel, ToolCall, tool
 from framework_agents.agent import _loop, _threads
 from framework_agents.agent._loop import LoopRun, RunHooks, RunSetup, run_loop
 from framework_agents.errors import MaxTurnsError
+from framework_agents.history import CheckedHistory
 from framework_agents.hitl import HitlInterrupt
 
 
@@ -89,8 +90,8 @@ def test_hook_providers_compose_into_one_set_called_in_order() -> None:
     calls: list[str] = []
 
     def provider(name: str) -> RunHooks:
-        async def on_commit(messages: list[Message], finished: bool) -> None:
-            calls.append(f"{name}:{len(messages)}:{finished}")
+        async def on_commit(history: CheckedHistory, finished: bool) -> None:
+            calls.append(f"{name}:{len(history)}:{finished}")
 
         async def prepare() -> list[Message]:
             return [Message("user", name)]
@@ -102,6 +103,11 @@ def test_hook_providers_compose_into_one_set_called_in_order() -> None:
     joined = RunHooks.compose(provider("session"), RunHooks(), provider("thread"))
     assert joined.on_tool_start is None  # nobody filled it
     assert joined.on_commit is not None and joined.prepare is not None
-    asyncio.run(joined.on_commit([Message("user", "x")], True))
+    commit, prepare = joined.on_commit, joined.prepare
+
+    async def drive() -> list[str]:
+        await commit(CheckedHistory([Message("user", "x")]), True)
+        return [m.text for m in await prepare()]
+
+    assert asyncio.run(drive()) == ["thread"]  # the last one's
     assert calls == ["session:1:True", "thread:1:True"]
-    assert [m.text for m in asyncio.run(joined.prepare())] == ["thread"]  # the last one's

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Sequence
+from datetime import timedelta
 from typing import Any
 
 import pytest
@@ -380,7 +381,7 @@ def test_with_tools_clones_with_fresh_memory_state_and_no_session() -> None:
 
     model = ScriptedModel(["one", "two"])
     agent = Agent(model, tools=[echo], state={"k": 1}, system_prompt="sp", agent_id="a1")
-    agent.session_manager = object()  # a clone never carries a session manager
+    agent.session_manager = object()  # type: ignore[assignment]  # a clone never carries it
     clone = agent.with_tools(extra)
     assert [t.name for t in clone.tools] == ["echo", "extra"]
     assert [t.name for t in agent.tools] == ["echo"]
@@ -405,9 +406,7 @@ def test_timeline_records_every_run() -> None:
     assert [e.rev for e in entries] == [1, 2, 3]
     assert [e.kind for e in entries] == ["run", "run", "run"]
     assert [e.label for e in entries] == [None, "error:MODEL_ERROR", None]
-    assert all(
-        e.at.utcoffset() is not None and e.at.utcoffset().total_seconds() == 0 for e in entries
-    )
+    assert all(e.at.utcoffset() == timedelta(0) for e in entries)
     assert entries[0].at <= entries[1].at <= entries[2].at
     entry = agent._record("edit", "fixed a typo")
     assert (entry.rev, entry.kind, entry.label) == (4, "edit", "fixed a typo")
@@ -451,7 +450,7 @@ def test_plain_functions_are_accepted_as_tools() -> None:
 def test_a_checkpointer_that_is_not_one_is_not_silently_ignored() -> None:
     agent = Agent(ScriptedModel(["x"]))
     with pytest.raises(InvalidArgumentError, match="Checkpointer"):
-        arun(agent.run("q", checkpointer=object(), thread_id="t1"))
+        arun(agent.run("q", checkpointer=object(), thread_id="t1"))  # type: ignore[arg-type]
     assert not agent.running
 
 

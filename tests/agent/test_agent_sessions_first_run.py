@@ -108,7 +108,7 @@ def test_a_loaded_empty_history_is_not_reseeded_by_the_first_run() -> None:
 )
 def test_a_session_manager_that_is_not_one_is_a_clear_error(bad: object) -> None:
     model = echo_model()
-    agent = Agent(model, session_manager=bad)
+    agent = Agent(model, session_manager=bad)  # type: ignore[arg-type]  # refused
     with pytest.raises(InvalidArgumentError, match="session_manager"):
         arun(agent.run("hi"))
     assert model.calls == []

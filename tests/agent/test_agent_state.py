@@ -116,7 +116,7 @@ def test_timeline_entries_are_validated() -> None:
     with pytest.raises(ValidationError):
         TimelineEntry(rev=0, kind="run")
     with pytest.raises(ValidationError):
-        TimelineEntry(rev=1, kind="bogus")  # type: ignore[arg-type]
+        TimelineEntry(rev=1, kind="bogus")
     with pytest.raises(ValidationError):
         TimelineEntry(rev=1, kind="run", at=datetime(2030, 1, 1))  # naive
     assert TimelineEntry.model_validate_json(entry.model_dump_json()) == entry

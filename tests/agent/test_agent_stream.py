@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from async_helper import arun as run_coroutine
+from async_helper import arun
 from framework_agents import (
     Agent,
     FunctionModel,
@@ -36,10 +36,6 @@ from framework_agents import (
     tool,
 )
 from framework_agents.checkpoint import InMemoryCheckpointer
-
-
-def arun(coro: Any) -> Any:
-    return run_coroutine(coro, timeout=10)
 
 
 @tool
@@ -96,7 +92,7 @@ def test_deltas_arrive_while_the_model_is_still_answering() -> None:
                 model.gate.set()
         return seen
 
-    events = arun(go())
+    events = arun(go(), timeout=10)
     types = [e.type for e in events]
     assert types == [
         "run_started",
@@ -141,7 +137,7 @@ def test_events_arrive_before_a_tool_run_ends() -> None:
                 gate.set()
         return seen
 
-    events = arun(go())
+    events = arun(go(), timeout=10)
     assert [e.type for e in events] == [
         "run_started",
         "message_started",
@@ -171,7 +167,7 @@ def test_a_non_streaming_model_still_yields_text_and_reasoning_deltas() -> None:
         ) -> Message:
             return Message("assistant", [ReasoningBlock("why"), TextBlock("because")])
 
-    events = arun(collect(Agent(CompleteOnly()).stream("q")))  # type: ignore[arg-type]
+    events = arun(collect(Agent(CompleteOnly()).stream("q")))
     reasoning = [e for e in events if isinstance(e, ReasoningDeltaEvent)]
     text = [e for e in events if isinstance(e, TextDeltaEvent)]
     assert [e.delta for e in reasoning] == ["why"]
@@ -198,7 +194,7 @@ def test_an_error_ends_the_stream_with_run_error_then_raises() -> None:
             seen.append(event)
 
     with pytest.raises(ModelError):
-        arun(go())
+        arun(go(), timeout=10)
     last = seen[-1]
     assert isinstance(last, RunErrorEvent)
     assert last.code == "MODEL_RATE_LIMIT" and "boom" in last.message
@@ -215,7 +211,7 @@ def test_an_interrupt_ends_the_stream_quietly() -> None:
         [Message("assistant", "", tool_calls=[ToolCall("c1", "publish", {"text": "a"})])]
     )
     agent = Agent(model, tools=[publish])
-    events = arun(collect(agent.stream("go")))
+    events = arun(collect(agent.stream("go")), timeout=10)
     last = events[-1]
     assert isinstance(last, InterruptEvent)
     assert last.interrupt.tool == "publish" and last.interrupt.call_id == "c1"
@@ -233,24 +229,24 @@ def test_the_agent_is_free_as_soon_as_the_terminal_event_arrives() -> None:
                 break  # the generator is not closed yet
         assert not agent.running
         text = (await agent.run("b")).text
-        await stream.aclose()  # type: ignore[attr-defined]
+        await stream.aclose()
         return text
 
-    assert arun(go()) == "two"
+    assert arun(go(), timeout=10) == "two"
 
 
 def test_closing_a_stream_early_frees_the_agent_and_commits_nothing() -> None:
     agent = Agent(ScriptedModel(["one", "two"]))
 
     async def go() -> None:
-        async with contextlib.aclosing(agent.stream("a")) as stream:  # type: ignore[type-var]
+        async with contextlib.aclosing(agent.stream("a")) as stream:
             async for event in stream:
                 if isinstance(event, MessageStartedEvent):
                     break
         assert not agent.running
         assert agent.messages == []
 
-    arun(go())
+    arun(go(), timeout=10)
 
 
 def test_run_and_stream_produce_the_same_history() -> None:
@@ -261,7 +257,10 @@ def test_run_and_stream_produce_the_same_history() -> None:
 
     a = Agent(FunctionModel(answer), tools=[echo])
     b = Agent(FunctionModel(answer), tools=[echo])
-    ran = arun(a.run("q"))
-    streamed = arun(collect(b.stream("q")))[-1].result
-    strip = lambda ms: [(m.role, m.content, m.tool_calls, m.tool_call_id) for m in ms]  # noqa: E731
+    ran = arun(a.run("q"), timeout=10)
+    streamed = arun(collect(b.stream("q")), timeout=10)[-1].result
+
+    def strip(ms: list[Message]) -> list[tuple[object, ...]]:
+        return [(m.role, m.content, m.tool_calls, m.tool_call_id) for m in ms]
+
     assert strip(ran.messages) == strip(streamed.messages)

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from threads_scenario import CrashingCheckpointer, effects, publishing_agent
 
-from async_helper import arun
+from async_helper import arun, some
 from framework_agents import (
     Agent,
     FileCheckpointer,
@@ -78,7 +78,8 @@ def test_a_run_saves_the_thread_and_the_next_run_continues_it(cp: FileCheckpoint
     assert result.text == "seen 3: hello|again"
     assert second.state.to_dict() == {"visits": 1}
     assert [m.text for m in arun(second.memory.load())] == [m.text for m in result.messages]
-    assert [m.text for m in arun(cp.load("t1")).messages] == [m.text for m in result.messages]
+    assert result is not None
+    assert [m.text for m in some(arun(cp.load("t1"))).messages] == [m.text for m in result.messages]
     assert [e.kind for e in second.timeline] == ["run"]
 
 
@@ -88,10 +89,10 @@ def test_a_thread_wins_over_memory_and_a_new_thread_starts_from_memory(
     agent = Agent(FunctionModel(reply_with_history))
     arun(agent.run("plain", checkpointer=None))
     arun(agent.run("threaded", checkpointer=cp, thread_id="fresh"))
-    assert arun(cp.load("fresh")).messages[0].text == "plain"  # started from memory
+    assert some(arun(cp.load("fresh"))).messages[0].text == "plain"  # started from memory
     other = Agent(FunctionModel(reply_with_history), memory=InMemoryMemory())
     arun(other.run("x", checkpointer=cp, thread_id="fresh"))
-    assert [m.text for m in arun(cp.load("fresh")).messages][:2] == ["plain", "seen 1: plain"]
+    assert [m.text for m in some(arun(cp.load("fresh"))).messages][:2] == ["plain", "seen 1: plain"]
 
 
 def test_two_runs_of_one_thread_never_interleave(tmp_path: Path) -> None:
@@ -126,7 +127,7 @@ def test_two_runs_of_one_thread_never_interleave(tmp_path: Path) -> None:
 
     arun(main())
     assert events == ["first in", "first out", "second in"]
-    texts = [m.text for m in arun(cp.load("t")).messages]
+    texts = [m.text for m in some(arun(cp.load("t"))).messages]
     assert texts == ["a", "one", "b", "two"]
 
 
@@ -195,7 +196,7 @@ def test_stream_with_a_thread(cp: FileCheckpointer) -> None:
 
     kinds = arun(main())
     assert kinds[0] == "run_started" and kinds[-1] == "run_finished"
-    assert arun(cp.load("s")).messages[-1].text == "streamed"
+    assert some(arun(cp.load("s"))).messages[-1].text == "streamed"
 
 
 def test_a_stream_closed_early_frees_the_thread_and_the_agent(tmp_path: Path) -> None:
@@ -223,7 +224,9 @@ def test_pause_then_resume_in_another_agent(cp: FileCheckpointer) -> None:
     agent.state["step"] = 2
     arun(agent.pause("p1", checkpointer=cp))
     saved = arun(cp.load("p1"))
+    assert saved is not None
     assert saved.pending is None and saved.state == {"step": 2}
+    assert saved is not None
     assert [m.text for m in saved.messages] == ["start", "first answer"]
 
     seen: list[list[str]] = []
@@ -239,7 +242,7 @@ def test_pause_then_resume_in_another_agent(cp: FileCheckpointer) -> None:
     assert resumed.state.to_dict() == {"step": 2}
     assert [m.text for m in arun(resumed.memory.load())] == ["start", "first answer", "continued"]
     assert [(e.kind, e.label) for e in resumed.timeline] == [("resume", None)]
-    assert arun(cp.load("p1")).messages[-1].text == "continued"
+    assert some(arun(cp.load("p1"))).messages[-1].text == "continued"
 
 
 @pytest.mark.parametrize("make", [FileCheckpointer, lambda root: InMemoryCheckpointer()])
@@ -306,8 +309,11 @@ def test_the_interrupt_saves_history_before_the_turn_and_the_pending_call(
     assert interrupt.key == hitl_key("publish", {"text": "hello"})
     assert interrupt.outcome_unknown is False
     saved = arun(cp.load("t1"))
+    assert saved is not None
     assert [m.text for m in saved.messages] == ["publish it"]  # the calling turn is excluded
+    assert saved is not None
     assert saved.pending == ToolCall(interrupt.call_id, "publish", {"text": "hello"})
+    assert saved is not None
     assert saved.turn is None and saved.in_flight == []
     assert [m.text for m in agent.messages] == ["publish it"]
     assert effects(fx) == []
@@ -330,7 +336,9 @@ def test_resume_applies_the_decision_to_the_reissued_call(
     assert result.text == expected_text
     assert effects(fx) == expected_effects
     saved = arun(cp.load("t1"))
+    assert saved is not None
     assert saved.pending is None and saved.turn is None and saved.decisions == {}
+    assert saved is not None
     assert is_well_formed(saved.messages)
     assert [(e.kind, e.label) for e in resumed.timeline] == [("resume", None)]
 
@@ -338,7 +346,7 @@ def test_resume_applies_the_decision_to_the_reissued_call(
 def test_the_whole_flow_with_an_in_memory_checkpointer(fx: Path) -> None:
     cp = InMemoryCheckpointer()
     interrupt = interrupt_of(publishing_agent(fx).run("go", checkpointer=cp, thread_id="m"))
-    assert arun(cp.load("m")).pending is not None and interrupt.thread_id == "m"
+    assert some(arun(cp.load("m"))).pending is not None and interrupt.thread_id == "m"
     result = arun(publishing_agent(fx).resume("m", {"publish": "approve"}, checkpointer=cp))
     assert result.text == "finished: published hello" and effects(fx) == ["hello"]
     assert arun(cp.list_threads()) == ["m"]
@@ -354,7 +362,7 @@ def test_resume_without_a_decision_interrupts_again(cp: FileCheckpointer, fx: Pa
     interrupt_of(publishing_agent(fx).run("go", checkpointer=cp, thread_id="t1"))
     again = interrupt_of(publishing_agent(fx).resume("t1", checkpointer=cp))
     assert again.tool == "publish" and again.thread_id == "t1"
-    assert arun(cp.load("t1")).pending is not None
+    assert some(arun(cp.load("t1"))).pending is not None
     assert effects(fx) == []
 
 
@@ -412,11 +420,11 @@ def test_several_approval_calls_are_decided_one_by_one(cp: FileCheckpointer) -> 
     assert first.tool == "send"
     second = interrupt_of(two_approval_agent(ran).resume("m", {"send": "approve"}, checkpointer=cp))
     assert second.tool == "pay" and ran == []  # nothing of the turn ran yet
-    assert arun(cp.load("m")).decisions == {"send": "approve"}  # carried to the next resume
+    assert some(arun(cp.load("m"))).decisions == {"send": "approve"}  # carried to the next resume
     result = arun(two_approval_agent(ran).resume("m", {"pay": "approve"}, checkpointer=cp))
     assert sorted(ran) == ["pay 3", "send bob"]
     assert result.text == "both done: sent to bob, paid 3"
-    assert arun(cp.load("m")).decisions == {}
+    assert some(arun(cp.load("m"))).decisions == {}
 
 
 def test_decisions_for_all_calls_in_one_resume(cp: FileCheckpointer) -> None:
@@ -462,7 +470,7 @@ def test_the_in_flight_record_is_saved_before_the_tool_and_the_result_before_goi
     tmp_path: Path,
 ) -> None:
     root = tmp_path / "cp"
-    observed: dict[str, ThreadCheckpoint] = {}
+    observed: dict[str, ThreadCheckpoint | None] = {}
 
     @tool(requires_approval=True)
     async def publish(text: str) -> str:
@@ -487,7 +495,7 @@ def test_the_in_flight_record_is_saved_before_the_tool_and_the_result_before_goi
         FunctionModel(after_model_sees_result), tools=[publish], decide=lambda n, a: "approve"
     )
     arun(agent.run("go", checkpointer=cp, thread_id="t1"))
-    during, after = observed["during"], observed["next_turn"]
+    during, after = some(observed["during"]), some(observed["next_turn"])
     assert [c.id for c in during.in_flight] == ["c9"] and during.results == []
     assert [m.text for m in during.messages] == ["go"] and during.turn is not None
     assert after.in_flight == [] and [r.text for r in after.results] == ["published"]
@@ -508,13 +516,15 @@ def test_a_result_saved_is_never_run_again_after_a_later_failure(
         calls["n"] += 1
         if messages[-1].role == "tool":
             raise ModelError("the provider fell over")
-        return real(messages, tools)
+        answer: Message | str = real(messages, tools)
+        return answer
 
     failing.model.fn = flaky  # type: ignore[attr-defined]
     with pytest.raises(ModelError):
         arun(failing.resume("t1", {"publish": "approve"}, checkpointer=cp))
     assert effects(fx) == ["hello"]
     saved = arun(cp.load("t1"))
+    assert saved is not None
     assert saved.in_flight == [] and [r.text for r in saved.results] == ["published hello"]
     result = arun(publishing_agent(fx).resume("t1", {"publish": "approve"}, checkpointer=cp))
     assert result.text == "finished: published hello"
@@ -543,7 +553,7 @@ def test_an_unknown_outcome_is_surfaced_not_rerun_then_rejected(
     with pytest.raises(Crash):
         arun(crash_in_tool(fx).resume("t1", {"publish": "approve"}, checkpointer=cp))
     assert effects(fx) == ["hello"]
-    assert [c.name for c in arun(cp.load("t1")).in_flight] == ["publish"]
+    assert [c.name for c in some(arun(cp.load("t1"))).in_flight] == ["publish"]
 
     # The same decisions again (a retry): surfaced, not re-run; nor by the decide callback.
     retry = publishing_agent(fx, decide=lambda name, args: "approve")
@@ -552,6 +562,7 @@ def test_an_unknown_outcome_is_surfaced_not_rerun_then_rejected(
     assert "unknown" in str(unknown) and unknown.thread_id == "t1"
     assert effects(fx) == ["hello"]
     marked = arun(cp.load("t1"))
+    assert marked is not None
     assert marked.outcome_unknown and marked.pending is not None and marked.decisions == {}
     assert [(e.kind, e.label) for e in retry.timeline] == [("resume", "outcome_unknown")]
     assert [m.text for m in retry.messages] == ["go"]
@@ -570,7 +581,9 @@ def test_an_unknown_outcome_is_surfaced_not_rerun_then_rejected(
     assert effects(fx) == ["hello"]
     assert result.text == "finished: Rejected: it may have gone out"
     final = arun(cp.load("t1"))
+    assert final is not None
     assert final.in_flight == [] and not final.outcome_unknown and is_well_formed(final.messages)
+    assert final is not None
     tool_results = [m for m in final.messages if m.role == "tool"]
     assert len(tool_results) == 1
 
@@ -622,7 +635,7 @@ def test_a_pause_keeps_an_unknown_outcome(cp: FileCheckpointer, fx: Path) -> Non
     with pytest.raises(Crash):
         arun(crash_in_tool(fx).resume("t1", {"publish": "approve"}, checkpointer=cp))
     arun(Agent(ScriptedModel([])).pause("t1", checkpointer=cp))
-    assert [c.name for c in arun(cp.load("t1")).in_flight] == ["publish"]
+    assert [c.name for c in some(arun(cp.load("t1"))).in_flight] == ["publish"]
     assert interrupt_of(
         publishing_agent(fx).resume("t1", {"publish": "approve"}, checkpointer=cp)
     ).outcome_unknown
@@ -635,4 +648,4 @@ def test_an_abandoned_pending_call_is_dropped_by_a_new_prompt(
     plain = Agent(FunctionModel(reply_with_history), conversation_manager=NullConversationManager())
     result = arun(plain.run("never mind", checkpointer=cp, thread_id="t1"))
     assert result.text == "seen 2: go|never mind"
-    assert arun(cp.load("t1")).pending is None
+    assert some(arun(cp.load("t1"))).pending is None

@@ -83,7 +83,9 @@ def test_a_crash_anywhere_in_a_resume_never_runs_the_approved_call_twice(
     assert surfaced is expect_surfaced
     assert refused is (crash_at == "after_final")
     final = arun(FileCheckpointer(root).load("t1"))
+    assert final is not None
     assert final.pending is None and final.in_flight == [] and final.turn is None
+    assert final is not None
     histories = [final.messages] if result is None else [final.messages, result.messages]
     for history in histories:
         assert is_well_formed(history)

@@ -6,13 +6,13 @@ from __future__ import annotations
 import asyncio
 import itertools
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Coroutine, Sequence
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from async_helper import arun
+from async_helper import arun, some
 from framework_agents import (
     Agent,
     FileCheckpointer,
@@ -123,7 +123,9 @@ def test_an_exact_key_does_not_approve_regenerated_arguments(tmp_path: Path) -> 
         arun(p.mk().resume("t1", {key: "approve"}, checkpointer=cp))
     assert again.value.arguments == {"text": "draft 1"} and p.published == []
     saved = arun(cp.load("t1"))
+    assert saved is not None
     assert saved.pending == ToolCall("call-1", "publish", {"text": "draft 1"})
+    assert saved is not None
     assert [m.text for m in saved.messages] == ["publish it"]
     # The key of the call the model will re-issue next approves exactly that call.
     nxt = hitl_key("publish", {"text": "draft 2"})
@@ -176,7 +178,7 @@ def test_a_bad_thread_id_is_thread_id_invalid_everywhere(
         async for _ in Agent(model).stream("q", checkpointer=cp, thread_id=bad):
             pass
 
-    attempts = [
+    attempts: list[Callable[[], Coroutine[Any, Any, object]]] = [
         lambda: Agent(model).run("q", checkpointer=cp, thread_id=bad),
         stream,
         lambda: Agent(model).pause(bad, checkpointer=cp),
@@ -227,7 +229,7 @@ def test_a_second_run_of_a_busy_thread_waits_then_is_thread_busy(tmp_path: Path)
     waited = arun(main())
     assert waited >= 0.3  # it waited for the lock before giving up
     assert second_model_calls == []
-    assert [m.text for m in arun(cp.load("t")).messages] == ["a", "one"]
+    assert [m.text for m in some(arun(cp.load("t"))).messages] == ["a", "one"]
 
 
 # -- a session and a thread together ------------------------------------------------------
@@ -264,7 +266,7 @@ def test_a_thread_wins_over_the_session_at_start_and_the_session_keeps_its_app_d
         assert agent.state.to_dict() == {"src": "thread"}
         expected = ["from thread", "t", "next", "seen from thread|next"]
         assert [m.text for m in result.messages] == expected
-        assert [m.text for m in (await cp.load("t1")).messages] == expected
+        assert [m.text for m in some(await cp.load("t1")).messages] == expected
         assert [m.text for m in await agent.memory.load()] == expected
         # The session still gets save_latest at the end: nothing duplicated, app data kept.
         latest = await SessionManager("s1", storage).load_latest()
@@ -296,7 +298,9 @@ def test_a_new_thread_starts_from_the_session_and_both_end_equal(tmp_path: Path)
         saved = await cp.load("fresh")
         latest = await SessionManager("s1", storage).load_latest()
         assert latest is not None
+        assert saved is not None
         assert saved.messages == latest.data.messages == result.messages
+        assert saved is not None
         assert saved.state == latest.data.state == {"k": 1}
         assert latest.app_data == "keep me"
 
@@ -346,7 +350,7 @@ def test_a_corrupt_session_snapshot_fails_a_thread_run_and_is_kept(tmp_path: Pat
         with pytest.raises(SnapshotCorruptError):
             await agent.run("x", checkpointer=cp, thread_id="t1")
         assert await storage.get(key) == b"{torn"
-        assert [m.text for m in (await cp.load("t1")).messages] == ["thread"]
+        assert [m.text for m in some(await cp.load("t1")).messages] == ["thread"]
 
     arun(main())
 
@@ -363,7 +367,7 @@ def test_pause_before_a_first_run_saves_the_stored_memory_not_an_empty_history(
         await Agent(ScriptedModel(["a1"]), memory=FileMemory(store)).run("u1")
         # Another process: a fresh agent over the same memory pauses before any run.
         await Agent(ScriptedModel([]), memory=FileMemory(store)).pause("p", checkpointer=cp)
-        assert [m.text for m in (await cp.load("p")).messages] == ["u1", "a1"]
+        assert [m.text for m in some(await cp.load("p")).messages] == ["u1", "a1"]
         resumed = Agent(ScriptedModel(["cont"]), memory=FileMemory(store))
         result = await resumed.resume("p", checkpointer=cp)
         assert [m.text for m in result.messages] == ["u1", "a1", "cont"]
@@ -383,7 +387,9 @@ def test_pause_before_a_first_run_saves_the_session_history_and_state(tmp_path: 
         later = Agent(ScriptedModel([]), session_manager=SessionManager("s", storage))
         await later.pause("r", checkpointer=cp)
         saved = await cp.load("r")
+        assert saved is not None
         assert [m.text for m in saved.messages] == ["hello", "x1"]
+        assert saved is not None
         assert saved.state == {"k": 1}
 
     arun(main())
@@ -397,7 +403,7 @@ def test_pause_before_a_first_run_saves_the_seed_repaired(tmp_path: Path) -> Non
         Message("assistant", "", tool_calls=[ToolCall("c1", "f", {})]),
     ]
     arun(Agent(ScriptedModel([]), initial_messages=seed).pause("s", checkpointer=cp))
-    saved = arun(cp.load("s")).messages
+    saved = some(arun(cp.load("s"))).messages
     assert is_well_formed(saved)
     assert [m.text for m in saved][:1] == ["hi"]
     assert saved[-1].role == "tool" and saved[-1].metadata.get("kind") == "interrupted"
@@ -450,6 +456,7 @@ def test_the_interrupt_checkpoint_keeps_earlier_turns_and_excludes_only_the_inte
     assert (info.value.call_id, info.value.key) == ("p2", hitl_key("publish", same))
     saved = arun(cp.load("t1"))
     # Everything before the interrupted turn, the earlier publish with equal args included.
+    assert saved is not None
     assert [(m.role, m.text) for m in saved.messages] == [
         ("user", "go"),
         ("assistant", ""),
@@ -457,8 +464,11 @@ def test_the_interrupt_checkpoint_keeps_earlier_turns_and_excludes_only_the_inte
         ("assistant", "first"),
         ("tool", "published hi"),
     ]
+    assert saved is not None
     assert is_well_formed(saved.messages)
+    assert saved is not None
     assert saved.pending == ToolCall("p2", "publish", same)
+    assert saved is not None
     assert saved.turn is None and saved.in_flight == [] and saved.results == []
     assert ran == ["lookup x", "publish hi"]  # nothing of the interrupted turn ran
 
@@ -524,7 +534,9 @@ def test_a_resume_that_interrupts_again_is_a_resume_entry_and_keeps_the_thread(
     assert [(e.kind, e.label) for e in again.timeline] == [("resume", "interrupted")]
     assert again.state.to_dict() == {"n": {"deep": [1, 2.5, None]}}
     saved = arun(cp.load("t"))
+    assert saved is not None
     assert saved.pending == ToolCall("call-1", "publish", {"text": "draft 1"})
+    assert saved is not None
     assert [m.text for m in saved.messages] == ["go"] and p.published == []
     final = p.mk()
     result = arun(final.resume("t", {"publish": "approve"}, checkpointer=cp))

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from threads_scenario import effects, publishing_agent
 
-from async_helper import arun
+from async_helper import arun, some
 from framework_agents import (
     Agent,
     FunctionModel,
@@ -75,6 +75,7 @@ def test_a_run_saves_the_thread_and_the_next_run_continues_it() -> None:
     cp = DictCheckpointer()
     arun(Agent(ScriptedModel(["one"]), state={"n": 1}).run("hi", checkpointer=cp, thread_id="t"))
     saved = arun(cp.load("t"))
+    assert saved is not None
     assert [m.text for m in saved.messages] == ["hi", "one"] and saved.state == {"n": 1}
     fresh = Agent(ScriptedModel(["two"]))
     result = arun(fresh.run("again", checkpointer=cp, thread_id="t"))
@@ -88,10 +89,12 @@ def test_interrupt_then_resume(fx: Path) -> None:
     interrupt = interrupt_of(publishing_agent(fx).run("go", checkpointer=cp, thread_id="t"))
     assert interrupt.thread_id == "t"
     saved = arun(cp.load("t"))
+    assert saved is not None
     assert saved.pending is not None and [m.text for m in saved.messages] == ["go"]
     result = arun(publishing_agent(fx).resume("t", {"publish": "approve"}, checkpointer=cp))
     assert result.text == "finished: published hello" and effects(fx) == ["hello"]
     final = arun(cp.load("t"))
+    assert final is not None
     assert final.pending is None and final.turn is None and is_well_formed(final.messages)
 
 
@@ -101,6 +104,7 @@ def test_pause_then_resume() -> None:
     arun(agent.run("hi"))
     arun(agent.pause("p", checkpointer=cp))
     saved = arun(cp.load("p"))
+    assert saved is not None
     assert [m.text for m in saved.messages] == ["hi", "one"] and saved.pending is None
     resumed = Agent(ScriptedModel(["went on"]))
     result = arun(resumed.resume("p", checkpointer=cp))
@@ -139,7 +143,7 @@ def test_the_in_flight_record_is_a_full_save_and_an_unknown_outcome_is_not_rerun
         publishing_agent(fx).resume("t", {unknown.key: {"reject": "may be out"}}, checkpointer=cp)
     )
     assert result.text == "finished: Rejected: may be out" and effects(fx) == ["hello"]
-    assert is_well_formed(arun(cp.load("t")).messages)
+    assert is_well_formed(some(arun(cp.load("t"))).messages)
 
 
 def held_run(cp: Any, entered: asyncio.Event, gate: asyncio.Event) -> Agent:
@@ -210,7 +214,7 @@ def test_a_run_waiting_past_lock_timeout_is_thread_busy() -> None:
         await first
 
     arun(body())
-    assert [m.text for m in arun(cp.load("t")).messages][-1] == "first done"
+    assert [m.text for m in some(arun(cp.load("t"))).messages][-1] == "first done"
 
 
 def test_other_threads_and_other_checkpointers_do_not_wait() -> None:

@@ -7,7 +7,7 @@ import json
 import threading
 from typing import Any
 
-from async_helper import arun as run_coroutine
+from async_helper import arun
 from framework_agents import (
     Agent,
     Message,
@@ -19,10 +19,6 @@ from framework_agents import (
     is_well_formed,
     tool,
 )
-
-
-def arun(coro: Any) -> Any:
-    return run_coroutine(coro, timeout=10)
 
 
 def turn(*calls: ToolCall) -> Message:
@@ -61,7 +57,7 @@ def test_calls_of_one_turn_run_concurrently_and_are_stored_in_call_order() -> No
         assert result is not None
         return order, result.messages
 
-    order, messages = arun(go())
+    order, messages = arun(go(), timeout=10)
     assert order == ["b", "a"]  # events in completion order...
     tool_messages = [m for m in messages if m.role == "tool"]
     assert [m.tool_call_id for m in tool_messages] == ["a", "b"]  # ...history in call order
@@ -81,7 +77,7 @@ def test_sync_tools_run_concurrently_too() -> None:
     model = ScriptedModel(
         [turn(ToolCall("a", "meet", {"name": "x"}), ToolCall("b", "meet", {"name": "y"})), "ok"]
     )
-    messages = arun(Agent(model, tools=[meet]).run("go")).messages
+    messages = arun(Agent(model, tools=[meet]).run("go"), timeout=10).messages
     assert [m.text for m in messages if m.role == "tool"] == ["x", "y"]
     assert all(m.kind is None for m in messages if m.role == "tool")
 
@@ -104,7 +100,7 @@ def test_bad_arguments_unknown_tools_and_raising_tools_become_error_results() ->
             "recovered",
         ]
     )
-    result = arun(Agent(model, tools=[divide]).run("go"))
+    result = arun(Agent(model, tools=[divide]).run("go"), timeout=10)
     assert result.text == "recovered"
     results = {m.tool_call_id: m for m in result.messages if m.role == "tool"}
     assert results["bad"].kind == "tool_error" and "invalid arguments" in results["bad"].text
@@ -126,7 +122,7 @@ def test_a_tool_may_refuse_with_tool_rejection() -> None:
         return x
 
     model = ScriptedModel([turn(ToolCall("c", "guarded", {"x": -1})), "ok"])
-    messages = arun(Agent(model, tools=[guarded]).run("go")).messages
+    messages = arun(Agent(model, tools=[guarded]).run("go"), timeout=10).messages
     rejected = messages[2]
     assert rejected.kind == "rejected"
     assert rejected.metadata["reason"] == "negative numbers are not allowed"
@@ -140,7 +136,7 @@ def test_non_string_results_are_json_encoded() -> None:
         return {"n": 1, "tags": ["a", "b"]}
 
     model = ScriptedModel([turn(ToolCall("c", "info")), "ok"])
-    messages = arun(Agent(model, tools=[info]).run("go")).messages
+    messages = arun(Agent(model, tools=[info]).run("go"), timeout=10).messages
     assert json.loads(messages[2].text) == {"n": 1, "tags": ["a", "b"]}
     assert messages[2].name == "info"
 
@@ -155,7 +151,7 @@ def test_tools_reach_the_agent_through_tool_context() -> None:
 
     model = ScriptedModel([turn(ToolCall("a", "count"), ToolCall("b", "count")), "ok"])
     agent = Agent(model, tools=[count])
-    arun(agent.run("go"))
+    arun(agent.run("go"), timeout=10)
     assert agent.state["count"] == 2
     assert "ctx" not in model.calls[0].tools[0].parameters["properties"]
 
@@ -169,7 +165,7 @@ def test_repeated_or_empty_call_ids_are_made_unique() -> None:
     model = ScriptedModel(
         [turn(ToolCall("same", "ping"), ToolCall("same", "ping"), ToolCall("", "ping")), "ok"]
     )
-    messages = arun(Agent(model, tools=[ping]).run("go")).messages
+    messages = arun(Agent(model, tools=[ping]).run("go"), timeout=10).messages
     ids = [c.id for c in messages[1].tool_calls]
     assert len(set(ids)) == 3 and ids[0] == "same" and all(ids)
     assert [m.tool_call_id for m in messages if m.role == "tool"] == ids
@@ -190,7 +186,7 @@ def test_a_multi_turn_tool_loop() -> None:
             "three steps",
         ]
     )
-    result = arun(Agent(model, tools=[step]).run("go"))
+    result = arun(Agent(model, tools=[step]).run("go"), timeout=10)
     assert [m.text for m in result.messages if m.role == "tool"] == ["1", "2", "3"]
     assert result.turns == 4
     model.assert_complete()

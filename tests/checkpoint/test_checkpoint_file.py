@@ -18,6 +18,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from async_helper import arun
 from framework_agents import Message, ToolCall
 from framework_agents.checkpoint import (
     Checkpointer,
@@ -33,18 +34,15 @@ from framework_agents.errors import (
     ThreadBusyError,
     ThreadIdInvalidError,
 )
+from processes import close_process
 
 CHILD = Path(__file__).with_name("checkpoint_child.py")
 
-Factory = Callable[[Path], Checkpointer]
+Factory = Callable[[Path], FileCheckpointer | InMemoryCheckpointer]
 FACTORIES = [
     pytest.param(lambda root: FileCheckpointer(root), id="file"),
     pytest.param(lambda root: InMemoryCheckpointer(), id="memory"),
 ]
-
-
-def run(coro: object) -> object:
-    return asyncio.run(coro)  # type: ignore[arg-type]
 
 
 def sample(thread_id: str = "t1", **extra: object) -> ThreadCheckpoint:
@@ -64,9 +62,7 @@ def fresh_children() -> Iterator[list[subprocess.Popen[str]]]:
     made: list[subprocess.Popen[str]] = []
     yield made
     for proc in made:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
+        close_process(proc)
 
 
 def child(*args: str) -> subprocess.Popen[str]:
@@ -96,7 +92,7 @@ def test_save_load_round_trip(tmp_path: Path, make: Factory) -> None:
         assert loaded.saved_at.tzinfo is not None
         assert [m.id for m in loaded.messages] == [m.id for m in original.messages]
 
-    run(main())
+    arun(main())
 
 
 @pytest.mark.parametrize("make", FACTORIES)
@@ -113,7 +109,7 @@ def test_save_replaces_and_delete_forgets(tmp_path: Path, make: Factory) -> None
         await cp.delete("t1")  # deleting nothing is fine
         await cp.delete("never-existed")
 
-    run(main())
+    arun(main())
 
 
 @pytest.mark.parametrize("make", FACTORIES)
@@ -131,7 +127,7 @@ def test_list_threads_is_sorted_and_only_lists_checkpointed_threads(
         await cp.delete("b")
         assert await cp.list_threads() == ["A", "a.2", "z-9"]
 
-    run(main())
+    arun(main())
 
 
 BAD_IDS = [
@@ -151,7 +147,7 @@ def test_unsafe_thread_ids_are_thread_id_invalid(tmp_path: Path, make: Factory, 
 
     for attempt in (cp.load(bad), cp.delete(bad), lock()):
         with pytest.raises(ThreadIdInvalidError) as err:
-            run(attempt)
+            arun(attempt)
         assert err.value.code == "THREAD_ID_INVALID"
     with pytest.raises(ThreadIdInvalidError):
         ThreadCheckpoint(bad)
@@ -166,13 +162,13 @@ def test_safe_thread_ids_are_accepted(tmp_path: Path, good: str) -> None:
         await cp.save(ThreadCheckpoint(good))
         assert (await cp.load(good)) is not None
 
-    run(main())
+    arun(main())
     assert (tmp_path / "threads" / good / "checkpoint.json").is_file()
 
 
 def test_non_string_thread_id_is_thread_id_invalid(tmp_path: Path) -> None:
     with pytest.raises(ThreadIdInvalidError):
-        run(FileCheckpointer(tmp_path).load(5))  # type: ignore[arg-type]
+        arun(FileCheckpointer(tmp_path).load(5))  # type: ignore[arg-type]
 
 
 @pytest.mark.parametrize("make", FACTORIES)
@@ -182,10 +178,10 @@ def test_malformed_history_is_refused(tmp_path: Path, make: Factory) -> None:
         "t1", None, [Message("assistant", "", tool_calls=[ToolCall("c1", "f", {})])]
     )
     with pytest.raises(InvalidArgumentError, match="well formed"):
-        run(cp.save(broken))
+        arun(cp.save(broken))
     with pytest.raises(InvalidArgumentError, match="ThreadCheckpoint"):
-        run(cp.save({"thread_id": "t1"}))  # type: ignore[arg-type]
-    assert run(cp.load("t1")) is None
+        arun(cp.save({"thread_id": "t1"}))  # type: ignore[arg-type]
+    assert arun(cp.load("t1")) is None
 
 
 @pytest.mark.parametrize("make", FACTORIES)
@@ -204,7 +200,7 @@ def test_thread_lock_excludes_a_second_run_and_allows_saves(tmp_path: Path, make
         async with cp.thread_lock("t1", timeout=0):
             pass
 
-    run(main())
+    arun(main())
 
 
 @pytest.mark.parametrize("make", FACTORIES)
@@ -230,7 +226,7 @@ def test_second_run_waits_for_the_first(tmp_path: Path, make: Factory) -> None:
         gate.set()
         await asyncio.gather(first, second)
 
-    run(main())
+    arun(main())
     assert events == ["first in", "first out", "second in", "second out"]
 
 
@@ -256,7 +252,7 @@ def test_save_progress_round_trips_like_save(tmp_path: Path, make: Factory) -> N
         await cp.save_progress(done)
         assert await cp.load("t1") == done
 
-    run(main())
+    arun(main())
 
 
 # -- FileCheckpointer specifics -------------------------------------------------------
@@ -264,7 +260,7 @@ def test_save_progress_round_trips_like_save(tmp_path: Path, make: Factory) -> N
 
 def test_layout_and_format(tmp_path: Path) -> None:
     cp = FileCheckpointer(tmp_path)
-    run(cp.save(sample()))
+    arun(cp.save(sample()))
     path = tmp_path / "threads" / "t1" / "checkpoint.json"
     assert cp.path("t1") == path
     doc = json.loads(path.read_bytes())
@@ -300,14 +296,14 @@ def test_corrupt_checkpoint_fails_loudly_and_is_never_overwritten(
     path.write_bytes(data)
     cp = FileCheckpointer(tmp_path)
     with pytest.raises(CheckpointCorruptError, match=needle) as err:
-        run(cp.load("t1"))
+        arun(cp.load("t1"))
     assert err.value.code == "CHECKPOINT_CORRUPT"
     with pytest.raises(CheckpointCorruptError):
-        run(cp.save(sample()))
+        arun(cp.save(sample()))
     assert path.read_bytes() == data
-    run(cp.delete("t1"))  # deleting is how a person recovers
+    arun(cp.delete("t1"))  # deleting is how a person recovers
     assert not path.exists()
-    run(cp.save(sample()))
+    arun(cp.save(sample()))
 
 
 def test_a_file_written_by_another_instance_is_validated_before_overwrite(tmp_path: Path) -> None:
@@ -322,7 +318,7 @@ def test_a_file_written_by_another_instance_is_validated_before_overwrite(tmp_pa
             await one.save(sample())
         assert one.path("t1").read_bytes() == b"torn"
 
-    run(main())
+    arun(main())
 
 
 def _progress_step(base: ThreadCheckpoint) -> ThreadCheckpoint:
@@ -344,66 +340,66 @@ def _old_progress(cp: FileCheckpointer, step: ThreadCheckpoint) -> Path:
 def test_a_save_that_extends_the_stored_history_appends_a_delta(tmp_path: Path) -> None:
     cp = FileCheckpointer(tmp_path)
     base = sample()
-    run(cp.save(base))
+    arun(cp.save(base))
     path = cp.path("t1")
     before = (path.read_bytes(), path.stat().st_ino, path.stat().st_mtime_ns)
-    run(cp.save_progress(_progress_step(base)))
+    arun(cp.save_progress(_progress_step(base)))
     assert (path.read_bytes(), path.stat().st_ino, path.stat().st_mtime_ns) == before
     journal = path.with_name("checkpoint.journal")
     assert journal.is_file()
     assert journal.stat().st_size < len(before[0])  # the delta, not the history
     # Another instance (another process) sees the merged checkpoint.
-    assert run(FileCheckpointer(tmp_path).load("t1")) == _progress_step(base)
+    assert arun(FileCheckpointer(tmp_path).load("t1")) == _progress_step(base)
     # A save of another history publishes the whole checkpoint and drops the journal.
     other = ThreadCheckpoint("t1", None, [Message("user", "other")], {"v": 2})
-    run(cp.save(other))
+    arun(cp.save(other))
     assert not journal.exists()
-    assert run(cp.load("t1")) == other
+    assert arun(cp.load("t1")) == other
 
 
 def test_a_progress_json_of_the_previous_release_is_applied_then_folded(tmp_path: Path) -> None:
     cp = FileCheckpointer(tmp_path)
     base = sample()
-    run(cp.save(base))
+    arun(cp.save(base))
     progress = _old_progress(cp, _progress_step(base))
-    loaded = run(FileCheckpointer(tmp_path).load("t1"))
+    loaded = arun(FileCheckpointer(tmp_path).load("t1"))
     assert loaded == _progress_step(base)
     assert loaded is not None
-    run(cp.save(loaded.model_copy(update={"state": {"after": 1}})))
+    arun(cp.save(loaded.model_copy(update={"state": {"after": 1}})))
     assert not progress.exists()
-    got = run(FileCheckpointer(tmp_path).load("t1"))
+    got = arun(FileCheckpointer(tmp_path).load("t1"))
     assert got is not None and got.state == {"after": 1} and got.turn == TURN
 
 
 def test_save_progress_falls_back_to_a_full_save(tmp_path: Path) -> None:
     cp = FileCheckpointer(tmp_path)
     base = sample()
-    run(cp.save(base))
+    arun(cp.save(base))
     grown = _progress_step(base).model_copy(
         update={"messages": [*base.messages, Message("user", "more")]}
     )
-    run(cp.save_progress(grown))  # a different history: the delta would be wrong
+    arun(cp.save_progress(grown))  # a different history: the delta would be wrong
     assert not cp.path("t1").with_name("progress.json").exists()
-    assert run(cp.load("t1")) == grown
+    assert arun(cp.load("t1")) == grown
     stranger = FileCheckpointer(tmp_path)  # never saw the file: cannot vouch for it
     step = _progress_step(grown)
-    run(stranger.save_progress(step))
-    assert run(cp.load("t1")) == step
+    arun(stranger.save_progress(step))
+    assert arun(cp.load("t1")) == step
     with pytest.raises(InvalidArgumentError, match="well formed"):
         bad = step.model_copy(update={"messages": [TURN]})
-        run(FileCheckpointer(tmp_path).save_progress(bad))
+        arun(FileCheckpointer(tmp_path).save_progress(bad))
 
 
 def test_a_progress_file_of_an_older_checkpoint_is_ignored(tmp_path: Path) -> None:
     cp = FileCheckpointer(tmp_path)
     base = sample()
-    run(cp.save(base))
+    arun(cp.save(base))
     progress = _old_progress(cp, _progress_step(base))
     leftover = progress.read_bytes()
     newer = ThreadCheckpoint("t1", None, [Message("user", "new")], {"v": 2})
-    run(cp.save(newer))
+    arun(cp.save(newer))
     progress.write_bytes(leftover)  # as if the process died before removing it
-    assert run(FileCheckpointer(tmp_path).load("t1")) == newer
+    assert arun(FileCheckpointer(tmp_path).load("t1")) == newer
 
 
 @pytest.mark.parametrize(
@@ -416,37 +412,37 @@ def test_a_progress_file_of_an_older_checkpoint_is_ignored(tmp_path: Path) -> No
 )
 def test_a_corrupt_progress_file_fails_loudly_and_is_kept(tmp_path: Path, data: bytes) -> None:
     cp = FileCheckpointer(tmp_path)
-    run(cp.save(sample()))
+    arun(cp.save(sample()))
     progress = cp.path("t1").with_name("progress.json")
     progress.write_bytes(data)
     with pytest.raises(CheckpointCorruptError, match=r"progress\.json"):
-        run(cp.load("t1"))
+        arun(cp.load("t1"))
     with pytest.raises(CheckpointCorruptError):
-        run(cp.save(sample()))
+        arun(cp.save(sample()))
     assert progress.read_bytes() == data
-    run(cp.delete("t1"))
+    arun(cp.delete("t1"))
     assert not progress.exists()
 
 
 def test_an_inconsistent_progress_file_is_corrupt(tmp_path: Path) -> None:
     cp = FileCheckpointer(tmp_path)
     base = sample()
-    run(cp.save(base))
+    arun(cp.save(base))
     progress = _old_progress(cp, _progress_step(base))
     doc = json.loads(progress.read_bytes())
     doc["results"][0]["tool_call_id"] = "nobody"
     progress.write_text(json.dumps(doc))
     with pytest.raises(CheckpointCorruptError, match=r"progress\.json"):
-        run(FileCheckpointer(tmp_path).load("t1"))
+        arun(FileCheckpointer(tmp_path).load("t1"))
 
 
 def test_stale_temp_files_are_swept_on_save(tmp_path: Path) -> None:
     cp = FileCheckpointer(tmp_path)
-    run(cp.save(sample()))
+    arun(cp.save(sample()))
     stale = cp.path("t1").with_name(".checkpoint.json.deadbeef.tmp")
     stale.write_bytes(b"half a checkpoint")
     os.utime(stale, (0, 0))
-    run(cp.save(sample()))
+    arun(cp.save(sample()))
     assert not stale.exists()
 
 
@@ -462,7 +458,7 @@ def test_delete_keeps_the_directory_of_a_running_thread(tmp_path: Path) -> None:
         await cp.delete("t1")
         assert not (tmp_path / "threads" / "t1").exists()
 
-    run(main())
+    arun(main())
 
 
 def test_a_stale_write_lock_of_a_dead_writer_is_reclaimed(tmp_path: Path) -> None:
@@ -470,7 +466,7 @@ def test_a_stale_write_lock_of_a_dead_writer_is_reclaimed(tmp_path: Path) -> Non
     lock = tmp_path / "threads" / "t1" / "checkpoint.lock"
     lock.parent.mkdir(parents=True)
     lock.write_text(json.dumps({"pid": 999999, "host": "h", "token": "t", "acquired_at": 0}))
-    run(cp.save(sample()))  # nobody holds the kernel lock: proof of death
+    arun(cp.save(sample()))  # nobody holds the kernel lock: proof of death
     assert not lock.exists()
 
 
@@ -486,7 +482,7 @@ def test_concurrent_saves_of_many_tasks_never_tear(tmp_path: Path) -> None:
     async def main() -> None:
         await asyncio.gather(*(writer(i) for i in range(8)))
 
-    run(main())
+    arun(main())
     assert sorted(p.name for p in cp.path("t1").parent.iterdir()) == ["checkpoint.json"]
 
 
@@ -504,15 +500,16 @@ def test_thread_lock_across_processes(
                 pass
         await cp.save(sample())  # the write lock is separate from the run lock
 
-    run(busy())
+    arun(busy())
     proc.send_signal(signal.SIGKILL)  # the run dies holding its thread
     proc.wait()
+    close_process(proc)
 
     async def free() -> None:
         async with cp.thread_lock("t1", timeout=5):
             pass
 
-    run(free())
+    arun(free())
 
 
 def test_a_writer_killed_mid_save_never_leaves_an_unreadable_checkpoint(
@@ -530,13 +527,14 @@ def test_a_writer_killed_mid_save_never_leaves_an_unreadable_checkpoint(
             assert line.startswith("saved ")
         proc.send_signal(signal.SIGKILL)  # somewhere inside a later save
         proc.wait()
-        loaded = run(cp.load("t1"))
+        close_process(proc)
+        loaded = arun(cp.load("t1"))
         assert isinstance(loaded, ThreadCheckpoint)
         assert loaded.state["n"] >= 1
         assert len(loaded.messages) == loaded.state["n"] % 50
         last = loaded.state["n"]
         # The next writer reclaims the dead writer's lock and saves at once.
-        run(cp.save(ThreadCheckpoint("t1", None, [], {"n": last})))
+        arun(cp.save(ThreadCheckpoint("t1", None, [], {"n": last})))
     assert last >= 1
 
 
@@ -623,8 +621,8 @@ def test_any_well_formed_history_round_trips_through_a_file(
     )
     cp = FileCheckpointer(tmp_path)
     original = ThreadCheckpoint("prop", None, history, state)
-    run(cp.save(original))
-    assert run(cp.load("prop")) == original
+    arun(cp.save(original))
+    assert arun(cp.load("prop")) == original
 
 
 def test_a_load_hands_out_the_saved_message_objects_when_they_read_back_equal(

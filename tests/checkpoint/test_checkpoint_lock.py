@@ -18,9 +18,11 @@ from pathlib import Path
 
 import pytest
 
+from async_helper import arun
 from framework_agents.checkpoint import lock as lock_module
 from framework_agents.checkpoint import lock_holder, with_file_lock
 from framework_agents.errors import AgentError, InvalidArgumentError, LockTimeoutError
+from processes import close_process
 
 CHILD = Path(__file__).with_name("lock_child.py")
 
@@ -50,9 +52,12 @@ class Child:
     def kill(self) -> None:
         self.proc.send_signal(signal.SIGKILL)
         self.proc.wait(timeout=10)
+        close_process(self.proc)
 
     def finish(self) -> int:
-        return self.proc.wait(timeout=30)
+        code = self.proc.wait(timeout=30)
+        close_process(self.proc)
+        return code
 
 
 @pytest.fixture
@@ -60,12 +65,7 @@ def children() -> Iterator[list[Child]]:
     made: list[Child] = []
     yield made
     for child in made:
-        if child.proc.poll() is None:
-            child.kill()
-
-
-def run(coro: object) -> object:
-    return asyncio.run(coro)  # type: ignore[arg-type]
+        close_process(child.proc)
 
 
 def _no_flock(fd: int, operation: int) -> None:
@@ -94,7 +94,7 @@ def test_lock_file_exists_with_a_record_while_held_and_is_removed_after(tmp_path
         assert not path.exists()
         assert lock_holder(path) is None
 
-    run(main())
+    arun(main())
 
 
 def test_tasks_of_one_process_are_exclusive_and_fifo(tmp_path: Path) -> None:
@@ -119,7 +119,7 @@ def test_tasks_of_one_process_are_exclusive_and_fifo(tmp_path: Path) -> None:
             await asyncio.sleep(0)  # let every task queue up behind us (FIFO)
         await asyncio.gather(*tasks)
 
-    run(main())
+    arun(main())
     assert worst == 1
     assert order == list(range(20))
 
@@ -164,7 +164,7 @@ def test_bad_arguments_are_invalid_argument(
             pass
 
     with pytest.raises(InvalidArgumentError, match=needle) as err:
-        run(main())
+        arun(main())
     assert err.value.code == "INVALID_ARGUMENT"
 
 
@@ -174,7 +174,7 @@ def test_missing_directory_is_an_os_error_not_a_hang(tmp_path: Path) -> None:
             pass
 
     with pytest.raises(FileNotFoundError):
-        run(main())
+        arun(main())
 
 
 def test_a_symlink_at_the_lock_path_is_refused(tmp_path: Path) -> None:
@@ -187,7 +187,7 @@ def test_a_symlink_at_the_lock_path_is_refused(tmp_path: Path) -> None:
             pass
 
     with pytest.raises(InvalidArgumentError, match="symlink"):
-        run(main())
+        arun(main())
     assert target.read_text() == "not a lock"
 
 
@@ -207,7 +207,7 @@ def test_timeout_in_process_is_lock_timeout(tmp_path: Path) -> None:
             assert err.value.code == "LOCK_TIMEOUT"
             assert isinstance(err.value, AgentError)
 
-    run(main())
+    arun(main())
 
 
 def test_timeout_zero_tries_once(tmp_path: Path) -> None:
@@ -219,7 +219,7 @@ def test_timeout_zero_tries_once(tmp_path: Path) -> None:
                 async with with_file_lock(path, timeout=0):
                     pass
 
-    run(main())
+    arun(main())
 
 
 def test_timeout_across_processes_names_the_holder(tmp_path: Path, children: list[Child]) -> None:
@@ -233,7 +233,7 @@ def test_timeout_across_processes_names_the_holder(tmp_path: Path, children: lis
             async with with_file_lock(path, timeout=0.3):
                 pass
 
-    run(main())
+    arun(main())
     child.send("release")
     child.expect("released")
     assert child.finish() == 0
@@ -243,7 +243,7 @@ def test_timeout_across_processes_names_the_holder(tmp_path: Path, children: lis
         async with with_file_lock(path, timeout=0):
             pass
 
-    run(then())
+    arun(then())
 
 
 # -- proof of death -------------------------------------------------------------------
@@ -269,7 +269,7 @@ def test_a_killed_holder_is_reclaimed_at_once_not_after_stale_after(
             assert path.stat().st_ino == inode  # taken over in place, never unlinked
         return waited
 
-    assert run(main()) < 2
+    assert arun(main()) < 2
     assert not path.exists()
 
 
@@ -287,7 +287,7 @@ def test_a_live_holder_is_never_robbed_however_old_its_file(
             async with with_file_lock(path, timeout=0.5, stale_after=0.1):
                 pass
 
-    run(main())
+    arun(main())
     assert lock_holder(path)["pid"] == child.proc.pid  # type: ignore[index]
     child.send("release")
     assert child.finish() == 0
@@ -307,7 +307,7 @@ def test_an_incomplete_lock_file_nobody_holds_is_taken_over_at_once(
         async with with_file_lock(path, timeout=2, stale_after=3600):
             assert lock_holder(path)["pid"] == os.getpid()  # type: ignore[index]
 
-    run(main())
+    arun(main())
     assert not path.exists()
 
 
@@ -387,7 +387,7 @@ def test_release_leaves_a_lock_file_that_is_no_longer_ours(tmp_path: Path) -> No
             path.write_text("someone else's")
         assert path.read_text() == "someone else's"
 
-    run(main())
+    arun(main())
 
 
 # -- cancellation ---------------------------------------------------------------------
@@ -408,7 +408,7 @@ def test_a_cancelled_waiter_leaks_nothing(tmp_path: Path) -> None:
             pass
         assert not path.exists()
 
-    run(main())
+    arun(main())
 
 
 def test_a_holder_cancelled_inside_releases(tmp_path: Path) -> None:
@@ -431,7 +431,7 @@ def test_a_holder_cancelled_inside_releases(tmp_path: Path) -> None:
         async with with_file_lock(path, timeout=0):
             pass
 
-    run(main())
+    arun(main())
 
 
 def test_cancel_during_an_attempt_gives_back_a_lock_taken_in_the_thread(
@@ -458,7 +458,7 @@ def test_cancel_during_an_attempt_gives_back_a_lock_taken_in_the_thread(
         with pytest.raises(asyncio.CancelledError):
             await task
 
-    run(main())
+    arun(main())
     monkeypatch.setattr(lock_module, "_acquire_once", real)
     deadline = time.monotonic() + 5
     while path.exists() and time.monotonic() < deadline:
@@ -490,7 +490,7 @@ def test_without_flock_a_fresh_lock_is_respected_and_heartbeats(
             assert path.stat().st_mtime_ns > first
         assert not path.exists()
 
-    run(main())
+    arun(main())
 
 
 def test_without_flock_a_stale_lock_is_reclaimed_under_a_guard(
@@ -507,7 +507,7 @@ def test_without_flock_a_stale_lock_is_reclaimed_under_a_guard(
         assert not path.exists()
         assert not path.with_name("a.lock.reclaim").exists()
 
-    run(main())
+    arun(main())
 
 
 def test_without_flock_a_dead_reclaimers_guard_is_cleared_once_stale(
@@ -525,7 +525,7 @@ def test_without_flock_a_dead_reclaimers_guard_is_cleared_once_stale(
         async with with_file_lock(path, timeout=2, stale_after=5):
             pass
 
-    run(main())
+    arun(main())
     assert not guard.exists()
 
 
@@ -542,7 +542,7 @@ def test_without_flock_across_processes(tmp_path: Path, children: list[Child]) -
 
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(lock_module, "_flock", _no_flock)
-        run(blocked())
+        arun(blocked())
         child.kill()  # no proof of death here: only age frees it
 
         async def reclaimed() -> float:
@@ -551,7 +551,7 @@ def test_without_flock_across_processes(tmp_path: Path, children: list[Child]) -
                 pass
             return time.monotonic() - started
 
-        assert run(reclaimed()) < 4
+        assert arun(reclaimed()) < 4
 
 
 # -- call_with_file_lock: the lock, a call and the release in one hand-off ------------
@@ -568,7 +568,7 @@ def test_a_call_runs_holding_the_lock_and_releases_it(tmp_path: Path) -> None:
         assert info is not None and info["pid"] == os.getpid()
         assert not path.exists()
 
-    run(main())
+    arun(main())
 
 
 def test_a_call_that_raises_releases_the_lock(tmp_path: Path) -> None:
@@ -584,7 +584,7 @@ def test_a_call_that_raises_releases_the_lock(tmp_path: Path) -> None:
         async with with_file_lock(path, timeout=0):  # free again at once
             pass
 
-    run(main())
+    arun(main())
 
 
 def test_a_call_waits_for_a_holder_in_another_process(
@@ -607,7 +607,7 @@ def test_a_call_waits_for_a_holder_in_another_process(
         await call
         assert order == ["ran"]
 
-    run(main())
+    arun(main())
     child.expect("released")
     assert child.finish() == 0
 
@@ -622,7 +622,7 @@ def test_a_call_without_flock_takes_the_waiting_path(
         assert await lock_module.call_with_file_lock(path, lambda: lock_holder(path)) is not None
         assert not path.exists()
 
-    run(main())
+    arun(main())
 
 
 def test_calls_of_one_process_never_overlap(tmp_path: Path) -> None:
@@ -641,4 +641,4 @@ def test_calls_of_one_process_never_overlap(tmp_path: Path) -> None:
             *(lock_module.call_with_file_lock(path, critical, timeout=30) for _ in range(20))
         )
 
-    run(main())
+    arun(main())

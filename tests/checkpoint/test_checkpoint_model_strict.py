@@ -18,7 +18,7 @@ def test_a_thread_id_of_the_wrong_type_is_thread_id_invalid(bad: object) -> None
         ThreadCheckpoint(thread_id=bad)
     assert info.value.code == "THREAD_ID_INVALID"
     with pytest.raises(AgentError) as info:
-        ThreadCheckpoint(bad)  # positionally too
+        ThreadCheckpoint(bad)  # type: ignore[arg-type]  # positionally too
     assert info.value.code == "THREAD_ID_INVALID"
 
 

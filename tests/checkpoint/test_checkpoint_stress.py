@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 
 from framework_agents.checkpoint import FileCheckpointer
+from processes import close_process
 
 WORKER = Path(__file__).with_name("lock_stress_worker.py")
 WORKERS = 8
@@ -83,6 +84,7 @@ def test_lock_stress_with_killed_holders(tmp_path: Path) -> None:
         for proc in running.values():
             proc.kill()
             proc.wait()
+            close_process(proc)
         errlog.close()
 
     events = (tmp_path / "events.log").read_text().splitlines()

@@ -52,13 +52,13 @@ def free_port() -> int:
     return port  # closed again: nothing listens there
 
 
-def test_version_prints_the_package_version():
+def test_version_prints_the_package_version() -> None:
     result = cli("--version")
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == f"framework-agents {__version__}"
 
 
-def test_doctor_lists_extras_with_versions_and_what_to_install():
+def test_doctor_lists_extras_with_versions_and_what_to_install() -> None:
     result = cli("doctor", prelude="import sys\nsys.modules['anthropic'] = None")
     assert result.returncode == 0, result.stderr
     out = result.stdout
@@ -73,7 +73,7 @@ def test_doctor_lists_extras_with_versions_and_what_to_install():
 
 @pytest.mark.postgres
 @pytest.mark.redis
-def test_doctor_reports_stores_that_answer():
+def test_doctor_reports_stores_that_answer() -> None:
     if not (answers("127.0.0.1", 5432) and answers("127.0.0.1", 6379)):
         pytest.skip("needs PostgreSQL on 127.0.0.1:5432 and Redis on 127.0.0.1:6379")
     result = cli("doctor", "--postgres", POSTGRES, "--redis", REDIS)
@@ -82,7 +82,7 @@ def test_doctor_reports_stores_that_answer():
     assert "answers (Redis" in result.stdout
 
 
-def test_doctor_fails_for_a_named_store_that_does_not_answer_and_hides_its_password():
+def test_doctor_fails_for_a_named_store_that_does_not_answer_and_hides_its_password() -> None:
     url = f"redis://user:s3cret@127.0.0.1:{free_port()}/0"
     result = cli("doctor", "--redis", url, "--timeout", "1")
     assert result.returncode == 1, result.stdout + result.stderr
@@ -91,7 +91,7 @@ def test_doctor_fails_for_a_named_store_that_does_not_answer_and_hides_its_passw
     assert "user:***@127.0.0.1" in result.stdout
 
 
-def test_log_level_shows_the_library_logs_on_stderr(tmp_path: Path):
+def test_log_level_shows_the_library_logs_on_stderr(tmp_path: Path) -> None:
     chat = ("chat", "--model", "echo", "--session", "s1", "--data-dir", str(tmp_path))
     quiet = cli(*chat, stdin="hi\n")
     loud = cli("--log-level", "debug", *chat, stdin="hi\n")
@@ -100,7 +100,7 @@ def test_log_level_shows_the_library_logs_on_stderr(tmp_path: Path):
     assert "DEBUG framework_agents.sessions.local: stored session/s1/" in loud.stderr
 
 
-def test_an_unknown_log_level_is_a_usage_error():
+def test_an_unknown_log_level_is_a_usage_error() -> None:
     result = cli("--log-level", "loud", "doctor")
     assert result.returncode == 2
     assert "loud" in result.stderr

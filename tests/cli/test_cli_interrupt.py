@@ -26,7 +26,9 @@ from framework_agents.cli.chat import ChatOptions, run_chat
 SRC = str(Path(__file__).resolve().parents[2] / "src")
 
 
-def test_ctrl_c_while_the_model_answers_stops_that_answer_and_keeps_the_chat(tmp_path: Path):
+def test_ctrl_c_while_the_model_answers_stops_that_answer_and_keeps_the_chat(
+    tmp_path: Path,
+) -> None:
     asked: list[str] = []
 
     async def answer(messages: list[Message], tools: list[ToolSpec]) -> str:
@@ -85,7 +87,7 @@ def _spawn(args: Sequence[str], cwd: Path) -> tuple[subprocess.Popen[bytes], int
 
 
 @pytest.mark.skipif(sys.platform == "win32", reason="needs a POSIX pty")
-def test_ctrl_c_at_the_prompt_leaves_at_once(tmp_path: Path):
+def test_ctrl_c_at_the_prompt_leaves_at_once(tmp_path: Path) -> None:
     process, leader = _spawn(["chat", "--model", "echo"], tmp_path)
     seen = bytearray()
     try:

@@ -13,6 +13,8 @@ from pathlib import Path
 import httpx
 import pytest
 
+from processes import close_process
+
 SRC = str(Path(__file__).resolve().parents[2] / "src")
 
 
@@ -51,6 +53,7 @@ def server(tmp_path: Path) -> Iterator[str]:
     yield f"http://127.0.0.1:{port}"
     process.terminate()
     assert process.wait(30) in (0, -signal.SIGTERM)  # uvicorn re-raises the signal it caught
+    close_process(process)
 
 
 def test_builtin_assistant_chats_and_asks_before_saving_a_note(server: str) -> None:
@@ -111,3 +114,4 @@ def test_serves_an_app_factory_named_module_attr(tmp_path: Path) -> None:
     finally:
         process.terminate()
         process.wait(30)
+        close_process(process)

@@ -2,17 +2,12 @@
 
 from __future__ import annotations
 
-import asyncio
 from pathlib import Path
-from typing import Any
 
+from async_helper import arun
 from framework_agents import Agent, InMemoryMemory, Message, ScriptedModel, ToolCall
 from framework_agents.graph import GraphMemory, GraphStore, is_grounding
 from framework_agents.history import is_well_formed
-
-
-def run(coro: Any) -> Any:
-    return asyncio.run(coro)
 
 
 def _record(subject: str, predicate: str, obj: str) -> Message:
@@ -68,7 +63,7 @@ def test_model_records_a_fact_and_a_later_run_is_grounded_on_it(tmp_path: Path) 
             "What do you know about Alice?",
         ]
 
-    run(main())
+    arun(main())
 
 
 def test_grounding_follows_the_incoming_prompt_not_the_previous_turn() -> None:
@@ -87,7 +82,7 @@ def test_grounding_follows_the_incoming_prompt_not_the_previous_turn() -> None:
         assert sum(is_grounding(m) for m in second) == 1  # the old grounding was replaced
         assert not any(is_grounding(m) for m in await memory.inner.load())
 
-    run(main())
+    arun(main())
 
 
 def test_tool_errors_reach_the_model_and_store_nothing() -> None:
@@ -104,7 +99,7 @@ def test_tool_errors_reach_the_model_and_store_nothing() -> None:
         assert "subject" in errors[1]
         assert store.closure_size == 0
 
-    run(main())
+    arun(main())
 
 
 def test_grounding_is_sent_but_never_persisted_anywhere(tmp_path: Path) -> None:
@@ -141,7 +136,7 @@ def test_grounding_is_sent_but_never_persisted_anywhere(tmp_path: Path) -> None:
         assert not any(is_grounding(m) for m in saved.messages)
         assert is_well_formed(saved.messages)
 
-    run(main())
+    arun(main())
 
 
 def test_every_model_call_of_a_tool_run_is_grounded_and_nothing_stores_it(
@@ -190,7 +185,7 @@ def test_every_model_call_of_a_tool_run_is_grounded_and_nothing_stores_it(
         assert not any(is_grounding(m) for m in snapshot.data.messages)
         await store.close()
 
-    run(main())
+    arun(main())
 
 
 def test_natural_arguments_are_stored_and_a_later_run_is_grounded_on_the_entailment(
@@ -241,4 +236,4 @@ def test_natural_arguments_are_stored_and_a_later_run_is_grounded_on_the_entailm
         assert 'ex:AliceSmith ex:favoriteColor "green"' in third.calls[0].messages[0].text
         await reopened.close()
 
-    run(main())
+    arun(main())

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
 import logging
 from pathlib import Path
@@ -10,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from async_helper import arun
 from framework_agents import (
     Agent,
     FileCheckpointer,
@@ -35,10 +35,6 @@ FACTS = [
     ("ex:alice", "rdf:type", "ex:Engineer"),
     ("ex:alice", "ex:worksFor", "ex:acme"),
 ]
-
-
-def run(coro: Any) -> Any:
-    return asyncio.run(coro)
 
 
 async def _memory(**kwargs: Any) -> GraphMemory:
@@ -72,7 +68,7 @@ def test_a_restored_session_keeps_its_long_term_memory(tmp_path: Path) -> None:
         assert "ex:alice rdf:type ex:Person (inferred)" in grounding.text
         assert fresh.store.quads() == memory.store.quads()
 
-    run(main())
+    arun(main())
 
 
 def test_the_state_is_json_and_the_application_data_is_not_changed() -> None:
@@ -87,7 +83,7 @@ def test_the_state_is_json_and_the_application_data_is_not_changed() -> None:
         snapshot = Snapshot(SnapshotData(messages=[]), app_data=carried)  # validated as JSON
         assert snapshot.app_data == carried
 
-    run(main())
+    arun(main())
 
 
 def test_an_on_disk_store_is_not_carried_unless_asked(tmp_path: Path) -> None:
@@ -106,7 +102,7 @@ def test_an_on_disk_store_is_not_carried_unless_asked(tmp_path: Path) -> None:
         await asked.store.close()
         assert not (await _memory(carry_state=False)).carries_state
 
-    run(main())
+    arun(main())
 
 
 def test_nothing_to_carry_or_restore_is_a_no_op(caplog: pytest.LogCaptureFixture) -> None:
@@ -122,7 +118,7 @@ def test_nothing_to_carry_or_restore_is_a_no_op(caplog: pytest.LogCaptureFixture
             assert app_data_with_state(memory, ["not", "a", "dict"]) == ["not", "a", "dict"]
         assert "not carried" in caplog.text
 
-    run(main())
+    arun(main())
 
 
 def test_a_malformed_carried_state_is_refused_and_changes_nothing() -> None:
@@ -134,7 +130,7 @@ def test_a_malformed_carried_state_is_refused_and_changes_nothing() -> None:
             await restore_state(memory, {APP_DATA_KEY: bad})
         assert memory.export_state() == before
 
-    run(main())
+    arun(main())
 
 
 def test_bad_carry_state_is_invalid_argument() -> None:
@@ -172,7 +168,7 @@ def test_an_agent_with_a_session_carries_its_graph_without_help(tmp_path: Path) 
         assert is_grounding(grounding)
         assert "ex:alice rdf:type ex:Person (inferred)" in grounding.text
 
-    run(main())
+    arun(main())
 
 
 @pytest.mark.parametrize("backend", ["file", "sqlite"])
@@ -210,4 +206,4 @@ def test_a_thread_checkpoint_carries_the_graph_to_another_process(
             if close is not None:
                 await close()
 
-    run(main())
+    arun(main())

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from framework_agents.graph import GraphStore
+from processes import close_process
 
 BATCH = 200
 
@@ -51,6 +52,7 @@ def test_kill_mid_write_leaves_a_reopenable_store(tmp_path: Path) -> None:
     finally:
         proc.send_signal(signal.SIGKILL)  # mid-write: the writer never pauses between batches
         proc.wait()
+        close_process(proc)
     assert acked >= 15
 
     async def check() -> None:

@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
-import asyncio
 import os
 import sqlite3
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from async_helper import arun
 from framework_agents.errors import (
     GraphStoreCorruptError,
     GraphStoreIOError,
@@ -18,10 +19,6 @@ from framework_agents.errors import (
 from framework_agents.graph import GraphStore
 
 ROOT = os.geteuid() == 0
-
-
-def run(coro: Any) -> Any:
-    return asyncio.run(coro)
 
 
 async def _made(path: Path) -> None:
@@ -45,11 +42,11 @@ def test_a_path_that_cannot_hold_a_store_is_invalid_argument(
     if where == "database-is-a-dir":
         (path / "graph.sqlite3").mkdir(parents=True)
     store = GraphStore(path)
-    actions = {
-        "open": lambda: run(store.open()),
-        "add": lambda: run(store.add("ex:a", "ex:p", "ex:b")),
+    actions: dict[str, Callable[[], object]] = {
+        "open": lambda: arun(store.open()),
+        "add": lambda: arun(store.add("ex:a", "ex:p", "ex:b")),
         "sync-read": lambda: store.quads(),
-        "import": lambda: run(store.import_state(GraphStore().export_state())),
+        "import": lambda: arun(store.import_state(GraphStore().export_state())),
     }
     with pytest.raises(InvalidArgumentError) as info:
         actions[how]()
@@ -73,7 +70,7 @@ def test_an_unwritable_location_is_graph_store_io(tmp_path: Path) -> None:
     path = _unwritable(tmp_path)
     try:
         with pytest.raises(GraphStoreIOError) as info:
-            run(GraphStore(path).open())
+            arun(GraphStore(path).open())
         assert info.value.code == "GRAPH_STORE_IO"
         assert str(path) in info.value.message
     finally:
@@ -100,7 +97,7 @@ def test_a_read_only_database_is_graph_store_io_and_changes_nothing(tmp_path: Pa
         finally:
             (tmp_path / "g").chmod(0o700)
 
-    run(main())
+    arun(main())
 
 
 @pytest.mark.parametrize(
@@ -123,14 +120,14 @@ def test_a_read_only_database_is_graph_store_io_and_changes_nothing(tmp_path: Pa
     ],
 )
 def test_malformed_rows_are_graph_store_corrupt(tmp_path: Path, column: str, value: Any) -> None:
-    run(_made(tmp_path / "g"))
+    arun(_made(tmp_path / "g"))
     row = {"s": "ex:s", "p": "ex:p", "o": '"x"', "g": "", column: value}
     with sqlite3.connect(tmp_path / "g" / "graph.sqlite3") as conn:
         conn.execute(
             "INSERT INTO quads VALUES (?, ?, ?, ?)", (row["s"], row["p"], row["o"], row["g"])
         )
     with pytest.raises(GraphStoreCorruptError) as info:
-        run(GraphStore(tmp_path / "g").open())
+        arun(GraphStore(tmp_path / "g").open())
     assert info.value.code == "GRAPH_STORE_CORRUPT"
 
 
@@ -183,7 +180,7 @@ def test_text_utf8_cannot_encode_is_refused_before_the_disk(tmp_path: Path) -> N
         await store.close()
         assert [q.object.key for q in GraphStore(tmp_path / "g").quads()] == ['"fine"']
 
-    run(main())
+    arun(main())
 
 
 def test_a_foreign_sqlite_database_is_refused_and_left_byte_identical(tmp_path: Path) -> None:
@@ -196,7 +193,7 @@ def test_a_foreign_sqlite_database_is_refused_and_left_byte_identical(tmp_path: 
     conn.close()
     before = file.read_bytes()
     with pytest.raises(GraphStoreCorruptError, match="not a framework-agents graph store"):
-        run(GraphStore(tmp_path / "g").open())
+        arun(GraphStore(tmp_path / "g").open())
     assert file.read_bytes() == before
     # Only the lock file joins it: no -wal or -shm, nothing written into the database.
     assert sorted(p.name for p in (tmp_path / "g").iterdir()) == ["graph.lock", "graph.sqlite3"]

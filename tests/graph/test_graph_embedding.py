@@ -140,7 +140,7 @@ def test_the_ranker_checks_its_arguments(minilm: Any) -> None:
     assert ranker.relevant(GraphStore(), "alice", 5) == []
     for bad in (-1, True, 2.5):
         with pytest.raises(InvalidArgumentError):
-            ranker.relevant(store, "alice", bad)
+            ranker.relevant(store, "alice", bad)  # type: ignore[arg-type]  # refused
     with pytest.raises(InvalidArgumentError):
         ranker.relevant(store, b"alice", 3)  # type: ignore[arg-type]
     with pytest.raises(InvalidArgumentError):
@@ -155,7 +155,7 @@ def test_a_missing_extra_says_what_to_install(monkeypatch: pytest.MonkeyPatch) -
 
     real = importlib.util.find_spec
     monkeypatch.setattr(
-        embedding.importlib.util,
+        embedding.importlib.util,  # type: ignore[attr-defined]  # the module's own import
         "find_spec",
         lambda name, *a: None if name in ("tokenizers", embedding._MODEL_PACKAGE) else real(name),
     )

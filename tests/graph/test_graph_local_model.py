@@ -80,8 +80,10 @@ def test_the_local_model_is_grounded_on_facts_recorded_in_natural_words(tmp_path
         await store.close()
 
         later = GraphMemory(GraphStore(tmp_path / "graph"), InMemoryMemory())
-        model = Recording(LocalModel(max_tokens=24, temperature=0.0))
-        result = await Agent(model, memory=later).run("Is Alice Smith a person?")
+        local = LocalModel(max_tokens=24, temperature=0.0)
+        model = Recording(local)
+        async with local:  # its HTTP client closes with the loop still running
+            result = await Agent(model, memory=later).run("Is Alice Smith a person?")
         assert result.text.strip()  # the real model answered something
         first = model.sent[0]
         assert is_grounding(first[0])

@@ -2,21 +2,17 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
 from typing import Any
 
 import pytest
 
+from async_helper import arun
 from framework_agents import InMemoryMemory, Message
 from framework_agents.errors import InvalidArgumentError
 from framework_agents.graph import GraphMemory, GraphStore, GroundingMemory, is_grounding
 from framework_agents.history import is_well_formed
 from framework_agents.tools import ToolArgumentsError
-
-
-def run(coro: Any) -> Any:
-    return asyncio.run(coro)
 
 
 async def _memory(facts: int = 8) -> GraphMemory:
@@ -33,7 +29,7 @@ async def _memory(facts: int = 8) -> GraphMemory:
 
 
 def test_is_a_grounding_memory() -> None:
-    memory = run(_memory())
+    memory = arun(_memory())
     assert isinstance(memory, GroundingMemory)
     assert [t.name for t in memory.tools] == ["graph_add", "graph_query"]
 
@@ -55,7 +51,7 @@ def test_load_grounds_on_the_latest_user_turn() -> None:
         assert loaded[1:] == await memory.inner.load()
         assert await memory.load() == loaded  # deterministic, same id too
 
-    run(main())
+    arun(main())
 
 
 def test_ground_replaces_grounding_with_one_for_the_incoming_prompt() -> None:
@@ -69,7 +65,7 @@ def test_ground_replaces_grounding_with_one_for_the_incoming_prompt() -> None:
         assert grounded[1:] == history[1:]
         assert await memory.ground(history, "unrelated words only") == history[1:]
 
-    run(main())
+    arun(main())
 
 
 def test_grounding_is_never_saved() -> None:
@@ -84,7 +80,7 @@ def test_grounding_is_never_saved() -> None:
         assert not any(is_grounding(m) for m in stored)
         assert memory.store.closure_size > 0  # clear() left the graph alone
 
-    run(main())
+    arun(main())
 
 
 def test_facts_bounds_the_grounding() -> None:
@@ -96,7 +92,7 @@ def test_facts_bounds_the_grounding() -> None:
         none = await _memory(facts=0)
         assert await none.grounding_for("alice") is None
 
-    run(main())
+    arun(main())
 
 
 def test_user_role_grounding() -> None:
@@ -105,7 +101,7 @@ def test_user_role_grounding() -> None:
         grounding = await memory.grounding_for("alice")
         assert grounding is not None and grounding.role == "user"
 
-    run(main())
+    arun(main())
 
 
 @pytest.mark.parametrize(
@@ -138,7 +134,7 @@ def test_graph_add_records_and_reports_entailments() -> None:
         )
         assert memory.store.contains("ex:carol", "ex:age", 33)
 
-    run(main())
+    arun(main())
 
 
 @pytest.mark.parametrize(
@@ -178,7 +174,7 @@ def test_graph_add_rejects_bad_terms_clearly(args: dict[str, Any], error: type[E
             assert getattr(info.value, "code", None) == "GRAPH_TERM_INVALID"
         assert memory.export_state() == before
 
-    run(main())
+    arun(main())
 
 
 def test_graph_query_by_text_and_by_pattern() -> None:
@@ -198,7 +194,7 @@ def test_graph_query_by_text_and_by_pattern() -> None:
         with pytest.raises(ToolArgumentsError):
             await query.invoke({"text": "alice", "limit": 0})
 
-    run(main())
+    arun(main())
 
 
 def test_state_round_trip_through_json() -> None:
@@ -209,7 +205,7 @@ def test_state_round_trip_through_json() -> None:
         await other.import_state(state)
         assert other.store.quads() == memory.store.quads()
 
-    run(main())
+    arun(main())
 
 
 def test_replace_is_atomic_through_the_inner_memory_and_drops_grounding() -> None:
@@ -221,7 +217,7 @@ def test_replace_is_atomic_through_the_inner_memory_and_drops_grounding() -> Non
         await memory.replace(grounded)
         assert [m.text for m in await memory.inner.load()] == ["Where does Alice work?"]
 
-    run(main())
+    arun(main())
 
 
 @pytest.mark.parametrize(
@@ -256,4 +252,4 @@ def test_bad_arguments_are_invalid_argument(call: Any) -> None:
         assert info.value.code == "INVALID_ARGUMENT"
         assert [m.text for m in await memory.inner.load()] == ["kept"]
 
-    run(main())
+    arun(main())

@@ -2,21 +2,17 @@
 
 from __future__ import annotations
 
-import asyncio
 from typing import Any
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from async_helper import arun
 from framework_agents.errors import GraphTermError
 from framework_agents.graph import IRI, GraphStore, Literal
 from framework_agents.graph.natural import entity_iri, predicate_iri
 from framework_agents.graph.tools import graph_tools
-
-
-def run(coro: Any) -> Any:
-    return asyncio.run(coro)
 
 
 @pytest.mark.parametrize(
@@ -105,7 +101,7 @@ def test_graph_add_maps_natural_arguments(args: tuple[Any, ...], triple: tuple[A
         assert answer.startswith("Recorded: ")
         assert store.contains(*triple) and not store.is_entailed(*triple)
 
-    run(main())
+    arun(main())
 
 
 def test_entity_resolution_joins_spellings_and_labels() -> None:
@@ -123,7 +119,7 @@ def test_entity_resolution_joins_spellings_and_labels() -> None:
         assert len(store.quads("ex:alice", "rdfs:label")) == 1
         assert store.quads("ex:AliceSmith") == []
 
-    run(main())
+    arun(main())
 
 
 def test_the_answer_says_how_each_name_was_stored() -> None:
@@ -138,7 +134,7 @@ def test_the_answer_says_how_each_name_was_stored() -> None:
             "rdf:type ex:Person (inferred)."
         )
 
-    run(main())
+    arun(main())
 
 
 def test_a_refused_name_stores_nothing_not_even_labels() -> None:
@@ -148,7 +144,7 @@ def test_a_refused_name_stores_nothing_not_even_labels() -> None:
             await _add(store, "Alice Smith", "works at", "ex:a<b>")
         assert store.closure_size == 0
 
-    run(main())
+    arun(main())
 
 
 def test_graph_query_patterns_take_names_too() -> None:
@@ -165,7 +161,7 @@ def test_graph_query_patterns_take_names_too() -> None:
         assert by_text == 'ex:AliceSmith ex:favoriteColor "green"'
         assert await query.invoke({"subject": "Nobody Here"}) == "No matching facts."
 
-    run(main())
+    arun(main())
 
 
 _NAME_WORDS = st.text(alphabet=st.characters(categories=["Lu", "Ll", "Nd"]), min_size=1, max_size=8)

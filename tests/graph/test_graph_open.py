@@ -19,6 +19,7 @@ from framework_agents.errors import GraphStoreBusyError, InvalidArgumentError
 from framework_agents.graph import GraphStore
 from framework_agents.graph import store as store_module
 from framework_agents.graph._snapshot import SNAPSHOT_NAME
+from processes import close_process
 
 HOLDER = """
 import asyncio, sys
@@ -98,6 +99,7 @@ def test_a_second_process_gets_busy_then_waits_for_the_holder(tmp_path: Path) ->
     finally:
         proc.kill()
         proc.wait()
+        close_process(proc)
 
 
 def test_a_killed_holder_leaves_the_store_openable(tmp_path: Path) -> None:
@@ -105,6 +107,7 @@ def test_a_killed_holder_leaves_the_store_openable(tmp_path: Path) -> None:
     proc = _holder(path, "crash")
     proc.send_signal(signal.SIGKILL)
     proc.wait()
+    close_process(proc)
 
     async def main() -> None:
         store = GraphStore(path)
@@ -230,6 +233,7 @@ def test_a_stale_snapshot_is_ignored(tmp_path: Path, monkeypatch: pytest.MonkeyP
     assert (path / SNAPSHOT_NAME).exists()
     proc = _holder(path, "exit")  # writes a fact, exits without closing
     proc.wait()
+    close_process(proc)
     rebuilds = _rebuilds(monkeypatch)
 
     async def check() -> None:

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import asyncio
 import random
 from typing import Any
 
 import pytest
 
+from async_helper import arun
 from framework_agents.graph import IRI, GraphStore, Literal
 from framework_agents.graph.retrieval import label_tokens, tokenize
 
@@ -23,10 +23,6 @@ WORLD = [
     ("ex:p17", "rdfs:label", "Zebulon Quartermain"),
     ("ex:p17", "ex:owns", "ex:boat3"),
 ]
-
-
-def run(coro: Any) -> Any:
-    return asyncio.run(coro)
 
 
 async def _world(facts: list[tuple[Any, ...]] = WORLD) -> GraphStore:
@@ -96,7 +92,7 @@ def test_ranks_the_facts_about_the_named_entity_first() -> None:
         assert not any("bobJones" in t for t in texts[:3])
         assert [f.score for f in top] == sorted((f.score for f in top), reverse=True)
 
-    run(main())
+    arun(main())
 
 
 def test_neighbourhood_expansion_reaches_facts_about_neighbours() -> None:
@@ -106,7 +102,7 @@ def test_neighbourhood_expansion_reaches_facts_about_neighbours() -> None:
         assert "ex:acmeCorp ex:locatedIn ex:paris" in texts  # two hops from the match
         assert not any("berlin" in t or "jazz" in t for t in texts)  # unrelated: not returned
 
-    run(main())
+    arun(main())
 
 
 def test_literal_labels_match_and_lead_to_their_entity() -> None:
@@ -118,7 +114,7 @@ def test_literal_labels_match_and_lead_to_their_entity() -> None:
             "ex:p17 ex:owns ex:boat3",
         ]
 
-    run(main())
+    arun(main())
 
 
 def test_entailed_facts_are_marked() -> None:
@@ -129,7 +125,7 @@ def test_entailed_facts_are_marked() -> None:
         assert fact.entailed and fact.graph == "urn:x-framework-agents:entailed"
         assert not found["ex:aliceSmith ex:worksFor ex:acmeCorp"].entailed
 
-    run(main())
+    arun(main())
 
 
 def test_no_match_and_no_k_give_nothing() -> None:
@@ -140,7 +136,7 @@ def test_no_match_and_no_k_give_nothing() -> None:
         assert store.relevant("alice", 0) == []
         assert GraphStore().relevant("alice", 5) == []
 
-    run(main())
+    arun(main())
 
 
 def test_ranking_is_a_function_of_the_closure_not_of_history() -> None:
@@ -165,7 +161,7 @@ def test_ranking_is_a_function_of_the_closure_not_of_history() -> None:
             keys = [(-f.score, f.entailed, f.subject.key, f.predicate.key, f.object.key) for f in a]
             assert keys == sorted(keys)  # stable tie-break order
 
-    run(main())
+    arun(main())
 
 
 @pytest.mark.parametrize(
@@ -194,7 +190,7 @@ def test_ranking_is_a_function_of_the_closure_not_of_history() -> None:
 def test_bad_relevant_arguments_are_invalid_argument(text: Any, k: Any) -> None:
     from framework_agents.errors import InvalidArgumentError
 
-    store = run(_world())
+    store = arun(_world())
     with pytest.raises(InvalidArgumentError) as info:
         store.relevant(text, k)
     assert info.value.code == "INVALID_ARGUMENT"
@@ -208,7 +204,7 @@ def test_relevant_edge_values() -> None:
         assert 0 < len(everything) <= store.closure_size
         assert everything == store.relevant("alice acme paris bob jazz zebulon", 10**6)
 
-    run(main())
+    arun(main())
 
 
 def test_a_query_after_a_change_to_a_hub_does_not_rescan_the_hub(
@@ -252,7 +248,7 @@ def test_a_query_after_a_change_to_a_hub_does_not_rescan_the_hub(
             assert store.relevant(query, 200) == rebuilt.relevant(query, 200), change
         return counts
 
-    small, large = run(work(300)), run(work(3000))
+    small, large = arun(work(300)), arun(work(3000))
     assert all(big <= 2 * s + 200 for s, big in zip(small, large, strict=True)), (small, large)
 
 
@@ -286,7 +282,7 @@ def test_cached_hub_lists_stay_exact_under_random_changes() -> None:
                     found = store.relevant(q, 200)  # every candidate: ties hide nothing
                     assert found == fresh.relevant(q, 200), (step, q)
 
-    run(main())
+    arun(main())
 
 
 def _scenario_fact(kind: str, i: int) -> tuple[str, str, str]:
@@ -328,7 +324,7 @@ def test_cached_lists_cross_every_threshold_exactly(kind: str) -> None:
         await change(remove=sorted(live)[: len(live) - 50])  # near the hub threshold
         await change(remove=sorted(live)[:3])  # below it: no cached list in use
 
-    run(main())
+    arun(main())
 
 
 def test_the_graph_of_a_fact_asserted_in_several_graphs_is_canonical() -> None:
@@ -346,11 +342,11 @@ def test_the_graph_of_a_fact_asserted_in_several_graphs_is_canonical() -> None:
             (["ex:g2", None], None),
             ([None, "ex:g2"], None),
         ):
-            store = await build(graphs)
+            store = await build([*graphs])
             [fact] = [f for f in store.relevant("alice", 5) if f.subject == IRI("ex:alice")]
             assert fact.graph == expected, graphs
 
-    run(main())
+    arun(main())
 
 
 def test_unicode_forms_and_possessives_match_the_same_entity() -> None:
@@ -367,7 +363,7 @@ def test_unicode_forms_and_possessives_match_the_same_entity() -> None:
         top = store.relevant("Alice's employer", 1)[0]
         assert top.text == "ex:alice ex:worksFor ex:acme"  # not a fact of ex:alice*S*
 
-    run(main())
+    arun(main())
 
 
 def test_an_exact_entity_match_outranks_its_neighbours_facts() -> None:
@@ -384,4 +380,4 @@ def test_an_exact_entity_match_outranks_its_neighbours_facts() -> None:
         hop = {"ex:aliceSmith", "ex:paris", "ex:Organization"}
         assert all({f.subject.key, f.object.key} & hop for f in around)
 
-    run(main())
+    arun(main())

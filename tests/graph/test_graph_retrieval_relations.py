@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import asyncio
 from typing import Any
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from async_helper import arun
 from framework_agents.graph import GraphStore
 
 ISSUE_WORLD = [
@@ -15,10 +15,6 @@ ISSUE_WORLD = [
     ("ex:alice", "ex:worksFor", "ex:acme"),
     ("ex:bob", "ex:likes", "ex:jazz"),
 ]
-
-
-def run(coro: Any) -> Any:
-    return asyncio.run(coro)
 
 
 async def _store(facts: list[tuple[Any, ...]]) -> GraphStore:
@@ -39,7 +35,7 @@ def test_questions_about_a_relation_find_its_facts() -> None:
         assert _texts(store, "what does someone like") == ["ex:bob ex:likes ex:jazz"]
         assert _texts(store, "where is she working?") == ["ex:alice ex:worksFor ex:acme"]
 
-    run(main())
+    arun(main())
 
 
 def test_the_named_entity_facts_come_before_other_facts_of_the_relation() -> None:
@@ -57,7 +53,7 @@ def test_the_named_entity_facts_come_before_other_facts_of_the_relation() -> Non
         # Without a name, the relation alone still finds its facts.
         assert len(_texts(store, "who works for whom")) == 4
 
-    run(main())
+    arun(main())
 
 
 def test_a_predicate_label_is_searchable() -> None:
@@ -72,7 +68,7 @@ def test_a_predicate_label_is_searchable() -> None:
         await store.remove("ex:r7", "rdfs:label", "is married to")
         assert _texts(store, "married") == []
 
-    run(main())
+    arun(main())
 
 
 def test_an_entity_label_matches_like_its_name() -> None:
@@ -87,7 +83,7 @@ def test_an_entity_label_matches_like_its_name() -> None:
         )
         assert _texts(store, "where does alice smith live", 1) == ["ex:e1 ex:livesIn ex:e2"]
 
-    run(main())
+    arun(main())
 
 
 def test_cjk_names_match_in_part() -> None:
@@ -113,7 +109,7 @@ def test_cjk_names_match_in_part() -> None:
         assert "ex:kim ex:worksFor ex:samsung" in _texts(store, "민수 work")
         assert _texts(store, "烤鸭", 1) == ['ex:shop rdfs:label "北京烤鸭店"']
 
-    run(main())
+    arun(main())
 
 
 def test_accents_fold_both_ways() -> None:
@@ -124,7 +120,7 @@ def test_accents_fold_both_ways() -> None:
         assert 'ex:zoe ex:likes "crème brûlée"' in _texts(store, "what does zoe muller like")
         assert 'ex:zoe ex:likes "crème brûlée"' in _texts(store, "CREME BRULEE")
 
-    run(main())
+    arun(main())
 
 
 # -- property: every fact is found by its subject's label and its relation words ----------
@@ -214,4 +210,4 @@ def test_every_fact_is_found_by_its_subject_label_and_relation_words(
                 found = [f.text for f in store.relevant(query, k)]
                 assert line in found, (query, found)
 
-    run(main())
+    arun(main())

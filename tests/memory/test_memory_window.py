@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import pytest
 from hypothesis import given, settings
@@ -19,6 +19,8 @@ from framework_agents.memory._window import (
     window,
 )
 
+HistoryStrategy = Callable[..., st.SearchStrategy[list[Message]]]
+
 
 def reference_window(messages: Sequence[Message], max_messages: int) -> list[Message]:
     """The definition: first group start leaving <= max_messages, then trim_dangling."""
@@ -32,14 +34,18 @@ def reference_window(messages: Sequence[Message], max_messages: int) -> list[Mes
 
 @settings(max_examples=400, deadline=None)
 @given(data=st.data(), max_messages=st.integers(1, 20))
-def test_window_matches_its_definition(history_strategy, data, max_messages) -> None:
+def test_window_matches_its_definition(
+    history_strategy: HistoryStrategy, data: st.DataObject, max_messages: int
+) -> None:
     history = data.draw(history_strategy(well_formed=False))
     assert window(history, max_messages) == reference_window(history, max_messages)
 
 
 @settings(max_examples=300, deadline=None)
 @given(data=st.data(), max_messages=st.integers(1, 20))
-def test_bounded_view_is_well_formed_and_bounded(history_strategy, data, max_messages) -> None:
+def test_bounded_view_is_well_formed_and_bounded(
+    history_strategy: HistoryStrategy, data: st.DataObject, max_messages: int
+) -> None:
     history = data.draw(history_strategy(well_formed=False))
     view = bounded_view(history, max_messages)
     assert is_well_formed(view)

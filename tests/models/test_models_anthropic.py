@@ -144,7 +144,7 @@ def test_thinking_budget_becomes_a_config() -> None:
     asyncio.run(make_model(replay, thinking=2048).complete([Message("user", "hi")], []))
     assert replay.body()["thinking"] == {"type": "enabled", "budget_tokens": 2048}
     with pytest.raises(InvalidArgumentError):
-        make_model(Replay(), thinking=True)  # type: ignore[arg-type]
+        make_model(Replay(), thinking=True)
 
 
 def test_response_keeps_thinking_redacted_text_and_tool_use() -> None:

@@ -57,7 +57,10 @@ def answer(messages: list[Message], tools: list[Any]) -> Message:
             role="assistant", tool_calls=[ToolCall(f"s-{turn}", "shout", {"text": text[6:]})]
         )
     if text.startswith("think "):
-        blocks = [ReasoningBlock("pondering"), TextBlock(f"thought: {text[6:]}")]
+        blocks: list[TextBlock | ReasoningBlock] = [
+            ReasoningBlock("pondering"),
+            TextBlock(f"thought: {text[6:]}"),
+        ]
         return Message(role="assistant", content=blocks)
     return Message(role="assistant", content=f"echo: {text}")
 

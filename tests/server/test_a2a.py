@@ -64,7 +64,8 @@ def approval_of(task: a2a_pb2.Task) -> dict[str, Any]:
     assert task.status.state == State.TASK_STATE_INPUT_REQUIRED
     (data,) = get_data_parts(list(task.status.message.parts))
     assert data["type"] == "tool_approval_request"
-    return data
+    approval: dict[str, Any] = data
+    return approval
 
 
 @pytest.mark.parametrize("streaming", [True, False], ids=["streaming", "blocking"])

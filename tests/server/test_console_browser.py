@@ -31,7 +31,7 @@ try:
         make_agent,
     )
 except ImportError:  # tests/server is a package
-    from .console_support import (  # type: ignore[no-redef]
+    from .console_support import (  # type: ignore[no-redef,import-not-found]
         CHROMIUM,
         CHROMIUM_ARGS,
         SCREENSHOTS,
@@ -327,7 +327,7 @@ def test_the_threads_list_searches_pages_and_marks_waiting_threads(page: Page, s
 def _assert_accessible(page: Page, view: str) -> None:
     """axe-core finds no violation in the page (checked when axe-playwright-python is here)."""
     try:
-        from axe_playwright_python.sync_playwright import Axe
+        from axe_playwright_python.sync_playwright import Axe  # type: ignore[import-untyped]
     except ImportError:  # the dedicated axe test says it skipped
         return
     results = Axe().run(page)

@@ -6,6 +6,7 @@ import socket
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -31,7 +32,7 @@ def test_every_route_but_the_card_health_and_console_needs_the_token(guarded: Se
     agui_body = {"threadId": "t", "runId": "r", "messages": []}
     rpc = {"jsonrpc": "2.0", "id": 1, "method": "GetTask", "params": {"id": "x"}}
     with httpx.Client(base_url=guarded.url, timeout=30) as client:
-        protected = [
+        protected: list[tuple[str, str, Any]] = [
             ("GET", "/api/threads", None),
             ("GET", "/api/threads/t", None),
             ("POST", "/api/threads/t/runs", {"prompt": "hi"}),

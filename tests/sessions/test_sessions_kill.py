@@ -86,7 +86,7 @@ def _child(root: str, start: int, mode: str, park_at: int, wfd: int, block_fd: i
     if mode == "mid-write":
         os.write = write
     elif mode in ("before-rename", "after-rename"):
-        os.replace = replace  # type: ignore[assignment]
+        os.replace = replace
 
     async def loop() -> None:
         sm = SessionManager("s", LocalFileStorage(root))

@@ -2,28 +2,23 @@
 
 from __future__ import annotations
 
-import asyncio
 import os
 import stat
 import time
-from collections.abc import Coroutine
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TypeVar
 
 import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
+from async_helper import arun
 from framework_agents.errors import StorageKeyInvalidError
 from framework_agents.sessions import InMemoryStorage, LocalFileStorage
 from framework_agents.sessions._keys import is_valid_key
 
 T = TypeVar("T")
 SECRET = b"TOP-SECRET-SENTINEL-BYTES"
-
-
-def run(coro: Coroutine[Any, Any, T]) -> T:
-    return asyncio.run(coro)
 
 
 def tree(top: Path) -> dict[str, tuple[str, bytes | str | None]]:
@@ -157,7 +152,7 @@ def test_no_key_reaches_outside_the_root(jail: tuple[Path, Path], key: str) -> N
             with pytest.raises(StorageKeyInvalidError):
                 await InMemoryStorage().put(key, b"x")  # the same rule in memory
 
-    run(body())
+    arun(body())
     outside_after = {k: v for k, v in tree(parent).items() if not k.startswith("root/")}
     assert outside_after == outside_before
     for rel, (kind, _) in tree(root).items():
@@ -182,7 +177,7 @@ def test_symlinked_file_inside_root_is_not_followed(jail: tuple[Path, Path]) -> 
         assert await storage.list() == []
         assert await storage.list("link") == []
 
-    run(body())
+    arun(body())
     assert (parent / "secret.txt").read_bytes() == SECRET
     assert (root / "link.json").is_symlink()
 
@@ -209,18 +204,18 @@ def test_symlinked_directory_inside_root_is_not_followed(jail: tuple[Path, Path]
         assert await storage.list("sub/") == []
         assert await storage.list("real/deeper/") == []
 
-    run(body())
+    arun(body())
     assert tree(parent / "root-sibling") == before
     assert (parent / "secret.txt").read_bytes() == SECRET
 
 
 def test_symlink_to_a_file_inside_root_is_refused_too(tmp_path: Path) -> None:
     storage = LocalFileStorage(tmp_path / "root")
-    run(storage.put("real", b"1"))
+    arun(storage.put("real", b"1"))
     (tmp_path / "root" / "alias").symlink_to(tmp_path / "root" / "real")
     with pytest.raises(StorageKeyInvalidError):
-        run(storage.get("alias"))
-    assert run(storage.list()) == ["real"]
+        arun(storage.get("alias"))
+    assert arun(storage.list()) == ["real"]
 
 
 def test_root_given_through_a_symlink_is_resolved_once(tmp_path: Path) -> None:
@@ -228,19 +223,19 @@ def test_root_given_through_a_symlink_is_resolved_once(tmp_path: Path) -> None:
     (tmp_path / "alias").symlink_to(tmp_path / "real", target_is_directory=True)
     storage = LocalFileStorage(tmp_path / "alias")
     assert storage.dir == (tmp_path / "real").resolve()
-    run(storage.put("k", b"v"))
+    arun(storage.put("k", b"v"))
     assert (tmp_path / "real" / "k").read_bytes() == b"v"
 
 
 def test_root_swapped_for_a_symlink_later_is_refused(tmp_path: Path) -> None:
     storage = LocalFileStorage(tmp_path / "root")
-    run(storage.put("k", b"v"))
+    arun(storage.put("k", b"v"))
     (tmp_path / "root").rename(tmp_path / "moved")
     (tmp_path / "elsewhere").mkdir()
     (tmp_path / "elsewhere" / "k").write_bytes(SECRET)
     (tmp_path / "root").symlink_to(tmp_path / "elsewhere", target_is_directory=True)
     with pytest.raises(StorageKeyInvalidError, match="root"):
-        run(storage.get("k"))
+        arun(storage.get("k"))
 
 
 # -- files on disk ----------------------------------------------------------------------
@@ -248,7 +243,7 @@ def test_root_swapped_for_a_symlink_later_is_refused(tmp_path: Path) -> None:
 
 def test_layout_modes_and_no_leftover_temp_files(tmp_path: Path) -> None:
     storage = LocalFileStorage(tmp_path / "root")
-    run(storage.put("session/s1/x.json", b"{}"))
+    arun(storage.put("session/s1/x.json", b"{}"))
     target = tmp_path / "root" / "session" / "s1" / "x.json"
     assert target.read_bytes() == b"{}"
     assert stat.S_IMODE(target.stat().st_mode) & 0o077 == 0
@@ -258,24 +253,24 @@ def test_layout_modes_and_no_leftover_temp_files(tmp_path: Path) -> None:
 
 def test_delete_prunes_emptied_directories_but_not_the_root(tmp_path: Path) -> None:
     storage = LocalFileStorage(tmp_path / "root")
-    run(storage.put("a/b/c/d", b"1"))
-    run(storage.put("a/keep", b"2"))
-    run(storage.delete("a/b/c/d"))
+    arun(storage.put("a/b/c/d", b"1"))
+    arun(storage.put("a/keep", b"2"))
+    arun(storage.delete("a/b/c/d"))
     assert sorted(p.name for p in (tmp_path / "root" / "a").iterdir()) == ["keep"]
-    run(storage.delete("a/keep"))
+    arun(storage.delete("a/keep"))
     assert list((tmp_path / "root").iterdir()) == []
 
 
 def test_temp_and_foreign_files_are_not_listed(tmp_path: Path) -> None:
     storage = LocalFileStorage(tmp_path / "root")
-    run(storage.put("d/k", b"1"))
+    arun(storage.put("d/k", b"1"))
     d = tmp_path / "root" / "d"
     (d / ".k.0123abcd.tmp").write_bytes(b"half")
     (d / "has space").write_bytes(b"x")
     (d / "caf\u00e9").write_bytes(b"x")
     (tmp_path / "root" / ".hidden").mkdir()
     (tmp_path / "root" / ".hidden" / "k").write_bytes(b"x")
-    assert run(storage.list()) == ["d/k"]
+    assert arun(storage.list()) == ["d/k"]
 
 
 def test_stale_temp_files_of_crashed_writers_are_swept(tmp_path: Path) -> None:
@@ -287,27 +282,27 @@ def test_stale_temp_files_of_crashed_writers_are_swept(tmp_path: Path) -> None:
     fresh.write_bytes(b"maybe still being written")
     old = time.time() - 3600
     os.utime(stale, (old, old))
-    run(LocalFileStorage(root).put("d/k", b"1"))
+    arun(LocalFileStorage(root).put("d/k", b"1"))
     assert not stale.exists()
     assert fresh.exists()
 
 
 def test_fifo_under_the_root_does_not_hang_get_and_is_never_replaced(tmp_path: Path) -> None:
     storage = LocalFileStorage(tmp_path / "root")
-    run(storage.put("x", b"1"))
+    arun(storage.put("x", b"1"))
     os.mkfifo(tmp_path / "root" / "pipe")
     for attempt in (storage.get("pipe"), storage.put("pipe", b"2")):
         with pytest.raises(StorageKeyInvalidError, match="FIFO"):
-            run(attempt)
+            arun(attempt)
     assert stat.S_ISFIFO(os.stat(tmp_path / "root" / "pipe").st_mode)
-    assert run(storage.list()) == ["x"]
+    assert arun(storage.list()) == ["x"]
 
 
 def test_get_on_a_missing_root_is_none_and_creates_nothing(tmp_path: Path) -> None:
     storage = LocalFileStorage(tmp_path / "nowhere")
-    assert run(storage.get("k")) is None
-    assert run(storage.list()) == []
-    run(storage.delete("k"))
+    assert arun(storage.get("k")) is None
+    assert arun(storage.list()) == []
+    arun(storage.delete("k"))
     assert not (tmp_path / "nowhere").exists()
 
 
@@ -338,7 +333,7 @@ def test_no_file_descriptor_leaks(tmp_path: Path) -> None:
                 await storage.get("a/link/x")
             await storage.delete("a/b9/none")
 
-    run(body())  # warm up the worker thread pool so its fds are not counted
+    arun(body())  # warm up the worker thread pool so its fds are not counted
     before = len(os.listdir("/proc/self/fd"))
-    run(_churn(storage))
+    arun(_churn(storage))
     assert len(os.listdir("/proc/self/fd")) <= before

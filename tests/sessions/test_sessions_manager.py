@@ -2,15 +2,15 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
 import uuid
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TypeVar
 
 import pytest
 
+from async_helper import arun
 from framework_agents import Message
 from framework_agents.errors import (
     SnapshotCorruptError,
@@ -29,10 +29,6 @@ from framework_agents.sessions import (
 T = TypeVar("T")
 
 LATEST = "session/user-42/scopes/agent/default/snapshots/snapshot_latest.json"
-
-
-def run(coro: Coroutine[Any, Any, T]) -> T:
-    return asyncio.run(coro)
 
 
 BACKENDS: dict[str, Callable[[Path], Storage]] = {
@@ -68,7 +64,7 @@ def test_latest_round_trip_uses_the_documented_key(storage: Storage) -> None:
         assert await sm.load_latest() == newer
         assert await storage.list() == [LATEST]
 
-    run(body())
+    arun(body())
     assert sm.latest_key == LATEST
 
 
@@ -79,7 +75,7 @@ def test_local_storage_layout_on_disk(tmp_path: Path) -> None:
         await sm.save_latest(Snapshot(_data()))
         return await sm.save_snapshot(_data())
 
-    sid = run(body())
+    sid = arun(body())
     snaps = tmp_path / "session" / "s1" / "scopes" / "agent" / "writer" / "snapshots"
     assert sorted(p.name for p in snaps.iterdir()) == sorted(
         ["snapshot_latest.json", f"{sid}.json"]
@@ -107,7 +103,7 @@ def test_immutable_snapshots(storage: Storage) -> None:
         await sm.delete_snapshot(ids[0])
         assert await sm.list_snapshot_ids() == ids[1:]
 
-    run(body())
+    arun(body())
 
 
 def test_save_snapshot_accepts_a_plain_mapping(storage: Storage) -> None:
@@ -118,13 +114,13 @@ def test_save_snapshot_accepts_a_plain_mapping(storage: Storage) -> None:
         snap = await sm.restore_snapshot(sid)
         assert snap.data.fields == {"state", "system_prompt"}
 
-    run(body())
+    arun(body())
 
 
 def test_restore_unknown_snapshot_is_missing(storage: Storage) -> None:
     sm = SessionManager("u", storage)
     with pytest.raises(SnapshotMissingError) as info:
-        run(sm.restore_snapshot(str(uuid.uuid4())))
+        arun(sm.restore_snapshot(str(uuid.uuid4())))
     assert info.value.code == "SNAPSHOT_MISSING"
 
 
@@ -137,9 +133,9 @@ def test_restore_with_a_non_uuid_id_is_missing_and_reads_nothing(
     storage: Storage, bad_id: str
 ) -> None:
     sm = SessionManager("u", storage)
-    run(sm.save_latest(Snapshot(_data())))
+    arun(sm.save_latest(Snapshot(_data())))
     with pytest.raises(SnapshotMissingError):
-        run(sm.restore_snapshot(bad_id))
+        arun(sm.restore_snapshot(bad_id))
 
 
 def test_ids_of_foreign_files_are_not_listed(storage: Storage) -> None:
@@ -154,7 +150,7 @@ def test_ids_of_foreign_files_are_not_listed(storage: Storage) -> None:
         await sm.save_latest(Snapshot(_data()))
         assert await sm.list_snapshot_ids() == [sid]
 
-    run(body())
+    arun(body())
 
 
 def test_agents_and_sessions_are_isolated(storage: Storage) -> None:
@@ -174,7 +170,7 @@ def test_agents_and_sessions_are_isolated(storage: Storage) -> None:
         with pytest.raises(SnapshotMissingError):
             await b.restore_snapshot(sid)
 
-    run(body())
+    arun(body())
 
 
 @pytest.mark.parametrize(
@@ -216,7 +212,7 @@ def test_corrupt_latest_raises_snapshot_corrupt(storage: Storage) -> None:
         # The corrupt document is left as it was for a human to inspect.
         assert await storage.get(sm.latest_key) == b"{not json"
 
-    run(body())
+    arun(body())
 
 
 def test_immutable_snapshot_holding_another_id_is_corrupt(storage: Storage) -> None:
@@ -229,16 +225,16 @@ def test_immutable_snapshot_holding_another_id_is_corrupt(storage: Storage) -> N
         with pytest.raises(SnapshotCorruptError, match="holds id"):
             await sm.restore_snapshot(sid)
 
-    run(body())
+    arun(body())
 
 
 def test_save_latest_takes_a_snapshot() -> None:
     with pytest.raises(TypeError, match="Snapshot"):
-        run(SessionManager("u", InMemoryStorage()).save_latest(_data()))  # type: ignore[arg-type]
+        arun(SessionManager("u", InMemoryStorage()).save_latest(_data()))  # type: ignore[arg-type]
 
 
 def test_a_restarted_process_sees_the_saved_session(tmp_path: Path) -> None:
-    run(SessionManager("u", LocalFileStorage(tmp_path)).save_latest(Snapshot(_data(7))))
+    arun(SessionManager("u", LocalFileStorage(tmp_path)).save_latest(Snapshot(_data(7))))
     fresh = SessionManager("u", LocalFileStorage(tmp_path))
-    snap = run(fresh.load_latest())
+    snap = arun(fresh.load_latest())
     assert snap is not None and snap.data.state == {"n": 7}

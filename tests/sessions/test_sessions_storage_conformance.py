@@ -11,14 +11,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from async_helper import arun
 from framework_agents.errors import StorageKeyInvalidError
 from framework_agents.sessions import InMemoryStorage, LocalFileStorage, Storage
 
 T = TypeVar("T")
-
-
-def run(coro: Coroutine[Any, Any, T]) -> T:
-    return asyncio.run(coro)
 
 
 BACKENDS: dict[str, Callable[[Path], Storage]] = {
@@ -50,7 +47,7 @@ def test_put_get_round_trip(storage: Storage) -> None:
         await storage.put("top", b"")
         assert await storage.get("top") == b""
 
-    run(body())
+    arun(body())
 
 
 def test_missing_key_is_none(storage: Storage) -> None:
@@ -60,7 +57,7 @@ def test_missing_key_is_none(storage: Storage) -> None:
         await storage.put("deep/x", b"1")
         assert await storage.get("deep/nope") is None
 
-    run(body())
+    arun(body())
 
 
 def test_put_replaces(storage: Storage) -> None:
@@ -70,7 +67,7 @@ def test_put_replaces(storage: Storage) -> None:
         assert await storage.get("k") == b"two"
         assert await storage.list() == ["k"]
 
-    run(body())
+    arun(body())
 
 
 def test_binary_data_round_trips(storage: Storage) -> None:
@@ -79,18 +76,18 @@ def test_binary_data_round_trips(storage: Storage) -> None:
     async def body() -> None:
         await storage.put("bin", payload)
         assert await storage.get("bin") == payload
-        await storage.put("ba", bytearray(b"xyz"))
-        await storage.put("mv", memoryview(b"abc"))
+        await storage.put("ba", bytearray(b"xyz"))  # type: ignore[arg-type]  # bytes-like
+        await storage.put("mv", memoryview(b"abc"))  # type: ignore[arg-type]  # bytes-like
         assert await storage.get("ba") == b"xyz"
         assert await storage.get("mv") == b"abc"
 
-    run(body())
+    arun(body())
 
 
 def test_non_bytes_data_is_refused(storage: Storage) -> None:
     with pytest.raises(TypeError, match="bytes"):
-        run(storage.put("k", "text"))  # type: ignore[arg-type]
-    assert run(storage.list()) == []
+        arun(storage.put("k", "text"))  # type: ignore[arg-type]
+    assert arun(storage.list()) == []
 
 
 def test_delete(storage: Storage) -> None:
@@ -104,7 +101,7 @@ def test_delete(storage: Storage) -> None:
         await storage.delete("never/was")
         assert await storage.list() == ["a/c"]
 
-    run(body())
+    arun(body())
 
 
 def test_delete_of_a_directory_is_a_no_op(storage: Storage) -> None:
@@ -114,7 +111,7 @@ def test_delete_of_a_directory_is_a_no_op(storage: Storage) -> None:
         assert await storage.get("a/b") == b"1"
         assert await storage.get("a") is None
 
-    run(body())
+    arun(body())
 
 
 def test_list_is_sorted_and_filters_by_string_prefix(storage: Storage) -> None:
@@ -134,7 +131,7 @@ def test_list_is_sorted_and_filters_by_string_prefix(storage: Storage) -> None:
         assert await storage.list("b/") == []  # "b" is a value, not a directory
         assert await storage.list("a.") == ["a.json"]
 
-    run(body())
+    arun(body())
 
 
 def test_a_key_is_never_both_a_value_and_a_directory(storage: Storage) -> None:
@@ -155,7 +152,7 @@ def test_a_key_is_never_both_a_value_and_a_directory(storage: Storage) -> None:
         await storage.put("v/w", b"y")
         assert await storage.list() == ["a", "v/w"]
 
-    run(body())
+    arun(body())
 
 
 def test_legitimate_dotted_keys_work(storage: Storage) -> None:
@@ -165,7 +162,7 @@ def test_legitimate_dotted_keys_work(storage: Storage) -> None:
         assert await storage.get("a..b.json") == b"1"
         assert await storage.list() == ["a..b.json", "x/a..b/c"]
 
-    run(body())
+    arun(body())
 
 
 BAD_KEYS = ["", "/abs", "..", "a/../b", "a\x00", "a\\b", "a//b", "a/", ".hidden", "CON", "\u2025"]
@@ -173,21 +170,22 @@ BAD_KEYS = ["", "/abs", "..", "a/../b", "a\x00", "a\\b", "a//b", "a/", ".hidden"
 
 @pytest.mark.parametrize("key", BAD_KEYS, ids=[repr(k) for k in BAD_KEYS])
 def test_every_method_refuses_invalid_keys(storage: Storage, key: str) -> None:
-    for call in (
+    calls: tuple[Callable[[], Coroutine[Any, Any, object]], ...] = (
         lambda: storage.put(key, b"x"),
         lambda: storage.get(key),
         lambda: storage.delete(key),
-    ):
+    )
+    for call in calls:
         with pytest.raises(StorageKeyInvalidError) as info:
-            run(call())
+            arun(call())
         assert info.value.code == "STORAGE_KEY_INVALID"
-    assert run(storage.list()) == []
+    assert arun(storage.list()) == []
 
 
 @pytest.mark.parametrize("prefix", ["/", "../", "a\\", "\x00"], ids=["abs", "up", "bs", "nul"])
 def test_list_refuses_invalid_prefixes(storage: Storage, prefix: str) -> None:
     with pytest.raises(StorageKeyInvalidError):
-        run(storage.list(prefix))
+        arun(storage.list(prefix))
 
 
 def test_concurrent_puts_of_one_key_leave_one_whole_value(storage: Storage) -> None:
@@ -198,7 +196,7 @@ def test_concurrent_puts_of_one_key_leave_one_whole_value(storage: Storage) -> N
         assert await storage.get("hot/key") in values
         assert await storage.list() == ["hot/key"]
 
-    run(body())
+    arun(body())
 
 
 def test_concurrent_put_and_delete_in_one_directory(storage: Storage) -> None:
@@ -213,7 +211,7 @@ def test_concurrent_put_and_delete_in_one_directory(storage: Storage) -> None:
         for k in keys:
             assert await storage.get(k) == b"v"
 
-    run(body())
+    arun(body())
 
 
 _ALPHABET = "ab.-_/"
@@ -255,4 +253,4 @@ def test_backends_agree_with_each_other(tmp_path: Path, ops: list[tuple[str, str
         for k in keys:
             assert await local.get(k) == await memory.get(k)
 
-    run(body())
+    arun(body())

@@ -179,7 +179,7 @@ def test_newer_postgres_schema_is_refused(pg_schema: str) -> None:
         await storage.put("a", b"1")
         await storage.close()
         with psycopg.connect(PG_URL, autocommit=True) as conn:
-            conn.execute(f'UPDATE "{pg_schema}".fa_schema SET version = 99')  # type: ignore[arg-type]
+            conn.execute(f'UPDATE "{pg_schema}".fa_schema SET version = 99')
         again = PostgresStorage(PG_URL, schema=pg_schema)
         try:
             await again.get("a")

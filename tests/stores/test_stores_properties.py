@@ -58,7 +58,7 @@ def _postgres_open() -> tuple[Callable[[], Store], Callable[[], None]]:
 
     def cleanup() -> None:
         with psycopg.connect(PG_URL, autocommit=True) as conn:
-            conn.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')  # type: ignore[arg-type]
+            conn.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
 
     return factory.open, cleanup
 

@@ -9,7 +9,7 @@ again it saves. Agents on two replicas therefore never lose an acknowledged turn
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable, Coroutine
 from pathlib import Path
 from typing import Any
 
@@ -35,7 +35,7 @@ def make_storage(request: pytest.FixtureRequest, tmp_path: Path) -> Factory:
     return lambda: RedisStorage(REDIS_URL, prefix=prefix)
 
 
-def _run(body: Callable[[], Awaitable[None]]) -> None:
+def _run(body: Callable[[], Coroutine[Any, Any, None]]) -> None:
     asyncio.run(body())
 
 

@@ -11,6 +11,7 @@ import pytest
 from pydantic import BaseModel
 from swarm_scenario import handoff, last_user, since_my_turn
 
+from async_helper import arun
 from framework_agents import (
     Agent,
     FunctionModel,
@@ -24,10 +25,6 @@ from framework_agents import (
 )
 from framework_agents.errors import AgentError
 from framework_agents.swarm import HANDOFF_KIND, HANDOFF_MESSAGE_KIND, HANDOFF_TOOL
-
-
-def arun(coro: Any) -> Any:
-    return asyncio.run(coro)
 
 
 def text_model(text: str) -> FunctionModel:
@@ -219,7 +216,7 @@ def test_a_new_prompt_without_a_handoff_message_goes_to_the_active_member() -> N
         (lambda a, b: Swarm([a, Agent(text_model("z"), agent_id="a")]), "unique"),
         (lambda a, b: Swarm([a, b], entry="zed"), "entry"),
         (lambda a, b: Swarm([a, "b"]), "Agent"),  # type: ignore[list-item]
-        (lambda a, b: Swarm(a), "list"),  # type: ignore[arg-type]
+        (lambda a, b: Swarm(a), "list"),
         (lambda a, b: Swarm([a, b], max_handoffs=-1), "max_handoffs"),
         (lambda a, b: Swarm([a, b], max_iterations=0), "max_iterations"),
         (lambda a, b: Swarm([a, b], node_timeout=0), "node_timeout"),

@@ -8,6 +8,7 @@ from typing import Any
 
 from swarm_scenario import handoff
 
+from async_helper import arun
 from framework_agents import (
     Agent,
     FunctionModel,
@@ -17,10 +18,6 @@ from framework_agents import (
     is_well_formed,
 )
 from framework_agents.swarm import SWARM_STATE_KEY
-
-
-def arun(coro: Any) -> Any:
-    return asyncio.run(coro)
 
 
 def pinging(to: str) -> FunctionModel:
@@ -40,7 +37,9 @@ def test_max_handoffs_stops_after_one_handoff_too_many() -> None:
     assert [h.to_agent for h in result.handoffs] == ["b", "a", "b", "a"]
     assert result.iterations == 4 and result.agent == "b"  # b answered last
     stored = arun(cp.load("t"))
+    assert stored is not None
     assert stored.messages == result.messages and is_well_formed(stored.messages)
+    assert stored is not None
     assert stored.state[SWARM_STATE_KEY]["active"] == "a"  # the handoff stands
 
 
@@ -119,7 +118,9 @@ def test_node_timeout_stops_a_member_that_takes_too_long_and_commits_nothing_of_
     assert (result.status, result.stop_reason, result.agent) == ("failed", "node_timeout", "b")
     assert [h.to_agent for h in result.handoffs] == ["b"]
     stored = arun(cp.load("t"))
+    assert stored is not None
     assert stored.messages == result.messages and is_well_formed(stored.messages)
+    assert stored is not None
     assert stored.state[SWARM_STATE_KEY]["active"] == "b"
     assert not swarm.running and not swarm.member("b").running
 

@@ -68,11 +68,11 @@ def test_events_name_their_member_and_a_handoff_event_separates_the_members() ->
     ]
     assert [r.tool for r in results] == ["handoff_to_agent"]
     completed = [
-        e
+        (e.agent, e.event.message.text)
         for e in events
         if isinstance(e, MemberEvent) and isinstance(e.event, MessageCompletedEvent)
     ]
-    assert [(e.agent, e.event.message.text) for e in completed][-1] == ("b", "b here")
+    assert completed[-1] == ("b", "b here")
 
 
 def test_an_approval_ends_the_stream_with_a_swarm_interrupt_event(tmp_path: Path) -> None:
@@ -124,7 +124,7 @@ def test_closing_a_stream_early_frees_the_swarm_and_its_thread() -> None:
 
         swarm = two(FunctionModel(slow), ScriptedModel([]))
         events = swarm.stream("hi", checkpointer=cp, thread_id="t")
-        async with contextlib.aclosing(events):
+        async with contextlib.aclosing(events):  # type: ignore[type-var]  # an async generator
             async for event in events:
                 if isinstance(event, MemberEvent) and isinstance(event.event, RunStartedEvent):
                     break

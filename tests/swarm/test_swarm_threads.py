@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 from swarm_scenario import effect_count, refund_swarm, refund_tool
 
+from async_helper import arun, some
 from framework_agents import (
     Agent,
     FileCheckpointer,
@@ -32,12 +33,9 @@ from framework_agents import (
 )
 from framework_agents.errors import AgentError, InvalidArgumentError
 from framework_agents.swarm import SWARM_STATE_KEY
+from processes import close_process
 
 CHILD = Path(__file__).with_name("swarm_child.py")
-
-
-def arun(coro: Any) -> Any:
-    return asyncio.run(coro)
 
 
 CHECKPOINTERS: dict[str, Callable[[Path], Any]] = {
@@ -141,7 +139,7 @@ def test_a_swarm_record_of_the_wrong_shape_is_corrupt_and_left_untouched(
     with pytest.raises(AgentError) as caught:
         arun(refund_swarm(tmp_path / "fx").run("hi", checkpointer=cp, thread_id="t1"))
     assert caught.value.code == "CHECKPOINT_CORRUPT"
-    assert arun(cp.load("t1")).state[SWARM_STATE_KEY] == record
+    assert some(arun(cp.load("t1"))).state[SWARM_STATE_KEY] == record
 
 
 def test_a_thread_whose_active_member_left_the_swarm_is_refused(tmp_path: Path) -> None:
@@ -164,7 +162,7 @@ def test_members_do_not_see_the_swarm_record_in_their_state(tmp_path: Path) -> N
     arun(swarm.run("two", checkpointer=cp, thread_id="t1"))
     seen.append(swarm.member("solo").state.to_dict())
     assert SWARM_STATE_KEY not in seen[0]
-    assert SWARM_STATE_KEY in arun(cp.load("t1")).state
+    assert SWARM_STATE_KEY in some(arun(cp.load("t1"))).state
 
 
 def test_threads_of_one_swarm_instance_stay_apart(tmp_path: Path) -> None:
@@ -197,9 +195,7 @@ def test_a_sigkill_between_the_approval_and_the_result_never_runs_the_call_twice
         child.send_signal(signal.SIGKILL)
         assert child.wait(timeout=60) == -signal.SIGKILL
     finally:
-        if child.poll() is None:
-            child.kill()
-            child.wait()
+        close_process(child)
     assert effect_count(fx) == 1
     left = arun(FileCheckpointer(root).load("t1"))
     assert left is not None and is_well_formed(left.messages)
@@ -226,7 +222,9 @@ def test_a_sigkill_between_the_approval_and_the_result_never_runs_the_call_twice
     assert effect_count(fx) == 1
     assert is_well_formed(result.messages)
     final = arun(FileCheckpointer(root).load("t1"))
+    assert final is not None
     assert final.pending is None and final.in_flight == []
+    assert final is not None
     assert final.state[SWARM_STATE_KEY]["active"] == "billing"
 
 
@@ -240,8 +238,11 @@ def test_a_crash_between_members_resumes_at_the_right_member(tmp_path: Path) -> 
     )
     assert child.returncode == -signal.SIGKILL, child.stdout + child.stderr[-2000:]
     left = arun(FileCheckpointer(root).load("t1"))
+    assert left is not None
     assert left.state[SWARM_STATE_KEY]["active"] == "billing"  # triage's commit said so
+    assert left is not None
     assert left.messages[-1].metadata.get("kind") == "handoff_message"
+    assert left is not None
     assert is_well_formed(left.messages)
 
     interrupt = _interrupt(refund_swarm(fx).resume("t1", checkpointer=FileCheckpointer(root)))
@@ -284,7 +285,7 @@ def test_the_record_keeps_the_newest_handoffs_and_counts_them_all() -> None:
     assert (
         result.stop_reason == "max_iterations" and len(result.handoffs) == MAX_STORED_HANDOFFS + 10
     )
-    record = arun(cp.load("t")).state[SWARM_STATE_KEY]
+    record = some(arun(cp.load("t"))).state[SWARM_STATE_KEY]
     assert len(record["handoffs"]) == MAX_STORED_HANDOFFS
     assert record["handoff_count"] == MAX_STORED_HANDOFFS + 10
 
@@ -409,4 +410,4 @@ def test_members_share_the_thread_state() -> None:
     )
     result = arun(swarm.run("go", checkpointer=cp, thread_id="t"))
     assert result.text == "b recalls blue"
-    assert arun(cp.load("t")).state["remembered"] == "blue"
+    assert some(arun(cp.load("t"))).state["remembered"] == "blue"

@@ -53,17 +53,17 @@ def _run(prelude: str) -> str:
     return done.stdout
 
 
-def test_runs_without_opentelemetry_installed():
+def test_runs_without_opentelemetry_installed() -> None:
     assert "LOADED []" in _run(_BLOCKER)
 
 
-def test_installed_but_unused_opentelemetry_is_never_imported():
+def test_installed_but_unused_opentelemetry_is_never_imported() -> None:
     # The API is installed in the test environment; the application did not import it,
     # so it set no provider: the framework neither imports the API nor the SDK.
     assert "LOADED []" in _run("import sys\n")
 
 
-def test_api_imported_without_a_provider_emits_nothing_and_loads_no_sdk():
+def test_api_imported_without_a_provider_emits_nothing_and_loads_no_sdk() -> None:
     prelude = """
     import sys
     from opentelemetry import trace

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
 from typing import Any
 
@@ -12,6 +11,7 @@ pytest.importorskip("opentelemetry.sdk", reason="needs opentelemetry-sdk (the de
 
 from opentelemetry.trace import SpanKind, StatusCode
 
+from async_helper import arun
 from framework_agents import (
     Agent,
     FileCheckpointer,
@@ -35,10 +35,6 @@ from framework_agents._telemetry import (
 )
 
 from .conftest import Telemetry
-
-
-def arun(coro: Any) -> Any:
-    return asyncio.run(coro)
 
 
 def usage(text: str, inp: int, out: int, **calls: dict[str, Any]) -> Message:
@@ -66,7 +62,7 @@ def publish(text: str) -> str:
     return f"published {text}"
 
 
-def test_run_with_a_tool_call_nests_chat_and_tool_spans_under_invoke_agent(otel: Telemetry):
+def test_run_with_a_tool_call_nests_chat_and_tool_spans_under_invoke_agent(otel: Telemetry) -> None:
     model = ScriptedModel([usage("", 10, 3, add={"a": 2, "b": 3}), usage("5", 20, 1)])
     agent = Agent(model, tools=[add], agent_id="calc")
 
@@ -115,7 +111,7 @@ def test_run_with_a_tool_call_nests_chat_and_tool_spans_under_invoke_agent(otel:
     assert all(s.parent and s.parent.span_id == run.context.span_id for s in otel.named("memory"))
 
 
-def test_model_call_metrics_record_duration_and_tokens(otel: Telemetry):
+def test_model_call_metrics_record_duration_and_tokens(otel: Telemetry) -> None:
     model = ScriptedModel([usage("", 10, 3, add={"a": 1, "b": 1}), usage("2", 20, 1)])
     arun(Agent(model, tools=[add]).run("1+1?"))
 
@@ -133,7 +129,7 @@ def test_model_call_metrics_record_duration_and_tokens(otel: Telemetry):
     assert tokens["output"].sum == 4 and tokens["output"].count == 2
 
 
-def test_streamed_run_has_one_chat_span_per_model_call(otel: Telemetry):
+def test_streamed_run_has_one_chat_span_per_model_call(otel: Telemetry) -> None:
     model = ScriptedModel([usage("", 1, 1, add={"a": 1, "b": 2}), usage("3", 2, 2)])
     agent = Agent(model, tools=[add])
 
@@ -153,25 +149,25 @@ def test_streamed_run_has_one_chat_span_per_model_call(otel: Telemetry):
 
 def test_message_content_is_recorded_only_when_turned_on(
     otel: Telemetry, monkeypatch: pytest.MonkeyPatch
-):
+) -> None:
     monkeypatch.setenv(CAPTURE_CONTENT_ENV, "true")
     model = ScriptedModel([usage("", 1, 1, add={"a": 4, "b": 5}), usage("nine", 1, 1)])
     arun(Agent(model, tools=[add], system_prompt="Be brief.").run("4+5?"))
 
     first = dict(otel.named("chat ")[0].attributes or {})
-    sent = json.loads(first["gen_ai.input.messages"])
+    sent = json.loads(str(first["gen_ai.input.messages"]))
     assert sent == [{"role": "user", "parts": [{"type": "text", "content": "4+5?"}]}]
-    assert json.loads(first["gen_ai.system_instructions"]) == [
+    assert json.loads(str(first["gen_ai.system_instructions"])) == [
         {"type": "text", "content": "Be brief."}
     ]
-    answered = json.loads(first["gen_ai.output.messages"])
+    answered = json.loads(str(first["gen_ai.output.messages"]))
     assert answered[0]["parts"][0]["name"] == "add"
     execution = dict(otel.named("execute_tool")[0].attributes or {})
-    assert json.loads(execution["gen_ai.tool.call.arguments"]) == {"a": 4, "b": 5}
+    assert json.loads(str(execution["gen_ai.tool.call.arguments"])) == {"a": 4, "b": 5}
     assert execution["gen_ai.tool.call.result"] == "9"
 
 
-def test_failing_model_marks_chat_and_run_spans_with_the_error_code(otel: Telemetry):
+def test_failing_model_marks_chat_and_run_spans_with_the_error_code(otel: Telemetry) -> None:
     agent = Agent(ScriptedModel([ModelError("upstream down")]))
 
     with pytest.raises(ModelError):
@@ -188,7 +184,7 @@ def test_failing_model_marks_chat_and_run_spans_with_the_error_code(otel: Teleme
     assert duration.attributes["error.type"] == "MODEL_ERROR"
 
 
-def test_tool_error_result_sets_error_type_on_the_tool_span(otel: Telemetry):
+def test_tool_error_result_sets_error_type_on_the_tool_span(otel: Telemetry) -> None:
     @tool
     def broken() -> str:
         """Always fails."""
@@ -208,7 +204,7 @@ def test_tool_error_result_sets_error_type_on_the_tool_span(otel: Telemetry):
 @pytest.mark.parametrize("make", [InMemoryCheckpointer, "file"], ids=["memory", "file"])
 def test_interrupted_then_resumed_run_links_the_resume_to_the_run(
     otel: Telemetry, make: Any, tmp_path: Any
-):
+) -> None:
     checkpointer = FileCheckpointer(tmp_path) if make == "file" else make()
     first = Agent(ScriptedModel([usage("", 5, 2, publish={"text": "hi"})]), tools=[publish])
 
@@ -248,7 +244,7 @@ def test_interrupted_then_resumed_run_links_the_resume_to_the_run(
     assert ran.parent is not None and ran.parent.span_id == resumed.context.span_id
 
 
-def test_workflow_span_parents_the_runs_of_its_members(otel: Telemetry):
+def test_workflow_span_parents_the_runs_of_its_members(otel: Telemetry) -> None:
     handoff = ToolCall("h1", "add", {"a": 1, "b": 1})
     researcher = Agent(
         ScriptedModel([Message("assistant", "", tool_calls=[handoff]), "handing off"]),
@@ -274,7 +270,7 @@ def test_workflow_span_parents_the_runs_of_its_members(otel: Telemetry):
     assert all(r.context.trace_id == workflow.context.trace_id for r in otel.spans())
 
 
-def test_workflow_event_stream_records_failure(otel: Telemetry):
+def test_workflow_event_stream_records_failure(otel: Telemetry) -> None:
     async def members() -> Any:
         yield "started"
         raise ModelError("member failed")
@@ -293,7 +289,7 @@ def test_workflow_event_stream_records_failure(otel: Telemetry):
     assert workflow.attributes["error.type"] == "MODEL_ERROR"
 
 
-def test_a_consumer_that_stops_early_ends_the_span_and_leaves_no_context(otel: Telemetry):
+def test_a_consumer_that_stops_early_ends_the_span_and_leaves_no_context(otel: Telemetry) -> None:
     from opentelemetry import trace
 
     agent = Agent(ScriptedModel(["a long answer"]))
@@ -311,7 +307,7 @@ def test_a_consumer_that_stops_early_ends_the_span_and_leaves_no_context(otel: T
     assert not agent.running
 
 
-def test_without_a_provider_wrappers_return_what_they_were_given():
+def test_without_a_provider_wrappers_return_what_they_were_given() -> None:
     async def events() -> Any:
         yield 1
 
@@ -323,7 +319,7 @@ def test_without_a_provider_wrappers_return_what_they_were_given():
     arun(stream.aclose())
 
 
-def test_session_runs_carry_the_session_id_and_trace_session_io(otel: Telemetry):
+def test_session_runs_carry_the_session_id_and_trace_session_io(otel: Telemetry) -> None:
     session = SessionManager("s1", InMemoryStorage())
     arun(Agent(ScriptedModel(["hello"]), session_manager=session).run("hi"))
 
@@ -338,7 +334,9 @@ def test_session_runs_carry_the_session_id_and_trace_session_io(otel: Telemetry)
     assert load.attributes["framework_agents.store.backend"] == "SessionManager"
 
 
-def test_a_store_that_fails_marks_its_span_with_the_error_code(otel: Telemetry, tmp_path: Any):
+def test_a_store_that_fails_marks_its_span_with_the_error_code(
+    otel: Telemetry, tmp_path: Any
+) -> None:
     memory = FileMemory(tmp_path)
     memory.path.write_text("{not json", encoding="utf-8")
     agent = Agent(ScriptedModel(["never"]), memory=memory)
@@ -425,7 +423,7 @@ def test_a_resume_in_another_process_links_to_the_run_it_continues(
     assert dict(link.attributes or {}) == {"framework_agents.link": "resumes"}
 
 
-def test_a_swarm_handoff_is_one_workflow_span_over_both_members(otel: Telemetry):
+def test_a_swarm_handoff_is_one_workflow_span_over_both_members(otel: Telemetry) -> None:
     """A real Swarm: triage hands off to billing; both members' runs sit under the workflow."""
     from framework_agents import Swarm
     from framework_agents.swarm import HANDOFF_TOOL

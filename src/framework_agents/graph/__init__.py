@@ -3,7 +3,8 @@
 from ..memory.carry import APP_DATA_KEY, app_data_with_state, restore_state
 from .memory import GROUNDING_HEADER, GraphMemory, GroundingMemory, is_grounding
 from .store import ENTAILED_GRAPH, Fact, GraphStore, Quad
-from .terms import IRI, Literal, Term
+from .terms import IRI, Term
+from .terms import Literal as Literal  # importable here (explicitly re-exported)
 
 # ``Literal`` stays importable from this subpackage, but the flat top-level API exports it
 # as ``GraphLiteral``: a star import of ``framework_agents`` must not shadow typing.Literal.

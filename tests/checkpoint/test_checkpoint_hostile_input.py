@@ -1,4 +1,4 @@
-"""Review pass over the checkpointers and the file lock: strict reads, values JSON cannot
+"""Checkpointers and the file lock under hostile input: strict reads, values JSON cannot
 hold, junk on disk, argument validation, descriptors, a lock file deleted while held."""
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from async_helper import arun, some
 from framework_agents import Message, ToolCall
 from framework_agents.checkpoint import (
     FileCheckpointer,
@@ -30,10 +31,6 @@ from framework_agents.errors import (
     StateNotJsonError,
     ThreadBusyError,
 )
-
-
-def run(coro: object) -> object:
-    return asyncio.run(coro)  # type: ignore[arg-type]
 
 
 def sample(thread_id: str = "t1") -> ThreadCheckpoint:
@@ -69,22 +66,22 @@ def test_a_checkpoint_that_would_not_read_back_equal_is_corrupt_and_kept(
     path.write_bytes(data)
     cp = FileCheckpointer(tmp_path)
     with pytest.raises(CheckpointCorruptError) as err:
-        run(cp.load("t1"))
+        arun(cp.load("t1"))
     assert err.value.code == "CHECKPOINT_CORRUPT"
     with pytest.raises(CheckpointCorruptError):
-        run(cp.save(sample()))
+        arun(cp.save(sample()))
     assert path.read_bytes() == data
 
 
 def test_every_truncation_of_a_real_checkpoint_is_corrupt(tmp_path: Path) -> None:
     cp = FileCheckpointer(tmp_path)
     call = ToolCall("c1", "publish", {"text": "hi"})
-    run(cp.save(ThreadCheckpoint("t1", None, sample().messages, {"a": [1.5, None]}, call)))
+    arun(cp.save(ThreadCheckpoint("t1", None, sample().messages, {"a": [1.5, None]}, call)))
     data = cp.path("t1").read_bytes()
     for cut in range(len(data)):  # every proper prefix
         cp.path("t1").write_bytes(data[:cut])
         with pytest.raises(CheckpointCorruptError):
-            run(FileCheckpointer(tmp_path).load("t1"))
+            arun(FileCheckpointer(tmp_path).load("t1"))
         assert cp.path("t1").read_bytes() == data[:cut]
 
 
@@ -100,7 +97,7 @@ def test_a_progress_file_that_would_not_read_back_equal_is_corrupt(
 ) -> None:
     cp = FileCheckpointer(tmp_path)
     base = sample()
-    run(cp.save(base))
+    arun(cp.save(base))
     path = cp.path("t1")
     digest = hashlib.blake2b(path.read_bytes(), digest_size=16).hexdigest()
     step = base.model_copy(update={"state": {"x": 1}})
@@ -111,7 +108,7 @@ def test_a_progress_file_that_would_not_read_back_equal_is_corrupt(
     assert text != progress.read_bytes()
     progress.write_bytes(text)
     with pytest.raises(CheckpointCorruptError):
-        run(FileCheckpointer(tmp_path).load("t1"))
+        arun(FileCheckpointer(tmp_path).load("t1"))
     assert progress.read_bytes() == text
 
 
@@ -183,7 +180,7 @@ def test_values_json_cannot_hold_are_state_not_json_and_nothing_is_written(
         assert err.value.code == "STATE_NOT_JSON"
         assert await cp.load("t1") == before
 
-    run(main())
+    arun(main())
 
 
 # -- junk where a checkpoint should be --------------------------------------------------
@@ -195,9 +192,9 @@ def test_a_directory_named_checkpoint_json_is_corrupt_and_kept(tmp_path: Path) -
     cp = FileCheckpointer(tmp_path)
     for attempt in (cp.load("t1"), cp.save(sample()), cp.delete("t1")):
         with pytest.raises(CheckpointCorruptError, match="not a file"):
-            run(attempt)
+            arun(attempt)
     assert (junk / "inner").is_dir()
-    assert run(cp.list_threads()) == []
+    assert arun(cp.list_threads()) == []
 
 
 def test_a_file_where_the_thread_directory_should_be_is_corrupt_and_kept(
@@ -207,7 +204,7 @@ def test_a_file_where_the_thread_directory_should_be_is_corrupt_and_kept(
     junk.parent.mkdir()
     junk.write_text("not a directory")
     cp = FileCheckpointer(tmp_path)
-    assert run(cp.load("t1")) is None  # nothing checkpointed there
+    assert arun(cp.load("t1")) is None  # nothing checkpointed there
 
     async def lock() -> None:
         async with cp.thread_lock("t1"):
@@ -215,24 +212,24 @@ def test_a_file_where_the_thread_directory_should_be_is_corrupt_and_kept(
 
     for attempt in (cp.save(sample()), cp.save_progress(sample()), lock()):
         with pytest.raises(CheckpointCorruptError, match="not a directory"):
-            run(attempt)
-    run(cp.delete("t1"))  # no checkpoint: nothing to forget
+            arun(attempt)
+    arun(cp.delete("t1"))  # no checkpoint: nothing to forget
     assert junk.read_text() == "not a directory"
-    assert run(cp.list_threads()) == []
+    assert arun(cp.list_threads()) == []
 
 
 def test_a_file_where_the_threads_directory_should_be_is_corrupt(tmp_path: Path) -> None:
     (tmp_path / "threads").write_text("junk")
     cp = FileCheckpointer(tmp_path)
-    assert run(cp.load("t1")) is None and run(cp.list_threads()) == []
+    assert arun(cp.load("t1")) is None and arun(cp.list_threads()) == []
     with pytest.raises(CheckpointCorruptError, match="not a directory"):
-        run(cp.save(sample()))
+        arun(cp.save(sample()))
     assert (tmp_path / "threads").read_text() == "junk"
 
 
 def test_list_threads_ignores_junk(tmp_path: Path) -> None:
     cp = FileCheckpointer(tmp_path)
-    run(cp.save(sample("good")))
+    arun(cp.save(sample("good")))
     threads = tmp_path / "threads"
     for name in [".hidden", "bad name", "-dash", "é", "x" * 129]:
         (threads / name).mkdir()
@@ -243,7 +240,7 @@ def test_list_threads_ignores_junk(tmp_path: Path) -> None:
     (threads / "only-locks" / "progress.json").write_text("{}")
     (threads / "dir-checkpoint" / "checkpoint.json").mkdir(parents=True)
     (threads / "empty").mkdir()
-    assert run(cp.list_threads()) == ["good"]
+    assert arun(cp.list_threads()) == ["good"]
 
 
 # -- argument validation: a clear INVALID_ARGUMENT, never a stray TypeError ------------
@@ -267,7 +264,7 @@ def test_bad_lock_waits_are_invalid_argument(tmp_path: Path, name: str, value: o
             pass
 
     with pytest.raises(InvalidArgumentError, match=name) as err:
-        run(main())
+        arun(main())
     assert err.value.code == "INVALID_ARGUMENT"
     assert list(tmp_path.iterdir()) == []
 
@@ -285,7 +282,7 @@ def test_stale_after_must_be_positive(tmp_path: Path, name: str, value: object) 
             pass
 
     with pytest.raises(InvalidArgumentError, match=name):
-        run(main())
+        arun(main())
 
 
 @pytest.mark.parametrize("kwargs", [{"timeout": None}, {"timeout": float("inf")}, {"timeout": 0}])
@@ -294,7 +291,7 @@ def test_good_lock_waits_are_accepted(tmp_path: Path, kwargs: dict[str, object])
         async with with_file_lock(tmp_path / "a.lock", stale_after=float("inf"), **kwargs):  # type: ignore[arg-type]
             assert (tmp_path / "a.lock").exists()
 
-    run(main())
+    arun(main())
     assert not (tmp_path / "a.lock").exists()
 
 
@@ -305,7 +302,7 @@ def test_bad_lock_paths_are_invalid_argument(path: object) -> None:
             pass
 
     with pytest.raises(InvalidArgumentError, match="lock path"):
-        run(main())
+        arun(main())
 
 
 def test_a_directory_at_the_lock_path_is_invalid_argument(tmp_path: Path) -> None:
@@ -316,7 +313,7 @@ def test_a_directory_at_the_lock_path_is_invalid_argument(tmp_path: Path) -> Non
             pass
 
     with pytest.raises(InvalidArgumentError, match="directory"):
-        run(main())
+        arun(main())
     assert (tmp_path / "a.lock").is_dir()
 
 
@@ -331,7 +328,7 @@ def test_a_lock_in_a_missing_directory_is_invalid_argument_and_file_not_found(
             pass
 
     with pytest.raises(InvalidArgumentError, match="directory") as err:
-        run(main())
+        arun(main())
     assert isinstance(err.value, FileNotFoundError)  # still an OSError for old callers
     assert err.value.code == "INVALID_ARGUMENT"
 
@@ -376,7 +373,7 @@ def test_a_bad_thread_lock_timeout_is_invalid_argument(
             pass
 
     with pytest.raises(InvalidArgumentError, match="timeout"):
-        run(main())
+        arun(main())
 
 
 # -- release, descriptors, a lock file deleted under its holder ------------------------
@@ -428,9 +425,9 @@ def test_no_descriptor_leaks_on_any_path(tmp_path: Path) -> None:
             await cp.delete("t1")
             await cp.list_threads()
 
-    run(body())  # warm up: worker threads, imports, the loop's own descriptors
+    arun(body())  # warm up: worker threads, imports, the loop's own descriptors
     before = _open_fds()
-    run(body())
+    arun(body())
     assert _open_fds() == before
     assert not lock.exists()
 
@@ -479,7 +476,7 @@ def test_release_after_the_lock_file_was_deleted_by_someone_else(tmp_path: Path)
         async with with_file_lock(path, timeout=0):
             order.append("free again")
 
-    run(main())
+    arun(main())
     assert order == ["got in", "keeps it", "free again"]
 
 
@@ -526,7 +523,7 @@ def test_without_flock_a_cancel_during_release_is_not_swallowed(
         async with with_file_lock(path, timeout=0, stale_after=0.02):
             pass
 
-    run(main())
+    arun(main())
     assert after_block == []
 
 
@@ -555,5 +552,5 @@ def test_a_tuple_in_tool_arguments_is_stored_as_a_list_like_a_session_does(
     cp = FileCheckpointer(tmp_path) if which == "file" else InMemoryCheckpointer()
     call = ToolCall("c1", "f", {"xs": (1, 2)})
     checkpoint = ThreadCheckpoint("t1", None, [Message("user", "u")], {}, call)
-    run(cp.save(checkpoint))
-    assert run(cp.load("t1")).pending.args == {"xs": [1, 2]}  # type: ignore[union-attr]
+    arun(cp.save(checkpoint))
+    assert some(some(arun(cp.load("t1"))).pending).args == {"xs": [1, 2]}

@@ -1,8 +1,7 @@
-"""Review pass over sessions: snapshots never store an altered message, bad input is clear."""
+"""Sessions, strictly: snapshots never store an altered message, bad input is clear."""
 
 from __future__ import annotations
 
-import asyncio
 import json
 from datetime import UTC, datetime
 from pathlib import Path
@@ -10,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from async_helper import arun
 from framework_agents import (
     InMemoryStorage,
     LocalFileStorage,
@@ -26,11 +26,6 @@ from framework_agents.errors import (
     StateNotJsonError,
 )
 from framework_agents.sessions import Storage
-
-
-def arun(coro: Any) -> Any:
-    return asyncio.run(coro)
-
 
 # -- messages in a snapshot must read back equal ------------------------------------------
 
@@ -81,9 +76,8 @@ def test_a_message_with_json_values_round_trips_exactly() -> None:
 
 
 def _doc(messages: list[dict[str, Any]]) -> dict[str, Any]:
-    return json.loads(Snapshot(SnapshotData(messages=[])).to_json()) | {
-        "data": {"messages": messages}
-    }
+    base: dict[str, Any] = json.loads(Snapshot(SnapshotData(messages=[])).to_json())
+    return base | {"data": {"messages": messages}}
 
 
 STRICT_CORRUPT = {

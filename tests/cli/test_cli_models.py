@@ -1,4 +1,4 @@
-"""Review pass over how the command line builds its model (--model, --max-tokens, --base-url)."""
+"""How the command line builds its model (--model, --max-tokens, --base-url)."""
 
 from __future__ import annotations
 
@@ -25,8 +25,10 @@ def test_local_without_max_tokens_keeps_the_models_own_default() -> None:
 
     default = LocalModel().max_tokens
     assert default is not None  # the 135M model rambles to the end of its context otherwise
-    assert make_model("local").max_tokens == default
-    assert make_model("local", max_tokens=12).max_tokens == 12
+    made, bounded = make_model("local"), make_model("local", max_tokens=12)
+    assert isinstance(made, LocalModel) and isinstance(bounded, LocalModel)
+    assert made.max_tokens == default
+    assert bounded.max_tokens == 12
 
 
 @pytest.mark.parametrize("spec", ["echo", pytest.param("local", marks=needs_local)])

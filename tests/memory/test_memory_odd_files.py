@@ -1,20 +1,16 @@
-"""Review pass over the memory backends: odd file-system states fail with a code."""
+"""Memory backends: odd file-system states fail with a code."""
 
 from __future__ import annotations
 
-import asyncio
 import os
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from async_helper import arun
 from framework_agents import FileMemory, Message
 from framework_agents.errors import InvalidArgumentError, MemoryCorruptError
-
-
-def arun(coro: Any) -> Any:
-    return asyncio.run(coro)
 
 
 def _ops(memory: FileMemory) -> dict[str, Any]:
@@ -78,7 +74,7 @@ class _CountingEncode:
         from framework_agents.memory import file as file_module
 
         self.calls = 0
-        real = file_module.encode_message
+        real = file_module.encode_message  # type: ignore[attr-defined]  # patched below
 
         def counting(msg: Message) -> Any:
             self.calls += 1
@@ -139,7 +135,7 @@ def test_values_equal_in_python_but_not_in_json_are_encoded_again(
     assert type(back.metadata["v"]) is type(after)
     assert back.metadata["v"] == after
     if isinstance(after, dict):
-        assert list(back.metadata["v"]) == list(after)
+        assert list(back.metadata["v"]) == list(after)  # type: ignore[call-overload]
     if isinstance(after, float):
         assert repr(back.metadata["v"]) == repr(after)
 
