@@ -21,7 +21,6 @@ checkpoint (an edit replaces them), never from the client's copy.
 from __future__ import annotations
 
 import asyncio
-import base64
 import contextlib
 import inspect
 import json
@@ -58,6 +57,7 @@ from ..hitl import HitlInterrupt, hitl_key, parse_decision
 from ..messages import Message, new_id
 from ..tools import DECISION_KINDS
 from ._errors import ApprovalPendingError
+from ._index import ThreadIndex, decode_cursor, encode_cursor
 from ._store import ServerStore
 
 __all__ = [
@@ -202,19 +202,28 @@ def parent_key(thread_id: str) -> str:
     return f"server/threads/{thread_id}/parent.json"
 
 
-def _cursor(summary: ThreadSummary) -> str:
-    raw = json.dumps([summary.saved_at.isoformat(), summary.thread_id]).encode()
-    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+def _summary_json(checkpoint: ThreadCheckpoint) -> dict[str, Any]:
+    """The thread list's line of a thread (``_index`` keeps it)."""
+    return {
+        "saved_at": checkpoint.saved_at.isoformat(),
+        "title": title_of(checkpoint.messages),
+        "message_count": len(checkpoint.messages),
+        "pending": checkpoint.pending is not None,
+    }
 
 
-def _after(cursor: str) -> tuple[str, str]:
+def _summary_from_json(row: dict[str, Any]) -> ThreadSummary | None:
+    """A stored line back as a summary (``None`` for a damaged one: it is skipped)."""
     try:
-        raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4))
-        saved_at, thread_id = json.loads(raw)
-        datetime.fromisoformat(saved_at)
-    except (ValueError, TypeError) as exc:
-        raise InvalidArgumentError(f"cursor {cursor!r:.60} is not one this server gave") from exc
-    return str(saved_at), str(thread_id)
+        return ThreadSummary(
+            str(row["thread_id"]),
+            datetime.fromisoformat(str(row["saved_at"])),
+            str(row["title"]),
+            int(row["message_count"]),
+            bool(row["pending"]),
+        )
+    except (KeyError, TypeError, ValueError):
+        return None
 
 
 class ThreadRunner:
@@ -233,6 +242,7 @@ class ThreadRunner:
             raise InvalidArgumentError(f"keepalive must be a positive number, got {keepalive!r}")
         self._factory = factory
         self.store = store
+        self.index = ThreadIndex(store.storage, _summary_json)
         self.keepalive = float(keepalive)
         self._active: dict[str, RunHandle] = {}
         self._tools: dict[str, Any] | None = None
@@ -308,36 +318,19 @@ class ThreadRunner:
     async def list_threads(
         self, *, limit: int = 50, cursor: str | None = None, query: str | None = None
     ) -> tuple[list[ThreadSummary], str | None]:
-        """A page of threads, newest first, and the cursor of the next page."""
+        """A page of threads, newest first, and the cursor of the next page.
+
+        Reads the page's summaries only (see ``_index``), never the threads' histories.
+        """
         if not 1 <= limit <= 200:
             raise InvalidArgumentError(f"limit must be between 1 and 200, got {limit}")
-        ids = await self.checkpointer.list_threads()
-        loaded = await asyncio.gather(*(self.checkpointer.load(t) for t in ids))
-        summaries = [
-            ThreadSummary(
-                c.thread_id,
-                c.saved_at,
-                title_of(c.messages),
-                len(c.messages),
-                c.pending is not None,
-            )
-            for c in loaded
-            if c is not None
-        ]
-        if query:
-            needle = query.casefold()
-            summaries = [
-                s
-                for s in summaries
-                if needle in s.thread_id.casefold() or needle in s.title.casefold()
-            ]
-        summaries.sort(key=lambda s: (s.saved_at.isoformat(), s.thread_id), reverse=True)
-        if cursor:
-            mark = _after(cursor)
-            summaries = [s for s in summaries if (s.saved_at.isoformat(), s.thread_id) < mark]
-        page = summaries[:limit]
-        more = len(summaries) > limit
-        return page, (_cursor(page[-1]) if more and page else None)
+        after = decode_cursor(cursor) if cursor else None
+        known = await self.checkpointer.list_threads()
+        rows, last = await self.index.page(
+            limit=limit, after=after, query=query, known=known, load=self.load
+        )
+        page = [s for s in map(_summary_from_json, rows) if s is not None]
+        return page, (encode_cursor(last) if last is not None else None)
 
     # -- timeline -----------------------------------------------------------------------
 
@@ -366,6 +359,9 @@ class ThreadRunner:
             {"rev": rev, "kind": kind, "label": label, "at": datetime.now(UTC).isoformat()}
         )
         await self.store.storage.put(self._timeline_key(thread_id), json.dumps(entries).encode())
+        checkpoint = await self.load(thread_id)
+        if checkpoint is not None:  # the thread list's line for it, as it now stands
+            await self.index.enter(checkpoint)
 
     # -- deleting -----------------------------------------------------------------------
 
@@ -379,6 +375,7 @@ class ThreadRunner:
                 await self.checkpointer.delete(thread_id)
         finally:
             self.release(handle)
+        await self.index.drop(thread_id)
         for key in (self._timeline_key(thread_id), parent_key(thread_id)):
             await self.store.storage.delete(key)
 
