@@ -81,7 +81,7 @@ TREE = {
     "GraphStoreBusyError": "BusyError",
     "StoreError": "AgentError",
     "StorageIOError": "StoreError",
-    "GraphStoreIOError": "StoreError",
+    "GraphStoreIOError": "StorageIOError",
     "CheckpointConflictError": "StoreError",
     "BackendUnavailableError": "StoreError",
     "ModelError": "AgentError",

@@ -32,7 +32,7 @@ contract, the subclasses let callers ``except`` one kind::
     │   └── GraphStoreBusyError         GRAPH_STORE_BUSY
     ├── StoreError                      a store could not do its I/O
     │   ├── StorageIOError              STORAGE_IO
-    │   ├── GraphStoreIOError           GRAPH_STORE_IO
+    │   │   └── GraphStoreIOError       GRAPH_STORE_IO
     │   ├── CheckpointConflictError     CHECKPOINT_CONFLICT
     │   └── BackendUnavailableError     BACKEND_UNAVAILABLE
     ├── ModelError                      MODEL_ERROR (or a provider-specific MODEL_* code)
@@ -284,18 +284,6 @@ class GraphStoreCorruptError(CorruptStoreError):
     default_code = "GRAPH_STORE_CORRUPT"
 
 
-class GraphStoreIOError(StoreError):
-    """An on-disk graph store cannot be opened or written (permissions, disk full or read-only)."""
-
-    default_code = "GRAPH_STORE_IO"
-
-
-class GraphStoreBusyError(BusyError):
-    """An on-disk graph store is held by another process."""
-
-    default_code = "GRAPH_STORE_BUSY"
-
-
 class StorageIOError(StoreError):
     """An operating-system I/O failure during a read or write (disk full, read-only, EIO).
 
@@ -317,6 +305,21 @@ class StorageIOError(StoreError):
         super().__init__(message, code=code)
         self.errno: int | None = errno
         self.may_have_landed: bool = may_have_landed
+
+
+class GraphStoreIOError(StorageIOError):
+    """An on-disk graph store cannot be opened or written (permissions, disk full or read-only).
+
+    A :class:`StorageIOError` (``errno``, ``may_have_landed``) with the graph store's code.
+    """
+
+    default_code = "GRAPH_STORE_IO"
+
+
+class GraphStoreBusyError(BusyError):
+    """An on-disk graph store is held by another process."""
+
+    default_code = "GRAPH_STORE_BUSY"
 
 
 class CheckpointConflictError(StoreError):

@@ -14,6 +14,7 @@ import asyncio
 import contextlib
 import errno
 import os
+import stat
 import threading
 import weakref
 from collections.abc import AsyncIterator, Hashable
@@ -94,13 +95,17 @@ class LoopLocks:
 def open_lock_file(path: Path, *, create: bool) -> int | None:
     """Open the sidecar lock file ``path`` (``0600``, never a symlink); ``None`` if absent.
 
+    Opened without blocking (a FIFO there never waits for a writer) and kept only if it
+    is a regular file.
+
     Raises:
-        OddFileError: a symlink or directory is where the lock file belongs.
+        OddFileError: a symlink, directory, FIFO or device is where the lock file belongs.
         FileNotFoundError: ``create`` and the directory does not exist.
     """
-    flags = os.O_RDWR | os.O_CLOEXEC | os.O_NOFOLLOW | (os.O_CREAT if create else 0)
+    flags = os.O_RDWR | os.O_CLOEXEC | os.O_NOFOLLOW | os.O_NONBLOCK
+    flags |= os.O_CREAT if create else 0
     try:
-        return os.open(path, flags, FILE_MODE)
+        fd = os.open(path, flags, FILE_MODE)
     except FileNotFoundError:
         if create:
             raise
@@ -112,7 +117,20 @@ def open_lock_file(path: Path, *, create: bool) -> int | None:
             raise OddFileError(
                 path, "the lock file is a symlink, which is never followed"
             ) from None
+        if exc.errno == errno.ENXIO:  # a FIFO with no reader, opened without blocking
+            raise OddFileError(path, "a FIFO is where the lock file belongs") from None
         raise
+    try:
+        mode = os.fstat(fd).st_mode
+    except BaseException:
+        os.close(fd)
+        raise
+    if not stat.S_ISREG(mode):
+        os.close(fd)
+        raise OddFileError(
+            path, "something other than a regular file is where the lock file belongs"
+        )
+    return fd
 
 
 def flock(fd: int, *, exclusive: bool) -> None:

@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import AgentError, GraphStoreCorruptError, GraphStoreIOError, InvalidArgumentError
-from ._lock import StoreLock
+from ._lock import StoreLock, graph_io_error
 
 __all__ = ["DB_NAME", "FORMAT", "STORE_VERSION", "Disk", "Row"]
 
@@ -116,7 +116,7 @@ def _failure(file: Path, exc: sqlite3.Error, *, opening: bool) -> AgentError:
         return InvalidArgumentError(f"graph store database {file} is a directory, not a file")
     if code in _IO_CODES or (not opening and code not in _CORRUPT_CODES):
         doing = "open" if opening else "write to"
-        return GraphStoreIOError(f"cannot {doing} graph store {file}: {exc}")
+        return GraphStoreIOError(f"cannot {doing} graph store {file}: {exc}")  # no errno: SQLite
     return GraphStoreCorruptError(f"{file} is unreadable: {exc}")
 
 
@@ -159,10 +159,17 @@ class Disk:
                 f"graph store path {self.directory} is not a directory: {exc.strerror}"
             ) from exc
         except OSError as exc:
-            raise GraphStoreIOError(
-                f"cannot create graph store directory {self.directory}: {exc.strerror}"
+            raise graph_io_error(
+                exc, f"cannot create graph store directory {self.directory}"
             ) from exc
-        if self.file.exists() and not self.file.is_file():
+        if self.file.is_symlink() or (
+            self.file.exists() and not self.file.is_file() and not self.file.is_dir()
+        ):
+            raise GraphStoreCorruptError(
+                f"graph store database {self.file} is not a regular file (a symlink, FIFO "
+                "or device); it was left untouched"
+            )
+        if self.file.is_dir():
             raise InvalidArgumentError(f"graph store database {self.file} is not a file")
         self._lock.acquire(self._lock_timeout)
         try:
@@ -174,13 +181,12 @@ class Disk:
     def _connect(self) -> sqlite3.Connection:
         try:
             # Owner-only from the first byte (SQLite gives -wal and -shm the same mode).
-            os.close(os.open(self.file, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
+            flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
+            os.close(os.open(self.file, flags, 0o600))
         except FileExistsError:
             pass
         except OSError as exc:
-            raise GraphStoreIOError(
-                f"cannot create graph store {self.file}: {exc.strerror}"
-            ) from exc
+            raise graph_io_error(exc, f"cannot create graph store {self.file}") from exc
         try:
             conn = sqlite3.connect(
                 self.file, timeout=_BUSY_SECONDS, check_same_thread=False, isolation_level=None

@@ -14,10 +14,30 @@ import time
 import weakref
 from pathlib import Path
 
+from .._persist import OddFileError, open_lock_file
 from .._platform import posix_fcntl
-from ..errors import GraphStoreBusyError, GraphStoreIOError
+from ..errors import GraphStoreBusyError, GraphStoreCorruptError, GraphStoreIOError
 
-__all__ = ["LOCK_NAME", "StoreLock"]
+__all__ = ["LOCK_NAME", "StoreLock", "graph_io_error"]
+
+
+def graph_io_error(exc: OSError, message: str) -> GraphStoreIOError:
+    """``GRAPH_STORE_IO`` for ``exc`` (its ``errno`` kept, whether a write may have landed)."""
+    return GraphStoreIOError(
+        f"{message}: {exc.strerror or exc}",
+        errno=exc.errno,
+        may_have_landed=bool(getattr(exc, "may_have_landed", False)),
+    )
+
+
+def _open(file: Path) -> int:
+    """The lock file, opened (created 0600; a symlink, FIFO or device is refused)."""
+    if sys.platform == "win32":  # pragma: no cover - exercised on Windows only
+        return os.open(file, os.O_RDWR | os.O_CREAT, 0o600)
+    fd = open_lock_file(file, create=True)
+    assert fd is not None  # created when missing
+    return fd
+
 
 LOCK_NAME = "graph.lock"
 
@@ -66,9 +86,13 @@ class StoreLock:
         process) still holds it, ``GRAPH_STORE_IO`` when the lock file cannot be opened.
         """
         try:
-            fd = os.open(self.file, os.O_RDWR | os.O_CREAT, 0o600)
+            fd = _open(self.file)
+        except OddFileError as exc:
+            raise GraphStoreCorruptError(
+                f"graph store lock {self.file}: {exc.reason}; it was left untouched"
+            ) from None
         except OSError as exc:
-            raise GraphStoreIOError(f"cannot open the lock {self.file}: {exc.strerror}") from exc
+            raise graph_io_error(exc, f"cannot open the lock {self.file}") from exc
         deadline, delay = time.monotonic() + max(timeout, 0.0), 0.005
         while not _try_lock(fd):
             if time.monotonic() >= deadline:
