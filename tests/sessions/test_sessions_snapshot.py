@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import threading
 import uuid
@@ -16,6 +17,7 @@ from framework_agents import Message, ToolCall
 from framework_agents.errors import SnapshotCorruptError, SnapshotFieldError, StateNotJsonError
 from framework_agents.sessions import Snapshot, SnapshotData, select_snapshot_fields
 from framework_agents.sessions.snapshot import (
+    SNAPSHOT_PLAIN_VERSION,
     SNAPSHOT_SCHEMA_VERSION,
     is_snapshot_id,
     new_snapshot_id,
@@ -142,7 +144,7 @@ def test_absent_fields_are_absent_from_the_stored_form() -> None:
     snap = Snapshot(SnapshotData(state={"n": 1}))
     doc = json.loads(snap.to_json())
     assert doc["data"] == {"state": {"n": 1}}
-    assert doc["schema_version"] == SNAPSHOT_SCHEMA_VERSION
+    assert doc["schema_version"] == SNAPSHOT_PLAIN_VERSION  # every release reads it
     assert doc["app_data"] is None
     assert snap.data.fields == {"state"}
     assert SnapshotData().fields == set()
@@ -259,3 +261,33 @@ def test_any_json_state_round_trips(
     assert back.data.system_prompt == prompt
     assert back.app_data == app
     assert back.snapshot_id == snap.snapshot_id
+
+
+def test_an_appending_managers_latest_is_marked_so_a_release_without_logs_refuses_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from framework_agents.sessions import InMemoryStorage, SessionManager
+    from framework_agents.sessions import snapshot as snapshot_module
+
+    async def body() -> None:
+        storage = InMemoryStorage()
+        appending = SessionManager("s", storage)  # append=True: a log may follow
+        first = Snapshot(SnapshotData(messages=[Message("user", "a")]))
+        await appending.save_latest(first)
+        stored = await storage.get(appending.latest_key)
+        assert stored is not None and json.loads(stored)["schema_version"] == 2
+        more = Snapshot(SnapshotData(messages=[Message("user", "a"), Message("user", "b")]))
+        await appending.save_latest(more)  # a delta in the log
+        loaded = await SessionManager("s", storage).load_latest()
+        assert loaded == more and loaded.schema_version == SNAPSHOT_PLAIN_VERSION
+        # A release that reads version 1 only (no logs) refuses instead of reading "a".
+        monkeypatch.setattr(snapshot_module, "SNAPSHOT_SCHEMA_VERSION", 1)
+        with pytest.raises(SnapshotCorruptError, match="newer"):
+            Snapshot.from_json(stored)
+        monkeypatch.undo()
+        plain = SessionManager("p", storage, append=False)
+        await plain.save_latest(first)
+        raw = await storage.get(plain.latest_key)
+        assert raw is not None and json.loads(raw)["schema_version"] == SNAPSHOT_PLAIN_VERSION
+
+    asyncio.run(body())

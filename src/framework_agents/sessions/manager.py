@@ -27,7 +27,13 @@ from ..memory._document import same_json_message
 from ..messages import Message
 from ._base import ArgumentTypeError, Storage, digest, swap
 from ._keys import validate_segment
-from .snapshot import Snapshot, SnapshotData, is_snapshot_id
+from .snapshot import (
+    SNAPSHOT_PLAIN_VERSION,
+    SNAPSHOT_SCHEMA_VERSION,
+    Snapshot,
+    SnapshotData,
+    is_snapshot_id,
+)
 
 __all__ = ["LATEST_NAME", "SessionManager"]
 
@@ -130,9 +136,12 @@ class SessionManager:
         (``read_logged``/``append_logged``: both shipped storages do), and ``snapshot``'s
         messages extending the ones this manager last read or wrote, only the new messages
         and the other fields are appended (one record, one ``fdatasync`` on disk); the
-        whole snapshot is stored again once the log outgrows half of it. Off by default:
-        ``snapshot_latest.json`` alone then no longer holds the latest state (readers must
-        go through :meth:`load_latest`, which always applies a log it finds).
+        whole snapshot is stored again once the log outgrows half of it. On by default
+        (``append=False`` turns it off): ``snapshot_latest.json`` alone then no longer
+        holds the latest state (readers must go through :meth:`load_latest`, which always
+        applies a log it finds), so it is stored with ``schema_version`` 2 on such a
+        storage, which a release that cannot apply a log refuses (``SNAPSHOT_CORRUPT``)
+        instead of reading a stale state; every other snapshot is version 1.
         """
         if not isinstance(snapshot, Snapshot):
             raise ArgumentTypeError(
@@ -140,6 +149,9 @@ class SessionManager:
             )
         if await self._append_latest(snapshot):
             return
+        if self.append and callable(getattr(self.storage, "append_logged", None)):
+            # A log may follow it: a release that cannot apply one refuses it.
+            snapshot = snapshot.model_copy(update={"schema_version": SNAPSHOT_SCHEMA_VERSION})
         data = snapshot.to_json()
         known = self._latest
         if isinstance(known, _Unread):
@@ -191,6 +203,10 @@ class SessionManager:
             return None
         source = f"snapshot {self.latest_key!r}"
         snapshot = Snapshot.from_json(raw, source=source)
+        if snapshot.schema_version != SNAPSHOT_PLAIN_VERSION:
+            # Version 2 describes the stored form (a log may follow), not the snapshot:
+            # with its log applied, the snapshot is a plain one again.
+            snapshot = snapshot.model_copy(update={"schema_version": SNAPSHOT_PLAIN_VERSION})
         for record in records:
             snapshot = _apply(snapshot, record, source)
         self._latest = tag

@@ -45,6 +45,7 @@ __all__ = [
     "SNAPSHOT_FIELDS",
     "SNAPSHOT_PRESETS",
     "SNAPSHOT_SCHEMA_VERSION",
+    "SNAPSHOT_PLAIN_VERSION",
     "Snapshot",
     "SnapshotData",
     "is_snapshot_id",
@@ -52,8 +53,13 @@ __all__ = [
     "select_snapshot_fields",
 ]
 
-#: Version of the stored snapshot document; bump on any incompatible change.
-SNAPSHOT_SCHEMA_VERSION = 1
+#: The newest version of the stored snapshot document this release reads and writes.
+#: 2: the latest snapshot of a ``SessionManager(..., append=True)``, which a log of
+#: deltas may follow: a release that cannot apply the log refuses it instead of reading
+#: a stale state.
+SNAPSHOT_SCHEMA_VERSION = 2
+#: The version of every other snapshot (no log follows it): every release reads it.
+SNAPSHOT_PLAIN_VERSION = 1
 #: The fields a snapshot can carry.
 SNAPSHOT_FIELDS = frozenset({"messages", "state", "system_prompt"})
 #: Named bundles of fields for ``select_snapshot_fields``.
@@ -189,7 +195,7 @@ class Snapshot(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    schema_version: int = SNAPSHOT_SCHEMA_VERSION
+    schema_version: int = SNAPSHOT_PLAIN_VERSION
     snapshot_id: str = Field(default_factory=new_snapshot_id)
     created_at: AwareDatetime = Field(default_factory=_now_utc)
     data: SnapshotData
