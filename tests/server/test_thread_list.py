@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import asyncio
+from pathlib import Path
 from typing import Any
+
+import pytest
 
 from async_helper import arun
 from framework_agents import (
@@ -10,10 +14,12 @@ from framework_agents import (
     InMemoryCheckpointer,
     InMemoryStorage,
     InvalidArgumentError,
+    LocalFileStorage,
     Message,
     ScriptedModel,
     ThreadCheckpoint,
 )
+from framework_agents.server import _runner as runner_module
 from framework_agents.server._runner import ThreadRunner
 from framework_agents.server._store import ServerStore
 
@@ -99,3 +105,31 @@ def test_a_bad_cursor_or_limit_is_invalid_argument() -> None:
         return errors
 
     assert arun(body()) == ["INVALID_ARGUMENT"] * 3
+
+
+def test_the_timeline_appends_entries_and_two_recorders_lose_none(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(runner_module, "_TIMELINE_FOLD", 4)
+
+    async def body() -> None:
+        storage = LocalFileStorage(tmp_path)
+        cp = CountingCheckpointer()
+        one = ThreadRunner(lambda: Agent(ScriptedModel(["ok"])), ServerStore(cp, storage))
+        two = ThreadRunner(lambda: Agent(ScriptedModel(["ok"])), ServerStore(cp, storage))
+        document = tmp_path / "server" / "threads" / "t" / "timeline.json"
+        await one.record("t", "run", None)
+        first = document.read_bytes()
+        await one.record("t", "resume", "interrupted")
+        assert document.read_bytes() == first  # the entry was appended, not rewritten
+        await asyncio.gather(
+            *(r.record("t", "edit", f"e{i}") for i, r in enumerate([one, two] * 4))
+        )
+        entries = await two.timeline("t")
+        assert [e["rev"] for e in entries] == list(range(1, 11))  # none lost, none twice
+        assert sorted(e["label"] for e in entries if e["kind"] == "edit") == [
+            f"e{i}" for i in range(8)
+        ]
+        assert document.read_bytes() != first  # folded into the document meanwhile
+
+    arun(body())

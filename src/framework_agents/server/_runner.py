@@ -48,6 +48,7 @@ from ..agent.result import RunResult
 from ..checkpoint._base import thread_lock
 from ..checkpoint.model import ThreadCheckpoint, check_thread_id
 from ..errors import (
+    CheckpointConflictError,
     CheckpointMissingError,
     HitlDecisionError,
     InvalidArgumentError,
@@ -55,6 +56,7 @@ from ..errors import (
 )
 from ..hitl import HitlInterrupt, hitl_key, parse_decision
 from ..messages import Message, new_id
+from ..sessions._base import digest, swap
 from ..tools import DECISION_KINDS
 from ._errors import ApprovalPendingError
 from ._index import ThreadIndex, decode_cursor, encode_cursor
@@ -76,6 +78,10 @@ AgentFactory = Callable[[], Any]
 
 _REISSUE: dict[type, bool] = {}
 _TITLE_LENGTH = 80
+#: A timeline's log is folded into its document after this many appended entries.
+_TIMELINE_FOLD = 256
+#: Conditional timeline writes retried on a conflict before the entry is given up (logged).
+_TIMELINE_ATTEMPTS = 8
 
 
 def supports_reissue(agent: object) -> bool:
@@ -341,24 +347,54 @@ class ThreadRunner:
     async def timeline(self, thread_id: str) -> list[dict[str, Any]]:
         """The thread's runs and resumes as the server recorded them, oldest first."""
         check_thread_id(thread_id)
-        raw = await self.store.storage.get(self._timeline_key(thread_id))
-        if raw is None:
-            return []
+        entries, _tag, _records = await self._read_timeline(thread_id)
+        return entries
+
+    async def _read_timeline(self, thread_id: str) -> tuple[list[dict[str, Any]], str | None, int]:
+        """The entries, the tag a conditional write expects, and how many are logged."""
+        storage, key = self.store.storage, self._timeline_key(thread_id)
+        read_logged: Any = getattr(storage, "read_logged", None)
+        if callable(read_logged):
+            raw, records, tag = await read_logged(key)
+        else:
+            raw = await storage.get(key)
+            records, tag = [], None if raw is None else digest(raw)
+        entries: list[dict[str, Any]] = []
         try:
-            entries = json.loads(raw)
+            base = [] if raw is None else json.loads(raw)
+            entries = [e for e in base if isinstance(e, dict)] if isinstance(base, list) else []
+            entries += [json.loads(r) for r in records]
         except ValueError:
-            logger.warning("unreadable timeline of thread %s; shown as empty", thread_id)
-            return []
-        return entries if isinstance(entries, list) else []
+            logger.warning("unreadable timeline of thread %s; shown as far as it reads", thread_id)
+        return entries, tag, len(records)
 
     async def record(self, thread_id: str, kind: str, label: str | None) -> None:
-        """Append one entry (``run``, ``resume``, ``edit``, ``branch``) to the thread's timeline."""
-        entries = await self.timeline(thread_id)
-        rev = int(entries[-1].get("rev", len(entries))) + 1 if entries else 1
-        entries.append(
-            {"rev": rev, "kind": kind, "label": label, "at": datetime.now(UTC).isoformat()}
-        )
-        await self.store.storage.put(self._timeline_key(thread_id), json.dumps(entries).encode())
+        """Append one entry (``run``, ``resume``, ``edit``, ``branch``) to the thread's timeline.
+
+        On a storage that keeps logs (``append_logged``) the entry is one appended record,
+        whatever the timeline's length (folded into the document every
+        ``_TIMELINE_FOLD`` records); elsewhere the document is written again. Writes are
+        conditional where the storage can (``swap``): two replicas recording one thread
+        at once both land, the later one after reading the other's entry.
+        """
+        storage, key = self.store.storage, self._timeline_key(thread_id)
+        append: Any = getattr(storage, "append_logged", None)
+        for _ in range(_TIMELINE_ATTEMPTS):
+            entries, tag, logged = await self._read_timeline(thread_id)
+            rev = int(entries[-1].get("rev", len(entries))) + 1 if entries else 1
+            entry = {"rev": rev, "kind": kind, "label": label, "at": datetime.now(UTC).isoformat()}
+            try:
+                if callable(append) and tag is not None and logged < _TIMELINE_FOLD:
+                    await append(key, json.dumps(entry).encode(), tag)
+                else:
+                    await swap(storage, key, json.dumps([*entries, entry]).encode(), tag)
+            except CheckpointConflictError:
+                continue  # another writer recorded meanwhile: read again
+            break
+        else:
+            logger.warning(
+                "timeline of thread %s: gave up after %d conflicts", thread_id, _TIMELINE_ATTEMPTS
+            )
         checkpoint = await self.load(thread_id)
         if checkpoint is not None:  # the thread list's line for it, as it now stands
             await self.index.enter(checkpoint)
