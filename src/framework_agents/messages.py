@@ -39,7 +39,7 @@ def new_id() -> str:
     return uuid.uuid4().hex
 
 
-class _Unset:
+class Unset:
     """Default of a constructor argument that is left out, so pydantic applies the field's.
 
     ``Message(**data)`` must fail as validating ``data`` does, so a required argument
@@ -56,9 +56,9 @@ class _Unset:
 
 
 #: A required argument (shown as required by :func:`show_required`).
-REQUIRED: Any = _Unset("<required>")
+REQUIRED: Any = Unset("<required>")
 #: ``Message(id=...)`` left out: a fresh id.
-NEW_ID: Any = _Unset("<new>")
+NEW_ID: Any = Unset("<new>")
 
 
 def _validated(init: Callable[..., None], data: dict[str, Any]) -> None:

@@ -39,7 +39,7 @@ from pydantic_core import PydanticSerializationError
 
 from .._persist import json_problem, strict_loads
 from ..errors import SnapshotCorruptError, SnapshotFieldError, StateNotJsonError
-from ..messages import REQUIRED, Message, _Unset, show_required
+from ..messages import REQUIRED, Message, Unset, show_required
 
 __all__ = [
     "SNAPSHOT_FIELDS",
@@ -182,8 +182,8 @@ class SnapshotData(BaseModel):
 
 
 #: ``Snapshot(...)`` arguments left out (an explicit ``None`` is invalid, as when stored).
-_NEW_SNAPSHOT_ID: Any = _Unset("<new uuid7>")
-_NOW: Any = _Unset("<now, UTC>")
+_NEW_SNAPSHOT_ID: Any = Unset("<new uuid7>")
+_NOW: Any = Unset("<now, UTC>")
 
 
 def _now_utc() -> datetime:
