@@ -18,7 +18,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from async_helper import arun
+from async_helper import arun, some
 from framework_agents import Message, ToolCall
 from framework_agents.checkpoint import (
     Checkpointer,
@@ -264,7 +264,8 @@ def test_layout_and_format(tmp_path: Path) -> None:
     path = tmp_path / "threads" / "t1" / "checkpoint.json"
     assert cp.path("t1") == path
     doc = json.loads(path.read_bytes())
-    assert doc["version"] == 1
+    assert doc["version"] == 2  # a journal may follow it: a release without journals refuses it
+    assert some(arun(cp.load("t1"))).version == 1  # the value's version
     assert doc["thread_id"] == "t1"
     assert doc["pending"] == {"id": "c1", "name": "publish", "args": {"text": "hi", "n": [1, 2]}}
     assert datetime.fromisoformat(doc["saved_at"]).tzinfo is not None
@@ -642,3 +643,17 @@ def test_a_load_hands_out_the_saved_message_objects_when_they_read_back_equal(
         assert not any(a is b for a, b in zip(fresh.messages, more, strict=True))
 
     asyncio.run(main())
+
+
+def test_a_release_that_reads_no_journal_refuses_the_document_instead_of_reading_it_stale(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from framework_agents.checkpoint import model as model_module
+
+    cp = FileCheckpointer(tmp_path)
+    history = [Message("user", "a")]
+    arun(cp.save(ThreadCheckpoint("t1", None, history)))
+    arun(cp.save(ThreadCheckpoint("t1", None, [*history, Message("assistant", "b")])))  # journal
+    monkeypatch.setattr(model_module, "CHECKPOINT_FORMAT_VERSION", 1)  # a release before it
+    with pytest.raises(CheckpointCorruptError, match="newer"):
+        arun(FileCheckpointer(tmp_path).load("t1"))

@@ -41,6 +41,8 @@ from .lock import (
     with_file_lock,
 )
 from .model import (
+    CHECKPOINT_BASE_VERSION,
+    CHECKPOINT_FORMAT_VERSION,
     ThreadCheckpoint,
     check_saved_at,
     check_storable,
@@ -278,7 +280,7 @@ class FileCheckpointer:
             raise CheckpointCorruptError(
                 f"checkpoint {str(path)!r} is unreadable (document: no version key)"
             )
-        return checkpoint
+        return _as_value(checkpoint)
 
     def _parse_progress(self, thread_id: str, path: Path, data: bytes) -> _Progress:
         try:
@@ -471,7 +473,7 @@ class FileCheckpointer:
             st = os.stat(path)
         except OSError as exc:
             raise mark_landed(exc) from None
-        back = ThreadCheckpoint.model_validate_json(payload)  # what a read gives
+        back = _as_value(ThreadCheckpoint.model_validate_json(payload))  # what a read gives
         back = back.model_copy(update={"messages": _as_read(back.messages, checkpoint.messages)})
         self._known[thread_id] = _Known(
             _signature(st),
@@ -534,7 +536,10 @@ class FileCheckpointer:
     def _fold(self, checkpoint: ThreadCheckpoint) -> None:
         _check_well_formed(checkpoint)
         check_storable(checkpoint)
-        self._write(checkpoint, to_json(checkpoint))
+        # Published as version 2: a journal may follow it, which a release that cannot
+        # apply one must not ignore (it refuses the document instead).
+        published = checkpoint.model_copy(update={"version": CHECKPOINT_FORMAT_VERSION})
+        self._write(checkpoint, to_json(published))
 
     async def save(self, checkpoint: ThreadCheckpoint) -> None:
         """Store the thread's checkpoint under its write lock (a delta when it can).
@@ -667,6 +672,16 @@ def _detached(checkpoint: ThreadCheckpoint) -> ThreadCheckpoint:
             "decisions": copy.deepcopy(checkpoint.decisions),
         }
     )
+
+
+def _as_value(checkpoint: ThreadCheckpoint) -> ThreadCheckpoint:
+    """The checkpoint as a value, version 1 like every other store's.
+
+    The stored form's version (2: a journal may follow) is the file's business.
+    """
+    if checkpoint.version == CHECKPOINT_BASE_VERSION:
+        return checkpoint
+    return checkpoint.model_copy(update={"version": CHECKPOINT_BASE_VERSION})
 
 
 def _as_read(back: list[Message], saved: Sequence[Message]) -> list[Message]:

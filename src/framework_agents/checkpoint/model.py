@@ -40,6 +40,7 @@ from ..messages import Message, ToolCall, constructor_only
 
 __all__ = [
     "CHECKPOINT_FORMAT_VERSION",
+    "CHECKPOINT_BASE_VERSION",
     "THREAD_ID_PATTERN",
     "ThreadCheckpoint",
     "check_saved_at",
@@ -50,8 +51,13 @@ __all__ = [
     "turn_problem",
 ]
 
-#: Version of the JSON shape of a checkpoint; readers refuse newer ones (CHECKPOINT_CORRUPT).
-CHECKPOINT_FORMAT_VERSION = 1
+#: The newest version of the JSON shape of a checkpoint this release reads; readers refuse
+#: newer ones (CHECKPOINT_CORRUPT). 2: a ``checkpoint.json`` that a journal of deltas may
+#: follow (``FileCheckpointer``), so a release that cannot apply one refuses it instead of
+#: reading the state before the journal.
+CHECKPOINT_FORMAT_VERSION = 2
+#: The version of a checkpoint as a value (and as every other store keeps it).
+CHECKPOINT_BASE_VERSION = 1
 
 #: A thread id is one safe directory name (no separators, no leading dot, no ``..``).
 THREAD_ID_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
@@ -170,7 +176,7 @@ class ThreadCheckpoint(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    version: int = Field(CHECKPOINT_FORMAT_VERSION, strict=True)  # 1.0, "1", true: corrupt
+    version: int = Field(CHECKPOINT_BASE_VERSION, strict=True)  # 1.0, "1", true: corrupt
     thread_id: str
     saved_at: datetime = Field(default_factory=_now)
     messages: list[Message] = Field(default_factory=list)
