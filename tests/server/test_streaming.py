@@ -315,3 +315,40 @@ def test_a_resumed_run_streams_its_tokens_and_answers_the_call_the_human_saw(
     finally:
         gate.set()
         served.stop()
+
+
+def test_a_client_that_leaves_mid_resume_leaves_a_whole_thread(tmp_path: Path) -> None:
+    gate = threading.Event()
+    app = create_app(
+        lambda: Agent(GatedAfterApprovalModel(gate), tools=[publish]),
+        store=str(tmp_path / "s"),
+        console=False,
+    )
+    served = start_server(app)
+    try:
+        with httpx.Client(base_url=served.url, timeout=60) as client:
+            first = client.post("/api/threads/r2/runs", json={"prompt": "go"})
+            assert [k for k, _ in _events(iter(first.text.splitlines()))][-1] == "interrupt"
+            body = {"decisions": {"c-shown": "approve"}}
+            with client.stream("POST", "/api/threads/r2/resume", json=body) as response:
+                for kind, data in _events(response.iter_lines()):
+                    if kind == "text_delta":
+                        assert data["delta"] == "first "
+                        break
+            # The connection is closed mid-answer; the resumed run goes on to its end.
+            gate.set()
+            thread = _wait_idle(client, "r2")
+            assert thread["pending"] is None
+            roles = [(m["role"], m["content"]) for m in thread["messages"]]
+            assert roles[-2:] == [("tool", "published hello"), ("assistant", "first second")]
+            assert [e["kind"] for e in thread["timeline"]] == ["run", "resume"]
+            again = client.post(
+                "/api/threads/r2/runs",
+                json={"prompt": "more"},
+                headers={"Accept": "application/json"},
+            )
+            # The thread takes a new turn (the model asks for the tool again).
+            assert again.json()["status"] == "interrupted"
+    finally:
+        gate.set()
+        served.stop()

@@ -27,10 +27,8 @@ import os
 # The SDK reads this when it is first imported: its spans stay off unless asked for.
 os.environ.setdefault("OTEL_INSTRUMENTATION_A2A_SDK_ENABLED", "false")
 
-import asyncio
 import json
 import logging
-import re
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -42,21 +40,12 @@ from a2a.helpers.proto_helpers import (
     new_text_part,
 )
 from a2a.server.agent_execution import AgentExecutor, RequestContext
-from a2a.server.context import ServerCallContext
 from a2a.server.events import EventQueue
-from a2a.server.owner_resolver import resolve_user_scope
 from a2a.server.request_handlers import DefaultRequestHandler
 from a2a.server.request_handlers.response_helpers import agent_card_to_dict
 from a2a.server.routes import create_jsonrpc_routes, create_rest_routes
-from a2a.server.tasks import TaskStore, TaskUpdater
+from a2a.server.tasks import TaskUpdater
 from a2a.types import a2a_pb2
-from a2a.utils.errors import InvalidParamsError
-from a2a.utils.task import (
-    ListTasksCursor,
-    decode_list_tasks_cursor,
-    encode_list_tasks_cursor,
-)
-from google.protobuf import json_format  # type: ignore[import-untyped]
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Mount, Route
@@ -65,6 +54,7 @@ from .. import agent as ours
 from ..checkpoint.model import check_thread_id
 from ..errors import HitlDecisionError
 from ..messages import new_id
+from ._a2a_store import StorageTaskStore
 from ._errors import error_payload
 from ._runner import Pending, RunHandle, ThreadRunner
 
@@ -74,8 +64,6 @@ logger = logging.getLogger(__name__)
 
 #: Seconds a task waiting for a decision stays in memory before the store takes over.
 INTERRUPTED_TASK_TIMEOUT = 300.0
-_PAGE_SIZE = 50
-_TASK_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,127}")
 
 Message = a2a_pb2.Message
 Part = a2a_pb2.Part
@@ -254,102 +242,6 @@ class A2AExecutor(AgentExecutor):
                 )
                 await handle.wait()
         await updater.cancel()
-
-
-def _sort_key(task: Task) -> tuple[bool, int, str]:
-    stamped = task.HasField("status") and task.status.HasField("timestamp")
-    return (stamped, task.status.timestamp.ToNanoseconds() if stamped else 0, task.id)
-
-
-class StorageTaskStore(TaskStore):
-    """A2A tasks in our ``Storage``: ``a2a/tasks/<task_id>.json`` (owner + task JSON)."""
-
-    def __init__(self, storage: Any) -> None:
-        """Keep tasks in ``storage``."""
-        self.storage = storage
-        self._lock = asyncio.Lock()
-
-    @staticmethod
-    def _key(task_id: str) -> str | None:
-        # Task ids are the SDK's UUIDs or a client's: only safe single names become keys.
-        return f"a2a/tasks/{task_id}.json" if _TASK_ID.fullmatch(task_id) else None
-
-    async def save(self, task: Task, context: ServerCallContext) -> None:
-        """Save ``task`` for the caller's owner."""
-        key = self._key(task.id)
-        if key is None:
-            raise InvalidParamsError(f"task id {task.id!r:.80} is not a safe name")
-        record = {
-            "owner": resolve_user_scope(context),
-            "task": json_format.MessageToDict(task),
-        }
-        await self.storage.put(key, json.dumps(record).encode())
-
-    async def _read(self, key: str) -> tuple[str, Task] | None:
-        raw = await self.storage.get(key)
-        if raw is None:
-            return None
-        try:
-            record = json.loads(raw)
-            task = json_format.ParseDict(record["task"], Task())
-        except (ValueError, KeyError, TypeError, json_format.ParseError):
-            logger.error("unreadable A2A task record %s; left untouched", key)
-            return None
-        return str(record.get("owner", "")), task
-
-    async def get(self, task_id: str, context: ServerCallContext) -> Task | None:
-        """The task, if the caller's owner has it."""
-        key = self._key(task_id)
-        found = await self._read(key) if key else None
-        if found is None or found[0] != resolve_user_scope(context):
-            return None
-        return found[1]
-
-    async def list(
-        self, params: a2a_pb2.ListTasksRequest, context: ServerCallContext
-    ) -> a2a_pb2.ListTasksResponse:
-        """The caller's tasks, newest update first, filtered by context and state."""
-        owner = resolve_user_scope(context)
-        tasks: list[Task] = []
-        for key in await self.storage.list("a2a/tasks/"):
-            found = await self._read(key)
-            if found is None or found[0] != owner:
-                continue
-            task = found[1]
-            if params.context_id and task.context_id != params.context_id:
-                continue
-            if params.status and task.status.state != params.status:
-                continue
-            if params.HasField("status_timestamp_after") and (
-                _sort_key(task)[1] < params.status_timestamp_after.ToNanoseconds()
-            ):
-                continue
-            tasks.append(task)
-        tasks.sort(key=_sort_key, reverse=True)
-        total = len(tasks)
-        if params.page_token:
-            cursor = decode_list_tasks_cursor(params.page_token)
-            if cursor is None:
-                raise InvalidParamsError("page token is not one this server gave")
-            mark = cursor.sort_key()
-            tasks = [t for t in tasks if _sort_key(t) < mark]
-        size = params.page_size or _PAGE_SIZE
-        page, rest = tasks[:size], tasks[size:]
-        token = None
-        if rest:
-            stamped, nanos, last_id = _sort_key(page[-1])
-            token = encode_list_tasks_cursor(
-                ListTasksCursor(timestamp_ns=nanos if stamped else None, task_id=last_id)
-            )
-        return a2a_pb2.ListTasksResponse(
-            tasks=page, next_page_token=token, total_size=total, page_size=size
-        )
-
-    async def delete(self, task_id: str, context: ServerCallContext) -> None:
-        """Delete the task if the caller's owner has it."""
-        key = self._key(task_id)
-        if key is not None and await self.get(task_id, context) is not None:
-            await self.storage.delete(key)
 
 
 def agent_card(base_url: str, *, name: str, description: str) -> a2a_pb2.AgentCard:

@@ -1,0 +1,296 @@
+"""A2A tasks in our ``Storage``: one record per task, and name-only indexes to page them.
+
+Layout (``<o>`` is a digest of the owner, ``<c>`` a digest of the context id)::
+
+    a2a/tasks/<task_id>.json                      {"owner", "task"} (the task as JSON)
+    a2a/owners/<o>/<stamp>.<state>.<task_id>      empty: the owner's tasks
+    a2a/contexts/<o>/<c>/<stamp>.<state>.<task_id>  empty: the owner's tasks in a context
+
+``<stamp>`` is the status timestamp in nanoseconds (20 digits) or ``none``, ``<state>``
+the ``TaskState`` number. ListTasks lists the names under the owner's (or the owner's
+context's) prefix, which carry everything it sorts and filters on (newest status first,
+then task id, as the SDK's cursor orders them; state; ``status_timestamp_after``) and
+the total, cuts the page after the cursor and reads only the page's records. A save
+moves a task's index entries only when its status timestamp or state changed, so the
+many saves of a streaming answer (artifact chunks) write only the record; the entries a
+task has are remembered per process (:data:`_REMEMBERED` tasks) and otherwise read from
+its previous record. A save writes the new entries before the record and drops the old
+ones after it, so a save cut short by a crash leaves at worst an entry too many, never a
+record without one. Records written before the indexes existed are entered by a store's
+first listing (once per process; a replica still running the older code during an
+upgrade writes records the running servers list only after their restart).
+
+A page trusts the records it reads, not the names: a record that no longer passes the
+filters (changed by another replica since its entry was written) is skipped and the page
+filled from the next names. Two replicas saving one task at once may leave an older
+entry behind; a listing keeps a task's newest entry only.
+"""
+
+from __future__ import annotations
+
+import os
+
+# The SDK reads this when it is first imported: its spans stay off unless asked for.
+os.environ.setdefault("OTEL_INSTRUMENTATION_A2A_SDK_ENABLED", "false")
+
+import hashlib
+import json
+import logging
+import re
+from collections import OrderedDict
+from dataclasses import dataclass
+from typing import Any
+
+from a2a.server.context import ServerCallContext
+from a2a.server.owner_resolver import resolve_user_scope
+from a2a.server.tasks import TaskStore
+from a2a.types import a2a_pb2
+from a2a.utils.errors import InvalidParamsError
+from a2a.utils.task import (
+    ListTasksCursor,
+    decode_list_tasks_cursor,
+    encode_list_tasks_cursor,
+)
+from google.protobuf import json_format  # type: ignore[import-untyped]
+
+__all__ = ["StorageTaskStore"]
+
+logger = logging.getLogger(__name__)
+
+Task = a2a_pb2.Task
+
+TASKS = "a2a/tasks/"
+OWNERS = "a2a/owners/"
+CONTEXTS = "a2a/contexts/"
+_PAGE_SIZE = 50
+#: Tasks whose index entries a store remembers (the rest are read from their record).
+_REMEMBERED = 4096
+_TASK_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,127}")
+_ENTRY = re.compile(r"(\d{20}|none)\.(\d{1,4})\.([A-Za-z0-9][A-Za-z0-9_-]{0,127})")
+
+
+def _digest(text: str) -> str:
+    return hashlib.blake2b(text.encode(), digest_size=16).hexdigest()
+
+
+def sort_key(task: Task) -> tuple[bool, int, str]:
+    """``(has timestamp, timestamp ns, id)``: tasks are listed by it, largest first."""
+    stamped = task.HasField("status") and task.status.HasField("timestamp")
+    return (stamped, task.status.timestamp.ToNanoseconds() if stamped else 0, task.id)
+
+
+@dataclass(frozen=True, slots=True)
+class _Entry:
+    """What an index entry's name says about a task."""
+
+    stamped: bool
+    nanos: int
+    state: int
+    task_id: str
+
+    @property
+    def key(self) -> tuple[bool, int, str]:
+        return (self.stamped, self.nanos, self.task_id)
+
+    @property
+    def name(self) -> str:
+        stamp = f"{self.nanos:020d}" if self.stamped else "none"
+        return f"{stamp}.{self.state}.{self.task_id}"
+
+    @staticmethod
+    def parse(name: str) -> _Entry | None:
+        found = _ENTRY.fullmatch(name)
+        if found is None:
+            return None
+        stamp, state, task_id = found.groups()
+        stamped = stamp != "none"
+        return _Entry(stamped, int(stamp) if stamped else 0, int(state), task_id)
+
+    @staticmethod
+    def of(task: Task) -> _Entry:
+        stamped, nanos, task_id = sort_key(task)
+        return _Entry(stamped, nanos, int(task.status.state), task_id)
+
+
+def _index_keys(owner: str, task: Task) -> tuple[str, ...]:
+    """The keys of ``task``'s index entries."""
+    name = _Entry.of(task).name
+    keys = [f"{OWNERS}{_digest(owner)}/{name}"]
+    if task.context_id:
+        keys.append(f"{CONTEXTS}{_digest(owner)}/{_digest(task.context_id)}/{name}")
+    return tuple(keys)
+
+
+def _passes(task: Task, params: a2a_pb2.ListTasksRequest) -> bool:
+    """Whether a task read from its record still passes the listing's filters."""
+    if params.context_id and task.context_id != params.context_id:
+        return False
+    if params.status and task.status.state != params.status:
+        return False
+    return not (
+        params.HasField("status_timestamp_after")
+        and sort_key(task)[1] < params.status_timestamp_after.ToNanoseconds()
+    )
+
+
+def _newest(names: list[str], params: a2a_pb2.ListTasksRequest) -> list[_Entry]:
+    """Each task's newest entry among ``names`` that passes the filters, newest first."""
+    newest: dict[str, _Entry] = {}
+    for name in names:
+        entry = _Entry.parse(name.rsplit("/", 1)[-1])
+        if entry is None:
+            continue
+        held = newest.get(entry.task_id)
+        if held is None or entry.key > held.key:
+            newest[entry.task_id] = entry
+    after = (
+        params.status_timestamp_after.ToNanoseconds()
+        if params.HasField("status_timestamp_after")
+        else None
+    )
+    kept = [
+        e
+        for e in newest.values()
+        if (not params.status or e.state == params.status) and (after is None or e.nanos >= after)
+    ]
+    kept.sort(key=lambda e: e.key, reverse=True)
+    return kept
+
+
+class StorageTaskStore(TaskStore):
+    """A2A tasks in our ``Storage`` (see the module docstring for the layout)."""
+
+    def __init__(self, storage: Any) -> None:
+        """Keep tasks in ``storage``."""
+        self.storage = storage
+        self._entries: OrderedDict[str, tuple[str, ...]] = OrderedDict()
+        self._entered = False
+
+    @staticmethod
+    def _key(task_id: str) -> str | None:
+        # Task ids are the SDK's UUIDs or a client's: only safe single names become keys.
+        return f"{TASKS}{task_id}.json" if _TASK_ID.fullmatch(task_id) else None
+
+    def _remember(self, task_id: str, keys: tuple[str, ...]) -> None:
+        self._entries[task_id] = keys
+        self._entries.move_to_end(task_id)
+        while len(self._entries) > _REMEMBERED:
+            self._entries.popitem(last=False)
+
+    async def save(self, task: Task, context: ServerCallContext) -> None:
+        """Save ``task`` for the caller's owner (its index entries move if it changed)."""
+        key = self._key(task.id)
+        if key is None:
+            raise InvalidParamsError(f"task id {task.id!r:.80} is not a safe name")
+        owner = resolve_user_scope(context)
+        old = self._entries.get(task.id)
+        if old is None:
+            found = await self._read(key)
+            old = _index_keys(*found) if found is not None else ()
+        new = _index_keys(owner, task)
+        for entry in new:  # entries first: a cut-short save leaves no record unlisted
+            if entry not in old:
+                await self.storage.put(entry, b"")
+        record = {"owner": owner, "task": json_format.MessageToDict(task)}
+        await self.storage.put(key, json.dumps(record).encode())
+        await self._drop(old, keep=new)
+        self._remember(task.id, new)
+
+    async def _drop(self, entries: tuple[str, ...], keep: tuple[str, ...] = ()) -> None:
+        for entry in entries:
+            if entry not in keep:
+                await self.storage.delete(entry)
+
+    async def _read(self, key: str) -> tuple[str, Task] | None:
+        raw = await self.storage.get(key)
+        if raw is None:
+            return None
+        try:
+            record = json.loads(raw)
+            task = json_format.ParseDict(record["task"], Task())
+        except (ValueError, KeyError, TypeError, json_format.ParseError):
+            logger.error("unreadable A2A task record %s; left untouched", key)
+            return None
+        return str(record.get("owner", "")), task
+
+    async def get(self, task_id: str, context: ServerCallContext) -> Task | None:
+        """The task, if the caller's owner has it."""
+        key = self._key(task_id)
+        found = await self._read(key) if key else None
+        if found is None or found[0] != resolve_user_scope(context):
+            return None
+        return found[1]
+
+    async def _enter_missing(self) -> None:
+        """Index the records that have no owner entry (written before the index existed).
+
+        Once per store: every save since writes its entries before its record.
+        """
+        if self._entered:
+            return
+        records = await self.storage.list(TASKS)
+        indexed = {
+            entry.task_id
+            for name in await self.storage.list(OWNERS)
+            if (entry := _Entry.parse(name.rsplit("/", 1)[-1])) is not None
+        }
+        for key in records:
+            task_id = key[len(TASKS) : -len(".json")]
+            if task_id in indexed or not key.endswith(".json"):
+                continue
+            found = await self._read(key)
+            if found is not None and found[1].id == task_id:
+                for index_key in _index_keys(*found):
+                    await self.storage.put(index_key, b"")
+        self._entered = True
+
+    async def list(
+        self, params: a2a_pb2.ListTasksRequest, context: ServerCallContext
+    ) -> a2a_pb2.ListTasksResponse:
+        """The caller's tasks, newest status first, filtered by context, state and time.
+
+        Sorting, filtering and the total use the index names; only the page's records
+        are read.
+        """
+        mark: tuple[bool, int, str] | None = None
+        if params.page_token:
+            cursor = decode_list_tasks_cursor(params.page_token)
+            if cursor is None:
+                raise InvalidParamsError("page token is not one this server gave")
+            mark = cursor.sort_key()
+        await self._enter_missing()
+        owner = resolve_user_scope(context)
+        prefix = f"{OWNERS}{_digest(owner)}/"
+        if params.context_id:
+            prefix = f"{CONTEXTS}{_digest(owner)}/{_digest(params.context_id)}/"
+        entries = _newest(await self.storage.list(prefix), params)
+        total = len(entries)
+        if mark is not None:
+            entries = [e for e in entries if e.key < mark]
+        size = params.page_size or _PAGE_SIZE
+        page: list[Task] = []
+        last: _Entry | None = None
+        token = None
+        for entry in entries:
+            if len(page) == size and last is not None:
+                token = encode_list_tasks_cursor(
+                    ListTasksCursor(last.nanos if last.stamped else None, last.task_id)
+                )
+                break
+            found = await self._read(f"{TASKS}{entry.task_id}.json")
+            if found is not None and found[0] == owner and _passes(found[1], params):
+                page.append(found[1])
+                last = entry
+        return a2a_pb2.ListTasksResponse(
+            tasks=page, next_page_token=token, total_size=total, page_size=size
+        )
+
+    async def delete(self, task_id: str, context: ServerCallContext) -> None:
+        """Delete the task and its index entries if the caller's owner has it."""
+        key = self._key(task_id)
+        found = await self._read(key) if key else None
+        if key is None or found is None or found[0] != resolve_user_scope(context):
+            return
+        await self.storage.delete(key)
+        await self._drop(_index_keys(*found))
+        self._entries.pop(task_id, None)
