@@ -56,7 +56,7 @@ from ..errors import (
 )
 from ..hitl import HitlInterrupt, hitl_key, parse_decision
 from ..messages import Message, new_id
-from ..sessions._base import digest, swap
+from ..sessions._base import as_logged, digest, swap
 from ..tools import DECISION_KINDS
 from ._errors import ApprovalPendingError
 from ._index import ThreadIndex, decode_cursor, encode_cursor
@@ -353,9 +353,9 @@ class ThreadRunner:
     async def _read_timeline(self, thread_id: str) -> tuple[list[dict[str, Any]], str | None, int]:
         """The entries, the tag a conditional write expects, and how many are logged."""
         storage, key = self.store.storage, self._timeline_key(thread_id)
-        read_logged: Any = getattr(storage, "read_logged", None)
-        if callable(read_logged):
-            raw, records, tag = await read_logged(key)
+        logged = as_logged(storage)
+        if logged is not None:
+            raw, records, tag = await logged.read_logged(key)
         else:
             raw = await storage.get(key)
             records, tag = [], None if raw is None else digest(raw)
@@ -378,14 +378,14 @@ class ThreadRunner:
         at once both land, the later one after reading the other's entry.
         """
         storage, key = self.store.storage, self._timeline_key(thread_id)
-        append: Any = getattr(storage, "append_logged", None)
+        logged = as_logged(storage)
         for _ in range(_TIMELINE_ATTEMPTS):
-            entries, tag, logged = await self._read_timeline(thread_id)
+            entries, tag, count = await self._read_timeline(thread_id)
             rev = int(entries[-1].get("rev", len(entries))) + 1 if entries else 1
             entry = {"rev": rev, "kind": kind, "label": label, "at": datetime.now(UTC).isoformat()}
             try:
-                if callable(append) and tag is not None and logged < _TIMELINE_FOLD:
-                    await append(key, json.dumps(entry).encode(), tag)
+                if logged is not None and tag is not None and count < _TIMELINE_FOLD:
+                    await logged.append_logged(key, json.dumps(entry).encode(), tag)
                 else:
                     await swap(storage, key, json.dumps([*entries, entry]).encode(), tag)
             except CheckpointConflictError:

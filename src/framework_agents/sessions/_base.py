@@ -2,11 +2,16 @@
 
 One optional capability, detected by :func:`swap`: ``swap(key, data, expected)``, a
 compare-and-swap that stores ``data`` only if the value under ``key`` is still the one
-whose :func:`digest` is ``expected`` (``None``: no value), atomically with respect to every
-writer of the storage (across processes for ``LocalFileStorage``), and raises
+whose :func:`digest` is ``expected`` (``None``: no value; on a :class:`LoggedStorage`,
+the value's tag), atomically with respect to every
+writer of the storage (across processes and machines where the storage is shared), and raises
 ``CHECKPOINT_CONFLICT`` otherwise, writing nothing. ``SessionManager.save_latest`` uses it
 so that a writer that did not see the latest update is refused instead of overwriting it.
 A storage without it (a third-party one) gets a plain ``put``: last writer wins there.
+
+A second one, :class:`LoggedStorage` (``swap`` plus ``read_logged``/``append_logged``,
+described in ``sessions._log``), lets a writer append a record to a value instead of
+storing it again; :func:`as_logged` detects it. Every shipped storage has both.
 """
 
 from __future__ import annotations
@@ -17,7 +22,15 @@ from typing import Any, Protocol, runtime_checkable
 
 from ..errors import CheckpointConflictError, InvalidArgumentError
 
-__all__ = ["ArgumentTypeError", "Storage", "check_swap", "check_tag", "digest", "swap"]
+__all__ = [
+    "ArgumentTypeError",
+    "LoggedStorage",
+    "Storage",
+    "as_logged",
+    "check_tag",
+    "digest",
+    "swap",
+]
 
 
 class ArgumentTypeError(InvalidArgumentError, TypeError):
@@ -51,14 +64,43 @@ class Storage(Protocol):
         ...
 
 
+@runtime_checkable
+class LoggedStorage(Storage, Protocol):
+    """A :class:`Storage` that also keeps a log of records appended to a value.
+
+    The *tag* of a value names its state: the :func:`digest` of the value while it has
+    no records, something else (storage-defined, never reused) once it has. Storing a
+    value (``put``, ``swap``) starts a new, empty log; ``delete`` removes both.
+    """
+
+    async def swap(self, key: str, data: bytes, expected: str | None) -> None:
+        """Store ``data`` if ``key`` is still in the state tagged ``expected``.
+
+        ``expected`` ``None`` means no value; otherwise ``CHECKPOINT_CONFLICT`` and
+        nothing is written.
+        """
+        ...
+
+    async def read_logged(self, key: str) -> tuple[bytes | None, builtins.list[bytes], str | None]:
+        """The value of ``key``, the records appended since it was stored, and its tag."""
+        ...
+
+    async def append_logged(self, key: str, record: bytes, expected: str) -> str:
+        """Append ``record`` if ``key`` is still in the state tagged ``expected``.
+
+        Returns the new tag; ``CHECKPOINT_CONFLICT`` (nothing written) otherwise.
+        """
+        ...
+
+
+def as_logged(storage: Storage) -> LoggedStorage | None:
+    """``storage`` when it keeps logs (:class:`LoggedStorage`), else ``None``."""
+    return storage if isinstance(storage, LoggedStorage) else None
+
+
 def digest(data: bytes) -> str:
     """The digest ``swap`` compares: blake2b-128 of the bytes, as hex."""
     return hashlib.blake2b(data, digest_size=16).hexdigest()
-
-
-def check_swap(key: str, current: bytes | None, expected: str | None) -> None:
-    """``CHECKPOINT_CONFLICT`` unless ``current`` is the value ``expected`` names."""
-    check_tag(key, None if current is None else digest(current), expected)
 
 
 def check_tag(key: str, found: str | None, expected: str | None) -> None:

@@ -25,7 +25,7 @@ from ..errors import (
 )
 from ..memory._document import same_json_message
 from ..messages import Message
-from ._base import ArgumentTypeError, Storage, digest, swap
+from ._base import ArgumentTypeError, Storage, as_logged, digest, swap
 from ._keys import validate_segment
 from .snapshot import (
     SNAPSHOT_PLAIN_VERSION,
@@ -93,6 +93,8 @@ class SessionManager:
                 f"storage must be a Storage (put/get/delete/list), not {type(storage).__name__}"
             )
         self.storage: Storage = storage
+        # The storage's log capability, used only when appending is on.
+        self._logged = as_logged(storage) if append else None
         self._prefix = f"session/{session_id}/scopes/agent/{agent_id}/snapshots/"
         # Digest of the latest snapshot as this manager last read or wrote it (None: there
         # was none); _UNREAD until then (the first write is then a plain put).
@@ -133,7 +135,8 @@ class SessionManager:
         :meth:`load_latest` again, apply the change, and save.
 
         With ``SessionManager(..., append=True)``, a storage that keeps logs
-        (``read_logged``/``append_logged``: both shipped storages do), and ``snapshot``'s
+        (:class:`~framework_agents.sessions._base.LoggedStorage`: every shipped storage
+        is), and ``snapshot``'s
         messages extending the ones this manager last read or wrote, only the new messages
         and the other fields are appended (one record, one ``fdatasync`` on disk); the
         whole snapshot is stored again once the log outgrows half of it. On by default
@@ -149,7 +152,7 @@ class SessionManager:
             )
         if await self._append_latest(snapshot):
             return
-        if self.append and callable(getattr(self.storage, "append_logged", None)):
+        if self._logged is not None:
             # A log may follow it: a release that cannot apply one refuses it.
             snapshot = snapshot.model_copy(update={"schema_version": SNAPSHOT_SCHEMA_VERSION})
         data = snapshot.to_json()
@@ -163,9 +166,9 @@ class SessionManager:
 
     async def _append_latest(self, snapshot: Snapshot) -> bool:
         """Append a delta record when the storage can and the history extends; else False."""
-        append: Any = getattr(self.storage, "append_logged", None) if self.append else None
+        logged = self._logged
         known, messages, new = self._latest, self._messages, snapshot.data.messages
-        if not callable(append) or not isinstance(known, str) or messages is None or new is None:
+        if logged is None or not isinstance(known, str) or messages is None or new is None:
             return False
         keep = len(messages)
         if len(new) < keep or not _same_prefix(new, messages):
@@ -179,7 +182,7 @@ class SessionManager:
         record = b"%d\n" % keep + delta.to_json()
         if self._log_bytes + len(record) > max(FOLD_RATIO * self._base_bytes, FOLD_MIN_BYTES):
             return False
-        self._latest = await append(self.latest_key, record, known)
+        self._latest = await logged.append_logged(self.latest_key, record, known)
         self._remember(snapshot, self._base_bytes, self._log_bytes + len(record))
         return True
 
@@ -191,9 +194,9 @@ class SessionManager:
 
     async def load_latest(self) -> Snapshot | None:
         """The latest snapshot, or ``None`` when the session has none (``SNAPSHOT_CORRUPT``)."""
-        read_logged: Any = getattr(self.storage, "read_logged", None)
-        if callable(read_logged):
-            raw, records, tag = await read_logged(self.latest_key)
+        logged = as_logged(self.storage)
+        if logged is not None:
+            raw, records, tag = await logged.read_logged(self.latest_key)
         else:
             raw = await self.storage.get(self.latest_key)
             records, tag = [], None if raw is None else digest(raw)

@@ -38,11 +38,10 @@ from ..errors import (
 from ..history import well_formed_problems
 from ..memory._document import encode_message, same_json_message
 from ..messages import Message, MessageList, copy_message
-from ..sessions._base import check_swap
+from ..sessions._base import ArgumentTypeError
 
 __all__ = [
     "ClosableStore",
-    "SwapByCompare",
     "SCHEMA_VERSION",
     "AutoPrune",
     "SchemaTooNewError",
@@ -57,6 +56,8 @@ __all__ = [
     "encode_messages",
     "new_owner",
     "redact",
+    "check_expected_tag",
+    "log_tag",
     "shared_prefix",
     "unavailable",
     "wall_clock",
@@ -64,8 +65,30 @@ __all__ = [
 
 logger = logging.getLogger(__name__)
 
-#: Version of the tables/keys layout shared by the SQLite, PostgreSQL and Redis stores.
-SCHEMA_VERSION = 1
+#: Version of the tables/keys layout shared by the SQLite, PostgreSQL and Redis stores
+#: (2 added the storages' value digests and value logs; a version-1 database is migrated
+#: on first use, under the database's lock).
+SCHEMA_VERSION = 2
+
+
+def log_tag(value_digest: str, last_seq: int | None) -> str:
+    """The tag of a stored value (see ``sessions._base.LoggedStorage``).
+
+    Its digest while it has no log records, else the digest and the sequence number of
+    its last record (numbers are never reused, so a tag never names two states).
+    """
+    return value_digest if last_seq is None else f"{value_digest}:{last_seq}"
+
+
+def check_expected_tag(expected: object, *, optional: bool) -> None:
+    """INVALID_ARGUMENT unless ``expected`` is a tag (a str; ``None`` when ``optional``)."""
+    if expected is None and optional:
+        return
+    if not isinstance(expected, str):
+        raise ArgumentTypeError(
+            f"expected must be a tag (str){' or None' if optional else ''}, "
+            f"not {type(expected).__name__}"
+        )
 
 
 class SchemaTooNewError(BackendUnavailableError):
@@ -309,29 +332,6 @@ def corrupt_memory_guard(source: str) -> Iterator[None]:
         yield
     except (ValidationError, ValueError) as exc:
         raise MemoryCorruptError(f"{source} is unreadable: {exc}") from None
-
-
-class _ComparePut(Protocol):
-    async def get(self, key: str) -> bytes | None: ...
-
-    async def compare_and_put(self, key: str, data: bytes, *, expected: bytes | None) -> None: ...
-
-
-class SwapByCompare:
-    """The storages' ``swap`` capability (what ``SessionManager.save_latest`` uses).
-
-    ``swap(key, data, expected)`` stores ``data`` only if ``key`` still holds the value
-    whose digest is ``expected`` (``None``: no value), else ``CHECKPOINT_CONFLICT`` and
-    nothing is written. It reads the value, checks its digest, then writes with
-    ``compare_and_put`` against exactly the bytes it read, so a writer that slips in
-    between the read and the write is refused there too.
-    """
-
-    async def swap(self: _ComparePut, key: str, data: bytes, expected: str | None) -> None:
-        """Store ``data`` under ``key`` only if its value is still the one ``expected`` names."""
-        current = await self.get(key)
-        check_swap(key, current, expected)
-        await self.compare_and_put(key, data, expected=current)
 
 
 class _Connections(Protocol):

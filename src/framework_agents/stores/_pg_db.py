@@ -39,7 +39,11 @@ CREATE TABLE IF NOT EXISTS {s}.fa_schema (
     id INTEGER PRIMARY KEY CHECK (id = 1), version INTEGER NOT NULL);
 CREATE TABLE IF NOT EXISTS {s}.fa_kv (
     key TEXT COLLATE "C" PRIMARY KEY, data BYTEA NOT NULL,
-    updated_at DOUBLE PRECISION NOT NULL);
+    updated_at DOUBLE PRECISION NOT NULL, digest TEXT);
+CREATE TABLE IF NOT EXISTS {s}.fa_kv_log (
+    seq BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY, key TEXT COLLATE "C" NOT NULL,
+    record BYTEA NOT NULL);
+CREATE INDEX IF NOT EXISTS fa_kv_log_key ON {s}.fa_kv_log (key, seq);
 CREATE TABLE IF NOT EXISTS {s}.fa_threads (
     thread_id TEXT PRIMARY KEY, version BIGINT NOT NULL, length BIGINT NOT NULL,
     head BYTEA NOT NULL, pending BOOLEAN NOT NULL, updated_at DOUBLE PRECISION NOT NULL);
@@ -99,6 +103,36 @@ BEGIN
     UPDATE {s}.fa_threads SET version = l_version + 1, length = p_length, head = p_head,
         pending = p_pending, updated_at = l_now WHERE thread_id = p_thread;
     RETURN l_version + 1;
+END
+$fn$
+"""
+
+
+#: A record appended to a storage value, in one round trip: the value's tag (its digest,
+#: then ``digest:<seq of its last record>``) must still be ``p_expected``; returns the new
+#: tag. A missing value or digest (a row written by schema version 1) is a conflict.
+_APPEND_KV_FUNCTION = """
+CREATE OR REPLACE FUNCTION {s}.fa_append_kv(p_key TEXT, p_expected TEXT, p_record BYTEA)
+    RETURNS TEXT
+LANGUAGE plpgsql AS $fn$
+DECLARE
+    l_digest TEXT;
+    l_last BIGINT;
+    l_tag TEXT;
+    l_seq BIGINT;
+BEGIN
+    SELECT digest INTO l_digest FROM {s}.fa_kv WHERE key = p_key FOR UPDATE;
+    IF l_digest IS NOT NULL THEN
+        SELECT max(seq) INTO l_last FROM {s}.fa_kv_log WHERE key = p_key;
+        l_tag := l_digest || coalesce(':' || l_last, '');
+    END IF;
+    IF l_tag IS NULL OR p_expected IS DISTINCT FROM l_tag THEN
+        RAISE EXCEPTION 'storage key % changed since it was read', p_key
+            USING ERRCODE = 'FA409';
+    END IF;
+    INSERT INTO {s}.fa_kv_log (key, record) VALUES (p_key, p_record) RETURNING seq INTO l_seq;
+    UPDATE {s}.fa_kv SET updated_at = extract(epoch from clock_timestamp()) WHERE key = p_key;
+    RETURN l_digest || ':' || l_seq;
 END
 $fn$
 """
@@ -220,20 +254,29 @@ class PgDb:
             await conn.execute(self.sql("CREATE SCHEMA IF NOT EXISTS {s}"))
             for statement in self.sql(_TABLES).split(";"):
                 await conn.execute(statement)
-            await conn.execute(self.sql(_SAVE_FUNCTION))
-            await conn.execute(self.sql(_APPEND_FUNCTION))
             await conn.execute(
                 self.sql("INSERT INTO {s}.fa_schema VALUES (1, %s) ON CONFLICT DO NOTHING"),
                 (SCHEMA_VERSION,),
             )
             cur = await conn.execute(self.sql("SELECT version FROM {s}.fa_schema"))
             row = await cur.fetchone()
-        version = row[0] if row else SCHEMA_VERSION
-        if version > SCHEMA_VERSION:
-            raise SchemaTooNewError(
-                f"schema {self.schema!r} of {redact(self.dsn)} has version {version}, newer "
-                f"than this framework-agents understands ({SCHEMA_VERSION}); upgrade to use it"
-            )
+            version = row[0] if row else SCHEMA_VERSION
+            if version > SCHEMA_VERSION:  # rolled back: a newer schema is left as it is
+                raise SchemaTooNewError(
+                    f"schema {self.schema!r} of {redact(self.dsn)} has version {version}, "
+                    f"newer than this framework-agents understands ({SCHEMA_VERSION}); "
+                    "upgrade to use it"
+                )
+            if version < 2:  # 2: value digests (NULL: unknown) and value logs
+                await conn.execute(
+                    self.sql("ALTER TABLE {s}.fa_kv ADD COLUMN IF NOT EXISTS digest TEXT")
+                )
+            if version < SCHEMA_VERSION:
+                await conn.execute(
+                    self.sql("UPDATE {s}.fa_schema SET version = %s"), (SCHEMA_VERSION,)
+                )
+            for function in (_SAVE_FUNCTION, _APPEND_FUNCTION, _APPEND_KV_FUNCTION):
+                await conn.execute(self.sql(function))
 
     async def pool(self) -> AsyncConnectionPool[Any]:
         """The open pool (the first call connects, creates the schema and opens it)."""

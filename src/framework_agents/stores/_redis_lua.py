@@ -9,28 +9,38 @@ from __future__ import annotations
 
 __all__ = [
     "ACQUIRE",
+    "APPEND_LOGGED",
+    "FORGET",
     "LIST_THREADS",
     "MEMORY_APPEND",
     "PRUNE_THREADS",
     "PUT",
     "RELEASE",
+    "REPAIR_DIGEST",
     "RENEW",
     "SAVE_THREAD",
     "THREAD_GUARD",
 ]
 
-# KEYS: data hash, index zset, times zset.
-# ARGV: key, value, mode ('put', 'absent': only if missing, 'equal': only if it holds
-# ARGV[4]), expected, ancestors...
+# KEYS: data hash, index zset, times zset, digests hash, last-record hash, the key's log.
+# ARGV: key, value, mode ('put'; 'absent': only if missing; 'equal': only if it holds
+# ARGV[4]; 'tag': only if its tag is ARGV[4]), expected, value digest, ancestors...
 PUT = """
 if ARGV[3] ~= 'put' then
   local stored = redis.call('HGET', KEYS[1], ARGV[1])
   if (ARGV[3] == 'absent' and stored) or (ARGV[3] == 'equal' and stored ~= ARGV[4]) then
     return {-2}
   end
+  if ARGV[3] == 'tag' then
+    local d = redis.call('HGET', KEYS[4], ARGV[1])
+    local last = redis.call('HGET', KEYS[5], ARGV[1])
+    if not stored or not d or (last and (d .. ':' .. last) or d) ~= ARGV[4] then
+      return {-2}
+    end
+  end
 end
 if redis.call('HEXISTS', KEYS[1], ARGV[1]) == 0 then
-  for i = 5, #ARGV do
+  for i = 6, #ARGV do
     if redis.call('HEXISTS', KEYS[1], ARGV[i]) == 1 then return {-3, ARGV[i]} end
   end
   local under = redis.call('ZRANGEBYLEX', KEYS[2], '(' .. ARGV[1] .. '/', '(' .. ARGV[1] .. '0',
@@ -39,9 +49,60 @@ if redis.call('HEXISTS', KEYS[1], ARGV[1]) == 0 then
   redis.call('ZADD', KEYS[2], 0, ARGV[1])
 end
 redis.call('HSET', KEYS[1], ARGV[1], ARGV[2])
+redis.call('HSET', KEYS[4], ARGV[1], ARGV[5])
+redis.call('HDEL', KEYS[5], ARGV[1])
+redis.call('DEL', KEYS[6])
 local t = redis.call('TIME')
 redis.call('ZADD', KEYS[3], tonumber(t[1]) + tonumber(t[2]) / 1e6, ARGV[1])
 return {1}
+"""
+
+# A record appended to a value whose tag is still ARGV[3]; replies {1, new tag}.
+# KEYS: data hash, times zset, digests hash, last-record hash, the key's log, seq counter.
+# ARGV: key, record, expected tag.
+APPEND_LOGGED = """
+if redis.call('HEXISTS', KEYS[1], ARGV[1]) == 0 then return {-2} end
+local d = redis.call('HGET', KEYS[3], ARGV[1])
+if not d then return {-2} end
+local last = redis.call('HGET', KEYS[4], ARGV[1])
+if (last and (d .. ':' .. last) or d) ~= ARGV[3] then return {-2} end
+local seq = redis.call('INCR', KEYS[6])
+redis.call('RPUSH', KEYS[5], ARGV[2])
+redis.call('HSET', KEYS[4], ARGV[1], seq)
+local t = redis.call('TIME')
+redis.call('ZADD', KEYS[2], tonumber(t[1]) + tonumber(t[2]) / 1e6, ARGV[1])
+return {1, d .. ':' .. seq}
+"""
+
+# A value written without its digest (by a release before the value logs): give it its
+# digest and drop any log beside it, if it still holds ARGV[2].
+# KEYS: data hash, digests hash, last-record hash, the key's log. ARGV: key, value, digest.
+REPAIR_DIGEST = """
+if redis.call('HGET', KEYS[1], ARGV[1]) ~= ARGV[2] then return 0 end
+redis.call('HSET', KEYS[2], ARGV[1], ARGV[3])
+redis.call('HDEL', KEYS[3], ARGV[1])
+redis.call('DEL', KEYS[4])
+return 1
+"""
+
+# Remove values (with their digests and logs) last written before ARGV[1] ('+inf': any).
+# KEYS: data hash, index zset, times zset, digests hash, last-record hash, then one log
+# per key. ARGV: cutoff, keys... (the log of ARGV[i] is KEYS[4 + i]). Replies how many went.
+FORGET = """
+local gone = 0
+for i = 2, #ARGV do
+  local at = redis.call('ZSCORE', KEYS[3], ARGV[i])
+  if at and (ARGV[1] == '+inf' or tonumber(at) < tonumber(ARGV[1])) then
+    redis.call('HDEL', KEYS[1], ARGV[i])
+    redis.call('ZREM', KEYS[2], ARGV[i])
+    redis.call('ZREM', KEYS[3], ARGV[i])
+    redis.call('HDEL', KEYS[4], ARGV[i])
+    redis.call('HDEL', KEYS[5], ARGV[i])
+    redis.call('DEL', KEYS[4 + i])
+    gone = gone + 1
+  end
+end
+return gone
 """
 
 # The lock check every thread write starts with.

@@ -9,7 +9,8 @@ deadlock upgrading a read lock ("database is locked" in the middle of a transact
 Tables (schema version :data:`~._codec.SCHEMA_VERSION`, created idempotently)::
 
     fa_schema           (id = 1, version)                    newer than the code: refused
-    fa_kv               (key, data, updated_at)              SqliteStorage
+    fa_kv               (key, data, digest, updated_at)      SqliteStorage
+    fa_kv_log           (seq, key, record)                   records appended to a value
     fa_threads          (thread_id, version, length, head, pending, updated_at)
     fa_thread_messages  (thread_id, seq, body)               append-only message log
     fa_locks            (thread_id, fence, owner, expires_at) thread lock + fencing token
@@ -40,7 +41,10 @@ _SCHEMA = """
 CREATE TABLE IF NOT EXISTS fa_schema (
     id INTEGER PRIMARY KEY CHECK (id = 1), version INTEGER NOT NULL);
 CREATE TABLE IF NOT EXISTS fa_kv (
-    key TEXT PRIMARY KEY, data BLOB NOT NULL, updated_at REAL NOT NULL);
+    key TEXT PRIMARY KEY, data BLOB NOT NULL, updated_at REAL NOT NULL, digest TEXT);
+CREATE TABLE IF NOT EXISTS fa_kv_log (
+    seq INTEGER PRIMARY KEY AUTOINCREMENT, key TEXT NOT NULL, record BLOB NOT NULL);
+CREATE INDEX IF NOT EXISTS fa_kv_log_key ON fa_kv_log (key, seq);
 CREATE TABLE IF NOT EXISTS fa_threads (
     thread_id TEXT PRIMARY KEY, version INTEGER NOT NULL, length INTEGER NOT NULL,
     head BLOB NOT NULL, pending INTEGER NOT NULL, updated_at REAL NOT NULL);
@@ -57,6 +61,16 @@ CREATE TABLE IF NOT EXISTS fa_memory_messages (
     key TEXT NOT NULL, seq INTEGER NOT NULL, shape INTEGER NOT NULL, body BLOB NOT NULL,
     PRIMARY KEY (key, seq)) WITHOUT ROWID;
 """
+
+
+def _migrate(conn: sqlite3.Connection, version: int) -> None:
+    """Bring a database of schema ``version`` to :data:`SCHEMA_VERSION` (in its transaction)."""
+    if version < 2:  # 2: value digests (NULL: computed when needed) and the value logs
+        columns = {row[1] for row in conn.execute("PRAGMA table_info(fa_kv)")}
+        if "digest" not in columns:
+            conn.execute("ALTER TABLE fa_kv ADD COLUMN digest TEXT")
+    conn.execute("UPDATE fa_schema SET version = ? WHERE id = 1", (SCHEMA_VERSION,))
+
 
 #: How long one statement waits for another process's write transaction (ms).
 BUSY_TIMEOUT_MS = 10_000
@@ -120,6 +134,9 @@ class SqliteDb:
                 (SCHEMA_VERSION,),
             )
             (version,) = conn.execute("SELECT version FROM fa_schema WHERE id = 1").fetchone()
+            if version < SCHEMA_VERSION:
+                _migrate(conn, version)
+                version = SCHEMA_VERSION
             conn.execute("COMMIT")
         except BaseException:
             if conn.in_transaction:

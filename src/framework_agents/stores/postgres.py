@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import builtins
 import contextlib
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from datetime import timedelta
 from types import EllipsisType
 from typing import Any
@@ -30,15 +30,16 @@ from ..memory._window import (
     window,
 )
 from ..messages import Message
+from ..sessions._base import digest
 from ..sessions._keys import validate_key, validate_prefix
 from ..sessions.memory_storage import as_bytes
 from ._base import Store
 from ._codec import (
     AutoPrune,
     ClosableStore,
-    SwapByCompare,
     ThreadCache,
     check_checkpoint,
+    check_expected_tag,
     check_lease,
     check_new_part,
     check_older_than,
@@ -47,6 +48,7 @@ from ._codec import (
     decode_messages,
     encode_head,
     encode_messages,
+    log_tag,
     redact,
     shared_prefix,
 )
@@ -67,8 +69,13 @@ def _db(dsn: str | PgDb, schema: str) -> PgDb:
     return dsn if isinstance(dsn, PgDb) else PgDb(dsn, schema=schema)
 
 
-class PostgresStorage(_Closable, AutoPrune, SwapByCompare):
-    """The :class:`~framework_agents.sessions.Storage` contract in table ``fa_kv``."""
+class PostgresStorage(_Closable, AutoPrune):
+    """The :class:`~framework_agents.sessions.Storage` contract in table ``fa_kv``.
+
+    It keeps logs too (:class:`~framework_agents.sessions._base.LoggedStorage`): a
+    record appended to a value is one row of ``fa_kv_log`` (one round trip), so a
+    session's save writes what is new, not its history again.
+    """
 
     def __init__(
         self, dsn: str | PgDb, *, schema: str = "public", ttl: float | None = None
@@ -83,22 +90,44 @@ class PostgresStorage(_Closable, AutoPrune, SwapByCompare):
 
     async def put(self, key: str, data: bytes) -> None:
         """Store ``data`` under ``key`` (a key is a value or a directory, never both)."""
-        await self._put(key, data, None, conditional=False)
+        await self._put(key, data, None)
 
     async def compare_and_put(self, key: str, data: bytes, *, expected: bytes | None) -> None:
         """Store ``data`` only if ``key`` holds exactly ``expected`` (``None``: nothing).
 
         Otherwise CHECKPOINT_CONFLICT, nothing written (see SqliteStorage).
         """
-        await self._put(
-            key, data, None if expected is None else as_bytes(expected), conditional=True
-        )
+        wanted = None if expected is None else as_bytes(expected)
+
+        def check(stored: tuple[Any, ...] | None, last: int | None) -> bool:
+            return (None if stored is None else bytes(stored[0])) == wanted
+
+        await self._put(key, data, check)
+
+    async def swap(self, key: str, data: bytes, expected: str | None) -> None:
+        """Store ``data`` only if ``key`` is still in the state tagged ``expected``.
+
+        ``None``: no value. Otherwise CHECKPOINT_CONFLICT and nothing is written.
+        """
+        check_expected_tag(expected, optional=True)
+
+        def check(stored: tuple[Any, ...] | None, last: int | None) -> bool:
+            if stored is None:
+                return expected is None
+            return stored[1] is not None and log_tag(stored[1], last) == expected
+
+        await self._put(key, data, check)
 
     async def _put(
-        self, key: str, data: bytes, expected: bytes | None, *, conditional: bool
+        self,
+        key: str,
+        data: bytes,
+        check: Callable[[tuple[Any, ...] | None, int | None], bool] | None,
     ) -> None:
+        """Store ``data``; ``check(row (data, digest) | None, last log seq)`` must agree."""
         segments = validate_key(key)
         value = as_bytes(data)
+        value_digest = digest(value)
         ancestors = ["/".join(segments[:i]) for i in range(1, len(segments))]
         sql = self._db.sql
         async with self._db.transaction() as conn:
@@ -109,18 +138,30 @@ class PostgresStorage(_Closable, AutoPrune, SwapByCompare):
                 (f"{self._db.schema}/kv/{segments[0]}",),
             )
             cur = await conn.execute(
-                sql("SELECT data FROM {s}.fa_kv WHERE key = %s FOR UPDATE"), (key,)
+                sql("SELECT data, digest FROM {s}.fa_kv WHERE key = %s FOR UPDATE"), (key,)
             )
             stored = await cur.fetchone()
-            if conditional and (None if stored is None else bytes(stored[0])) != expected:
-                raise CheckpointConflictError(
-                    f"storage key {key!r} changed since it was read; nothing was written"
-                )
+            if check is not None:
+                last = None
+                if stored is not None:
+                    cur = await conn.execute(
+                        sql("SELECT max(seq) FROM {s}.fa_kv_log WHERE key = %s"), (key,)
+                    )
+                    found = await cur.fetchone()
+                    last = None if found is None else found[0]
+                if not check(stored, last):
+                    raise CheckpointConflictError(
+                        f"storage key {key!r} changed since it was read; nothing was written"
+                    )
             if stored is not None:
                 await conn.execute(
-                    sql(f"UPDATE {{s}}.fa_kv SET data = %s, updated_at = {NOW} WHERE key = %s"),
-                    (value, key),
+                    sql(
+                        f"UPDATE {{s}}.fa_kv SET data = %s, digest = %s, updated_at = {NOW} "
+                        "WHERE key = %s"
+                    ),
+                    (value, value_digest, key),
                 )
+                await conn.execute(sql("DELETE FROM {s}.fa_kv_log WHERE key = %s"), (key,))
                 return
             cur = await conn.execute(
                 sql("SELECT key FROM {s}.fa_kv WHERE key = ANY(%s) LIMIT 1"), (ancestors,)
@@ -139,8 +180,11 @@ class PostgresStorage(_Closable, AutoPrune, SwapByCompare):
                     f"cannot store {key!r}: other keys are stored under it"
                 )
             await conn.execute(
-                sql(f"INSERT INTO {{s}}.fa_kv (key, data, updated_at) VALUES (%s, %s, {NOW})"),
-                (key, value),
+                sql(
+                    "INSERT INTO {s}.fa_kv (key, data, digest, updated_at) "
+                    f"VALUES (%s, %s, %s, {NOW})"
+                ),
+                (key, value, value_digest),
             )
         await self._after_write()
 
@@ -150,10 +194,84 @@ class PostgresStorage(_Closable, AutoPrune, SwapByCompare):
         rows = await self._db.fetch("SELECT data FROM {s}.fa_kv WHERE key = %s", (key,))
         return bytes(rows[0][0]) if rows else None
 
-    async def delete(self, key: str) -> None:
-        """Remove ``key`` (no-op when missing)."""
+    async def read_logged(self, key: str) -> tuple[bytes | None, builtins.list[bytes], str | None]:
+        """The value of ``key``, the records appended since it was stored, and its tag.
+
+        A value whose stored digest is missing or wrong (written by schema version 1) is
+        given its digest, and any log beside it dropped, before it is returned.
+        """
         validate_key(key)
-        async with self._db.connection() as conn:
+        sql = self._db.sql
+
+        async def read(conn: Any) -> tuple[Any, builtins.list[Any]]:
+            async with conn.transaction():
+                await conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY")
+                cur = await conn.execute(
+                    sql("SELECT data, digest FROM {s}.fa_kv WHERE key = %s"), (key,)
+                )
+                row = await cur.fetchone()
+                if row is None:
+                    return None, []
+                cur = await conn.execute(
+                    sql("SELECT seq, record FROM {s}.fa_kv_log WHERE key = %s ORDER BY seq"),
+                    (key,),
+                )
+                return row, await cur.fetchall()
+
+        for _ in range(3):
+            row, logged = await self._db.read(read)
+            if row is None:
+                return None, [], None
+            value = bytes(row[0])
+            if row[1] == digest(value):
+                tag = log_tag(row[1], logged[-1][0] if logged else None)
+                return value, [bytes(r[1]) for r in logged], tag
+            await self._repair_digest(key, value)
+        raise CheckpointConflictError(f"storage key {key!r} keeps changing; read it again")
+
+    async def _repair_digest(self, key: str, value: bytes) -> None:
+        """Give ``key`` the digest of ``value`` and drop its log, if it still holds ``value``."""
+        sql = self._db.sql
+        async with self._db.transaction() as conn:
+            cur = await conn.execute(
+                sql("UPDATE {s}.fa_kv SET digest = %s WHERE key = %s AND data = %s"),
+                (digest(value), key, value),
+            )
+            if cur.rowcount:
+                await conn.execute(sql("DELETE FROM {s}.fa_kv_log WHERE key = %s"), (key,))
+
+    async def append_logged(self, key: str, record: bytes, expected: str) -> str:
+        """Append ``record`` to the log of ``key`` if its tag is still ``expected``.
+
+        One row in one round trip; CHECKPOINT_CONFLICT (nothing written) when another
+        writer stored or appended since. Returns the new tag.
+        """
+        validate_key(key)
+        data = as_bytes(record)
+        check_expected_tag(expected, optional=False)
+        psycopg, _ = import_psycopg()
+        try:
+            async with self._db.connection() as conn:
+                cur = await conn.execute(
+                    self._db.sql("SELECT {s}.fa_append_kv(%s, %s, %s)"), (key, expected, data)
+                )
+                row = await cur.fetchone()
+        except psycopg.Error as exc:
+            if exc.sqlstate != CONFLICT_SQLSTATE:
+                raise
+            raise CheckpointConflictError(
+                f"storage key {key!r} changed since it was read; nothing was written"
+            ) from None
+        assert row is not None
+        tag: str = row[0]
+        await self._after_write()
+        return tag
+
+    async def delete(self, key: str) -> None:
+        """Remove ``key`` and its log (no-op when missing)."""
+        validate_key(key)
+        async with self._db.transaction() as conn:
+            await conn.execute(self._db.sql("DELETE FROM {s}.fa_kv_log WHERE key = %s"), (key,))
             await conn.execute(self._db.sql("DELETE FROM {s}.fa_kv WHERE key = %s"), (key,))
 
     async def list(self, prefix: str = "") -> builtins.list[str]:
@@ -166,13 +284,21 @@ class PostgresStorage(_Closable, AutoPrune, SwapByCompare):
         return [r[0] for r in rows]
 
     async def prune(self, older_than: timedelta | None = None) -> int:
-        """Remove values not written for ``older_than`` (default: ``ttl``); how many went."""
+        """Remove values (and logs) not written for ``older_than`` (default: ``ttl``).
+
+        Returns how many values went.
+        """
         age = check_older_than(older_than, self.ttl)
-        async with self._db.connection() as conn:
+        sql = self._db.sql
+        async with self._db.transaction() as conn:
             cur = await conn.execute(
-                self._db.sql(f"DELETE FROM {{s}}.fa_kv WHERE updated_at < {NOW} - %s"), (age,)
+                sql(f"DELETE FROM {{s}}.fa_kv WHERE updated_at < {NOW} - %s RETURNING key"),
+                (age,),
             )
-        return cur.rowcount
+            gone = [r[0] for r in await cur.fetchall()]
+            if gone:
+                await conn.execute(sql("DELETE FROM {s}.fa_kv_log WHERE key = ANY(%s)"), (gone,))
+        return len(gone)
 
 
 class PostgresCheckpointer(_Closable, AutoPrune):

@@ -6,6 +6,10 @@ Only core commands and Lua scripts (the server needs no modules). Keys, under a 
     <p>kv:data            hash   storage key -> bytes
     <p>kv:index           zset   storage keys (score 0: listed in lexical order)
     <p>kv:time            zset   storage key -> last write (server time), for prune
+    <p>kv:digest          hash   storage key -> digest of its value
+    <p>kv:last            hash   storage key -> sequence number of its last log record
+    <p>kv:seq             int    INCR for every log record (numbers never reused)
+    <p>kvlog:<key>        list   records appended to the value since it was stored
     <p>t:<thread_id>      hash   version, length, head (checkpoint JSON without messages),
                                  pending, updated
     <p>m:<thread_id>      list   the thread's messages, append-only
@@ -41,6 +45,7 @@ from ..errors import (
 )
 from ..memory._window import bounded_view, check_max_messages, check_messages, shape_of, window
 from ..messages import Message
+from ..sessions._base import digest
 from ..sessions._keys import validate_key, validate_prefix
 from ..sessions.memory_storage import as_bytes
 from . import _redis_lua as lua
@@ -48,9 +53,9 @@ from ._base import Store
 from ._codec import (
     AutoPrune,
     ClosableStore,
-    SwapByCompare,
     ThreadCache,
     check_checkpoint,
+    check_expected_tag,
     check_lease,
     check_new_part,
     check_older_than,
@@ -59,6 +64,7 @@ from ._codec import (
     decode_messages,
     encode_head,
     encode_messages,
+    log_tag,
     redact,
     shared_prefix,
     unavailable,
@@ -182,8 +188,13 @@ def _db(url: str | RedisDb, prefix: str) -> RedisDb:
     return url if isinstance(url, RedisDb) else RedisDb(url, prefix=prefix)
 
 
-class RedisStorage(_Closable, AutoPrune, SwapByCompare):
-    """The :class:`~framework_agents.sessions.Storage` contract in one hash and two zsets."""
+class RedisStorage(_Closable, AutoPrune):
+    """The :class:`~framework_agents.sessions.Storage` contract in hashes, zsets and lists.
+
+    It keeps logs too (:class:`~framework_agents.sessions._base.LoggedStorage`): a
+    record appended to a value is one ``RPUSH`` in one script, so a session's save writes
+    what is new, not its history again.
+    """
 
     def __init__(
         self, url: str | RedisDb, *, prefix: str = "fa:", ttl: float | None = None
@@ -192,11 +203,15 @@ class RedisStorage(_Closable, AutoPrune, SwapByCompare):
         self._db = _db(url, prefix)
         self.ttl = check_ttl(ttl)
         p = self._db.prefix
-        self._keys = (f"{p}kv:data", f"{p}kv:index", f"{p}kv:time")
+        self._data, self._index, self._times = f"{p}kv:data", f"{p}kv:index", f"{p}kv:time"
+        self._digests, self._last, self._seq = f"{p}kv:digest", f"{p}kv:last", f"{p}kv:seq"
 
     def __repr__(self) -> str:
         """The store and where it keeps its data (password redacted)."""
         return f"RedisStorage({redact(self._db.url)!r})"
+
+    def _log(self, key: str) -> str:
+        return f"{self._db.prefix}kvlog:{key}"
 
     async def put(self, key: str, data: bytes) -> None:
         """Store ``data`` under ``key`` (a key is a value or a directory, never both)."""
@@ -212,11 +227,24 @@ class RedisStorage(_Closable, AutoPrune, SwapByCompare):
         else:
             await self._put(key, data, "equal", as_bytes(expected))
 
+    async def swap(self, key: str, data: bytes, expected: str | None) -> None:
+        """Store ``data`` only if ``key`` is still in the state tagged ``expected``.
+
+        ``None``: no value. Otherwise CHECKPOINT_CONFLICT and nothing is written.
+        """
+        check_expected_tag(expected, optional=True)
+        if expected is None:
+            await self._put(key, data, "absent", b"")
+        else:
+            await self._put(key, data, "tag", expected.encode())
+
     async def _put(self, key: str, data: bytes, mode: str, expected: bytes) -> None:
         segments = validate_key(key)
         value = as_bytes(data)
         ancestors = ["/".join(segments[:i]) for i in range(1, len(segments))]
-        reply = await self._db.script("PUT", self._keys, [key, value, mode, expected, *ancestors])
+        keys = [self._data, self._index, self._times, self._digests, self._last, self._log(key)]
+        args = [key, value, mode, expected, digest(value), *ancestors]
+        reply = await self._db.script("PUT", keys, args)
         if reply[0] == -2:
             raise CheckpointConflictError(
                 f"storage key {key!r} changed since it was read; nothing was written"
@@ -231,38 +259,91 @@ class RedisStorage(_Closable, AutoPrune, SwapByCompare):
     async def get(self, key: str) -> bytes | None:
         """The bytes under ``key``, or ``None``."""
         validate_key(key)
-        value = await self._db.call("hget", self._keys[0], key)
+        value = await self._db.call("hget", self._data, key)
         return None if value is None else bytes(value)
 
-    async def delete(self, key: str) -> None:
-        """Remove ``key`` (no-op when missing)."""
-        validate_key(key)
-        await self._forget([key])
+    async def read_logged(self, key: str) -> tuple[bytes | None, builtins.list[bytes], str | None]:
+        """The value of ``key``, the records appended since it was stored, and its tag.
 
-    async def _forget(self, keys: builtins.list[Any]) -> None:
-        if not keys:
-            return
-        data, index, times = self._keys
-        await self._db.run(
-            lambda pipe: pipe.hdel(data, *keys).zrem(index, *keys).zrem(times, *keys)
-        )
+        A value whose stored digest is missing or wrong (written by a release before the
+        value logs) is given its digest, and any log beside it dropped, first.
+        """
+        validate_key(key)
+        log = self._log(key)
+        for _ in range(3):
+            value, stored_digest, last, records = await self._db.run(
+                lambda pipe: (
+                    pipe.hget(self._data, key)
+                    .hget(self._digests, key)
+                    .hget(self._last, key)
+                    .lrange(log, 0, -1)
+                )
+            )
+            if value is None:
+                return None, [], None
+            value = bytes(value)
+            value_digest = digest(value)
+            if stored_digest is not None and stored_digest.decode() == value_digest:
+                tag = log_tag(value_digest, None if last is None else int(last))
+                return value, [bytes(r) for r in records], tag
+            await self._db.script(
+                "REPAIR_DIGEST",
+                [self._data, self._digests, self._last, log],
+                [key, value, value_digest],
+            )
+        raise CheckpointConflictError(f"storage key {key!r} keeps changing; read it again")
+
+    async def append_logged(self, key: str, record: bytes, expected: str) -> str:
+        """Append ``record`` to the log of ``key`` if its tag is still ``expected``.
+
+        One script; CHECKPOINT_CONFLICT (nothing written) when another writer stored or
+        appended since. Returns the new tag.
+        """
+        validate_key(key)
+        data = as_bytes(record)
+        check_expected_tag(expected, optional=False)
+        keys = [self._data, self._times, self._digests, self._last, self._log(key), self._seq]
+        reply = await self._db.script("APPEND_LOGGED", keys, [key, data, expected])
+        if reply[0] != 1:
+            raise CheckpointConflictError(
+                f"storage key {key!r} changed since it was read; nothing was written"
+            )
+        await self._after_write()
+        return str(reply[1].decode())
+
+    async def delete(self, key: str) -> None:
+        """Remove ``key`` and its log (no-op when missing)."""
+        validate_key(key)
+        await self._forget([key], "+inf")
+
+    async def _forget(self, keys: builtins.list[str], cutoff: str) -> int:
+        """Remove ``keys`` last written before ``cutoff`` (``+inf``: any); how many went."""
+        gone = 0
+        for start in range(0, len(keys), 256):
+            batch = keys[start : start + 256]
+            fixed = [self._data, self._index, self._times, self._digests, self._last]
+            logs = [self._log(k) for k in batch]
+            gone += int(await self._db.script("FORGET", [*fixed, *logs], [cutoff, *batch]))
+        return gone
 
     async def list(self, prefix: str = "") -> builtins.list[str]:
         """Stored keys starting with ``prefix``, sorted."""
         validate_prefix(prefix)
         low = b"[" + prefix.encode() if prefix else b"-"
         high = b"(" + prefix.encode() + b"\x7f" if prefix else b"+"
-        keys = await self._db.call("zrangebylex", self._keys[1], low, high)
+        keys = await self._db.call("zrangebylex", self._index, low, high)
         return [k.decode() for k in keys]
 
     async def prune(self, older_than: timedelta | None = None) -> int:
-        """Remove values not written for ``older_than`` (default: ``ttl``); how many went."""
+        """Remove values (and logs) not written for ``older_than`` (default: ``ttl``).
+
+        Returns how many values went; one written meanwhile is kept.
+        """
         age = check_older_than(older_than, self.ttl)
         now = await self._db.call("time")
         cutoff = now[0] + now[1] / 1e6 - age
-        keys = await self._db.call("zrangebyscore", self._keys[2], "-inf", f"({cutoff}")
-        await self._forget(keys)
-        return len(keys)
+        keys = await self._db.call("zrangebyscore", self._times, "-inf", f"({cutoff}")
+        return await self._forget([k.decode() for k in keys], repr(cutoff))
 
 
 class RedisCheckpointer(_Closable):

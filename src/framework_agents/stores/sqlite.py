@@ -12,7 +12,7 @@ import builtins
 import contextlib
 import os
 import sqlite3
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from datetime import timedelta
 from types import EllipsisType
 
@@ -28,14 +28,15 @@ from ..memory._window import (
     window_start,
 )
 from ..messages import Message
+from ..sessions._base import check_tag, digest
 from ..sessions._keys import validate_key, validate_prefix
 from ..sessions.memory_storage import as_bytes
 from ._codec import (
     AutoPrune,
     ClosableStore,
-    SwapByCompare,
     ThreadCache,
     check_checkpoint,
+    check_expected_tag,
     check_lease,
     check_new_part,
     check_older_than,
@@ -44,6 +45,7 @@ from ._codec import (
     decode_messages,
     encode_head,
     encode_messages,
+    log_tag,
     shared_prefix,
     wall_clock,
 )
@@ -57,6 +59,8 @@ _KEY_END = "\x7f"
 
 
 _Closable = ClosableStore[SqliteDb]
+#: What ``read_logged`` returns: the value, its log records, its tag.
+_Logged = tuple[bytes | None, builtins.list[bytes], str | None]
 
 
 def _db(path: str | os.PathLike[str] | SqliteDb) -> SqliteDb:
@@ -66,8 +70,13 @@ def _db(path: str | os.PathLike[str] | SqliteDb) -> SqliteDb:
 # -- storage ------------------------------------------------------------------------------
 
 
-class SqliteStorage(_Closable, AutoPrune, SwapByCompare):
-    """The :class:`~framework_agents.sessions.Storage` contract in table ``fa_kv``."""
+class SqliteStorage(_Closable, AutoPrune):
+    """The :class:`~framework_agents.sessions.Storage` contract in table ``fa_kv``.
+
+    It keeps logs too (:class:`~framework_agents.sessions._base.LoggedStorage`): a
+    record appended to a value is one row of ``fa_kv_log``, so a session's save writes
+    what is new, not its history again.
+    """
 
     def __init__(
         self, path: str | os.PathLike[str] | SqliteDb, *, ttl: float | None = None
@@ -82,7 +91,7 @@ class SqliteStorage(_Closable, AutoPrune, SwapByCompare):
 
     async def put(self, key: str, data: bytes) -> None:
         """Store ``data`` under ``key`` (a key is a value or a directory, never both)."""
-        await self._put(key, data, None, conditional=False)
+        await self._put(key, data, None)
 
     async def compare_and_put(self, key: str, data: bytes, *, expected: bytes | None) -> None:
         """Store ``data`` only if ``key`` holds exactly ``expected`` (``None``: nothing).
@@ -91,28 +100,43 @@ class SqliteStorage(_Closable, AutoPrune, SwapByCompare):
         value shared by several processes (a session's latest snapshot) never loses an
         acknowledged update.
         """
-        await self._put(
-            key, data, None if expected is None else as_bytes(expected), conditional=True
-        )
+        wanted = None if expected is None else as_bytes(expected)
+
+        def check(conn: sqlite3.Connection) -> None:
+            row = conn.execute("SELECT data FROM fa_kv WHERE key = ?", (key,)).fetchone()
+            if (None if row is None else bytes(row[0])) != wanted:
+                raise CheckpointConflictError(
+                    f"storage key {key!r} changed since it was read; nothing was written"
+                )
+
+        await self._put(key, data, check)
+
+    async def swap(self, key: str, data: bytes, expected: str | None) -> None:
+        """Store ``data`` only if ``key`` is still in the state tagged ``expected``.
+
+        ``None``: no value. Otherwise CHECKPOINT_CONFLICT and nothing is written.
+        """
+        check_expected_tag(expected, optional=True)
+        await self._put(key, data, lambda conn: check_tag(key, _tag(conn, key)[0], expected))
 
     async def _put(
-        self, key: str, data: bytes, expected: bytes | None, *, conditional: bool
+        self, key: str, data: bytes, check: Callable[[sqlite3.Connection], None] | None
     ) -> None:
         segments = validate_key(key)
         value = as_bytes(data)
+        value_digest = digest(value)
         ancestors = ["/".join(segments[:i]) for i in range(1, len(segments))]
 
         def write(conn: sqlite3.Connection) -> None:
             now = wall_clock()
-            row = conn.execute("SELECT data FROM fa_kv WHERE key = ?", (key,)).fetchone()
-            if conditional and (None if row is None else bytes(row[0])) != expected:
-                raise CheckpointConflictError(
-                    f"storage key {key!r} changed since it was read; nothing was written"
-                )
-            if row is not None:
-                conn.execute(
-                    "UPDATE fa_kv SET data = ?, updated_at = ? WHERE key = ?", (value, now, key)
-                )
+            if check is not None:
+                check(conn)
+            updated = conn.execute(
+                "UPDATE fa_kv SET data = ?, digest = ?, updated_at = ? WHERE key = ?",
+                (value, value_digest, now, key),
+            ).rowcount
+            if updated:
+                conn.execute("DELETE FROM fa_kv_log WHERE key = ?", (key,))
                 return
             if ancestors:
                 marks = ",".join("?" * len(ancestors))
@@ -130,7 +154,8 @@ class SqliteStorage(_Closable, AutoPrune, SwapByCompare):
                     f"cannot store {key!r}: other keys are stored under it"
                 )
             conn.execute(
-                "INSERT INTO fa_kv (key, data, updated_at) VALUES (?, ?, ?)", (key, value, now)
+                "INSERT INTO fa_kv (key, data, digest, updated_at) VALUES (?, ?, ?, ?)",
+                (key, value, value_digest, now),
             )
 
         await self._db.run(write)
@@ -145,10 +170,76 @@ class SqliteStorage(_Closable, AutoPrune, SwapByCompare):
         )
         return None if row is None else bytes(row[0])
 
-    async def delete(self, key: str) -> None:
-        """Remove ``key`` (no-op when missing)."""
+    async def read_logged(self, key: str) -> tuple[bytes | None, builtins.list[bytes], str | None]:
+        """The value of ``key``, the records appended since it was stored, and its tag.
+
+        A value whose stored digest is missing or wrong (written by schema version 1) is
+        given its digest, and any log beside it dropped, before it is returned.
+        """
         validate_key(key)
-        await self._db.run(lambda c: c.execute("DELETE FROM fa_kv WHERE key = ?", (key,)))
+
+        def read(conn: sqlite3.Connection) -> _Logged:
+            row = conn.execute("SELECT data, digest FROM fa_kv WHERE key = ?", (key,)).fetchone()
+            if row is None:
+                return None, [], None
+            value = bytes(row[0])
+            if row[1] != digest(value):
+                return value, [], None  # repaired below
+            rows = conn.execute(
+                "SELECT seq, record FROM fa_kv_log WHERE key = ? ORDER BY seq", (key,)
+            ).fetchall()
+            tag = log_tag(row[1], rows[-1][0] if rows else None)
+            return value, [bytes(r[1]) for r in rows], tag
+
+        def repair(conn: sqlite3.Connection) -> _Logged:
+            row = conn.execute("SELECT data, digest FROM fa_kv WHERE key = ?", (key,)).fetchone()
+            if row is not None and row[1] != digest(bytes(row[0])):
+                conn.execute("DELETE FROM fa_kv_log WHERE key = ?", (key,))
+                conn.execute(
+                    "UPDATE fa_kv SET digest = ? WHERE key = ?", (digest(bytes(row[0])), key)
+                )
+            return read(conn)
+
+        value, records, tag = await self._db.read(read)
+        if value is not None and tag is None:
+            value, records, tag = await self._db.run(repair)
+        return value, records, tag
+
+    async def append_logged(self, key: str, record: bytes, expected: str) -> str:
+        """Append ``record`` to the log of ``key`` if its tag is still ``expected``.
+
+        One row, one transaction; CHECKPOINT_CONFLICT (nothing written) when another
+        writer stored or appended since. Returns the new tag.
+        """
+        validate_key(key)
+        data = as_bytes(record)
+        check_expected_tag(expected, optional=False)
+
+        def write(conn: sqlite3.Connection) -> str:
+            tag, value_digest = _tag(conn, key)
+            check_tag(key, tag, expected)
+            seq = conn.execute(
+                "INSERT INTO fa_kv_log (key, record) VALUES (?, ?)", (key, data)
+            ).lastrowid
+            conn.execute(
+                "UPDATE fa_kv SET digest = ?, updated_at = ? WHERE key = ?",
+                (value_digest, wall_clock(), key),
+            )
+            return log_tag(value_digest, seq)
+
+        tag: str = await self._db.run(write)
+        await self._after_write()
+        return tag
+
+    async def delete(self, key: str) -> None:
+        """Remove ``key`` and its log (no-op when missing)."""
+        validate_key(key)
+
+        def write(conn: sqlite3.Connection) -> None:
+            conn.execute("DELETE FROM fa_kv_log WHERE key = ?", (key,))
+            conn.execute("DELETE FROM fa_kv WHERE key = ?", (key,))
+
+        await self._db.run(write)
 
     async def list(self, prefix: str = "") -> builtins.list[str]:
         """Stored keys starting with ``prefix``, sorted."""
@@ -163,12 +254,33 @@ class SqliteStorage(_Closable, AutoPrune, SwapByCompare):
         return [r[0] for r in rows]
 
     async def prune(self, older_than: timedelta | None = None) -> int:
-        """Remove values not written for ``older_than`` (default: ``ttl``); how many went."""
+        """Remove values (and logs) not written for ``older_than`` (default: ``ttl``).
+
+        Returns how many values went.
+        """
         cutoff = wall_clock() - check_older_than(older_than, self.ttl)
-        count: int = await self._db.run(
-            lambda c: c.execute("DELETE FROM fa_kv WHERE updated_at < ?", (cutoff,)).rowcount
-        )
-        return count
+
+        def write(conn: sqlite3.Connection) -> int:
+            conn.execute(
+                "DELETE FROM fa_kv_log WHERE key IN (SELECT key FROM fa_kv WHERE updated_at < ?)",
+                (cutoff,),
+            )
+            count: int = conn.execute("DELETE FROM fa_kv WHERE updated_at < ?", (cutoff,)).rowcount
+            return count
+
+        return await self._db.run(write)
+
+
+def _tag(conn: sqlite3.Connection, key: str) -> tuple[str | None, str]:
+    """The tag of ``key`` as stored (``None``: no value), and its value's digest."""
+    row = conn.execute(
+        "SELECT digest, CASE WHEN digest IS NULL THEN data END FROM fa_kv WHERE key = ?", (key,)
+    ).fetchone()
+    if row is None:
+        return None, ""
+    value_digest: str = row[0] or digest(bytes(row[1]))  # NULL: stored by schema version 1
+    (last,) = conn.execute("SELECT max(seq) FROM fa_kv_log WHERE key = ?", (key,)).fetchone()
+    return log_tag(value_digest, last), value_digest
 
 
 # -- checkpointer -----------------------------------------------------------------------

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import multiprocessing
 import os
 import signal
@@ -43,6 +44,7 @@ from ..checkpoint._base import thread_lock
 from ..checkpoint.model import ThreadCheckpoint
 from ..errors import AgentError
 from ..messages import Message, ReasoningBlock, TextBlock, ToolCall
+from ..sessions._base import as_logged, digest
 from ..sessions.manager import SessionManager
 from ..sessions.snapshot import Snapshot, SnapshotData
 from ..stores._base import Store
@@ -253,6 +255,81 @@ class StoreConformance:
             assert await prune(timedelta(days=1)) == 0
             assert await prune(timedelta(0)) == 1
             assert await store.storage.list() == []
+
+        _run(store_factory, body)
+
+    def test_storage_logged_values(self, store_factory: StoreFactory) -> None:
+        """Records appended to a value: tags move on, a stale tag is refused, a store resets."""
+
+        async def body(store: Store) -> None:
+            s = as_logged(store.storage)
+            _needs(s is not None, "logged values (read_logged/append_logged/swap)")
+            assert s is not None
+            assert await s.read_logged("v") == (None, [], None)
+            assert await _code(lambda: s.append_logged("v", b"r", "x"))() == "CHECKPOINT_CONFLICT"
+            await s.put("v", b"base")
+            tag0 = digest(b"base")
+            assert await s.read_logged("v") == (b"base", [], tag0)
+            tag1 = await s.append_logged("v", b"r1", tag0)
+            tag2 = await s.append_logged("v", b"\x00r2\n", tag1)
+            assert len({tag0, tag1, tag2}) == 3
+            assert await s.read_logged("v") == (b"base", [b"r1", b"\x00r2\n"], tag2)
+            assert await s.get("v") == b"base"  # the value alone is what was stored
+            for stale in (tag0, tag1):  # a writer that missed an append writes nothing
+                append = _code(functools.partial(s.append_logged, "v", b"x", stale))
+                assert await append() == "CHECKPOINT_CONFLICT"
+                assert await _code(functools.partial(s.swap, "v", b"x", stale))() == (
+                    "CHECKPOINT_CONFLICT"
+                )
+            assert await _code(lambda: s.swap("v", b"x", None))() == "CHECKPOINT_CONFLICT"
+            assert (await s.read_logged("v"))[1] == [b"r1", b"\x00r2\n"]
+            await s.swap("v", b"folded", tag2)  # storing a value starts a new log
+            assert await s.read_logged("v") == (b"folded", [], digest(b"folded"))
+            tag3 = await s.append_logged("v", b"r3", digest(b"folded"))
+            await s.put("v", b"plain")
+            assert await s.read_logged("v") == (b"plain", [], digest(b"plain"))
+            assert await _code(lambda: s.append_logged("v", b"x", tag3))() == (
+                "CHECKPOINT_CONFLICT"
+            )
+            await s.append_logged("v", b"r4", digest(b"plain"))
+            await s.delete("v")  # the log goes with the value
+            assert await s.read_logged("v") == (None, [], None)
+            await s.swap("v", b"new", None)
+            assert await s.read_logged("v") == (b"new", [], digest(b"new"))
+            assert await s.list() == ["v"]
+
+        _run(store_factory, body)
+
+    def test_session_saves_append_what_is_new(self, store_factory: StoreFactory) -> None:
+        """On a logging storage a grown session is one record; another writer is refused."""
+
+        async def body(store: Store) -> None:
+            s = as_logged(store.storage)
+            _needs(s is not None, "logged values (read_logged/append_logged/swap)")
+            assert s is not None
+            manager = SessionManager("s1", store.storage)
+            history = _rich_history()
+            await manager.save_latest(Snapshot(SnapshotData(messages=history[:2])))
+            for n in range(3, len(history) + 1):
+                await manager.save_latest(Snapshot(SnapshotData(messages=history[:n])))
+            value, records, _ = await s.read_logged(manager.latest_key)
+            assert value is not None and len(records) == len(history) - 2
+            assert max(map(len, records)) < len(value) + 400  # a record holds one message
+            other = SessionManager("s1", store.storage)
+            loaded = await other.load_latest()
+            assert loaded is not None
+            assert loaded.data.messages is not None
+            assert [m.model_dump() for m in loaded.data.messages] == [
+                m.model_dump() for m in history
+            ]
+            grown = [*history, Message("user", "more")]
+            await other.save_latest(Snapshot(SnapshotData(messages=grown)))
+            with pytest.raises(AgentError) as info:  # it did not see the other's save
+                await manager.save_latest(Snapshot(SnapshotData(messages=[*history, history[0]])))
+            assert info.value.code == "CHECKPOINT_CONFLICT"
+            again = await manager.load_latest()
+            assert again is not None and again.data.messages is not None
+            assert [m.text for m in again.data.messages][-1] == "more"
 
         _run(store_factory, body)
 

@@ -1,0 +1,143 @@
+"""Schema version 1 databases (no value digests, no value logs) are migrated on first use.
+
+Version 1 is rebuilt by hand from a fresh database (the digest column dropped, the
+version set back), with values written the way a version-1 release writes them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from framework_agents.messages import Message
+from framework_agents.sessions import SessionManager
+from framework_agents.sessions._base import LoggedStorage, digest
+from framework_agents.sessions.snapshot import Snapshot, SnapshotData
+from framework_agents.stores import PostgresStorage, SqliteStorage
+
+_HISTORY = [Message("user", f"m{i}") for i in range(3)]
+
+
+def _snapshot(n: int) -> Snapshot:
+    return Snapshot(SnapshotData(messages=_HISTORY[:n]))
+
+
+async def _session_round_trip(storage: LoggedStorage) -> None:
+    manager = SessionManager("s", storage)
+    assert await manager.load_latest() is None
+    for n in (1, 2, 3):
+        await manager.save_latest(_snapshot(n))
+    _, records, _ = await storage.read_logged(manager.latest_key)
+    assert len(records) == 2  # the migrated store appends
+    loaded = await SessionManager("s", storage).load_latest()
+    assert loaded is not None and loaded.data.messages is not None
+    assert [m.text for m in loaded.data.messages] == ["m0", "m1", "m2"]
+
+
+def test_sqlite_version_1_database_is_migrated(tmp_path: Path) -> None:
+    path = tmp_path / "v1.db"
+
+    async def make() -> None:
+        async with SqliteStorage(path) as storage:
+            await storage.put("seed", b"x")
+
+    asyncio.run(make())
+    with sqlite3.connect(path) as conn:  # what a version-1 release left
+        conn.execute("DELETE FROM fa_kv")
+        conn.execute("ALTER TABLE fa_kv DROP COLUMN digest")
+        conn.execute("DROP TABLE fa_kv_log")
+        conn.execute("UPDATE fa_schema SET version = 1")
+        conn.execute("INSERT INTO fa_kv VALUES ('old/value', X'6f6c64', 0)")
+
+    async def body() -> None:
+        async with SqliteStorage(path) as storage:
+            assert await storage.read_logged("old/value") == (b"old", [], digest(b"old"))
+            tag = await storage.append_logged("old/value", b"r", digest(b"old"))
+            assert (await storage.read_logged("old/value"))[1:] == ([b"r"], tag)
+            await _session_round_trip(storage)
+
+    asyncio.run(body())
+    with sqlite3.connect(path) as conn:
+        assert conn.execute("SELECT version FROM fa_schema").fetchone() == (2,)
+
+
+def test_sqlite_value_rewritten_behind_the_log_drops_the_stale_log(tmp_path: Path) -> None:
+    """A value changed without its digest (a version-1 writer): its log no longer applies."""
+    path = tmp_path / "a.db"
+
+    async def make() -> None:
+        async with SqliteStorage(path) as storage:
+            await storage.put("k", b"base")
+            await storage.append_logged("k", b"r1", digest(b"base"))
+
+    asyncio.run(make())
+    with sqlite3.connect(path) as conn:
+        conn.execute("UPDATE fa_kv SET data = X'6e6577' WHERE key = 'k'")
+
+    async def body() -> None:
+        async with SqliteStorage(path) as storage:
+            assert await storage.read_logged("k") == (b"new", [], digest(b"new"))
+            await storage.append_logged("k", b"r2", digest(b"new"))
+            assert (await storage.read_logged("k"))[1] == [b"r2"]
+
+    asyncio.run(body())
+
+
+@pytest.mark.postgres
+def test_postgres_version_1_schema_is_migrated(pg_schema: str) -> None:
+    import psycopg
+    from stores_backends import PG_URL
+
+    async def body() -> None:
+        async with PostgresStorage(PG_URL, schema=pg_schema) as storage:
+            await storage.put("seed", b"x")
+        with psycopg.connect(PG_URL, autocommit=True) as conn:  # back to version 1
+            s = f'"{pg_schema}"'
+            conn.execute(f"DELETE FROM {s}.fa_kv")
+            conn.execute(f"ALTER TABLE {s}.fa_kv DROP COLUMN digest")
+            conn.execute(f"DROP TABLE {s}.fa_kv_log")
+            conn.execute(f"UPDATE {s}.fa_schema SET version = 1")
+            conn.execute(f"INSERT INTO {s}.fa_kv VALUES ('old/value', 'old', 0)")
+        async with PostgresStorage(PG_URL, schema=pg_schema) as storage:
+            assert await storage.read_logged("old/value") == (b"old", [], digest(b"old"))
+            tag = await storage.append_logged("old/value", b"r", digest(b"old"))
+            assert (await storage.read_logged("old/value"))[1:] == ([b"r"], tag)
+            await _session_round_trip(storage)
+            # a version-1 writer changes a value behind its log: the log no longer applies
+            with psycopg.connect(PG_URL, autocommit=True) as conn:
+                conn.execute(f"UPDATE {s}.fa_kv SET data = 'new' WHERE key = 'old/value'")
+            assert await storage.read_logged("old/value") == (b"new", [], digest(b"new"))
+        with psycopg.connect(PG_URL, autocommit=True) as conn:
+            assert conn.execute(f"SELECT version FROM {s}.fa_schema").fetchone() == (2,)
+
+    asyncio.run(body())
+
+
+@pytest.mark.redis
+def test_redis_value_without_digest_is_given_one(redis_prefix: str) -> None:
+    """Values written before the value logs (no digest), or rewritten behind a log."""
+    import redis
+    from stores_backends import REDIS_URL
+
+    from framework_agents.stores import RedisStorage
+
+    client = redis.Redis.from_url(REDIS_URL)
+    try:
+        client.hset(f"{redis_prefix}kv:data", "old", b"old")  # what an earlier release left
+        client.zadd(f"{redis_prefix}kv:index", {"old": 0})
+        client.zadd(f"{redis_prefix}kv:time", {"old": 1})
+
+        async def body() -> None:
+            async with RedisStorage(REDIS_URL, prefix=redis_prefix) as storage:
+                assert await storage.read_logged("old") == (b"old", [], digest(b"old"))
+                await storage.append_logged("old", b"r", digest(b"old"))
+                client.hset(f"{redis_prefix}kv:data", "old", b"new")  # an earlier release's put
+                assert await storage.read_logged("old") == (b"new", [], digest(b"new"))
+                await _session_round_trip(storage)
+
+        asyncio.run(body())
+    finally:
+        client.close()
