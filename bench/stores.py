@@ -7,6 +7,8 @@ For each backend (SQLite, PostgreSQL, Redis; the file checkpointer for reference
   floor: the raw driver appending the same two rows (SQLite ``BEGIN IMMEDIATE`` +
   ``INSERT`` + ``COMMIT``, PostgreSQL one ``INSERT`` of two rows, Redis one ``RPUSH``).
   Target: within 2x of the floor, and flat in L (the save writes O(turn)).
+* session save: ``SessionManager.save_latest`` of a snapshot that gained one turn, at
+  10 and 1,000 messages (on these storages an appended record), beside the same floor.
 * load of a 10,000-message thread (ms), beside the raw driver fetching the same rows.
 * concurrency (PostgreSQL and Redis): N = 1, 8, 32 tasks, each running locked turns
   (``thread_lock`` + ``load`` + ``save``) on its own thread: turns per second, and the
@@ -33,6 +35,8 @@ from typing import Any
 
 from framework_agents import Message, ThreadCheckpoint
 from framework_agents.checkpoint._base import thread_lock
+from framework_agents.sessions import SessionManager
+from framework_agents.sessions.snapshot import Snapshot, SnapshotData
 from framework_agents.stores import Store, open_store
 from framework_agents.stores.postgres import postgres_store
 from framework_agents.stores.redis import redis_store
@@ -86,6 +90,26 @@ async def bench_saves(
     return {
         name: {"p50_ms": _pct(v, 0.5), "p99_ms": _pct(v, 0.99)} for name, v in samples.items() if v
     }
+
+
+async def bench_session_saves(store: Store, saves: int) -> dict[str, Any]:
+    """p50/p99 ms of ``SessionManager.save_latest`` gaining one turn, at 10 and 1,000."""
+    managers = {}
+    for length in (10, 1000):
+        manager = SessionManager(f"bench-{length}-{uuid.uuid4().hex[:6]}", store.storage)
+        messages = _history(length)
+        await manager.save_latest(Snapshot(SnapshotData(messages=messages)))
+        managers[length] = (manager, messages)
+    samples: dict[str, list[float]] = {"10": [], "1000": []}
+    for i in range(saves):
+        for length, (manager, messages) in list(managers.items()):
+            messages = messages + _turn(length + i)
+            managers[length] = (manager, messages)
+            snapshot = Snapshot(SnapshotData(messages=messages, state={"i": i}))
+            await _timed(samples[str(length)], lambda m=manager, s=snapshot: m.save_latest(s))  # type: ignore[misc]
+    for manager, _ in managers.values():
+        await store.storage.delete(manager.latest_key)
+    return {name: {"p50_ms": _pct(v, 0.5), "p99_ms": _pct(v, 0.99)} for name, v in samples.items()}
 
 
 async def bench_load(store: Store) -> float:
@@ -194,6 +218,7 @@ async def run_backend(
         out["floor"] = timings.get("floor")
         out["save_at_10"], out["save_at_1000"] = timings["10"], timings["1000"]
         out["load_10k_ms"] = await bench_load(store)
+        out["session"] = await bench_session_saves(store, saves)
     finally:
         await store.close()
     if concurrency:
@@ -219,6 +244,15 @@ def _report(name: str, r: dict[str, Any]) -> None:
         print(line)
     flat = r["save_at_1000"]["p50_ms"] / r["save_at_10"]["p50_ms"]
     print(f"  p50 at 1,000 / p50 at 10: {flat:.2f}x")
+    for length in ("10", "1000"):
+        s = r["session"][length]
+        line = (
+            f"  session save_latest one turn at {length:>5} messages: "
+            f"p50 {s['p50_ms']:.2f} ms  p99 {s['p99_ms']:.2f} ms"
+        )
+        if floor:
+            line += f"   ({s['p50_ms'] / floor['p50_ms']:.2f}x floor)"
+        print(line)
     print(f"  load 10,000 messages: {r['load_10k_ms']:.1f} ms")
     for n in (1, 8, 32):
         c = r.get(f"turns_per_s_n{n}")

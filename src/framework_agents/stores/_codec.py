@@ -15,6 +15,7 @@ import contextlib
 import json
 import logging
 import math
+import operator
 import time
 import uuid
 from collections.abc import Iterator, Sequence
@@ -37,7 +38,7 @@ from ..errors import (
 )
 from ..history import well_formed_problems
 from ..memory._document import encode_message, same_json_message
-from ..messages import Message, MessageList, copy_message
+from ..messages import Message, MessageList
 from ..sessions._base import ArgumentTypeError
 
 __all__ = [
@@ -238,34 +239,19 @@ def decode_messages(bodies: Sequence[bytes], *, source: str) -> list[Message]:
     raise MemoryCorruptError(f"{source} is unreadable")  # pragma: no cover
 
 
-#: How a stored message is remembered: a dict of a text-only message's fields (all str
-#: or None, so ``==`` is exact), else a deep copy compared with ``same_json_message``.
-Known = dict[str, Any] | Message
+def shared_prefix(known: Sequence[Message], messages: Sequence[Message]) -> int:
+    """How many leading ``messages`` are the ``known`` (stored) ones.
 
-
-def remember(msg: Message) -> Known:
-    """What the cache keeps of ``msg``: nothing the caller can still mutate."""
-    d = msg.__dict__
-    if (
-        msg.__class__ is Message
-        and d["content"].__class__ is str
-        and not d["tool_calls"]
-        and not d["metadata"]
-    ):
-        return {**d, "tool_calls": [], "metadata": {}}
-    return copy_message(msg)
-
-
-def shared_prefix(known: Sequence[Known], messages: Sequence[Message]) -> int:
-    """How many leading ``messages`` are exactly the ``known`` (stored) ones."""
-    n = 0
-    for old, new in zip(known, messages, strict=False):
-        if old.__class__ is dict:  # one C-level dict comparison per text-only message
-            if new.__class__ is not Message or new.__dict__ != old:
-                break
-        elif not same_json_message(old, new):  # type: ignore[arg-type]
-            break
-        n += 1
+    The same objects are the same messages (messages are immutable once stored, the rule
+    the file checkpointer and ``SessionManager`` follow too), checked at C speed; any
+    other pair is compared as JSON.
+    """
+    n = min(len(known), len(messages))
+    if all(map(operator.is_, known, messages)):
+        return n
+    for i, (old, new) in enumerate(zip(known, messages, strict=False)):
+        if old is not new and not same_json_message(old, new):
+            return i
     return n
 
 
@@ -273,22 +259,23 @@ def shared_prefix(known: Sequence[Known], messages: Sequence[Message]) -> int:
 class ThreadCache:
     """What one store instance knows a thread holds: its version and stored history.
 
-    Messages are remembered as copies (:func:`remember`), so a caller mutating a message
-    it saved or loaded cannot make a changed message look stored.
+    It keeps the stored message objects (those saved or handed out by ``load``), so the
+    next save of a history that extends them finds what is new without looking at the
+    rest.
     """
 
     version: int
-    messages: list[Known] = field(default_factory=list)
+    messages: list[Message] = field(default_factory=list)
 
     @classmethod
     def of(cls, version: int, messages: Sequence[Message]) -> ThreadCache:
         """A cache entry remembering ``messages``."""
-        return cls(version, [remember(m) for m in messages])
+        return cls(version, list(messages))
 
     def advanced(self, version: int, keep: int, added: Sequence[Message]) -> ThreadCache:
         """The entry after a save that kept ``keep`` messages and appended ``added``."""
         del self.messages[keep:]
-        self.messages.extend(remember(m) for m in added)
+        self.messages.extend(added)
         return ThreadCache(version, self.messages)
 
 
