@@ -257,7 +257,9 @@ def test_delete_prunes_emptied_directories_but_not_the_root(tmp_path: Path) -> N
     arun(storage.put("a/keep", b"2"))
     arun(storage.delete("a/b/c/d"))
     assert sorted(p.name for p in (tmp_path / "root" / "a").iterdir()) == ["keep"]
-    arun(storage.delete("a/keep"))
+    arun(storage.put("a/keep", b"3"))  # a write of an existing key takes its lock
+    assert sorted(p.name for p in (tmp_path / "root" / "a").iterdir()) == [".keep.lock", "keep"]
+    arun(storage.delete("a/keep"))  # and delete removes it with the value
     assert list((tmp_path / "root").iterdir()) == []
 
 

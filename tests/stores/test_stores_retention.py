@@ -50,3 +50,42 @@ def test_redis_threads_expire_unless_an_approval_is_pending(redis_prefix: str) -
         assert 0 < client.pttl(redis_prefix + suffix) <= 600_000
     assert client.pttl(redis_prefix + "t:waiting") == -1  # no expiry while it waits
     client.close()
+
+
+@pytest.mark.parametrize("where", ["memory", "files"])
+def test_open_store_gives_the_ttl_to_in_process_and_file_stores(tmp_path: Path, where: str) -> None:
+    from framework_agents.stores import open_store
+
+    url = "memory:" if where == "memory" else str(tmp_path / "store")
+
+    async def body() -> None:
+        async with open_store(url, ttl=3600) as store:
+            assert store.storage.ttl == 3600  # type: ignore[attr-defined]
+            assert store.checkpointer.ttl == 3600  # type: ignore[attr-defined]
+            await store.storage.put("k", b"1")
+            await store.checkpointer.save(ThreadCheckpoint("t", None, [], {}))
+            assert await store.storage.prune() == 0  # type: ignore[attr-defined]
+            assert await store.checkpointer.prune() == 0  # type: ignore[attr-defined]
+            assert await store.storage.list() == ["k"]
+            assert await store.checkpointer.list_threads() == ["t"]
+
+    asyncio.run(body())
+
+
+def test_file_prune_keeps_an_unreadable_thread(tmp_path: Path) -> None:
+    """Corrupt data is never removed as a side effect: prune logs it and goes on."""
+    from datetime import timedelta
+
+    from framework_agents import FileCheckpointer
+
+    async def body() -> None:
+        cp = FileCheckpointer(tmp_path)
+        await cp.save(ThreadCheckpoint("bad", None, [Message("user", "a")], {}))
+        await cp.save(ThreadCheckpoint("idle", None, [Message("user", "b")], {}))
+        cp.path("bad").write_bytes(b'{"version": 2, "thread')
+        assert await FileCheckpointer(tmp_path).prune(timedelta(0)) == 1
+        assert await cp.list_threads() == ["bad"]
+        assert cp.path("bad").read_bytes() == b'{"version": 2, "thread'
+        assert not cp.thread_dir("idle").exists()  # its directory went with it
+
+    asyncio.run(body())

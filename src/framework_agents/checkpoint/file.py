@@ -9,9 +9,10 @@ import hashlib
 import logging
 import operator
 import os
+import time
 from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 from pathlib import Path
 from types import EllipsisType
 from typing import Any, TypeVar
@@ -22,6 +23,7 @@ from pydantic_core import PydanticSerializationError
 from .._fs import atomic_write, read_bytes_or_none, sweep_temp_files
 from .._persist import OddFileError, TooLargeError, io_error, mark_landed, strict_loads
 from .._persist._files import read_document
+from .._retention import check_older_than, check_ttl, waits_for_approval
 from ..errors import (
     AgentError,
     CheckpointCorruptError,
@@ -227,10 +229,12 @@ class FileCheckpointer:
         lock_timeout: float | None = 10.0,
         stale_after: float = 30.0,
         max_bytes: int = DEFAULT_MAX_BYTES,
+        ttl: float | None = None,
     ) -> None:
         """``lock_timeout``: how long a save or a run waits for the thread (``None``: forever).
 
         ``max_bytes`` bounds a stored checkpoint plus its journal (checked before reading).
+        ``ttl``: seconds an idle thread is kept after its last save (see :meth:`prune`).
         """
         if not isinstance(root, str | os.PathLike) or not isinstance(os.fspath(root), str):
             raise InvalidArgumentError(
@@ -244,6 +248,7 @@ class FileCheckpointer:
         if isinstance(max_bytes, bool) or not isinstance(max_bytes, int) or max_bytes < 1:
             raise InvalidArgumentError(f"max_bytes must be a positive int, not {max_bytes!r}")
         self.max_bytes = max_bytes
+        self.ttl = check_ttl(ttl)
         self._known: dict[str, _Known] = {}
 
     def __repr__(self) -> str:
@@ -601,6 +606,54 @@ class FileCheckpointer:
         async with self._locked(thread_id, WRITE_LOCK_FILE, self.lock_timeout):
             await run_blocking(self._unlink, thread_id)
         await run_blocking(self._remove_dir_if_empty, thread_id)
+
+    async def prune(self, older_than: timedelta | None = None) -> int:
+        """Remove threads not saved for ``older_than`` (default: ``ttl``); how many went.
+
+        A thread is kept when a run holds it (``run.lock``), when it waits for an
+        approval (a pending call or calls in flight), or when its checkpoint is
+        unreadable (CHECKPOINT_CORRUPT data is left as it is, and logged).
+        """
+        cutoff = time.time() - check_older_than(older_than, self.ttl)
+        gone = 0
+        for thread_id in await self.list_threads():
+            if await run_blocking(self._last_saved, thread_id) >= cutoff:
+                continue
+            try:
+                async with (
+                    self._locked(thread_id, RUN_LOCK_FILE, 0),
+                    self._locked(thread_id, WRITE_LOCK_FILE, self.lock_timeout),
+                ):
+                    if await run_blocking(self._prune_if_idle, thread_id, cutoff):
+                        gone += 1
+            except LockTimeoutError:
+                continue  # a run holds it
+            except CheckpointCorruptError as exc:
+                logger.warning("prune() kept thread %s: %s", thread_id, exc.message)
+                continue
+            await run_blocking(self._remove_dir_if_empty, thread_id)
+        if gone:
+            logger.info("pruned %d idle threads under %s", gone, self.root)
+        return gone
+
+    def _last_saved(self, thread_id: str) -> float:
+        """The newest modification time of the thread's files (0: none)."""
+        path = self.path(thread_id)
+        newest = 0.0
+        for target in (path, path.with_name(PROGRESS_FILE), path.with_name(JOURNAL_FILE)):
+            with contextlib.suppress(FileNotFoundError, NotADirectoryError):
+                newest = max(newest, os.stat(target, follow_symlinks=False).st_mtime)
+        return newest
+
+    def _prune_if_idle(self, thread_id: str, cutoff: float) -> bool:
+        """Under both locks: remove the thread if it is still idle since ``cutoff``."""
+        if self._last_saved(thread_id) >= cutoff:
+            return False
+        checkpoint = self._read(thread_id)
+        if checkpoint is None or waits_for_approval(checkpoint):
+            return False
+        self._unlink(thread_id)
+        return True
 
     @contextlib.asynccontextmanager
     async def thread_lock(

@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import time
 from collections.abc import AsyncIterator
+from datetime import timedelta
 from types import EllipsisType
 
 from .._persist import LoopLocks as LocalLocks
+from .._retention import AutoPrune, check_older_than, check_ttl, waits_for_approval
 from ..errors import InvalidArgumentError, ThreadBusyError
 from ..history import well_formed_problems
 from .lock import check_seconds
@@ -16,7 +19,7 @@ from .model import ThreadCheckpoint, check_storable, check_thread_id, to_json
 __all__ = ["InMemoryCheckpointer"]
 
 
-class InMemoryCheckpointer:
+class InMemoryCheckpointer(AutoPrune):
     """The :class:`~framework_agents.checkpoint.Checkpointer` contract in a dict.
 
     Checkpoints are stored as their JSON bytes, so a loaded checkpoint never aliases a
@@ -24,11 +27,13 @@ class InMemoryCheckpointer:
     thread lock is per event loop; it does not cross processes (use FileCheckpointer).
     """
 
-    def __init__(self, *, lock_timeout: float | None = 10.0) -> None:
-        """Create it; arguments are described in the class docstring."""
+    def __init__(self, *, lock_timeout: float | None = 10.0, ttl: float | None = None) -> None:
+        """Create it; ``ttl``: seconds an idle thread is kept after its last save (``prune``)."""
         check_seconds("lock_timeout", lock_timeout, optional=True)
         self.lock_timeout = lock_timeout
+        self.ttl = check_ttl(ttl)
         self._data: dict[str, bytes] = {}
+        self._saved_at: dict[str, float] = {}  # wall clock of each thread's last save
         self._locks = LocalLocks()
 
     async def save(self, checkpoint: ThreadCheckpoint) -> None:
@@ -46,6 +51,8 @@ class InMemoryCheckpointer:
             )
         check_storable(checkpoint)  # STATE_NOT_JSON rather than stored altered
         self._data[checkpoint.thread_id] = to_json(checkpoint)
+        self._saved_at[checkpoint.thread_id] = time.time()
+        await self._after_write()
 
     async def save_progress(self, checkpoint: ThreadCheckpoint) -> None:
         """Same as :meth:`save` (nothing to gain from a delta in memory)."""
@@ -59,6 +66,33 @@ class InMemoryCheckpointer:
     async def delete(self, thread_id: str) -> None:
         """Forget the thread's checkpoint (no error when there is none)."""
         self._data.pop(check_thread_id(thread_id), None)
+        self._saved_at.pop(thread_id, None)
+
+    async def prune(self, older_than: timedelta | None = None) -> int:
+        """Remove threads not saved for ``older_than`` (default: ``ttl``); how many went.
+
+        A thread that is held (``thread_lock``, in this event loop) or waits for an
+        approval is kept.
+        """
+        cutoff = time.time() - check_older_than(older_than, self.ttl)
+        gone = 0
+        for thread_id, at in list(self._saved_at.items()):
+            if at >= cutoff:
+                continue
+            lock = self._locks.enter(thread_id)
+            try:
+                if lock.locked() or waits_for_approval(await self._load(thread_id)):
+                    continue
+            finally:
+                self._locks.leave(thread_id)
+            await self.delete(thread_id)
+            gone += 1
+        return gone
+
+    async def _load(self, thread_id: str) -> ThreadCheckpoint:
+        checkpoint = await self.load(thread_id)
+        assert checkpoint is not None  # listed in _saved_at
+        return checkpoint
 
     async def list_threads(self) -> list[str]:
         """The ids of the threads that have a checkpoint, sorted."""

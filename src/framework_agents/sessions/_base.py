@@ -24,6 +24,7 @@ from ..errors import CheckpointConflictError, InvalidArgumentError
 
 __all__ = [
     "ArgumentTypeError",
+    "CompareAndPut",
     "LoggedStorage",
     "Storage",
     "as_logged",
@@ -91,6 +92,26 @@ class LoggedStorage(Storage, Protocol):
         Returns the new tag; ``CHECKPOINT_CONFLICT`` (nothing written) otherwise.
         """
         ...
+
+
+class CompareAndPut:
+    """``compare_and_put`` for a storage with ``swap`` (every shipped storage)."""
+
+    async def compare_and_put(
+        self: LoggedStorage, key: str, data: bytes, *, expected: bytes | None
+    ) -> None:
+        """Store ``data`` only if ``key`` holds exactly ``expected`` (``None``: nothing).
+
+        Otherwise CHECKPOINT_CONFLICT and nothing is written, so a read-modify-write
+        loop on a value shared by several writers never loses an acknowledged update. A
+        value with records appended to it (``append_logged``) holds more than its bytes:
+        it matches no ``expected``.
+        """
+        if expected is not None and not isinstance(expected, bytes | bytearray | memoryview):
+            raise ArgumentTypeError(
+                f"expected must be bytes or None, not {type(expected).__name__}"
+            )
+        await self.swap(key, data, None if expected is None else digest(bytes(expected)))
 
 
 def as_logged(storage: Storage) -> LoggedStorage | None:

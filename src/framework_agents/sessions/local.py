@@ -34,12 +34,14 @@ import stat
 import time
 import uuid
 from collections.abc import Callable
+from datetime import timedelta
 from pathlib import Path
 from typing import TypeVar
 
 from .._persist import TEMP_SUFFIX, flock, io_error, mark_landed
+from .._retention import AutoPrune, check_older_than, check_ttl
 from ..errors import InvalidArgumentError, StorageKeyInvalidError
-from ._base import ArgumentTypeError, check_tag, digest
+from ._base import ArgumentTypeError, CompareAndPut, check_tag, digest
 from ._keys import is_valid_key, is_valid_segment, validate_key, validate_prefix
 from ._log import LogState, append_log_at, drop_log_at, log_name, read_log_at, tag_of
 from .memory_storage import as_bytes
@@ -68,6 +70,10 @@ class _NotADir(Exception):
     def __init__(self, index: int) -> None:
         super().__init__(index)
         self.index = index
+
+
+class _Exists(Exception):
+    """Internal: a value already exists where a new one was to be linked in."""
 
 
 class _Blind:
@@ -108,15 +114,58 @@ def _odd_file_error(key: str) -> StorageKeyInvalidError:
     )
 
 
+def _lock_name(name: str) -> str:
+    """The sidecar lock file of the value file ``name`` (a dot name is never a key)."""
+    return f".{name}.lock"
+
+
+def _key_lock(key: str, dfd: int, name: str, *, exclusive: bool, create: bool) -> int | None:
+    """``flock`` of ``name``'s sidecar lock, held; ``None`` when there is none to take.
+
+    A holder that removes the value (``delete``, ``prune``) unlinks the lock file while
+    it holds it, so a lock taken on a file that is no longer the one at its name is
+    dropped and taken again on the current one: two writers never hold different inodes.
+    """
+    flags = os.O_RDWR | _NOFOLLOW | _CLOEXEC | (os.O_CREAT if create else 0)
+    while True:
+        try:
+            lock = os.open(_lock_name(name), flags, _FILE_MODE, dir_fd=dfd)
+        except FileNotFoundError:
+            return None
+        except OSError as exc:
+            if exc.errno == errno.ELOOP:
+                raise _symlink_error(key, _lock_name(name)) from None
+            raise
+        try:
+            flock(lock, exclusive=exclusive)
+            held = os.fstat(lock)
+            try:
+                now = os.stat(_lock_name(name), dir_fd=dfd, follow_symlinks=False)
+            except FileNotFoundError:
+                now = None
+        except BaseException:
+            os.close(lock)
+            raise
+        if now is not None and (now.st_dev, now.st_ino) == (held.st_dev, held.st_ino):
+            return lock
+        os.close(lock)  # unlinked by a remover while we waited: take the current one
+
+
 def _symlink_error(key: str, part: str) -> StorageKeyInvalidError:
     return StorageKeyInvalidError(f"storage key {key!r}: {part!r} is a symlink; not followed")
 
 
-class LocalFileStorage:
-    """Stores each key as a file under ``dir``; nothing outside ``dir`` is read or written."""
+class LocalFileStorage(CompareAndPut, AutoPrune):
+    """Stores each key as a file under ``dir``; nothing outside ``dir`` is read or written.
 
-    def __init__(self, dir: str | os.PathLike[str]) -> None:
-        """Create it; arguments are described in the class docstring."""
+    Every write of an existing key (``put``, ``swap``, ``append_logged``, ``delete``,
+    ``prune``) holds ``flock`` of its sidecar ``.<name>.lock`` (never a key), so writers
+    in several processes are serialised per key; a ``put`` of a new key links its file in
+    only if none exists, which needs no lock.
+    """
+
+    def __init__(self, dir: str | os.PathLike[str], *, ttl: float | None = None) -> None:
+        """Create it; ``ttl``: seconds a value is kept after its last write (``prune``)."""
         if not (
             _NOFOLLOW
             and hasattr(os, "O_DIRECTORY")
@@ -128,6 +177,7 @@ class LocalFileStorage:
         if not os.fspath(dir):
             raise InvalidArgumentError("dir is empty (use '.' for the working directory)")
         self._root = os.path.realpath(os.fspath(dir))
+        self.ttl = check_ttl(ttl)
         # Key -> (signatures of its value and log files, the value's digest, the log) as
         # this instance last appended: the next append reads neither file again.
         self._logs: dict[str, tuple[tuple[_Sig | None, _Sig | None], str, int, int]] = {}
@@ -214,11 +264,13 @@ class LocalFileStorage:
             try:
                 fds = self._walk(key, dirs, create=True)
                 try:
-                    has_log = _lexists(fds[-1], log_name(name))
-                    if isinstance(expected, _Blind) and not has_log:
-                        self._publish(key, tuple(dirs), fds[-1], name, data)
-                    else:
-                        self._swap_locked(key, tuple(dirs), fds[-1], name, data, expected)
+                    if isinstance(expected, _Blind):
+                        try:  # a new key needs no lock (and leaves no lock file)
+                            self._publish(key, tuple(dirs), fds[-1], name, data, new_only=True)
+                            return
+                        except _Exists:
+                            pass
+                    self._swap_locked(key, tuple(dirs), fds[-1], name, data, expected)
                 finally:
                     for fd in fds:
                         os.close(fd)
@@ -246,15 +298,12 @@ class LocalFileStorage:
 
         ``_BLIND`` stores without comparing (a ``put`` of a value that has a log).
         """
-        flags = os.O_RDWR | os.O_CREAT | _NOFOLLOW | _CLOEXEC
+        lock = _key_lock(key, dfd, name, exclusive=True, create=True)
+        assert lock is not None  # created when missing
         try:
-            lock = os.open(f".{name}.lock", flags, _FILE_MODE, dir_fd=dfd)
-        except OSError as exc:
-            if exc.errno == errno.ELOOP:
-                raise _symlink_error(key, f".{name}.lock") from None
-            raise
-        try:
-            flock(lock, exclusive=True)
+            if isinstance(expected, _Blind) and not _lexists(dfd, log_name(name)):
+                self._publish(key, dirs, dfd, name, data)  # a plain put: nothing to compare
+                return
             current = self._read_value(key, dfd, name)
             log = read_log_at(key, dfd, name, current)
             if not isinstance(expected, _Blind):
@@ -267,12 +316,28 @@ class LocalFileStorage:
         finally:
             os.close(lock)
 
-    def _publish(self, key: str, dirs: tuple[str, ...], dfd: int, name: str, data: bytes) -> None:
+    def _publish(
+        self,
+        key: str,
+        dirs: tuple[str, ...],
+        dfd: int,
+        name: str,
+        data: bytes,
+        *,
+        new_only: bool = False,
+    ) -> None:
+        """Write ``data`` to a temp file, fsync, rename it over ``name``, fsync the dir.
+
+        ``new_only``: link it in only where no value exists (``_Exists`` otherwise), which
+        needs no lock: no other writer's value can be replaced.
+        """
         try:
             st = os.stat(name, dir_fd=dfd, follow_symlinks=False)
         except FileNotFoundError:
             pass
         else:
+            if new_only and stat.S_ISREG(st.st_mode):
+                raise _Exists
             if stat.S_ISLNK(st.st_mode):
                 raise _symlink_error(key, name)
             if stat.S_ISDIR(st.st_mode):
@@ -298,7 +363,15 @@ class LocalFileStorage:
                 os.fsync(fd)
             finally:
                 os.close(fd)
-            os.replace(tmp, name, src_dir_fd=dfd, dst_dir_fd=dfd)
+            if not new_only:
+                os.replace(tmp, name, src_dir_fd=dfd, dst_dir_fd=dfd)
+            else:
+                try:
+                    os.link(tmp, name, src_dir_fd=dfd, dst_dir_fd=dfd)
+                except FileExistsError:
+                    raise _Exists from None
+                finally:
+                    os.unlink(tmp, dir_fd=dfd)
         except BaseException:
             with contextlib.suppress(OSError):
                 os.unlink(tmp, dir_fd=dfd)
@@ -382,26 +455,44 @@ class LocalFileStorage:
             for fd in fds:
                 os.close(fd)
 
-    def _delete_sync(self, key: str, segments: builtins.list[str]) -> None:
+    def _delete_sync(
+        self, key: str, segments: builtins.list[str], cutoff: float | None = None
+    ) -> bool:
+        """Remove the value, its log and its lock file under its lock; prune empty dirs.
+
+        With ``cutoff`` (``prune``), only a value and log last written before it (epoch
+        seconds). Returns whether a value went.
+        """
         *dirs, name = segments
         try:
             fds = self._walk(key, dirs, create=False)
         except (FileNotFoundError, _NotADir):
-            return
+            return False
         try:
             dfd = fds[-1]
             try:
                 st = os.stat(name, dir_fd=dfd, follow_symlinks=False)
             except FileNotFoundError:
-                return
+                return False
             if stat.S_ISLNK(st.st_mode):
                 raise _symlink_error(key, name)
             if not stat.S_ISREG(st.st_mode):
-                return  # not a value
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(name, dir_fd=dfd)
-            drop_log_at(dfd, name)
-            os.fsync(dfd)
+                return False  # not a value
+            lock = _key_lock(key, dfd, name, exclusive=True, create=True)
+            assert lock is not None  # created when missing
+            try:
+                value, log = _sig_at(dfd, name), _sig_at(dfd, log_name(name))
+                newest = max(value[3] if value else 0, log[3] if log else 0)
+                if value is not None and cutoff is not None and newest >= cutoff * 1e9:
+                    return False  # written since: kept (and its lock file with it)
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(name, dir_fd=dfd)
+                drop_log_at(dfd, name)
+                os.unlink(_lock_name(name), dir_fd=dfd)  # held: a waiter takes it again
+                os.fsync(dfd)
+                self._logs.pop(key, None)
+            finally:
+                os.close(lock)
             # Prune directories left empty, deepest first; stop at the first non-empty one.
             for depth in range(len(dirs), 0, -1):
                 try:
@@ -409,6 +500,7 @@ class LocalFileStorage:
                 except OSError:
                     break
                 os.fsync(fds[depth - 1])
+            return value is not None
         finally:
             for fd in fds:
                 os.close(fd)
@@ -480,6 +572,7 @@ class LocalFileStorage:
         self._check_contained(key, segments)
         value = as_bytes(data)
         await self._io("write", key, self._put_sync, key, segments, value)
+        await self._after_write()
         logger.debug("stored %s (%d bytes) under %s", key, len(value), self._root)
 
     async def swap(self, key: str, data: bytes, expected: str | None) -> None:
@@ -494,6 +587,7 @@ class LocalFileStorage:
         if expected is not None and not isinstance(expected, str):
             raise ArgumentTypeError("expected must be a digest (str) or None")
         await self._io("write", key, self._put_sync, key, segments, value, expected)
+        await self._after_write()
         logger.debug("stored %s (%d bytes, compare-and-swap) under %s", key, len(value), self._root)
 
     async def read_logged(self, key: str) -> tuple[bytes | None, builtins.list[bytes], str | None]:
@@ -514,6 +608,7 @@ class LocalFileStorage:
         if not isinstance(expected, str):
             raise ArgumentTypeError("expected must be a tag (str)")
         tag = await self._io("write", key, self._append_logged_sync, key, segments, data, expected)
+        await self._after_write()
         logger.debug("stored %s (a %d-byte delta) under %s", key, len(data), self._root)
         return tag
 
@@ -526,16 +621,12 @@ class LocalFileStorage:
             fds = self._walk(key, dirs, create=False)
         except (FileNotFoundError, _NotADir):
             return None
-        flags = os.O_RDWR | _NOFOLLOW | _CLOEXEC | (os.O_CREAT if exclusive else 0)
         try:
-            lock = os.open(f".{name}.lock", flags, _FILE_MODE, dir_fd=fds[-1])
-        except FileNotFoundError:
-            return fds, None
+            lock = _key_lock(key, fds[-1], name, exclusive=exclusive, create=exclusive)
         except BaseException:
             for fd in fds:
                 os.close(fd)
             raise
-        flock(lock, exclusive=exclusive)
         return fds, lock
 
     def _read_logged_sync(
@@ -614,6 +705,20 @@ class LocalFileStorage:
         segments = validate_key(key)
         self._check_contained(key, segments)
         await self._io("delete", key, self._delete_sync, key, segments)
+
+    async def prune(self, older_than: timedelta | None = None) -> int:
+        """Remove values (and logs) not written for ``older_than`` (default: ``ttl``).
+
+        Each under its key's lock, so a value written meanwhile is kept. Returns how many
+        values went; directories left empty go too.
+        """
+        cutoff = time.time() - check_older_than(older_than, self.ttl)
+        return await self._io("delete", "", self._prune_sync, cutoff)
+
+    def _prune_sync(self, cutoff: float) -> int:
+        return sum(
+            self._delete_sync(key, key.split("/"), cutoff) for key in self._list_sync("", [], "")
+        )
 
     async def list(self, prefix: str = "") -> builtins.list[str]:
         """Keys under ``dir`` starting with ``prefix``, sorted; symlinks are skipped."""

@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import builtins
+import time
 from collections import Counter
+from datetime import timedelta
 
+from .._retention import AutoPrune, check_older_than, check_ttl
 from ..errors import StorageKeyInvalidError
-from ._base import ArgumentTypeError, check_tag
+from ._base import ArgumentTypeError, CompareAndPut, check_tag
 from ._keys import validate_key, validate_prefix
 from ._log import tag_of
 
@@ -22,7 +25,7 @@ def as_bytes(data: object) -> bytes:
     raise ArgumentTypeError(f"storage data must be bytes, not {type(data).__name__}")
 
 
-class InMemoryStorage:
+class InMemoryStorage(CompareAndPut, AutoPrune):
     """Keeps values in a dict; same key validation and key/directory rules as on disk.
 
     Like a file system, a key cannot be both a value and a "directory": ``put("a/b")``
@@ -31,11 +34,14 @@ class InMemoryStorage:
     :class:`~framework_agents.sessions.LocalFileStorage`.
     """
 
-    def __init__(self) -> None:
-        """Create it; arguments are described in the class docstring."""
+    def __init__(self, *, ttl: float | None = None) -> None:
+        """Create it; ``ttl``: seconds a value is kept after its last write (``prune``)."""
+        self.ttl = check_ttl(ttl)
         self._data: dict[str, bytes] = {}
+        # When each value (or its log) was last written (wall clock), for prune().
         # How many stored keys live under each directory prefix ("a", "a/b", ...).
         self._dirs: Counter[str] = Counter()
+        self._written: dict[str, float] = {}
         # Records appended to a value since it was stored (see ``sessions._log``).
         self._logs: dict[str, builtins.list[bytes]] = {}
 
@@ -50,6 +56,8 @@ class InMemoryStorage:
         self._logs.pop(key, None)  # a stored value starts a new log
         if key in self._data:
             self._data[key] = value
+            self._written[key] = time.time()
+            await self._after_write()
             return
         ancestors = self._ancestors(segments)
         for parent in ancestors:
@@ -60,8 +68,10 @@ class InMemoryStorage:
         if self._dirs[key]:
             raise StorageKeyInvalidError(f"cannot store {key!r}: other keys are stored under it")
         self._data[key] = value
+        self._written[key] = time.time()
         for parent in ancestors:
             self._dirs[parent] += 1
+        await self._after_write()
 
     async def swap(self, key: str, data: bytes, expected: str | None) -> None:
         """Store ``data`` if ``key`` is still in the state ``expected`` names (else CONFLICT)."""
@@ -81,8 +91,10 @@ class InMemoryStorage:
         data = as_bytes(record)
         check_tag(key, self._tag(key), expected)
         self._logs.setdefault(key, []).append(data)
+        self._written[key] = time.time()
         tag = self._tag(key)
         assert tag is not None
+        await self._after_write()
         return tag
 
     def _tag(self, key: str) -> str | None:
@@ -98,6 +110,7 @@ class InMemoryStorage:
         """Remove ``key`` (no-op when missing)."""
         segments = validate_key(key)
         self._logs.pop(key, None)
+        self._written.pop(key, None)
         if self._data.pop(key, None) is None:
             return
         for parent in self._ancestors(segments):
@@ -109,3 +122,14 @@ class InMemoryStorage:
         """Stored keys starting with ``prefix``, sorted."""
         validate_prefix(prefix)
         return sorted(k for k in self._data if k.startswith(prefix))
+
+    async def prune(self, older_than: timedelta | None = None) -> int:
+        """Remove values (and logs) not written for ``older_than`` (default: ``ttl``).
+
+        Returns how many values went.
+        """
+        cutoff = time.time() - check_older_than(older_than, self.ttl)
+        old = [key for key, at in self._written.items() if at < cutoff]
+        for key in old:
+            await self.delete(key)
+        return len(old)

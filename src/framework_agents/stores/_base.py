@@ -21,6 +21,7 @@ from types import TracebackType
 from typing import Any, Self
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
+from .._retention import check_ttl
 from ..checkpoint._base import Checkpointer
 from ..checkpoint.file import FileCheckpointer
 from ..checkpoint.memory import InMemoryCheckpointer
@@ -32,7 +33,7 @@ from ..sessions._base import Storage
 from ..sessions._keys import validate_key
 from ..sessions.local import LocalFileStorage
 from ..sessions.memory_storage import InMemoryStorage
-from ._codec import check_lease, check_ttl, redact
+from ._codec import check_lease, redact
 
 __all__ = ["Store", "open_store"]
 
@@ -102,21 +103,26 @@ class Store:
         await self.close()
 
 
-def _memory_store(url: str) -> Store:
+def _memory_store(url: str, *, ttl: float | None, lock_timeout: float | None) -> Store:
     memories: dict[tuple[str, int], InMemoryMemory] = {}
 
     def memory(key: str, max_messages: int) -> Memory:
         return memories.setdefault((key, max_messages), InMemoryMemory(max_messages))
 
-    return Store(url, storage=InMemoryStorage(), checkpointer=InMemoryCheckpointer(), memory=memory)
+    return Store(
+        url,
+        storage=InMemoryStorage(ttl=ttl),
+        checkpointer=InMemoryCheckpointer(lock_timeout=lock_timeout, ttl=ttl),
+        memory=memory,
+    )
 
 
-def _file_store(url: str, lock_timeout: float | None) -> Store:
+def _file_store(url: str, *, ttl: float | None, lock_timeout: float | None) -> Store:
     root = Path(url.removeprefix("file://"))
     return Store(
         url,
-        storage=LocalFileStorage(root / "storage"),
-        checkpointer=FileCheckpointer(root, lock_timeout=lock_timeout),
+        storage=LocalFileStorage(root / "storage", ttl=ttl),
+        checkpointer=FileCheckpointer(root, lock_timeout=lock_timeout, ttl=ttl),
         memory=lambda key, n: FileMemory(root / "memory" / key, n),
     )
 
@@ -181,7 +187,7 @@ def open_store(
     check_lease(lease)
     check_ttl(ttl)
     if url == "memory:":
-        return _memory_store(url)
+        return _memory_store(url, ttl=ttl, lock_timeout=lock_timeout)
     if url.startswith("sqlite:"):
         return _sqlite_store(url, lease=lease, ttl=ttl, lock_timeout=lock_timeout)
     if url.startswith(("postgresql://", "postgres://")):
@@ -202,4 +208,4 @@ def open_store(
     with contextlib.suppress(OSError):
         if Path(url).exists() and not Path(url).is_dir():
             raise InvalidArgumentError(f"open_store({url!r}): a file is in the way")
-    return _file_store(url, lock_timeout)
+    return _file_store(url, ttl=ttl, lock_timeout=lock_timeout)

@@ -20,7 +20,6 @@ import time
 import uuid
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
-from datetime import timedelta
 from types import TracebackType
 from typing import Any, Generic, Protocol, Self, TypeVar
 from urllib.parse import urlsplit, urlunsplit
@@ -44,13 +43,11 @@ from ..sessions._base import ArgumentTypeError
 __all__ = [
     "ClosableStore",
     "SCHEMA_VERSION",
-    "AutoPrune",
     "SchemaTooNewError",
     "ThreadCache",
     "check_checkpoint",
     "check_lease",
     "check_new_part",
-    "check_older_than",
     "decode_checkpoint",
     "decode_messages",
     "encode_head",
@@ -122,30 +119,6 @@ def check_lease(value: object) -> float:
     assert seconds is not None
     if not math.isfinite(seconds):
         raise InvalidArgumentError("lease must be finite")
-    return seconds
-
-
-def check_ttl(value: object) -> float | None:
-    """A time to live in seconds, or ``None`` (keep forever)."""
-    seconds = check_seconds("ttl", value, optional=True, positive=True)
-    if seconds is not None and not math.isfinite(seconds):
-        return None
-    return seconds
-
-
-def check_older_than(older_than: object, ttl: float | None) -> float:
-    """``prune()``'s age in seconds: ``older_than`` (a timedelta) or else the store's ttl."""
-    if older_than is None:
-        if ttl is None:
-            raise InvalidArgumentError("prune() needs older_than when the store has no ttl")
-        return ttl
-    if not isinstance(older_than, timedelta):
-        raise InvalidArgumentError(
-            f"prune() takes a datetime.timedelta, not {type(older_than).__name__}"
-        )
-    seconds = older_than.total_seconds()
-    if seconds < 0:
-        raise InvalidArgumentError(f"prune() older_than must be >= 0, not {older_than}")
     return seconds
 
 
@@ -277,34 +250,6 @@ class ThreadCache:
         del self.messages[keep:]
         self.messages.extend(added)
         return ThreadCache(version, self.messages)
-
-
-class AutoPrune:
-    """``ttl=`` for stores without native expiry: ``prune()`` after writes, now and then.
-
-    At most once every tenth of the ttl (and at least a second apart), a write is
-    followed by ``prune()``, which keeps held and pending threads. A failed sweep is
-    logged, never raised: the write itself succeeded.
-    """
-
-    ttl: float | None
-    _next_prune: float = 0.0
-
-    async def prune(self, older_than: timedelta | None = None) -> int:  # pragma: no cover
-        """Remove what was not written for ``older_than`` (default: ``ttl``)."""
-        raise NotImplementedError
-
-    async def _after_write(self) -> None:
-        if self.ttl is None:
-            return
-        now = time.monotonic()
-        if now < self._next_prune:
-            return
-        self._next_prune = now + max(1.0, self.ttl / 10)
-        try:
-            await self.prune()
-        except AgentError:
-            logger.warning("ttl sweep of %r failed", self, exc_info=True)
 
 
 def dumps(value: Any) -> str:

@@ -23,8 +23,10 @@ from __future__ import annotations
 import asyncio
 import errno
 import os
+import random
 import sqlite3
 import threading
+import time
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
@@ -90,8 +92,8 @@ def _io_error(path: Path, exc: sqlite3.Error, *, write: bool) -> Exception:
     text = str(exc)
     if "locked" in text or "busy" in text:
         return LockTimeoutError(
-            f"SQLite database {str(path)!r} stayed locked by another writer for "
-            f"{BUSY_TIMEOUT_MS / 1000:.0f}s"
+            f"SQLite database {str(path)!r} is locked by another writer (waited up to "
+            f"{BUSY_TIMEOUT_MS / 1000:.0f}s)"
         )
     code = errno.ENOSPC if "full" in text else errno.EIO
     return StorageIOError(
@@ -120,6 +122,19 @@ class SqliteDb:
             return self._conn
         if self.path.parent and not self.path.parent.exists():
             self.path.parent.mkdir(parents=True, exist_ok=True)
+        # Processes opening a new database at once can get "database is locked" from the
+        # switch to WAL without SQLite's busy handler being called: try again a while.
+        deadline = time.monotonic() + BUSY_TIMEOUT_MS / 1000
+        while True:
+            try:
+                return self._open()
+            except sqlite3.OperationalError as exc:
+                text = str(exc)
+                if ("locked" not in text and "busy" not in text) or time.monotonic() > deadline:
+                    raise
+            time.sleep(random.uniform(0.005, 0.05))  # the database thread, not the loop
+
+    def _open(self) -> sqlite3.Connection:
         conn = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
         try:
             conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")

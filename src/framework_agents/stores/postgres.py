@@ -19,6 +19,7 @@ from datetime import timedelta
 from types import EllipsisType
 from typing import Any
 
+from .._retention import AutoPrune, check_older_than, check_ttl, waits_for_approval
 from ..checkpoint.lock import check_seconds
 from ..checkpoint.model import ThreadCheckpoint, check_thread_id
 from ..errors import CheckpointConflictError, CheckpointCorruptError, StorageKeyInvalidError
@@ -30,20 +31,17 @@ from ..memory._window import (
     window,
 )
 from ..messages import Message
-from ..sessions._base import digest
+from ..sessions._base import CompareAndPut, digest
 from ..sessions._keys import validate_key, validate_prefix
 from ..sessions.memory_storage import as_bytes
 from ._base import Store
 from ._codec import (
-    AutoPrune,
     ClosableStore,
     ThreadCache,
     check_checkpoint,
     check_expected_tag,
     check_lease,
     check_new_part,
-    check_older_than,
-    check_ttl,
     decode_checkpoint,
     decode_messages,
     encode_head,
@@ -69,7 +67,7 @@ def _db(dsn: str | PgDb, schema: str) -> PgDb:
     return dsn if isinstance(dsn, PgDb) else PgDb(dsn, schema=schema)
 
 
-class PostgresStorage(_Closable, AutoPrune):
+class PostgresStorage(_Closable, AutoPrune, CompareAndPut):
     """The :class:`~framework_agents.sessions.Storage` contract in table ``fa_kv``.
 
     It keeps logs too (:class:`~framework_agents.sessions._base.LoggedStorage`): a
@@ -91,18 +89,6 @@ class PostgresStorage(_Closable, AutoPrune):
     async def put(self, key: str, data: bytes) -> None:
         """Store ``data`` under ``key`` (a key is a value or a directory, never both)."""
         await self._put(key, data, None)
-
-    async def compare_and_put(self, key: str, data: bytes, *, expected: bytes | None) -> None:
-        """Store ``data`` only if ``key`` holds exactly ``expected`` (``None``: nothing).
-
-        Otherwise CHECKPOINT_CONFLICT, nothing written (see SqliteStorage).
-        """
-        wanted = None if expected is None else as_bytes(expected)
-
-        def check(stored: tuple[Any, ...] | None, last: int | None) -> bool:
-            return (None if stored is None else bytes(stored[0])) == wanted
-
-        await self._put(key, data, check)
 
     async def swap(self, key: str, data: bytes, expected: str | None) -> None:
         """Store ``data`` only if ``key`` is still in the state tagged ``expected``.
@@ -420,7 +406,7 @@ class PostgresCheckpointer(_Closable, AutoPrune):
         added = checkpoint.messages[keep:]
         bodies = encode_messages(added)
         head = encode_head(checkpoint)
-        pending = checkpoint.pending is not None or bool(checkpoint.in_flight)
+        pending = waits_for_approval(checkpoint)
         held = self._locks.held.get(thread_id)
         psycopg, _ = import_psycopg()
         try:

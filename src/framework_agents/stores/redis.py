@@ -34,6 +34,7 @@ from datetime import timedelta
 from types import EllipsisType
 from typing import Any
 
+from .._retention import AutoPrune, check_older_than, check_ttl, waits_for_approval
 from ..checkpoint.lock import check_seconds
 from ..checkpoint.model import ThreadCheckpoint, check_thread_id
 from ..errors import (
@@ -45,21 +46,18 @@ from ..errors import (
 )
 from ..memory._window import bounded_view, check_max_messages, check_messages, shape_of, window
 from ..messages import Message
-from ..sessions._base import digest
+from ..sessions._base import CompareAndPut, digest
 from ..sessions._keys import validate_key, validate_prefix
 from ..sessions.memory_storage import as_bytes
 from . import _redis_lua as lua
 from ._base import Store
 from ._codec import (
-    AutoPrune,
     ClosableStore,
     ThreadCache,
     check_checkpoint,
     check_expected_tag,
     check_lease,
     check_new_part,
-    check_older_than,
-    check_ttl,
     decode_checkpoint,
     decode_messages,
     encode_head,
@@ -188,7 +186,7 @@ def _db(url: str | RedisDb, prefix: str) -> RedisDb:
     return url if isinstance(url, RedisDb) else RedisDb(url, prefix=prefix)
 
 
-class RedisStorage(_Closable, AutoPrune):
+class RedisStorage(_Closable, AutoPrune, CompareAndPut):
     """The :class:`~framework_agents.sessions.Storage` contract in hashes, zsets and lists.
 
     It keeps logs too (:class:`~framework_agents.sessions._base.LoggedStorage`): a
@@ -216,16 +214,6 @@ class RedisStorage(_Closable, AutoPrune):
     async def put(self, key: str, data: bytes) -> None:
         """Store ``data`` under ``key`` (a key is a value or a directory, never both)."""
         await self._put(key, data, "put", b"")
-
-    async def compare_and_put(self, key: str, data: bytes, *, expected: bytes | None) -> None:
-        """Store ``data`` only if ``key`` holds exactly ``expected`` (``None``: nothing).
-
-        Otherwise CHECKPOINT_CONFLICT, nothing written (see SqliteStorage).
-        """
-        if expected is None:
-            await self._put(key, data, "absent", b"")
-        else:
-            await self._put(key, data, "equal", as_bytes(expected))
 
     async def swap(self, key: str, data: bytes, expected: str | None) -> None:
         """Store ``data`` only if ``key`` is still in the state tagged ``expected``.
@@ -432,7 +420,7 @@ class RedisCheckpointer(_Closable):
         keep = 0 if cache is None else shared_prefix(cache.messages, checkpoint.messages)
         check_new_part(checkpoint, keep)
         added = checkpoint.messages[keep:]
-        pending = checkpoint.pending is not None or bool(checkpoint.in_flight)
+        pending = waits_for_approval(checkpoint)
         ttl_ms = 0 if self.ttl is None else max(1, int(self.ttl * 1000))
         args = [
             *self._guard_args(thread_id),

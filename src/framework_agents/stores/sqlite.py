@@ -16,6 +16,7 @@ from collections.abc import AsyncIterator, Callable, Sequence
 from datetime import timedelta
 from types import EllipsisType
 
+from .._retention import AutoPrune, check_older_than, check_ttl, waits_for_approval
 from ..checkpoint.lock import check_seconds
 from ..checkpoint.model import ThreadCheckpoint, check_thread_id
 from ..errors import CheckpointConflictError, CheckpointCorruptError, StorageKeyInvalidError
@@ -28,19 +29,16 @@ from ..memory._window import (
     window_start,
 )
 from ..messages import Message
-from ..sessions._base import check_tag, digest
+from ..sessions._base import CompareAndPut, check_tag, digest
 from ..sessions._keys import validate_key, validate_prefix
 from ..sessions.memory_storage import as_bytes
 from ._codec import (
-    AutoPrune,
     ClosableStore,
     ThreadCache,
     check_checkpoint,
     check_expected_tag,
     check_lease,
     check_new_part,
-    check_older_than,
-    check_ttl,
     decode_checkpoint,
     decode_messages,
     encode_head,
@@ -70,7 +68,7 @@ def _db(path: str | os.PathLike[str] | SqliteDb) -> SqliteDb:
 # -- storage ------------------------------------------------------------------------------
 
 
-class SqliteStorage(_Closable, AutoPrune):
+class SqliteStorage(_Closable, AutoPrune, CompareAndPut):
     """The :class:`~framework_agents.sessions.Storage` contract in table ``fa_kv``.
 
     It keeps logs too (:class:`~framework_agents.sessions._base.LoggedStorage`): a
@@ -92,24 +90,6 @@ class SqliteStorage(_Closable, AutoPrune):
     async def put(self, key: str, data: bytes) -> None:
         """Store ``data`` under ``key`` (a key is a value or a directory, never both)."""
         await self._put(key, data, None)
-
-    async def compare_and_put(self, key: str, data: bytes, *, expected: bytes | None) -> None:
-        """Store ``data`` only if ``key`` holds exactly ``expected`` (``None``: nothing).
-
-        Otherwise CHECKPOINT_CONFLICT and nothing is written: a read-modify-write of a
-        value shared by several processes (a session's latest snapshot) never loses an
-        acknowledged update.
-        """
-        wanted = None if expected is None else as_bytes(expected)
-
-        def check(conn: sqlite3.Connection) -> None:
-            row = conn.execute("SELECT data FROM fa_kv WHERE key = ?", (key,)).fetchone()
-            if (None if row is None else bytes(row[0])) != wanted:
-                raise CheckpointConflictError(
-                    f"storage key {key!r} changed since it was read; nothing was written"
-                )
-
-        await self._put(key, data, check)
 
     async def swap(self, key: str, data: bytes, expected: str | None) -> None:
         """Store ``data`` only if ``key`` is still in the state tagged ``expected``.
@@ -400,7 +380,7 @@ class SqliteCheckpointer(_Closable, AutoPrune):
         added = checkpoint.messages[keep:]
         bodies = encode_messages(added)
         head = encode_head(checkpoint)
-        pending = int(checkpoint.pending is not None or bool(checkpoint.in_flight))
+        pending = int(waits_for_approval(checkpoint))
         total = len(checkpoint.messages)
 
         def write(conn: sqlite3.Connection) -> int:
