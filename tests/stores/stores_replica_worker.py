@@ -61,3 +61,44 @@ def replica(
     except BaseException as exc:
         conn.send(("error", type(exc).__name__, repr(exc)))
     conn.close()
+
+
+def session_replica(
+    conn: Connection, open_store: Callable[[], Store], session_id: str, who: str, turns: int
+) -> None:
+    """Run ``turns`` agent runs in session ``session_id`` (``SessionManager`` on the storage).
+
+    A run refused with CHECKPOINT_CONFLICT (the other replica saved first) wrote nothing
+    and was not acknowledged: it is run again, as a client would retry it. Reports
+    ``("ok", refused runs)``.
+    """
+    from framework_agents import SessionManager
+    from framework_agents.errors import CheckpointConflictError
+
+    async def body() -> int:
+        store = open_store()
+        refused = 0
+        try:
+            agent = Agent(
+                FunctionModel(_echo),
+                memory=InMemoryMemory(max_messages=10_000),
+                conversation_manager=NullConversationManager(),
+                session_manager=SessionManager(session_id, store.storage),
+            )
+            for i in range(turns):
+                while True:
+                    try:
+                        await agent.run(f"{who}-{i}")
+                        break
+                    except CheckpointConflictError:
+                        refused += 1
+                        if refused > 50 * turns:
+                            raise
+        finally:
+            await store.close()
+        return refused
+
+    try:
+        conn.send(("ok", asyncio.run(body())))
+    except AgentError as exc:
+        conn.send(("error", exc.code, exc.message))

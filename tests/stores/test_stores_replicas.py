@@ -1,4 +1,5 @@
-"""Two OS processes as two replicas of a server sharing one thread over PostgreSQL and Redis."""
+"""Two OS processes as two replicas of a server sharing one thread, or one session, over
+PostgreSQL and Redis (and SQLite for the session)."""
 
 from __future__ import annotations
 
@@ -6,10 +7,11 @@ import asyncio
 import multiprocessing
 import os
 import signal
+from pathlib import Path
 
 import pytest
-from stores_backends import postgres_factory, redis_factory
-from stores_replica_worker import replica
+from stores_backends import postgres_factory, redis_factory, sqlite_factory
+from stores_replica_worker import replica, session_replica
 
 from framework_agents.testing.conformance import StoreFactory
 
@@ -103,3 +105,56 @@ def test_killed_replica_is_replaced_over_postgres(pg_schema: str) -> None:
 @pytest.mark.redis
 def test_killed_replica_is_replaced_over_redis(redis_prefix: str) -> None:
     _killed_holder(redis_factory(redis_prefix))
+
+
+def _two_session_replicas(factory: StoreFactory) -> None:
+    ctx = multiprocessing.get_context("spawn")
+    procs = []
+    for who in ("r0", "r1"):
+        parent, child = ctx.Pipe()
+        args = (child, factory.open, "shared", who, TURNS)
+        proc = ctx.Process(target=session_replica, args=args)
+        proc.start()
+        child.close()
+        procs.append((proc, parent))
+    for proc, parent in procs:
+        assert parent.poll(300), "a replica did not finish"
+        status = parent.recv()
+        assert status[0] == "ok", status
+        proc.join(30)
+
+    async def check() -> None:
+        from framework_agents import SessionManager
+
+        store = factory.open()
+        try:
+            loaded = await SessionManager("shared", store.storage).load_latest()
+        finally:
+            await store.close()
+        assert loaded is not None and loaded.data.messages is not None
+        texts = [m.text for m in loaded.data.messages]
+        assert len(texts) == 2 * 2 * TURNS  # no acknowledged turn lost, none duplicated
+        pairs = list(zip(texts[::2], texts[1::2], strict=True))
+        assert all(reply == f"ack {user}" for user, reply in pairs)  # no turn split
+        users = [user for user, _ in pairs]
+        for who in ("r0", "r1"):
+            assert [u for u in users if u.startswith(who)] == [f"{who}-{i}" for i in range(TURNS)]
+
+    asyncio.run(check())
+
+
+@pytest.mark.slow
+@pytest.mark.postgres
+def test_two_replicas_share_a_session_over_postgres(pg_schema: str) -> None:
+    _two_session_replicas(postgres_factory(pg_schema))
+
+
+@pytest.mark.slow
+@pytest.mark.redis
+def test_two_replicas_share_a_session_over_redis(redis_prefix: str) -> None:
+    _two_session_replicas(redis_factory(redis_prefix))
+
+
+@pytest.mark.slow
+def test_two_replicas_share_a_session_over_sqlite(tmp_path: Path) -> None:
+    _two_session_replicas(sqlite_factory(str(tmp_path / "shared.db")))
