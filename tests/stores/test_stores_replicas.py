@@ -7,6 +7,7 @@ import asyncio
 import multiprocessing
 import os
 import signal
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -18,19 +19,35 @@ from framework_agents.testing.conformance import StoreFactory
 TURNS = 50
 
 
-def _two_replicas(factory: StoreFactory) -> None:
+def _run_two(target: Callable[..., None], factory: StoreFactory) -> None:
+    """Run ``target`` as replicas r0 and r1 in two processes; each must report ok."""
     ctx = multiprocessing.get_context("spawn")
     procs = []
     for who in ("r0", "r1"):
         parent, child = ctx.Pipe()
-        proc = ctx.Process(target=replica, args=(child, factory.open, "shared", who, TURNS))
+        proc = ctx.Process(target=target, args=(child, factory.open, "shared", who, TURNS))
         proc.start()
         child.close()
         procs.append((proc, parent))
     for proc, parent in procs:
         assert parent.poll(300), "a replica did not finish"
-        assert parent.recv() == ("ok", TURNS)
+        status = parent.recv()
+        assert status[0] == "ok", status
         proc.join(30)
+
+
+def _check_turns(texts: list[str]) -> None:
+    """Both replicas' turns, none lost or duplicated, each whole, each replica's in order."""
+    assert len(texts) == 2 * 2 * TURNS
+    pairs = list(zip(texts[::2], texts[1::2], strict=True))
+    assert all(reply == f"ack {user}" for user, reply in pairs)  # no interleaved run
+    users = [user for user, _ in pairs]
+    for who in ("r0", "r1"):
+        assert [u for u in users if u.startswith(who)] == [f"{who}-{i}" for i in range(TURNS)]
+
+
+def _two_replicas(factory: StoreFactory) -> None:
+    _run_two(replica, factory)
 
     async def check() -> None:
         store = factory.open()
@@ -39,13 +56,7 @@ def _two_replicas(factory: StoreFactory) -> None:
         finally:
             await store.close()
         assert loaded is not None
-        texts = [m.text for m in loaded.messages]
-        assert len(texts) == 2 * 2 * TURNS  # no lost and no duplicated turn
-        pairs = list(zip(texts[::2], texts[1::2], strict=True))
-        assert all(reply == f"ack {user}" for user, reply in pairs)  # no interleaved run
-        users = [user for user, _ in pairs]
-        for who in ("r0", "r1"):
-            assert [u for u in users if u.startswith(who)] == [f"{who}-{i}" for i in range(TURNS)]
+        _check_turns([m.text for m in loaded.messages])
 
     asyncio.run(check())
 
@@ -108,20 +119,7 @@ def test_killed_replica_is_replaced_over_redis(redis_prefix: str) -> None:
 
 
 def _two_session_replicas(factory: StoreFactory) -> None:
-    ctx = multiprocessing.get_context("spawn")
-    procs = []
-    for who in ("r0", "r1"):
-        parent, child = ctx.Pipe()
-        args = (child, factory.open, "shared", who, TURNS)
-        proc = ctx.Process(target=session_replica, args=args)
-        proc.start()
-        child.close()
-        procs.append((proc, parent))
-    for proc, parent in procs:
-        assert parent.poll(300), "a replica did not finish"
-        status = parent.recv()
-        assert status[0] == "ok", status
-        proc.join(30)
+    _run_two(session_replica, factory)
 
     async def check() -> None:
         from framework_agents import SessionManager
@@ -132,13 +130,7 @@ def _two_session_replicas(factory: StoreFactory) -> None:
         finally:
             await store.close()
         assert loaded is not None and loaded.data.messages is not None
-        texts = [m.text for m in loaded.data.messages]
-        assert len(texts) == 2 * 2 * TURNS  # no acknowledged turn lost, none duplicated
-        pairs = list(zip(texts[::2], texts[1::2], strict=True))
-        assert all(reply == f"ack {user}" for user, reply in pairs)  # no turn split
-        users = [user for user, _ in pairs]
-        for who in ("r0", "r1"):
-            assert [u for u in users if u.startswith(who)] == [f"{who}-{i}" for i in range(TURNS)]
+        _check_turns([m.text for m in loaded.data.messages])
 
     asyncio.run(check())
 
