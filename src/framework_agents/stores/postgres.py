@@ -13,16 +13,13 @@ version in its transaction (CHECKPOINT_CONFLICT otherwise).
 from __future__ import annotations
 
 import builtins
-import contextlib
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import Callable, Sequence
 from datetime import timedelta
-from types import EllipsisType
 from typing import Any
 
-from .._retention import AutoPrune, check_older_than, check_ttl, waits_for_approval
-from ..checkpoint.lock import check_seconds
+from .._retention import AutoPrune, check_older_than, check_ttl
 from ..checkpoint.model import ThreadCheckpoint, check_thread_id
-from ..errors import CheckpointConflictError, CheckpointCorruptError, StorageKeyInvalidError
+from ..errors import CheckpointConflictError, StorageKeyInvalidError
 from ..memory._window import (
     bounded_view,
     check_max_messages,
@@ -35,22 +32,15 @@ from ..sessions._base import CompareAndPut, digest
 from ..sessions._keys import validate_key, validate_prefix
 from ..sessions.memory_storage import as_bytes
 from ._base import Store
+from ._checkpointer import LeasedCheckpointer
 from ._codec import (
     ClosableStore,
-    ThreadCache,
-    check_checkpoint,
     check_expected_tag,
-    check_lease,
-    check_new_part,
-    decode_checkpoint,
     decode_messages,
-    encode_head,
     encode_messages,
     log_tag,
     redact,
-    shared_prefix,
 )
-from ._lease import LeaseLocks
 from ._pg_db import CONFLICT_SQLSTATE, NOW, PgDb, import_psycopg
 
 __all__ = ["PostgresCheckpointer", "PostgresMemory", "PostgresStorage", "postgres_store"]
@@ -287,7 +277,7 @@ class PostgresStorage(_Closable, AutoPrune, CompareAndPut):
         return len(gone)
 
 
-class PostgresCheckpointer(_Closable, AutoPrune):
+class PostgresCheckpointer(_Closable, LeasedCheckpointer):
     """Thread checkpoints (head row + append-only message log) with an advisory thread lock.
 
     See the module docstring for the lock and fencing design, and
@@ -305,15 +295,13 @@ class PostgresCheckpointer(_Closable, AutoPrune):
     ) -> None:
         """Set up the store; nothing connects before the first operation."""
         self._db = _db(dsn, schema)
-        self.lock_timeout = check_seconds("lock_timeout", lock_timeout, optional=True)
-        self.lease = check_lease(lease)
-        self.ttl = check_ttl(ttl)
-        self._cache: dict[str, ThreadCache] = {}
         self._lock_conns: dict[str, Any] = {}
         self._idle_lock_conns: list[Any] = []
         self._closing = False
-        self._locks = LeaseLocks(
-            lease=self.lease,
+        self._set_up(
+            lock_timeout=lock_timeout,
+            lease=lease,
+            ttl=ttl,
             try_acquire=self._try_acquire,
             renew=self._renew,
             release=self._release,
@@ -347,21 +335,14 @@ class PostgresCheckpointer(_Closable, AutoPrune):
                 )
                 return head, await cur.fetchall()
 
-        head, bodies = await self._db.read(read)
+        head, rows = await self._db.read(read)
         if head is None or head[0] == 0:
-            self._cache.pop(thread_id, None)
+            self._forget(thread_id)
             return None
         version, length, data = head
         source = f"checkpoint of thread {thread_id!r} in {self._db.schema!r}"
-        if len(bodies) != length:
-            raise CheckpointCorruptError(
-                f"{source} is unreadable: {len(bodies)} messages stored, {length} expected"
-            )
-        checkpoint = decode_checkpoint(
-            thread_id, bytes(data), [bytes(b[0]) for b in bodies], source=source
-        )
-        self._cache[thread_id] = ThreadCache.of(version, checkpoint.messages)
-        return checkpoint
+        bodies = [bytes(b[0]) for b in rows]
+        return self._loaded(thread_id, version, length, bytes(data), bodies, source=source)
 
     async def list_threads(self) -> list[str]:
         """The ids of the threads that have a checkpoint, sorted."""
@@ -380,9 +361,9 @@ class PostgresCheckpointer(_Closable, AutoPrune):
             (thread_id,),
         )
         row = await cur.fetchone()
-        held = self._locks.held.get(thread_id)
-        if held is not None:
-            if row is None or row[0] != held.owner or not row[1]:
+        owner = self._owner(thread_id)
+        if owner is not None:
+            if row is None or row[0] != owner or not row[1]:
                 raise CheckpointConflictError(
                     f"thread {thread_id!r}: this run lost its lock (lease expired, connection "
                     "lost or taken by another run); nothing was written"
@@ -398,16 +379,8 @@ class PostgresCheckpointer(_Closable, AutoPrune):
         CHECKPOINT_CONFLICT (nothing written) when the thread changed since this instance
         last read or wrote it, or when another run holds it or took it from this one.
         """
-        check_checkpoint(checkpoint)
-        thread_id = checkpoint.thread_id
-        cache = self._cache.get(thread_id)
-        keep = 0 if cache is None else shared_prefix(cache.messages, checkpoint.messages)
-        check_new_part(checkpoint, keep)
-        added = checkpoint.messages[keep:]
-        bodies = encode_messages(added)
-        head = encode_head(checkpoint)
-        pending = waits_for_approval(checkpoint)
-        held = self._locks.held.get(thread_id)
+        plan = self._plan(checkpoint)
+        thread_id = plan.thread_id
         psycopg, _ = import_psycopg()
         try:
             async with self._db.connection() as conn:
@@ -417,13 +390,13 @@ class PostgresCheckpointer(_Closable, AutoPrune):
                     ),
                     (
                         thread_id,
-                        None if held is None else held.owner,
-                        None if cache is None else cache.version,
-                        keep,
-                        head,
-                        pending,
-                        len(checkpoint.messages),
-                        bodies,
+                        self._owner(thread_id),
+                        plan.expected,
+                        plan.keep,
+                        plan.head,
+                        plan.pending,
+                        plan.length,
+                        plan.bodies,
                     ),
                 )
                 row = await cur.fetchone()
@@ -432,23 +405,18 @@ class PostgresCheckpointer(_Closable, AutoPrune):
         except psycopg.Error as exc:
             if exc.sqlstate != CONFLICT_SQLSTATE:
                 raise
-            self._cache.pop(thread_id, None)
+            self._forget(thread_id)
             detail = exc.diag.message_primary or "conflict"
             raise CheckpointConflictError(
                 f"thread {thread_id!r}: {detail}; nothing was written"
             ) from None
-        base = cache if cache is not None else ThreadCache(0)
-        self._cache[thread_id] = base.advanced(version, keep, added)
+        self._saved(plan, version)
         await self._after_write()
-
-    async def save_progress(self, checkpoint: ThreadCheckpoint) -> None:
-        """Same as :meth:`save` (which already writes only what changed)."""
-        await self.save(checkpoint)
 
     async def delete(self, thread_id: str) -> None:
         """Forget the thread's checkpoint (no error when there is none)."""
         check_thread_id(thread_id)
-        self._cache.pop(thread_id, None)
+        self._forget(thread_id)
         async with self._db.transaction() as conn:
             await self._check_lock(conn, thread_id)
             await conn.execute(
@@ -587,23 +555,6 @@ class PostgresCheckpointer(_Closable, AutoPrune):
         conn = self._lock_conns.pop(owner, None)
         if conn is not None:
             await self._park(conn)
-
-    @contextlib.asynccontextmanager
-    async def thread_lock(
-        self,
-        thread_id: str,
-        *,
-        timeout: float | EllipsisType | None = ...,  # noqa: ASYNC109 - a lock wait
-    ) -> AsyncIterator[None]:
-        """Hold the thread for a whole run, across machines; THREAD_BUSY after the wait."""
-        async with self._locks.hold(thread_id, self.lock_timeout, timeout):
-            self._cache.pop(thread_id, None)
-            yield
-
-    def fence(self, thread_id: str) -> int | None:
-        """The fencing token of this instance's hold on ``thread_id`` (``None``: not held)."""
-        held = self._locks.held.get(thread_id)
-        return None if held is None else held.fence
 
     async def close(self) -> None:
         """Close the pool and any lock connection still open (idempotent)."""

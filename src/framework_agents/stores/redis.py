@@ -27,15 +27,12 @@ nothing written, otherwise). ``ttl=`` maps onto ``PEXPIRE`` (never for a pending
 from __future__ import annotations
 
 import builtins
-import contextlib
 import re
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import Callable, Sequence
 from datetime import timedelta
-from types import EllipsisType
 from typing import Any
 
-from .._retention import AutoPrune, check_older_than, check_ttl, waits_for_approval
-from ..checkpoint.lock import check_seconds
+from .._retention import AutoPrune, check_older_than, check_ttl
 from ..checkpoint.model import ThreadCheckpoint, check_thread_id
 from ..errors import (
     CheckpointConflictError,
@@ -51,23 +48,16 @@ from ..sessions._keys import validate_key, validate_prefix
 from ..sessions.memory_storage import as_bytes
 from . import _redis_lua as lua
 from ._base import Store
+from ._checkpointer import LeasedCheckpointer
 from ._codec import (
     ClosableStore,
-    ThreadCache,
-    check_checkpoint,
     check_expected_tag,
-    check_lease,
-    check_new_part,
-    decode_checkpoint,
     decode_messages,
-    encode_head,
     encode_messages,
     log_tag,
     redact,
-    shared_prefix,
     unavailable,
 )
-from ._lease import LeaseLocks
 
 __all__ = ["RedisCheckpointer", "RedisDb", "RedisMemory", "RedisStorage", "redis_store"]
 
@@ -334,7 +324,7 @@ class RedisStorage(_Closable, AutoPrune, CompareAndPut):
         return await self._forget([k.decode() for k in keys], repr(cutoff))
 
 
-class RedisCheckpointer(_Closable):
+class RedisCheckpointer(_Closable, LeasedCheckpointer):
     """Thread checkpoints (head hash + message list) with a leased, fenced lock (module doc)."""
 
     def __init__(
@@ -348,12 +338,10 @@ class RedisCheckpointer(_Closable):
     ) -> None:
         """Set up the store; nothing connects before the first operation."""
         self._db = _db(url, prefix)
-        self.lock_timeout = check_seconds("lock_timeout", lock_timeout, optional=True)
-        self.lease = check_lease(lease)
-        self.ttl = check_ttl(ttl)
-        self._cache: dict[str, ThreadCache] = {}
-        self._locks = LeaseLocks(
-            lease=self.lease,
+        self._set_up(
+            lock_timeout=lock_timeout,
+            lease=lease,
+            ttl=ttl,
             try_acquire=self._try_acquire,
             renew=self._renew,
             release=self._release,
@@ -374,20 +362,14 @@ class RedisCheckpointer(_Closable):
             lambda pipe: pipe.hgetall(head_key).lrange(list_key, 0, -1)
         )
         if not head:
-            self._cache.pop(thread_id, None)
+            self._forget(thread_id)
             return None
         source = f"checkpoint of thread {thread_id!r} in {redact(self._db.url)}"
         try:
             version, length, data = int(head[b"version"]), int(head[b"length"]), head[b"head"]
         except (KeyError, ValueError):
             raise CheckpointCorruptError(f"{source} is unreadable: bad head hash") from None
-        if len(bodies) != length:
-            raise CheckpointCorruptError(
-                f"{source} is unreadable: {len(bodies)} messages stored, {length} expected"
-            )
-        checkpoint = decode_checkpoint(thread_id, bytes(data), bodies, source=source)
-        self._cache[thread_id] = ThreadCache.of(version, checkpoint.messages)
-        return checkpoint
+        return self._loaded(thread_id, version, length, bytes(data), bodies, source=source)
 
     async def list_threads(self) -> list[str]:
         """The ids of the threads that have a checkpoint, sorted."""
@@ -396,8 +378,8 @@ class RedisCheckpointer(_Closable):
         return sorted(i.decode() for i in ids)
 
     def _guard_args(self, thread_id: str) -> list[Any]:
-        held = self._locks.held.get(thread_id)
-        return [thread_id, "", "0"] if held is None else [thread_id, held.owner, str(held.fence)]
+        owner, fence = self._owner(thread_id), self.fence(thread_id)
+        return [thread_id, "", "0"] if owner is None else [thread_id, owner, str(fence)]
 
     def _thread_keys(self, thread_id: str) -> list[str]:
         return [
@@ -414,39 +396,29 @@ class RedisCheckpointer(_Closable):
         CHECKPOINT_CONFLICT (nothing written) when the thread changed since this instance
         last read or wrote it, or when another run holds it or took it from this one.
         """
-        check_checkpoint(checkpoint)
-        thread_id = checkpoint.thread_id
-        cache = self._cache.get(thread_id)
-        keep = 0 if cache is None else shared_prefix(cache.messages, checkpoint.messages)
-        check_new_part(checkpoint, keep)
-        added = checkpoint.messages[keep:]
-        pending = waits_for_approval(checkpoint)
+        plan = self._plan(checkpoint)
+        thread_id = plan.thread_id
         ttl_ms = 0 if self.ttl is None else max(1, int(self.ttl * 1000))
         args = [
             *self._guard_args(thread_id),
-            -1 if cache is None else cache.version,
-            keep,
-            encode_head(checkpoint),
-            int(pending),
-            len(checkpoint.messages),
+            -1 if plan.expected is None else plan.expected,
+            plan.keep,
+            plan.head,
+            int(plan.pending),
+            plan.length,
             ttl_ms,
-            *encode_messages(added),
+            *plan.bodies,
         ]
         reply = await self._db.script("SAVE_THREAD", self._thread_keys(thread_id), args)
         if reply[0] != 1:
-            self._cache.pop(thread_id, None)
+            self._forget(thread_id)
             raise _conflict(thread_id, reply)
-        base = cache if cache is not None else ThreadCache(0)
-        self._cache[thread_id] = base.advanced(int(reply[1]), keep, added)
-
-    async def save_progress(self, checkpoint: ThreadCheckpoint) -> None:
-        """Same as :meth:`save` (which already writes only what changed)."""
-        await self.save(checkpoint)
+        self._saved(plan, int(reply[1]))
 
     async def delete(self, thread_id: str) -> None:
         """Forget the thread's checkpoint (no error when there is none)."""
         check_thread_id(thread_id)
-        self._cache.pop(thread_id, None)
+        self._forget(thread_id)
         script = lua.THREAD_GUARD + (
             "redis.call('DEL', KEYS[1], KEYS[2]) redis.call('ZREM', KEYS[5], ARGV[1]) return {1}"
         )
@@ -480,23 +452,6 @@ class RedisCheckpointer(_Closable):
 
     async def _release(self, thread_id: str, owner: str) -> None:
         await self._db.script("RELEASE", [self._k("lock", thread_id)], [owner])
-
-    @contextlib.asynccontextmanager
-    async def thread_lock(
-        self,
-        thread_id: str,
-        *,
-        timeout: float | EllipsisType | None = ...,  # noqa: ASYNC109 - a lock wait
-    ) -> AsyncIterator[None]:
-        """Hold the thread for a whole run, across machines; THREAD_BUSY after the wait."""
-        async with self._locks.hold(thread_id, self.lock_timeout, timeout):
-            self._cache.pop(thread_id, None)
-            yield
-
-    def fence(self, thread_id: str) -> int | None:
-        """The fencing token of this instance's hold on ``thread_id`` (``None``: not held)."""
-        held = self._locks.held.get(thread_id)
-        return None if held is None else held.fence
 
 
 def _conflict(thread_id: str, reply: Any) -> CheckpointConflictError:

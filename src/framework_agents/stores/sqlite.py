@@ -9,17 +9,14 @@ use PostgreSQL or Redis when several machines share a thread.
 from __future__ import annotations
 
 import builtins
-import contextlib
 import os
 import sqlite3
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import Callable, Sequence
 from datetime import timedelta
-from types import EllipsisType
 
-from .._retention import AutoPrune, check_older_than, check_ttl, waits_for_approval
-from ..checkpoint.lock import check_seconds
+from .._retention import AutoPrune, check_older_than, check_ttl
 from ..checkpoint.model import ThreadCheckpoint, check_thread_id
-from ..errors import CheckpointConflictError, CheckpointCorruptError, StorageKeyInvalidError
+from ..errors import CheckpointConflictError, StorageKeyInvalidError
 from ..memory._window import (
     bounded_view,
     check_max_messages,
@@ -32,22 +29,15 @@ from ..messages import Message
 from ..sessions._base import CompareAndPut, check_tag, digest
 from ..sessions._keys import validate_key, validate_prefix
 from ..sessions.memory_storage import as_bytes
+from ._checkpointer import LeasedCheckpointer
 from ._codec import (
     ClosableStore,
-    ThreadCache,
-    check_checkpoint,
     check_expected_tag,
-    check_lease,
-    check_new_part,
-    decode_checkpoint,
     decode_messages,
-    encode_head,
     encode_messages,
     log_tag,
-    shared_prefix,
     wall_clock,
 )
-from ._lease import LeaseLocks
 from ._sqlite_db import SqliteDb
 
 __all__ = ["SqliteCheckpointer", "SqliteMemory", "SqliteStorage"]
@@ -266,7 +256,7 @@ def _tag(conn: sqlite3.Connection, key: str) -> tuple[str | None, str]:
 # -- checkpointer -----------------------------------------------------------------------
 
 
-class SqliteCheckpointer(_Closable, AutoPrune):
+class SqliteCheckpointer(_Closable, LeasedCheckpointer):
     """Thread checkpoints as a head row plus an append-only message log, with a leased lock.
 
     Layout: ``fa_threads`` holds one head row per thread (``version``, ``length``, the
@@ -293,12 +283,10 @@ class SqliteCheckpointer(_Closable, AutoPrune):
     ) -> None:
         """Set up the store; nothing connects before the first operation."""
         self._db = _db(path)
-        self.lock_timeout = check_seconds("lock_timeout", lock_timeout, optional=True)
-        self.lease = check_lease(lease)
-        self.ttl = check_ttl(ttl)
-        self._cache: dict[str, ThreadCache] = {}
-        self._locks = LeaseLocks(
-            lease=self.lease,
+        self._set_up(
+            lock_timeout=lock_timeout,
+            lease=lease,
+            ttl=ttl,
             try_acquire=self._try_acquire,
             renew=self._renew,
             release=self._release,
@@ -328,17 +316,11 @@ class SqliteCheckpointer(_Closable, AutoPrune):
 
         found = await self._db.read(read)
         if found is None:
-            self._cache.pop(thread_id, None)
+            self._forget(thread_id)
             return None
         version, length, head, bodies = found
         source = f"checkpoint of thread {thread_id!r} in {str(self._db.path)!r}"
-        if len(bodies) != length:
-            raise CheckpointCorruptError(
-                f"{source} is unreadable: {len(bodies)} messages stored, {length} expected"
-            )
-        checkpoint = decode_checkpoint(thread_id, head, bodies, source=source)
-        self._cache[thread_id] = ThreadCache.of(version, checkpoint.messages)
-        return checkpoint
+        return self._loaded(thread_id, version, length, head, bodies, source=source)
 
     async def list_threads(self) -> list[str]:
         """The ids of the threads that have a checkpoint, sorted."""
@@ -354,9 +336,9 @@ class SqliteCheckpointer(_Closable, AutoPrune):
         row = conn.execute(
             "SELECT owner, expires_at FROM fa_locks WHERE thread_id = ?", (thread_id,)
         ).fetchone()
-        held = self._locks.held.get(thread_id)
-        if held is not None:
-            if row is None or row[0] != held.owner or row[1] <= now:
+        owner = self._owner(thread_id)
+        if owner is not None:
+            if row is None or row[0] != owner or row[1] <= now:
                 raise CheckpointConflictError(
                     f"thread {thread_id!r}: this run lost its lock (lease expired or taken "
                     "by another run); nothing was written"
@@ -372,16 +354,8 @@ class SqliteCheckpointer(_Closable, AutoPrune):
         CHECKPOINT_CONFLICT (nothing written) when the thread changed since this instance
         last read or wrote it, or when another run holds it or took it from this one.
         """
-        check_checkpoint(checkpoint)
-        thread_id = checkpoint.thread_id
-        cache = self._cache.get(thread_id)
-        keep = 0 if cache is None else shared_prefix(cache.messages, checkpoint.messages)
-        check_new_part(checkpoint, keep)
-        added = checkpoint.messages[keep:]
-        bodies = encode_messages(added)
-        head = encode_head(checkpoint)
-        pending = int(waits_for_approval(checkpoint))
-        total = len(checkpoint.messages)
+        plan = self._plan(checkpoint)
+        thread_id, keep = plan.thread_id, plan.keep
 
         def write(conn: sqlite3.Connection) -> int:
             now = wall_clock()
@@ -389,10 +363,11 @@ class SqliteCheckpointer(_Closable, AutoPrune):
             row = conn.execute(
                 "SELECT version, length FROM fa_threads WHERE thread_id = ?", (thread_id,)
             ).fetchone()
-            if cache is not None and (row is None or row[0] != cache.version):
+            if plan.expected is not None and (row is None or row[0] != plan.expected):
                 raise CheckpointConflictError(
                     f"thread {thread_id!r} changed since this instance read it (version "
-                    f"{cache.version}, now {None if row is None else row[0]}); nothing was written"
+                    f"{plan.expected}, now {None if row is None else row[0]}); nothing was "
+                    "written"
                 )
             version = 1 if row is None else row[0] + 1
             if row is not None and row[1] > keep:
@@ -402,29 +377,24 @@ class SqliteCheckpointer(_Closable, AutoPrune):
                 )
             conn.executemany(
                 "INSERT INTO fa_thread_messages (thread_id, seq, body) VALUES (?, ?, ?)",
-                [(thread_id, keep + i, b) for i, b in enumerate(bodies)],
+                [(thread_id, keep + i, b) for i, b in enumerate(plan.bodies)],
             )
             conn.execute(
                 "INSERT INTO fa_threads (thread_id, version, length, head, pending, updated_at) "
                 "VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (thread_id) DO UPDATE SET "
                 "version = excluded.version, length = excluded.length, head = excluded.head, "
                 "pending = excluded.pending, updated_at = excluded.updated_at",
-                (thread_id, version, total, head, pending, now),
+                (thread_id, version, plan.length, plan.head, int(plan.pending), now),
             )
             return version
 
         try:
             version = await self._db.run(write)
         except CheckpointConflictError:
-            self._cache.pop(thread_id, None)
+            self._forget(thread_id)
             raise
-        base = cache if cache is not None else ThreadCache(0)
-        self._cache[thread_id] = base.advanced(version, keep, added)
+        self._saved(plan, version)
         await self._after_write()
-
-    async def save_progress(self, checkpoint: ThreadCheckpoint) -> None:
-        """Same as :meth:`save` (which already writes only what changed)."""
-        await self.save(checkpoint)
 
     async def delete(self, thread_id: str) -> None:
         """Forget the thread's checkpoint (no error when there is none)."""
@@ -435,7 +405,7 @@ class SqliteCheckpointer(_Closable, AutoPrune):
             conn.execute("DELETE FROM fa_thread_messages WHERE thread_id = ?", (thread_id,))
             conn.execute("DELETE FROM fa_threads WHERE thread_id = ?", (thread_id,))
 
-        self._cache.pop(thread_id, None)
+        self._forget(thread_id)
         await self._db.run(write)
 
     async def prune(self, older_than: timedelta | None = None) -> int:
@@ -505,27 +475,6 @@ class SqliteCheckpointer(_Closable, AutoPrune):
                 (thread_id, owner),
             )
         )
-
-    @contextlib.asynccontextmanager
-    async def thread_lock(
-        self,
-        thread_id: str,
-        *,
-        timeout: float | EllipsisType | None = ...,  # noqa: ASYNC109 - a lock wait
-    ) -> AsyncIterator[None]:
-        """Hold the thread for a whole run, across processes; THREAD_BUSY after the wait.
-
-        The wait is ``lock_timeout`` unless ``timeout`` is given (``None``: forever). A
-        holder that dies is replaced once its ``lease`` runs out.
-        """
-        async with self._locks.hold(thread_id, self.lock_timeout, timeout):
-            self._cache.pop(thread_id, None)  # another run may have written meanwhile
-            yield
-
-    def fence(self, thread_id: str) -> int | None:
-        """The fencing token of this instance's hold on ``thread_id`` (``None``: not held)."""
-        held = self._locks.held.get(thread_id)
-        return None if held is None else held.fence
 
 
 # -- memory -------------------------------------------------------------------------------

@@ -1,0 +1,166 @@
+"""What the database checkpointers share (internal): settings, the cache, a save's plan.
+
+A backend reads a thread's head (version, length, head JSON) and message bodies its own
+way and hands them to :meth:`LeasedCheckpointer._loaded`; it writes a save with the
+:class:`SavePlan` from :meth:`LeasedCheckpointer._plan` in one transaction or script,
+and reports the new version to :meth:`LeasedCheckpointer._saved` (or a conflict to
+:meth:`LeasedCheckpointer._conflicted`). The thread lock is :class:`LeaseLocks` over the
+backend's three lock operations.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from dataclasses import dataclass
+from types import EllipsisType
+
+from .._retention import AutoPrune, check_ttl, waits_for_approval
+from ..checkpoint.lock import check_seconds
+from ..checkpoint.model import ThreadCheckpoint
+from ..errors import CheckpointCorruptError
+from ..messages import Message
+from ._codec import (
+    ThreadCache,
+    check_checkpoint,
+    check_lease,
+    check_new_part,
+    decode_checkpoint,
+    encode_head,
+    encode_messages,
+    shared_prefix,
+)
+from ._lease import LeaseLocks
+
+__all__ = ["LeasedCheckpointer", "SavePlan"]
+
+
+@dataclass(frozen=True, slots=True)
+class SavePlan:
+    """What one save writes: the messages past the stored prefix, the head, the version."""
+
+    thread_id: str
+    #: The version this instance last read or wrote (``None``: it knows none; no check).
+    expected: int | None
+    #: How many stored messages the new history keeps; the log is cut there.
+    keep: int
+    added: Sequence[Message]
+    bodies: list[bytes]
+    head: bytes
+    #: Whether the thread waits for a human (kept by ``prune``, never expired).
+    pending: bool
+    length: int
+    cache: ThreadCache | None
+
+
+class LeasedCheckpointer(AutoPrune):
+    """The settings, cache and lock handling of the SQLite, PostgreSQL and Redis checkpointers."""
+
+    lock_timeout: float | None
+    lease: float
+    _cache: dict[str, ThreadCache]
+    _locks: LeaseLocks
+
+    def _set_up(
+        self,
+        *,
+        lock_timeout: float | None,
+        lease: float,
+        ttl: float | None,
+        try_acquire: Callable[[str, str], Awaitable[int | None]],
+        renew: Callable[[str, str], Awaitable[bool]],
+        release: Callable[[str, str], Awaitable[None]],
+        give_up: Callable[[str, str], Awaitable[None]] | None = None,
+    ) -> None:
+        self.lock_timeout = check_seconds("lock_timeout", lock_timeout, optional=True)
+        self.lease = check_lease(lease)
+        self.ttl = check_ttl(ttl)
+        self._cache = {}
+        self._locks = LeaseLocks(
+            lease=self.lease,
+            try_acquire=try_acquire,
+            renew=renew,
+            release=release,
+            give_up=give_up,
+        )
+
+    def _loaded(
+        self,
+        thread_id: str,
+        version: int,
+        length: int,
+        head: bytes,
+        bodies: Sequence[bytes],
+        *,
+        source: str,
+    ) -> ThreadCheckpoint:
+        """The checkpoint read back (CHECKPOINT_CORRUPT when it does not add up); cached."""
+        if len(bodies) != length:
+            raise CheckpointCorruptError(
+                f"{source} is unreadable: {len(bodies)} messages stored, {length} expected"
+            )
+        checkpoint = decode_checkpoint(thread_id, head, bodies, source=source)
+        self._cache[thread_id] = ThreadCache.of(version, checkpoint.messages)
+        return checkpoint
+
+    def _plan(self, checkpoint: object) -> SavePlan:
+        """Check ``checkpoint`` and find what its save writes (what is new, checked alone)."""
+        checkpoint = check_checkpoint(checkpoint)
+        cache = self._cache.get(checkpoint.thread_id)
+        keep = 0 if cache is None else shared_prefix(cache.messages, checkpoint.messages)
+        check_new_part(checkpoint, keep)
+        added = checkpoint.messages[keep:]
+        return SavePlan(
+            thread_id=checkpoint.thread_id,
+            expected=None if cache is None else cache.version,
+            keep=keep,
+            added=added,
+            bodies=encode_messages(added),
+            head=encode_head(checkpoint),
+            pending=waits_for_approval(checkpoint),
+            length=len(checkpoint.messages),
+            cache=cache,
+        )
+
+    def _saved(self, plan: SavePlan, version: int) -> None:
+        """Remember the history ``plan`` stored as ``version``."""
+        base = plan.cache if plan.cache is not None else ThreadCache(0)
+        self._cache[plan.thread_id] = base.advanced(version, plan.keep, plan.added)
+
+    def _forget(self, thread_id: str) -> None:
+        """Forget what this instance knows of ``thread_id`` (read it again before writing)."""
+        self._cache.pop(thread_id, None)
+
+    async def save(self, checkpoint: ThreadCheckpoint) -> None:  # pragma: no cover
+        """Store ``checkpoint`` (each backend writes its :class:`SavePlan`)."""
+        raise NotImplementedError
+
+    async def save_progress(self, checkpoint: ThreadCheckpoint) -> None:
+        """Same as :meth:`save` (which already writes only what changed)."""
+        await self.save(checkpoint)
+
+    @contextlib.asynccontextmanager
+    async def thread_lock(
+        self,
+        thread_id: str,
+        *,
+        timeout: float | EllipsisType | None = ...,  # noqa: ASYNC109 - a lock wait
+    ) -> AsyncIterator[None]:
+        """Hold the thread for a whole run, across processes; THREAD_BUSY after the wait.
+
+        The wait is ``lock_timeout`` unless ``timeout`` is given (``None``: forever). A
+        holder that dies or stops is replaced once its ``lease`` runs out.
+        """
+        async with self._locks.hold(thread_id, self.lock_timeout, timeout):
+            self._forget(thread_id)  # another run may have written meanwhile
+            yield
+
+    def fence(self, thread_id: str) -> int | None:
+        """The fencing token of this instance's hold on ``thread_id`` (``None``: not held)."""
+        held = self._locks.held.get(thread_id)
+        return None if held is None else held.fence
+
+    def _owner(self, thread_id: str) -> str | None:
+        """The owner token of this instance's hold on ``thread_id`` (``None``: not held)."""
+        held = self._locks.held.get(thread_id)
+        return None if held is None else held.owner
