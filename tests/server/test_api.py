@@ -258,3 +258,51 @@ def test_a_call_of_unknown_outcome_is_shown_and_settled_by_a_decision(
         assert PUBLISHED == [{"title": "Maybe", "copies": 1}]
         roles = [m["role"] for m in client.get("/api/threads/u1").json()["messages"]]
         assert roles == ["user", "assistant", "tool", "assistant"]
+
+
+class _PlainResume:
+    """An agent-shaped object whose ``resume`` has no ``reissue`` (a third party's)."""
+
+    def __init__(self) -> None:
+        from server_support import make_agent
+
+        self._agent = make_agent()
+        self.agent_id = self._agent.agent_id
+        self.tools = self._agent.tools
+
+    def stream(self, prompt: Any, **kwargs: Any) -> Any:
+        return self._agent.stream(prompt, **kwargs)
+
+    async def resume(self, thread_id: str, decisions: Any = None, *, checkpointer: Any) -> Any:
+        return await self._agent.resume(thread_id, decisions, checkpointer=checkpointer)
+
+
+def test_an_agent_without_the_reissue_mode_gets_the_older_resume(store_dir: Path) -> None:
+    """Its events are rebuilt from what the resume stored; the call keeps the id shown."""
+    from server_support import start_server
+
+    from framework_agents.server import create_app
+
+    PUBLISHED.clear()
+    served = start_server(create_app(_PlainResume, store=str(store_dir), console=False))
+    try:
+        with httpx.Client(base_url=served.url, timeout=30) as client:
+            accept = {"Accept": "application/json"}
+            first = client.post(
+                "/api/threads/p1/runs", json={"prompt": "publish Plain"}, headers=accept
+            )
+            pending = first.json()["pending"]
+            resumed = client.post(
+                "/api/threads/p1/resume",
+                json={"decisions": {pending["tool_call_id"]: "approve"}},
+            )
+            events = sse_events(resumed)
+            kinds = [kind for kind, _ in events]
+            assert kinds[0] == "run_started" and kinds[-1] == "run_finished"
+            results = [data for kind, data in events if kind == "tool_result"]
+            assert [r["call_id"] for r in results] == [pending["tool_call_id"]]
+            assert events[-1][1]["text"] == "done: published 'Plain' x3"
+            assert PUBLISHED == [{"title": "Plain", "copies": 3}]
+            assert client.get("/api/threads/p1").json()["pending"] is None
+    finally:
+        served.stop()

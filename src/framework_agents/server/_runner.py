@@ -12,8 +12,9 @@ checkpointer's thread lock makes the second run wait, then fail with ``THREAD_BU
 A resume runs the call the human saw: the agent's ``resume_stream(..., reissue=False)``
 when it has that mode (checked once per agent class in :func:`supports_reissue`), whose
 events stream as they happen (tokens included) and answer the pending ``tool_call_id``.
-An agent without it (a served swarm) gets the older resume that asks the model again,
-with the decision keyed by the pending call's ``hitl_key``, and its events are rebuilt
+An agent without it (a third-party agent-shaped object) gets the older resume that asks
+the model again, with the decision keyed by the pending call's ``hitl_key``, and its
+events are rebuilt
 from the checkpoint afterwards (:func:`replay`). Either way the arguments come from the
 checkpoint (an edit replaces them), never from the client's copy.
 """

@@ -146,10 +146,32 @@ class SwarmAgentView:
         decisions: Mapping[str, Any] | None = None,
         *,
         checkpointer: Any,
+        reissue: bool = True,
     ) -> RunResult:
         """:meth:`Swarm.resume` with an agent's result."""
-        result = await self.swarm.resume(thread_id, decisions, checkpointer=checkpointer)
+        result = await self.swarm.resume(
+            thread_id, decisions, checkpointer=checkpointer, reissue=reissue
+        )
         return swarm_run_result(result)
+
+    def resume_stream(
+        self,
+        thread_id: str,
+        decisions: Mapping[str, Any] | None = None,
+        *,
+        checkpointer: Any,
+        reissue: bool = True,
+    ) -> AsyncIterator[ServedEvent]:
+        """:meth:`Swarm.stream_resume` as agent events (the interrupt ends it, not raised).
+
+        With ``reissue=False`` the member runs the stored call the human approved, and
+        its events (tokens included) stream as they come.
+        """
+        return swarm_agent_events(
+            self.swarm.stream_resume(
+                thread_id, decisions, checkpointer=checkpointer, reissue=reissue
+            )
+        )
 
     def __repr__(self) -> str:
         return f"SwarmAgentView({self.swarm!r})"

@@ -70,6 +70,7 @@ class _Run:
     base: ThreadCheckpoint | None  # the checkpoint the first member starts from
     resume: bool
     deadline: float | None
+    reissue: bool = True  # a resume asks the member's model again (False: runs the stored call)
     handoffs: list[Handoff] = field(default_factory=list)
     iterations: int = 0
     last_text: str = ""
@@ -227,11 +228,15 @@ class Swarm:
         decisions: Mapping[str, Any] | None = None,
         *,
         checkpointer: Any,
+        reissue: bool = True,
     ) -> SwarmResult:
         """Continue a thread in its active member, with ``decisions`` for its approval.
 
         ``CHECKPOINT_MISSING`` for an unknown thread. ``checkpointer=None`` means the
-        swarm's own in-memory one.
+        swarm's own in-memory one. ``reissue`` is the member's :meth:`Agent.resume` mode:
+        ``False`` runs the stored pending call with the approved or edited arguments,
+        without asking the member's model again (what a server does for the call the
+        human saw).
         """
         return await _result(
             self._drive(
@@ -240,6 +245,7 @@ class Swarm:
                 thread_id=thread_id,
                 decisions=decisions,
                 resume=True,
+                reissue=reissue,
             )
         )
 
@@ -249,10 +255,16 @@ class Swarm:
         decisions: Mapping[str, Any] | None = None,
         *,
         checkpointer: Any,
+        reissue: bool = True,
     ) -> AsyncIterator[SwarmEvent]:
-        """:meth:`resume`, yielding events like :meth:`stream`."""
+        """:meth:`resume`, yielding events like :meth:`stream` (the member's streamed)."""
         events = self._drive(
-            None, checkpointer=checkpointer, thread_id=thread_id, decisions=decisions, resume=True
+            None,
+            checkpointer=checkpointer,
+            thread_id=thread_id,
+            decisions=decisions,
+            resume=True,
+            reissue=reissue,
         )
         try:
             async for event in events:
@@ -288,17 +300,21 @@ class Swarm:
         thread_id: object,
         decisions: Mapping[str, Any] | None,
         resume: bool = False,
+        reissue: bool = True,
     ) -> AsyncGenerator[SwarmEvent, None]:
         """The swarm's events inside an ``invoke_workflow {swarm_id}`` span (when traced).
 
         The members' ``invoke_agent`` spans are its children.
         """
+        if not isinstance(reissue, bool):
+            raise InvalidArgumentError(f"reissue must be a bool, not {type(reissue).__name__}")
         events = self._drive_members(
             prompt,
             checkpointer=checkpointer,
             thread_id=thread_id,
             decisions=decisions,
             resume=resume,
+            reissue=reissue,
         )
         conversation = thread_id if isinstance(thread_id, str) else None
         return trace_workflow(self.swarm_id, events, conversation_id=conversation)
@@ -311,6 +327,7 @@ class Swarm:
         thread_id: object,
         decisions: Mapping[str, Any] | None,
         resume: bool = False,
+        reissue: bool = True,
     ) -> AsyncGenerator[SwarmEvent, None]:
         """Validate, take the instance and the thread, load the thread, run the members."""
         message = _as_prompt(prompt)
@@ -344,6 +361,7 @@ class Swarm:
                     base=base,
                     resume=resume,
                     deadline=self._deadline(),
+                    reissue=reissue,
                 )
                 # Closed explicitly: a consumer that stops early must stop the member now.
                 async with contextlib.aclosing(self._members_loop(run)) as events:
@@ -426,6 +444,11 @@ class Swarm:
         base = run.base
         if run.resume and base is not None and base.in_flight:
             return _resume_events(member, run)
+        if run.resume and not run.reissue and base is not None and base.pending is not None:
+            # The stored call runs as the human saw it, streamed as it happens.
+            return member.resume_stream(
+                run.thread_id, run.decisions or None, checkpointer=run.view, reissue=False
+            )
         decisions = run.decisions
         if run.prompt is None and base is not None and base.pending is not None:
             # Going on from an interrupt: decisions given to earlier resumes still count.
@@ -540,7 +563,9 @@ async def _resume_events(member: Agent, run: _Run) -> AsyncIterator[AgentEvent]:
     run_id = new_id()
     yield RunStartedEvent(run_id=run_id, agent_id=member.agent_id, thread_id=run.thread_id)
     try:
-        result = await member.resume(run.thread_id, run.decisions or None, checkpointer=run.view)
+        result = await member.resume(
+            run.thread_id, run.decisions or None, checkpointer=run.view, reissue=run.reissue
+        )
     except HitlInterrupt as interrupt:
         yield InterruptEvent(run_id=run_id, interrupt=interrupt)
         return
