@@ -281,10 +281,38 @@ def test_an_entry_whose_record_was_never_written_is_skipped() -> None:
         assert ghost > name
         await storage.put(ghost, b"")
         page = await store.list(a2a_pb2.ListTasksRequest(page_size=3), ctx())
-        assert page.total_size == 7  # the total counts names: the ghost too
+        assert page.total_size == 6  # the ghost was read for the page: not counted
         assert [t.id for t in page.tasks] == ["t5", "t4", "t3"]
         rest = a2a_pb2.ListTasksRequest(page_size=3, page_token=page.next_page_token)
         assert [t.id for t in (await store.list(rest, ctx())).tasks] == ["t2", "t1", "t0"]
+
+    arun(body())
+
+
+def test_a_task_left_with_two_entries_counts_once_in_the_state_its_record_holds() -> None:
+    """A save cut short between its new entry and dropping the old: the record decides."""
+
+    async def body() -> None:
+        storage = CountingStorage()
+        store = StorageTaskStore(storage)
+        for i in range(4):
+            await store.save(task(f"t{i}", "c", State.TASK_STATE_WORKING, at=i * SECOND), ctx())
+        done = task("t1", "c", at=9 * SECOND)
+        names = await storage.list("a2a/owners/")
+        await store.save(done, ctx())
+        stale = [n for n in names if n.endswith(".t1")]
+        for name in stale:  # the old entry, as if the save had died before dropping it
+            await storage.put(name, b"")
+        assert len([n for n in await storage.list("a2a/owners/") if n.endswith(".t1")]) == 2
+        everything = await store.list(a2a_pb2.ListTasksRequest(page_size=10), ctx())
+        assert everything.total_size == 4
+        assert [t.id for t in everything.tasks] == ["t1", "t3", "t2", "t0"]
+        working = a2a_pb2.ListTasksRequest(status=State.TASK_STATE_WORKING, page_size=10)
+        page = await store.list(working, ctx())
+        assert page.total_size == 3 and [t.id for t in page.tasks] == ["t3", "t2", "t0"]
+        completed = a2a_pb2.ListTasksRequest(status=State.TASK_STATE_COMPLETED, page_size=10)
+        page = await store.list(completed, ctx())
+        assert page.total_size == 1 and [t.id for t in page.tasks] == ["t1"]
 
     arun(body())
 

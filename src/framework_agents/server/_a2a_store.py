@@ -133,16 +133,18 @@ def _passes(task: Task, params: a2a_pb2.ListTasksRequest) -> bool:
     )
 
 
-def _newest(names: list[str], params: a2a_pb2.ListTasksRequest) -> list[_Entry]:
-    """Each task's newest entry among ``names`` that passes the filters, newest first."""
-    newest: dict[str, _Entry] = {}
+def _by_task(names: list[str]) -> dict[str, list[_Entry]]:
+    """The entries ``names`` hold, by task id (two for one task: a save cut short)."""
+    found: dict[str, list[_Entry]] = {}
     for name in names:
         entry = _Entry.parse(name.rsplit("/", 1)[-1])
-        if entry is None:
-            continue
-        held = newest.get(entry.task_id)
-        if held is None or entry.key > held.key:
-            newest[entry.task_id] = entry
+        if entry is not None:
+            found.setdefault(entry.task_id, []).append(entry)
+    return found
+
+
+def _filtered(entries: list[_Entry], params: a2a_pb2.ListTasksRequest) -> list[_Entry]:
+    """The entries that pass the listing's state and time filters, newest first."""
     after = (
         params.status_timestamp_after.ToNanoseconds()
         if params.HasField("status_timestamp_after")
@@ -150,7 +152,7 @@ def _newest(names: list[str], params: a2a_pb2.ListTasksRequest) -> list[_Entry]:
     )
     kept = [
         e
-        for e in newest.values()
+        for e in entries
         if (not params.status or e.state == params.status) and (after is None or e.nanos >= after)
     ]
     kept.sort(key=lambda e: e.key, reverse=True)
@@ -250,7 +252,8 @@ class StorageTaskStore(TaskStore):
         """The caller's tasks, newest status first, filtered by context, state and time.
 
         Sorting, filtering and the total use the index names; only the page's records
-        are read.
+        are read (and a task's whose save left two names). The total leaves out the
+        stale entries the page met; one past the page is counted until it is read.
         """
         mark: tuple[bool, int, str] | None = None
         if params.page_token:
@@ -263,7 +266,7 @@ class StorageTaskStore(TaskStore):
         prefix = f"{OWNERS}{_digest(owner)}/"
         if params.context_id:
             prefix = f"{CONTEXTS}{_digest(owner)}/{_digest(params.context_id)}/"
-        entries = _newest(await self.storage.list(prefix), params)
+        entries = _filtered(await self._current(await self.storage.list(prefix)), params)
         total = len(entries)
         if mark is not None:
             entries = [e for e in entries if e.key < mark]
@@ -281,9 +284,30 @@ class StorageTaskStore(TaskStore):
             if found is not None and found[0] == owner and _passes(found[1], params):
                 page.append(found[1])
                 last = entry
+            else:  # a stale entry (no record, or one that no longer passes): not counted
+                total -= 1
         return a2a_pb2.ListTasksResponse(
             tasks=page, next_page_token=token, total_size=total, page_size=size
         )
+
+    async def _current(self, names: list[str]) -> list[_Entry]:
+        """One entry per task: the one its record names where a save left two.
+
+        Two entries for one task are the trace of a save cut short between writing the
+        new entry and dropping the old one (rare): its record decides, read here. A
+        listing never removes entries (a save may be half-way), it only reads.
+        """
+        current: list[_Entry] = []
+        for task_id, entries in _by_task(names).items():
+            if len(entries) == 1:
+                current.append(entries[0])
+                continue
+            found = await self._read(f"{TASKS}{task_id}.json")
+            if found is None:
+                current.append(max(entries, key=lambda e: e.key))  # the page read decides
+            else:
+                current.append(_Entry.of(found[1]))
+        return current
 
     async def delete(self, task_id: str, context: ServerCallContext) -> None:
         """Delete the task and its index entries if the caller's owner has it."""
