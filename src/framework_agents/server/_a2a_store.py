@@ -33,6 +33,7 @@ import os
 # The SDK reads this when it is first imported: its spans stay off unless asked for.
 os.environ.setdefault("OTEL_INSTRUMENTATION_A2A_SDK_ENABLED", "false")
 
+import builtins
 import hashlib
 import json
 import logging
@@ -290,14 +291,14 @@ class StorageTaskStore(TaskStore):
             tasks=page, next_page_token=token, total_size=total, page_size=size
         )
 
-    async def _current(self, names: list[str]) -> list[_Entry]:
+    async def _current(self, names: builtins.list[str]) -> builtins.list[_Entry]:
         """One entry per task: the one its record names where a save left two.
 
         Two entries for one task are the trace of a save cut short between writing the
         new entry and dropping the old one (rare): its record decides, read here. A
         listing never removes entries (a save may be half-way), it only reads.
         """
-        current: list[_Entry] = []
+        current: builtins.list[_Entry] = []
         for task_id, entries in _by_task(names).items():
             if len(entries) == 1:
                 current.append(entries[0])
