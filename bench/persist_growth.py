@@ -56,7 +56,6 @@ from framework_agents import (
     NullConversationManager,
     SessionManager,
     Snapshot,
-    SnapshotData,
     ThreadCheckpoint,
     ToolCall,
     tool,
@@ -149,7 +148,7 @@ async def _run_all(
 def store_steps(root: Path) -> dict[str, Step]:
     """One step function per store and baseline, each writing under its own directory."""
     memory = FileMemory(root / "memory", max_messages=10**7)
-    session = SessionManager("s1", LocalFileStorage(root / "sessions"))
+    session = SessionManager("s1", LocalFileStorage(root / "sessions"), append=False)
     appending = SessionManager("s2", LocalFileStorage(root / "sessions"), append=True)
     cp = FileCheckpointer(root / "checkpoints")
     (root / "append").mkdir()
@@ -162,11 +161,13 @@ def store_steps(root: Path) -> dict[str, Step]:
     async def memory_step(i: int, new: list[Message], history: list[Message]) -> None:
         await memory.save(new)
 
+    # Snapshots are built as the agent builds them: SessionManager.snapshot_data checks
+    # only the messages the manager has not stored.
     async def session_step(i: int, new: list[Message], history: list[Message]) -> None:
-        await session.save_latest(Snapshot(SnapshotData(messages=history, state={"turn": i})))
+        await session.save_latest(Snapshot(session.snapshot_data(history, {"turn": i})))
 
     async def session_append_step(i: int, new: list[Message], history: list[Message]) -> None:
-        await appending.save_latest(Snapshot(SnapshotData(messages=history, state={"turn": i})))
+        await appending.save_latest(Snapshot(appending.snapshot_data(history, {"turn": i})))
 
     async def checkpoint_step(i: int, new: list[Message], history: list[Message]) -> None:
         await cp.save(ThreadCheckpoint("t1", None, history, {"turn": i}))

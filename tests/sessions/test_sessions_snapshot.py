@@ -7,6 +7,7 @@ import json
 import threading
 import uuid
 from datetime import UTC, datetime, timedelta, timezone
+from typing import Any
 
 import pytest
 from hypothesis import given
@@ -291,3 +292,91 @@ def test_an_appending_managers_latest_is_marked_so_a_release_without_logs_refuse
         assert raw is not None and json.loads(raw)["schema_version"] == SNAPSHOT_PLAIN_VERSION
 
     asyncio.run(body())
+
+
+def test_a_message_is_checked_as_json_once_and_a_new_one_always(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A session's next snapshot checks what the run added, never skips a new message."""
+    from framework_agents import ToolCall
+    from framework_agents.errors import AgentError
+    from framework_agents.sessions import snapshot as snapshot_module
+
+    seen: list[str] = []
+    real = snapshot_module._json_problem
+
+    def counting(value: Any, path: str) -> str | None:
+        seen.append(path)
+        return real(value, path)
+
+    monkeypatch.setattr(snapshot_module, "_json_problem", counting)
+    history = [
+        Message("user", "hi", metadata={"k": 1}),
+        Message("assistant", "", tool_calls=[ToolCall("c1", "f", {"a": 1})]),
+        Message("tool", "r", tool_call_id="c1", name="f"),
+        Message("assistant", "plain"),
+    ]
+    SnapshotData(messages=history)
+    assert seen == ["messages[0].metadata", "messages[1].tool_calls[0].args"]
+    seen.clear()
+    grown = [*history, Message("user", "more", metadata={"n": 2})]
+    SnapshotData(messages=grown)
+    assert seen == ["messages[4].metadata"]  # only the new one
+    bad = Message("user", "x", metadata={"when": {1, 2}})  # a set: not JSON
+    with pytest.raises(AgentError) as info:
+        SnapshotData(messages=[*grown, bad])
+    assert info.value.code == "STATE_NOT_JSON"
+    with pytest.raises(AgentError):  # refused every time, never remembered as checked
+        SnapshotData(messages=[*grown, bad])
+
+
+def test_what_was_checked_goes_with_its_messages() -> None:
+    """No entry outlives its message, so a reused id is never taken for a checked message."""
+    import gc
+
+    from framework_agents.sessions import snapshot as snapshot_module
+
+    def check_some() -> list[int]:
+        made = [Message("user", f"m{i}", metadata={"i": i}) for i in range(5)]
+        SnapshotData(messages=made)
+        return [id(m) for m in made]
+
+    ids = check_some()
+    gc.collect()
+    assert not set(ids) & set(snapshot_module._JSON_CHECKED)
+
+
+def test_snapshot_data_of_a_manager_checks_only_what_it_has_not_stored(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """``SessionManager.snapshot_data``: the stored prefix (same objects) is not looked at."""
+    from framework_agents import InMemoryStorage, SessionManager, ToolCall
+    from framework_agents.errors import AgentError
+    from framework_agents.sessions import snapshot as snapshot_module
+
+    manager = SessionManager("s", InMemoryStorage())
+    history = [
+        Message("user", f"u{i}", metadata={"i": i}) if i % 2 == 0 else Message("assistant", "a")
+        for i in range(6)
+    ]
+    asyncio.run(manager.save_latest(Snapshot(manager.snapshot_data(history))))
+    seen: list[str] = []
+    real = snapshot_module._json_problem
+
+    def counting(value: Any, path: str) -> str | None:
+        seen.append(path)
+        return real(value, path)
+
+    monkeypatch.setattr(snapshot_module, "_json_problem", counting)
+    monkeypatch.setattr(snapshot_module, "_checked_before", lambda msg: False)  # no memo
+    call = ToolCall("c1", "f", {"a": 1})
+    grown = [*history, Message("assistant", "", tool_calls=[call])]
+    data = manager.snapshot_data(grown, {"k": 1})
+    assert data.messages == grown and data.state == {"k": 1}
+    assert seen == ["messages[6].tool_calls[0].args", "state"]  # the stored six: not looked at
+    seen.clear()
+    edited = [history[0].model_copy(update={"metadata": {"x": float("nan")}}), *history[1:]]
+    with pytest.raises(AgentError) as info:  # not the stored object: checked, and refused
+        manager.snapshot_data(edited)
+    assert info.value.code == "STATE_NOT_JSON"
+    assert seen == ["messages[0].metadata"]

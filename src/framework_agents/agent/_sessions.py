@@ -41,6 +41,7 @@ from ..history import CheckedHistory, repair_history
 from ..memory.carry import app_data_with_state, restore_state
 from ..memory.grounding import is_grounding
 from ..messages import Message
+from ..sessions.manager import SessionManager
 from ..sessions.snapshot import Snapshot, SnapshotData, select_snapshot_fields
 from ._loop import RunHooks
 from ._output import output_instruction
@@ -213,7 +214,12 @@ async def save_session(agent: Agent) -> None:
     if manager is None:
         return
     link = agent._session_link
-    data = SnapshotData(messages=list(agent._messages), state=agent._state.to_dict())
+    messages, state = list(agent._messages), agent._state.to_dict()
+    data = (
+        manager.snapshot_data(messages, state)  # checks only what this run added
+        if isinstance(manager, SessionManager)
+        else SnapshotData(messages=messages, state=state)
+    )
     snapshot = Snapshot(data, app_data=app_data_with_state(agent.memory, link.app_data))
     try:
         await trace_store("session", "save", manager, manager.save_latest(snapshot))

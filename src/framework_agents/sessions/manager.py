@@ -33,6 +33,7 @@ from .snapshot import (
     Snapshot,
     SnapshotData,
     is_snapshot_id,
+    stored_messages,
 )
 
 __all__ = ["LATEST_NAME", "SessionManager"]
@@ -191,6 +192,22 @@ class SessionManager:
         self._messages = None if messages is None else list(messages)
         self._base_bytes = base_bytes
         self._log_bytes = log_bytes
+
+    def snapshot_data(
+        self,
+        messages: list[Message] | None = None,
+        state: dict[str, Any] | None = None,
+        system_prompt: str | None = None,
+    ) -> SnapshotData:
+        """``SnapshotData(messages, state, system_prompt)``, checking only what is new.
+
+        The messages this manager last read or wrote are known plain JSON: when
+        ``messages`` starts with those same objects, only the rest is checked, so building
+        the next latest snapshot costs what the run added (what ``Agent`` does each run).
+        Same errors as the constructor (``STATE_NOT_JSON``).
+        """
+        with stored_messages(self._messages):
+            return SnapshotData(messages, state, system_prompt)
 
     async def load_latest(self) -> Snapshot | None:
         """The latest snapshot, or ``None`` when the session has none (``SNAPSHOT_CORRUPT``)."""

@@ -16,11 +16,16 @@ error too (never silently dropped). Any unreadable or wrongly shaped document ra
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
+import itertools
+import operator
 import os
 import threading
 import time
 import uuid
-from collections.abc import Iterable
+import weakref
+from collections.abc import Iterable, Iterator, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
@@ -51,6 +56,7 @@ __all__ = [
     "is_snapshot_id",
     "new_snapshot_id",
     "select_snapshot_fields",
+    "stored_messages",
 ]
 
 #: The newest version of the stored snapshot document this release reads and writes.
@@ -126,6 +132,49 @@ def _require_json(value: Any, what: str) -> Any:
     return value
 
 
+#: Messages whose metadata and tool-call arguments were found plain JSON, by ``id()``
+#: (weakly: an entry goes with its message, so an id reused later is never mistaken).
+#: Messages are immutable once made (docs/agent.md), so a message checked once stays
+#: checked: a session's next snapshot checks what the run added, not the history again.
+_JSON_CHECKED: dict[int, weakref.ref[Message]] = {}
+
+
+#: Messages known stored, while ``stored_messages`` holds them: a prefix of a new
+#: ``SnapshotData``'s messages made of these same objects is not checked again.
+_STORED: contextvars.ContextVar[Sequence[Message] | None] = contextvars.ContextVar(
+    "framework_agents_stored_messages", default=None
+)
+
+
+@contextlib.contextmanager
+def stored_messages(messages: Sequence[Message] | None) -> Iterator[None]:
+    """Within it, ``SnapshotData`` skips a leading run of these same (stored) messages."""
+    token = _STORED.set(messages)
+    try:
+        yield
+    finally:
+        _STORED.reset(token)
+
+
+_METADATA = operator.attrgetter("metadata")
+_TOOL_CALLS = operator.attrgetter("tool_calls")
+
+
+def _checked_before(msg: Message) -> bool:
+    ref = _JSON_CHECKED.get(id(msg))
+    return ref is not None and ref() is msg
+
+
+def _mark_checked(msg: Message) -> None:
+    key = id(msg)
+
+    def gone(ref: weakref.ref[Message]) -> None:
+        if _JSON_CHECKED.get(key) is ref:
+            del _JSON_CHECKED[key]
+
+    _JSON_CHECKED[key] = weakref.ref(msg, gone)
+
+
 # -- models ---------------------------------------------------------------------------
 
 
@@ -159,13 +208,31 @@ class SnapshotData(BaseModel):
     @classmethod
     def _messages_are_json(cls, value: list[Message] | None) -> list[Message] | None:
         # Metadata and tool-call args are free-form: a NaN, datetime or set there would
-        # be stored altered (null, a string, a list) or crash the serialiser.
-        for i, msg in enumerate(value or ()):
-            if msg.metadata:  # most messages have none: no call, no label built
+        # be stored altered (null, a string, a list) or crash the serialiser. Each message
+        # is checked once (``_JSON_CHECKED``), and a prefix known stored
+        # (``stored_messages``, set by ``SessionManager.snapshot_data``) not at all.
+        if not value:
+            return value
+        start = 0
+        stored = _STORED.get()
+        if stored and len(stored) <= len(value) and all(map(operator.is_, stored, value)):
+            start = len(stored)
+        # Only messages with metadata or tool calls need a look; finding them runs in C.
+        tail = value[start:] if start else value
+        flagged = map(
+            operator.or_,
+            map(bool, map(_METADATA, tail)),
+            map(bool, map(_TOOL_CALLS, tail)),
+        )
+        for k in itertools.compress(range(len(tail)), flagged):
+            msg, i = tail[k], start + k
+            if _checked_before(msg):
+                continue
+            if msg.metadata:
                 _require_json(msg.metadata, f"messages[{i}].metadata")
-            if msg.tool_calls:
-                for j, call in enumerate(msg.tool_calls):
-                    _require_json(call.args, f"messages[{i}].tool_calls[{j}].args")
+            for j, call in enumerate(msg.tool_calls):
+                _require_json(call.args, f"messages[{i}].tool_calls[{j}].args")
+            _mark_checked(msg)
         return value
 
     @model_serializer(mode="wrap")
