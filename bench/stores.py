@@ -112,16 +112,73 @@ async def bench_session_saves(store: Store, saves: int) -> dict[str, Any]:
     return {name: {"p50_ms": _pct(v, 0.5), "p99_ms": _pct(v, 0.99)} for name, v in samples.items()}
 
 
-async def bench_load(store: Store) -> float:
-    """ms to load a thread of 10,000 messages (best of 3)."""
+async def bench_load(
+    store: Store, floor: Callable[[str], Awaitable[Any]] | None
+) -> tuple[float, float | None]:
+    """ms to load a thread of 10,000 messages, and for the raw driver to read its rows and
+    ``json.loads`` each (best of 3 each, interleaved)."""
     cp = store.checkpointer
     tid = f"load-{uuid.uuid4().hex[:6]}"
     await cp.save(ThreadCheckpoint(tid, None, _history(10_000), {}))
     samples: list[float] = []
+    raw: list[float] = []
     for _ in range(3):
         await _timed(samples, lambda: cp.load(tid))
+        if floor is not None:
+            await _timed(raw, lambda: floor(tid))
     await cp.delete(tid)
-    return min(samples) * 1000
+    return min(samples) * 1000, (min(raw) * 1000 if raw else None)
+
+
+def load_floor_sqlite(path: Path) -> Callable[[str], Awaitable[Any]]:
+    """The raw read: SELECT the thread's message rows, ``json.loads`` each (inline)."""
+
+    async def read(thread_id: str) -> Any:
+        conn = sqlite3.connect(path)
+        try:
+            rows = conn.execute(
+                "SELECT body FROM fa_thread_messages WHERE thread_id = ? ORDER BY seq",
+                (thread_id,),
+            ).fetchall()
+        finally:
+            conn.close()
+        return [json.loads(r[0]) for r in rows]
+
+    return read
+
+
+def load_floor_postgres(url: str, schema: str) -> Callable[[str], Awaitable[Any]]:
+    """The raw read over one new autocommit connection, ``json.loads`` per row."""
+
+    async def read(thread_id: str) -> Any:
+        import psycopg
+
+        async with await psycopg.AsyncConnection.connect(url, autocommit=True) as conn:
+            cur = await conn.execute(
+                f'SELECT body FROM "{schema}".fa_thread_messages '  # type: ignore[arg-type]
+                "WHERE thread_id = %s ORDER BY seq",
+                (thread_id,),
+            )
+            rows = await cur.fetchall()
+        return [json.loads(r[0]) for r in rows]
+
+    return read
+
+
+def load_floor_redis(url: str, prefix: str) -> Callable[[str], Awaitable[Any]]:
+    """The raw read: one LRANGE of the thread's list, ``json.loads`` per element."""
+
+    async def read(thread_id: str) -> Any:
+        import redis.asyncio as aioredis
+
+        client = aioredis.Redis.from_url(url)
+        try:
+            rows = await client.lrange(f"{prefix}m:{thread_id}", 0, -1)
+        finally:
+            await client.aclose()
+        return [json.loads(r) for r in rows]
+
+    return read
 
 
 async def bench_concurrency(open_: Callable[[], Store], n: int, turns: int) -> float:
@@ -209,6 +266,7 @@ async def run_backend(
     floor: Callable[[], Awaitable[Callable[[int], Awaitable[None]]]] | None,
     saves: int,
     concurrency: bool,
+    load_floor: Callable[[str], Awaitable[Any]] | None = None,
 ) -> dict[str, Any]:
     out: dict[str, Any] = {}
     store = open_()
@@ -217,7 +275,7 @@ async def run_backend(
         timings = await bench_saves(store, raw, saves)
         out["floor"] = timings.get("floor")
         out["save_at_10"], out["save_at_1000"] = timings["10"], timings["1000"]
-        out["load_10k_ms"] = await bench_load(store)
+        out["load_10k_ms"], out["load_floor_ms"] = await bench_load(store, load_floor)
         out["session"] = await bench_session_saves(store, saves)
     finally:
         await store.close()
@@ -253,7 +311,11 @@ def _report(name: str, r: dict[str, Any]) -> None:
         if floor:
             line += f"   ({s['p50_ms'] / floor['p50_ms']:.2f}x floor)"
         print(line)
-    print(f"  load 10,000 messages: {r['load_10k_ms']:.1f} ms")
+    line = f"  load 10,000 messages: {r['load_10k_ms']:.1f} ms"
+    if r.get("load_floor_ms"):
+        ratio = r["load_10k_ms"] / r["load_floor_ms"]
+        line += f"   (raw read + json.loads {r['load_floor_ms']:.1f} ms: {ratio:.2f}x)"
+    print(line)
     for n in (1, 8, 32):
         c = r.get(f"turns_per_s_n{n}")
         if c:
@@ -285,6 +347,7 @@ async def main() -> None:
                 lambda: floor_sqlite(Path(tmp) / "floor.db"),
                 args.saves,
                 False,
+                load_floor_sqlite(db),
             )
     if "postgres" in only:
         results["postgres"] = await _postgres(args)
@@ -309,7 +372,12 @@ async def _postgres(args: argparse.Namespace) -> dict[str, Any]:
     )
     try:
         return await run_backend(
-            "postgres", open_, lambda: floor_postgres(args.pg, schema), args.saves, True
+            "postgres",
+            open_,
+            lambda: floor_postgres(args.pg, schema),
+            args.saves,
+            True,
+            load_floor_postgres(args.pg, schema),
         )
     except Exception as exc:  # a missing server is reported, not raised
         return {"skipped": str(exc)}
@@ -330,7 +398,12 @@ async def _redis(args: argparse.Namespace) -> dict[str, Any]:
     )
     try:
         return await run_backend(
-            "redis", open_, lambda: floor_redis(args.redis, prefix), args.saves, True
+            "redis",
+            open_,
+            lambda: floor_redis(args.redis, prefix),
+            args.saves,
+            True,
+            load_floor_redis(args.redis, prefix),
         )
     except Exception as exc:
         return {"skipped": str(exc)}
