@@ -105,7 +105,7 @@ async def bench_session_saves(store: Store, saves: int) -> dict[str, Any]:
         for length, (manager, messages) in list(managers.items()):
             messages = messages + _turn(length + i)
             managers[length] = (manager, messages)
-            snapshot = Snapshot(SnapshotData(messages=messages, state={"i": i}))
+            snapshot = Snapshot(manager.snapshot_data(messages, {"i": i}))
             await _timed(samples[str(length)], lambda m=manager, s=snapshot: m.save_latest(s))  # type: ignore[misc]
     for manager, _ in managers.values():
         await store.storage.delete(manager.latest_key)

@@ -26,8 +26,8 @@ from ._codec import (
     check_lease,
     check_new_part,
     decode_checkpoint,
+    encode_checked,
     encode_head,
-    encode_messages,
     shared_prefix,
 )
 from ._lease import LeaseLocks
@@ -115,7 +115,7 @@ class LeasedCheckpointer(AutoPrune):
             expected=None if cache is None else cache.version,
             keep=keep,
             added=added,
-            bodies=encode_messages(added),
+            bodies=encode_checked(added),
             head=encode_head(checkpoint),
             pending=waits_for_approval(checkpoint),
             length=len(checkpoint.messages),

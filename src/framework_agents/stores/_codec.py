@@ -25,6 +25,7 @@ from typing import Any, Generic, Protocol, Self, TypeVar
 from urllib.parse import urlsplit, urlunsplit
 
 from pydantic import ValidationError
+from pydantic_core import PydanticSerializationError
 
 from ..checkpoint.lock import check_seconds
 from ..checkpoint.model import ThreadCheckpoint, check_storable, check_thread_id, to_json
@@ -51,6 +52,7 @@ __all__ = [
     "decode_checkpoint",
     "decode_messages",
     "encode_head",
+    "encode_checked",
     "encode_messages",
     "new_owner",
     "redact",
@@ -176,6 +178,31 @@ def encode_head(checkpoint: ThreadCheckpoint) -> bytes:
 def encode_messages(messages: Sequence[Message]) -> list[bytes]:
     """The JSON fragments of ``messages`` (INVALID_ARGUMENT for what JSON cannot hold)."""
     return [encode_message(m)[0] for m in messages]
+
+
+_MESSAGE_JSON = Message.__pydantic_serializer__
+
+
+def encode_checked(messages: Sequence[Message]) -> list[bytes]:
+    """The JSON fragments of messages whose free-form values were checked plain JSON.
+
+    For a checkpoint's new part after :func:`check_new_part`: only what that check does
+    not cover is left (a ``Message`` subclass, text JSON cannot carry), so no read-back.
+    """
+    out = []
+    for m in messages:
+        if type(m) is not Message:
+            raise InvalidArgumentError(
+                f"message {m.id!r} is a {type(m).__name__}, not a Message: its own fields "
+                "would not be stored"
+            )
+        try:
+            out.append(_MESSAGE_JSON.to_json(m))
+        except (PydanticSerializationError, ValueError) as exc:
+            raise InvalidArgumentError(
+                f"message {m.id!r} cannot be stored as JSON: {exc}"
+            ) from None
+    return out
 
 
 def decode_checkpoint(
