@@ -3,7 +3,7 @@
 See ``docs/sessions.md`` for the key rules, the on-disk layout and the snapshot format.
 """
 
-from ._base import Storage
+from ._base import LoggedStorage, Storage
 from .local import LocalFileStorage
 from .manager import SessionManager
 from .memory_storage import InMemoryStorage
@@ -12,6 +12,7 @@ from .snapshot import Snapshot, SnapshotData, select_snapshot_fields
 __all__ = [
     "InMemoryStorage",
     "LocalFileStorage",
+    "LoggedStorage",
     "SessionManager",
     "Snapshot",
     "SnapshotData",
