@@ -294,12 +294,8 @@ def test_an_appending_managers_latest_is_marked_so_a_release_without_logs_refuse
     asyncio.run(body())
 
 
-def test_a_message_is_checked_as_json_once_and_a_new_one_always(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    """A session's next snapshot checks what the run added, never skips a new message."""
-    from framework_agents import ToolCall
-    from framework_agents.errors import AgentError
+def _count_json_checks(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The paths the snapshot's plain-JSON check looks at, from now on."""
     from framework_agents.sessions import snapshot as snapshot_module
 
     seen: list[str] = []
@@ -310,6 +306,17 @@ def test_a_message_is_checked_as_json_once_and_a_new_one_always(
         return real(value, path)
 
     monkeypatch.setattr(snapshot_module, "_json_problem", counting)
+    return seen
+
+
+def test_a_message_is_checked_as_json_once_and_a_new_one_always(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A session's next snapshot checks what the run added, never skips a new message."""
+    from framework_agents import ToolCall
+    from framework_agents.errors import AgentError
+
+    seen = _count_json_checks(monkeypatch)
     history = [
         Message("user", "hi", metadata={"k": 1}),
         Message("assistant", "", tool_calls=[ToolCall("c1", "f", {"a": 1})]),
@@ -360,14 +367,7 @@ def test_snapshot_data_of_a_manager_checks_only_what_it_has_not_stored(
         for i in range(6)
     ]
     asyncio.run(manager.save_latest(Snapshot(manager.snapshot_data(history))))
-    seen: list[str] = []
-    real = snapshot_module._json_problem
-
-    def counting(value: Any, path: str) -> str | None:
-        seen.append(path)
-        return real(value, path)
-
-    monkeypatch.setattr(snapshot_module, "_json_problem", counting)
+    seen = _count_json_checks(monkeypatch)
     monkeypatch.setattr(snapshot_module, "_checked_before", lambda msg: False)  # no memo
     call = ToolCall("c1", "f", {"a": 1})
     grown = [*history, Message("assistant", "", tool_calls=[call])]
