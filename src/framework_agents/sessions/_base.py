@@ -28,6 +28,7 @@ __all__ = [
     "LoggedStorage",
     "Storage",
     "as_logged",
+    "check_expected_tag",
     "check_tag",
     "digest",
     "swap",
@@ -122,6 +123,17 @@ def as_logged(storage: Storage) -> LoggedStorage | None:
 def digest(data: bytes) -> str:
     """The digest ``swap`` compares: blake2b-128 of the bytes, as hex."""
     return hashlib.blake2b(data, digest_size=16).hexdigest()
+
+
+def check_expected_tag(expected: object, *, optional: bool) -> None:
+    """INVALID_ARGUMENT unless ``expected`` is a tag (a str; ``None`` when ``optional``)."""
+    if expected is None and optional:
+        return
+    if not isinstance(expected, str):
+        raise ArgumentTypeError(
+            f"expected must be a tag (str){' or None' if optional else ''}, "
+            f"not {type(expected).__name__}"
+        )
 
 
 def check_tag(key: str, found: str | None, expected: str | None) -> None:

@@ -41,7 +41,7 @@ from typing import TypeVar
 from .._persist import TEMP_SUFFIX, flock, io_error, mark_landed
 from .._retention import AutoPrune, check_older_than, check_ttl
 from ..errors import InvalidArgumentError, StorageKeyInvalidError
-from ._base import ArgumentTypeError, CompareAndPut, check_tag, digest
+from ._base import ArgumentTypeError, CompareAndPut, check_expected_tag, check_tag, digest
 from ._keys import is_valid_key, is_valid_segment, validate_key, validate_prefix
 from ._log import LogState, append_log_at, drop_log_at, log_name, read_log_at, tag_of
 from .memory_storage import as_bytes
@@ -584,8 +584,7 @@ class LocalFileStorage(CompareAndPut, AutoPrune):
         segments = validate_key(key)
         self._check_contained(key, segments)
         value = as_bytes(data)
-        if expected is not None and not isinstance(expected, str):
-            raise ArgumentTypeError("expected must be a digest (str) or None")
+        check_expected_tag(expected, optional=True)
         await self._io("write", key, self._put_sync, key, segments, value, expected)
         await self._after_write()
         logger.debug("stored %s (%d bytes, compare-and-swap) under %s", key, len(value), self._root)
@@ -605,8 +604,7 @@ class LocalFileStorage(CompareAndPut, AutoPrune):
         segments = validate_key(key)
         self._check_contained(key, segments)
         data = as_bytes(record)
-        if not isinstance(expected, str):
-            raise ArgumentTypeError("expected must be a tag (str)")
+        check_expected_tag(expected, optional=False)
         tag = await self._io("write", key, self._append_logged_sync, key, segments, data, expected)
         await self._after_write()
         logger.debug("stored %s (a %d-byte delta) under %s", key, len(data), self._root)

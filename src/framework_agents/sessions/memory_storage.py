@@ -9,7 +9,7 @@ from datetime import timedelta
 
 from .._retention import AutoPrune, check_older_than, check_ttl
 from ..errors import StorageKeyInvalidError
-from ._base import ArgumentTypeError, CompareAndPut, check_tag
+from ._base import ArgumentTypeError, CompareAndPut, check_expected_tag, check_tag
 from ._keys import validate_key, validate_prefix
 from ._log import tag_of
 
@@ -38,9 +38,9 @@ class InMemoryStorage(CompareAndPut, AutoPrune):
         """Create it; ``ttl``: seconds a value is kept after its last write (``prune``)."""
         self.ttl = check_ttl(ttl)
         self._data: dict[str, bytes] = {}
-        # When each value (or its log) was last written (wall clock), for prune().
         # How many stored keys live under each directory prefix ("a", "a/b", ...).
         self._dirs: Counter[str] = Counter()
+        # When each value (or its log) was last written (wall clock), for prune().
         self._written: dict[str, float] = {}
         # Records appended to a value since it was stored (see ``sessions._log``).
         self._logs: dict[str, builtins.list[bytes]] = {}
@@ -53,30 +53,29 @@ class InMemoryStorage(CompareAndPut, AutoPrune):
         """Store ``data`` under ``key``."""
         segments = validate_key(key)
         value = as_bytes(data)
-        self._logs.pop(key, None)  # a stored value starts a new log
-        if key in self._data:
-            self._data[key] = value
-            self._written[key] = time.time()
-            await self._after_write()
-            return
-        ancestors = self._ancestors(segments)
-        for parent in ancestors:
-            if parent in self._data:
+        if key not in self._data:
+            ancestors = self._ancestors(segments)
+            for parent in ancestors:
+                if parent in self._data:
+                    raise StorageKeyInvalidError(
+                        f"cannot store {key!r}: {parent!r} already holds a value"
+                    )
+            if self._dirs[key]:
                 raise StorageKeyInvalidError(
-                    f"cannot store {key!r}: {parent!r} already holds a value"
+                    f"cannot store {key!r}: other keys are stored under it"
                 )
-        if self._dirs[key]:
-            raise StorageKeyInvalidError(f"cannot store {key!r}: other keys are stored under it")
+            for parent in ancestors:
+                self._dirs[parent] += 1
+        self._logs.pop(key, None)  # a stored value starts a new log
         self._data[key] = value
         self._written[key] = time.time()
-        for parent in ancestors:
-            self._dirs[parent] += 1
         await self._after_write()
 
     async def swap(self, key: str, data: bytes, expected: str | None) -> None:
         """Store ``data`` if ``key`` is still in the state ``expected`` names (else CONFLICT)."""
         validate_key(key)
         value = as_bytes(data)
+        check_expected_tag(expected, optional=True)
         check_tag(key, self._tag(key), expected)
         await self.put(key, value)
 
@@ -89,6 +88,7 @@ class InMemoryStorage(CompareAndPut, AutoPrune):
         """Append ``record`` to the log of ``key`` if its tag is still ``expected``."""
         validate_key(key)
         data = as_bytes(record)
+        check_expected_tag(expected, optional=False)
         check_tag(key, self._tag(key), expected)
         self._logs.setdefault(key, []).append(data)
         self._written[key] = time.time()

@@ -39,7 +39,6 @@ from ..errors import (
 from ..history import well_formed_problems
 from ..memory._document import encode_message, same_json_message
 from ..messages import Message, MessageList
-from ..sessions._base import ArgumentTypeError
 
 __all__ = [
     "ClosableStore",
@@ -51,13 +50,12 @@ __all__ = [
     "check_new_part",
     "decode_checkpoint",
     "decode_messages",
-    "encode_head",
     "encode_checked",
+    "encode_head",
     "encode_messages",
+    "log_tag",
     "new_owner",
     "redact",
-    "check_expected_tag",
-    "log_tag",
     "shared_prefix",
     "unavailable",
     "wall_clock",
@@ -78,17 +76,6 @@ def log_tag(value_digest: str, last_seq: int | None) -> str:
     its last record (numbers are never reused, so a tag never names two states).
     """
     return value_digest if last_seq is None else f"{value_digest}:{last_seq}"
-
-
-def check_expected_tag(expected: object, *, optional: bool) -> None:
-    """INVALID_ARGUMENT unless ``expected`` is a tag (a str; ``None`` when ``optional``)."""
-    if expected is None and optional:
-        return
-    if not isinstance(expected, str):
-        raise ArgumentTypeError(
-            f"expected must be a tag (str){' or None' if optional else ''}, "
-            f"not {type(expected).__name__}"
-        )
 
 
 class SchemaTooNewError(BackendUnavailableError):

@@ -13,7 +13,7 @@ version in its transaction (CHECKPOINT_CONFLICT otherwise).
 from __future__ import annotations
 
 import builtins
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from datetime import timedelta
 from typing import Any
 
@@ -28,14 +28,13 @@ from ..memory._window import (
     window,
 )
 from ..messages import Message
-from ..sessions._base import CompareAndPut, digest
+from ..sessions._base import CompareAndPut, check_expected_tag, digest
 from ..sessions._keys import validate_key, validate_prefix
 from ..sessions.memory_storage import as_bytes
 from ._base import Store
 from ._checkpointer import LeasedCheckpointer
 from ._codec import (
     ClosableStore,
-    check_expected_tag,
     decode_messages,
     encode_messages,
     log_tag,
@@ -46,6 +45,8 @@ from ._pg_db import CONFLICT_SQLSTATE, NOW, PgDb, import_psycopg
 __all__ = ["PostgresCheckpointer", "PostgresMemory", "PostgresStorage", "postgres_store"]
 
 _KEY_END = "\x7f"
+#: The tag of a value written without a digest (schema version 1): it matches no tag.
+_NO_TAG = object()
 #: Lock connections kept open between runs (a new connection costs a round trip or more).
 _IDLE_LOCK_CONNECTIONS = 4
 
@@ -78,7 +79,7 @@ class PostgresStorage(_Closable, AutoPrune, CompareAndPut):
 
     async def put(self, key: str, data: bytes) -> None:
         """Store ``data`` under ``key`` (a key is a value or a directory, never both)."""
-        await self._put(key, data, None)
+        await self._put(key, data)
 
     async def swap(self, key: str, data: bytes, expected: str | None) -> None:
         """Store ``data`` only if ``key`` is still in the state tagged ``expected``.
@@ -86,21 +87,12 @@ class PostgresStorage(_Closable, AutoPrune, CompareAndPut):
         ``None``: no value. Otherwise CHECKPOINT_CONFLICT and nothing is written.
         """
         check_expected_tag(expected, optional=True)
-
-        def check(stored: tuple[Any, ...] | None, last: int | None) -> bool:
-            if stored is None:
-                return expected is None
-            return stored[1] is not None and log_tag(stored[1], last) == expected
-
-        await self._put(key, data, check)
+        await self._put(key, data, conditional=True, expected=expected)
 
     async def _put(
-        self,
-        key: str,
-        data: bytes,
-        check: Callable[[tuple[Any, ...] | None, int | None], bool] | None,
+        self, key: str, data: bytes, *, conditional: bool = False, expected: str | None = None
     ) -> None:
-        """Store ``data``; ``check(row (data, digest) | None, last log seq)`` must agree."""
+        """Store ``data``; when ``conditional``, only over the state tagged ``expected``."""
         segments = validate_key(key)
         value = as_bytes(data)
         value_digest = digest(value)
@@ -117,15 +109,15 @@ class PostgresStorage(_Closable, AutoPrune, CompareAndPut):
                 sql("SELECT data, digest FROM {s}.fa_kv WHERE key = %s FOR UPDATE"), (key,)
             )
             stored = await cur.fetchone()
-            if check is not None:
-                last = None
+            if conditional:
+                found: object = None  # the stored tag; a value without digest has none
                 if stored is not None:
                     cur = await conn.execute(
                         sql("SELECT max(seq) FROM {s}.fa_kv_log WHERE key = %s"), (key,)
                     )
-                    found = await cur.fetchone()
-                    last = None if found is None else found[0]
-                if not check(stored, last):
+                    (last,) = await cur.fetchone() or (None,)
+                    found = _NO_TAG if stored[1] is None else log_tag(stored[1], last)
+                if found != expected:
                     raise CheckpointConflictError(
                         f"storage key {key!r} changed since it was read; nothing was written"
                     )

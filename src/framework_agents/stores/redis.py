@@ -43,7 +43,7 @@ from ..errors import (
 )
 from ..memory._window import bounded_view, check_max_messages, check_messages, shape_of, window
 from ..messages import Message
-from ..sessions._base import CompareAndPut, digest
+from ..sessions._base import CompareAndPut, check_expected_tag, digest
 from ..sessions._keys import validate_key, validate_prefix
 from ..sessions.memory_storage import as_bytes
 from . import _redis_lua as lua
@@ -51,7 +51,6 @@ from ._base import Store
 from ._checkpointer import LeasedCheckpointer
 from ._codec import (
     ClosableStore,
-    check_expected_tag,
     decode_messages,
     encode_messages,
     log_tag,

@@ -11,7 +11,7 @@ from __future__ import annotations
 import builtins
 import os
 import sqlite3
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from datetime import timedelta
 
 from .._retention import AutoPrune, check_older_than, check_ttl
@@ -26,13 +26,12 @@ from ..memory._window import (
     window_start,
 )
 from ..messages import Message
-from ..sessions._base import CompareAndPut, check_tag, digest
+from ..sessions._base import CompareAndPut, check_expected_tag, check_tag, digest
 from ..sessions._keys import validate_key, validate_prefix
 from ..sessions.memory_storage import as_bytes
 from ._checkpointer import LeasedCheckpointer
 from ._codec import (
     ClosableStore,
-    check_expected_tag,
     decode_messages,
     encode_messages,
     log_tag,
@@ -79,7 +78,7 @@ class SqliteStorage(_Closable, AutoPrune, CompareAndPut):
 
     async def put(self, key: str, data: bytes) -> None:
         """Store ``data`` under ``key`` (a key is a value or a directory, never both)."""
-        await self._put(key, data, None)
+        await self._put(key, data)
 
     async def swap(self, key: str, data: bytes, expected: str | None) -> None:
         """Store ``data`` only if ``key`` is still in the state tagged ``expected``.
@@ -87,11 +86,12 @@ class SqliteStorage(_Closable, AutoPrune, CompareAndPut):
         ``None``: no value. Otherwise CHECKPOINT_CONFLICT and nothing is written.
         """
         check_expected_tag(expected, optional=True)
-        await self._put(key, data, lambda conn: check_tag(key, _tag(conn, key)[0], expected))
+        await self._put(key, data, conditional=True, expected=expected)
 
     async def _put(
-        self, key: str, data: bytes, check: Callable[[sqlite3.Connection], None] | None
+        self, key: str, data: bytes, *, conditional: bool = False, expected: str | None = None
     ) -> None:
+        """Store ``data``; when ``conditional``, only over the state tagged ``expected``."""
         segments = validate_key(key)
         value = as_bytes(data)
         value_digest = digest(value)
@@ -99,8 +99,8 @@ class SqliteStorage(_Closable, AutoPrune, CompareAndPut):
 
         def write(conn: sqlite3.Connection) -> None:
             now = wall_clock()
-            if check is not None:
-                check(conn)
+            if conditional:
+                check_tag(key, _tag(conn, key)[0], expected)
             updated = conn.execute(
                 "UPDATE fa_kv SET data = ?, digest = ?, updated_at = ? WHERE key = ?",
                 (value, value_digest, now, key),
@@ -163,11 +163,10 @@ class SqliteStorage(_Closable, AutoPrune, CompareAndPut):
 
         def repair(conn: sqlite3.Connection) -> _Logged:
             row = conn.execute("SELECT data, digest FROM fa_kv WHERE key = ?", (key,)).fetchone()
-            if row is not None and row[1] != digest(bytes(row[0])):
+            actual = None if row is None else digest(bytes(row[0]))
+            if row is not None and row[1] != actual:
                 conn.execute("DELETE FROM fa_kv_log WHERE key = ?", (key,))
-                conn.execute(
-                    "UPDATE fa_kv SET digest = ? WHERE key = ?", (digest(bytes(row[0])), key)
-                )
+                conn.execute("UPDATE fa_kv SET digest = ? WHERE key = ?", (actual, key))
             return read(conn)
 
         value, records, tag = await self._db.read(read)
