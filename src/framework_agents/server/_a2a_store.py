@@ -22,8 +22,10 @@ upgrade writes records the running servers list only after their restart).
 
 A page trusts the records it reads, not the names: a record that no longer passes the
 filters (changed by another replica since its entry was written) is skipped and the page
-filled from the next names. Two replicas saving one task at once may leave an older
-entry behind; a listing keeps a task's newest entry only.
+filled from the next names, and one that the page met stale is not counted in the
+total. A task left with two entries (a save cut short, or two replicas saving it at
+once) is listed once, under the entry its record names (read for such tasks only). A
+listing never removes entries: a save may be half-way.
 """
 
 from __future__ import annotations
@@ -232,11 +234,7 @@ class StorageTaskStore(TaskStore):
         if self._entered:
             return
         records = await self.storage.list(TASKS)
-        indexed = {
-            entry.task_id
-            for name in await self.storage.list(OWNERS)
-            if (entry := _Entry.parse(name.rsplit("/", 1)[-1])) is not None
-        }
+        indexed = _by_task(await self.storage.list(OWNERS))
         for key in records:
             task_id = key[len(TASKS) : -len(".json")]
             if task_id in indexed or not key.endswith(".json"):

@@ -22,7 +22,7 @@ from typing import Any
 
 from .._telemetry import trace_workflow
 from ..agent.agent import Agent
-from ..agent.events import AgentEvent, InterruptEvent, RunFinishedEvent, RunStartedEvent
+from ..agent.events import AgentEvent, InterruptEvent, RunFinishedEvent
 from ..agent.result import RunResult
 from ..checkpoint._base import Checkpointer, thread_lock
 from ..checkpoint.memory import InMemoryCheckpointer
@@ -439,15 +439,18 @@ class Swarm:
             run.member, run.prompt, run.decisions, run.base = turn.handoff.to_agent, None, {}, None
 
     def _member_events(self, run: _Run) -> AsyncIterator[AgentEvent]:
-        """The running member's events: its stream, or its resume when calls are in flight."""
+        """The running member's events: its stream, or its resume when one is due."""
         member = self.member(run.member)
         base = run.base
-        if run.resume and base is not None and base.in_flight:
-            return _resume_events(member, run)
-        if run.resume and not run.reissue and base is not None and base.pending is not None:
-            # The stored call runs as the human saw it, streamed as it happens.
+        if (
+            run.resume
+            and base is not None
+            and (base.in_flight or (base.pending is not None and not run.reissue))
+        ):
+            # The member's resume: it settles calls in flight (one of unknown outcome asks
+            # again), and without reissue runs the stored call as the human saw it.
             return member.resume_stream(
-                run.thread_id, run.decisions or None, checkpointer=run.view, reissue=False
+                run.thread_id, run.decisions or None, checkpointer=run.view, reissue=run.reissue
             )
         decisions = run.decisions
         if run.prompt is None and base is not None and base.pending is not None:
@@ -556,20 +559,6 @@ async def _result(events: AsyncGenerator[SwarmEvent, None]) -> SwarmResult:
         await events.aclose()
     assert result is not None  # the driver ends with SwarmFinished or raises
     return result
-
-
-async def _resume_events(member: Agent, run: _Run) -> AsyncIterator[AgentEvent]:
-    """``member.resume()`` as events (calls of unknown outcome are settled there)."""
-    run_id = new_id()
-    yield RunStartedEvent(run_id=run_id, agent_id=member.agent_id, thread_id=run.thread_id)
-    try:
-        result = await member.resume(
-            run.thread_id, run.decisions or None, checkpointer=run.view, reissue=run.reissue
-        )
-    except HitlInterrupt as interrupt:
-        yield InterruptEvent(run_id=run_id, interrupt=interrupt)
-        return
-    yield RunFinishedEvent(run_id=run_id, result=result)
 
 
 _END = object()
