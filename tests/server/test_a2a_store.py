@@ -117,14 +117,20 @@ def brute(tasks: list[Task], keep: object = None) -> list[str]:
     return [t.id for t in sorted(chosen, key=sort_key, reverse=True)]
 
 
+async def saved_many() -> tuple[CountingStorage, StorageTaskStore, list[Task]]:
+    """120 tasks in 4 contexts saved by one owner; the storage's counters reset."""
+    storage = CountingStorage()
+    store = StorageTaskStore(storage)
+    tasks = many(120, 4)
+    for t in tasks:
+        await store.save(t, ctx())
+    storage.reset()
+    return storage, store, tasks
+
+
 def test_a_page_reads_only_its_records_and_pages_cover_every_task_once_in_order() -> None:
     async def body() -> None:
-        storage = CountingStorage()
-        store = StorageTaskStore(storage)
-        tasks = many(120, 4)
-        for t in tasks:
-            await store.save(t, ctx())
-        storage.reset()
+        storage, store, tasks = await saved_many()
         first = await store.list(a2a_pb2.ListTasksRequest(page_size=10), ctx())
         assert storage.record_reads == 10 and storage.puts == 0
         assert first.total_size == 120 and len(first.tasks) == 10
@@ -138,12 +144,7 @@ def test_a_page_reads_only_its_records_and_pages_cover_every_task_once_in_order(
 
 def test_filters_by_context_state_and_time_read_only_the_page() -> None:
     async def body() -> None:
-        storage = CountingStorage()
-        store = StorageTaskStore(storage)
-        tasks = many(120, 4)
-        for t in tasks:
-            await store.save(t, ctx())
-        storage.reset()
+        storage, store, tasks = await saved_many()
         request = a2a_pb2.ListTasksRequest(context_id="ctx1", page_size=7)
         page = await store.list(request, ctx())
         assert storage.record_reads == 7

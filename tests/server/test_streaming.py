@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import threading
 from collections.abc import AsyncIterator, Iterator, Sequence
@@ -276,79 +277,73 @@ def publish(text: str) -> str:
     return f"published {text}"
 
 
+@contextlib.contextmanager
+def _interrupted(tmp_path: Path, thread_id: str) -> Iterator[tuple[httpx.Client, threading.Event]]:
+    """A server whose agent is held at ``gate`` after an approval, ``thread_id`` interrupted."""
+    gate = threading.Event()
+    app = create_app(
+        lambda: Agent(GatedAfterApprovalModel(gate), tools=[publish]),
+        store=str(tmp_path / "s"),
+        console=False,
+    )
+    served = start_server(app)
+    try:
+        with httpx.Client(base_url=served.url, timeout=60) as client:
+            first = client.post(f"/api/threads/{thread_id}/runs", json={"prompt": "go"})
+            assert [k for k, _ in _events(iter(first.text.splitlines()))][-1] == "interrupt"
+            yield client, gate
+    finally:
+        gate.set()
+        served.stop()
+
+
 def test_a_resumed_run_streams_its_tokens_and_answers_the_call_the_human_saw(
     tmp_path: Path,
 ) -> None:
-    gate = threading.Event()
-    app = create_app(
-        lambda: Agent(GatedAfterApprovalModel(gate), tools=[publish]),
-        store=str(tmp_path / "s"),
-        console=False,
-    )
-    served = start_server(app)
-    try:
-        with httpx.Client(base_url=served.url, timeout=60) as client:
-            first = client.post("/api/threads/r1/runs", json={"prompt": "go"})
-            assert [k for k, _ in _events(iter(first.text.splitlines()))][-1] == "interrupt"
-            body = {"decisions": {"c-shown": "approve"}}
-            with client.stream("POST", "/api/threads/r1/resume", json=body) as response:
-                events = _events(response.iter_lines())
-                seen = []
-                for kind, data in events:
-                    seen.append((kind, data))
-                    if kind == "text_delta":
-                        break
-                # The model is still held at the gate: the token came as it was produced.
-                assert not gate.is_set() and seen[-1][1]["delta"] == "first "
-                gate.set()
-                seen += list(events)
-            kinds = [k for k, _ in seen]
-            assert kinds[0] == "run_started" and kinds[-1] == "run_finished"
-            calls = [d for k, d in seen if k == "tool_call"]
-            results = [d for k, d in seen if k == "tool_result"]
-            assert [c["call"]["id"] for c in calls] == ["c-shown"]
-            assert [r["call_id"] for r in results] == ["c-shown"]
-            assert kinds.index("tool_result") < kinds.index("text_delta")
-            thread = client.get("/api/threads/r1").json()
-            assert thread["pending"] is None
-            assert thread["messages"][-1]["content"] == "first second"
-    finally:
-        gate.set()
-        served.stop()
+    with _interrupted(tmp_path, "r1") as (client, gate):
+        body = {"decisions": {"c-shown": "approve"}}
+        with client.stream("POST", "/api/threads/r1/resume", json=body) as response:
+            events = _events(response.iter_lines())
+            seen = []
+            for kind, data in events:
+                seen.append((kind, data))
+                if kind == "text_delta":
+                    break
+            # The model is still held at the gate: the token came as it was produced.
+            assert not gate.is_set() and seen[-1][1]["delta"] == "first "
+            gate.set()
+            seen += list(events)
+        kinds = [k for k, _ in seen]
+        assert kinds[0] == "run_started" and kinds[-1] == "run_finished"
+        calls = [d for k, d in seen if k == "tool_call"]
+        results = [d for k, d in seen if k == "tool_result"]
+        assert [c["call"]["id"] for c in calls] == ["c-shown"]
+        assert [r["call_id"] for r in results] == ["c-shown"]
+        assert kinds.index("tool_result") < kinds.index("text_delta")
+        thread = client.get("/api/threads/r1").json()
+        assert thread["pending"] is None
+        assert thread["messages"][-1]["content"] == "first second"
 
 
 def test_a_client_that_leaves_mid_resume_leaves_a_whole_thread(tmp_path: Path) -> None:
-    gate = threading.Event()
-    app = create_app(
-        lambda: Agent(GatedAfterApprovalModel(gate), tools=[publish]),
-        store=str(tmp_path / "s"),
-        console=False,
-    )
-    served = start_server(app)
-    try:
-        with httpx.Client(base_url=served.url, timeout=60) as client:
-            first = client.post("/api/threads/r2/runs", json={"prompt": "go"})
-            assert [k for k, _ in _events(iter(first.text.splitlines()))][-1] == "interrupt"
-            body = {"decisions": {"c-shown": "approve"}}
-            with client.stream("POST", "/api/threads/r2/resume", json=body) as response:
-                for kind, data in _events(response.iter_lines()):
-                    if kind == "text_delta":
-                        assert data["delta"] == "first "
-                        break
-            # The connection is closed mid-answer; the resumed run goes on to its end.
-            gate.set()
-            thread = _wait_idle(client, "r2")
-            assert thread["pending"] is None
-            roles = [(m["role"], m["content"]) for m in thread["messages"]]
-            assert roles[-2:] == [("tool", "published hello"), ("assistant", "first second")]
-            assert [e["kind"] for e in thread["timeline"]] == ["run", "resume"]
-            again = client.post(
-                "/api/threads/r2/runs",
-                json={"prompt": "more"},
-                headers={"Accept": "application/json"},
-            )
-            # The thread takes a new turn (the model asks for the tool again).
-            assert again.json()["status"] == "interrupted"
-    finally:
+    with _interrupted(tmp_path, "r2") as (client, gate):
+        body = {"decisions": {"c-shown": "approve"}}
+        with client.stream("POST", "/api/threads/r2/resume", json=body) as response:
+            for kind, data in _events(response.iter_lines()):
+                if kind == "text_delta":
+                    assert data["delta"] == "first "
+                    break
+        # The connection is closed mid-answer; the resumed run goes on to its end.
         gate.set()
-        served.stop()
+        thread = _wait_idle(client, "r2")
+        assert thread["pending"] is None
+        roles = [(m["role"], m["content"]) for m in thread["messages"]]
+        assert roles[-2:] == [("tool", "published hello"), ("assistant", "first second")]
+        assert [e["kind"] for e in thread["timeline"]] == ["run", "resume"]
+        again = client.post(
+            "/api/threads/r2/runs",
+            json={"prompt": "more"},
+            headers={"Accept": "application/json"},
+        )
+        # The thread takes a new turn (the model asks for the tool again).
+        assert again.json()["status"] == "interrupted"
