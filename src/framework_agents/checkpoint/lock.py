@@ -150,9 +150,12 @@ def _record(token: str) -> bytes:
 def _write_record(fd: int, token: str) -> None:
     # Diagnostics and "creator finished" marker only; not fsynced on purpose (after a
     # machine crash the kernel lock is gone anyway and rule 1 covers a lost record).
+    # Written first, then cut to its length: never truncated to zero, because ext4
+    # (auto_da_alloc) flushes a file truncated to zero when it is closed, which costs
+    # the release as much as the fdatasync of the save the lock protects.
     data = _record(token)
-    os.ftruncate(fd, 0)
     os.pwrite(fd, data, 0)
+    os.ftruncate(fd, len(data))
 
 
 def _parse_record(data: bytes) -> dict[str, Any] | None:
