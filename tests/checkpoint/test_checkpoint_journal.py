@@ -68,6 +68,48 @@ def test_each_save_appends_only_its_delta(tmp_path: Path) -> None:
     assert got.state == {"i": 7}
 
 
+class _Tagged(Message):
+    """A message subclass: its own field is not stored, so a read gives a plain Message."""
+
+    tag: str = "x"
+
+
+def test_a_load_after_a_delta_gives_what_a_fresh_read_gives(tmp_path: Path) -> None:
+    async def main() -> None:
+        cp = FileCheckpointer(tmp_path)
+        first = Message("user", "a", id="a")
+        await cp.save(ThreadCheckpoint("t1", None, [first], {"n": 1}))
+        state: dict[str, Any] = {"n": 2, "deep": {"k": [1]}}
+        second = Message("assistant", "b", id="b", metadata={"m": [1]})
+        call = ToolCall("c1", "f", {"x": [1]})
+        await cp.save(
+            ThreadCheckpoint(
+                "t1", None, [first, second], state, call, app_data={"a": [1]}, interrupt_id="i"
+            )
+        )
+        state["deep"]["k"].append(2)  # the caller changes what it saved
+        cached, fresh = await cp.load("t1"), await FileCheckpointer(tmp_path).load("t1")
+        assert cached is not None and fresh is not None
+        assert cached.model_dump() == fresh.model_dump()
+        assert cached.state == {"n": 2, "deep": {"k": [1]}}
+        assert cached.messages[0] is first and cached.messages[1] is second  # shared values
+        cached.state["deep"]["k"].append(3)  # nor does changing what was loaded
+        assert cached.app_data is not None
+        cached.app_data["a"].append(2)
+        again = await cp.load("t1")
+        assert again is not None and again.state == {"n": 2, "deep": {"k": [1]}}
+        assert again.app_data == {"a": [1]}
+        # A subclass is stored as a Message: the cache holds what a read gives, not it.
+        tagged = _Tagged("user", "c", id="c", tag="y")
+        await cp.save(ThreadCheckpoint("t1", None, [first, second, tagged], {}))
+        loaded, fresh = await cp.load("t1"), await FileCheckpointer(tmp_path).load("t1")
+        assert loaded is not None and fresh is not None
+        assert type(loaded.messages[2]) is Message
+        assert loaded.model_dump() == fresh.model_dump()
+
+    asyncio.run(main())
+
+
 def test_a_torn_last_delta_is_ignored_and_cut_by_the_next_save(tmp_path: Path) -> None:
     cp = FileCheckpointer(tmp_path)
     history = _grow(cp, 4)

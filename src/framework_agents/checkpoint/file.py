@@ -86,6 +86,21 @@ _OVERLAY = (
     "decisions",
 )
 
+#: How many threads' paths a checkpointer keeps made (``_Files``).
+_FILES_KEPT = 4096
+
+
+@dataclass(frozen=True, slots=True)
+class _Files:
+    """The paths of one thread's files."""
+
+    directory: Path
+    doc: Path
+    journal: Path
+    progress: Path
+    write_lock: Path
+
+
 #: (device, inode, size, mtime, ctime) of a file as this instance last saw it.
 _Signature = tuple[int, int, int, int, int]
 
@@ -250,6 +265,8 @@ class FileCheckpointer:
         self.max_bytes = max_bytes
         self.ttl = check_ttl(ttl)
         self._known: dict[str, _Known] = {}
+        self._files_of: dict[str, _Files] = {}
+        self._files_root = self.root
 
     def __repr__(self) -> str:
         """A developer-facing description."""
@@ -257,11 +274,28 @@ class FileCheckpointer:
 
     def thread_dir(self, thread_id: str) -> Path:
         """The directory of one thread (validates the id: THREAD_ID_INVALID)."""
-        return self.root / "threads" / check_thread_id(thread_id)
+        return self._files(thread_id).directory
 
     def path(self, thread_id: str) -> Path:
         """Where the thread's checkpoint is stored."""
-        return self.thread_dir(thread_id) / CHECKPOINT_FILE
+        return self._files(thread_id).doc
+
+    def _files(self, thread_id: str) -> _Files:
+        """The paths of a thread's files (validates the id), kept for the busiest threads."""
+        files = self._files_of.get(thread_id) if self._files_root is self.root else None
+        if files is None:
+            directory = self.root / "threads" / check_thread_id(thread_id)
+            files = _Files(
+                directory,
+                directory / CHECKPOINT_FILE,
+                directory / JOURNAL_FILE,
+                directory / PROGRESS_FILE,
+                directory / WRITE_LOCK_FILE,
+            )
+            if len(self._files_of) >= _FILES_KEPT or self._files_root is not self.root:
+                self._files_of, self._files_root = {}, self.root
+            self._files_of[thread_id] = files
+        return files
 
     # -- reading -------------------------------------------------------------------------
 
@@ -421,7 +455,7 @@ class FileCheckpointer:
         The thread's directory is made only when the lock file cannot be made without it
         (the first save, or after a delete removed it).
         """
-        lock = self.thread_dir(thread_id) / WRITE_LOCK_FILE
+        lock = self._files(thread_id).write_lock
         for attempt in range(3):
             try:
                 return await call_with_file_lock(
@@ -447,15 +481,15 @@ class FileCheckpointer:
     def _unchanged(self, thread_id: str) -> bool:
         """Whether the thread's files are exactly as this instance last read or wrote them."""
         known = self._known.get(thread_id)
-        path = self.path(thread_id)
+        files = self._files(thread_id)
         if (
             known is None
             or known.progress
-            or _signature_or_none(path) != known.signature
-            or os.path.lexists(path.with_name(PROGRESS_FILE))
+            or _signature_or_none(files.doc) != known.signature
+            or os.path.lexists(files.progress)
         ):
             return False
-        jsig = _signature_or_none(path.with_name(JOURNAL_FILE))
+        jsig = _signature_or_none(files.journal)
         view = known.journal
         if jsig is None:
             return view.key is None
@@ -523,19 +557,13 @@ class FileCheckpointer:
         if known.journal.end + len(payload) > max(FOLD_RATIO * known.doc_bytes, FOLD_MIN_BYTES):
             self._fold(checkpoint)
             return
-        journal = self.path(thread_id).with_name(JOURNAL_FILE)
+        journal = self._files(thread_id).journal
         view = known.journal
         self._known.pop(thread_id, None)  # unknown until the append returns
         known.journal = append_delta(journal, known.digest, view, payload)
         known.messages = list(new)
-        if known.checkpoint is not None:  # what a read would give: the JSON read back
-            back = Delta.model_validate_json(payload)
-            fields = {name: getattr(back, name) for name in OVERLAY}
-            fields["messages"] = [
-                *known.checkpoint.messages[:keep],
-                *_as_read(back.messages, added),
-            ]
-            known.checkpoint = known.checkpoint.model_copy(update=fields)
+        if known.checkpoint is not None:  # what a read would give
+            known.checkpoint = _delta_read(known.checkpoint, checkpoint, keep, payload)
         self._known[thread_id] = known
 
     def _fold(self, checkpoint: ThreadCheckpoint) -> None:
@@ -723,6 +751,7 @@ def _detached(checkpoint: ThreadCheckpoint) -> ThreadCheckpoint:
             "in_flight": list(checkpoint.in_flight),
             "state": copy.deepcopy(checkpoint.state),
             "decisions": copy.deepcopy(checkpoint.decisions),
+            "app_data": copy.deepcopy(checkpoint.app_data),
         }
     )
 
@@ -735,6 +764,34 @@ def _as_value(checkpoint: ThreadCheckpoint) -> ThreadCheckpoint:
     if checkpoint.version == CHECKPOINT_BASE_VERSION:
         return checkpoint
     return checkpoint.model_copy(update={"version": CHECKPOINT_BASE_VERSION})
+
+
+def _delta_read(
+    base: ThreadCheckpoint, checkpoint: ThreadCheckpoint, keep: int, payload: bytes
+) -> ThreadCheckpoint:
+    """What a read gives after the delta ``payload`` of ``checkpoint`` (``keep`` kept).
+
+    The values themselves when they read back as they are: every message and call is of
+    the exact class a read makes (a subclass's own fields are not stored), the free-form
+    values were checked plain JSON, and the mutable ones are copied. Otherwise the JSON is
+    read back.
+    """
+    added = checkpoint.messages[keep:]
+    messages = [*added, *checkpoint.results]
+    messages += [m for m in (checkpoint.turn, checkpoint.pending_turn) if m is not None]
+    calls = [*checkpoint.in_flight, *([checkpoint.pending] if checkpoint.pending else [])]
+    if all(type(m) is Message for m in messages) and all(type(c) is ToolCall for c in calls):
+        fields = {name: getattr(checkpoint, name) for name in OVERLAY}
+        for name in ("state", "decisions", "app_data"):
+            fields[name] = copy.deepcopy(fields[name])
+        fields["results"] = list(checkpoint.results)
+        fields["in_flight"] = list(checkpoint.in_flight)
+        fields["messages"] = [*base.messages[:keep], *added]
+        return base.model_copy(update=fields)
+    back = Delta.model_validate_json(payload)
+    fields = {name: getattr(back, name) for name in OVERLAY}
+    fields["messages"] = [*base.messages[:keep], *_as_read(back.messages, added)]
+    return base.model_copy(update=fields)
 
 
 def _as_read(back: list[Message], saved: Sequence[Message]) -> list[Message]:
