@@ -1,15 +1,19 @@
 """The agent and an AppendableMemory share the history: a turn costs the turn.
 
-While the memory's revision is the one the agent's last commit left, a run starts from the
-agent's own messages (no load) and commits only its new ones (``save_if``). Whatever the
-path, the model must see exactly what the memory holds, plus the prompt.
+While nothing was written since the revision the agent's last commit left, a run starts
+from the agent's own messages (no load) and commits only its new ones (``save_if``).
+Whatever the path, the model must see exactly what the memory holds, plus the prompt.
+Both memories that can: ``InMemoryMemory`` and ``FileMemory`` (whose other writers are
+other instances on the same directory, as another process would be).
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
+import tempfile
+from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import given, settings
@@ -18,6 +22,7 @@ from hypothesis import strategies as st
 from framework_agents import (
     Agent,
     FileCheckpointer,
+    FileMemory,
     FunctionModel,
     InMemoryMemory,
     Message,
@@ -28,24 +33,49 @@ from framework_agents import history as history_module
 from framework_agents.memory import Appended
 
 
-class CountingMemory(InMemoryMemory):
-    """Counts loads, appends and replaces."""
+class _Counts:
+    """Counts loads, appends and replaces of the memory it is mixed into."""
 
-    def __init__(self, max_messages: int = 50) -> None:
-        super().__init__(max_messages)
-        self.loads = self.appends = self.replaces = 0
+    loads = appends = replaces = 0
 
     async def load(self) -> list[Message]:
         self.loads += 1
-        return await super().load()
+        loaded: list[Message] = await super().load()  # type: ignore[misc]
+        return loaded
 
     async def save_if(self, messages: Sequence[Message], *, revision: int) -> Appended | None:
         self.appends += 1
-        return await super().save_if(messages, revision=revision)
+        done: Appended | None = await super().save_if(messages, revision=revision)  # type: ignore[misc]
+        return done
 
     async def replace(self, messages: Sequence[Message]) -> None:
         self.replaces += 1
-        await super().replace(messages)
+        await super().replace(messages)  # type: ignore[misc]
+
+
+class CountingMemory(_Counts, InMemoryMemory):
+    """An InMemoryMemory that counts."""
+
+
+class CountingFileMemory(_Counts, FileMemory):
+    """A FileMemory that counts."""
+
+
+Counting = CountingMemory | CountingFileMemory
+#: (max_messages, directory) -> the agent's memory and another writer of the same history.
+Pair = Callable[[int, Path], tuple[Counting, Any]]
+
+
+def _in_memory(window: int, directory: Path) -> tuple[Counting, Any]:
+    memory = CountingMemory(window)
+    return memory, memory
+
+
+def _files(window: int, directory: Path) -> tuple[Counting, Any]:
+    return CountingFileMemory(directory, window), FileMemory(directory, window)
+
+
+PAIRS = pytest.mark.parametrize("pair", [_in_memory, _files], ids=["in_memory", "files"])
 
 
 def _echo_model(seen: list[list[str]]) -> FunctionModel:
@@ -56,9 +86,12 @@ def _echo_model(seen: list[list[str]]) -> FunctionModel:
     return FunctionModel(answer)
 
 
-def test_runs_after_the_first_neither_load_nor_rewrite_the_history() -> None:
+@PAIRS
+def test_runs_after_the_first_neither_load_nor_rewrite_the_history(
+    pair: Pair, tmp_path: Path
+) -> None:
     async def scenario() -> None:
-        memory = CountingMemory(max_messages=1000)
+        memory, _ = pair(1000, tmp_path)
         seen: list[list[str]] = []
         agent = Agent(_echo_model(seen), memory=memory)
         for i in range(5):
@@ -71,18 +104,22 @@ def test_runs_after_the_first_neither_load_nor_rewrite_the_history() -> None:
     asyncio.run(scenario())
 
 
-def test_a_write_by_someone_else_is_seen_by_the_next_run() -> None:
+@PAIRS
+def test_a_write_by_someone_else_is_seen_by_the_next_run(pair: Pair, tmp_path: Path) -> None:
     async def scenario() -> None:
-        memory = CountingMemory(max_messages=1000)
+        memory, other = pair(1000, tmp_path)
         seen: list[list[str]] = []
         agent = Agent(_echo_model(seen), memory=memory)
         await agent.run("q0")
-        await memory.save([Message("user", "from elsewhere")])
+        await other.save([Message("user", "from elsewhere")])
         await agent.run("q1")
         assert seen[-1] == ["q0", "answer 1", "from elsewhere", "q1"]
-        await memory.clear()
-        await agent.run("q2")
-        assert seen[-1] == ["q2"]
+        await agent.run("q2")  # back on the fast path after one full commit
+        assert seen[-1] == ["q0", "answer 1", "from elsewhere", "q1", "answer 2", "q2"]
+        await other.clear()
+        await agent.run("q3")
+        assert seen[-1] == ["q3"]
+        assert [m.text for m in await other.load()] == ["q3", "answer 4"]
 
     asyncio.run(scenario())
 
@@ -100,9 +137,10 @@ def test_an_edit_is_what_the_next_run_sends() -> None:
     asyncio.run(scenario())
 
 
-def test_a_window_keeps_agent_memory_and_model_in_step() -> None:
+@PAIRS
+def test_a_window_keeps_agent_memory_and_model_in_step(pair: Pair, tmp_path: Path) -> None:
     async def scenario() -> None:
-        memory = CountingMemory(max_messages=4)
+        memory, _ = pair(4, tmp_path)
         seen: list[list[str]] = []
         agent = Agent(_echo_model(seen), memory=memory)
         for i in range(6):
@@ -126,19 +164,32 @@ _steps = st.lists(
 )
 
 
-@settings(max_examples=120, deadline=None)
-@given(_steps, st.integers(2, 9))
-def test_the_model_always_sees_what_the_memory_holds(
-    steps: list[tuple[str, int]], window: int
+@pytest.mark.parametrize(
+    ("pair", "examples"), [(_in_memory, 120), (_files, 60)], ids=["in_memory", "files"]
+)
+def test_the_model_always_sees_what_the_memory_holds(pair: Pair, examples: int) -> None:
+    @settings(max_examples=examples, deadline=None)
+    @given(_steps, st.integers(2, 9))
+    def check(steps: list[tuple[str, int]], window: int) -> None:
+        with tempfile.TemporaryDirectory() as directory:
+            _model_sees_what_memory_holds(pair, Path(directory), steps, window)
+
+    check()
+
+
+def _model_sees_what_memory_holds(
+    pair: Pair, directory: Path, steps: list[tuple[str, int]], window: int
 ) -> None:
     # Agent runs interleaved with other writers: before each run, what the memory would
     # load plus the prompt is exactly what the model is sent, fast path or not, and the
     # memory then holds the window of that plus the answer.
     async def scenario() -> None:
-        memory = InMemoryMemory(max_messages=window)
+        agents_memory, memory = pair(window, directory)
         seen: list[list[str]] = []
         agent = Agent(
-            _echo_model(seen), memory=memory, conversation_manager=NullConversationManager()
+            _echo_model(seen),
+            memory=agents_memory,
+            conversation_manager=NullConversationManager(),
         )
         for n, (op, k) in enumerate(steps):
             if op == "run":

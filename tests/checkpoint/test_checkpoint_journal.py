@@ -100,7 +100,7 @@ def test_a_load_after_a_delta_gives_what_a_fresh_read_gives(tmp_path: Path) -> N
         assert again is not None and again.state == {"n": 2, "deep": {"k": [1]}}
         assert again.app_data == {"a": [1]}
         # A subclass is stored as a Message: the cache holds what a read gives, not it.
-        tagged = _Tagged("user", "c", id="c", tag="y")
+        tagged = _Tagged(role="user", content="c", id="c", tag="y")
         await cp.save(ThreadCheckpoint("t1", None, [first, second, tagged], {}))
         loaded, fresh = await cp.load("t1"), await FileCheckpointer(tmp_path).load("t1")
         assert loaded is not None and fresh is not None

@@ -636,7 +636,7 @@ class Agent:
         memory, view = self.memory, self._memory_view
         revision: int | None = None
         if _implements(memory, AppendableMemory):
-            if started and view is not None and memory.revision == view[0]:
+            if started and view is not None and await memory.unchanged(view[0]):
                 return view[1]  # the memory still holds what this agent left there
             revision = memory.revision
         history = await trace_store("memory", "load", memory, memory.load())

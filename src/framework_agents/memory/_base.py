@@ -18,11 +18,19 @@ read-modify-write under its lock (what ``CompactedMemory`` uses).
 from __future__ import annotations
 
 from collections.abc import Sequence
+from itertools import count
 from typing import NamedTuple, Protocol, runtime_checkable
 
 from ..messages import Message
 
-__all__ = ["Appended", "AppendableMemory", "Memory", "ReplaceableMemory", "replace_history"]
+__all__ = [
+    "Appended",
+    "AppendableMemory",
+    "Memory",
+    "ReplaceableMemory",
+    "new_revision",
+    "replace_history",
+]
 
 
 @runtime_checkable
@@ -67,14 +75,23 @@ class AppendableMemory(Memory, Protocol):
     """A memory that says when its history changed, and appends only if it did not.
 
     This is how an agent commits a turn in what the turn costs, not what the history
-    does: when the memory's ``revision`` is still the one its last commit left, the
-    memory holds exactly the agent's history (by value), so the next run starts from the
-    agent's own messages and its commit appends only the new ones.
+    does: while nothing was written since the revision its last commit left
+    (:meth:`unchanged`), the memory holds exactly the agent's history (by value), so the
+    next run starts from the agent's own messages and its commit appends only the new
+    ones.
     """
 
     @property
     def revision(self) -> int:
-        """A number that changes with every write (``save``, ``replace``, ``clear``...)."""
+        """A number that changes with every write this memory object made or saw.
+
+        A memory another process can write (a file) learns of that process's writes
+        only when it looks: :meth:`unchanged` and :meth:`save_if` look.
+        """
+        ...
+
+    async def unchanged(self, revision: int) -> bool:
+        """Whether nothing was written since ``revision``, by anyone (writes nothing)."""
         ...
 
     async def save_if(self, messages: Sequence[Message], *, revision: int) -> Appended | None:
@@ -83,6 +100,15 @@ class AppendableMemory(Memory, Protocol):
         ``None`` means nothing was written. The window applies as with ``save()``.
         """
         ...
+
+
+#: Revisions are unique in the process, so one memory's number never means another's.
+_REVISIONS = count(1)
+
+
+def new_revision() -> int:
+    """A revision number no memory of this process has used."""
+    return next(_REVISIONS)
 
 
 async def replace_history(memory: Memory, messages: Sequence[Message]) -> None:

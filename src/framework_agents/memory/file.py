@@ -31,9 +31,17 @@ from .._persist import (
 )
 from ..errors import AgentError, InvalidArgumentError
 from ..messages import Message
+from ._base import Appended, new_revision
 from ._document import DEFAULT_MAX_BYTES, DEFAULT_MAX_ITEMS, encode_message, same_json_message
 from ._journaled import Entries, MemoryFiles, State, messages_of
-from ._window import bounded_view, check_max_messages, check_messages, shape_of, window
+from ._window import (
+    bounded_view,
+    check_max_messages,
+    check_messages,
+    shape_of,
+    window,
+    window_start,
+)
 
 __all__ = ["FOLD_MIN_BYTES", "FOLD_RATIO", "FileMemory"]
 
@@ -124,6 +132,10 @@ class FileMemory:
         # Fragments this instance encoded, by message id, with the message read back from
         # each: a commit re-encodes only messages that changed.
         self._memo: dict[str, tuple[Message, bytes]] = {}
+        # The files (document, journal) as this instance last loaded or wrote them, and
+        # the revision that stands for them (see ``unchanged``); None: not looked yet.
+        self._idents: _Idents | None = None
+        self._revision = new_revision()
         self._next_sweep = 0.0  # monotonic time of the next temp-file sweep
         self._folds = 0  # how often a write published a new document
 
@@ -137,6 +149,33 @@ class FileMemory:
         return self._files.reparses
 
     # -- the contract ------------------------------------------------------------------
+
+    @property
+    def revision(self) -> int:
+        """Changes with every write this instance made and every change a load of it saw."""
+        return self._revision
+
+    async def unchanged(self, revision: int) -> bool:
+        """Whether the files are as this instance left them at ``revision`` (two ``stat``s).
+
+        Any write, by this instance or another writer in any process, replaces the
+        document or grows the journal, which changes their size, inode or times.
+        """
+        known = self._idents
+        if revision != self._revision or known is None:
+            return False
+        return await asyncio.to_thread(self._guard, "read", self._idents_now) == known
+
+    async def save_if(self, messages: Sequence[Message], *, revision: int) -> Appended | None:
+        """Append ``messages`` if the files are as this instance left them at ``revision``.
+
+        ``None`` (nothing written) when anyone wrote since, or when a message's id is
+        stored already (an append would then not extend the history as given).
+        ``dropped`` is how many of the oldest messages a load no longer returns.
+        """
+        new = self._encode(messages)
+        async with _PATH_LOCKS.get(self.path):
+            return await asyncio.to_thread(self._guard, "save", self._save_if_sync, new, revision)
 
     async def load(self) -> list[Message]:
         """The stored history, repaired and within ``max_messages``."""
@@ -194,7 +233,7 @@ class FileMemory:
                 result = await update(self._view(stored))
                 new = self._encode(result)
                 base = {m.id for m in stored}
-                await asyncio.to_thread(self._guard, "save", self._commit_locked, new, base)
+                await asyncio.to_thread(self._guard, "save", self._commit_transacted, new, base)
             finally:
                 os.close(fd)
 
@@ -250,6 +289,7 @@ class FileMemory:
         except OSError as exc:
             if action != "read":
                 self._state = None  # what is on disk is unknown now: re-read next time
+                self._idents, self._revision = None, new_revision()
             raise io_error(exc, action=action, key="memory.json", root=self.dir) from exc
 
     def _lock_sync(self, create: bool) -> int | None:
@@ -268,10 +308,51 @@ class FileMemory:
     def _load_sync(self) -> list[Message]:
         fd = self._lock_sync(False)
         try:
-            return self._files.read_messages()
+            idents = self._idents_now()  # writers wait for the shared lock we hold
+            messages = self._files.read_messages()
         finally:
             if fd is not None:
                 os.close(fd)
+        self._observe(idents)
+        return messages
+
+    def _idents_now(self) -> _Idents:
+        return (_ident_or_none(self.path), _ident_or_none(self.journal_path))
+
+    def _observe(self, idents: _Idents) -> None:
+        """The files are ``idents`` now, as this instance knows: a new revision if changed.
+
+        The first look keeps the revision: until then it stood for no files at all (no
+        ``unchanged`` holds for it), so nobody can hold a history under it.
+        """
+        if idents != self._idents:
+            if self._idents is not None:
+                self._revision = new_revision()
+            self._idents = idents
+
+    def _save_if_sync(self, new: Entries, revision: int) -> Appended | None:
+        if revision != self._revision or self._idents is None:
+            return None
+        fd = self._lock_sync(True)
+        assert fd is not None  # created when missing
+        try:
+            if self._idents_now() != self._idents:
+                return None  # another writer: the caller's history is not what is stored
+            state = self._refresh()
+            stored = state.entries
+            if any(msg_id in stored.idset for msg_id in new.ids):
+                return None
+            before = window_start(stored.shapes, self.max_messages)
+            after = window_start(stored.shapes + new.shapes, self.max_messages)
+            if new.ids:
+                if self._seen is not None:
+                    self._seen.update(new.ids)
+                self._extend(state, new)
+                self._observe(self._idents_now())
+        finally:
+            os.close(fd)
+        self._sweep()
+        return Appended(self._revision, after - before)
 
     def _stored_sync(self) -> list[Message]:
         state = self._refresh()
@@ -289,6 +370,7 @@ class FileMemory:
                 self._commit_locked(new, base)
             else:
                 self._append_locked(new)
+            self._observe(self._idents_now())
         finally:
             if fd is not None:
                 os.close(fd)
@@ -321,6 +403,10 @@ class FileMemory:
                 self._extend(state, result.tail(n))
             return
         self._fold(result)
+
+    def _commit_transacted(self, new: Entries, base: set[str]) -> None:
+        self._commit_locked(new, base)
+        self._observe(self._idents_now())
 
     def _extend(self, state: State, fresh: Entries) -> None:
         """Append ``fresh`` to the journal, or fold when the journal has grown enough."""
@@ -356,6 +442,7 @@ class FileMemory:
             if state.doc_ident is not None or state.stale or state.journal_key is not None:
                 self._fold(Entries())
             self._seen = set()
+            self._observe(self._idents_now())
         finally:
             if fd is not None:
                 os.close(fd)
@@ -374,6 +461,20 @@ class FileMemory:
             except OSError as exc:
                 # The save itself succeeded; a temp file we may not delete is not its failure.
                 logger.warning("could not sweep temp files next to %s: %s", target, exc)
+
+
+#: A file's (device, inode, size, mtime, ctime), or None when it does not exist.
+_Ident = tuple[int, int, int, int, int] | None
+#: The idents of the document and the journal.
+_Idents = tuple[_Ident, _Ident]
+
+
+def _ident_or_none(path: Path) -> _Ident:
+    try:
+        st = os.stat(path, follow_symlinks=False)
+    except FileNotFoundError:
+        return None
+    return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
 
 
 def _extends(result: Entries, stored: Entries) -> bool:

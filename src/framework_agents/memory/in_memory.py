@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Sequence
-from itertools import count
 
 from .._persist import LoopLocks
 from ..messages import FrozenMessage, Message, freeze_message, thaw_message
-from ._base import Appended
+from ._base import Appended, new_revision
 from ._window import (
     OTHER,
     TOOL,
@@ -42,12 +41,16 @@ class InMemoryMemory:
         self.max_messages: int = check_max_messages(max_messages)
         self._stored: list[FrozenMessage] = []
         self._locks = LoopLocks()
-        self._revision = next(_REVISIONS)
+        self._revision = new_revision()
 
     @property
     def revision(self) -> int:
         """Changes with every write (unique across the process's memories)."""
         return self._revision
+
+    async def unchanged(self, revision: int) -> bool:
+        """Whether nothing was written since ``revision`` (only this process writes)."""
+        return revision == self._revision
 
     async def load(self) -> list[Message]:
         """The stored history, repaired and within ``max_messages`` (copies)."""
@@ -74,7 +77,7 @@ class InMemoryMemory:
         if len(kept) > self.max_messages:
             cut = window_start(_Shapes(kept), self.max_messages)
             del kept[:cut]
-        self._revision = next(_REVISIONS)
+        self._revision = new_revision()
         return cut
 
     async def replace(self, messages: Sequence[Message]) -> None:
@@ -82,7 +85,7 @@ class InMemoryMemory:
         # Window first: only what is kept is copied (the cut depends on values alone).
         kept = window(check_messages(messages), self.max_messages)
         self._stored = [freeze_message(m) for m in kept]
-        self._revision = next(_REVISIONS)
+        self._revision = new_revision()
 
     async def transact(
         self, update: Callable[[list[Message]], Awaitable[Sequence[Message]]]
@@ -94,15 +97,11 @@ class InMemoryMemory:
     async def clear(self) -> None:
         """Forget the stored history."""
         self._stored = []
-        self._revision = next(_REVISIONS)
+        self._revision = new_revision()
 
     def __repr__(self) -> str:
         """A developer-facing description."""
         return f"InMemoryMemory(max_messages={self.max_messages}, stored={len(self._stored)})"
-
-
-#: Revisions are unique in the process, so one memory's number never means another's.
-_REVISIONS = count(1)
 
 
 class _Shapes(Sequence[int]):
