@@ -191,6 +191,27 @@ def test_a_symlink_at_the_lock_path_is_refused(tmp_path: Path) -> None:
     assert target.read_text() == "not a lock"
 
 
+def test_two_spellings_of_one_directory_are_one_lock(tmp_path: Path) -> None:
+    # The directory's symlinks are resolved off the event loop, in the worker that
+    # touches the file: a second spelling queues apart in the process but still waits
+    # for the holder through the file, and finds the lock file at the real place.
+    real = tmp_path / "real"
+    real.mkdir()
+    (tmp_path / "link").symlink_to(real)
+
+    async def main() -> None:
+        async with with_file_lock(real / "x.lock", timeout=5):
+            with pytest.raises(LockTimeoutError):
+                async with with_file_lock(tmp_path / "link" / "x.lock", timeout=0.2):
+                    pass
+        async with with_file_lock(tmp_path / "link" / "x.lock", timeout=5):
+            assert (real / "x.lock").exists()
+            assert not (tmp_path / "link" / "x.lock").is_symlink()
+        assert not (real / "x.lock").exists()
+
+    arun(main())
+
+
 # -- timeouts ---------------------------------------------------------------------------
 
 

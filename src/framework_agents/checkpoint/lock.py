@@ -33,9 +33,12 @@ and an owner whose event loop stalls past ``stale_after`` can lose the lock: a f
 A live owner that holds the kernel lock is never robbed, however old the file: age is
 never taken over proof. A hung owner therefore makes waiters fail with ``LOCK_TIMEOUT``.
 
-Inside one process the tasks of one event loop queue on an ``asyncio.Lock`` per resolved
-path first (FIFO, no polling); only the head of that queue polls the file, with a small
-jittered backoff (1 ms doubling to 50 ms). Across processes there is no FIFO order.
+Inside one process the tasks of one event loop queue on an ``asyncio.Lock`` per path (made
+absolute) first (FIFO, no polling); only the head of that queue polls the file, with a
+small jittered backoff (1 ms doubling to 50 ms). Across processes there is no FIFO order.
+The symlinks of the lock's directory are resolved by the worker thread that touches the
+file, never on the event loop (``lstat`` per component); two spellings of one directory
+queue apart in a process and exclude each other through the file like two processes.
 
 Limits: the kernel lock belongs to the open file description, so a child made with
 ``fork()`` while the lock is held shares it (the descriptor is ``O_CLOEXEC``, so ``exec``
@@ -291,6 +294,7 @@ def _inspect_without_flock(
 
 def _acquire_once(path: Path, token: str, stale_after: float) -> _Held | _Busy:
     """One non-blocking attempt (blocking I/O; runs in a worker thread)."""
+    path = _resolve_dir(path)
     for _ in range(8):
         created = _create(path, token)
         outcome = _inspect(path, token, stale_after) if created is None else created
@@ -332,15 +336,20 @@ def lock_holder(path: str | os.PathLike[str]) -> dict[str, Any] | None:
 _LOCAL = LocalLocks()
 
 
-def _resolve(path: object) -> Path:
-    # Resolve the directory (symlinks and ..), never the lock file itself (O_NOFOLLOW).
+def _absolute(path: object) -> Path:
+    """``path`` checked and made absolute (no I/O: safe on the event loop)."""
     raw = os.fspath(path) if isinstance(path, str | os.PathLike) else path
     if not isinstance(raw, str) or not raw:
         raise InvalidArgumentError(
             f"lock path must be a non-empty str or os.PathLike of str, not {path!r:.60}"
         )
-    p = Path(os.path.abspath(raw))
-    return p.parent.resolve() / p.name
+    return Path(os.path.abspath(raw))
+
+
+def _resolve_dir(path: Path) -> Path:
+    # The directory's symlinks resolved (blocking: in a worker), never the lock file
+    # itself (O_NOFOLLOW).
+    return path.parent.resolve() / path.name
 
 
 def _remaining(deadline: float | None) -> float | None:
@@ -453,7 +462,7 @@ def _lock_arguments(
     limit = check_seconds("timeout", timeout, optional=True)
     stale = check_seconds("stale_after", stale_after, optional=False, positive=True)
     assert stale is not None
-    target = _resolve(path)
+    target = _absolute(path)
     deadline = None if limit is None else time.monotonic() + limit
     return target, limit, deadline, stale
 
