@@ -12,6 +12,7 @@ import sys
 import tempfile
 import textwrap
 from pathlib import Path
+from unittest import mock
 
 import pytest
 from hypothesis import given, settings
@@ -26,6 +27,7 @@ from framework_agents import (
     ToolCall,
 )
 from framework_agents.memory import AppendableMemory
+from framework_agents.memory import file as file_module
 
 
 def _turn(i: int) -> list[Message]:
@@ -102,6 +104,8 @@ def test_an_id_stored_already_is_refused_not_appended_twice(tmp_path: Path) -> N
         memory = FileMemory(tmp_path, 100)
         await memory.save(_turn(0))
         assert await memory.save_if(_turn(0), revision=memory.revision) is None
+        twice = [*_turn(1), _turn(1)[0]]  # one id twice: not the history as given
+        assert await memory.save_if(twice, revision=memory.revision) is None
         assert _ids(await memory.load()) == ["q0", "a0"]
 
     asyncio.run(main())
@@ -117,16 +121,21 @@ def test_no_revision_holds_before_the_first_look(tmp_path: Path) -> None:
     asyncio.run(main())
 
 
+@pytest.mark.parametrize("fold_often", [False, True], ids=["journal", "folds"])
+def test_dropped_is_what_a_load_no_longer_returns(fold_often: bool) -> None:
+    # The view the caller holds, grown by what it appended and cut by ``dropped``, is
+    # always exactly what a load returns: windows that cut between tool groups included,
+    # and saves that fold (publish a windowed document) instead of appending a record.
+    with mock.patch.object(file_module, "FOLD_MIN_BYTES", 0 if fold_often else 64 << 10):
+        _check_dropped()
+
+
 @settings(max_examples=40, deadline=None)
 @given(
     st.integers(2, 8),
     st.lists(st.tuples(st.integers(1, 3), st.booleans()), min_size=1, max_size=12),
 )
-def test_dropped_is_what_a_load_no_longer_returns(
-    window: int, saves: list[tuple[int, bool]]
-) -> None:
-    # The view the caller holds, grown by what it appended and cut by ``dropped``, is
-    # always exactly what a load returns: windows that cut between tool groups included.
+def _check_dropped(window: int, saves: list[tuple[int, bool]]) -> None:
     async def main(directory: Path) -> None:
         memory = FileMemory(directory, window)
         view = await memory.load()
@@ -146,6 +155,8 @@ def test_dropped_is_what_a_load_no_longer_returns(
             view = [*view, *new][done.dropped :]
             revision = done.revision
             assert _ids(view) == _ids(await FileMemory(directory, window).load())
+        if file_module.FOLD_MIN_BYTES == 0 and len(saves) > 2:
+            assert not (directory / "memory.json.journal").exists() or memory._folds > 1
 
     with tempfile.TemporaryDirectory() as directory:
         asyncio.run(main(Path(directory)))

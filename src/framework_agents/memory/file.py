@@ -170,10 +170,13 @@ class FileMemory:
         """Append ``messages`` if the files are as this instance left them at ``revision``.
 
         ``None`` (nothing written) when anyone wrote since, or when a message's id is
-        stored already (an append would then not extend the history as given).
+        stored already or given twice (an append would then not extend the history as
+        given).
         ``dropped`` is how many of the oldest messages a load no longer returns.
         """
         new = self._encode(messages)
+        if len(new.ids) != len(messages):  # an id twice: the store would differ from them
+            return None
         async with _PATH_LOCKS.get(self.path):
             return await asyncio.to_thread(self._guard, "save", self._save_if_sync, new, revision)
 
