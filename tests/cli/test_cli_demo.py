@@ -83,7 +83,7 @@ def test_demo_rejects_a_bad_model_before_starting(tmp_path: Path) -> None:
 @pytest.mark.local_model
 @pytest.mark.skipif(bool(LOCAL_MISSING), reason=f"needs the 'local' extra; missing {LOCAL_MISSING}")
 def test_demo_with_the_local_model(tmp_path: Path) -> None:
-    result = demo(tmp_path, "--max-tokens", "24")
+    result = demo(tmp_path, "--max-tokens", "8")
     out = result.stdout
     assert result.returncode == 0, out + result.stderr
     assert out.count("model ready in") == 2  # loaded by each of the two processes
