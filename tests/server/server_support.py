@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -79,10 +81,38 @@ class Served:
     stop: Callable[[], None]
 
 
+class _Server(uvicorn.Server):
+    """uvicorn's server, whose main loop also wakes at once when :meth:`exit` is called.
+
+    uvicorn looks at ``should_exit`` every 0.1 s, so each stop waited 0.05 s on average for
+    the next tick; the ticks and what they do (``on_tick``) are uvicorn's own.
+    """
+
+    _loop: asyncio.AbstractEventLoop | None = None
+    _wake: asyncio.Event | None = None
+
+    async def main_loop(self) -> None:
+        self._wake = asyncio.Event()
+        self._loop = asyncio.get_running_loop()
+        counter = 0
+        while not await self.on_tick(counter):
+            counter = (counter + 1) % 864000
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._wake.wait(), 0.1)
+
+    def exit(self) -> None:
+        """Set ``should_exit`` and wake the main loop (if it runs yet: else it sees the flag)."""
+        self.should_exit = True
+        loop, wake = self._loop, self._wake
+        if loop is not None and wake is not None:
+            with contextlib.suppress(RuntimeError):  # the loop has already ended
+                loop.call_soon_threadsafe(wake.set)
+
+
 def start_server(app: Any) -> Served:
     """Run ``app`` under uvicorn on 127.0.0.1, a free port, in a thread."""
     config = uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning", lifespan="on")
-    server = uvicorn.Server(config)
+    server = _Server(config)
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
     while not server.started:
@@ -92,7 +122,7 @@ def start_server(app: Any) -> Served:
     port = server.servers[0].sockets[0].getsockname()[1]
 
     def stop() -> None:
-        server.should_exit = True
+        server.exit()
         thread.join(30)
 
     return Served(f"http://127.0.0.1:{port}", app, stop)
