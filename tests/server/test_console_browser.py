@@ -260,12 +260,15 @@ def test_a_run_of_another_client_shows_in_progress_then_its_answer(page: Page, s
     )
     worker.start()
     assert gate.reached.wait(30), "the other client's run never started"
+    page.clock.install()  # the page's timers, on a clock the test can move on
     _open_thread(page, server, "other-client")
     expect(page.locator("#running-badge")).to_have_text("Run in progress")
     expect(_composer(page)).to_be_disabled()
     gate.opened.set()
     worker.join(30)
-    # The page looks again by itself while the run lasts, and shows its end.
+    # The page looks again by itself while the run lasts (a 1.5 s timer: the clock is moved
+    # past it rather than waited for), and shows its end.
+    page.clock.fast_forward(1500)
     expect(_assistant(page).last).to_contain_text("You said: answer me slowly")
     expect(page.locator("#running-badge")).to_have_count(0)
     expect(_composer(page)).to_be_enabled()
