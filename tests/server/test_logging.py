@@ -15,6 +15,9 @@ def test_one_line_per_request_and_per_run(served: Served, caplog: pytest.LogCapt
         assert client.post("/api/threads/t1/runs", json={"prompt": "hello"}).status_code == 200
         assert client.get("/api/threads/t1").status_code == 200
         assert client.get("/api/threads/bad%20id").status_code == 400
+    # A request's line is logged once its response is sent, so the client may read the last
+    # response before the server thread logs it: stopping the server waits for that.
+    served.stop()
     lines = [r.getMessage() for r in caplog.records if r.name.startswith("framework_agents.server")]
     requests = [line for line in lines if line.startswith(("GET ", "POST "))]
     assert any(line.startswith("POST /api/threads/t1/runs 200 ") for line in requests)
