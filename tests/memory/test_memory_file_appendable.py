@@ -73,6 +73,7 @@ def test_a_write_by_another_instance_makes_save_if_refuse_and_write_nothing(
         assert await memory.save_if(_turn(1), revision=revision) is None
         assert _ids(await other.load()) == ["q0", "a0", "x"]  # nothing written
         await memory.load()  # sees the other write: a new revision to append under
+        assert await memory.save_if(_turn(1), revision=revision) is None  # still stale
         assert await memory.save_if(_turn(1), revision=memory.revision) is not None
         assert _ids(await other.load()) == ["q0", "a0", "x", "q1", "a1"]
 

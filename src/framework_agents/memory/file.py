@@ -171,8 +171,7 @@ class FileMemory:
 
         ``None`` (nothing written) when anyone wrote since, or when a message's id is
         stored already or given twice (an append would then not extend the history as
-        given).
-        ``dropped`` is how many of the oldest messages a load no longer returns.
+        given). ``dropped`` is how many of the oldest messages a load no longer returns.
         """
         new = self._encode(messages)
         if len(new.ids) != len(messages):  # an id twice: the store would differ from them
@@ -313,10 +312,10 @@ class FileMemory:
         try:
             idents = self._idents_now()  # writers wait for the shared lock we hold
             messages = self._files.read_messages()
+            self._observe(idents)  # under the lock: save_if checks under it too
         finally:
             if fd is not None:
                 os.close(fd)
-        self._observe(idents)
         return messages
 
     def _idents_now(self) -> _Idents:
@@ -339,7 +338,8 @@ class FileMemory:
         fd = self._lock_sync(True)
         assert fd is not None  # created when missing
         try:
-            if self._idents_now() != self._idents:
+            # Again under the lock: a load may have seen another writer meanwhile.
+            if revision != self._revision or self._idents_now() != self._idents:
                 return None  # another writer: the caller's history is not what is stored
             state = self._refresh()
             stored = state.entries
