@@ -226,7 +226,11 @@ class _ThreadRun:
                 TRACE_APP_DATA_KEY: record,
             }
         fields.setdefault("app_data", app_data if isinstance(app_data, dict) else None)
-        return ThreadCheckpoint(self.thread_id, None, list(messages), state, **fields)
+        # Every field is validated but the history: the run's own messages, checked as a
+        # history already (validating them again is a pass over the whole history per
+        # save; the checkpointer checks what a save adds).
+        checkpoint = ThreadCheckpoint(self.thread_id, None, [], state, **fields)
+        return checkpoint.model_copy(update={"messages": list(messages)})
 
     async def save_turn(self, turn: _Turn) -> None:
         order = [c.id for c in turn.assistant.tool_calls]
