@@ -41,7 +41,7 @@ from ._journal import (
     parse_header,
     scan,
 )
-from ._json import MAX_JSON_DEPTH, json_problem, json_type, strict_loads
+from ._json import MAX_JSON_DEPTH, json_problem, json_type, reads_back_as_is, strict_loads
 from ._locks import LoopLocks, flock, open_lock_file
 from ._version import version_problem
 
@@ -65,6 +65,7 @@ __all__ = [
     "header_payload",
     "io_error",
     "json_problem",
+    "reads_back_as_is",
     "json_type",
     "make_private_dirs",
     "mark_landed",

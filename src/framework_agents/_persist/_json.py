@@ -16,7 +16,7 @@ import math
 import re
 from typing import Any
 
-__all__ = ["MAX_JSON_DEPTH", "json_problem", "json_type", "strict_loads"]
+__all__ = ["MAX_JSON_DEPTH", "json_problem", "json_type", "reads_back_as_is", "strict_loads"]
 
 #: Deepest nesting of a free-form value (a scalar at the top is depth 0). Every store
 #: refuses deeper values on save, so none accepts what another would refuse.
@@ -103,3 +103,32 @@ def json_problem(value: Any, path: str, *, max_depth: int = MAX_JSON_DEPTH) -> s
         else:
             return f"{where} is a {type(item).__name__}, not a JSON value"
     return None
+
+
+_EXACT = frozenset({type(None), bool, int, float, str})
+
+
+def reads_back_as_is(value: Any) -> bool:
+    """Whether plain-JSON ``value`` reads back as the very same types (no tuple, no subclass).
+
+    :func:`json_problem` accepts a tuple (written as an array) and subclasses of ``int``,
+    ``str``, ``list`` or ``dict``; JSON gives those back as plain lists, ints, strings and
+    dicts. A store that keeps a saved value instead of reading its JSON back may do so only
+    when this holds. Iterative; assumes ``value`` passed :func:`json_problem`.
+    """
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        kind = type(item)
+        if kind in _EXACT:
+            continue
+        if kind is list:
+            stack.extend(item)
+        elif kind is dict:
+            for key, v in item.items():
+                if type(key) is not str:
+                    return False
+                stack.append(v)
+        else:
+            return False
+    return True

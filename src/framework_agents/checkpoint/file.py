@@ -3,14 +3,12 @@
 from __future__ import annotations
 
 import contextlib
-import copy
 import functools
 import hashlib
 import logging
-import operator
 import os
 import time
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -31,11 +29,18 @@ from ..errors import (
     LockTimeoutError,
     ThreadBusyError,
 )
-from ..history import well_formed_problems
-from ..memory._document import same_json_message
 from ..messages import Message, ToolCall
 from ._io import run_blocking
 from ._journal import OVERLAY, Delta, JournalView, append_delta, apply_deltas, read_journal
+from ._values import (
+    as_read,
+    check_checkpoint,
+    check_new_part,
+    check_whole,
+    detached,
+    kept_value,
+    stored_prefix,
+)
 from .lock import (
     LockDirectoryMissingError,
     call_with_file_lock,
@@ -47,11 +52,8 @@ from .model import (
     CHECKPOINT_FORMAT_VERSION,
     ThreadCheckpoint,
     check_saved_at,
-    check_storable,
-    check_storable_messages,
     check_thread_id,
     to_json,
-    turn_problem,
 )
 
 __all__ = ["FileCheckpointer"]
@@ -380,7 +382,7 @@ class FileCheckpointer:
             progress is not None,
             checkpoint,
         )
-        return _detached(checkpoint)
+        return detached(checkpoint)
 
     async def load(self, thread_id: str) -> ThreadCheckpoint | None:
         """The thread's checkpoint, or ``None`` (CHECKPOINT_CORRUPT when unreadable)."""
@@ -395,7 +397,7 @@ class FileCheckpointer:
         """The checkpoint: from what this instance knows when the files are unchanged."""
         known = self._known.get(thread_id)
         if known is not None and known.checkpoint is not None and self._unchanged(thread_id):
-            found = _detached(known.checkpoint)
+            found = detached(known.checkpoint)
             known.messages = list(found.messages)  # the caller's next save extends these
             return found
         return self._read(thread_id)
@@ -513,7 +515,7 @@ class FileCheckpointer:
         except OSError as exc:
             raise mark_landed(exc) from None
         back = _as_value(ThreadCheckpoint.model_validate_json(payload))  # what a read gives
-        back = back.model_copy(update={"messages": _as_read(back.messages, checkpoint.messages)})
+        back = back.model_copy(update={"messages": as_read(back.messages, checkpoint.messages)})
         self._known[thread_id] = _Known(
             _signature(st),
             digest,
@@ -538,20 +540,15 @@ class FileCheckpointer:
         thread_id = checkpoint.thread_id
         known = self._current(thread_id)
         new = checkpoint.messages
-        keep = 0 if known is None else len(known.messages)
-        extends = (
-            known is not None
-            and not known.progress
-            and len(new) >= keep
-            and _same_prefix(new, known.messages)
-        )
-        if not extends or known is None:
+        if known is None or known.progress:
+            self._fold(checkpoint)
+            return
+        keep = len(known.messages)
+        if stored_prefix(checkpoint, known.messages) != keep:
             self._fold(checkpoint)
             return
         added = new[keep:]
-        _check_well_formed_tail(checkpoint, keep)
-        check_storable(checkpoint, history=False)
-        check_storable_messages(checkpoint, added)
+        check_new_part(checkpoint, keep)
         fields = {name: getattr(checkpoint, name) for name in OVERLAY}
         payload = to_json(Delta(keep=keep, messages=list(added), **fields))
         if known.journal.end + len(payload) > max(FOLD_RATIO * known.doc_bytes, FOLD_MIN_BYTES):
@@ -563,12 +560,13 @@ class FileCheckpointer:
         known.journal = append_delta(journal, known.digest, view, payload)
         known.messages = list(new)
         if known.checkpoint is not None:  # what a read would give
-            known.checkpoint = _delta_read(known.checkpoint, checkpoint, keep, payload)
+            known.checkpoint = kept_value(
+                known.checkpoint, checkpoint, keep, lambda: Delta.model_validate_json(payload)
+            )
         self._known[thread_id] = known
 
     def _fold(self, checkpoint: ThreadCheckpoint) -> None:
-        _check_well_formed(checkpoint)
-        check_storable(checkpoint)
+        check_whole(checkpoint)
         # Published as version 2: a journal may follow it, which a release that cannot
         # apply one must not ignore (it refuses the document instead).
         published = checkpoint.model_copy(update={"version": CHECKPOINT_FORMAT_VERSION})
@@ -583,7 +581,7 @@ class FileCheckpointer:
         (one record, one ``fdatasync``), checked alone. Otherwise, or once the journal
         outgrows half the document, the whole checkpoint is checked and published.
         """
-        _check_checkpoint(checkpoint)
+        check_checkpoint(checkpoint)
         thread_id = checkpoint.thread_id
         try:
             await self._call_locked(thread_id, self._guard, thread_id, self._save_sync, checkpoint)
@@ -713,49 +711,6 @@ def _not_a_file(path: Path) -> CheckpointCorruptError:
     )
 
 
-def _check_checkpoint(checkpoint: object) -> None:
-    if not isinstance(checkpoint, ThreadCheckpoint):
-        raise InvalidArgumentError(
-            f"save() takes a ThreadCheckpoint, not {type(checkpoint).__name__}"
-        )
-    check_thread_id(checkpoint.thread_id)
-    problem = turn_problem(checkpoint)  # model_copy(update=...) skips the model's validators
-    if problem is not None:
-        raise InvalidArgumentError(
-            f"checkpoint of thread {checkpoint.thread_id!r} is inconsistent: {problem}"
-        )
-
-
-def _check_well_formed_tail(checkpoint: ThreadCheckpoint, keep: int) -> None:
-    """Well-formedness of what a delta adds: the kept history's last group plus the new."""
-    messages = checkpoint.messages
-    start = keep
-    while start > 0 and messages[start - 1].role == "tool":
-        start -= 1
-    if start > 0:
-        start -= 1  # the turn whose calls those results answer (or the last message)
-    problems = well_formed_problems(messages[start:])
-    if problems:
-        raise InvalidArgumentError(
-            f"checkpoint messages of thread {checkpoint.thread_id!r} are not well formed: "
-            + "; ".join(problems[:3])
-        )
-
-
-def _detached(checkpoint: ThreadCheckpoint) -> ThreadCheckpoint:
-    """A copy whose containers are its own (messages are values, shared)."""
-    return checkpoint.model_copy(
-        update={
-            "messages": list(checkpoint.messages),
-            "results": list(checkpoint.results),
-            "in_flight": list(checkpoint.in_flight),
-            "state": copy.deepcopy(checkpoint.state),
-            "decisions": copy.deepcopy(checkpoint.decisions),
-            "app_data": copy.deepcopy(checkpoint.app_data),
-        }
-    )
-
-
 def _as_value(checkpoint: ThreadCheckpoint) -> ThreadCheckpoint:
     """The checkpoint as a value, version 1 like every other store's.
 
@@ -766,61 +721,8 @@ def _as_value(checkpoint: ThreadCheckpoint) -> ThreadCheckpoint:
     return checkpoint.model_copy(update={"version": CHECKPOINT_BASE_VERSION})
 
 
-def _delta_read(
-    base: ThreadCheckpoint, checkpoint: ThreadCheckpoint, keep: int, payload: bytes
-) -> ThreadCheckpoint:
-    """What a read gives after the delta ``payload`` of ``checkpoint`` (``keep`` kept).
-
-    The values themselves when they read back as they are: every message and call is of
-    the exact class a read makes (a subclass's own fields are not stored), the free-form
-    values were checked plain JSON, and the mutable ones are copied. Otherwise the JSON is
-    read back.
-    """
-    added = checkpoint.messages[keep:]
-    messages = [*added, *checkpoint.results]
-    messages += [m for m in (checkpoint.turn, checkpoint.pending_turn) if m is not None]
-    calls = [*checkpoint.in_flight, *([checkpoint.pending] if checkpoint.pending else [])]
-    if all(type(m) is Message for m in messages) and all(type(c) is ToolCall for c in calls):
-        fields = {name: getattr(checkpoint, name) for name in OVERLAY}
-        for name in ("state", "decisions", "app_data"):
-            fields[name] = copy.deepcopy(fields[name])
-        fields["results"] = list(checkpoint.results)
-        fields["in_flight"] = list(checkpoint.in_flight)
-        fields["messages"] = [*base.messages[:keep], *added]
-        return base.model_copy(update=fields)
-    back = Delta.model_validate_json(payload)
-    fields = {name: getattr(back, name) for name in OVERLAY}
-    fields["messages"] = [*base.messages[:keep], *_as_read(back.messages, added)]
-    return base.model_copy(update=fields)
-
-
-def _as_read(back: list[Message], saved: Sequence[Message]) -> list[Message]:
-    """The messages a read gives: each saved one that reads back equal is kept itself.
-
-    Messages are immutable values, so a load can hand out the very objects that were
-    saved; a caller comparing what it saved with what it loads then compares identities.
-    """
-    return [b if b != m else m for b, m in zip(back, saved, strict=True)]
-
-
-def _same_prefix(new: list[Message], stored: list[Message]) -> bool:
-    """Whether ``new`` starts with ``stored``: the same objects (fast), else equal JSON."""
-    if all(map(operator.is_, new, stored)):
-        return True
-    return all(a is b or same_json_message(a, b) for a, b in zip(new, stored, strict=False))
-
-
 def _signature_or_none(path: Path) -> _Signature | None:
     try:
         return _signature(os.stat(path, follow_symlinks=False))
     except FileNotFoundError:
         return None
-
-
-def _check_well_formed(checkpoint: ThreadCheckpoint) -> None:
-    problems = well_formed_problems(checkpoint.messages)
-    if problems:
-        raise InvalidArgumentError(
-            f"checkpoint messages of thread {checkpoint.thread_id!r} are not well formed: "
-            + "; ".join(problems[:3])
-        )

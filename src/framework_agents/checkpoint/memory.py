@@ -11,10 +11,17 @@ from types import EllipsisType
 
 from .._persist import LoopLocks as LocalLocks
 from .._retention import AutoPrune, check_older_than, check_ttl, waits_for_approval
-from ..errors import InvalidArgumentError, ThreadBusyError
-from ..history import well_formed_problems
+from ..errors import ThreadBusyError
+from ._values import (
+    check_checkpoint,
+    check_new_part,
+    check_whole,
+    detached,
+    kept_value,
+    stored_prefix,
+)
 from .lock import check_seconds
-from .model import ThreadCheckpoint, check_storable, check_thread_id, to_json
+from .model import ThreadCheckpoint, check_thread_id, to_json
 
 __all__ = ["InMemoryCheckpointer"]
 
@@ -22,9 +29,14 @@ __all__ = ["InMemoryCheckpointer"]
 class InMemoryCheckpointer(AutoPrune):
     """The :class:`~framework_agents.checkpoint.Checkpointer` contract in a dict.
 
-    Checkpoints are stored as their JSON bytes, so a loaded checkpoint never aliases a
-    saved one and whatever would not survive a file does not survive here either. The
-    thread lock is per event loop; it does not cross processes (use FileCheckpointer).
+    Checkpoints are kept as values: messages and tool calls (immutable) are the very
+    objects saved, every container is the store's own (state, decisions and app_data are
+    copied in and out), and what would not survive a file does not survive here either
+    (STATE_NOT_JSON, a lone surrogate refused; a Message subclass kept as the Message a
+    file would give back). A save whose history extends the stored one (the same
+    objects) checks and copies only what it adds, so a thread's saves cost what is new.
+    The thread lock is per event loop; it does not cross processes (use
+    FileCheckpointer).
     """
 
     def __init__(self, *, lock_timeout: float | None = 10.0, ttl: float | None = None) -> None:
@@ -32,26 +44,28 @@ class InMemoryCheckpointer(AutoPrune):
         check_seconds("lock_timeout", lock_timeout, optional=True)
         self.lock_timeout = lock_timeout
         self.ttl = check_ttl(ttl)
-        self._data: dict[str, bytes] = {}
+        self._data: dict[str, ThreadCheckpoint] = {}
         self._saved_at: dict[str, float] = {}  # wall clock of each thread's last save
         self._locks = LocalLocks()
 
     async def save(self, checkpoint: ThreadCheckpoint) -> None:
         """Replace the thread's checkpoint with ``checkpoint``."""
-        if not isinstance(checkpoint, ThreadCheckpoint):
-            raise InvalidArgumentError(
-                f"save() takes a ThreadCheckpoint, not {type(checkpoint).__name__}"
-            )
-        check_thread_id(checkpoint.thread_id)
-        problems = well_formed_problems(checkpoint.messages)
-        if problems:
-            raise InvalidArgumentError(
-                f"checkpoint messages of thread {checkpoint.thread_id!r} are not well formed: "
-                + "; ".join(problems[:3])
-            )
-        check_storable(checkpoint)  # STATE_NOT_JSON rather than stored altered
-        self._data[checkpoint.thread_id] = to_json(checkpoint)
-        self._saved_at[checkpoint.thread_id] = time.time()
+        check_checkpoint(checkpoint)
+        thread_id = checkpoint.thread_id
+        stored = self._data.get(thread_id)
+        keep = 0 if stored is None else stored_prefix(checkpoint, stored.messages)
+        if stored is not None and keep == len(stored.messages):
+            check_new_part(checkpoint, keep)
+        else:
+            stored, keep = None, 0
+            check_whole(checkpoint)  # STATE_NOT_JSON rather than stored altered
+        # What JSON cannot carry (a lone surrogate) is refused as a file would refuse it.
+        part = checkpoint.model_copy(update={"messages": checkpoint.messages[keep:]})
+        data = to_json(part)
+        self._data[thread_id] = kept_value(
+            stored, checkpoint, keep, lambda: ThreadCheckpoint.model_validate_json(data)
+        )
+        self._saved_at[thread_id] = time.time()
         await self._after_write()
 
     async def save_progress(self, checkpoint: ThreadCheckpoint) -> None:
@@ -59,9 +73,9 @@ class InMemoryCheckpointer(AutoPrune):
         await self.save(checkpoint)
 
     async def load(self, thread_id: str) -> ThreadCheckpoint | None:
-        """The thread's checkpoint (a fresh copy), or ``None``."""
-        data = self._data.get(check_thread_id(thread_id))
-        return None if data is None else ThreadCheckpoint.model_validate_json(data)
+        """The thread's checkpoint (containers copied, messages shared), or ``None``."""
+        stored = self._data.get(check_thread_id(thread_id))
+        return None if stored is None else detached(stored)
 
     async def delete(self, thread_id: str) -> None:
         """Forget the thread's checkpoint (no error when there is none)."""

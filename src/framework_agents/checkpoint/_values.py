@@ -1,0 +1,178 @@
+"""Checkpoints as values: the checks of a save and the copies a store keeps (internal).
+
+Messages and tool calls are immutable values, so a store keeps and hands out the very
+objects it was given; only the free-form containers (state, decisions, app_data) and the
+lists are its own. A save whose history extends the stored one (the same objects) is
+checked for what it adds, not for the whole history. Used by ``FileCheckpointer`` (its
+in-process view of the files) and ``InMemoryCheckpointer``.
+"""
+
+from __future__ import annotations
+
+import copy
+import operator
+from collections.abc import Callable, Sequence
+
+from pydantic import BaseModel
+
+from .._persist import reads_back_as_is
+from ..errors import InvalidArgumentError
+from ..history import well_formed_problems
+from ..memory._document import same_json_message
+from ..messages import Message, ToolCall
+from ._journal import OVERLAY
+from .model import (
+    ThreadCheckpoint,
+    check_storable,
+    check_storable_messages,
+    check_thread_id,
+    turn_problem,
+)
+
+__all__ = [
+    "as_read",
+    "check_checkpoint",
+    "check_new_part",
+    "check_whole",
+    "detached",
+    "kept_value",
+    "stored_prefix",
+]
+
+
+def check_checkpoint(checkpoint: object) -> ThreadCheckpoint:
+    """``checkpoint`` if it is a consistent ThreadCheckpoint with a safe thread id."""
+    if not isinstance(checkpoint, ThreadCheckpoint):
+        raise InvalidArgumentError(
+            f"save() takes a ThreadCheckpoint, not {type(checkpoint).__name__}"
+        )
+    check_thread_id(checkpoint.thread_id)
+    problem = turn_problem(checkpoint)  # model_copy(update=...) skips the model's validators
+    if problem is not None:
+        raise InvalidArgumentError(
+            f"checkpoint of thread {checkpoint.thread_id!r} is inconsistent: {problem}"
+        )
+    return checkpoint
+
+
+def stored_prefix(checkpoint: ThreadCheckpoint, stored: Sequence[Message] | None) -> int:
+    """How many messages of ``checkpoint`` are ``stored`` (0 unless it starts with them).
+
+    The same objects (one C-level pass), else messages that serialise alike.
+    """
+    new = checkpoint.messages
+    if stored is None or len(new) < len(stored):
+        return 0
+    if all(map(operator.is_, new, stored)):
+        return len(stored)
+    same = all(a is b or same_json_message(a, b) for a, b in zip(new, stored, strict=False))
+    return len(stored) if same else 0
+
+
+def check_new_part(checkpoint: ThreadCheckpoint, keep: int) -> None:
+    """What a save of ``checkpoint`` must check when its first ``keep`` messages are stored.
+
+    Well-formedness from the kept history's last group on, and the free-form values of
+    the new messages and of every other field (INVALID_ARGUMENT, STATE_NOT_JSON).
+    """
+    messages = checkpoint.messages
+    start = keep
+    while start > 0 and messages[start - 1].role == "tool":
+        start -= 1
+    if start > 0:
+        start -= 1  # the turn whose calls those results answer (or the last message)
+    problems = well_formed_problems(messages[start:])
+    if problems:
+        raise InvalidArgumentError(
+            f"checkpoint messages of thread {checkpoint.thread_id!r} are not well formed: "
+            + "; ".join(problems[:3])
+        )
+    check_storable(checkpoint, history=False)
+    check_storable_messages(checkpoint, messages[keep:])
+
+
+def check_whole(checkpoint: ThreadCheckpoint) -> None:
+    """What a save of ``checkpoint`` must check when nothing of it is stored yet."""
+    problems = well_formed_problems(checkpoint.messages)
+    if problems:
+        raise InvalidArgumentError(
+            f"checkpoint messages of thread {checkpoint.thread_id!r} are not well formed: "
+            + "; ".join(problems[:3])
+        )
+    check_storable(checkpoint)
+
+
+def detached(checkpoint: ThreadCheckpoint) -> ThreadCheckpoint:
+    """A copy whose containers are its own (messages and calls are values, shared)."""
+    return checkpoint.model_copy(
+        update={
+            "messages": list(checkpoint.messages),
+            "results": list(checkpoint.results),
+            "in_flight": list(checkpoint.in_flight),
+            "state": copy.deepcopy(checkpoint.state),
+            "decisions": copy.deepcopy(checkpoint.decisions),
+            "app_data": copy.deepcopy(checkpoint.app_data),
+        }
+    )
+
+
+def kept_value(
+    base: ThreadCheckpoint | None,
+    checkpoint: ThreadCheckpoint,
+    keep: int,
+    read_back: Callable[[], BaseModel],
+) -> ThreadCheckpoint:
+    """What a store keeps (and a load then gives) for ``checkpoint``, ``keep`` stored.
+
+    The values themselves when they read back as they are (``_reads_back_as_is``; the
+    mutable ones copied). Otherwise
+    ``read_back()``: the checkpoint as its JSON reads back (its messages past ``keep``
+    at least; the kept ones are taken from ``base``).
+    """
+    added = checkpoint.messages[keep:]
+    kept = [] if base is None else base.messages[:keep]
+    if _reads_back_as_is(checkpoint, added):
+        fields = {name: getattr(checkpoint, name) for name in OVERLAY}
+        for name in ("state", "decisions", "app_data"):
+            fields[name] = copy.deepcopy(fields[name])
+        fields["results"] = list(checkpoint.results)
+        fields["in_flight"] = list(checkpoint.in_flight)
+        fields["messages"] = [*kept, *added]
+        return (base or checkpoint).model_copy(update=fields)
+    back = read_back()
+    fields = {name: getattr(back, name) for name in OVERLAY}
+    read: list[Message] = back.messages[-len(added) :] if added else []  # type: ignore[attr-defined]
+    fields["messages"] = [*kept, *as_read(read, added)]
+    return (base or checkpoint).model_copy(update=fields)
+
+
+def _reads_back_as_is(checkpoint: ThreadCheckpoint, added: Sequence[Message]) -> bool:
+    """Whether a read of what ``checkpoint`` adds (and its other fields) gives it as it is.
+
+    Every message and call of the exact class a read makes (a subclass's own fields are
+    not stored), and every free-form value of the exact JSON types (a tuple reads back
+    as a list, an ``int`` subclass as an ``int``...).
+    """
+    messages = [*added, *checkpoint.results]
+    messages += [m for m in (checkpoint.turn, checkpoint.pending_turn) if m is not None]
+    calls = [*checkpoint.in_flight, *([checkpoint.pending] if checkpoint.pending else [])]
+    if any(type(m) is not Message for m in messages):
+        return False
+    calls += [c for m in messages for c in m.tool_calls]
+    if any(type(c) is not ToolCall for c in calls):
+        return False
+    values: list[object] = [checkpoint.state, checkpoint.decisions, checkpoint.app_data]
+    values += [m.metadata for m in messages if m.metadata]
+    values += [c.args for c in calls]
+    return all(map(reads_back_as_is, values))
+
+
+def as_read(back: list[Message], saved: Sequence[Message]) -> list[Message]:
+    """The messages a read gives: each saved one that reads back as it is is kept itself.
+
+    Messages are immutable values, so a load can hand out the very objects that were
+    saved; a caller comparing what it saved with what it loads then compares identities.
+    "As it is" is stricter than ``==`` (an ``IntEnum`` equals the ``int`` a read gives,
+    a tuple does not read back as one): the read message is handed out then.
+    """
+    return [m if same_json_message(b, m) else b for b, m in zip(back, saved, strict=True)]
