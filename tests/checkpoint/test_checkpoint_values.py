@@ -10,11 +10,14 @@ what the save adds.
 from __future__ import annotations
 
 import enum
+import tempfile
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from async_helper import arun, some
 from framework_agents import (
@@ -130,3 +133,57 @@ def test_a_save_that_extends_the_stored_history_checks_only_what_it_adds(
 )
 def test_reads_back_as_is_tells_exact_json_types(value: object, as_is: bool) -> None:
     assert reads_back_as_is(value) is as_is
+
+
+_scalars = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(-5, 5),
+    st.floats(allow_nan=False, allow_infinity=False, width=32),
+    st.text(max_size=3),
+    st.just(Level.HIGH),
+)
+_values_st = st.recursive(
+    _scalars,
+    lambda inner: st.one_of(
+        st.lists(inner, max_size=3),
+        st.lists(inner, max_size=3).map(tuple),
+        st.dictionaries(st.text(max_size=2), inner, max_size=3),
+    ),
+    max_leaves=6,
+)
+_steps = st.lists(st.tuples(st.integers(0, 2), _values_st, _values_st), min_size=1, max_size=6)
+
+
+@settings(max_examples=60, deadline=None)
+@given(_steps)
+def test_both_stores_load_exactly_what_a_file_read_gives(
+    steps: list[tuple[int, object, object]],
+) -> None:
+    # Deltas of random odd-but-plain values (tuples, an IntEnum, nested): every load, from
+    # either store's in-process view, is exactly (repr: types included) a fresh file read.
+    with tempfile.TemporaryDirectory() as directory:
+        root = Path(directory)
+        memory, files = InMemoryCheckpointer(), FileCheckpointer(root / "files")
+        history: list[Message] = []
+        for n, (kind, meta, args) in enumerate(steps):
+            metadata = {"v": meta}
+            if kind == 0:
+                history.append(Message("user", f"u{n}", id=f"u{n}", metadata=metadata))
+            else:
+                call = ToolCall(f"c{n}", "f", {"a": args})
+                history.append(Message("assistant", "", tool_calls=[call], id=f"a{n}"))
+                history.append(
+                    Message(
+                        "tool", "r", tool_call_id=f"c{n}", name="f", id=f"t{n}", metadata=metadata
+                    )
+                )
+            checkpoint = ThreadCheckpoint("t", None, list(history), {"s": args, "n": n})
+            arun(memory.save(checkpoint))
+            arun(files.save(checkpoint))
+            fresh = some(arun(FileCheckpointer(root / "files").load("t"))).model_dump()
+            when = fresh.pop("saved_at")  # the same instant; a read's tzinfo is pydantic's
+            for store in (memory, files):
+                loaded = some(arun(store.load("t"))).model_dump()
+                assert loaded.pop("saved_at") == when
+                assert repr(loaded) == repr(fresh)
