@@ -4,7 +4,7 @@ Messages and tool calls are immutable values, so a store keeps and hands out the
 objects it was given; only the free-form containers (state, decisions, app_data) and the
 lists are its own. A save whose history extends the stored one (the same objects) is
 checked for what it adds, not for the whole history. Used by ``FileCheckpointer`` (its
-in-process view of the files) and ``InMemoryCheckpointer``.
+in-process view of the files), ``InMemoryCheckpointer`` and the database checkpointers.
 """
 
 from __future__ import annotations
@@ -21,33 +21,31 @@ from ..history import well_formed_problems
 from ..memory._document import same_json_message
 from ..messages import Message, ToolCall
 from ._journal import OVERLAY
-from .model import (
-    ThreadCheckpoint,
-    check_storable,
-    check_storable_messages,
-    check_thread_id,
-    turn_problem,
-)
+from .model import ThreadCheckpoint, check_storable, check_thread_id, turn_problem
 
 __all__ = [
     "as_read",
     "check_checkpoint",
     "check_new_part",
-    "check_whole",
     "detached",
     "kept_value",
-    "stored_prefix",
+    "shared_prefix",
 ]
 
 
 def check_checkpoint(checkpoint: object) -> ThreadCheckpoint:
-    """``checkpoint`` if it is a consistent ThreadCheckpoint with a safe thread id."""
+    """``checkpoint`` if it is a consistent ThreadCheckpoint with a safe thread id.
+
+    INVALID_ARGUMENT for another type or turn fields that disagree (``model_copy(update=)``
+    skips the model's validators, and a store must not keep what it could not load),
+    THREAD_ID_INVALID for the id.
+    """
     if not isinstance(checkpoint, ThreadCheckpoint):
         raise InvalidArgumentError(
             f"save() takes a ThreadCheckpoint, not {type(checkpoint).__name__}"
         )
     check_thread_id(checkpoint.thread_id)
-    problem = turn_problem(checkpoint)  # model_copy(update=...) skips the model's validators
+    problem = turn_problem(checkpoint)
     if problem is not None:
         raise InvalidArgumentError(
             f"checkpoint of thread {checkpoint.thread_id!r} is inconsistent: {problem}"
@@ -55,51 +53,42 @@ def check_checkpoint(checkpoint: object) -> ThreadCheckpoint:
     return checkpoint
 
 
-def stored_prefix(checkpoint: ThreadCheckpoint, stored: Sequence[Message] | None) -> int:
-    """How many messages of ``checkpoint`` are ``stored`` (0 unless it starts with them).
+def shared_prefix(known: Sequence[Message], messages: Sequence[Message]) -> int:
+    """How many leading ``messages`` are the ``known`` (stored) ones.
 
-    The same objects (one C-level pass), else messages that serialise alike.
+    The same objects are the same messages (messages are immutable once stored), checked
+    at C speed; any other pair is compared as the JSON it would be stored as.
     """
-    new = checkpoint.messages
-    if stored is None or len(new) < len(stored):
-        return 0
-    if all(map(operator.is_, new, stored)):
-        return len(stored)
-    same = all(a is b or same_json_message(a, b) for a, b in zip(new, stored, strict=False))
-    return len(stored) if same else 0
+    n = min(len(known), len(messages))
+    if all(map(operator.is_, known, messages)):
+        return n
+    for i, (old, new) in enumerate(zip(known, messages, strict=False)):
+        if old is not new and not same_json_message(old, new):
+            return i
+    return n
 
 
 def check_new_part(checkpoint: ThreadCheckpoint, keep: int) -> None:
     """What a save of ``checkpoint`` must check when its first ``keep`` messages are stored.
 
-    Well-formedness from the kept history's last group on, and the free-form values of
-    the new messages and of every other field (INVALID_ARGUMENT, STATE_NOT_JSON).
+    The stored ones were checked when they were saved, so only the rest is looked at:
+    well-formedness from the start of the group message ``keep`` belongs to (a
+    well-formed prefix closes every group before its last non-tool message), and the
+    free-form values of the new messages and of every other field (INVALID_ARGUMENT,
+    STATE_NOT_JSON). ``keep=0`` checks it all.
     """
     messages = checkpoint.messages
-    start = keep
+    start = min(keep, len(messages))
     while start > 0 and messages[start - 1].role == "tool":
         start -= 1
-    if start > 0:
-        start -= 1  # the turn whose calls those results answer (or the last message)
+    start = max(0, start - 1)  # the turn whose calls those results answer
     problems = well_formed_problems(messages[start:])
     if problems:
         raise InvalidArgumentError(
             f"checkpoint messages of thread {checkpoint.thread_id!r} are not well formed: "
             + "; ".join(problems[:3])
         )
-    check_storable(checkpoint, history=False)
-    check_storable_messages(checkpoint, messages[keep:])
-
-
-def check_whole(checkpoint: ThreadCheckpoint) -> None:
-    """What a save of ``checkpoint`` must check when nothing of it is stored yet."""
-    problems = well_formed_problems(checkpoint.messages)
-    if problems:
-        raise InvalidArgumentError(
-            f"checkpoint messages of thread {checkpoint.thread_id!r} are not well formed: "
-            + "; ".join(problems[:3])
-        )
-    check_storable(checkpoint)
+    check_storable(checkpoint, start=keep)
 
 
 def detached(checkpoint: ThreadCheckpoint) -> ThreadCheckpoint:

@@ -36,10 +36,9 @@ from ._values import (
     as_read,
     check_checkpoint,
     check_new_part,
-    check_whole,
     detached,
     kept_value,
-    stored_prefix,
+    shared_prefix,
 )
 from .lock import (
     LockDirectoryMissingError,
@@ -544,7 +543,7 @@ class FileCheckpointer:
             self._fold(checkpoint)
             return
         keep = len(known.messages)
-        if stored_prefix(checkpoint, known.messages) != keep:
+        if shared_prefix(known.messages, new) != keep:
             self._fold(checkpoint)
             return
         added = new[keep:]
@@ -566,7 +565,7 @@ class FileCheckpointer:
         self._known[thread_id] = known
 
     def _fold(self, checkpoint: ThreadCheckpoint) -> None:
-        check_whole(checkpoint)
+        check_new_part(checkpoint, 0)
         # Published as version 2: a journal may follow it, which a release that cannot
         # apply one must not ignore (it refuses the document instead).
         published = checkpoint.model_copy(update={"version": CHECKPOINT_FORMAT_VERSION})

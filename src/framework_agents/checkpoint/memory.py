@@ -15,10 +15,9 @@ from ..errors import ThreadBusyError
 from ._values import (
     check_checkpoint,
     check_new_part,
-    check_whole,
     detached,
     kept_value,
-    stored_prefix,
+    shared_prefix,
 )
 from .lock import check_seconds
 from .model import ThreadCheckpoint, check_thread_id, to_json
@@ -53,12 +52,10 @@ class InMemoryCheckpointer(AutoPrune):
         check_checkpoint(checkpoint)
         thread_id = checkpoint.thread_id
         stored = self._data.get(thread_id)
-        keep = 0 if stored is None else stored_prefix(checkpoint, stored.messages)
-        if stored is not None and keep == len(stored.messages):
-            check_new_part(checkpoint, keep)
-        else:
-            stored, keep = None, 0
-            check_whole(checkpoint)  # STATE_NOT_JSON rather than stored altered
+        keep = 0 if stored is None else len(stored.messages)
+        if stored is None or shared_prefix(stored.messages, checkpoint.messages) != keep:
+            stored, keep = None, 0  # not an extension: everything is new
+        check_new_part(checkpoint, keep)  # STATE_NOT_JSON rather than stored altered
         # What JSON cannot carry (a lone surrogate) is refused as a file would refuse it.
         part = checkpoint.model_copy(update={"messages": checkpoint.messages[keep:]})
         data = to_json(part)

@@ -27,7 +27,6 @@ The fields beyond ``pending`` implement the at-most-once protocol (``docs/checkp
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
 
@@ -45,7 +44,6 @@ __all__ = [
     "ThreadCheckpoint",
     "check_saved_at",
     "check_storable",
-    "check_storable_messages",
     "check_thread_id",
     "to_json",
     "turn_problem",
@@ -101,12 +99,12 @@ def _message_problem(message: Message, where: str) -> str | None:
     return None
 
 
-def check_storable(checkpoint: ThreadCheckpoint, *, history: bool = True) -> None:
+def check_storable(checkpoint: ThreadCheckpoint, *, start: int = 0) -> None:
     """STATE_NOT_JSON unless every free-form value of ``checkpoint`` is plain JSON.
 
     A NaN would be stored as ``null``, a set as a list, a tuple key would crash the
-    serialiser: a checkpoint is refused rather than stored altered. ``history=False``
-    skips ``messages`` (a delta that does not write them).
+    serialiser: a checkpoint is refused rather than stored altered. Only the messages
+    from ``start`` on are looked at (the ones before are stored, checked when saved).
     """
     problems: list[str | None] = [
         _json_problem(checkpoint.state, "state"),
@@ -117,25 +115,16 @@ def check_storable(checkpoint: ThreadCheckpoint, *, history: bool = True) -> Non
     problems += [_json_problem(c.args, f"call {c.id!r}.args") for c in calls]
     tail = [("turn", checkpoint.turn)] if checkpoint.turn is not None else []
     tail += [(f"results[{i}]", m) for i, m in enumerate(checkpoint.results)]
-    if history:  # only messages with free-form values can fail (no label built for others)
-        tail += [
-            (f"messages[{i}]", m)
-            for i, m in enumerate(checkpoint.messages)
-            if m.metadata or m.tool_calls
-        ]
+    # Only messages with free-form values can fail (no label built for the others).
+    tail += [
+        (f"messages[{i}]", m)
+        for i, m in enumerate(checkpoint.messages[start:], start)
+        if m.metadata or m.tool_calls
+    ]
     problems += [_message_problem(m, where) for where, m in tail]
     found = next((p for p in problems if p), None)
     if found:
         raise StateNotJsonError(f"checkpoint of thread {checkpoint.thread_id!r}: {found}")
-
-
-def check_storable_messages(checkpoint: ThreadCheckpoint, messages: Sequence[Message]) -> None:
-    """STATE_NOT_JSON unless the free-form values of ``messages`` are plain JSON."""
-    for i, msg in enumerate(messages):
-        if msg.metadata or msg.tool_calls:
-            problem = _message_problem(msg, f"new messages[{i}]")
-            if problem:
-                raise StateNotJsonError(f"checkpoint of thread {checkpoint.thread_id!r}: {problem}")
 
 
 def turn_problem(checkpoint: ThreadCheckpoint) -> str | None:

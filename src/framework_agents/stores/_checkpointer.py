@@ -16,19 +16,17 @@ from dataclasses import dataclass
 from types import EllipsisType
 
 from .._retention import AutoPrune, check_ttl, waits_for_approval
+from ..checkpoint._values import check_checkpoint, check_new_part, shared_prefix
 from ..checkpoint.lock import check_seconds
 from ..checkpoint.model import ThreadCheckpoint
 from ..errors import CheckpointCorruptError
 from ..messages import Message
 from ._codec import (
     ThreadCache,
-    check_checkpoint,
     check_lease,
-    check_new_part,
     decode_checkpoint,
     encode_checked,
     encode_head,
-    shared_prefix,
 )
 from ._lease import LeaseLocks
 

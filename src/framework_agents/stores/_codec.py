@@ -15,7 +15,6 @@ import contextlib
 import json
 import logging
 import math
-import operator
 import time
 import uuid
 from collections.abc import Iterator, Sequence
@@ -28,7 +27,7 @@ from pydantic import ValidationError
 from pydantic_core import PydanticSerializationError
 
 from ..checkpoint.lock import check_seconds
-from ..checkpoint.model import ThreadCheckpoint, check_storable, check_thread_id, to_json
+from ..checkpoint.model import ThreadCheckpoint, to_json
 from ..errors import (
     AgentError,
     BackendUnavailableError,
@@ -36,8 +35,7 @@ from ..errors import (
     InvalidArgumentError,
     MemoryCorruptError,
 )
-from ..history import well_formed_problems
-from ..memory._document import encode_message, same_json_message
+from ..memory._document import encode_message
 from ..messages import Message, MessageList
 
 __all__ = [
@@ -45,9 +43,7 @@ __all__ = [
     "SCHEMA_VERSION",
     "SchemaTooNewError",
     "ThreadCache",
-    "check_checkpoint",
     "check_lease",
-    "check_new_part",
     "decode_checkpoint",
     "decode_messages",
     "encode_checked",
@@ -56,7 +52,6 @@ __all__ = [
     "log_tag",
     "new_owner",
     "redact",
-    "shared_prefix",
     "unavailable",
     "wall_clock",
 ]
@@ -121,38 +116,6 @@ def wall_clock() -> float:
     return time.time()
 
 
-def check_checkpoint(checkpoint: object) -> ThreadCheckpoint:
-    """``checkpoint`` if it is one (INVALID_ARGUMENT) with a valid id (THREAD_ID_INVALID)."""
-    if not isinstance(checkpoint, ThreadCheckpoint):
-        raise InvalidArgumentError(
-            f"save() takes a ThreadCheckpoint, not {type(checkpoint).__name__}"
-        )
-    check_thread_id(checkpoint.thread_id)
-    return checkpoint
-
-
-def check_new_part(checkpoint: ThreadCheckpoint, keep: int) -> None:
-    """Refuse a checkpoint whose history is not well formed or holds non-JSON values.
-
-    The first ``keep`` messages are already stored, and were checked when they were
-    saved, so only the rest is looked at: from the start of the group that message
-    ``keep`` belongs to (a well-formed prefix closes every group before its last
-    non-tool message), which keeps a save's checks proportional to the turn.
-    """
-    messages = checkpoint.messages
-    start = min(keep, len(messages))
-    while start > 0 and messages[start - 1].role == "tool":
-        start -= 1
-    start = max(0, start - 1)
-    problems = well_formed_problems(messages[start:])
-    if problems:
-        raise InvalidArgumentError(
-            f"checkpoint messages of thread {checkpoint.thread_id!r} are not well formed: "
-            + "; ".join(problems[:3])
-        )
-    check_storable(checkpoint.model_copy(update={"messages": messages[keep:]}))
-
-
 def encode_head(checkpoint: ThreadCheckpoint) -> bytes:
     """The checkpoint's JSON without ``messages`` (every other field, present and future)."""
     head = to_json(checkpoint.model_copy(update={"messages": []}))
@@ -173,8 +136,9 @@ _MESSAGE_JSON = Message.__pydantic_serializer__
 def encode_checked(messages: Sequence[Message]) -> list[bytes]:
     """The JSON fragments of messages whose free-form values were checked plain JSON.
 
-    For a checkpoint's new part after :func:`check_new_part`: only what that check does
-    not cover is left (a ``Message`` subclass, text JSON cannot carry), so no read-back.
+    For a checkpoint's new part after ``checkpoint._values.check_new_part``: only what
+    that check does not cover is left (a ``Message`` subclass, text JSON cannot carry),
+    so no read-back.
     """
     out = []
     for m in messages:
@@ -224,22 +188,6 @@ def decode_messages(bodies: Sequence[bytes], *, source: str) -> list[Message]:
         except (ValidationError, ValueError, RecursionError) as exc:
             raise MemoryCorruptError(f"{source}: message {i} is unreadable: {exc}") from None
     raise MemoryCorruptError(f"{source} is unreadable")  # pragma: no cover
-
-
-def shared_prefix(known: Sequence[Message], messages: Sequence[Message]) -> int:
-    """How many leading ``messages`` are the ``known`` (stored) ones.
-
-    The same objects are the same messages (messages are immutable once stored, the rule
-    the file checkpointer and ``SessionManager`` follow too), checked at C speed; any
-    other pair is compared as JSON.
-    """
-    n = min(len(known), len(messages))
-    if all(map(operator.is_, known, messages)):
-        return n
-    for i, (old, new) in enumerate(zip(known, messages, strict=False)):
-        if old is not new and not same_json_message(old, new):
-            return i
-    return n
 
 
 @dataclass(slots=True)

@@ -368,6 +368,27 @@ class StoreConformance:
 
         _run(store_factory, body)
 
+    def test_an_inconsistent_checkpoint_is_refused_and_nothing_stored(
+        self, store_factory: StoreFactory
+    ) -> None:
+        """Turn fields that disagree (made with ``model_copy``, which skips validators)."""
+
+        async def body(store: Store) -> None:
+            cp = store.checkpointer
+            base = ThreadCheckpoint("t1", None, [Message("user", "q", id="q")], {})
+            await cp.save(base)
+            orphan = Message("tool", "r", tool_call_id="nobody", name="f")
+            turn = Message("assistant", "", tool_calls=[ToolCall("c1", "f", {})])
+            for bad in (
+                base.model_copy(update={"in_flight": [ToolCall("c1", "f", {})]}),
+                base.model_copy(update={"turn": turn, "results": [orphan]}),
+            ):
+                assert await _code(functools.partial(cp.save, bad))() == "INVALID_ARGUMENT"
+            loaded = await cp.load("t1")
+            assert loaded is not None and loaded.model_dump_json() == base.model_dump_json()
+
+        _run(store_factory, body)
+
     def test_checkpoint_append_edit_and_truncate(self, store_factory: StoreFactory) -> None:
         """A grown, an edited and a shortened history each load back exactly."""
 
