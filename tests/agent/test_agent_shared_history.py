@@ -31,6 +31,7 @@ from framework_agents import (
 )
 from framework_agents import history as history_module
 from framework_agents.memory import Appended
+from history_checks import count_well_formed_checks
 
 
 class _Counts:
@@ -216,14 +217,7 @@ def _model_sees_what_memory_holds(
 def test_a_threads_runs_check_and_store_only_what_each_turn_adds(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    checked: list[int] = []
-    real = history_module.well_formed_problems
-
-    def counting(messages: Sequence[Message]) -> list[str]:
-        checked.append(len(messages))
-        return real(messages)
-
-    monkeypatch.setattr(history_module, "well_formed_problems", counting)
+    checked = count_well_formed_checks(monkeypatch, history_module)
 
     async def scenario() -> None:
         memory = CountingMemory(max_messages=4)  # a window: the checkpoint keeps it all

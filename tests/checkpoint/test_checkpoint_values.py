@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import enum
 import tempfile
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -27,9 +27,9 @@ from framework_agents import (
     ThreadCheckpoint,
     ToolCall,
 )
-from framework_agents import history as history_module
 from framework_agents._persist import reads_back_as_is
 from framework_agents.checkpoint import _values
+from history_checks import count_well_formed_checks
 
 Factory = Callable[[Path], FileCheckpointer | InMemoryCheckpointer]
 STORES = pytest.mark.parametrize(
@@ -101,14 +101,7 @@ def test_saved_and_loaded_containers_are_never_shared(tmp_path: Path, make: Fact
 def test_a_save_that_extends_the_stored_history_checks_only_what_it_adds(
     tmp_path: Path, make: Factory, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    checked: list[int] = []
-    real = history_module.well_formed_problems
-
-    def counting(messages: Sequence[Message]) -> list[str]:
-        checked.append(len(messages))
-        return real(messages)
-
-    monkeypatch.setattr(_values, "well_formed_problems", counting)
+    checked = count_well_formed_checks(monkeypatch, _values)
     cp = make(tmp_path)
     history: list[Message] = []
     for i in range(40):
