@@ -33,7 +33,6 @@ from ..messages import Message, ToolCall
 from ._io import run_blocking
 from ._journal import OVERLAY, Delta, JournalView, append_delta, apply_deltas, read_journal
 from ._values import (
-    as_read,
     check_checkpoint,
     check_new_part,
     detached,
@@ -499,10 +498,10 @@ class FileCheckpointer:
     def _write(self, checkpoint: ThreadCheckpoint, payload: bytes) -> None:
         """Publish the whole checkpoint (a fold): the journal and progress.json go stale."""
         thread_id = checkpoint.thread_id
-        path = self.path(thread_id)
+        files = self._files(thread_id)
+        path, journal = files.doc, files.journal
         known = self._current(thread_id)
         digest = _digest(payload)
-        journal = path.with_name(JOURNAL_FILE)
         if known is not None and known.digest == digest:
             # The same bytes again: the old journal would still match them. It describes
             # changes this save undoes, so it goes first (a crash then leaves this state).
@@ -513,8 +512,8 @@ class FileCheckpointer:
             st = os.stat(path)
         except OSError as exc:
             raise mark_landed(exc) from None
-        back = _as_value(ThreadCheckpoint.model_validate_json(payload))  # what a read gives
-        back = back.model_copy(update={"messages": as_read(back.messages, checkpoint.messages)})
+        read = functools.partial(ThreadCheckpoint.model_validate_json, payload)
+        back = _as_value(kept_value(None, checkpoint, 0, read))  # what a read gives
         self._known[thread_id] = _Known(
             _signature(st),
             digest,
@@ -522,7 +521,7 @@ class FileCheckpointer:
             doc_bytes=len(payload),
             checkpoint=back,
         )
-        for stale in (journal, path.with_name(PROGRESS_FILE)):
+        for stale in (journal, files.progress):
             try:
                 os.unlink(stale)  # bound to the replaced checkpoint
             except FileNotFoundError:
@@ -532,7 +531,7 @@ class FileCheckpointer:
         grace = max(60.0, self.stale_after)
         sweep_temp_files(path, grace_seconds=grace)
         sweep_temp_files(journal, grace_seconds=grace)
-        sweep_temp_files(path.with_name(PROGRESS_FILE), grace_seconds=grace)
+        sweep_temp_files(files.progress, grace_seconds=grace)
 
     def _save_sync(self, checkpoint: ThreadCheckpoint) -> None:
         """Append a delta when the stored history is a prefix of the new one, else fold."""
