@@ -114,9 +114,8 @@ def kept_value(
     """What a store keeps (and a load then gives) for ``checkpoint``, ``keep`` stored.
 
     The values themselves when they read back as they are (``_reads_back_as_is``; the
-    mutable ones copied). Otherwise
-    ``read_back()``: the checkpoint as its JSON reads back (its messages past ``keep``
-    at least; the kept ones are taken from ``base``).
+    mutable ones copied), else what ``read_back()`` parses from the JSON (holding at
+    least the messages past ``keep``; the kept ones are taken from ``base``).
     """
     added = checkpoint.messages[keep:]
     kept = [] if base is None else base.messages[:keep]

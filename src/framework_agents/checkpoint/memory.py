@@ -66,7 +66,7 @@ class InMemoryCheckpointer(AutoPrune):
         await self._after_write()
 
     async def save_progress(self, checkpoint: ThreadCheckpoint) -> None:
-        """Same as :meth:`save` (nothing to gain from a delta in memory)."""
+        """Same as :meth:`save` (which already stores and checks only what is new)."""
         await self.save(checkpoint)
 
     async def load(self, thread_id: str) -> ThreadCheckpoint | None:
