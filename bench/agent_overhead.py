@@ -258,9 +258,9 @@ if __name__ == "__main__":
     parser.add_argument("--json", action="store_true")
     parser.add_argument("--scaling", action="store_true", help="only the scaling scenario")
     args = parser.parse_args()
-    if args.dir is None:
-        with tempfile.TemporaryDirectory() as tmp:
-            asyncio.run(main(args.turns, Path(tmp), args.json, scaling_only=args.scaling))
-    else:
+    if args.dir is not None:
         args.dir.mkdir(parents=True, exist_ok=True)
-        asyncio.run(main(args.turns, args.dir, args.json, scaling_only=args.scaling))
+    # A fresh directory each run (inside --dir when given): a memory left by an earlier
+    # run would be continued, not measured from empty.
+    with tempfile.TemporaryDirectory(dir=args.dir) as tmp:
+        asyncio.run(main(args.turns, Path(tmp), args.json, scaling_only=args.scaling))

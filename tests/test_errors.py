@@ -208,7 +208,7 @@ def test_bad_constructor_data_is_invalid_argument_and_still_a_validation_error()
         lambda: Message("user", 5),  # type: ignore[arg-type]
         lambda: Message("user", "x", mood="happy"),
         lambda: ToolCall("c", "t", args="nope"),  # type: ignore[arg-type]
-        lambda: ToolCall(name="t"),
+        lambda: ToolCall(name="t"),  # type: ignore[call-arg]
     ]
     for make in bad:
         with pytest.raises(errors.DataValidationError) as info:

@@ -119,3 +119,39 @@ def test_null_for_a_non_nullable_field_is_rejected_not_defaulted() -> None:
     ):
         with pytest.raises(ValidationError):
             Message.from_json(raw)
+
+
+def test_the_typed_constructors_spell_the_fields_constructors() -> None:
+    # Each class's constructor is made from its fields at runtime; type checkers read the
+    # ``if TYPE_CHECKING`` stub beside the fields, which must name the same parameters in
+    # the same order, a required field without a default.
+    import ast
+    import inspect
+
+    from framework_agents import ReasoningBlock, TextBlock, messages
+
+    tree = ast.parse(inspect.getsource(messages))
+    classes = {node.name: node for node in tree.body if isinstance(node, ast.ClassDef)}
+    for cls in (Message, ToolCall, TextBlock, ReasoningBlock):
+        (stub,) = [
+            fn
+            for branch in classes[cls.__name__].body
+            if isinstance(branch, ast.If) and ast.unparse(branch.test) == "TYPE_CHECKING"
+            for fn in branch.body
+            if isinstance(fn, ast.FunctionDef) and fn.name == "__init__"
+        ]
+        params = stub.args.args[1:]  # after self
+        defaults = [None] * (len(params) - len(stub.args.defaults)) + stub.args.defaults
+        spelled = [(p.arg, d is not None) for p, d in zip(params, defaults, strict=True)]
+        made = [(n, not cls.model_fields[n].is_required()) for n in cls.__positional__]
+        assert spelled == made, cls.__name__
+        assert stub.args.kwarg is not None and stub.args.kwarg.arg == "extra"
+
+
+def test_positional_arguments_are_checked_as_python_checks_them() -> None:
+    import pytest
+
+    with pytest.raises(TypeError, match="multiple values for argument 'role'"):
+        Message("user", role="assistant")  # type: ignore[misc]
+    with pytest.raises(TypeError, match="positional arguments"):
+        ToolCall("c", "t", {}, "surplus")  # type: ignore[call-arg]

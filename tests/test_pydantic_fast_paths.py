@@ -8,6 +8,7 @@ tests fails after a pydantic upgrade, the fast paths must change (or fall back t
 from __future__ import annotations
 
 import copy
+from typing import Any
 
 import pytest
 from pydantic import BaseModel
@@ -74,3 +75,70 @@ def test_freeze_then_thaw_gives_an_equal_independent_message(message: Message) -
     assert copy.deepcopy(thawed) == message
     if not message.tool_calls and not message.metadata and isinstance(message.content, str):
         assert isinstance(frozen, tuple)  # the untracked form is still taken
+
+
+# -- the layout is made from the fields: a new field is added to the class alone ----------
+
+
+def _wider_message_class() -> type[Any]:
+    """Message with one field more of each kind a layout treats differently."""
+    from typing import Literal
+
+    from pydantic import Field
+
+    from framework_agents.messages import PositionalModel, new_id
+
+    class Wider(PositionalModel):  # the same fields as Message, then three new ones
+        role: Literal["system", "user", "assistant", "tool"]
+        content: str | list[TextBlock | ReasoningBlock] = ""
+        tool_calls: list[ToolCall] = Field(default_factory=list)
+        tool_call_id: str | None = None
+        name: str | None = None
+        id: str = Field(default_factory=new_id)
+        metadata: dict[str, Any] = Field(default_factory=dict)
+        priority: int | None = None  # immutable: shared, kept in the tuple
+        tags: list[str] = Field(default_factory=list)  # empty for the tuple form
+        extra_blocks: list[TextBlock] | None = None  # mutable: copied
+
+    return Wider
+
+
+def test_a_new_field_needs_no_change_to_the_constructor_or_the_fast_paths() -> None:
+    import inspect
+
+    from framework_agents._pydantic_fast import message_layout
+
+    wider = _wider_message_class()
+    names = list(inspect.signature(wider).parameters)
+    assert names[-4:] == ["priority", "tags", "extra_blocks", "extra"]
+    layout = message_layout(wider)
+    assert layout.fields == tuple(wider.model_fields)
+
+    plain = wider("user", "hi", [], None, None, "m1", {}, 3)  # positional, in field order
+    frozen = layout.freeze_message(plain)
+    assert isinstance(frozen, tuple) and 3 in frozen[:-1]
+    thawed: Any = layout.thaw_message(frozen)
+    assert thawed == plain and thawed is not plain
+    assert thawed.model_fields_set == plain.model_fields_set
+    assert thawed.tags == [] and thawed.tags is not plain.tags
+
+    block = TextBlock("b")
+    full = wider("user", "hi", tags=["a"], extra_blocks=[block], metadata={"k": [1]})
+    frozen = layout.freeze_message(full)
+    assert not isinstance(frozen, tuple)  # a non-empty list field: kept as a deep copy
+    copies: list[Any] = [layout.copy_message(full), layout.thaw_message(frozen)]
+    for copied in copies:
+        assert copied == full
+        assert copied.model_dump_json() == full.model_dump_json()
+        assert copied.tags is not full.tags and copied.metadata["k"] is not full.metadata["k"]
+        assert copied.extra_blocks is not full.extra_blocks
+        assert copied.extra_blocks is not None and copied.extra_blocks[0] is block  # frozen
+
+
+def test_the_bound_layout_is_messages() -> None:
+    from framework_agents import _pydantic_fast
+
+    assert tuple(Message.model_fields) == _pydantic_fast._FIELD_NAMES
+    made = _pydantic_fast.message_layout(Message)
+    message = Message("tool", "r", tool_call_id="c", name="f", id="i")
+    assert made.freeze_message(message) == freeze_message(message)

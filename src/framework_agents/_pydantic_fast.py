@@ -13,23 +13,42 @@ a plain ``__init__``) at a speed cost, nothing else.
   ``model_copy(deep=True)``.
 * :func:`freeze_message` / :func:`thaw_message`: the form a memory keeps a text-only
   message in (a tuple the garbage collector stops tracking), and back.
+
+The last three are written from ``Message``'s fields when the class exists
+(:func:`message_layout`), so adding a field to ``Message`` changes nothing here.
 """
 
 from __future__ import annotations
 
 import copy
 from collections.abc import Callable, Iterable
-from typing import TYPE_CHECKING, Any, TypeAlias, TypeVar
+from types import UnionType
+from typing import (
+    TYPE_CHECKING,
+    Any,
+    Literal,
+    NamedTuple,
+    TypeAlias,
+    TypeVar,
+    Union,
+    get_args,
+    get_origin,
+)
+
+from pydantic import BaseModel
 
 if TYPE_CHECKING:
-    from .messages import Message, ToolCall
+    from .messages import Message
 
 __all__ = [
     "FrozenMessage",
+    "MessageLayout",
+    "bind_message_class",
     "constructor_only",
     "copy_message",
     "copy_messages",
     "freeze_message",
+    "message_layout",
     "thaw_message",
 ]
 
@@ -55,20 +74,27 @@ def constructor_only(init: _Init) -> _Init:
 #
 # Memories copy every message they store and hand out; ``model_copy(deep=True)`` pays for
 # ``copy.deepcopy`` over every field (~5 us a plain message, ~15 us with tool calls). These
-# copies rebuild only what is mutable: lists, ``ToolCall.args`` and ``metadata`` (JSON-like
-# values, copied by a small copier that falls back to ``copy.deepcopy`` for anything else).
-# Text and reasoning blocks are frozen and hold only strings, so copies share them. The
-# result is equal (``==``), has the same ``model_fields_set`` and dumps the same JSON.
-# Only the exact classes take the fast path: theirs have no private attributes and forbid
-# extras, so ``__pydantic_private__`` and ``__pydantic_extra__`` are always ``None``.
+# copies rebuild only what is mutable: lists, dicts and tool calls (JSON-like values are
+# copied by a small copier that falls back to ``copy.deepcopy`` for anything else). Text
+# and reasoning blocks are frozen and hold only strings, so copies share them, as they
+# share every field whose type only admits immutable values (``str``, ``None``, a
+# ``Literal``). The result is equal (``==``), has the same ``model_fields_set`` and dumps
+# the same JSON. Only the exact classes take the fast path: theirs have no private
+# attributes and forbid extras, so ``__pydantic_private__`` and ``__pydantic_extra__`` are
+# always ``None``.
+#
+# Nothing here names a field of ``Message``: :func:`bind_message_class` makes
+# ``copy_message``, ``freeze_message`` and ``thaw_message`` from its fields (as source, as
+# ``dataclasses`` makes an ``__init__``: a loop over the fields made them 2x slower), so a
+# field is added to the class alone.
 
 _ATOMS = frozenset({str, int, float, bool, type(None)})
 _new = object.__new__
 _set = object.__setattr__
 
 
-def _copy_json(value: Any) -> Any:
-    """A deep copy of a JSON-like value (dicts with scalar keys, lists, scalars)."""
+def _copy_value(value: Any) -> Any:
+    """A deep copy of a message's value: JSON-like data, tool calls, frozen blocks."""
     cls = value.__class__
     if cls in _ATOMS:
         return value
@@ -77,57 +103,52 @@ def _copy_json(value: Any) -> Any:
         for k, v in value.items():
             if k.__class__ not in _ATOMS:  # a key that might hold state: copy it all
                 return copy.deepcopy(value)
-            out[k] = v if v.__class__ in _ATOMS else _copy_json(v)
+            out[k] = v if v.__class__ in _ATOMS else _copy_value(v)
         return out
     if cls is list:
-        return [v if v.__class__ in _ATOMS else _copy_json(v) for v in value]
+        return [v if v.__class__ in _ATOMS else _copy_value(v) for v in value] if value else []
+    kind = _MODEL_KINDS.get(cls)
+    if kind is None:
+        kind = _MODEL_KINDS[cls] = _model_kind(cls)
+    if kind is _SHARED:
+        return value
+    if kind is _PLAIN:
+        fields = value.__dict__.copy()
+        for k, v in fields.items():
+            if v.__class__ not in _ATOMS:
+                fields[k] = _copy_value(v)  # replaces a value: the dict keeps its size
+        new = _new(cls)
+        _set(new, "__dict__", fields)
+        _set(new, "__pydantic_extra__", None)
+        _set(new, "__pydantic_fields_set__", value.__pydantic_fields_set__.copy())
+        _set(new, "__pydantic_private__", None)
+        return new
     return copy.deepcopy(value)
 
 
-def _copy_call(call: ToolCall) -> ToolCall:
-    if call.__class__ is not _m.ToolCall:
-        return copy.deepcopy(call)
-    fields = call.__dict__.copy()
-    fields["args"] = _copy_json(fields["args"])
-    new = _new(_m.ToolCall)
-    _set(new, "__dict__", fields)
-    _set(new, "__pydantic_extra__", None)
-    _set(new, "__pydantic_fields_set__", call.__pydantic_fields_set__.copy())
-    _set(new, "__pydantic_private__", None)
-    return new
+_SHARED, _PLAIN, _OTHER = "shared", "plain", "other"
+_MODEL_KINDS: dict[type, str] = {}
 
 
-def copy_message(msg: Message) -> Message:
-    """A deep copy of ``msg``, as ``msg.model_copy(deep=True)`` but several times faster."""
-    if msg.__class__ is not _m.Message:  # a subclass may add fields or private state
-        return msg.model_copy(deep=True)
-    try:
-        fields = msg.__dict__.copy()
-        content = fields["content"]
-        if content.__class__ is list:
-            fields["content"] = [
-                b
-                if b.__class__ is _m.TextBlock or b.__class__ is _m.ReasoningBlock
-                else copy.deepcopy(b)
-                for b in content
-            ]
-        elif content.__class__ is not str:
-            fields["content"] = copy.deepcopy(content)
-        calls = fields["tool_calls"]
-        if calls.__class__ is list:
-            fields["tool_calls"] = [_copy_call(c) for c in calls] if calls else []
-        else:
-            fields["tool_calls"] = copy.deepcopy(calls)
-        meta = fields["metadata"]
-        fields["metadata"] = _copy_json(meta) if meta or meta.__class__ is not dict else {}
-    except RecursionError:  # a value that contains itself: deepcopy keeps the cycle
-        return msg.model_copy(deep=True)
-    new = _new(_m.Message)
-    _set(new, "__dict__", fields)
-    _set(new, "__pydantic_extra__", None)
-    _set(new, "__pydantic_fields_set__", msg.__pydantic_fields_set__.copy())
-    _set(new, "__pydantic_private__", None)
-    return new
+def _model_kind(cls: type) -> str:
+    """How :func:`_copy_value` copies an instance of ``cls``.
+
+    ``_SHARED``: a frozen model whose fields only admit immutable values (a text block);
+    nothing in it can change, so copies share it. ``_PLAIN``: a model with no private
+    attributes that forbids extras (a tool call), copied field by field. Anything else
+    is left to ``copy.deepcopy``.
+    """
+    if not (
+        isinstance(cls, type)
+        and issubclass(cls, BaseModel)
+        and cls.model_config.get("extra") == "forbid"
+        and not cls.__private_attributes__
+    ):
+        return _OTHER
+    frozen = cls.model_config.get("frozen", False)
+    if frozen and all(_immutable(field.annotation) for field in cls.model_fields.values()):
+        return _SHARED
+    return _PLAIN
 
 
 def copy_messages(messages: Iterable[Message]) -> list[Message]:
@@ -140,42 +161,68 @@ def copy_messages(messages: Iterable[Message]) -> list[Message]:
 # A memory must keep messages no caller can change. Deep copies do that but cost more than
 # their copying: each holds four containers the garbage collector tracks, and a memory of
 # thousands of them makes every full collection walk them all (the collections a program
-# runs anyway, triggered by the allocations of the copies themselves). A text-only message
-# is kept as a tuple of strings, ``None`` and a bit mask of ``model_fields_set`` instead,
-# which the collector stops tracking on its first pass over it (a tuple of untracked values).
-
-_FIELD_NAMES = ("role", "content", "tool_calls", "tool_call_id", "name", "id", "metadata")
-_FIELD_BITS = {name: 1 << i for i, name in enumerate(_FIELD_NAMES)}
-_FIELD_SETS = tuple(
-    frozenset(n for n, bit in _FIELD_BITS.items() if mask & bit)
-    for mask in range(1 << len(_FIELD_NAMES))
-)
+# runs anyway, triggered by the allocations of the copies themselves). A message whose
+# list and dict fields (those made by ``default_factory=list`` or ``dict``) are empty and
+# whose other fields hold strings, numbers or ``None`` is kept as a tuple of those values
+# and a bit mask of ``model_fields_set`` instead, which the collector stops tracking on
+# its first pass over it (a tuple of untracked values).
 
 #: What :func:`freeze_message` returns: a tuple for a text-only message, else a deep copy.
-FrozenMessage: TypeAlias = "tuple[str, str, str | None, str | None, str, int] | Message"
+FrozenMessage: TypeAlias = "tuple[Any, ...] | Message"
+
+_FIELD_NAMES: tuple[str, ...] = ()  # Message's fields, in order (set by bind_message_class)
 
 
-def freeze_message(msg: Message) -> FrozenMessage:
-    """``msg`` in a form nobody else holds or can change, cheap to keep (see above)."""
+_DOCS = {
+    "copy_message": "A deep copy of ``msg``, as ``msg.model_copy(deep=True)`` but several "
+    "times faster.",
+    "freeze_message": "``msg`` in a form nobody else holds or can change, cheap to keep.",
+    "thaw_message": "A new message equal to the one ``freeze_message`` was given (a deep copy).",
+}
+
+# Written by bind_message_class when framework_agents.messages has made Message.
+copy_message: Callable[[Message], Message]
+freeze_message: Callable[[Message], FrozenMessage]
+thaw_message: Callable[[FrozenMessage], Message]
+
+
+def _immutable(annotation: Any) -> bool:
+    """Whether every value valid for ``annotation`` is immutable (``str | None``, ...)."""
+    if annotation in _ATOMS:
+        return True
+    origin = get_origin(annotation)
+    if origin is Literal:
+        return True
+    if origin is Union or origin is UnionType:
+        return all(_immutable(arg) for arg in get_args(annotation))
+    return False
+
+
+_EMPTY = {"list": "[]", "dict": "{}"}
+
+_TEMPLATE = """\
+def copy_message(msg):
+    if msg.__class__ is not Message:  # a subclass may add fields or private state
+        return msg.model_copy(deep=True)
+    fields = msg.__dict__.copy()
+    try:
+{copies}
+    except RecursionError:  # a value that contains itself: deepcopy keeps the cycle
+        return msg.model_copy(deep=True)
+    new = _new(Message)
+    _set(new, "__dict__", fields)
+    _set(new, "__pydantic_extra__", None)
+    _set(new, "__pydantic_fields_set__", msg.__pydantic_fields_set__.copy())
+    _set(new, "__pydantic_private__", None)
+    return new
+
+
+def freeze_message(msg):
     fields = msg.__dict__
-    if msg.__class__ is _m.Message and len(fields) == len(_FIELD_NAMES):
-        role, content, calls = fields["role"], fields["content"], fields["tool_calls"]
-        call_id, name, mid, meta = (
-            fields["tool_call_id"],
-            fields["name"],
-            fields["id"],
-            fields["metadata"],
-        )
+    if msg.__class__ is Message and len(fields) == {count}:
+{reads}
         if (
-            role.__class__ is str
-            and content.__class__ is str
-            and mid.__class__ is str
-            and (call_id is None or call_id.__class__ is str)
-            and (name is None or name.__class__ is str)
-            and calls.__class__ is list
-            and not calls
-            and meta.__class__ is dict
-            and not meta
+            {checks}
         ):
             mask = 0
             for field in msg.__pydantic_fields_set__:
@@ -183,34 +230,114 @@ def freeze_message(msg: Message) -> FrozenMessage:
                 if bit is None:  # not a field name (model_construct allows any): copy
                     return copy_message(msg)
                 mask |= bit
-            return (role, content, call_id, name, mid, mask)
+            return ({kept}mask)
     return copy_message(msg)
 
 
-def thaw_message(frozen: FrozenMessage) -> Message:
-    """A new message equal to the one :func:`freeze_message` was given (a deep copy)."""
-    if isinstance(frozen, _m.Message):
+def thaw_message(frozen):
+    if frozen.__class__ is not tuple:
         return copy_message(frozen)
-    role, content, call_id, name, mid, mask = frozen
-    new = _new(_m.Message)
-    _set(
-        new,
-        "__dict__",
-        {
-            "role": role,
-            "content": content,
-            "tool_calls": [],
-            "tool_call_id": call_id,
-            "name": name,
-            "id": mid,
-            "metadata": {},
-        },
-    )
+    {kept}mask = frozen
+    new = _new(Message)
+    _set(new, "__dict__", {{{thawed}}})
     _set(new, "__pydantic_extra__", None)
     _set(new, "__pydantic_fields_set__", set(_FIELD_SETS[mask]))
     _set(new, "__pydantic_private__", None)
     return new
+"""
+
+
+class MessageLayout(NamedTuple):
+    """The fast functions made for one message class (see :func:`message_layout`)."""
+
+    fields: tuple[str, ...]
+    copy_message: Callable[[Message], Message]
+    freeze_message: Callable[[Message], FrozenMessage]
+    thaw_message: Callable[[FrozenMessage], Message]
+
+
+class _FieldSets(dict[int, frozenset[str]]):
+    """``model_fields_set`` for each bit mask of field names, made the first time asked."""
+
+    def __init__(self, names: tuple[str, ...]) -> None:
+        super().__init__()
+        self._names = names
+
+    def __missing__(self, mask: int) -> frozenset[str]:
+        made = self[mask] = frozenset(n for i, n in enumerate(self._names) if mask >> i & 1)
+        return made
+
+
+def message_layout(message: type[Message]) -> MessageLayout:
+    """Write ``copy_message``, ``freeze_message`` and ``thaw_message`` for ``message``.
+
+    They are written out field by field from ``message.model_fields`` and compiled: a
+    field whose type admits only immutable values is shared by copies and kept in the
+    frozen tuple; one made by ``default_factory=list`` or ``dict`` must be empty for the
+    tuple form (it is made again on thaw); anything else is copied by ``_copy_value``.
+    """
+    fields = message.model_fields
+    names = tuple(fields)
+    if not all(name.isidentifier() for name in names):
+        raise TypeError(f"{message.__name__} has a field that is not an identifier")
+    empty = {
+        name: field.default_factory.__name__
+        for name, field in fields.items()
+        if field.default_factory in (list, dict)
+    }
+    kept = [name for name in names if name not in empty]
+    copies = []
+    for name, field in fields.items():
+        if name in empty:
+            kind = empty[name]
+            copies.append(
+                f"        v = fields[{name!r}]\n        fields[{name!r}] = "
+                f"{_EMPTY[kind]} if v.__class__ is {kind} and not v else _copy_value(v)"
+            )
+        elif not _immutable(field.annotation):
+            copies.append(
+                f"        v = fields[{name!r}]\n        if v.__class__ not in _ATOMS:\n"
+                f"            fields[{name!r}] = _copy_value(v)"
+            )
+    source = _TEMPLATE.format(
+        copies="\n".join(copies) or "        pass",
+        count=len(names),
+        reads="\n".join(f"        v_{name} = fields[{name!r}]" for name in names),
+        checks="\n            and ".join(
+            [f"v_{name}.__class__ in _ATOMS" for name in kept]
+            + [f"v_{name}.__class__ is {kind} and not v_{name}" for name, kind in empty.items()]
+        ),
+        kept="".join(f"v_{name}, " for name in kept),
+        thawed=", ".join(
+            f"{name!r}: {_EMPTY[empty[name]]}" if name in empty else f"{name!r}: v_{name}"
+            for name in names
+        ),
+    )
+    namespace: dict[str, Any] = {
+        "Message": message,
+        "_ATOMS": _ATOMS,
+        "_FIELD_BITS": {name: 1 << i for i, name in enumerate(names)},
+        "_FIELD_SETS": _FieldSets(names),
+        "_copy_value": _copy_value,
+        "_new": _new,
+        "_set": _set,
+    }
+    exec(compile(source, f"<{message.__name__} layout>", "exec"), namespace)
+    made = MessageLayout(
+        names, namespace["copy_message"], namespace["freeze_message"], namespace["thaw_message"]
+    )
+    for function in made[1:]:
+        function.__doc__, function.__module__ = _DOCS[function.__name__], __name__
+    return made
+
+
+def bind_message_class(message: type[Message]) -> None:
+    """Make this module's :func:`copy_message`, :func:`freeze_message`, :func:`thaw_message`.
+
+    Called once by ``framework_agents.messages`` when its classes exist.
+    """
+    global _FIELD_NAMES, copy_message, freeze_message, thaw_message
+    _FIELD_NAMES, copy_message, freeze_message, thaw_message = message_layout(message)
 
 
 # Bound last: messages imports this module before it defines its classes.
-from . import messages as _m  # noqa: E402

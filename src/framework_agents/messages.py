@@ -10,9 +10,10 @@ from __future__ import annotations
 import inspect
 import uuid
 from collections.abc import Callable
-from typing import Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal, get_args, get_origin
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
+from pydantic.fields import FieldInfo
 
 from ._pydantic_fast import constructor_only as constructor_only
 from .errors import DataValidationError
@@ -45,7 +46,8 @@ class Unset:
     ``Message(**data)`` must fail as validating ``data`` does, so a required argument
     cannot be a plain required parameter (a missing field would be a ``TypeError``
     instead of a ``ValidationError``), and an explicit ``None`` must reach the validator
-    (a stored ``"id": null`` is corrupt, not a request for a fresh id).
+    (a stored ``"id": null`` is corrupt, not a request for a fresh id). Its ``repr`` is
+    what a signature shows for the default (``id=<new>``).
     """
 
     def __init__(self, name: str) -> None:
@@ -61,14 +63,15 @@ REQUIRED: Any = Unset("<required>")
 NEW_ID: Any = Unset("<new>")
 
 
-def _validated(init: Callable[..., None], data: dict[str, Any]) -> None:
-    """Run pydantic's ``init(**data)``; bad data is ``DataValidationError`` (a coded error).
+def _validated(model: BaseModel, data: dict[str, Any]) -> None:
+    """Validate ``data`` into ``model`` as pydantic's ``__init__`` does; bad data is coded.
 
-    Only constructors come here: parsing stored data (``model_validate``) keeps pydantic's
-    own ``ValidationError``, which readers turn into their ``*_CORRUPT`` codes.
+    Bad data is :class:`DataValidationError` (``INVALID_ARGUMENT``). Only constructors
+    come here: parsing stored data (``model_validate``) keeps pydantic's own
+    ``ValidationError``, which readers turn into their ``*_CORRUPT`` codes.
     """
     try:
-        init(**data)
+        BaseModel.__init__(model, **data)
     except ValidationError as exc:
         raise DataValidationError.wrap(exc) from None
 
@@ -83,86 +86,136 @@ def show_required(cls: type[BaseModel], *names: str) -> None:
     setattr(cls, "__signature__", sig.replace(parameters=params))  # noqa: B010
 
 
-class TextBlock(BaseModel):
-    """A block of plain text inside a message's content."""
+class PositionalModel(BaseModel):
+    """A model whose fields may also be given positionally, in the order they are declared.
+
+    The constructor and its signature are made from the fields themselves, so a field is
+    added in one place. A field typed as a one-value ``Literal`` (a content block's
+    ``type`` tag) is not positional: it can only hold its default. Everything given is
+    handed to pydantic as keywords, so ``Cls(**data)`` fails exactly as validating ``data``
+    does (an unknown or missing field, an explicit ``None`` where none is allowed), as a
+    coded :class:`~framework_agents.errors.DataValidationError`.
+    """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
+
+    #: The fields that may be given positionally, in order (made from the fields).
+    __positional__: ClassVar[tuple[str, ...]] = ()
+
+    @classmethod
+    def __pydantic_init_subclass__(cls, **kwargs: Any) -> None:
+        """Make the constructor and the shown signature from the fields."""
+        super().__pydantic_init_subclass__(**kwargs)
+        cls.__positional__ = tuple(
+            name for name, field in cls.model_fields.items() if not _is_tag(field.annotation)
+        )
+        init = _positional_init(cls.__positional__)
+        init.__qualname__ = f"{cls.__qualname__}.__init__"
+        cls.__init__ = constructor_only(init)  # type: ignore[method-assign]
+        params = [
+            inspect.Parameter(
+                name,
+                inspect.Parameter.POSITIONAL_OR_KEYWORD,
+                default=_shown_default(cls.model_fields[name]),
+                annotation=cls.model_fields[name].annotation,
+            )
+            for name in cls.__positional__
+        ]
+        params.append(inspect.Parameter("extra", inspect.Parameter.VAR_KEYWORD, annotation=Any))
+        setattr(cls, "__signature__", inspect.Signature(params, return_annotation=None))  # noqa: B010
+
+
+#: A constructor argument left out (pydantic then applies the field's default).
+_ABSENT: Any = Unset("<absent>")
+
+
+def _positional_init(names: tuple[str, ...]) -> Callable[..., None]:
+    """``__init__(self, <names>=_ABSENT, **extra)`` handing on only what was given.
+
+    Made as source, as ``dataclasses`` makes its ``__init__``: Python itself then binds
+    the arguments (its own ``TypeError`` for too many or repeated ones), at the cost of
+    a hand-written constructor.
+    """
+    if not all(name.isidentifier() and name not in ("self", "extra") for name in names):
+        raise TypeError(f"field names {names!r} cannot all be constructor parameters")
+    lines = [f"def __init__(self, {''.join(f'{n}=_ABSENT, ' for n in names)}**extra):"]
+    lines += [f"    if {n} is not _ABSENT: extra[{n!r}] = {n}" for n in names]
+    lines.append("    _validated(self, extra)")
+    namespace: dict[str, Any] = {}
+    exec("\n".join(lines), {"_ABSENT": _ABSENT, "_validated": _validated}, namespace)
+    init: Callable[..., None] = namespace["__init__"]
+    return init
+
+
+def _is_tag(annotation: Any) -> bool:
+    return get_origin(annotation) is Literal and len(get_args(annotation)) == 1
+
+
+#: How a default made by a factory is shown in a signature (``id=<new>`` in API.md).
+_FACTORY_SHOWN: dict[Callable[[], Any], Any] = {new_id: NEW_ID}
+
+
+def _shown_default(field: FieldInfo) -> Any:
+    if field.default_factory is None:
+        return inspect.Parameter.empty if field.is_required() else field.default
+    factory: Any = field.default_factory
+    if factory in (list, dict):
+        return factory()
+    return _FACTORY_SHOWN.get(factory, Unset(f"<{getattr(factory, '__name__', 'new')}()>"))
+
+
+class TextBlock(PositionalModel):
+    """A block of plain text inside a message's content."""
 
     type: Literal["text"] = "text"
     text: str
 
-    @constructor_only
-    def __init__(self, text: str = REQUIRED, **extra: Any) -> None:
-        if text is not REQUIRED:
-            extra["text"] = text
-        _validated(super().__init__, extra)
+    if TYPE_CHECKING:  # the constructor made from the fields, spelled for type checkers
+
+        def __init__(self, text: str, **extra: Any) -> None: ...
 
 
-class ReasoningBlock(BaseModel):
+class ReasoningBlock(PositionalModel):
     """The model's thinking; ``signature`` is an opaque provider token sent back unchanged."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
 
     type: Literal["reasoning"] = "reasoning"
     text: str
     signature: str | None = None
 
-    @constructor_only
-    def __init__(self, text: str = REQUIRED, signature: str | None = None, **extra: Any) -> None:
-        if text is not REQUIRED:
-            extra["text"] = text
-        if signature is not None:
-            extra["signature"] = signature
-        _validated(super().__init__, extra)
+    if TYPE_CHECKING:  # the constructor made from the fields, spelled for type checkers
+
+        def __init__(self, text: str, signature: str | None = ..., **extra: Any) -> None: ...
 
 
 ContentBlock = Annotated[TextBlock | ReasoningBlock, Field(discriminator="type")]
 
 
-#: Defaults shown in signatures; never mutated (pydantic makes fresh ones).
-_NO_ARGS: dict[str, Any] = {}
-
-
-class ToolCall(BaseModel):
+class ToolCall(PositionalModel):
     """One call of a tool made by an assistant turn."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
 
     id: str
     name: str
     args: dict[str, Any] = Field(default_factory=dict)
 
-    @constructor_only
-    def __init__(
-        self,
-        id: str = REQUIRED,
-        name: str = REQUIRED,
-        args: dict[str, Any] = _NO_ARGS,
-        **extra: Any,
-    ) -> None:
-        if id is not REQUIRED:
-            extra["id"] = id
-        if name is not REQUIRED:
-            extra["name"] = name
-        if args is not _NO_ARGS:
-            extra["args"] = args
-        _validated(super().__init__, extra)
+    if TYPE_CHECKING:  # the constructor made from the fields, spelled for type checkers
+
+        def __init__(
+            self, id: str, name: str, args: dict[str, Any] = ..., **extra: Any
+        ) -> None: ...
 
 
-_NO_CALLS: list[ToolCall] = []
-_NO_METADATA: dict[str, Any] = {}
-
-
-class Message(BaseModel):
+class Message(PositionalModel):
     """A chat message; ``role="tool"`` messages answer the call named by ``tool_call_id``.
 
     Messages are immutable: assigning a field raises, and the framework shares one message
     object between the agent, its memory, results and events instead of copying it. Derive
     a changed message with ``model_copy(update=...)``; never change ``tool_calls``,
     ``metadata`` or a content list in place.
-    """
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    The fields are the whole layout: the constructor (positional in this order, as API.md
+    writes it), the signature, and the compact form memories keep
+    (``_pydantic_fast.freeze_message``) are all made from them.
+    """
 
     role: Role
     content: str | list[ContentBlock] = ""
@@ -172,36 +225,19 @@ class Message(BaseModel):
     id: str = Field(default_factory=new_id)
     metadata: dict[str, Any] = Field(default_factory=dict)
 
-    @constructor_only
-    def __init__(
-        self,
-        role: Role = REQUIRED,
-        content: str | list[TextBlock | ReasoningBlock] = "",
-        tool_calls: list[ToolCall] = _NO_CALLS,
-        tool_call_id: str | None = None,
-        name: str | None = None,
-        id: str = NEW_ID,
-        metadata: dict[str, Any] = _NO_METADATA,
-        **extra: Any,
-    ) -> None:
-        # Positionally in API.md's order or by keyword; a left-out id is a fresh one.
-        # Only what was given is handed on (pydantic fills and copies the defaults), and
-        # ``extra`` only exists so that an unknown field is pydantic's ValidationError.
-        if role is not REQUIRED:
-            extra["role"] = role
-        if content.__class__ is not str or content:
-            extra["content"] = content
-        if tool_calls is not _NO_CALLS:
-            extra["tool_calls"] = tool_calls
-        if tool_call_id is not None:
-            extra["tool_call_id"] = tool_call_id
-        if name is not None:
-            extra["name"] = name
-        if id is not NEW_ID:
-            extra["id"] = id
-        if metadata is not _NO_METADATA:
-            extra["metadata"] = metadata
-        _validated(super().__init__, extra)
+    if TYPE_CHECKING:  # the constructor made from the fields, spelled for type checkers
+
+        def __init__(
+            self,
+            role: Role,
+            content: str | list[TextBlock | ReasoningBlock] = ...,
+            tool_calls: list[ToolCall] = ...,
+            tool_call_id: str | None = ...,
+            name: str | None = ...,
+            id: str = ...,
+            metadata: dict[str, Any] = ...,
+            **extra: Any,
+        ) -> None: ...
 
     def __setattr__(self, name: str, value: Any) -> None:
         """Refused: messages are immutable (a coded ``INVALID_ARGUMENT``)."""
@@ -240,16 +276,15 @@ class Message(BaseModel):
         return cls.model_validate_json(data)
 
 
-show_required(TextBlock, "text")
-show_required(ReasoningBlock, "text")
-show_required(ToolCall, "id", "name")
-show_required(Message, "role")
-
 #: Validates a JSON list of messages in one pass.
 MessageList: TypeAdapter[list[Message]] = TypeAdapter(list[Message])
 
 
-# The fast copies live beside the other pydantic fast paths (re-exported for the memories).
+# The fast copies live beside the other pydantic fast paths, made from Message's fields.
+from . import _pydantic_fast  # noqa: E402
+
+_pydantic_fast.bind_message_class(Message)
+
 from ._pydantic_fast import FrozenMessage as FrozenMessage  # noqa: E402
 from ._pydantic_fast import copy_message as copy_message  # noqa: E402
 from ._pydantic_fast import copy_messages as copy_messages  # noqa: E402
