@@ -13,10 +13,12 @@ save per turn, for each store:
 * ``agent``: ``Agent.run`` of the turn with a ``FileCheckpointer`` (load + loop + save);
 
 and, in the same run (every store saves turn ``i`` before any saves turn ``i + 1``, in
-rotating order, so a shared machine's noise falls on all alike), two baselines fed the same
+rotating order, so a shared machine's noise falls on all alike), three baselines fed the same
 per-turn bytes:
 
 * ``append``: append + ``fdatasync`` of the turn's JSON (the physical floor);
+* ``append_thread``: the same append made in a worker thread (``asyncio.to_thread``),
+  as an event loop must make blocking I/O (the floor of an async store);
 * ``sqlite``: an append-only SQLite table of JSON rows, ``synchronous=FULL``, one
   transaction per turn (what the fastest durable peer does).
 
@@ -69,6 +71,7 @@ from framework_agents.messages import MessageList
 from framework_agents.testing import FunctionModel
 
 MARKS = (10, 100, 1000, 3000)
+BASELINES = ("append", "append_thread", "sqlite")
 WINDOW = 20
 _WORDS = [
     "the",
@@ -182,6 +185,17 @@ def store_steps(root: Path) -> dict[str, Step]:
         os.write(fd, MessageList.dump_json(new) + b"\n")
         os.fdatasync(fd)
 
+    # The same append made the way an event loop must make blocking I/O: in a worker
+    # thread (asyncio.to_thread). Every store here pays one such hand-off per save.
+    afd = os.open(root / "append" / "log_thread", os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+
+    def append_sync(data: bytes) -> None:
+        os.write(afd, data)
+        os.fdatasync(afd)
+
+    async def append_thread_step(i: int, new: list[Message], history: list[Message]) -> None:
+        await asyncio.to_thread(append_sync, MessageList.dump_json(new) + b"\n")
+
     async def sqlite_step(i: int, new: list[Message], history: list[Message]) -> None:
         db.execute("BEGIN")
         db.executemany(
@@ -200,6 +214,7 @@ def store_steps(root: Path) -> dict[str, Step]:
 
     return {
         "append": append_step,
+        "append_thread": append_thread_step,
         "sqlite": sqlite_step,
         "memory": memory_step,
         "checkpoint": checkpoint_step,
@@ -245,26 +260,30 @@ def _marks(times: list[float]) -> dict[int, tuple[float, float]]:
 async def growth(root: Path, turns: int, only: set[str]) -> None:
     """Per-turn save latency and bytes written for every store."""
     steps = {
-        name: step
-        for name, step in store_steps(root).items()
-        if name in only or name in ("append", "sqlite")
+        name: step for name, step in store_steps(root).items() if name in only or name in BASELINES
     }
     results: dict[str, tuple[dict[int, tuple[float, float]], float, float]] = {}
     for name, (times, payload, wchar, wbytes) in (await _run_all(turns, steps)).items():
         results[name] = (_marks(times), wchar / payload, wbytes / payload)
     base_append, base_sqlite = results["append"][0], results["sqlite"][0]
+    base_thread = results["append_thread"][0]
     print(f"turns={turns}  p50/p99 ms over the {WINDOW} saves ending at each turn")
-    head = "store        " + "".join(f"{'t=' + str(m):>18}" for m in MARKS if m <= turns)
-    print(head + "   x append   x sqlite   t_last/t_10   wchar/payload  write_bytes/payload")
+    head = "store         " + "".join(f"{'t=' + str(m):>18}" for m in MARKS if m <= turns)
+    print(
+        head + "   x append  (at t=10)  x thread   x sqlite   t_last/t_10"
+        "   wchar/payload  write_bytes/payload"
+    )
     for name, (marks, wchar, wbytes) in results.items():
         cells = "".join(f"{p50:>9.2f}/{p99:<8.2f}" for p50, p99 in marks.values())
         last = max(marks)
         ratio_a = marks[last][0] / base_append[last][0]
+        ratio_a10 = marks[10][0] / base_append[10][0]
+        ratio_t = marks[last][0] / base_thread[last][0]
         ratio_s = marks[last][0] / base_sqlite[last][0]
         growth_ratio = marks[last][0] / marks[10][0]
         print(
-            f"{name:<13}{cells}   {ratio_a:8.2f}   {ratio_s:8.2f}   {growth_ratio:11.2f}"
-            f"   {wchar:13.2f}  {wbytes:19.2f}"
+            f"{name:<14}{cells}   {ratio_a:8.2f}   {ratio_a10:8.2f}   {ratio_t:8.2f}"
+            f"   {ratio_s:8.2f}   {growth_ratio:11.2f}   {wchar:13.2f}  {wbytes:19.2f}"
         )
 
 

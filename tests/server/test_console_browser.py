@@ -360,6 +360,10 @@ def test_branch_from_a_message_edit_it_and_compare_with_the_parent(page: Page, s
     expect(page.locator("#timeline-panel li[data-kind=edit]")).to_have_count(1)
     _send(page, "a new direction")
     expect(_assistant(page).last).to_contain_text("You said: a new direction")
+    # The thread is drawn again from the store once the run is saved: a click on the
+    # link before that could land on the element being replaced (seen on a loaded CI).
+    expect(page.get_by_role("status")).to_have_text("Answer complete")
+    expect(page.locator("#timeline-panel li[data-kind=run]")).to_have_count(1)
     page.get_by_role("link", name="Compare with parent").click()
     summary = page.locator("#compare-summary")
     expect(summary).to_have_text(

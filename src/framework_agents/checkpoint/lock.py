@@ -150,15 +150,18 @@ def _record(token: str) -> bytes:
     return json.dumps(info).encode() + b"\n"
 
 
-def _write_record(fd: int, token: str) -> None:
+def _write_record(fd: int, token: str, *, fresh: bool = False) -> None:
     # Diagnostics and "creator finished" marker only; not fsynced on purpose (after a
     # machine crash the kernel lock is gone anyway and rule 1 covers a lost record).
-    # Written first, then cut to its length: never truncated to zero, because ext4
-    # (auto_da_alloc) flushes a file truncated to zero when it is closed, which costs
-    # the release as much as the fdatasync of the save the lock protects.
+    # Written first, then cut to its length (a takeover overwrites a longer record):
+    # never truncated to zero, because ext4 (auto_da_alloc) flushes a file truncated to
+    # zero when it is closed, which costs the release as much as the fdatasync of the
+    # save the lock protects. A ``fresh`` file (created and found empty under our kernel
+    # lock, which a takeover needs) has nothing to cut.
     data = _record(token)
     os.pwrite(fd, data, 0)
-    os.ftruncate(fd, len(data))
+    if not fresh:
+        os.ftruncate(fd, len(data))
 
 
 def _parse_record(data: bytes) -> dict[str, Any] | None:
@@ -219,7 +222,7 @@ def _create(path: Path, token: str) -> _Held | _Busy | _Again | None:
             # A waiter took it over and already released it again: start afresh.
             os.close(fd)
             return _AGAIN
-        _write_record(fd, token)
+        _write_record(fd, token, fresh=locked)
         return _Held(path, fd, st.st_dev, st.st_ino, token, kernel_locked=locked)
     except BaseException:
         os.close(fd)
