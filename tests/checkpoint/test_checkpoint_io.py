@@ -26,8 +26,8 @@ def test_the_result_and_the_error_of_the_work_reach_the_caller() -> None:
 
 
 def _blocked_work() -> tuple[threading.Event, threading.Event, list[str]]:
-    started, go_on, log = threading.Event(), threading.Event(), []
-    return started, go_on, log
+    log: list[str] = []
+    return threading.Event(), threading.Event(), log
 
 
 def test_a_cancel_waits_for_the_work_then_undoes_it() -> None:
