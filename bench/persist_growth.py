@@ -13,14 +13,16 @@ save per turn, for each store:
 * ``agent``: ``Agent.run`` of the turn with a ``FileCheckpointer`` (load + loop + save);
 
 and, in the same run (every store saves turn ``i`` before any saves turn ``i + 1``, in
-rotating order, so a shared machine's noise falls on all alike), three baselines fed the same
+rotating order, so a shared machine's noise falls on all alike), four baselines fed the same
 per-turn bytes:
 
 * ``append``: append + ``fdatasync`` of the turn's JSON (the physical floor);
 * ``append_thread``: the same append made in a worker thread (``asyncio.to_thread``),
   as an event loop must make blocking I/O (the floor of an async store);
 * ``sqlite``: an append-only SQLite table of JSON rows, ``synchronous=FULL``, one
-  transaction per turn (what the fastest durable peer does).
+  transaction per turn (what the fastest durable peer does), run inline;
+* ``sqlite_thread``: the same, run as that peer runs it (the OpenAI Agents SDK's
+  ``SQLiteSession.add_items`` inserts and commits in ``asyncio.to_thread``).
 
 Before each turn ``gc.freeze()`` moves every existing object out of the collector's reach,
 so a collection's cost does not grow with what the harness keeps alive. Prints p50/p99
@@ -71,7 +73,7 @@ from framework_agents.messages import MessageList
 from framework_agents.testing import FunctionModel
 
 MARKS = (10, 100, 1000, 3000)
-BASELINES = ("append", "append_thread", "sqlite")
+BASELINES = ("append", "append_thread", "sqlite", "sqlite_thread")
 WINDOW = 20
 _WORDS = [
     "the",
@@ -203,6 +205,21 @@ def store_steps(root: Path) -> dict[str, Step]:
         )
         db.execute("COMMIT")
 
+    # The same rows as the OpenAI Agents SDK's SQLiteSession.add_items writes them: the
+    # insert and commit in asyncio.to_thread (its own connection, as a thread needs).
+    tdb = sqlite3.connect(root / "sqlite_thread.db", isolation_level=None, check_same_thread=False)
+    tdb.execute("PRAGMA journal_mode=WAL")
+    tdb.execute("PRAGMA synchronous=FULL")
+    tdb.execute("CREATE TABLE messages (seq INTEGER PRIMARY KEY, body TEXT)")
+
+    def sqlite_insert(rows: list[tuple[str]]) -> None:
+        tdb.execute("BEGIN")
+        tdb.executemany("INSERT INTO messages (body) VALUES (?)", rows)
+        tdb.execute("COMMIT")
+
+    async def sqlite_thread_step(i: int, new: list[Message], history: list[Message]) -> None:
+        await asyncio.to_thread(sqlite_insert, [(m.model_dump_json(),) for m in new])
+
     agent_cp = FileCheckpointer(root / "agent")
     agent = Agent(
         FunctionModel(_agent_reply), tools=[lookup], conversation_manager=NullConversationManager()
@@ -216,6 +233,7 @@ def store_steps(root: Path) -> dict[str, Step]:
         "append": append_step,
         "append_thread": append_thread_step,
         "sqlite": sqlite_step,
+        "sqlite_thread": sqlite_thread_step,
         "memory": memory_step,
         "checkpoint": checkpoint_step,
         "session": session_step,
@@ -266,11 +284,11 @@ async def growth(root: Path, turns: int, only: set[str]) -> None:
     for name, (times, payload, wchar, wbytes) in (await _run_all(turns, steps)).items():
         results[name] = (_marks(times), wchar / payload, wbytes / payload)
     base_append, base_sqlite = results["append"][0], results["sqlite"][0]
-    base_thread = results["append_thread"][0]
+    base_thread, base_sqlite_thread = results["append_thread"][0], results["sqlite_thread"][0]
     print(f"turns={turns}  p50/p99 ms over the {WINDOW} saves ending at each turn")
     head = "store         " + "".join(f"{'t=' + str(m):>18}" for m in MARKS if m <= turns)
     print(
-        head + "   x append  (at t=10)  x thread   x sqlite   t_last/t_10"
+        head + "   x append  (at t=10)  x thread   x sqlite  x sqlite_thread   t_last/t_10"
         "   wchar/payload  write_bytes/payload"
     )
     for name, (marks, wchar, wbytes) in results.items():
@@ -280,10 +298,12 @@ async def growth(root: Path, turns: int, only: set[str]) -> None:
         ratio_a10 = marks[10][0] / base_append[10][0]
         ratio_t = marks[last][0] / base_thread[last][0]
         ratio_s = marks[last][0] / base_sqlite[last][0]
+        ratio_st = marks[last][0] / base_sqlite_thread[last][0]
         growth_ratio = marks[last][0] / marks[10][0]
         print(
             f"{name:<14}{cells}   {ratio_a:8.2f}   {ratio_a10:8.2f}   {ratio_t:8.2f}"
-            f"   {ratio_s:8.2f}   {growth_ratio:11.2f}   {wchar:13.2f}  {wbytes:19.2f}"
+            f"   {ratio_s:8.2f}   {ratio_st:14.2f}   {growth_ratio:11.2f}"
+            f"   {wchar:13.2f}  {wbytes:19.2f}"
         )
 
 
