@@ -17,7 +17,7 @@ import logging
 import math
 import time
 import uuid
-from collections.abc import Iterator, Sequence
+from collections.abc import Collection, Iterator, Sequence
 from dataclasses import dataclass, field
 from types import TracebackType
 from typing import Any, Generic, Protocol, Self, TypeVar
@@ -188,6 +188,38 @@ def decode_messages(bodies: Sequence[bytes], *, source: str) -> list[Message]:
         except (ValidationError, ValueError, RecursionError) as exc:
             raise MemoryCorruptError(f"{source}: message {i} is unreadable: {exc}") from None
     raise MemoryCorruptError(f"{source} is unreadable")  # pragma: no cover
+
+
+def stored_id(body: bytes) -> str | None:
+    """The id of a stored message fragment, or ``None`` when it has none (unreadable)."""
+    try:
+        value = json.loads(body)
+    except (ValueError, RecursionError):
+        return None
+    found = value.get("id") if isinstance(value, dict) else None
+    return found if isinstance(found, str) else None
+
+
+def appended_by_others(
+    stored: Sequence[bytes], base: Collection[str] | None, given: Collection[str]
+) -> list[int]:
+    """Which stored fragments a commit keeps: those another writer appended meanwhile.
+
+    ``base`` is the ids of the history the committing instance last loaded or wrote
+    (``None``: it has neither, so it replaces everything), ``given`` the ids it commits.
+    A stored message outside both was appended by someone else since: it is kept (after
+    the committed history, as ``FileMemory.commit`` keeps it), so a replace never drops
+    another process's turn. Stored ones in ``base`` but not given are the removals the
+    committer meant; an unreadable fragment is replaced, as before.
+    """
+    if base is None:
+        return []
+    kept = []
+    for i, body in enumerate(stored):
+        found = stored_id(body)
+        if found is not None and found not in base and found not in given:
+            kept.append(i)
+    return kept
 
 
 @dataclass(slots=True)

@@ -13,6 +13,7 @@ __all__ = [
     "FORGET",
     "LIST_THREADS",
     "MEMORY_APPEND",
+    "MEMORY_MERGE",
     "PRUNE_THREADS",
     "PUT",
     "RELEASE",
@@ -206,13 +207,9 @@ end
 return n
 """
 
-# KEYS: list.  ARGV: max messages, fresh ('1': replace), items ("<shape digit><json>")...
-# Keeps the newest max messages cut between groups (memory._window.window_start).
-MEMORY_APPEND = """
-if ARGV[2] == '1' then redis.call('DEL', KEYS[1]) end
-for i = 3, #ARGV, 1000 do
-  redis.call('RPUSH', KEYS[1], unpack(ARGV, i, math.min(i + 999, #ARGV)))
-end
+# The window of a memory list: keeps the newest ARGV[1] messages cut between groups
+# (memory._window.window_start). The tail of MEMORY_APPEND and MEMORY_MERGE.
+_MEMORY_WINDOW = """
 local limit = tonumber(ARGV[1])
 local n = redis.call('LLEN', KEYS[1])
 if n <= limit then return n end
@@ -236,3 +233,42 @@ local drop = (n - m) + (i - 1)
 if drop >= n then redis.call('DEL', KEYS[1]) else redis.call('LTRIM', KEYS[1], drop, -1) end
 return n - drop
 """
+
+# KEYS: list.  ARGV: max messages, fresh ('1': replace), items ("<shape digit><json>")...
+MEMORY_APPEND = (
+    """
+if ARGV[2] == '1' then redis.call('DEL', KEYS[1]) end
+for i = 3, #ARGV, 1000 do
+  redis.call('RPUSH', KEYS[1], unpack(ARGV, i, math.min(i + 999, #ARGV)))
+end
+"""
+    + _MEMORY_WINDOW
+)
+
+# KEYS: list.  ARGV: max messages, the number of ids that follow, ids (the committer's
+# base and the given messages), items ("<shape digit><json>")... Replaces the list with
+# the items, then appends the stored items whose message id is none of the ids: what
+# another writer appended meanwhile (stores._codec.appended_by_others; an unreadable
+# item is replaced).
+MEMORY_MERGE = (
+    """
+local seen = {}
+local first = 3 + tonumber(ARGV[2])
+for i = 3, first - 1 do seen[ARGV[i]] = true end
+local others = {}
+for _, item in ipairs(redis.call('LRANGE', KEYS[1], 0, -1)) do
+  local ok, doc = pcall(cjson.decode, string.sub(item, 2))
+  if ok and type(doc) == 'table' and type(doc.id) == 'string' and not seen[doc.id] then
+    others[#others + 1] = item
+  end
+end
+redis.call('DEL', KEYS[1])
+for i = first, #ARGV, 1000 do
+  redis.call('RPUSH', KEYS[1], unpack(ARGV, i, math.min(i + 999, #ARGV)))
+end
+for i = 1, #others, 1000 do
+  redis.call('RPUSH', KEYS[1], unpack(others, i, math.min(i + 999, #others)))
+end
+"""
+    + _MEMORY_WINDOW
+)

@@ -15,7 +15,7 @@ from __future__ import annotations
 import builtins
 from collections.abc import Sequence
 from datetime import timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .._retention import AutoPrune, check_older_than, check_ttl
 from ..checkpoint.model import ThreadCheckpoint, check_thread_id
@@ -35,12 +35,16 @@ from ._base import Store
 from ._checkpointer import LeasedCheckpointer
 from ._codec import (
     ClosableStore,
+    appended_by_others,
     decode_messages,
     encode_messages,
     log_tag,
     redact,
 )
 from ._pg_db import CONFLICT_SQLSTATE, NOW, PgDb, import_psycopg
+
+if TYPE_CHECKING:
+    from psycopg import AsyncConnection
 
 __all__ = ["PostgresCheckpointer", "PostgresMemory", "PostgresStorage", "postgres_store"]
 
@@ -570,6 +574,8 @@ class PostgresMemory(_Closable):
         self._db = _db(dsn, schema)
         self.key = key
         self.max_messages: int = check_max_messages(max_messages)
+        # Ids of the history this instance last loaded or wrote (the base of a merge).
+        self._seen: set[str] | None = None
 
     def __repr__(self) -> str:
         """The store and where it keeps its data (password redacted)."""
@@ -582,32 +588,63 @@ class PostgresMemory(_Closable):
         )
         source = f"memory {self.key!r} in {self._db.schema!r}"
         messages = decode_messages([bytes(r[0]) for r in rows], source=source)
+        self._seen = {m.id for m in messages}
         return bounded_view(messages, self.max_messages)
 
-    async def _append(self, rows: Sequence[tuple[int, bytes]], *, fresh: bool) -> None:
+    async def _append(
+        self, conn: AsyncConnection[Any], rows: Sequence[tuple[int, bytes]], *, fresh: bool
+    ) -> None:
         # One statement (fa_append_memory): append, window and move the head atomically.
-        async with self._db.connection() as conn:
-            await conn.execute(
-                self._db.sql(
-                    "SELECT {s}.fa_append_memory(%s, %s, %s, %s::smallint[], %s::bytea[])"
-                ),
-                (self.key, self.max_messages, fresh, [r[0] for r in rows], [r[1] for r in rows]),
-            )
+        await conn.execute(
+            self._db.sql("SELECT {s}.fa_append_memory(%s, %s, %s, %s::smallint[], %s::bytea[])"),
+            (self.key, self.max_messages, fresh, [r[0] for r in rows], [r[1] for r in rows]),
+        )
 
     async def save(self, messages: Sequence[Message]) -> None:
         """Append ``messages``, then keep the newest ``max_messages`` (one transaction)."""
         given = check_messages(messages)
-        await self._append(
-            list(zip([shape_of(m) for m in given], encode_messages(given), strict=True)),
-            fresh=False,
-        )
+        rows = list(zip([shape_of(m) for m in given], encode_messages(given), strict=True))
+        async with self._db.connection() as conn:
+            await self._append(conn, rows, fresh=False)
+        if self._seen is not None:
+            self._seen.update(m.id for m in given)
 
     async def replace(self, messages: Sequence[Message]) -> None:
-        """Make ``messages`` (windowed) the stored history, atomically."""
-        kept = window(check_messages(messages), self.max_messages)
-        await self._append(
-            list(zip([shape_of(m) for m in kept], encode_messages(kept), strict=True)), fresh=True
-        )
+        """Make ``messages`` (windowed) the history, keeping what others appended meanwhile.
+
+        Messages another writer appended since this instance last loaded or wrote are kept
+        after ``messages``: one transaction holding the key's row lock, which every save
+        takes too, so none slips in between. An instance that has done neither replaces
+        the whole history.
+        """
+        given = check_messages(messages)
+        kept = window(given, self.max_messages)
+        rows = list(zip([shape_of(m) for m in kept], encode_messages(kept), strict=True))
+        base, ids = self._seen, {m.id for m in given}
+        async with self._db.connection() as conn, conn.transaction():
+            others: list[tuple[int, bytes]] = []
+            if base is not None:
+                await conn.execute(
+                    self._db.sql(
+                        "INSERT INTO {s}.fa_memories VALUES (%s, 0, 0, 0) ON CONFLICT DO NOTHING"
+                    ),
+                    (self.key,),
+                )
+                await conn.execute(
+                    self._db.sql("SELECT 1 FROM {s}.fa_memories WHERE key = %s FOR UPDATE"),
+                    (self.key,),
+                )
+                cursor = await conn.execute(
+                    self._db.sql(
+                        "SELECT shape, body FROM {s}.fa_memory_messages WHERE key = %s ORDER BY seq"
+                    ),
+                    (self.key,),
+                )
+                stored = [(shape, bytes(body)) for shape, body in await cursor.fetchall()]
+                chosen = appended_by_others([body for _, body in stored], base, ids)
+                others = [stored[i] for i in chosen]
+            await self._append(conn, rows + others, fresh=True)
+        self._seen = ids
 
     async def clear(self) -> None:
         """Forget the stored history."""
@@ -615,6 +652,7 @@ class PostgresMemory(_Closable):
             await conn.execute(
                 self._db.sql("DELETE FROM {s}.fa_memory_messages WHERE key = %s"), (self.key,)
             )
+        self._seen = set()
 
 
 def postgres_store(

@@ -480,6 +480,8 @@ class RedisMemory(_Closable):
         self.key = key
         self.max_messages: int = check_max_messages(max_messages)
         self._list = f"{self._db.prefix}mem:{key}"
+        # Ids of the history this instance last loaded or wrote (the base of a merge).
+        self._seen: set[str] | None = None
 
     def __repr__(self) -> str:
         """The store and where it keeps its data (password redacted)."""
@@ -493,28 +495,48 @@ class RedisMemory(_Closable):
             if not item or item[0] not in b"012":
                 raise MemoryCorruptError(f"{source}: message {i} has no shape prefix")
         messages = decode_messages([bytes(item[1:]) for item in items], source=source)
+        self._seen = {m.id for m in messages}
         return bounded_view(messages, self.max_messages)
 
-    async def _append(self, messages: Sequence[Message], *, fresh: bool) -> None:
-        items = [
+    @staticmethod
+    def _items(messages: Sequence[Message]) -> list[bytes]:
+        return [
             b"%d" % shape_of(m) + body
             for m, body in zip(messages, encode_messages(messages), strict=True)
         ]
-        await self._db.script(
-            "MEMORY_APPEND", [self._list], [self.max_messages, int(fresh), *items]
-        )
 
     async def save(self, messages: Sequence[Message]) -> None:
         """Append ``messages``, then keep the newest ``max_messages`` (atomically)."""
-        await self._append(check_messages(messages), fresh=False)
+        given = check_messages(messages)
+        await self._db.script(
+            "MEMORY_APPEND", [self._list], [self.max_messages, 0, *self._items(given)]
+        )
+        if self._seen is not None:
+            self._seen.update(m.id for m in given)
 
     async def replace(self, messages: Sequence[Message]) -> None:
-        """Make ``messages`` (windowed) the stored history, atomically."""
-        await self._append(window(check_messages(messages), self.max_messages), fresh=True)
+        """Make ``messages`` (windowed) the history, keeping what others appended meanwhile.
+
+        Messages another writer appended since this instance last loaded or wrote are kept
+        after ``messages`` (one Lua script, so nothing slips in between); an instance that
+        has done neither replaces the whole history.
+        """
+        given = check_messages(messages)
+        items = self._items(window(given, self.max_messages))
+        base, ids = self._seen, {m.id for m in given}
+        if base is None:
+            await self._db.script("MEMORY_APPEND", [self._list], [self.max_messages, 1, *items])
+        else:
+            known = sorted(base | ids)
+            await self._db.script(
+                "MEMORY_MERGE", [self._list], [self.max_messages, len(known), *known, *items]
+            )
+        self._seen = ids
 
     async def clear(self) -> None:
         """Forget the stored history."""
         await self._db.call("delete", self._list)
+        self._seen = set()
 
 
 def redis_store(

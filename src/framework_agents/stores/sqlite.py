@@ -32,6 +32,7 @@ from ..sessions.memory_storage import as_bytes
 from ._checkpointer import LeasedCheckpointer
 from ._codec import (
     ClosableStore,
+    appended_by_others,
     decode_messages,
     encode_messages,
     log_tag,
@@ -490,6 +491,8 @@ class SqliteMemory(_Closable):
         self._db = _db(path)
         self.key = key
         self.max_messages: int = check_max_messages(max_messages)
+        # Ids of the history this instance last loaded or wrote (the base of a merge).
+        self._seen: set[str] | None = None
 
     def __repr__(self) -> str:
         """The store and where it keeps its data (password redacted)."""
@@ -506,9 +509,9 @@ class SqliteMemory(_Closable):
             write=False,
         )
         source = f"memory {self.key!r} in {str(self._db.path)!r}"
-        return bounded_view(
-            decode_messages([bytes(r[0]) for r in rows], source=source), self.max_messages
-        )
+        stored = decode_messages([bytes(r[0]) for r in rows], source=source)
+        self._seen = {m.id for m in stored}
+        return bounded_view(stored, self.max_messages)
 
     def _append(
         self, conn: sqlite3.Connection, rows: Sequence[tuple[int, bytes]], *, fresh: bool
@@ -544,15 +547,36 @@ class SqliteMemory(_Closable):
         given = check_messages(messages)
         rows = list(zip([shape_of(m) for m in given], encode_messages(given), strict=True))
         await self._db.run(lambda c: self._append(c, rows, fresh=False))
+        if self._seen is not None:
+            self._seen.update(m.id for m in given)
 
     async def replace(self, messages: Sequence[Message]) -> None:
-        """Make ``messages`` (windowed) the stored history, atomically."""
-        kept = window(check_messages(messages), self.max_messages)
+        """Make ``messages`` (windowed) the history, keeping what others appended meanwhile.
+
+        Messages another writer appended since this instance last loaded or wrote are kept
+        after ``messages`` (one transaction, so no save slips in between); an instance
+        that has done neither replaces the whole history.
+        """
+        given = check_messages(messages)
+        kept = window(given, self.max_messages)
         rows = list(zip([shape_of(m) for m in kept], encode_messages(kept), strict=True))
-        await self._db.run(lambda c: self._append(c, rows, fresh=True))
+        base, ids = self._seen, {m.id for m in given}
+
+        def merge(conn: sqlite3.Connection) -> None:
+            stored = conn.execute(
+                "SELECT shape, body FROM fa_memory_messages WHERE key = ? ORDER BY seq",
+                (self.key,),
+            ).fetchall()
+            bodies = [bytes(body) for _, body in stored]
+            others = [(stored[i][0], bodies[i]) for i in appended_by_others(bodies, base, ids)]
+            self._append(conn, rows + others, fresh=True)
+
+        await self._db.run(merge)
+        self._seen = ids
 
     async def clear(self) -> None:
         """Forget the stored history."""
         await self._db.run(
             lambda c: c.execute("DELETE FROM fa_memory_messages WHERE key = ?", (self.key,))
         )
+        self._seen = set()

@@ -47,6 +47,33 @@ def append_worker(conn: Connection, open_store: Any, key: str, who: str, count: 
     _report(conn, body)
 
 
+def agent_worker(conn: Connection, open_store: Any, key: str, who: str, turns: int) -> None:
+    """Run ``turns`` agent runs ``<who>-<i>`` on memory ``key`` (no checkpointer, no lock)."""
+    from ..agent import Agent
+    from ..conversation import NullConversationManager
+    from .models import FunctionModel
+
+    async def reply(history: list[Message], tools: object) -> str:
+        await asyncio.sleep(0.002)  # a model call: the other processes run meanwhile
+        return f"answer to {history[-1].text}"
+
+    async def body() -> int:
+        store = open_store()
+        try:
+            agent = Agent(
+                FunctionModel(reply),
+                memory=store.memory(key, max_messages=100_000),
+                conversation_manager=NullConversationManager(),
+            )
+            for i in range(turns):
+                await agent.run(f"{who}-{i}")
+        finally:
+            await store.close()
+        return turns
+
+    _report(conn, body)
+
+
 def turns_worker(conn: Connection, open_store: Any, thread_id: str, who: str, turns: int) -> None:
     """Run ``turns`` read-modify-write turns of ``thread_id``, each under its thread lock."""
 

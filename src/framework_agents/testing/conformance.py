@@ -576,6 +576,80 @@ class StoreConformance:
 
         _run(store_factory, body)
 
+    def test_memory_replace_keeps_what_another_writer_appended(
+        self, store_factory: StoreFactory
+    ) -> None:
+        """Two writers of one key: a replace keeps what the other appended since it read.
+
+        What an agent's commit does: it starts from the stored history, adds its turn and
+        replaces the history. A turn another writer added meanwhile is kept (after the
+        committed history), never dropped; a message the committer read and left out is
+        removed; an instance that never read the key replaces it whole.
+        """
+
+        async def body(store: Store) -> None:
+            a = store.memory("mem/shared", max_messages=50)
+            b = store.memory("mem/shared", max_messages=50)
+            _needs(a is not b, "two memory objects on one key")
+            _needs(callable(getattr(a, "replace", None)), "memory.replace")
+
+            def turn(tag: str) -> list[Message]:
+                return [
+                    Message("user", f"u{tag}", id=f"u{tag}"),
+                    Message("assistant", id=f"a{tag}"),
+                ]
+
+            await a.save(turn("0"))
+            start_a, start_b = await a.load(), await b.load()
+            await a.replace([*start_a, *turn("A")])  # type: ignore[attr-defined]
+            await b.replace([*start_b, *turn("B")])  # type: ignore[attr-defined]
+            ids = ["u0", "a0", "uB", "aB", "uA", "aA"]
+            assert [m.id for m in await a.load()] == ids
+            seen = await b.load()
+            await b.replace(seen[2:])  # type: ignore[attr-defined]
+            assert [m.id for m in await a.load()] == ids[2:]
+            await a.save(turn("C"))  # unseen by b: kept by b's next replace
+            await b.replace([*seen[2:], *turn("D")])  # type: ignore[attr-defined]
+            assert [m.id for m in await a.load()] == [*ids[2:], "uD", "aD", "uC", "aC"]
+            blind = store.memory("mem/shared", max_messages=50)
+            await blind.replace(turn("E"))  # type: ignore[attr-defined]
+            assert [m.id for m in await a.load()] == ["uE", "aE"]
+
+        _run(store_factory, body)
+
+    def test_agents_sharing_a_memory_lose_no_turn(self, store_factory: StoreFactory) -> None:
+        """Two agents, each with its own memory object on one key, run at the same time."""
+        from ..agent import Agent
+        from ..conversation import NullConversationManager
+        from .models import FunctionModel
+
+        async def body(store: Store) -> None:
+            probe = store.memory("mem/agents", max_messages=100)
+            _needs(probe is not store.memory("mem/agents", max_messages=100), "two memory objects")
+            both_started = asyncio.Barrier(2)
+
+            async def reply(history: list[Message], tools: object) -> str:
+                await both_started.wait()  # both have read the history before either commits
+                return f"answer to {history[-1].text}"
+
+            def agent() -> Agent:
+                return Agent(
+                    FunctionModel(reply),
+                    memory=store.memory("mem/agents", max_messages=100),
+                    conversation_manager=NullConversationManager(),
+                )
+
+            one, two = agent(), agent()
+            for i in range(3):
+                await asyncio.gather(one.run(f"one {i}"), two.run(f"two {i}"))
+            texts = [m.text for m in await probe.load()]
+            for i in range(3):
+                for who in ("one", "two"):
+                    assert texts.count(f"{who} {i}") == 1, texts
+                    assert texts.count(f"answer to {who} {i}") == 1, texts
+
+        _run(store_factory, body)
+
     def test_memory_round_trip_is_exact(self, store_factory: StoreFactory) -> None:
         """Every message field (blocks, calls, metadata, ids) survives a save and a load."""
 
@@ -624,6 +698,32 @@ class StoreConformance:
             for i in range(3):
                 mine = [t for t in texts if t.startswith(f"p{i}-")]
                 assert mine == [f"p{i}-{j}" for j in range(20)]
+
+        _run(store_factory, body)
+
+    @pytest.mark.slow
+    def test_agents_in_processes_sharing_a_memory_lose_no_turn(
+        self, store_factory: StoreFactory
+    ) -> None:
+        """Three processes run agents on one memory key at once: every turn stored once."""
+        _needs(store_factory.cross_process, "cross-process sharing")
+        turns = 8
+        procs = [
+            _spawn(workers.agent_worker, store_factory.open, "mem/agents", f"p{i}", turns)
+            for i in range(3)
+        ]
+        for proc, conn in procs:
+            assert (got := _wait(conn, proc)) == ("ok", turns), got
+            proc.join(30)
+
+        async def body(store: Store) -> None:
+            texts = [m.text for m in await store.memory("mem/agents", max_messages=100_000).load()]
+            for i in range(3):
+                for j in range(turns):
+                    assert texts.count(f"p{i}-{j}") == 1, texts
+                    assert texts.count(f"answer to p{i}-{j}") == 1, texts
+                mine = [t for t in texts if t.startswith(f"p{i}-")]
+                assert mine == [f"p{i}-{j}" for j in range(turns)]  # each agent's in order
 
         _run(store_factory, body)
 
