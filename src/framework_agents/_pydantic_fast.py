@@ -268,6 +268,19 @@ class _FieldSets(dict[int, frozenset[str]]):
         return made
 
 
+def _empty_fields(message: type[Message]) -> dict[str, str]:
+    """The fields made by ``default_factory=list`` or ``dict``, with that factory's name.
+
+    The tuple form holds them only empty (and makes them again on thaw); it keeps the
+    others' values.
+    """
+    return {
+        name: field.default_factory.__name__
+        for name, field in message.model_fields.items()
+        if field.default_factory in (list, dict)
+    }
+
+
 def message_layout(message: type[Message]) -> MessageLayout:
     """Write ``copy_message``, ``freeze_message`` and ``thaw_message`` for ``message``.
 
@@ -280,11 +293,7 @@ def message_layout(message: type[Message]) -> MessageLayout:
     names = tuple(fields)
     if not all(name.isidentifier() for name in names):
         raise TypeError(f"{message.__name__} has a field that is not an identifier")
-    empty = {
-        name: field.default_factory.__name__
-        for name, field in fields.items()
-        if field.default_factory in (list, dict)
-    }
+    empty = _empty_fields(message)
     kept = [name for name in names if name not in empty]
     copies = []
     for name, field in fields.items():
@@ -338,6 +347,3 @@ def bind_message_class(message: type[Message]) -> None:
     """
     global _FIELD_NAMES, copy_message, freeze_message, thaw_message
     _FIELD_NAMES, copy_message, freeze_message, thaw_message = message_layout(message)
-
-
-# Bound last: messages imports this module before it defines its classes.

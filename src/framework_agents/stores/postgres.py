@@ -13,7 +13,7 @@ version in its transaction (CHECKPOINT_CONFLICT otherwise).
 from __future__ import annotations
 
 import builtins
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
@@ -612,15 +612,27 @@ class PostgresMemory(_Closable):
     async def replace(self, messages: Sequence[Message]) -> None:
         """Make ``messages`` (windowed) the history, keeping what others appended meanwhile.
 
-        Messages another writer appended since this instance last loaded or wrote are kept
-        after ``messages``: one transaction holding the key's row lock, which every save
-        takes too, so none slips in between. An instance that has done neither replaces
-        the whole history.
+        The same as :meth:`commit` with the history this instance last loaded or wrote
+        as the base; an instance that has done neither replaces the whole history.
+        """
+        await self.commit(messages)
+
+    async def commit(
+        self, messages: Sequence[Message], *, base: Collection[str] | None = None
+    ) -> None:
+        """Make ``messages`` (windowed) the history, merged with what others appended.
+
+        ``base`` is the ids of the history the caller started from (default: what this
+        instance last loaded or wrote). Stored messages outside ``base`` and outside
+        ``messages`` were appended by another writer meanwhile: they are kept, after
+        ``messages``. Stored messages in ``base`` but not in ``messages`` are removed.
+        One transaction holding the key's row lock, which every save takes too.
         """
         given = check_messages(messages)
         kept = window(given, self.max_messages)
         rows = list(zip([shape_of(m) for m in kept], encode_messages(kept), strict=True))
-        base, ids = self._seen, {m.id for m in given}
+        ids = {m.id for m in given}
+        base = self._seen if base is None else set(base)
         async with self._db.connection() as conn, conn.transaction():
             others: list[tuple[int, bytes]] = []
             if base is not None:

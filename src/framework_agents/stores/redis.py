@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import builtins
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from datetime import timedelta
 from typing import Any
 
@@ -517,13 +517,26 @@ class RedisMemory(_Closable):
     async def replace(self, messages: Sequence[Message]) -> None:
         """Make ``messages`` (windowed) the history, keeping what others appended meanwhile.
 
-        Messages another writer appended since this instance last loaded or wrote are kept
-        after ``messages`` (one Lua script, so nothing slips in between); an instance that
-        has done neither replaces the whole history.
+        The same as :meth:`commit` with the history this instance last loaded or wrote
+        as the base; an instance that has done neither replaces the whole history.
+        """
+        await self.commit(messages)
+
+    async def commit(
+        self, messages: Sequence[Message], *, base: Collection[str] | None = None
+    ) -> None:
+        """Make ``messages`` (windowed) the history, merged with what others appended.
+
+        ``base`` is the ids of the history the caller started from (default: what this
+        instance last loaded or wrote). Stored messages outside ``base`` and outside
+        ``messages`` were appended by another writer meanwhile: they are kept, after
+        ``messages``. Stored messages in ``base`` but not in ``messages`` are removed.
+        One Lua script, so nothing slips in between.
         """
         given = check_messages(messages)
         items = self._items(window(given, self.max_messages))
-        base, ids = self._seen, {m.id for m in given}
+        ids = {m.id for m in given}
+        base = self._seen if base is None else set(base)
         if base is None:
             await self._db.script("MEMORY_APPEND", [self._list], [self.max_messages, 1, *items])
         else:

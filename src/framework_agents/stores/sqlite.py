@@ -11,7 +11,7 @@ from __future__ import annotations
 import builtins
 import os
 import sqlite3
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from datetime import timedelta
 
 from .._retention import AutoPrune, check_older_than, check_ttl
@@ -553,16 +553,32 @@ class SqliteMemory(_Closable):
     async def replace(self, messages: Sequence[Message]) -> None:
         """Make ``messages`` (windowed) the history, keeping what others appended meanwhile.
 
-        Messages another writer appended since this instance last loaded or wrote are kept
-        after ``messages`` (one transaction, so no save slips in between); an instance
-        that has done neither replaces the whole history.
+        The same as :meth:`commit` with the history this instance last loaded or wrote
+        as the base; an instance that has done neither replaces the whole history.
+        """
+        await self.commit(messages)
+
+    async def commit(
+        self, messages: Sequence[Message], *, base: Collection[str] | None = None
+    ) -> None:
+        """Make ``messages`` (windowed) the history, merged with what others appended.
+
+        ``base`` is the ids of the history the caller started from (default: what this
+        instance last loaded or wrote). Stored messages outside ``base`` and outside
+        ``messages`` were appended by another writer meanwhile: they are kept, after
+        ``messages``. Stored messages in ``base`` but not in ``messages`` are removed.
+        One transaction, so no save slips in between.
         """
         given = check_messages(messages)
         kept = window(given, self.max_messages)
         rows = list(zip([shape_of(m) for m in kept], encode_messages(kept), strict=True))
-        base, ids = self._seen, {m.id for m in given}
+        ids = {m.id for m in given}
+        base = self._seen if base is None else set(base)
 
         def merge(conn: sqlite3.Connection) -> None:
+            if base is None:
+                self._append(conn, rows, fresh=True)
+                return
             stored = conn.execute(
                 "SELECT shape, body FROM fa_memory_messages WHERE key = ? ORDER BY seq",
                 (self.key,),
