@@ -34,10 +34,11 @@ demo: $(STAMP)
 serve: $(STAMP)
 	$(BIN)/framework-agents serve --model local --store .data/server
 
-# `make test` runs everything but the tests marked `slow` (a few minutes on 2 cores);
-# `make stress` runs those: multi-process kill and lock stress runs, the fresh-venv install.
+# `make test` runs everything but the tests marked `slow`, in two worker processes (each
+# test module stays in one: its fixtures are made once); `make stress` runs those, one at
+# a time: multi-process kill and lock stress runs, the fresh-venv install.
 test: $(STAMP)
-	$(BIN)/python -m pytest -q -m "not slow"
+	$(BIN)/python -m pytest -q -m "not slow" -n 2 --dist loadscope
 
 stress: $(STAMP)
 	$(BIN)/python -m pytest -q -m slow

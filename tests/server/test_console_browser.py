@@ -151,8 +151,9 @@ def test_token_is_asked_once_and_kept_for_the_tab(browser: Browser, server: str)
     page.get_by_label("Token", exact=True).fill(TOKEN)
     page.keyboard.press("Enter")
     expect(dialog).to_be_hidden()
+    # The dialog's close event (which stores the token) is dispatched after it hides.
+    page.wait_for_function(f"sessionStorage.getItem({TOKEN_KEY!r}) === {TOKEN!r}")
     expect(page.locator("#threads-status")).to_contain_text("thread")
-    assert page.evaluate(f"sessionStorage.getItem({TOKEN_KEY!r})") == TOKEN
     page.reload()  # the same tab keeps the token: no second prompt
     expect(page.locator("#threads-status")).to_contain_text("thread")
     expect(dialog).to_be_hidden()
