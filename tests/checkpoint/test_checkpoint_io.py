@@ -25,71 +25,65 @@ def test_the_result_and_the_error_of_the_work_reach_the_caller() -> None:
     arun(main())
 
 
-def _blocked_work() -> tuple[threading.Event, threading.Event, list[str]]:
-    log: list[str] = []
-    return threading.Event(), threading.Event(), log
+class _Gated:
+    """Work that signals it started, then blocks until ``go_on`` is set (then logs)."""
+
+    def __init__(self, result: str = "lock", error: OSError | None = None) -> None:
+        self.started, self.go_on = threading.Event(), threading.Event()
+        self.log: list[str] = []
+        self.result, self.error = result, error
+
+    def __call__(self) -> str:
+        self.started.set()
+        self.go_on.wait(10)
+        if self.error is not None:
+            raise self.error
+        self.log.append("done")
+        return self.result
 
 
 def test_a_cancel_waits_for_the_work_then_undoes_it() -> None:
-    started, go_on, log = _blocked_work()
-
-    def work() -> str:
-        started.set()
-        go_on.wait(10)
-        log.append("done")
-        return "lock"
-
+    work = _Gated()
     undone = threading.Event()
 
     def undo(result: str) -> None:
-        log.append(f"undo {result}")
+        work.log.append(f"undo {result}")
         undone.set()
 
     async def main() -> None:
         task = asyncio.create_task(run_blocking(work, undo=undo))
-        await asyncio.to_thread(started.wait, 10)
+        await asyncio.to_thread(work.started.wait, 10)
         task.cancel()
         for _ in range(5):
             await asyncio.sleep(0)
         assert not task.done()  # still waiting for the work
-        go_on.set()
+        work.go_on.set()
         with pytest.raises(asyncio.CancelledError):
             await task
         await asyncio.to_thread(undone.wait, 10)
-        assert log == ["done", "undo lock"]
+        assert work.log == ["done", "undo lock"]
 
     arun(main())
 
 
 def test_a_cancel_of_failed_work_undoes_nothing_and_cancels() -> None:
-    started, go_on, log = _blocked_work()
-
-    def work() -> str:
-        started.set()
-        go_on.wait(10)
-        raise OSError(28, "ENOSPC")
+    work = _Gated(error=OSError(28, "ENOSPC"))
 
     async def main() -> None:
-        task = asyncio.create_task(run_blocking(work, undo=lambda r: log.append("undo")))
-        await asyncio.to_thread(started.wait, 10)
+        task = asyncio.create_task(run_blocking(work, undo=lambda r: work.log.append("undo")))
+        await asyncio.to_thread(work.started.wait, 10)
         task.cancel()
-        go_on.set()
+        work.go_on.set()
         with pytest.raises(asyncio.CancelledError):
             await task
         assert await run_blocking(lambda: "after") == "after"  # the pool's queue is drained
-        assert log == []
+        assert work.log == []
 
     arun(main())
 
 
 def test_repeated_cancels_and_a_timeout_still_wait_for_the_work() -> None:
-    started, go_on, log = _blocked_work()
-
-    def work() -> int:
-        started.set()
-        go_on.wait(10)
-        log.append("done")
-        return 1
+    work = _Gated()
 
     async def main() -> None:
         async def timed() -> None:
@@ -97,39 +91,33 @@ def test_repeated_cancels_and_a_timeout_still_wait_for_the_work() -> None:
                 await run_blocking(work)
 
         task = asyncio.create_task(timed())
-        await asyncio.to_thread(started.wait, 10)
+        await asyncio.to_thread(work.started.wait, 10)
         for _ in range(3):
             task.cancel()
             await asyncio.sleep(0)
-        go_on.set()
+        work.go_on.set()
         with pytest.raises(asyncio.CancelledError):
             await task
-        assert log == ["done"]
+        assert work.log == ["done"]
 
     arun(main())
 
 
 def test_a_timeout_alone_becomes_timeout_error_after_the_work() -> None:
-    started, go_on, log = _blocked_work()
-
-    def work() -> int:
-        started.set()
-        go_on.wait(10)
-        log.append("done")
-        return 1
+    work = _Gated()
 
     async def main() -> None:
         async def release_later() -> None:
-            await asyncio.to_thread(started.wait, 10)
+            await asyncio.to_thread(work.started.wait, 10)
             for _ in range(5):  # the timeout's cancel is delivered by now (call_soon)
                 await asyncio.sleep(0)
-            go_on.set()
+            work.go_on.set()
 
         helper = asyncio.create_task(release_later())
         with pytest.raises(TimeoutError):
             async with asyncio.timeout(0):  # expires at the first suspension
                 await run_blocking(work)
         await helper
-        assert log == ["done"]
+        assert work.log == ["done"]
 
     arun(main())

@@ -222,6 +222,39 @@ def appended_by_others(
     return kept
 
 
+class MergingMemory:
+    """What the database memories share: ``replace`` merges with what others appended.
+
+    A subclass implements :meth:`commit` atomically and keeps ``_seen``: the ids of the
+    history this instance last loaded or wrote (``None`` until it did either).
+    """
+
+    _seen: set[str] | None
+
+    async def commit(
+        self, messages: Sequence[Message], *, base: Collection[str] | None = None
+    ) -> None:
+        """Store ``messages`` (windowed), merged by ``FileMemory.commit``'s rule.
+
+        A stored message that is neither given nor in ``base`` (the ids the caller started
+        from; by default what this instance last loaded or wrote) is another writer's
+        append: it stays, after ``messages``. One in ``base`` that is not given goes.
+        """
+        raise NotImplementedError
+
+    async def replace(self, messages: Sequence[Message]) -> None:
+        """Make ``messages`` (windowed) the history, keeping what others appended meanwhile.
+
+        The same as :meth:`commit` with the history this instance last loaded or wrote
+        as the base; an instance that has done neither replaces the whole history.
+        """
+        await self.commit(messages)
+
+    def _base(self, base: Collection[str] | None) -> set[str] | None:
+        """The base of a commit: the given ids, else what this instance read or wrote."""
+        return self._seen if base is None else set(base)
+
+
 @dataclass(slots=True)
 class ThreadCache:
     """What one store instance knows a thread holds: its version and stored history.

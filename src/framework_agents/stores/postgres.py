@@ -35,6 +35,7 @@ from ._base import Store
 from ._checkpointer import LeasedCheckpointer
 from ._codec import (
     ClosableStore,
+    MergingMemory,
     appended_by_others,
     decode_messages,
     encode_messages,
@@ -563,7 +564,7 @@ class PostgresCheckpointer(_Closable, LeasedCheckpointer):
         await self._db.close()
 
 
-class PostgresMemory(_Closable):
+class PostgresMemory(MergingMemory, _Closable):
     """A windowed history under ``key``; ``save()`` appends and trims in one transaction."""
 
     def __init__(
@@ -609,30 +610,18 @@ class PostgresMemory(_Closable):
         if self._seen is not None:
             self._seen.update(m.id for m in given)
 
-    async def replace(self, messages: Sequence[Message]) -> None:
-        """Make ``messages`` (windowed) the history, keeping what others appended meanwhile.
-
-        The same as :meth:`commit` with the history this instance last loaded or wrote
-        as the base; an instance that has done neither replaces the whole history.
-        """
-        await self.commit(messages)
-
     async def commit(
         self, messages: Sequence[Message], *, base: Collection[str] | None = None
     ) -> None:
-        """Make ``messages`` (windowed) the history, merged with what others appended.
+        """:meth:`MergingMemory.commit`, in one transaction.
 
-        ``base`` is the ids of the history the caller started from (default: what this
-        instance last loaded or wrote). Stored messages outside ``base`` and outside
-        ``messages`` were appended by another writer meanwhile: they are kept, after
-        ``messages``. Stored messages in ``base`` but not in ``messages`` are removed.
-        One transaction holding the key's row lock, which every save takes too.
+        It holds the key's ``fa_memories`` row lock, which every save takes too.
         """
         given = check_messages(messages)
         kept = window(given, self.max_messages)
         rows = list(zip([shape_of(m) for m in kept], encode_messages(kept), strict=True))
         ids = {m.id for m in given}
-        base = self._seen if base is None else set(base)
+        base = self._base(base)
         async with self._db.connection() as conn, conn.transaction():
             others: list[tuple[int, bytes]] = []
             if base is not None:

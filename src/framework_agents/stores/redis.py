@@ -51,6 +51,7 @@ from ._base import Store
 from ._checkpointer import LeasedCheckpointer
 from ._codec import (
     ClosableStore,
+    MergingMemory,
     decode_messages,
     encode_messages,
     log_tag,
@@ -468,7 +469,7 @@ def _conflict(thread_id: str, reply: Any) -> CheckpointConflictError:
     return CheckpointConflictError(f"thread {thread_id!r}: {text}; nothing was written")
 
 
-class RedisMemory(_Closable):
+class RedisMemory(MergingMemory, _Closable):
     """A windowed history in one list; ``save()`` appends and trims in one Lua script."""
 
     def __init__(
@@ -514,29 +515,14 @@ class RedisMemory(_Closable):
         if self._seen is not None:
             self._seen.update(m.id for m in given)
 
-    async def replace(self, messages: Sequence[Message]) -> None:
-        """Make ``messages`` (windowed) the history, keeping what others appended meanwhile.
-
-        The same as :meth:`commit` with the history this instance last loaded or wrote
-        as the base; an instance that has done neither replaces the whole history.
-        """
-        await self.commit(messages)
-
     async def commit(
         self, messages: Sequence[Message], *, base: Collection[str] | None = None
     ) -> None:
-        """Make ``messages`` (windowed) the history, merged with what others appended.
-
-        ``base`` is the ids of the history the caller started from (default: what this
-        instance last loaded or wrote). Stored messages outside ``base`` and outside
-        ``messages`` were appended by another writer meanwhile: they are kept, after
-        ``messages``. Stored messages in ``base`` but not in ``messages`` are removed.
-        One Lua script, so nothing slips in between.
-        """
+        """:meth:`MergingMemory.commit`. One Lua script, so nothing slips in between."""
         given = check_messages(messages)
         items = self._items(window(given, self.max_messages))
         ids = {m.id for m in given}
-        base = self._seen if base is None else set(base)
+        base = self._base(base)
         if base is None:
             await self._db.script("MEMORY_APPEND", [self._list], [self.max_messages, 1, *items])
         else:
