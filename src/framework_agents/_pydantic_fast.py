@@ -48,6 +48,7 @@ __all__ = [
     "copy_message",
     "copy_messages",
     "freeze_message",
+    "frozen_field",
     "message_layout",
     "thaw_message",
 ]
@@ -171,6 +172,7 @@ def copy_messages(messages: Iterable[Message]) -> list[Message]:
 FrozenMessage: TypeAlias = "tuple[Any, ...] | Message"
 
 _FIELD_NAMES: tuple[str, ...] = ()  # Message's fields, in order (set by bind_message_class)
+_KEPT_FIELDS: tuple[str, ...] = ()  # those the tuple form keeps, in its order
 
 
 _DOCS = {
@@ -345,5 +347,22 @@ def bind_message_class(message: type[Message]) -> None:
 
     Called once by ``framework_agents.messages`` when its classes exist.
     """
-    global _FIELD_NAMES, copy_message, freeze_message, thaw_message
+    global _FIELD_NAMES, _KEPT_FIELDS, copy_message, freeze_message, thaw_message
     _FIELD_NAMES, copy_message, freeze_message, thaw_message = message_layout(message)
+    empty = _empty_fields(message)
+    _KEPT_FIELDS = tuple(name for name in _FIELD_NAMES if name not in empty)
+
+
+def frozen_field(name: str) -> Callable[[FrozenMessage], Any]:
+    """A reader of field ``name`` of a frozen message (either form), without thawing it.
+
+    Only a field the tuple form keeps (one not made by ``default_factory=list``/``dict``).
+    """
+    if name not in _KEPT_FIELDS:
+        raise ValueError(f"{name!r} is not a field the frozen form of a message keeps")
+    index = _KEPT_FIELDS.index(name)
+
+    def read(frozen: FrozenMessage) -> Any:
+        return frozen[index] if frozen.__class__ is tuple else getattr(frozen, name)
+
+    return read

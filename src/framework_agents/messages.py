@@ -289,4 +289,5 @@ from ._pydantic_fast import FrozenMessage as FrozenMessage  # noqa: E402
 from ._pydantic_fast import copy_message as copy_message  # noqa: E402
 from ._pydantic_fast import copy_messages as copy_messages  # noqa: E402
 from ._pydantic_fast import freeze_message as freeze_message  # noqa: E402
+from ._pydantic_fast import frozen_field as frozen_field  # noqa: E402
 from ._pydantic_fast import thaw_message as thaw_message  # noqa: E402

@@ -132,7 +132,7 @@ def test_a_load_snapshot_whose_history_cannot_be_stored_changes_nothing(tmp_path
 
 
 class _GatedMemory(InMemoryMemory):
-    """An InMemoryMemory whose load() and replace() wait for a gate (a slow disk)."""
+    """An InMemoryMemory whose load(), replace() and commit() wait for a gate (a slow disk)."""
 
     def __init__(self) -> None:
         super().__init__()
@@ -152,6 +152,10 @@ class _GatedMemory(InMemoryMemory):
     async def replace(self, messages: Any) -> None:
         await self._pass()
         await super().replace(messages)
+
+    async def commit(self, messages: Any, *, base: Any = None) -> None:
+        await self._pass()
+        await super().commit(messages, base=base)
 
 
 def test_a_run_cannot_start_while_an_edit_is_in_flight() -> None:

@@ -184,3 +184,20 @@ def test_an_agent_commits_a_turn_by_appending_it(tmp_path: Path, window: int) ->
         assert stored and stored == _ids(list(agent.messages))[-len(stored) :]
 
     asyncio.run(main())
+
+
+def test_a_commit_keeps_only_what_a_load_can_see(tmp_path: Path) -> None:
+    # Entries the window cut stay in the file until a fold; a commit whose base is the
+    # loaded view must not take them for another writer's appends and bring them back.
+    async def body() -> None:
+        memory = FileMemory(tmp_path, 2)
+        for i in range(6):
+            await memory.save([Message("user", f"m{i}", id=f"m{i}")])
+        view = await FileMemory(tmp_path, 2).load()
+        assert [m.id for m in view] == ["m4", "m5"]
+        other = FileMemory(tmp_path, 2)
+        await other.save([Message("user", "foreign", id="f")])  # appended by someone else
+        await memory.commit([*view, Message("user", "mine", id="x")], base={m.id for m in view})
+        assert [m.id for m in await FileMemory(tmp_path, 2).load()] == ["x", "f"]
+
+    asyncio.run(body())

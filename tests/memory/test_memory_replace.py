@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 
 from framework_agents import Agent, FunctionModel, InMemoryMemory, Message, ScriptedModel, ToolSpec
 from framework_agents.memory import Appended, ReplaceableMemory, replace_history
@@ -47,6 +47,12 @@ class Recording(InMemoryMemory):
         self.calls.append("replace")
         await super().replace(messages)
 
+    async def commit(
+        self, messages: Sequence[Message], *, base: Collection[str] | None = None
+    ) -> None:
+        self.calls.append("commit")
+        await super().commit(messages, base=base)
+
     async def save_if(self, messages: Sequence[Message], *, revision: int) -> Appended | None:
         self.calls.append("save_if")
         return await super().save_if(messages, revision=revision)
@@ -76,7 +82,7 @@ def test_agent_commits_with_one_atomic_write() -> None:
     assert [m.text for m in asyncio.run(memory.load())] == ["first", "one", "second", "two"]
 
 
-def test_agent_replaces_when_the_memory_changed_during_the_run() -> None:
+def test_agent_merges_when_the_memory_changed_during_the_run() -> None:
     memory = Recording()
 
     async def answer(messages: list[Message], tools: list[ToolSpec]) -> Message:
@@ -85,6 +91,7 @@ def test_agent_replaces_when_the_memory_changed_during_the_run() -> None:
 
     agent = Agent(FunctionModel(answer), memory=memory)
     asyncio.run(agent.run("first"))
-    # The append is refused (the revision moved), so the commit replaces, atomically.
-    assert memory.calls == ["save", "save_if", "replace"]
-    assert [m.text for m in asyncio.run(memory.load())] == ["first", "one"]
+    # The append is refused (the revision moved), so the run commits its history in one
+    # atomic write that keeps what the other writer stored meanwhile, after it.
+    assert memory.calls == ["save", "save_if", "commit"]
+    assert [m.text for m in asyncio.run(memory.load())] == ["first", "one", "written meanwhile"]

@@ -167,6 +167,9 @@ class Agent:
         # wrote an AppendableMemory: while the revision holds, runs start from it and
         # commit only their new messages (no reload, no rewrite of the history).
         self._memory_view: tuple[int, CheckedHistory] | None = None
+        # The history memory held when this agent last read or wrote it: the base of a
+        # commit, so turns another agent committed meanwhile are kept, not overwritten.
+        self._memory_start: Sequence[Message] | None = None
         # The thread this agent last committed and its history: the thread's next run
         # starts from its checkpoint, checked only past what this agent committed.
         self._thread_view: tuple[Checkpointer, str, CheckedHistory] | None = None
@@ -637,9 +640,11 @@ class Agent:
         revision: int | None = None
         if _implements(memory, AppendableMemory):
             if started and view is not None and await memory.unchanged(view[0]):
+                self._memory_start = view[1]
                 return view[1]  # the memory still holds what this agent left there
             revision = memory.revision
         history = await trace_store("memory", "load", memory, memory.load())
+        self._memory_start = history
         if not started and not from_session and not history and self.initial_messages:
             history = list(self.initial_messages)
         elif _implements(memory, AppendableMemory) and memory.revision == revision:
@@ -698,6 +703,7 @@ class Agent:
                 )
                 if appended is not None:
                     self._memory_view = (appended.revision, history.suffix(at + appended.dropped))
+                    self._memory_start = self._memory_view[1]
                     self._messages = history
                     return
         await self._set_history(history)
@@ -712,10 +718,17 @@ class Agent:
 
         Atomic where the memory offers ``replace()`` (every shipped backend does), so a
         crash here leaves either the old history or the new one, never an empty memory.
+        A memory with ``commit`` merges: messages another writer (another agent, also one
+        sharing this memory object) stored since this agent read the history are kept.
         """
         history = list(messages)
         self._memory_view = None  # read again before the fast path is taken
-        await trace_store("memory", "save", self.memory, replace_history(self.memory, history))
+        start = self._memory_start
+        base = None if start is None else {m.id for m in start}
+        await trace_store(
+            "memory", "save", self.memory, replace_history(self.memory, history, base=base)
+        )
+        self._memory_start = history
         self._messages = history
 
     def _record(

@@ -5,19 +5,20 @@ A memory may also offer ``replace(messages)``: the same result as ``clear()`` fo
 goes through :func:`replace_history`, which uses it when present, so a crash between the
 clear and the save can never leave a durable memory empty.
 
-A memory shared by several writers merges instead of replacing: ``FileMemory.replace``
-(and ``CompactedMemory.replace``) keep the messages another writer appended since this
-instance last loaded or wrote, after ``messages``; ``FileMemory.commit(messages,
-base=ids)`` takes that base explicitly. So the agent's commit is safe when it (1) loads the
-history it starts from through the same memory instance and (2) ends the run with
-``replace_history(memory, transcript)``: turns another process committed meanwhile are
-kept, never overwritten. A memory may also offer ``transact(update)``: a
-read-modify-write under its lock (what ``CompactedMemory`` uses).
+A memory shared by several writers merges instead of replacing: the ``replace`` of
+``FileMemory``, ``CompactedMemory`` and the database memories keeps the messages another
+writer appended since this instance last loaded or wrote, after ``messages``; their
+``commit(messages, base=ids)`` (and ``InMemoryMemory``'s) takes that base explicitly. The
+agent ends a run with ``replace_history(memory, transcript, base=ids)``, ``ids`` those of
+the history the run started from, so turns another agent committed meanwhile are kept,
+never overwritten, also when both agents share one memory object. A memory may also
+offer ``transact(update)``: a read-modify-write under its lock (what ``CompactedMemory``
+uses).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from itertools import count
 from typing import NamedTuple, Protocol, runtime_checkable
 
@@ -111,9 +112,20 @@ def new_revision() -> int:
     return next(_REVISIONS)
 
 
-async def replace_history(memory: Memory, messages: Sequence[Message]) -> None:
-    """Clear-then-save ``messages`` into ``memory``, atomically where the memory can."""
-    if isinstance(memory, ReplaceableMemory):
+async def replace_history(
+    memory: Memory, messages: Sequence[Message], *, base: Collection[str] | None = None
+) -> None:
+    """Clear-then-save ``messages`` into ``memory``, atomically where the memory can.
+
+    ``base``: the ids of the history the caller started from. A memory with
+    ``commit(messages, base=...)`` then keeps what others appended since (stored messages
+    outside ``base`` and ``messages``), after ``messages``; others replace (their own
+    ``replace`` may merge by what the instance read).
+    """
+    commit = getattr(memory, "commit", None)
+    if base is not None and callable(commit):
+        await commit(messages, base=base)
+    elif isinstance(memory, ReplaceableMemory):
         await memory.replace(messages)
     else:
         await memory.clear()

@@ -396,7 +396,11 @@ class FileMemory:
         if base is None:
             base = self._seen if self._seen is not None else stored.idset
         result = new.copy()
-        for i, msg_id in enumerate(stored.ids):
+        # Only what a load can see is kept: entries the window already cut (they stay in
+        # the file until a fold) were nobody's to merge.
+        start = window_start(stored.shapes, self.max_messages)
+        for i in range(start, len(stored.ids)):
+            msg_id = stored.ids[i]
             if msg_id not in base and msg_id not in result.idset:
                 result.add(msg_id, stored.frags[i], stored.shapes[i])
         self._seen = set(result.ids)

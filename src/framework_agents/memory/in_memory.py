@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Collection, Sequence
 
 from .._persist import LoopLocks
-from ..messages import FrozenMessage, Message, freeze_message, thaw_message
+from ..messages import FrozenMessage, Message, freeze_message, frozen_field, thaw_message
 from ._base import Appended, new_revision
 from ._window import (
     OTHER,
@@ -19,6 +19,8 @@ from ._window import (
 )
 
 __all__ = ["InMemoryMemory"]
+
+_frozen_id = frozen_field("id")
 
 
 class InMemoryMemory:
@@ -82,10 +84,32 @@ class InMemoryMemory:
 
     async def replace(self, messages: Sequence[Message]) -> None:
         """Replace the stored history with copies of ``messages`` (windowed), in one step."""
+        self._store(check_messages(messages))
+
+    def _store(self, messages: list[Message]) -> None:
         # Window first: only what is kept is copied (the cut depends on values alone).
-        kept = window(check_messages(messages), self.max_messages)
-        self._stored = [freeze_message(m) for m in kept]
+        self._stored = [freeze_message(m) for m in window(messages, self.max_messages)]
         self._revision = new_revision()
+
+    async def commit(
+        self, messages: Sequence[Message], *, base: Collection[str] | None = None
+    ) -> None:
+        """Make ``messages`` the history, keeping what others appended since ``base``.
+
+        ``base`` is the ids of the history the caller started from (``None``: replace
+        everything). Stored messages outside ``base`` and outside ``messages`` were
+        appended by another writer (another agent sharing this memory) meanwhile: they
+        are kept, after ``messages``; stored ones in ``base`` but not in ``messages`` are
+        removed. The window applies to the result.
+        """
+        given = check_messages(messages)
+        ids = {m.id for m in given}
+        others = (
+            []
+            if base is None
+            else [f for f in self._stored if (i := _frozen_id(f)) not in base and i not in ids]
+        )
+        self._store([*given, *map(thaw_message, others)] if others else given)
 
     async def transact(
         self, update: Callable[[list[Message]], Awaitable[Sequence[Message]]]
