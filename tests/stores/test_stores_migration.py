@@ -16,7 +16,13 @@ from framework_agents.messages import Message
 from framework_agents.sessions import SessionManager
 from framework_agents.sessions._base import LoggedStorage, digest
 from framework_agents.sessions.snapshot import Snapshot, SnapshotData
-from framework_agents.stores import PostgresStorage, SqliteStorage
+from framework_agents.stores import (
+    PostgresMemory,
+    PostgresStorage,
+    RedisMemory,
+    SqliteMemory,
+    SqliteStorage,
+)
 
 _HISTORY = [Message("user", f"m{i}") for i in range(3)]
 
@@ -137,6 +143,74 @@ def test_redis_value_without_digest_is_given_one(redis_prefix: str) -> None:
                 client.hset(f"{redis_prefix}kv:data", "old", b"new")  # an earlier release's put
                 assert await storage.read_logged("old") == (b"new", [], digest(b"new"))
                 await _session_round_trip(storage)
+
+        asyncio.run(body())
+    finally:
+        client.close()
+
+
+# -- memories of a release before idempotent saves (no id index, no id set) -------------
+
+_ONCE = [Message("user", f"o{i}", id=f"o{i}") for i in range(3)]
+
+
+async def _saves_once(memory: SqliteMemory | PostgresMemory | RedisMemory) -> None:
+    await memory.save(_ONCE[1:])  # o1 was stored by the earlier release
+    assert [m.id for m in await memory.load()] == ["o0", "o1", "o2"]
+
+
+def test_sqlite_memory_without_the_id_index_gains_it(tmp_path: Path) -> None:
+    path = tmp_path / "m.db"
+
+    async def make() -> None:
+        async with SqliteMemory(path, "k") as memory:
+            await memory.save(_ONCE[:2])
+
+    asyncio.run(make())
+    with sqlite3.connect(path) as conn:  # what a release before the index left
+        conn.execute("DROP INDEX fa_memory_message_ids")
+
+    async def body() -> None:
+        async with SqliteMemory(path, "k") as memory:
+            await _saves_once(memory)
+
+    asyncio.run(body())
+    with sqlite3.connect(path) as conn:
+        names = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='index'")}
+        assert "fa_memory_message_ids" in names
+
+
+@pytest.mark.postgres
+def test_postgres_memory_without_the_id_index_gains_it(pg_schema: str) -> None:
+    import psycopg
+    from stores_backends import PG_URL
+
+    async def body() -> None:
+        async with PostgresMemory(PG_URL, "k", schema=pg_schema) as memory:
+            await memory.save(_ONCE[:2])
+        with psycopg.connect(PG_URL, autocommit=True) as conn:  # before the index
+            conn.execute(f'DROP INDEX "{pg_schema}".fa_memory_message_ids')
+            conn.execute(f'DROP FUNCTION "{pg_schema}".fa_message_id(BYTEA) CASCADE')
+        async with PostgresMemory(PG_URL, "k", schema=pg_schema) as memory:
+            await _saves_once(memory)
+
+    asyncio.run(body())
+
+
+@pytest.mark.redis
+def test_redis_memory_without_the_id_set_gains_it(redis_prefix: str) -> None:
+    import redis
+    from stores_backends import REDIS_URL
+
+    client = redis.Redis.from_url(REDIS_URL)
+    try:
+
+        async def body() -> None:
+            async with RedisMemory(REDIS_URL, "k", prefix=redis_prefix) as memory:
+                await memory.save(_ONCE[:2])
+                client.delete(f"{redis_prefix}memids:k")  # a list of an earlier release
+                await _saves_once(memory)
+                assert client.smembers(f"{redis_prefix}memids:k") == {b"o0", b"o1", b"o2"}
 
         asyncio.run(body())
     finally:

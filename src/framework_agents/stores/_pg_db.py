@@ -138,6 +138,25 @@ $fn$
 """
 
 
+#: A stored message's id, NULL for an unreadable body: the expression of the index a save
+#: looks ids up with. IMMUTABLE (the bytes alone decide it), so it may index.
+_MESSAGE_ID_FUNCTION = """
+CREATE OR REPLACE FUNCTION {s}.fa_message_id(p_body BYTEA) RETURNS TEXT
+LANGUAGE plpgsql IMMUTABLE STRICT PARALLEL SAFE AS $fn$
+BEGIN
+    RETURN convert_from(p_body, 'UTF8')::jsonb ->> 'id';
+EXCEPTION WHEN others THEN
+    RETURN NULL;
+END
+$fn$
+"""
+
+#: Made after the function, on every start: a schema of an earlier release gains it.
+_MESSAGE_ID_INDEX = """
+CREATE INDEX IF NOT EXISTS fa_memory_message_ids
+    ON {s}.fa_memory_messages (key, {s}.fa_message_id(body))
+"""
+
 #: A memory append (or, with ``p_fresh``, a replace) in one round trip, windowed like
 #: ``memory._window.window_start``: keep the newest ``p_max``, cut between groups.
 _APPEND_FUNCTION = """
@@ -153,16 +172,25 @@ DECLARE
     l_tail SMALLINT[];
     l_m INT;
     l_i INT;
+    l_n BIGINT;
 BEGIN
     INSERT INTO {s}.fa_memories VALUES (p_key, 0, 0, 0) ON CONFLICT DO NOTHING;
     SELECT next_seq INTO l_start FROM {s}.fa_memories WHERE key = p_key FOR UPDATE;
     IF p_fresh THEN
         DELETE FROM {s}.fa_memory_messages WHERE key = p_key;
     END IF;
+    -- An append skips a message whose id is stored already or came earlier in it (a
+    -- retried save stores nothing twice); ids are looked up through fa_memory_message_ids.
     INSERT INTO {s}.fa_memory_messages (key, seq, shape, body)
-        SELECT p_key, l_start + o - 1, h, b
-        FROM unnest(p_shapes, p_bodies) WITH ORDINALITY AS u(h, b, o);
-    l_end := l_start + coalesce(cardinality(p_bodies), 0);
+        SELECT p_key, l_start + row_number() OVER (ORDER BY o) - 1, h, b
+        FROM (SELECT h, b, o, {s}.fa_message_id(b) AS mid,
+                     row_number() OVER (PARTITION BY {s}.fa_message_id(b) ORDER BY o) AS nth
+              FROM unnest(p_shapes, p_bodies) WITH ORDINALITY AS u(h, b, o)) AS given
+        WHERE p_fresh OR given.mid IS NULL OR (given.nth = 1 AND NOT EXISTS (
+            SELECT 1 FROM {s}.fa_memory_messages AS m
+            WHERE m.key = p_key AND {s}.fa_message_id(m.body) = given.mid));
+    GET DIAGNOSTICS l_n = ROW_COUNT;
+    l_end := l_start + l_n;
     SELECT array_agg(seq ORDER BY seq), array_agg(shape ORDER BY seq) INTO l_seqs, l_tail
         FROM (SELECT seq, shape FROM {s}.fa_memory_messages WHERE key = p_key
               ORDER BY seq DESC LIMIT p_max + 1) AS t;
@@ -275,7 +303,13 @@ class PgDb:
                 await conn.execute(
                     self.sql("UPDATE {s}.fa_schema SET version = %s"), (SCHEMA_VERSION,)
                 )
-            for function in (_SAVE_FUNCTION, _APPEND_FUNCTION, _APPEND_KV_FUNCTION):
+            for function in (
+                _SAVE_FUNCTION,
+                _MESSAGE_ID_FUNCTION,
+                _MESSAGE_ID_INDEX,
+                _APPEND_FUNCTION,
+                _APPEND_KV_FUNCTION,
+            ):
                 await conn.execute(self.sql(function))
 
     async def pool(self) -> AsyncConnectionPool[Any]:

@@ -207,8 +207,35 @@ end
 return n
 """
 
+# A memory is a list (KEYS[1]) of "<shape digit><json>" items and the set (KEYS[2]) of
+# their message ids, through which an append skips a message stored already (a retried
+# save stores nothing twice). A list of an earlier release has no set: it is made once.
+_MEMORY_IDS = """
+local function id_of(item)
+  local ok, doc = pcall(cjson.decode, string.sub(item, 2))
+  if ok and type(doc) == 'table' and type(doc.id) == 'string' then return doc.id end
+  return nil
+end
+local function push(items)
+  for i = 1, #items, 1000 do
+    redis.call('RPUSH', KEYS[1], unpack(items, i, math.min(i + 999, #items)))
+  end
+  for _, item in ipairs(items) do
+    local id = id_of(item)
+    if id then redis.call('SADD', KEYS[2], id) end
+  end
+end
+if redis.call('EXISTS', KEYS[2]) == 0 then
+  for _, item in ipairs(redis.call('LRANGE', KEYS[1], 0, -1)) do
+    local id = id_of(item)
+    if id then redis.call('SADD', KEYS[2], id) end
+  end
+end
+"""
+
 # The window of a memory list: keeps the newest ARGV[1] messages cut between groups
-# (memory._window.window_start). The tail of MEMORY_APPEND and MEMORY_MERGE.
+# (memory._window.window_start), and forgets the ids of what it drops. The tail of
+# MEMORY_APPEND and MEMORY_MERGE.
 _MEMORY_WINDOW = """
 local limit = tonumber(ARGV[1])
 local n = redis.call('LLEN', KEYS[1])
@@ -230,45 +257,60 @@ while i <= m do
   end
 end
 local drop = (n - m) + (i - 1)
-if drop >= n then redis.call('DEL', KEYS[1]) else redis.call('LTRIM', KEYS[1], drop, -1) end
+if drop >= n then
+  redis.call('DEL', KEYS[1], KEYS[2])
+else
+  for _, item in ipairs(redis.call('LRANGE', KEYS[1], 0, drop - 1)) do
+    local id = id_of(item)
+    if id then redis.call('SREM', KEYS[2], id) end
+  end
+  redis.call('LTRIM', KEYS[1], drop, -1)
+end
 return n - drop
 """
 
-# KEYS: list.  ARGV: max messages, fresh ('1': replace), items ("<shape digit><json>")...
+# KEYS: list, id set.  ARGV: max messages, fresh ('1': replace), items...
+# An append skips an item whose message id is stored already or came earlier in it.
 MEMORY_APPEND = (
-    """
-if ARGV[2] == '1' then redis.call('DEL', KEYS[1]) end
-for i = 3, #ARGV, 1000 do
-  redis.call('RPUSH', KEYS[1], unpack(ARGV, i, math.min(i + 999, #ARGV)))
+    _MEMORY_IDS
+    + """
+local items = {}
+if ARGV[2] == '1' then
+  redis.call('DEL', KEYS[1], KEYS[2])
+  for i = 3, #ARGV do items[#items + 1] = ARGV[i] end
+else
+  local given = {}
+  for i = 3, #ARGV do
+    local id = id_of(ARGV[i])
+    if not id or (not given[id] and redis.call('SISMEMBER', KEYS[2], id) == 0) then
+      items[#items + 1] = ARGV[i]
+      if id then given[id] = true end
+    end
+  end
 end
+push(items)
 """
     + _MEMORY_WINDOW
 )
 
-# KEYS: list.  ARGV: max messages, the number of ids that follow, ids (the committer's
-# base and the given messages), items ("<shape digit><json>")... Replaces the list with
-# the items, then appends the stored items whose message id is none of the ids: what
-# another writer appended meanwhile (stores._codec.appended_by_others; an unreadable
-# item is replaced).
+# KEYS: list, id set.  ARGV: max messages, the number of ids that follow, ids (the
+# committer's base and the given messages), items... Replaces the list with the items,
+# then appends the stored items whose message id is none of the ids: what another writer
+# appended meanwhile (stores._codec.appended_by_others; an unreadable item is replaced).
 MEMORY_MERGE = (
-    """
+    _MEMORY_IDS
+    + """
 local seen = {}
 local first = 3 + tonumber(ARGV[2])
 for i = 3, first - 1 do seen[ARGV[i]] = true end
-local others = {}
+local items = {}
+for i = first, #ARGV do items[#items + 1] = ARGV[i] end
 for _, item in ipairs(redis.call('LRANGE', KEYS[1], 0, -1)) do
-  local ok, doc = pcall(cjson.decode, string.sub(item, 2))
-  if ok and type(doc) == 'table' and type(doc.id) == 'string' and not seen[doc.id] then
-    others[#others + 1] = item
-  end
+  local id = id_of(item)
+  if id and not seen[id] then items[#items + 1] = item end
 end
-redis.call('DEL', KEYS[1])
-for i = first, #ARGV, 1000 do
-  redis.call('RPUSH', KEYS[1], unpack(ARGV, i, math.min(i + 999, #ARGV)))
-end
-for i = 1, #others, 1000 do
-  redis.call('RPUSH', KEYS[1], unpack(others, i, math.min(i + 999, #others)))
-end
+redis.call('DEL', KEYS[1], KEYS[2])
+push(items)
 """
     + _MEMORY_WINDOW
 )

@@ -62,7 +62,16 @@ CREATE TABLE IF NOT EXISTS fa_memories (
 CREATE TABLE IF NOT EXISTS fa_memory_messages (
     key TEXT NOT NULL, seq INTEGER NOT NULL, shape INTEGER NOT NULL, body BLOB NOT NULL,
     PRIMARY KEY (key, seq)) WITHOUT ROWID;
-"""
+CREATE INDEX IF NOT EXISTS fa_memory_message_ids ON fa_memory_messages (key, MESSAGE_ID);
+""".replace("MESSAGE_ID", "{MESSAGE_ID}")
+
+#: A stored message's id (NULL for an unreadable body): the expression of the index a save
+#: looks ids up with, so a retried save stores nothing twice. Created on every open, so
+#: a database of an earlier release gains it too.
+MESSAGE_ID = (
+    "CASE WHEN json_valid(CAST(body AS TEXT)) THEN json_extract(CAST(body AS TEXT), '$.id') END"
+)
+_SCHEMA = _SCHEMA.replace("{MESSAGE_ID}", MESSAGE_ID)
 
 
 def _migrate(conn: sqlite3.Connection, version: int) -> None:

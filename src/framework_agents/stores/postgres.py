@@ -602,7 +602,12 @@ class PostgresMemory(MergingMemory, _Closable):
         )
 
     async def save(self, messages: Sequence[Message]) -> None:
-        """Append ``messages``, then keep the newest ``max_messages`` (one transaction)."""
+        """Append ``messages``, then keep the newest ``max_messages`` (one transaction).
+
+        Idempotent by message id: a message whose id is stored already (or given twice) is
+        not appended again, so a save retried after a dropped connection stores nothing
+        twice.
+        """
         given = check_messages(messages)
         rows = list(zip([shape_of(m) for m in given], encode_messages(given), strict=True))
         async with self._db.connection() as conn:

@@ -481,6 +481,8 @@ class RedisMemory(MergingMemory, _Closable):
         self.key = key
         self.max_messages: int = check_max_messages(max_messages)
         self._list = f"{self._db.prefix}mem:{key}"
+        # The list and the set of its message ids (how a save skips a stored message).
+        self._keys = [self._list, f"{self._db.prefix}memids:{key}"]
         # Ids of the history this instance last loaded or wrote (the base of a merge).
         self._seen: set[str] | None = None
 
@@ -507,10 +509,15 @@ class RedisMemory(MergingMemory, _Closable):
         ]
 
     async def save(self, messages: Sequence[Message]) -> None:
-        """Append ``messages``, then keep the newest ``max_messages`` (atomically)."""
+        """Append ``messages``, then keep the newest ``max_messages`` (atomically).
+
+        Idempotent by message id: a message whose id is stored already (or given twice) is
+        not appended again, so a save retried after a dropped connection stores nothing
+        twice.
+        """
         given = check_messages(messages)
         await self._db.script(
-            "MEMORY_APPEND", [self._list], [self.max_messages, 0, *self._items(given)]
+            "MEMORY_APPEND", self._keys, [self.max_messages, 0, *self._items(given)]
         )
         if self._seen is not None:
             self._seen.update(m.id for m in given)
@@ -524,17 +531,19 @@ class RedisMemory(MergingMemory, _Closable):
         ids = {m.id for m in given}
         base = self._base(base)
         if base is None:
-            await self._db.script("MEMORY_APPEND", [self._list], [self.max_messages, 1, *items])
+            await self._db.script("MEMORY_APPEND", self._keys, [self.max_messages, 1, *items])
         else:
             known = sorted(base | ids)
             await self._db.script(
-                "MEMORY_MERGE", [self._list], [self.max_messages, len(known), *known, *items]
+                "MEMORY_MERGE",
+                self._keys,
+                [self.max_messages, len(known), *known, *items],
             )
         self._seen = ids
 
     async def clear(self) -> None:
         """Forget the stored history."""
-        await self._db.call("delete", self._list)
+        await self._db.call("delete", *self._keys)
         self._seen = set()
 
 

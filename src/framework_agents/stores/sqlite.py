@@ -37,9 +37,10 @@ from ._codec import (
     decode_messages,
     encode_messages,
     log_tag,
+    stored_id,
     wall_clock,
 )
-from ._sqlite_db import SqliteDb
+from ._sqlite_db import MESSAGE_ID, SqliteDb
 
 __all__ = ["SqliteCheckpointer", "SqliteMemory", "SqliteStorage"]
 
@@ -522,6 +523,8 @@ class SqliteMemory(MergingMemory, _Closable):
         start = 0 if row is None else row[0]
         if fresh:
             conn.execute("DELETE FROM fa_memory_messages WHERE key = ?", (key,))
+        else:
+            rows = self._not_stored(conn, rows)
         conn.executemany(
             "INSERT INTO fa_memory_messages (key, seq, shape, body) VALUES (?, ?, ?, ?)",
             [(key, start + i, shape, body) for i, (shape, body) in enumerate(rows)],
@@ -543,8 +546,39 @@ class SqliteMemory(MergingMemory, _Closable):
             (key, first, end, wall_clock()),
         )
 
+    def _not_stored(
+        self, conn: sqlite3.Connection, rows: Sequence[tuple[int, bytes]]
+    ) -> list[tuple[int, bytes]]:
+        """``rows`` but those whose message id is stored already or came earlier in them."""
+        ids = [stored_id(body) for _, body in rows]
+        wanted = sorted({i for i in ids if i is not None})
+        stored: set[str] = set()
+        for k in range(0, len(wanted), 500):  # an index lookup: the window is never scanned
+            chunk = wanted[k : k + 500]
+            stored.update(
+                found
+                for (found,) in conn.execute(
+                    f"SELECT {MESSAGE_ID} FROM fa_memory_messages INDEXED BY "
+                    f"fa_memory_message_ids WHERE key = ? AND "
+                    f"{MESSAGE_ID} IN ({', '.join('?' * len(chunk))})",
+                    (self.key, *chunk),
+                )
+            )
+        kept = []
+        for row, found in zip(rows, ids, strict=True):
+            if found is None or found not in stored:
+                kept.append(row)
+                if found is not None:
+                    stored.add(found)
+        return kept
+
     async def save(self, messages: Sequence[Message]) -> None:
-        """Append ``messages``, then keep the newest ``max_messages`` (one transaction)."""
+        """Append ``messages``, then keep the newest ``max_messages`` (one transaction).
+
+        Idempotent by message id: a message whose id is stored already (or given twice) is
+        not appended again, so a save retried after a dropped connection stores nothing
+        twice.
+        """
         given = check_messages(messages)
         rows = list(zip([shape_of(m) for m in given], encode_messages(given), strict=True))
         await self._db.run(lambda c: self._append(c, rows, fresh=False))

@@ -576,6 +576,21 @@ class StoreConformance:
 
         _run(store_factory, body)
 
+    def test_memory_save_is_idempotent_by_message_id(self, store_factory: StoreFactory) -> None:
+        """A save retried (a message given again, or twice) stores each message once."""
+        _needs(store_factory.cross_process, "a durable memory (a save can be retried)")
+
+        async def body(store: Store) -> None:
+            memory = store.memory("mem/once", max_messages=50)
+            a, b, c, d, e = (Message("user", f"m{i}", id=f"m{i}") for i in range(5))
+            await memory.save([a, b])
+            await memory.save([b, c])  # the retry of a save that had landed, plus c
+            await memory.save([c, c, d])
+            await store.memory("mem/once", max_messages=50).save([d, e])  # another writer
+            assert [m.id for m in await memory.load()] == ["m0", "m1", "m2", "m3", "m4"]
+
+        _run(store_factory, body)
+
     def test_memory_replace_keeps_what_another_writer_appended(
         self, store_factory: StoreFactory
     ) -> None:
