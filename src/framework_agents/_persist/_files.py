@@ -12,6 +12,8 @@
 * :func:`make_private_dirs` creates missing directories ``0700``, durably.
 * :func:`io_error` turns an ``OSError`` into ``StorageIOError`` (``STORAGE_IO``) naming
   the key and the root, keeping ``errno`` and chaining the cause.
+* :func:`file_ident` / :func:`ident_or_none`: a file as ``stat`` sees it, which every
+  write changes (how a store knows its files are as it last left them).
 
 Temp files of crashed writers are removed by :func:`sweep_temp_files` once older than a
 grace period (a younger one may belong to a writer that is still running).
@@ -34,10 +36,13 @@ __all__ = [
     "DIR_MODE",
     "FILE_MODE",
     "TEMP_SUFFIX",
+    "FileIdent",
     "OddFileError",
     "TooLargeError",
     "atomic_publish",
+    "file_ident",
     "fsync_dir",
+    "ident_or_none",
     "io_error",
     "make_private_dirs",
     "mark_landed",
@@ -55,6 +60,24 @@ DIR_MODE = 0o700
 
 _CLOEXEC = getattr(os, "O_CLOEXEC", 0)
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+
+
+#: ``(st_dev, st_ino, st_size, st_mtime_ns, st_ctime_ns)``: a replace changes the inode,
+#: an append the size, any write the times.
+FileIdent = tuple[int, int, int, int, int]
+
+
+def file_ident(st: os.stat_result) -> FileIdent:
+    """The :data:`FileIdent` of a ``stat`` result."""
+    return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+
+
+def ident_or_none(path: str | os.PathLike[str], *, dir_fd: int | None = None) -> FileIdent | None:
+    """The :data:`FileIdent` of ``path`` (not followed), ``None`` when it does not exist."""
+    try:
+        return file_ident(os.stat(path, dir_fd=dir_fd, follow_symlinks=False))
+    except FileNotFoundError:
+        return None
 
 
 class OddFileError(Exception):

@@ -19,7 +19,16 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from pydantic_core import PydanticSerializationError
 
 from .._fs import atomic_write, read_bytes_or_none, sweep_temp_files
-from .._persist import OddFileError, TooLargeError, io_error, mark_landed, strict_loads
+from .._persist import (
+    FileIdent,
+    OddFileError,
+    TooLargeError,
+    file_ident,
+    ident_or_none,
+    io_error,
+    mark_landed,
+    strict_loads,
+)
 from .._persist._files import read_document
 from .._retention import check_older_than, check_ttl, waits_for_approval
 from ..errors import (
@@ -101,14 +110,6 @@ class _Files:
     write_lock: Path
 
 
-#: (device, inode, size, mtime, ctime) of a file as this instance last saw it.
-_Signature = tuple[int, int, int, int, int]
-
-
-def _signature(st: os.stat_result) -> _Signature:
-    return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
-
-
 def _digest(data: bytes) -> str:
     return hashlib.blake2b(data, digest_size=16).hexdigest()
 
@@ -117,7 +118,7 @@ def _digest(data: bytes) -> str:
 class _Known:
     """A thread's files as this instance last wrote or read them (under the write lock)."""
 
-    signature: _Signature
+    signature: FileIdent
     digest: str
     messages: list[Message] = field(default_factory=list)  # the objects last saved or loaded
     journal: JournalView = field(default_factory=lambda: JournalView([], None, 0))
@@ -372,7 +373,7 @@ class FileCheckpointer:
         view = read_journal(journal_path, digest, max_bytes=self.max_bytes - len(data))
         checkpoint = apply_deltas(checkpoint, view.deltas, journal_path)
         self._known[thread_id] = _Known(
-            _signature(st),
+            file_ident(st),
             digest,
             list(checkpoint.messages),
             view,
@@ -485,11 +486,11 @@ class FileCheckpointer:
         if (
             known is None
             or known.progress
-            or _signature_or_none(files.doc) != known.signature
+            or ident_or_none(files.doc) != known.signature
             or os.path.lexists(files.progress)
         ):
             return False
-        jsig = _signature_or_none(files.journal)
+        jsig = ident_or_none(files.journal)
         view = known.journal
         if jsig is None:
             return view.key is None
@@ -515,7 +516,7 @@ class FileCheckpointer:
         read = functools.partial(ThreadCheckpoint.model_validate_json, payload)
         back = _as_value(kept_value(None, checkpoint, 0, read))  # what a read gives
         self._known[thread_id] = _Known(
-            _signature(st),
+            file_ident(st),
             digest,
             list(checkpoint.messages),
             doc_bytes=len(payload),
@@ -717,10 +718,3 @@ def _as_value(checkpoint: ThreadCheckpoint) -> ThreadCheckpoint:
     if checkpoint.version == CHECKPOINT_BASE_VERSION:
         return checkpoint
     return checkpoint.model_copy(update={"version": CHECKPOINT_BASE_VERSION})
-
-
-def _signature_or_none(path: Path) -> _Signature | None:
-    try:
-        return _signature(os.stat(path, follow_symlinks=False))
-    except FileNotFoundError:
-        return None

@@ -20,10 +20,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .._persist import (
+    FileIdent,
     JournalCorruptError,
     TooLargeError,
     append_record,
     atomic_publish,
+    file_ident,
     frame,
     header_payload,
     mark_landed,
@@ -49,8 +51,6 @@ __all__ = ["Entries", "MemoryFiles", "State", "messages_of"]
 
 logger = logging.getLogger(__name__)
 
-#: ``(st_dev, st_ino, st_size, st_mtime_ns, st_ctime_ns)`` of a document.
-Ident = tuple[int, int, int, int, int]
 
 _CLOEXEC = getattr(os, "O_CLOEXEC", 0)
 _READ_FLAGS = os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | _CLOEXEC
@@ -104,7 +104,7 @@ class Entries:
 class State:
     """What the files hold, as one instance last saw them under the lock."""
 
-    doc_ident: Ident | None
+    doc_ident: FileIdent | None
     token: str | None
     doc_bytes: int
     doc_count: int
@@ -113,10 +113,6 @@ class State:
     journal_end: int = 0
     stale: bool = False
     head: bytes = b""  # the document's header (token and checksum): proof it is unchanged
-
-
-def _ident(st: os.stat_result) -> Ident:
-    return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
 
 
 class MemoryFiles:
@@ -244,7 +240,7 @@ class MemoryFiles:
         """The document part; ``entries`` is ``known.entries`` itself when it is unchanged."""
         fd, st = opened
         try:
-            ident = _ident(st)
+            ident = file_ident(st)
             if (
                 known is not None
                 and known.doc_ident == ident
@@ -360,7 +356,7 @@ class MemoryFiles:
         except OSError as exc:  # harmless: its token no longer matches the document
             logger.warning("could not remove the stale journal %s: %s", self.journal, exc)
         size = len(head) + len(body) + len(FOOTER)
-        return State(_ident(st), token, size, len(kept.ids), kept, head=head)
+        return State(file_ident(st), token, size, len(kept.ids), kept, head=head)
 
 
 @dataclass(frozen=True, slots=True)

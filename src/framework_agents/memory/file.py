@@ -21,9 +21,11 @@ from pathlib import Path
 from typing import ParamSpec, TypeVar
 
 from .._persist import (
+    FileIdent,
     LoopLocks,
     OddFileError,
     flock,
+    ident_or_none,
     io_error,
     make_private_dirs,
     open_lock_file,
@@ -319,7 +321,7 @@ class FileMemory:
         return messages
 
     def _idents_now(self) -> _Idents:
-        return (_ident_or_none(self.path), _ident_or_none(self.journal_path))
+        return (ident_or_none(self.path), ident_or_none(self.journal_path))
 
     def _observe(self, idents: _Idents) -> None:
         """The files are ``idents`` now, as this instance knows: a new revision if changed.
@@ -470,18 +472,8 @@ class FileMemory:
                 logger.warning("could not sweep temp files next to %s: %s", target, exc)
 
 
-#: A file's (device, inode, size, mtime, ctime), or None when it does not exist.
-_Ident = tuple[int, int, int, int, int] | None
-#: The idents of the document and the journal.
-_Idents = tuple[_Ident, _Ident]
-
-
-def _ident_or_none(path: Path) -> _Ident:
-    try:
-        st = os.stat(path, follow_symlinks=False)
-    except FileNotFoundError:
-        return None
-    return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+#: The idents of the document and the journal (``None``: the file does not exist).
+_Idents = tuple[FileIdent | None, FileIdent | None]
 
 
 def _extends(result: Entries, stored: Entries) -> bool:

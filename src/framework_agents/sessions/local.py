@@ -38,7 +38,7 @@ from datetime import timedelta
 from pathlib import Path
 from typing import TypeVar
 
-from .._persist import TEMP_SUFFIX, flock, io_error, mark_landed
+from .._persist import TEMP_SUFFIX, FileIdent, flock, ident_or_none, io_error, mark_landed
 from .._retention import AutoPrune, check_older_than, check_ttl
 from ..errors import InvalidArgumentError, StorageKeyInvalidError
 from ._base import ArgumentTypeError, CompareAndPut, check_expected_tag, check_tag, digest
@@ -81,18 +81,6 @@ class _Blind:
 
 
 _BLIND = _Blind()
-
-
-_Sig = tuple[int, int, int, int, int]
-
-
-def _sig_at(dfd: int, name: str) -> _Sig | None:
-    """``(dev, ino, size, mtime_ns, ctime_ns)`` of ``name`` in ``dfd``, ``None`` if absent."""
-    try:
-        st = os.stat(name, dir_fd=dfd, follow_symlinks=False)
-    except FileNotFoundError:
-        return None
-    return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
 
 
 def _tag(value_digest: str, records: int, end: int) -> str:
@@ -180,7 +168,7 @@ class LocalFileStorage(CompareAndPut, AutoPrune):
         self.ttl = check_ttl(ttl)
         # Key -> (signatures of its value and log files, the value's digest, the log) as
         # this instance last appended: the next append reads neither file again.
-        self._logs: dict[str, tuple[tuple[_Sig | None, _Sig | None], str, int, int]] = {}
+        self._logs: dict[str, tuple[tuple[FileIdent | None, FileIdent | None], str, int, int]] = {}
         # Directory (as key segments) -> monotonic time of its next temp-file sweep.
         self._next_sweep: dict[tuple[str, ...], float] = {}
 
@@ -481,7 +469,10 @@ class LocalFileStorage(CompareAndPut, AutoPrune):
             lock = _key_lock(key, dfd, name, exclusive=True, create=True)
             assert lock is not None  # created when missing
             try:
-                value, log = _sig_at(dfd, name), _sig_at(dfd, log_name(name))
+                value, log = (
+                    ident_or_none(name, dir_fd=dfd),
+                    ident_or_none(log_name(name), dir_fd=dfd),
+                )
                 newest = max(value[3] if value else 0, log[3] if log else 0)
                 if value is not None and cutoff is not None and newest >= cutoff * 1e9:
                     return False  # written since: kept (and its lock file with it)
@@ -656,7 +647,7 @@ class LocalFileStorage(CompareAndPut, AutoPrune):
         try:
             name = segments[-1]
             dfd = fds[-1]
-            sigs = (_sig_at(dfd, name), _sig_at(dfd, log_name(name)))
+            sigs = (ident_or_none(name, dir_fd=dfd), ident_or_none(log_name(name), dir_fd=dfd))
             known = self._logs.get(key)
             value_digest: str | None
             if known is not None and known[0] == sigs:
@@ -673,7 +664,7 @@ class LocalFileStorage(CompareAndPut, AutoPrune):
             assert value_digest is not None  # a tag names a value
             end = append_log_at(dfd, name, value_digest, log, record)
             self._logs[key] = (
-                (sigs[0], _sig_at(dfd, log_name(name))),
+                (sigs[0], ident_or_none(log_name(name), dir_fd=dfd)),
                 value_digest,
                 count + 1,
                 end,
