@@ -36,13 +36,16 @@ from ..errors import (
     MemoryCorruptError,
 )
 from ..memory._document import encode_message
+from ..memory._window import check_messages, shape_of, window
 from ..messages import Message, MessageList
 
 __all__ = [
     "ClosableStore",
+    "MergingMemory",
     "SCHEMA_VERSION",
     "SchemaTooNewError",
     "ThreadCache",
+    "appended_by_others",
     "check_lease",
     "decode_checkpoint",
     "decode_messages",
@@ -50,6 +53,7 @@ __all__ = [
     "encode_head",
     "encode_messages",
     "log_tag",
+    "memory_rows",
     "new_owner",
     "redact",
     "unavailable",
@@ -190,36 +194,32 @@ def decode_messages(bodies: Sequence[bytes], *, source: str) -> list[Message]:
     raise MemoryCorruptError(f"{source} is unreadable")  # pragma: no cover
 
 
-def stored_id(body: bytes) -> str | None:
-    """The id of a stored message fragment, or ``None`` when it has none (unreadable)."""
-    try:
-        value = json.loads(body)
-    except (ValueError, RecursionError):
-        return None
-    found = value.get("id") if isinstance(value, dict) else None
-    return found if isinstance(found, str) else None
-
-
 def appended_by_others(
-    stored: Sequence[bytes], base: Collection[str] | None, given: Collection[str]
+    stored: Sequence[object], base: Collection[str] | None, given: Collection[str]
 ) -> list[int]:
-    """Which stored fragments a commit keeps: those another writer appended meanwhile.
+    """Which stored messages a commit keeps, by their ids: another writer's appends.
 
-    ``base`` is the ids of the history the committing instance last loaded or wrote
-    (``None``: it has neither, so it replaces everything), ``given`` the ids it commits.
-    A stored message outside both was appended by someone else since: it is kept (after
-    the committed history, as ``FileMemory.commit`` keeps it), so a replace never drops
-    another process's turn. Stored ones in ``base`` but not given are the removals the
-    committer meant; an unreadable fragment is replaced, as before.
+    ``stored`` is the stored messages' ids as the database reads them from the bodies
+    (``None`` or another type for an unreadable body), ``base`` the ids of the history the
+    committing instance last loaded or wrote (``None``: it has neither, so it replaces
+    everything), ``given`` the ids it commits. A stored message outside both was appended
+    by someone else since: it is kept (after the committed history, as
+    ``FileMemory.commit`` keeps it), so a replace never drops another process's turn.
+    Stored ones in ``base`` but not given are the removals the committer meant; an
+    unreadable one is replaced, as before.
     """
     if base is None:
         return []
-    kept = []
-    for i, body in enumerate(stored):
-        found = stored_id(body)
-        if found is not None and found not in base and found not in given:
-            kept.append(i)
-    return kept
+    return [
+        i
+        for i, found in enumerate(stored)
+        if isinstance(found, str) and found not in base and found not in given
+    ]
+
+
+def memory_rows(messages: Sequence[Message]) -> list[tuple[int, bytes]]:
+    """``(shape, JSON fragment)`` of each message: what a database memory stores."""
+    return list(zip([shape_of(m) for m in messages], encode_messages(messages), strict=True))
 
 
 class MergingMemory:
@@ -229,6 +229,7 @@ class MergingMemory:
     history this instance last loaded or wrote (``None`` until it did either).
     """
 
+    max_messages: int
     _seen: set[str] | None
 
     async def commit(
@@ -250,9 +251,18 @@ class MergingMemory:
         """
         await self.commit(messages)
 
-    def _base(self, base: Collection[str] | None) -> set[str] | None:
-        """The base of a commit: the given ids, else what this instance read or wrote."""
-        return self._seen if base is None else set(base)
+    def _commit_parts(
+        self, messages: Sequence[Message], base: Collection[str] | None
+    ) -> tuple[list[Message], set[str], set[str] | None]:
+        """A commit's checked messages (windowed), the ids given, and its base."""
+        given = check_messages(messages)
+        base = self._seen if base is None else set(base)
+        return window(given, self.max_messages), {m.id for m in given}, base
+
+    def _saved(self, messages: Sequence[Message]) -> None:
+        """Note what a save stored: the next commit's default base includes it."""
+        if self._seen is not None:
+            self._seen.update(m.id for m in messages)
 
 
 @dataclass(slots=True)

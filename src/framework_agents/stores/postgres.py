@@ -24,8 +24,6 @@ from ..memory._window import (
     bounded_view,
     check_max_messages,
     check_messages,
-    shape_of,
-    window,
 )
 from ..messages import Message
 from ..sessions._base import CompareAndPut, check_expected_tag, digest
@@ -38,8 +36,8 @@ from ._codec import (
     MergingMemory,
     appended_by_others,
     decode_messages,
-    encode_messages,
     log_tag,
+    memory_rows,
     redact,
 )
 from ._pg_db import CONFLICT_SQLSTATE, NOW, PgDb, import_psycopg
@@ -609,11 +607,9 @@ class PostgresMemory(MergingMemory, _Closable):
         twice.
         """
         given = check_messages(messages)
-        rows = list(zip([shape_of(m) for m in given], encode_messages(given), strict=True))
         async with self._db.connection() as conn:
-            await self._append(conn, rows, fresh=False)
-        if self._seen is not None:
-            self._seen.update(m.id for m in given)
+            await self._append(conn, memory_rows(given), fresh=False)
+        self._saved(given)
 
     async def commit(
         self, messages: Sequence[Message], *, base: Collection[str] | None = None
@@ -622,14 +618,11 @@ class PostgresMemory(MergingMemory, _Closable):
 
         It holds the key's ``fa_memories`` row lock, which every save takes too.
         """
-        given = check_messages(messages)
-        kept = window(given, self.max_messages)
-        rows = list(zip([shape_of(m) for m in kept], encode_messages(kept), strict=True))
-        ids = {m.id for m in given}
-        base = self._base(base)
+        kept, ids, merge_base = self._commit_parts(messages, base)
+        rows = memory_rows(kept)
         async with self._db.connection() as conn, conn.transaction():
             others: list[tuple[int, bytes]] = []
-            if base is not None:
+            if merge_base is not None:
                 await conn.execute(
                     self._db.sql(
                         "INSERT INTO {s}.fa_memories VALUES (%s, 0, 0, 0) ON CONFLICT DO NOTHING"
@@ -642,13 +635,14 @@ class PostgresMemory(MergingMemory, _Closable):
                 )
                 cursor = await conn.execute(
                     self._db.sql(
-                        "SELECT shape, body FROM {s}.fa_memory_messages WHERE key = %s ORDER BY seq"
+                        "SELECT shape, body, {s}.fa_message_id(body) FROM {s}.fa_memory_messages "
+                        "WHERE key = %s ORDER BY seq"
                     ),
                     (self.key,),
                 )
-                stored = [(shape, bytes(body)) for shape, body in await cursor.fetchall()]
-                chosen = appended_by_others([body for _, body in stored], base, ids)
-                others = [stored[i] for i in chosen]
+                stored = await cursor.fetchall()
+                chosen = appended_by_others([r[2] for r in stored], merge_base, ids)
+                others = [(stored[i][0], bytes(stored[i][1])) for i in chosen]
             await self._append(conn, rows + others, fresh=True)
         self._seen = ids
 

@@ -41,7 +41,7 @@ from ..errors import (
     MemoryCorruptError,
     StorageKeyInvalidError,
 )
-from ..memory._window import bounded_view, check_max_messages, check_messages, shape_of, window
+from ..memory._window import bounded_view, check_max_messages, check_messages
 from ..messages import Message
 from ..sessions._base import CompareAndPut, check_expected_tag, digest
 from ..sessions._keys import validate_key, validate_prefix
@@ -53,8 +53,8 @@ from ._codec import (
     ClosableStore,
     MergingMemory,
     decode_messages,
-    encode_messages,
     log_tag,
+    memory_rows,
     redact,
     unavailable,
 )
@@ -501,13 +501,6 @@ class RedisMemory(MergingMemory, _Closable):
         self._seen = {m.id for m in messages}
         return bounded_view(messages, self.max_messages)
 
-    @staticmethod
-    def _items(messages: Sequence[Message]) -> list[bytes]:
-        return [
-            b"%d" % shape_of(m) + body
-            for m, body in zip(messages, encode_messages(messages), strict=True)
-        ]
-
     async def save(self, messages: Sequence[Message]) -> None:
         """Append ``messages``, then keep the newest ``max_messages`` (atomically).
 
@@ -516,28 +509,24 @@ class RedisMemory(MergingMemory, _Closable):
         twice.
         """
         given = check_messages(messages)
-        await self._db.script(
-            "MEMORY_APPEND", self._keys, [self.max_messages, 0, *self._items(given)]
-        )
-        if self._seen is not None:
-            self._seen.update(m.id for m in given)
+        await self._db.script("MEMORY_APPEND", self._keys, [self.max_messages, 0, *_items(given)])
+        self._saved(given)
 
     async def commit(
         self, messages: Sequence[Message], *, base: Collection[str] | None = None
     ) -> None:
         """:meth:`MergingMemory.commit`. One Lua script, so nothing slips in between."""
-        given = check_messages(messages)
-        items = self._items(window(given, self.max_messages))
-        ids = {m.id for m in given}
-        base = self._base(base)
-        if base is None:
-            await self._db.script("MEMORY_APPEND", self._keys, [self.max_messages, 1, *items])
+        kept, ids, merge_base = self._commit_parts(messages, base)
+        if merge_base is None:
+            await self._db.script(
+                "MEMORY_APPEND", self._keys, [self.max_messages, 1, *_items(kept)]
+            )
         else:
-            known = sorted(base | ids)
+            known = sorted(merge_base | ids)
             await self._db.script(
                 "MEMORY_MERGE",
                 self._keys,
-                [self.max_messages, len(known), *known, *items],
+                [self.max_messages, len(known), *known, *_items(kept)],
             )
         self._seen = ids
 
@@ -545,6 +534,11 @@ class RedisMemory(MergingMemory, _Closable):
         """Forget the stored history."""
         await self._db.call("delete", *self._keys)
         self._seen = set()
+
+
+def _items(messages: Sequence[Message]) -> list[bytes]:
+    """The list items of messages: ``<shape digit><JSON fragment>``."""
+    return [b"%d" % shape + body for shape, body in memory_rows(messages)]
 
 
 def redis_store(

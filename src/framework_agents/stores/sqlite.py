@@ -21,8 +21,6 @@ from ..memory._window import (
     bounded_view,
     check_max_messages,
     check_messages,
-    shape_of,
-    window,
     window_start,
 )
 from ..messages import Message
@@ -35,9 +33,8 @@ from ._codec import (
     MergingMemory,
     appended_by_others,
     decode_messages,
-    encode_messages,
     log_tag,
-    stored_id,
+    memory_rows,
     wall_clock,
 )
 from ._sqlite_db import MESSAGE_ID, SqliteDb
@@ -523,8 +520,6 @@ class SqliteMemory(MergingMemory, _Closable):
         start = 0 if row is None else row[0]
         if fresh:
             conn.execute("DELETE FROM fa_memory_messages WHERE key = ?", (key,))
-        else:
-            rows = self._not_stored(conn, rows)
         conn.executemany(
             "INSERT INTO fa_memory_messages (key, seq, shape, body) VALUES (?, ?, ?, ?)",
             [(key, start + i, shape, body) for i, (shape, body) in enumerate(rows)],
@@ -546,12 +541,9 @@ class SqliteMemory(MergingMemory, _Closable):
             (key, first, end, wall_clock()),
         )
 
-    def _not_stored(
-        self, conn: sqlite3.Connection, rows: Sequence[tuple[int, bytes]]
-    ) -> list[tuple[int, bytes]]:
-        """``rows`` but those whose message id is stored already or came earlier in them."""
-        ids = [stored_id(body) for _, body in rows]
-        wanted = sorted({i for i in ids if i is not None})
+    def _not_stored(self, conn: sqlite3.Connection, ids: Sequence[str]) -> list[int]:
+        """The positions in ``ids`` of those neither stored already nor earlier in it."""
+        wanted = sorted(set(ids))
         stored: set[str] = set()
         for k in range(0, len(wanted), 500):  # an index lookup: the window is never scanned
             chunk = wanted[k : k + 500]
@@ -564,13 +556,12 @@ class SqliteMemory(MergingMemory, _Closable):
                     (self.key, *chunk),
                 )
             )
-        kept = []
-        for row, found in zip(rows, ids, strict=True):
-            if found is None or found not in stored:
-                kept.append(row)
-                if found is not None:
-                    stored.add(found)
-        return kept
+        fresh = []
+        for i, found in enumerate(ids):
+            if found not in stored:
+                fresh.append(i)
+                stored.add(found)
+        return fresh
 
     async def save(self, messages: Sequence[Message]) -> None:
         """Append ``messages``, then keep the newest ``max_messages`` (one transaction).
@@ -580,31 +571,31 @@ class SqliteMemory(MergingMemory, _Closable):
         twice.
         """
         given = check_messages(messages)
-        rows = list(zip([shape_of(m) for m in given], encode_messages(given), strict=True))
-        await self._db.run(lambda c: self._append(c, rows, fresh=False))
-        if self._seen is not None:
-            self._seen.update(m.id for m in given)
+        rows, ids = memory_rows(given), [m.id for m in given]
+
+        def append(conn: sqlite3.Connection) -> None:
+            self._append(conn, [rows[i] for i in self._not_stored(conn, ids)], fresh=False)
+
+        await self._db.run(append)
+        self._saved(given)
 
     async def commit(
         self, messages: Sequence[Message], *, base: Collection[str] | None = None
     ) -> None:
         """:meth:`MergingMemory.commit`. One transaction, so no save slips in between."""
-        given = check_messages(messages)
-        kept = window(given, self.max_messages)
-        rows = list(zip([shape_of(m) for m in kept], encode_messages(kept), strict=True))
-        ids = {m.id for m in given}
-        base = self._base(base)
+        kept, ids, merge_base = self._commit_parts(messages, base)
+        rows = memory_rows(kept)
 
         def merge(conn: sqlite3.Connection) -> None:
-            if base is None:
-                self._append(conn, rows, fresh=True)
-                return
-            stored = conn.execute(
-                "SELECT shape, body FROM fa_memory_messages WHERE key = ? ORDER BY seq",
-                (self.key,),
-            ).fetchall()
-            bodies = [bytes(body) for _, body in stored]
-            others = [(stored[i][0], bodies[i]) for i in appended_by_others(bodies, base, ids)]
+            others: list[tuple[int, bytes]] = []
+            if merge_base is not None:
+                stored = conn.execute(
+                    f"SELECT shape, body, {MESSAGE_ID} FROM fa_memory_messages "
+                    "WHERE key = ? ORDER BY seq",
+                    (self.key,),
+                ).fetchall()
+                chosen = appended_by_others([r[2] for r in stored], merge_base, ids)
+                others = [(stored[i][0], bytes(stored[i][1])) for i in chosen]
             self._append(conn, rows + others, fresh=True)
 
         await self._db.run(merge)
