@@ -256,6 +256,7 @@ class MessageLayout(NamedTuple):
     copy_message: Callable[[Message], Message]
     freeze_message: Callable[[Message], FrozenMessage]
     thaw_message: Callable[[FrozenMessage], Message]
+    kept: tuple[str, ...]  # the fields the tuple form holds, in its order
 
 
 class _FieldSets(dict[int, frozenset[str]]):
@@ -270,19 +271,6 @@ class _FieldSets(dict[int, frozenset[str]]):
         return made
 
 
-def _empty_fields(message: type[Message]) -> dict[str, str]:
-    """The fields made by ``default_factory=list`` or ``dict``, with that factory's name.
-
-    The tuple form holds them only empty (and makes them again on thaw); it keeps the
-    others' values.
-    """
-    return {
-        name: field.default_factory.__name__
-        for name, field in message.model_fields.items()
-        if field.default_factory in (list, dict)
-    }
-
-
 def message_layout(message: type[Message]) -> MessageLayout:
     """Write ``copy_message``, ``freeze_message`` and ``thaw_message`` for ``message``.
 
@@ -295,7 +283,13 @@ def message_layout(message: type[Message]) -> MessageLayout:
     names = tuple(fields)
     if not all(name.isidentifier() for name in names):
         raise TypeError(f"{message.__name__} has a field that is not an identifier")
-    empty = _empty_fields(message)
+    # Made by default_factory=list or dict: the tuple form holds them only empty (and makes
+    # them again on thaw); it keeps the others' values.
+    empty = {
+        name: field.default_factory.__name__
+        for name, field in fields.items()
+        if field.default_factory in (list, dict)
+    }
     kept = [name for name in names if name not in empty]
     copies = []
     for name, field in fields.items():
@@ -335,9 +329,13 @@ def message_layout(message: type[Message]) -> MessageLayout:
     }
     exec(compile(source, f"<{message.__name__} layout>", "exec"), namespace)
     made = MessageLayout(
-        names, namespace["copy_message"], namespace["freeze_message"], namespace["thaw_message"]
+        names,
+        namespace["copy_message"],
+        namespace["freeze_message"],
+        namespace["thaw_message"],
+        tuple(kept),
     )
-    for function in made[1:]:
+    for function in (made.copy_message, made.freeze_message, made.thaw_message):
         function.__doc__, function.__module__ = _DOCS[function.__name__], __name__
     return made
 
@@ -348,9 +346,7 @@ def bind_message_class(message: type[Message]) -> None:
     Called once by ``framework_agents.messages`` when its classes exist.
     """
     global _FIELD_NAMES, _KEPT_FIELDS, copy_message, freeze_message, thaw_message
-    _FIELD_NAMES, copy_message, freeze_message, thaw_message = message_layout(message)
-    empty = _empty_fields(message)
-    _KEPT_FIELDS = tuple(name for name in _FIELD_NAMES if name not in empty)
+    _FIELD_NAMES, copy_message, freeze_message, thaw_message, _KEPT_FIELDS = message_layout(message)
 
 
 def frozen_field(name: str) -> Callable[[FrozenMessage], Any]:
