@@ -15,16 +15,10 @@ from pathlib import Path
 
 import pytest
 
-from framework_agents import (
-    Agent,
-    FileMemory,
-    FunctionModel,
-    InMemoryMemory,
-    Message,
-    NullConversationManager,
-)
+from framework_agents import FileMemory, InMemoryMemory
 from framework_agents.memory import Memory
 from framework_agents.stores import SqliteMemory
+from framework_agents.testing.conformance import overlapping_agent_runs
 
 MEMORIES: dict[str, Callable[[Path, int], Memory]] = {
     "in_memory": lambda d, n: InMemoryMemory(n),
@@ -34,18 +28,7 @@ MEMORIES: dict[str, Callable[[Path, int], Memory]] = {
 
 
 async def _overlapping_runs(memory: Memory, rounds: int) -> list[str]:
-    both_started = asyncio.Barrier(2)
-
-    async def reply(history: list[Message], tools: object) -> str:
-        await both_started.wait()  # both runs have read the history before either commits
-        return f"answer to {history[-1].text}"
-
-    agents = [
-        Agent(FunctionModel(reply), memory=memory, conversation_manager=NullConversationManager())
-        for _ in range(2)
-    ]
-    for i in range(rounds):
-        await asyncio.gather(*(agent.run(f"{who} {i}") for who, agent in enumerate(agents)))
+    await overlapping_agent_runs([memory, memory], rounds)  # one object, two agents
     return [m.text for m in await memory.load()]
 
 

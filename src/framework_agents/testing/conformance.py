@@ -33,7 +33,7 @@ import functools
 import multiprocessing
 import os
 import signal
-from collections.abc import Awaitable, Callable, Coroutine
+from collections.abc import Awaitable, Callable, Coroutine, Sequence
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any, Protocol, TypeVar
@@ -43,6 +43,7 @@ import pytest
 from ..checkpoint._base import thread_lock
 from ..checkpoint.model import ThreadCheckpoint
 from ..errors import AgentError
+from ..memory._base import Memory
 from ..messages import Message, ReasoningBlock, TextBlock, ToolCall
 from ..sessions._base import as_logged, digest
 from ..sessions.manager import SessionManager
@@ -50,7 +51,7 @@ from ..sessions.snapshot import Snapshot, SnapshotData
 from ..stores._base import Store
 from . import _store_workers as workers
 
-__all__ = ["Corrupter", "StoreConformance", "StoreFactory"]
+__all__ = ["Corrupter", "StoreConformance", "StoreFactory", "overlapping_agent_runs"]
 
 T = TypeVar("T")
 
@@ -124,6 +125,31 @@ def _rich_history() -> list[Message]:
         Message("tool", "42", tool_call_id="c1", name="lookup"),
         Message("assistant", "the answer is 42 \U0001f600"),
     ]
+
+
+async def overlapping_agent_runs(memories: Sequence[Memory], rounds: int) -> None:
+    """One agent per memory (two may share one), their runs overlapping ``rounds`` times.
+
+    Agent ``k``'s prompt in round ``i`` is ``"k i"``, its answer ``"answer to k i"``; the
+    scripted model waits until every agent of the round has read its history before any
+    answers, so each commit meets the others' turns stored meanwhile.
+    """
+    from ..agent import Agent
+    from ..conversation import NullConversationManager
+    from .models import FunctionModel
+
+    all_started = asyncio.Barrier(len(memories))
+
+    async def reply(history: list[Message], tools: object) -> str:
+        await all_started.wait()
+        return f"answer to {history[-1].text}"
+
+    agents = [
+        Agent(FunctionModel(reply), memory=m, conversation_manager=NullConversationManager())
+        for m in memories
+    ]
+    for i in range(rounds):
+        await asyncio.gather(*(agent.run(f"{k} {i}") for k, agent in enumerate(agents)))
 
 
 def _needs(condition: bool, reason: str) -> None:
@@ -639,32 +665,15 @@ class StoreConformance:
 
     def test_agents_sharing_a_memory_lose_no_turn(self, store_factory: StoreFactory) -> None:
         """Two agents, each with its own memory object on one key, run at the same time."""
-        from ..agent import Agent
-        from ..conversation import NullConversationManager
-        from .models import FunctionModel
 
         async def body(store: Store) -> None:
             probe = store.memory("mem/agents", max_messages=100)
             _needs(probe is not store.memory("mem/agents", max_messages=100), "two memory objects")
-            both_started = asyncio.Barrier(2)
-
-            async def reply(history: list[Message], tools: object) -> str:
-                await both_started.wait()  # both have read the history before either commits
-                return f"answer to {history[-1].text}"
-
-            def agent() -> Agent:
-                return Agent(
-                    FunctionModel(reply),
-                    memory=store.memory("mem/agents", max_messages=100),
-                    conversation_manager=NullConversationManager(),
-                )
-
-            one, two = agent(), agent()
-            for i in range(3):
-                await asyncio.gather(one.run(f"one {i}"), two.run(f"two {i}"))
+            memories = [store.memory("mem/agents", max_messages=100) for _ in range(2)]
+            await overlapping_agent_runs(memories, 3)
             texts = [m.text for m in await probe.load()]
             for i in range(3):
-                for who in ("one", "two"):
+                for who in (0, 1):
                     assert texts.count(f"{who} {i}") == 1, texts
                     assert texts.count(f"answer to {who} {i}") == 1, texts
 
