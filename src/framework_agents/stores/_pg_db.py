@@ -183,9 +183,10 @@ BEGIN
     -- retried save stores nothing twice); ids are looked up through fa_memory_message_ids.
     INSERT INTO {s}.fa_memory_messages (key, seq, shape, body)
         SELECT p_key, l_start + row_number() OVER (ORDER BY o) - 1, h, b
-        FROM (SELECT h, b, o, {s}.fa_message_id(b) AS mid,
-                     row_number() OVER (PARTITION BY {s}.fa_message_id(b) ORDER BY o) AS nth
-              FROM unnest(p_shapes, p_bodies) WITH ORDINALITY AS u(h, b, o)) AS given
+        FROM (SELECT h, b, o, mid, row_number() OVER (PARTITION BY mid ORDER BY o) AS nth
+              FROM (SELECT h, b, o, {s}.fa_message_id(b) AS mid
+                    FROM unnest(p_shapes, p_bodies) WITH ORDINALITY AS u(h, b, o)) AS u
+             ) AS given
         WHERE p_fresh OR given.mid IS NULL OR (given.nth = 1 AND NOT EXISTS (
             SELECT 1 FROM {s}.fa_memory_messages AS m
             WHERE m.key = p_key AND {s}.fa_message_id(m.body) = given.mid));

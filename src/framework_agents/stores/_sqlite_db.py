@@ -62,8 +62,7 @@ CREATE TABLE IF NOT EXISTS fa_memories (
 CREATE TABLE IF NOT EXISTS fa_memory_messages (
     key TEXT NOT NULL, seq INTEGER NOT NULL, shape INTEGER NOT NULL, body BLOB NOT NULL,
     PRIMARY KEY (key, seq)) WITHOUT ROWID;
-CREATE INDEX IF NOT EXISTS fa_memory_message_ids ON fa_memory_messages (key, MESSAGE_ID);
-""".replace("MESSAGE_ID", "{MESSAGE_ID}")
+"""
 
 #: A stored message's id (NULL for an unreadable body): the expression of the index a save
 #: looks ids up with, so a retried save stores nothing twice. Created on every open, so
@@ -71,7 +70,9 @@ CREATE INDEX IF NOT EXISTS fa_memory_message_ids ON fa_memory_messages (key, MES
 MESSAGE_ID = (
     "CASE WHEN json_valid(CAST(body AS TEXT)) THEN json_extract(CAST(body AS TEXT), '$.id') END"
 )
-_SCHEMA = _SCHEMA.replace("{MESSAGE_ID}", MESSAGE_ID)
+_SCHEMA += (
+    f"CREATE INDEX IF NOT EXISTS fa_memory_message_ids ON fa_memory_messages (key, {MESSAGE_ID});\n"
+)
 
 
 def _migrate(conn: sqlite3.Connection, version: int) -> None:
