@@ -216,12 +216,15 @@ local function id_of(item)
   if ok and type(doc) == 'table' and type(doc.id) == 'string' then return doc.id end
   return nil
 end
-local function push(items)
+-- Appends items and adds their ids; ids[j] is item j's id when already read (false: it
+-- has none), nil when it is still to be read.
+local function push(items, ids)
   for i = 1, #items, 1000 do
     redis.call('RPUSH', KEYS[1], unpack(items, i, math.min(i + 999, #items)))
   end
-  for _, item in ipairs(items) do
-    local id = id_of(item)
+  for j, item in ipairs(items) do
+    local id = ids[j]
+    if id == nil then id = id_of(item) end
     if id then redis.call('SADD', KEYS[2], id) end
   end
 end
@@ -274,7 +277,7 @@ return n - drop
 MEMORY_APPEND = (
     _MEMORY_IDS
     + """
-local items = {}
+local items, ids = {}, {}
 if ARGV[2] == '1' then
   redis.call('DEL', KEYS[1], KEYS[2])
   for i = 3, #ARGV do items[#items + 1] = ARGV[i] end
@@ -284,11 +287,12 @@ else
     local id = id_of(ARGV[i])
     if not id or (not given[id] and redis.call('SISMEMBER', KEYS[2], id) == 0) then
       items[#items + 1] = ARGV[i]
+      ids[#items] = id or false
       if id then given[id] = true end
     end
   end
 end
-push(items)
+push(items, ids)
 """
     + _MEMORY_WINDOW
 )
@@ -303,14 +307,17 @@ MEMORY_MERGE = (
 local seen = {}
 local first = 3 + tonumber(ARGV[2])
 for i = 3, first - 1 do seen[ARGV[i]] = true end
-local items = {}
+local items, ids = {}, {}
 for i = first, #ARGV do items[#items + 1] = ARGV[i] end
 for _, item in ipairs(redis.call('LRANGE', KEYS[1], 0, -1)) do
   local id = id_of(item)
-  if id and not seen[id] then items[#items + 1] = item end
+  if id and not seen[id] then
+    items[#items + 1] = item
+    ids[#items] = id
+  end
 end
 redis.call('DEL', KEYS[1], KEYS[2])
-push(items)
+push(items, ids)
 """
     + _MEMORY_WINDOW
 )
