@@ -10,7 +10,6 @@ in-process view of the files), ``InMemoryCheckpointer`` and the database checkpo
 from __future__ import annotations
 
 import copy
-import operator
 from collections.abc import Callable, Sequence
 
 from pydantic import BaseModel
@@ -18,7 +17,7 @@ from pydantic import BaseModel
 from .._persist import reads_back_as_is
 from ..errors import InvalidArgumentError
 from ..history import well_formed_problems
-from ..memory._document import same_json_message
+from ..memory._document import same_json_message, shared_prefix
 from ..messages import Message, ToolCall
 from ._journal import OVERLAY
 from .model import ThreadCheckpoint, check_storable, check_thread_id, turn_problem
@@ -51,21 +50,6 @@ def check_checkpoint(checkpoint: object) -> ThreadCheckpoint:
             f"checkpoint of thread {checkpoint.thread_id!r} is inconsistent: {problem}"
         )
     return checkpoint
-
-
-def shared_prefix(known: Sequence[Message], messages: Sequence[Message]) -> int:
-    """How many leading ``messages`` are the ``known`` (stored) ones.
-
-    The same objects are the same messages (messages are immutable once stored), checked
-    at C speed; any other pair is compared as the JSON it would be stored as.
-    """
-    n = min(len(known), len(messages))
-    if all(map(operator.is_, known, messages)):
-        return n
-    for i, (old, new) in enumerate(zip(known, messages, strict=False)):
-        if old is not new and not same_json_message(old, new):
-            return i
-    return n
 
 
 def check_new_part(checkpoint: ThreadCheckpoint, keep: int) -> None:

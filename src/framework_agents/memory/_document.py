@@ -16,9 +16,10 @@ of messages it already serialised.
 
 from __future__ import annotations
 
+import operator
 import re
 import zlib
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -45,6 +46,7 @@ __all__ = [
     "parse_document",
     "parse_record",
     "same_json_message",
+    "shared_prefix",
     "strict_loads",
 ]
 
@@ -286,6 +288,21 @@ def _same_json(a: Any, b: Any) -> bool:
     back) differently; their ``repr`` tells each of them apart, in C.
     """
     return bool(a == b) and repr(a) == repr(b)
+
+
+def shared_prefix(known: Sequence[Message], messages: Sequence[Message]) -> int:
+    """How many leading ``messages`` are the ``known`` (stored) ones (a save's prefix check).
+
+    The same objects are the same messages (messages are immutable once stored), checked
+    at C speed; any other pair is compared as the JSON it would be stored as.
+    """
+    n = min(len(known), len(messages))
+    if all(map(operator.is_, known, messages)):
+        return n
+    for i, (old, new) in enumerate(zip(known, messages, strict=False)):
+        if old is not new and not same_json_message(old, new):
+            return i
+    return n
 
 
 def same_json_message(a: Message, b: Message) -> bool:

@@ -12,7 +12,6 @@ Session and agent ids become key segments, so they obey the storage segment rule
 
 from __future__ import annotations
 
-import operator
 from collections.abc import Mapping
 from typing import Any
 
@@ -23,7 +22,7 @@ from ..errors import (
     SnapshotCorruptError,
     SnapshotMissingError,
 )
-from ..memory._document import same_json_message
+from ..memory._document import shared_prefix
 from ..messages import Message
 from ._base import ArgumentTypeError, Storage, as_logged, digest, swap
 from ._keys import validate_segment
@@ -47,13 +46,6 @@ _SUFFIX = ".json"
 FOLD_RATIO = 0.5
 #: ...and this many bytes.
 FOLD_MIN_BYTES = 64 << 10
-
-
-def _same_prefix(new: list[Message], stored: list[Message]) -> bool:
-    """Whether ``new`` starts with ``stored``: the same objects (fast), else equal JSON."""
-    if all(map(operator.is_, new, stored)):
-        return True
-    return all(a is b or same_json_message(a, b) for a, b in zip(new, stored, strict=False))
 
 
 def _apply(snapshot: Snapshot, record: bytes, source: str) -> Snapshot:
@@ -172,7 +164,7 @@ class SessionManager:
         if logged is None or not isinstance(known, str) or messages is None or new is None:
             return False
         keep = len(messages)
-        if len(new) < keep or not _same_prefix(new, messages):
+        if shared_prefix(messages, new) != keep:
             return False
         delta = Snapshot(
             snapshot.data.model_copy(update={"messages": list(new[keep:])}),
