@@ -32,6 +32,7 @@ from framework_agents.agent._threads import exclude_interrupted_turn
 from framework_agents.checkpoint import InMemoryCheckpointer, ThreadCheckpoint
 from framework_agents.errors import (
     AgentBusyError,
+    CheckpointCorruptError,
     CheckpointMissingError,
     HitlDecisionError,
     InvalidArgumentError,
@@ -81,6 +82,43 @@ def test_a_run_saves_the_thread_and_the_next_run_continues_it(cp: FileCheckpoint
     assert result is not None
     assert [m.text for m in some(arun(cp.load("t1"))).messages] == [m.text for m in result.messages]
     assert [e.kind for e in second.timeline] == ["run"]
+
+
+def test_a_run_takes_the_thread_and_its_checkpoint_in_one_hand_off(
+    cp: FileCheckpointer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The run lock and the load are one worker call; the save is one (its write lock
+    # and the write together); the run lock's release is the third.
+    from framework_agents.checkpoint import _io, file, lock
+
+    agent = Agent(FunctionModel(reply_with_history), conversation_manager=NullConversationManager())
+    arun(agent.run("one", checkpointer=cp, thread_id="t1"))
+    calls: list[str] = []
+    real = _io.run_blocking
+
+    async def counted(fn: Callable[..., Any], *args: Any, **kw: Any) -> Any:
+        calls.append(getattr(fn, "__name__", repr(fn)))
+        return await real(fn, *args, **kw)
+
+    for module in (lock, file):
+        monkeypatch.setattr(module, "run_blocking", counted)
+    result = arun(agent.run("two", checkpointer=cp, thread_id="t1"))
+    assert result.text == "seen 3: one|two"  # it started from the stored thread
+    assert calls == ["_acquire_then", "_call_if_free", "_release"]
+    stored = arun(cp.load("t1"))
+    assert stored is not None and [m.text for m in stored.messages][-1] == "seen 3: one|two"
+
+
+def test_a_corrupt_checkpoint_fails_the_run_and_frees_the_thread(cp: FileCheckpointer) -> None:
+    agent = Agent(FunctionModel(reply_with_history), conversation_manager=NullConversationManager())
+    arun(agent.run("one", checkpointer=cp, thread_id="t1"))
+    path = cp.path("t1")
+    path.write_bytes(b"{not json")
+    for _ in range(2):  # the lock taken with the failed load was given back
+        with pytest.raises(CheckpointCorruptError):
+            arun(agent.run("two", checkpointer=cp, thread_id="t1"))
+    assert path.read_bytes() == b"{not json"
+    assert not (path.parent / "run.lock").exists()
 
 
 def test_a_thread_wins_over_memory_and_a_new_thread_starts_from_memory(

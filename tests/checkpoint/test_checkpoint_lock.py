@@ -192,9 +192,9 @@ def test_a_symlink_at_the_lock_path_is_refused(tmp_path: Path) -> None:
 
 
 def test_two_spellings_of_one_directory_are_one_lock(tmp_path: Path) -> None:
-    # The directory's symlinks are resolved off the event loop, in the worker that
-    # touches the file: a second spelling queues apart in the process but still waits
-    # for the holder through the file, and finds the lock file at the real place.
+    # The directory is reached as spelled (the kernel follows its symlinks): a second
+    # spelling queues apart in the process but still waits for the holder through the
+    # file, and finds the lock file at the real place.
     real = tmp_path / "real"
     real.mkdir()
     (tmp_path / "link").symlink_to(real)
@@ -210,6 +210,108 @@ def test_two_spellings_of_one_directory_are_one_lock(tmp_path: Path) -> None:
         assert not (real / "x.lock").exists()
 
     arun(main())
+
+
+
+def test_a_directory_symlink_swapped_while_held_leaves_a_lock_to_take_over(
+    tmp_path: Path,
+) -> None:
+    # The directory is not resolved once: the release finds another inode at the path
+    # (the new target's), leaves it alone, and the old file (its kernel lock gone) is
+    # taken over by the next holder.
+    first, second = tmp_path / "first", tmp_path / "second"
+    first.mkdir()
+    second.mkdir()
+    (second / "x.lock").write_text("someone else's file")
+    link = tmp_path / "link"
+    link.symlink_to(first)
+
+    async def main() -> None:
+        async with with_file_lock(link / "x.lock", timeout=1):
+            assert (first / "x.lock").exists()
+            link.unlink()
+            link.symlink_to(second)
+        assert (second / "x.lock").read_text() == "someone else's file"
+        assert (first / "x.lock").exists()  # left behind, unheld
+        async with with_file_lock(first / "x.lock", timeout=0):
+            holder = lock_holder(first / "x.lock")
+            assert holder is not None and holder["pid"] == os.getpid()
+        assert not (first / "x.lock").exists()
+
+    arun(main())
+
+
+# -- a lock and a read in one hand-off (hold_file_lock) ----------------------------------
+
+
+def test_hold_file_lock_runs_then_under_the_lock_and_yields_its_result(tmp_path: Path) -> None:
+    path = tmp_path / "a.lock"
+    seen: list[bool] = []
+
+    def then() -> str:
+        seen.append(path.exists() and lock_holder(path) is not None)
+        return "read"
+
+    async def main() -> None:
+        async with lock_module.hold_file_lock(path, 1, then=then) as value:
+            assert value == "read"
+            with pytest.raises(LockTimeoutError):
+                async with with_file_lock(path, timeout=0):
+                    pass
+        assert not path.exists()
+        async with lock_module.hold_file_lock(path, 0) as nothing:
+            assert nothing is None
+
+    arun(main())
+    assert seen == [True]
+
+
+def test_hold_file_lock_releases_when_then_fails(tmp_path: Path) -> None:
+    path = tmp_path / "a.lock"
+
+    def then() -> None:
+        raise OSError(errno.EIO, "simulated read error")
+
+    async def main() -> None:
+        with pytest.raises(OSError, match="simulated"):
+            async with lock_module.hold_file_lock(path, 1, then=then):
+                raise AssertionError("the block must not run")
+        assert not path.exists()
+        async with with_file_lock(path, timeout=0):
+            pass
+
+    arun(main())
+
+
+def test_a_cancel_during_hold_file_lock_gives_back_the_lock_then_took(tmp_path: Path) -> None:
+    path = tmp_path / "a.lock"
+    in_then = threading.Event()
+    go_on = threading.Event()
+
+    def then() -> str:
+        in_then.set()
+        go_on.wait(10)
+        return "read"
+
+    async def hold() -> None:
+        async with lock_module.hold_file_lock(path, 30, then=then):
+            raise AssertionError("a cancelled holder's block must not run")
+
+    async def main() -> None:
+        task = asyncio.create_task(hold())
+        await asyncio.to_thread(in_then.wait, 10)
+        assert path.exists()
+        task.cancel()
+        await asyncio.sleep(0)
+        go_on.set()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+
+    arun(main())
+    deadline = time.monotonic() + 5
+    while path.exists() and time.monotonic() < deadline:
+        time.sleep(0.01)  # the undo runs on the I/O pool right after the cancel
+    assert not path.exists()
 
 
 # -- timeouts ---------------------------------------------------------------------------

@@ -48,7 +48,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from .._telemetry import TRACE_APP_DATA_KEY, link_previous_run, run_link_record, trace_store
-from ..checkpoint._base import Checkpointer, save_progress, thread_lock
+from ..checkpoint._base import Checkpointer, locked_load, save_progress, thread_lock
 from ..checkpoint.model import ThreadCheckpoint, check_thread_id
 from ..errors import (
     CheckpointMissingError,
@@ -526,11 +526,17 @@ async def open_thread(
     cp = check_target(checkpointer, thread_id)
     assert thread_id is not None
     given = dict(decisions or {})
-    async with thread_lock(cp, thread_id):
+    async with contextlib.AsyncExitStack() as stack:
+        fused = locked_load(cp, thread_id)
+        if fused is not None:  # the lock and the load in one step
+            loading = stack.enter_async_context(fused)
+        else:
+            await stack.enter_async_context(thread_lock(cp, thread_id))
+            loading = cp.load(thread_id)
+        base = await trace_store("checkpoint", "load", cp, loading, key=thread_id)
         outer = _HOLDING.get()
         _HOLDING.set((cp, thread_id))
         try:
-            base = await trace_store("checkpoint", "load", cp, cp.load(thread_id), key=thread_id)
             if base is not None and base.app_data is not None:
                 link_previous_run(base.app_data.get(TRACE_APP_DATA_KEY))
             if base is None:

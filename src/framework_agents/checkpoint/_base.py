@@ -10,6 +10,10 @@ A checkpointer needs the four methods API.md names. Two more are optional:
   when the checkpointer has that attribute (``None``: forever), else
   :data:`DEFAULT_LOCK_TIMEOUT`, then THREAD_BUSY. Excluding runs in other processes is
   then the checkpointer's own business.
+
+A checkpointer may also take its run lock and load the thread in one step (a private
+``_locked_load(thread_id)``: one worker hand-off instead of two for ``FileCheckpointer``);
+:func:`locked_load` gives that, or ``None`` when the two steps are separate.
 """
 
 from __future__ import annotations
@@ -25,7 +29,7 @@ from ..errors import ThreadBusyError
 from .lock import check_seconds
 from .model import ThreadCheckpoint, check_thread_id
 
-__all__ = ["DEFAULT_LOCK_TIMEOUT", "Checkpointer", "save_progress", "thread_lock"]
+__all__ = ["DEFAULT_LOCK_TIMEOUT", "Checkpointer", "locked_load", "save_progress", "thread_lock"]
 
 #: Seconds a run waits for a thread held in this process, for checkpointers without a
 #: ``thread_lock`` and without a ``lock_timeout`` attribute.
@@ -85,6 +89,22 @@ def thread_lock(checkpointer: Checkpointer, thread_id: str) -> AbstractAsyncCont
         lock: AbstractAsyncContextManager[None] = method(thread_id)
         return lock
     return _local_thread_lock(checkpointer, thread_id)
+
+
+def locked_load(
+    checkpointer: Checkpointer, thread_id: str
+) -> AbstractAsyncContextManager[ThreadCheckpoint | None] | None:
+    """The checkpointer's thread lock whose block gets the thread's checkpoint, or ``None``.
+
+    The checkpoint is the one a ``load`` right after taking the lock would return; a
+    checkpointer without that step (``None``) is locked with :func:`thread_lock` and then
+    loaded.
+    """
+    method: Any = getattr(checkpointer, "_locked_load", None)
+    if callable(method):
+        held: AbstractAsyncContextManager[ThreadCheckpoint | None] = method(thread_id)
+        return held
+    return None
 
 
 @contextlib.asynccontextmanager

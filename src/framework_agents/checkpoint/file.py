@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from pathlib import Path
 from types import EllipsisType
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 from pydantic_core import PydanticSerializationError
@@ -52,6 +52,7 @@ from .lock import (
     LockDirectoryMissingError,
     call_with_file_lock,
     check_seconds,
+    hold_file_lock,
     with_file_lock,
 )
 from .model import (
@@ -386,8 +387,12 @@ class FileCheckpointer:
     async def load(self, thread_id: str) -> ThreadCheckpoint | None:
         """The thread's checkpoint, or ``None`` (CHECKPOINT_CORRUPT when unreadable)."""
         check_thread_id(thread_id)
+        return await run_blocking(self._load_checked, thread_id)
+
+    def _load_checked(self, thread_id: str) -> ThreadCheckpoint | None:
+        """:meth:`_load_sync`, an ``OSError`` raised as STORAGE_IO."""
         try:
-            return await run_blocking(self._load_sync, thread_id)
+            return self._load_sync(thread_id)
         except OSError as exc:
             key = f"threads/{thread_id}/{CHECKPOINT_FILE}"
             raise io_error(exc, action="read", key=key, root=self.root) from exc
@@ -691,16 +696,46 @@ class FileCheckpointer:
 
         The wait is ``lock_timeout`` unless ``timeout`` is given (``None``: forever).
         """
+        async with self._run_held(thread_id, timeout, None):
+            yield
+
+    @contextlib.asynccontextmanager
+    async def _locked_load(self, thread_id: str) -> AsyncIterator[ThreadCheckpoint | None]:
+        """:meth:`thread_lock` and :meth:`load` in one hand-off (``checkpoint._base``).
+
+        The block gets the checkpoint as it was when the lock was taken: what a ``load``
+        right after taking it would return.
+        """
+        load = functools.partial(self._load_checked, thread_id)
+        async with self._run_held(thread_id, ..., load) as loaded:
+            yield cast("ThreadCheckpoint | None", loaded)
+
+    @contextlib.asynccontextmanager
+    async def _run_held(
+        self,
+        thread_id: str,
+        timeout: float | EllipsisType | None,  # noqa: ASYNC109 - a lock wait
+        then: Callable[[], object] | None,
+    ) -> AsyncIterator[object]:
         check_thread_id(thread_id)
         wait = self.lock_timeout if timeout is ... else timeout
+        lock = self.thread_dir(thread_id) / RUN_LOCK_FILE
         async with contextlib.AsyncExitStack() as stack:
-            try:
-                await stack.enter_async_context(self._locked(thread_id, RUN_LOCK_FILE, wait))
-            except LockTimeoutError as exc:
-                raise ThreadBusyError(
-                    f"thread {thread_id!r} is busy: another run holds it ({exc.message})"
-                ) from exc
-            yield
+            for attempt in range(3):
+                try:
+                    value = await stack.enter_async_context(
+                        hold_file_lock(lock, wait, self.stale_after, then=then)
+                    )
+                    break
+                except LockTimeoutError as exc:
+                    raise ThreadBusyError(
+                        f"thread {thread_id!r} is busy: another run holds it ({exc.message})"
+                    ) from exc
+                except LockDirectoryMissingError:
+                    if attempt == 2:  # a delete removed it after our mkdir, thrice
+                        raise
+                    await self._make_dir(thread_id)
+            yield value
 
 
 def _not_a_file(path: Path) -> CheckpointCorruptError:

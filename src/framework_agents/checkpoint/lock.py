@@ -36,9 +36,11 @@ never taken over proof. A hung owner therefore makes waiters fail with ``LOCK_TI
 Inside one process the tasks of one event loop queue on an ``asyncio.Lock`` per path (made
 absolute) first (FIFO, no polling); only the head of that queue polls the file, with a
 small jittered backoff (1 ms doubling to 50 ms). Across processes there is no FIFO order.
-The symlinks of the lock's directory are resolved by the worker thread that touches the
-file, never on the event loop (``lstat`` per component); two spellings of one directory
-queue apart in a process and exclude each other through the file like two processes.
+The lock's directory is reached as the path spells it (the kernel follows its symlinks at
+each call; the lock file itself is never followed). Two spellings of one directory queue
+apart in a process and exclude each other through the file like two processes. A
+directory symlink swapped while the lock is held makes the release find another inode at
+the path: it leaves the file, which the next waiter takes over (its kernel lock is gone).
 
 Limits: the kernel lock belongs to the open file description, so a child made with
 ``fork()`` while the lock is held shares it (the descriptor is ``O_CLOEXEC``, so ``exec``
@@ -72,6 +74,7 @@ __all__ = [
     "LockDirectoryMissingError",
     "call_with_file_lock",
     "check_seconds",
+    "hold_file_lock",
     "lock_holder",
     "with_file_lock",
 ]
@@ -297,7 +300,6 @@ def _inspect_without_flock(
 
 def _acquire_once(path: Path, token: str, stale_after: float) -> _Held | _Busy:
     """One non-blocking attempt (blocking I/O; runs in a worker thread)."""
-    path = _resolve_dir(path)
     for _ in range(8):
         created = _create(path, token)
         outcome = _inspect(path, token, stale_after) if created is None else created
@@ -322,11 +324,6 @@ def _release(held: _Held) -> None:
         os.close(held.fd)
 
 
-def _release_outcome(outcome: _Held | _Busy) -> None:
-    if isinstance(outcome, _Held):
-        _release(outcome)
-
-
 def lock_holder(path: str | os.PathLike[str]) -> dict[str, Any] | None:
     """The record in a lock file (pid, host, token, acquired_at), or ``None`` (blocking)."""
     try:
@@ -349,12 +346,6 @@ def _absolute(path: object) -> Path:
     return Path(os.path.abspath(raw))
 
 
-def _resolve_dir(path: Path) -> Path:
-    # The directory's symlinks resolved (blocking: in a worker), never the lock file
-    # itself (O_NOFOLLOW).
-    return path.parent.resolve() / path.name
-
-
 def _remaining(deadline: float | None) -> float | None:
     return None if deadline is None else max(0.0, deadline - time.monotonic())
 
@@ -367,15 +358,49 @@ def _timeout_error(path: Path, timeout: float | None) -> LockTimeoutError:
     return LockTimeoutError(f"lock {str(path)!r} not acquired within {timeout}s{who}")
 
 
+@dataclass(frozen=True, slots=True)
+class _Taken:
+    """The lock, taken, and what ``then`` returned right after it was."""
+
+    held: _Held
+    value: object
+
+
+def _acquire_then(
+    path: Path, token: str, stale_after: float, then: Callable[[], object] | None
+) -> _Taken | _Busy:
+    """One attempt and, when it took the lock, ``then()`` (an error releases it again)."""
+    outcome = _acquire_once(path, token, stale_after)
+    if not isinstance(outcome, _Held):
+        return outcome
+    try:
+        value = None if then is None else then()
+    except BaseException:
+        _release(outcome)
+        raise
+    return _Taken(outcome, value)
+
+
+def _release_taken(outcome: _Taken | _Busy) -> None:
+    if isinstance(outcome, _Taken):
+        _release(outcome.held)
+
+
 async def _acquire_file(
-    path: Path, deadline: float | None, limit: float | None, stale_after: float
-) -> _Held:
+    path: Path,
+    deadline: float | None,
+    limit: float | None,
+    stale_after: float,
+    then: Callable[[], object] | None = None,
+) -> _Taken:
     token = uuid.uuid4().hex
     delay = _MIN_DELAY
     while True:
         # A cancel waits for the attempt and gives back a lock it took (never leaked).
-        outcome = await run_blocking(_acquire_once, path, token, stale_after, undo=_release_outcome)
-        if isinstance(outcome, _Held):
+        outcome = await run_blocking(
+            _acquire_then, path, token, stale_after, then, undo=_release_taken
+        )
+        if isinstance(outcome, _Taken):
             return outcome
         left = _remaining(deadline)
         if left is not None and left <= 0:
@@ -411,6 +436,28 @@ async def with_file_lock(
     target, limit, deadline, stale = _lock_arguments(path, timeout, stale_after)
     async with _local_turn(target, deadline, limit), _file_held(target, deadline, limit, stale):
         yield
+
+
+@contextlib.asynccontextmanager
+async def hold_file_lock(
+    path: str | os.PathLike[str],
+    timeout: float | None = 10.0,  # noqa: ASYNC109 - the same as with_file_lock's
+    stale_after: float = 30.0,
+    *,
+    then: Callable[[], _T] | None = None,
+) -> AsyncIterator[_T | None]:
+    """:func:`with_file_lock` whose block gets what ``then()`` returned.
+
+    ``then()`` (blocking) runs in the worker call that takes the lock, right after it is
+    taken: a lock and a read in one hand-off instead of two. An error in it releases the
+    lock and is raised.
+    """
+    target, limit, deadline, stale = _lock_arguments(path, timeout, stale_after)
+    async with (
+        _local_turn(target, deadline, limit),
+        _file_held(target, deadline, limit, stale, then=then) as value,
+    ):
+        yield cast("_T | None", value)
 
 
 async def call_with_file_lock(
@@ -461,7 +508,7 @@ def _call_if_free(
 def _lock_arguments(
     path: object, timeout: object, stale_after: object
 ) -> tuple[Path, float | None, float | None, float]:
-    """The checked arguments: the resolved path, the timeout, its deadline, the stale age."""
+    """The checked arguments: the absolute path, the timeout, its deadline, the stale age."""
     limit = check_seconds("timeout", timeout, optional=True)
     stale = check_seconds("stale_after", stale_after, optional=False, positive=True)
     assert stale is not None
@@ -493,15 +540,24 @@ async def _local_turn(
 
 @contextlib.asynccontextmanager
 async def _file_held(
-    target: Path, deadline: float | None, limit: float | None, stale_after: float
-) -> AsyncIterator[None]:
-    """The lock file held for the block (polling until ``deadline``), then released."""
-    held = await _acquire_file(target, deadline, limit, stale_after)
+    target: Path,
+    deadline: float | None,
+    limit: float | None,
+    stale_after: float,
+    *,
+    then: Callable[[], object] | None = None,
+) -> AsyncIterator[object]:
+    """The lock file held for the block (polling until ``deadline``), then released.
+
+    The block gets what ``then()`` returned in the hand-off that took the lock.
+    """
+    taken = await _acquire_file(target, deadline, limit, stale_after, then)
+    held = taken.held
     beat = None
     if not held.kernel_locked:
         beat = asyncio.create_task(_heartbeat(held, stale_after / 4))
     try:
-        yield
+        yield taken.value
     finally:
         recancel = False
         if beat is not None:
