@@ -212,7 +212,6 @@ def test_two_spellings_of_one_directory_are_one_lock(tmp_path: Path) -> None:
     arun(main())
 
 
-
 def test_a_directory_symlink_swapped_while_held_leaves_a_lock_to_take_over(
     tmp_path: Path,
 ) -> None:
