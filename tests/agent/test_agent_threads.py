@@ -89,7 +89,8 @@ def test_a_run_takes_the_thread_and_its_checkpoint_in_one_hand_off(
 ) -> None:
     # The run lock and the load are one worker call; the save is one (its write lock
     # and the write together); the run lock's release is the third.
-    from framework_agents.checkpoint import _io, file, lock
+    from framework_agents._persist import _io
+    from framework_agents.checkpoint import file, lock
 
     agent = Agent(FunctionModel(reply_with_history), conversation_manager=NullConversationManager())
     arun(agent.run("one", checkpointer=cp, thread_id="t1"))

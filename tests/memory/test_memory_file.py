@@ -346,3 +346,73 @@ def test_bad_dir_and_bad_save_input_are_refused(tmp_path: Path) -> None:
     with pytest.raises(InvalidArgumentError):
         asyncio.run(FileMemory(tmp_path).save("hello"))  # type: ignore[arg-type]
     assert not (tmp_path / "memory.json").exists()
+
+
+# -- cancellation: a cancel never lets the lock go while a write runs --------------------
+
+
+def _hold_flock(path: Path) -> int:
+    import fcntl
+
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+    fcntl.flock(fd, fcntl.LOCK_EX)
+    return fd
+
+
+def test_a_transact_cancelled_while_taking_the_lock_gives_it_back(tmp_path: Path) -> None:
+    # The lock is taken in a worker; the task is cancelled while the worker waits for
+    # it. The worker takes it afterwards: it must be closed again, or every later write
+    # of any process would wait for it forever.
+    memory = FileMemory(tmp_path, max_messages=10)
+    asyncio.run(memory.save([Message("user", "one", id="u1")]))
+    other = _hold_flock(memory.lock_path)  # another writer holds the lock
+
+    async def update(history: list[Message]) -> list[Message]:
+        raise AssertionError("a cancelled transact must not run its update")
+
+    async def main() -> None:
+        task = asyncio.create_task(memory.transact(update))
+        for _ in range(20):
+            await asyncio.sleep(0.01)  # let the worker block on the lock
+        task.cancel()
+        os.close(other)  # the worker now takes the lock for a task that is gone
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        await asyncio.wait_for(memory.save([Message("user", "two", id="u2")]), 10)
+
+    asyncio.run(main())
+    assert _texts(asyncio.run(FileMemory(tmp_path, max_messages=10).load())) == ["one", "two"]
+
+
+def test_a_save_cancelled_mid_write_finishes_before_the_lock_is_let_go(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import threading
+
+    import framework_agents.memory.file as file_module
+
+    memory = FileMemory(tmp_path, max_messages=10)
+    writing, go_on = threading.Event(), threading.Event()
+    real = file_module.FileMemory._write_sync
+
+    def slow(self: FileMemory, *args: Any) -> None:
+        writing.set()
+        go_on.wait(10)
+        real(self, *args)
+
+    monkeypatch.setattr(file_module.FileMemory, "_write_sync", slow)
+
+    async def main() -> None:
+        task = asyncio.create_task(memory.save([Message("user", "one", id="u1")]))
+        await asyncio.to_thread(writing.wait, 10)
+        task.cancel()
+        for _ in range(10):
+            await asyncio.sleep(0)  # a cancel that did not wait would have ended it by now
+        assert not task.done()  # it waits for the write, holding the lock meanwhile
+        go_on.set()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+
+    asyncio.run(main())
+    monkeypatch.undo()
+    assert _texts(asyncio.run(FileMemory(tmp_path, max_messages=10).load())) == ["one"]

@@ -9,7 +9,9 @@ One place for what each store used to do its own way:
   and directories, bounded reads that refuse symlinks, FIFOs and devices, and
   ``OSError`` -> ``StorageIOError`` (``STORAGE_IO``);
 * ``_journal``: framed, checksummed records appended with one ``fdatasync``;
-* ``_locks``: the per-event-loop lock registry and the sidecar ``flock``.
+* ``_locks``: the per-event-loop lock registry and the sidecar ``flock``;
+* ``_io``: blocking I/O handed to a worker thread (``run_blocking``), which a cancel
+  never cuts in half.
 
 Each store keeps only its schema and its error code.
 """

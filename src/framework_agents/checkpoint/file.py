@@ -30,6 +30,7 @@ from .._persist import (
     strict_loads,
 )
 from .._persist._files import read_document
+from .._persist._io import run_blocking
 from .._retention import check_older_than, check_ttl, waits_for_approval
 from ..errors import (
     AgentError,
@@ -39,7 +40,6 @@ from ..errors import (
     ThreadBusyError,
 )
 from ..messages import Message, ToolCall
-from ._io import run_blocking
 from ._journal import OVERLAY, Delta, JournalView, append_delta, apply_deltas, read_journal
 from ._values import (
     check_checkpoint,

@@ -66,9 +66,9 @@ from pathlib import Path
 from typing import Any, TypeVar, cast
 
 from .._persist import LoopLocks as LocalLocks
+from .._persist._io import run_blocking
 from .._platform import posix_fcntl
 from ..errors import InvalidArgumentError, LockTimeoutError
-from ._io import run_blocking
 
 __all__ = [
     "LockDirectoryMissingError",

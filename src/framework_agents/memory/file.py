@@ -5,13 +5,14 @@ checksummed record, one ``fdatasync``); when the journal has grown past a fracti
 document, the whole history is folded into a new ``memory.json`` (windowed, published
 atomically), so the bytes written stay linear in what is saved. Every write runs under
 an in-process ``asyncio.Lock`` per path and ``flock`` on a sidecar lock file; a load holds
-the ``flock`` shared, so it sees a document and its journal from the same moment. POSIX
-only (``fcntl.flock``); on network file systems ``flock`` is only as good as the server.
+the ``flock`` shared, so it sees a document and its journal from the same moment. The
+blocking work runs in a worker thread that a cancel waits for (``run_blocking``): a
+cancelled save still finishes or fails whole before the lock is let go. POSIX only
+(``fcntl.flock``); on network file systems ``flock`` is only as good as the server.
 """
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import math
 import os
@@ -31,6 +32,7 @@ from .._persist import (
     open_lock_file,
     sweep_temp_files,
 )
+from .._persist._io import run_blocking
 from ..errors import AgentError, InvalidArgumentError
 from ..messages import Message
 from ._base import Appended, new_revision
@@ -60,6 +62,12 @@ FOLD_MIN_BYTES = 64 << 10
 _P = ParamSpec("_P")
 _T = TypeVar("_T")
 _Update = Callable[[list[Message]], Awaitable[Sequence[Message]]]
+
+
+def _close(fd: int | None) -> None:
+    """Close a lock file taken for a task that was cancelled meanwhile."""
+    if fd is not None:
+        os.close(fd)
 
 
 class FileMemory:
@@ -166,7 +174,8 @@ class FileMemory:
         known = self._idents
         if revision != self._revision or known is None:
             return False
-        return await asyncio.to_thread(self._guard, "read", self._idents_now) == known
+        now: _Idents = await run_blocking(self._guard, "read", self._idents_now)
+        return now == known
 
     async def save_if(self, messages: Sequence[Message], *, revision: int) -> Appended | None:
         """Append ``messages`` if the files are as this instance left them at ``revision``.
@@ -179,11 +188,11 @@ class FileMemory:
         if len(new.ids) != len(messages):  # an id twice: the store would differ from them
             return None
         async with _PATH_LOCKS.get(self.path):
-            return await asyncio.to_thread(self._guard, "save", self._save_if_sync, new, revision)
+            return await run_blocking(self._guard, "save", self._save_if_sync, new, revision)
 
     async def load(self) -> list[Message]:
         """The stored history, repaired and within ``max_messages``."""
-        stored = await asyncio.to_thread(self._guard, "read", self._load_sync)
+        stored = await run_blocking(self._guard, "read", self._load_sync)
         self._seen = {m.id for m in stored}
         return self._view(stored)
 
@@ -191,7 +200,7 @@ class FileMemory:
         """Append the messages whose ids are not stored yet (one journal record)."""
         new = self._encode(messages)
         async with _PATH_LOCKS.get(self.path):
-            await asyncio.to_thread(self._guard, "save", self._write_sync, new, None, False)
+            await run_blocking(self._guard, "save", self._write_sync, new, None, False)
         logger.debug("%s: saved %d messages", self.path, len(messages))
 
     async def replace(self, messages: Sequence[Message]) -> None:
@@ -215,12 +224,12 @@ class FileMemory:
         new = self._encode(messages)
         ids = None if base is None else _id_set(base)
         async with _PATH_LOCKS.get(self.path):
-            await asyncio.to_thread(self._guard, "save", self._write_sync, new, ids, True)
+            await run_blocking(self._guard, "save", self._write_sync, new, ids, True)
 
     async def clear(self) -> None:
         """Forget the stored history (publishes an empty document; a corrupt file raises)."""
         async with _PATH_LOCKS.get(self.path):
-            await asyncio.to_thread(self._guard, "clear", self._clear_sync)
+            await run_blocking(self._guard, "clear", self._clear_sync)
 
     async def transact(self, update: _Update) -> None:
         """Run ``update(history)`` and store its result, holding the lock throughout.
@@ -230,14 +239,14 @@ class FileMemory:
         in any process, wait until the result is stored.
         """
         async with _PATH_LOCKS.get(self.path):
-            fd = await asyncio.to_thread(self._guard, "lock", self._lock_sync, True)
+            fd = await run_blocking(self._guard, "lock", self._lock_sync, True, undo=_close)
             assert fd is not None
             try:
-                stored = await asyncio.to_thread(self._guard, "read", self._stored_sync)
+                stored = await run_blocking(self._guard, "read", self._stored_sync)
                 result = await update(self._view(stored))
                 new = self._encode(result)
                 base = {m.id for m in stored}
-                await asyncio.to_thread(self._guard, "save", self._commit_transacted, new, base)
+                await run_blocking(self._guard, "save", self._commit_transacted, new, base)
             finally:
                 os.close(fd)
 

@@ -19,12 +19,11 @@ Safety, in depth:
 
 Files are created ``0o600`` and directories ``0o700`` (sessions hold conversations). The
 root itself is resolved once, at construction. POSIX only (``dir_fd`` and ``O_NOFOLLOW``).
-Blocking work runs in ``asyncio.to_thread``.
+Blocking work runs in a worker thread that a cancel waits for (``run_blocking``).
 """
 
 from __future__ import annotations
 
-import asyncio
 import builtins
 import contextlib
 import errno
@@ -39,6 +38,7 @@ from pathlib import Path
 from typing import TypeVar
 
 from .._persist import TEMP_SUFFIX, FileIdent, flock, ident_or_none, io_error, mark_landed
+from .._persist._io import run_blocking
 from .._retention import AutoPrune, check_older_than, check_ttl
 from ..errors import InvalidArgumentError, StorageKeyInvalidError
 from ._base import ArgumentTypeError, CompareAndPut, check_expected_tag, check_tag, digest
@@ -679,7 +679,7 @@ class LocalFileStorage(CompareAndPut, AutoPrune):
     async def _io(self, action: str, key: str, fn: Callable[..., _T], *args: object) -> _T:
         """Run ``fn`` in a thread; an ``OSError`` becomes ``STORAGE_IO`` naming key and root."""
         try:
-            return await asyncio.to_thread(fn, *args)
+            return await run_blocking(fn, *args)
         except OSError as exc:
             raise io_error(exc, action=action, key=key, root=self._root) from exc
 

@@ -8,7 +8,7 @@ import threading
 import pytest
 
 from async_helper import arun
-from framework_agents.checkpoint._io import run_blocking
+from framework_agents._persist._io import run_blocking
 
 
 def test_the_result_and_the_error_of_the_work_reach_the_caller() -> None:
