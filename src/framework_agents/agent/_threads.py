@@ -45,9 +45,10 @@ import json
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, cast
 
 from .._telemetry import TRACE_APP_DATA_KEY, link_previous_run, run_link_record, trace_store
+from .._util import implements
 from ..checkpoint._base import Checkpointer, locked_load, save_progress, thread_lock
 from ..checkpoint.model import ThreadCheckpoint, check_thread_id
 from ..errors import (
@@ -165,7 +166,7 @@ def exclude_interrupted_turn(
 
 def check_target(checkpointer: object, thread_id: object) -> Checkpointer:
     """``checkpointer`` if it is one and ``thread_id`` is valid, else a coded error."""
-    if not isinstance(checkpointer, Checkpointer):
+    if not implements(checkpointer, Checkpointer):
         raise InvalidArgumentError(
             "checkpointer must implement the Checkpointer protocol (async save, load, "
             f"delete, list_threads), got {checkpointer!r:.100}"
@@ -173,7 +174,7 @@ def check_target(checkpointer: object, thread_id: object) -> Checkpointer:
     if thread_id is None:
         raise InvalidArgumentError("a run with a checkpointer needs a thread_id")
     check_thread_id(thread_id)
-    return checkpointer
+    return cast("Checkpointer", checkpointer)
 
 
 @dataclass(slots=True)

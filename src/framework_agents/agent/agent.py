@@ -21,11 +21,12 @@ from __future__ import annotations
 import contextlib
 import logging
 from collections.abc import AsyncGenerator, Callable, Iterable, Mapping, Sequence
-from typing import Any, Literal, TypeGuard
+from typing import Any, Literal
 
 from pydantic import BaseModel
 
 from .._telemetry import trace_run, trace_store
+from .._util import implements
 from ..checkpoint._base import Checkpointer
 from ..conversation._base import ConversationManager
 from ..errors import HitlDecisionError, InvalidArgumentError
@@ -602,7 +603,7 @@ class Agent:
         A resume grounds on the latest user turn. Grounding rides along with each model
         call of the run and is never part of the transcript.
         """
-        if not _implements(self.memory, GroundingMemory):
+        if not implements(self.memory, GroundingMemory):
             return
         run.history = [m for m in run.history if not is_grounding(m)]
         asked = message if message is not None else _latest_user(run.history)
@@ -638,7 +639,7 @@ class Agent:
         started = self._session_link.committed
         memory, view = self.memory, self._memory_view
         revision: int | None = None
-        if _implements(memory, AppendableMemory):
+        if implements(memory, AppendableMemory):
             if started and view is not None and await memory.unchanged(view[0]):
                 self._memory_start = view[1]
                 return view[1]  # the memory still holds what this agent left there
@@ -647,7 +648,7 @@ class Agent:
         self._memory_start = history
         if not started and not from_session and not history and self.initial_messages:
             history = list(self.initial_messages)
-        elif _implements(memory, AppendableMemory) and memory.revision == revision:
+        elif implements(memory, AppendableMemory) and memory.revision == revision:
             checked = CheckedHistory.repaired(history)
             self._memory_view = (memory.revision, checked)
             return checked
@@ -693,7 +694,7 @@ class Agent:
         stored one, atomically.
         """
         memory, view = self.memory, self._memory_view
-        if view is not None and _implements(memory, AppendableMemory):
+        if view is not None and implements(memory, AppendableMemory):
             revision, held = view
             at = _held_at(held, history, grown_from)
             if at is not None:
@@ -707,7 +708,7 @@ class Agent:
                     self._messages = history
                     return
         await self._set_history(history)
-        if _implements(memory, AppendableMemory):  # what it holds now, for the next commit
+        if implements(memory, AppendableMemory):  # what it holds now, for the next commit
             revision = memory.revision
             stored = await trace_store("memory", "load", memory, memory.load())
             if memory.revision == revision:
@@ -844,19 +845,3 @@ def _added(managed: CheckedHistory, start: Sequence[Message]) -> list[Message]:
         return managed[n:]  # the usual case: the run appended to what it started from
     start_ids = {m.id for m in start}
     return [m for m in managed if m.id not in start_ids]
-
-
-_IMPLEMENTS: dict[tuple[type, type], bool] = {}
-
-
-def _implements(obj: object, protocol: Any) -> TypeGuard[Any]:
-    """``isinstance(obj, protocol)`` for a runtime-checkable protocol, cached per class.
-
-    A protocol check looks up every member on every call (microseconds each, several
-    per run); a memory's capabilities are those of its class.
-    """
-    key = (type(obj), protocol)
-    known = _IMPLEMENTS.get(key)
-    if known is None:
-        known = _IMPLEMENTS[key] = isinstance(obj, protocol)
-    return known

@@ -23,6 +23,8 @@ from __future__ import annotations
 import logging
 from typing import Any, Protocol, runtime_checkable
 
+from .._util import implements
+
 __all__ = ["APP_DATA_KEY", "StatefulMemory", "app_data_with_state", "restore_state"]
 
 #: The ``app_data`` key that holds a memory's exported state.
@@ -55,7 +57,7 @@ def app_data_with_state(memory: object, app_data: Any) -> Any:
     A dict is copied (never changed in place), ``None`` becomes a dict; anything else is
     returned as it is (with a warning) since it has no room for the key.
     """
-    if not isinstance(memory, StatefulMemory) or not memory.carries_state:
+    if not implements(memory, StatefulMemory) or not memory.carries_state:
         return app_data
     if app_data is None:
         return {APP_DATA_KEY: memory.export_state()}
@@ -70,7 +72,7 @@ def app_data_with_state(memory: object, app_data: Any) -> Any:
 
 async def restore_state(memory: object, app_data: Any) -> bool:
     """Import the state ``app_data`` carries into ``memory``; whether there was one."""
-    if not isinstance(memory, StatefulMemory) or not memory.carries_state:
+    if not implements(memory, StatefulMemory) or not memory.carries_state:
         return False
     if not isinstance(app_data, dict) or APP_DATA_KEY not in app_data:
         return False
