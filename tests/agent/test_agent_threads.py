@@ -84,11 +84,11 @@ def test_a_run_saves_the_thread_and_the_next_run_continues_it(cp: FileCheckpoint
     assert [e.kind for e in second.timeline] == ["run"]
 
 
-def test_a_run_takes_the_thread_and_its_checkpoint_in_one_hand_off(
+def test_a_run_takes_its_thread_in_one_hand_off_and_lets_it_go_with_its_last_save(
     cp: FileCheckpointer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # The run lock and the load are one worker call; the save is one (its write lock
-    # and the write together); the run lock's release is the third.
+    # The run lock and the load are one worker call; the last save is the other (its
+    # write lock, the write, and letting the thread go).
     from framework_agents._persist import _io
     from framework_agents.checkpoint import file, lock
 
@@ -105,7 +105,8 @@ def test_a_run_takes_the_thread_and_its_checkpoint_in_one_hand_off(
         monkeypatch.setattr(module, "run_blocking", counted)
     result = arun(agent.run("two", checkpointer=cp, thread_id="t1"))
     assert result.text == "seen 3: one|two"  # it started from the stored thread
-    assert calls == ["_acquire_then", "_call_if_free", "_release"]
+    assert calls == ["_acquire_then", "_call_if_free"]
+    assert not (cp.thread_dir("t1") / "run.lock").exists()
     stored = arun(cp.load("t1"))
     assert stored is not None and [m.text for m in stored.messages][-1] == "seen 3: one|two"
 

@@ -252,17 +252,96 @@ def test_hold_file_lock_runs_then_under_the_lock_and_yields_its_result(tmp_path:
         return "read"
 
     async def main() -> None:
-        async with lock_module.hold_file_lock(path, 1, then=then) as value:
-            assert value == "read"
+        async with lock_module.hold_file_lock(path, 1, then=then) as hold:
+            assert hold.value == "read"
             with pytest.raises(LockTimeoutError):
                 async with with_file_lock(path, timeout=0):
                     pass
         assert not path.exists()
-        async with lock_module.hold_file_lock(path, 0) as nothing:
-            assert nothing is None
+        async with lock_module.hold_file_lock(path, 0) as hold:
+            assert hold.value is None
 
     arun(main())
     assert seen == [True]
+
+
+def test_a_last_write_lets_the_held_lock_go_in_its_own_hand_off(
+    tmp_path: Path, children: list[Child]
+) -> None:
+    held, write = tmp_path / "run.lock", tmp_path / "write.lock"
+    calls: list[str] = []
+
+    def last_write() -> str:
+        calls.append("write")
+        assert held.exists() and write.exists()  # both held while it runs
+        return "written"
+
+    async def main() -> None:
+        async with lock_module.hold_file_lock(held, 1) as hold:
+            result = await lock_module.call_with_file_lock(write, last_write, release=hold)
+            assert result == "written" and hold.released
+            assert not held.exists() and not write.exists()
+            other = Child("hold", str(held))  # another process takes it at once
+            children.append(other)
+            await asyncio.to_thread(other.expect, "held")
+            other.send("release")
+            await asyncio.to_thread(other.expect, "released")
+        async with with_file_lock(held, timeout=0):  # and this process after the block
+            pass
+
+    arun(main())
+    assert calls == ["write"]
+
+
+def test_a_failed_last_write_keeps_the_lock_until_the_block_ends(tmp_path: Path) -> None:
+    held, write = tmp_path / "run.lock", tmp_path / "write.lock"
+
+    def failing() -> None:
+        raise OSError(errno.EIO, "simulated write error")
+
+    async def main() -> None:
+        async with lock_module.hold_file_lock(held, 1) as hold:
+            with pytest.raises(OSError, match="simulated"):
+                await lock_module.call_with_file_lock(write, failing, release=hold)
+            assert not hold.released and held.exists()
+            with pytest.raises(LockTimeoutError):
+                async with with_file_lock(held, timeout=0):
+                    pass
+        assert not held.exists()
+
+    arun(main())
+
+
+def test_a_last_write_that_waits_for_its_lock_keeps_the_held_one(
+    tmp_path: Path, children: list[Child]
+) -> None:
+    # The slow path (another process holds the write lock): the write happens after
+    # waiting, and the held lock is let go at the block's end, never before.
+    held, write = tmp_path / "run.lock", tmp_path / "write.lock"
+    other = Child("hold", str(write))
+    children.append(other)
+    other.expect("held")
+    order: list[str] = []
+
+    def last_write() -> None:
+        order.append("write")
+
+    async def main() -> None:
+        async with lock_module.hold_file_lock(held, 1) as hold:
+            task = asyncio.create_task(
+                lock_module.call_with_file_lock(write, last_write, timeout=10, release=hold)
+            )
+            for _ in range(20):
+                await asyncio.sleep(0.005)  # it polls the busy lock meanwhile
+            assert not task.done() and order == []
+            other.send("release")
+            await task
+            assert order == ["write"] and not hold.released and held.exists()
+        assert not held.exists()
+
+    arun(main())
+    other.expect("released")
+    assert other.finish() == 0
 
 
 def test_hold_file_lock_releases_when_then_fails(tmp_path: Path) -> None:

@@ -49,7 +49,7 @@ from typing import Any, cast
 
 from .._telemetry import TRACE_APP_DATA_KEY, link_previous_run, run_link_record, trace_store
 from .._util import implements
-from ..checkpoint._base import Checkpointer, locked_load, save_progress, thread_lock
+from ..checkpoint._base import Checkpointer, hold_thread, save_progress, thread_lock
 from ..checkpoint.model import ThreadCheckpoint, check_thread_id
 from ..errors import (
     CheckpointMissingError,
@@ -204,6 +204,9 @@ class _ThreadRun:
     turn: _Turn | None = None
     replay: Message | None = None
     app_data: dict[str, Any] | None = None  # the thread's, carried from save to save
+    # The run's last save (the finished run's checkpoint): nothing of the thread is
+    # written after it, so a checkpointer may let the thread go in the same step.
+    save_last: Callable[[ThreadCheckpoint], Awaitable[None]] | None = None
 
     def hooks(self) -> RunHooks:
         return RunHooks(
@@ -313,9 +316,8 @@ class _ThreadRun:
             return
         async with self.lock:
             checkpoint = self.checkpoint(history, finished=True)
-            await trace_store(
-                "checkpoint", "save", self.checkpointer, self.checkpointer.save(checkpoint)
-            )
+            save, self.save_last = self.save_last or self.checkpointer.save, None
+            await trace_store("checkpoint", "save", self.checkpointer, save(checkpoint))
         self.host.remember(self.checkpointer, self.thread_id, history)
 
     # -- settling calls of unknown outcome ----------------------------------------------
@@ -528,13 +530,9 @@ async def open_thread(
     assert thread_id is not None
     given = dict(decisions or {})
     async with contextlib.AsyncExitStack() as stack:
-        fused = locked_load(cp, thread_id)
-        if fused is not None:  # the lock and the load in one step
-            loading = stack.enter_async_context(fused)
-        else:
-            await stack.enter_async_context(thread_lock(cp, thread_id))
-            loading = cp.load(thread_id)
-        base = await trace_store("checkpoint", "load", cp, loading, key=thread_id)
+        holding = stack.enter_async_context(hold_thread(cp, thread_id))
+        held = await trace_store("checkpoint", "load", cp, holding, key=thread_id)
+        base = held.checkpoint
         outer = _HOLDING.get()
         _HOLDING.set((cp, thread_id))
         try:
@@ -545,12 +543,14 @@ async def open_thread(
                     raise CheckpointMissingError(
                         f"thread {thread_id!r} has no checkpoint to resume"
                     )
-                yield ThreadStart(_ThreadRun(host, cp, thread_id, DecisionBook(given)))
+                run = _ThreadRun(host, cp, thread_id, DecisionBook(given), save_last=held.save_last)
+                yield ThreadStart(run)
                 return
             admission = _admit(base, given, host.tools, resume=resume)
             carried = dict(base.decisions) if resume else {}
             book = DecisionBook({**carried, **admission.decisions})
-            start = ThreadStart(_ThreadRun(host, cp, thread_id, book), base)
+            run = _ThreadRun(host, cp, thread_id, book, save_last=held.save_last)
+            start = ThreadStart(run, base)
             if admission.surface is not None:
                 start.surface, start.stale = admission.surface, admission.stale
             elif base.in_flight:

@@ -11,17 +11,17 @@ A checkpointer needs the four methods API.md names. Two more are optional:
   :data:`DEFAULT_LOCK_TIMEOUT`, then THREAD_BUSY. Excluding runs in other processes is
   then the checkpointer's own business.
 
-A checkpointer may also take its run lock and load the thread in one step (a private
-``_locked_load(thread_id)``: one worker hand-off instead of two for ``FileCheckpointer``);
-:func:`locked_load` gives that, or ``None`` when the two steps are separate.
+A run holds its thread through :func:`hold_thread`: the lock, the checkpoint it starts
+from and how its last save is made, in fewer steps where the checkpointer can.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import AbstractAsyncContextManager
+from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
 from .._persist import LoopLocks as LocalLocks
@@ -29,7 +29,15 @@ from ..errors import ThreadBusyError
 from .lock import check_seconds
 from .model import ThreadCheckpoint, check_thread_id
 
-__all__ = ["DEFAULT_LOCK_TIMEOUT", "Checkpointer", "locked_load", "save_progress", "thread_lock"]
+__all__ = [
+    "DEFAULT_LOCK_TIMEOUT",
+    "Checkpointer",
+    "HeldThread",
+    "held_then_loaded",
+    "hold_thread",
+    "save_progress",
+    "thread_lock",
+]
 
 #: Seconds a run waits for a thread held in this process, for checkpointers without a
 #: ``thread_lock`` and without a ``lock_timeout`` attribute.
@@ -91,20 +99,40 @@ def thread_lock(checkpointer: Checkpointer, thread_id: str) -> AbstractAsyncCont
     return _local_thread_lock(checkpointer, thread_id)
 
 
-def locked_load(
-    checkpointer: Checkpointer, thread_id: str
-) -> AbstractAsyncContextManager[ThreadCheckpoint | None] | None:
-    """The checkpointer's thread lock whose block gets the thread's checkpoint, or ``None``.
+@dataclass(frozen=True, slots=True)
+class HeldThread:
+    """A thread held for a run (:func:`hold_thread`).
 
-    The checkpoint is the one a ``load`` right after taking the lock would return; a
-    checkpointer without that step (``None``) is locked with :func:`thread_lock` and then
-    loaded.
+    ``checkpoint``: the thread's checkpoint as the run took it. ``save_last``: how the
+    run's last save is made (its only write after it is none: a checkpointer may let the
+    thread go in the same step).
     """
-    method: Any = getattr(checkpointer, "_locked_load", None)
+
+    checkpoint: ThreadCheckpoint | None
+    save_last: Callable[[ThreadCheckpoint], Awaitable[None]]
+
+
+def hold_thread(
+    checkpointer: Checkpointer, thread_id: str
+) -> AbstractAsyncContextManager[HeldThread]:
+    """Hold the thread (:func:`thread_lock`) and load its checkpoint, for a run.
+
+    A checkpointer with a private ``_hold_thread(thread_id)`` does it in fewer steps
+    (``FileCheckpointer``: one worker hand-off takes the lock and loads, and the last
+    save lets the thread go); others are locked, then loaded, and saved as usual.
+    """
+    method: Any = getattr(checkpointer, "_hold_thread", None)
     if callable(method):
-        held: AbstractAsyncContextManager[ThreadCheckpoint | None] = method(thread_id)
+        held: AbstractAsyncContextManager[HeldThread] = method(thread_id)
         return held
-    return None
+    return held_then_loaded(checkpointer, thread_id)
+
+
+@contextlib.asynccontextmanager
+async def held_then_loaded(checkpointer: Checkpointer, thread_id: str) -> AsyncIterator[HeldThread]:
+    """:func:`thread_lock`, then ``load``; the last save is a plain ``save``."""
+    async with thread_lock(checkpointer, thread_id):
+        yield HeldThread(await checkpointer.load(thread_id), checkpointer.save)
 
 
 @contextlib.asynccontextmanager

@@ -40,6 +40,7 @@ from ..errors import (
     ThreadBusyError,
 )
 from ..messages import Message, ToolCall
+from ._base import HeldThread, held_then_loaded
 from ._journal import OVERLAY, Delta, JournalView, append_delta, apply_deltas, read_journal
 from ._values import (
     check_checkpoint,
@@ -49,6 +50,7 @@ from ._values import (
     shared_prefix,
 )
 from .lock import (
+    FileLockHold,
     LockDirectoryMissingError,
     call_with_file_lock,
     check_seconds,
@@ -80,6 +82,8 @@ FOLD_MIN_BYTES = 64 << 10
 PROGRESS_FILE = "progress.json"
 WRITE_LOCK_FILE = "checkpoint.lock"
 RUN_LOCK_FILE = "run.lock"
+#: The steps ``_hold_thread`` fuses: a subclass overriding one gets them one by one.
+_FUSED = ("load", "save", "thread_lock")
 
 #: Version of the JSON shape of ``progress.json``.
 PROGRESS_FORMAT_VERSION = 1
@@ -455,17 +459,29 @@ class FileCheckpointer:
                     await self._make_dir(thread_id)
             yield
 
-    async def _call_locked(self, thread_id: str, fn: Callable[..., _T], *args: Any) -> _T:
+    async def _call_locked(
+        self,
+        thread_id: str,
+        fn: Callable[..., _T],
+        *args: Any,
+        release: FileLockHold | None = None,
+    ) -> _T:
         """``fn(*args)`` under the write lock, in one worker hand-off when it is free.
 
         The thread's directory is made only when the lock file cannot be made without it
-        (the first save, or after a delete removed it).
+        (the first save, or after a delete removed it). ``release``: the run lock, let go
+        in the same hand-off once ``fn`` returned (``call_with_file_lock``).
         """
         lock = self._files(thread_id).write_lock
         for attempt in range(3):
             try:
                 return await call_with_file_lock(
-                    lock, fn, *args, timeout=self.lock_timeout, stale_after=self.stale_after
+                    lock,
+                    fn,
+                    *args,
+                    timeout=self.lock_timeout,
+                    stale_after=self.stale_after,
+                    release=release,
                 )
             except LockDirectoryMissingError:
                 if attempt == 2:
@@ -585,10 +601,15 @@ class FileCheckpointer:
         (one record, one ``fdatasync``), checked alone. Otherwise, or once the journal
         outgrows half the document, the whole checkpoint is checked and published.
         """
+        await self._save(checkpoint, None)
+
+    async def _save(self, checkpoint: ThreadCheckpoint, release: FileLockHold | None) -> None:
         check_checkpoint(checkpoint)
         thread_id = checkpoint.thread_id
         try:
-            await self._call_locked(thread_id, self._guard, thread_id, self._save_sync, checkpoint)
+            await self._call_locked(
+                thread_id, self._guard, thread_id, self._save_sync, checkpoint, release=release
+            )
         except AgentError:
             raise
         except OSError as exc:  # taking or releasing the write lock
@@ -700,15 +721,28 @@ class FileCheckpointer:
             yield
 
     @contextlib.asynccontextmanager
-    async def _locked_load(self, thread_id: str) -> AsyncIterator[ThreadCheckpoint | None]:
+    async def _hold_thread(self, thread_id: str) -> AsyncIterator[HeldThread]:
         """:meth:`thread_lock` and :meth:`load` in one hand-off (``checkpoint._base``).
 
-        The block gets the checkpoint as it was when the lock was taken: what a ``load``
-        right after taking it would return.
+        The block gets the checkpoint as it was when the lock was taken (what a ``load``
+        right after taking it would return), and a last save that lets the thread go in
+        its own hand-off. A subclass that overrides a step has each made by its method.
         """
+        if any(getattr(type(self), name) is not getattr(FileCheckpointer, name) for name in _FUSED):
+            async with held_then_loaded(self, thread_id) as held:  # a subclass's own steps
+                yield held
+            return
         load = functools.partial(self._load_checked, thread_id)
-        async with self._run_held(thread_id, ..., load) as loaded:
-            yield cast("ThreadCheckpoint | None", loaded)
+        async with self._run_held(thread_id, ..., load) as hold:
+
+            async def save_last(checkpoint: ThreadCheckpoint) -> None:
+                if checkpoint.thread_id != thread_id:
+                    await self.save(checkpoint)
+                else:
+                    await self._save(checkpoint, hold)
+
+            loaded = cast("ThreadCheckpoint | None", hold.value)
+            yield HeldThread(loaded, save_last)
 
     @contextlib.asynccontextmanager
     async def _run_held(
@@ -716,14 +750,14 @@ class FileCheckpointer:
         thread_id: str,
         timeout: float | EllipsisType | None,  # noqa: ASYNC109 - a lock wait
         then: Callable[[], object] | None,
-    ) -> AsyncIterator[object]:
+    ) -> AsyncIterator[FileLockHold]:
         check_thread_id(thread_id)
         wait = self.lock_timeout if timeout is ... else timeout
         lock = self.thread_dir(thread_id) / RUN_LOCK_FILE
         async with contextlib.AsyncExitStack() as stack:
             for attempt in range(3):
                 try:
-                    value = await stack.enter_async_context(
+                    hold = await stack.enter_async_context(
                         hold_file_lock(lock, wait, self.stale_after, then=then)
                     )
                     break
@@ -735,7 +769,7 @@ class FileCheckpointer:
                     if attempt == 2:  # a delete removed it after our mkdir, thrice
                         raise
                     await self._make_dir(thread_id)
-            yield value
+            yield hold
 
 
 def _not_a_file(path: Path) -> CheckpointCorruptError:

@@ -54,6 +54,7 @@ import asyncio
 import contextlib
 import errno
 import json
+import logging
 import numbers
 import os
 import random
@@ -71,6 +72,7 @@ from .._platform import posix_fcntl
 from ..errors import InvalidArgumentError, LockTimeoutError
 
 __all__ = [
+    "FileLockHold",
     "LockDirectoryMissingError",
     "call_with_file_lock",
     "check_seconds",
@@ -86,6 +88,8 @@ _MIN_DELAY = 0.001
 _MAX_DELAY = 0.05
 
 _T = TypeVar("_T")
+
+logger = logging.getLogger(__name__)
 
 
 class LockDirectoryMissingError(InvalidArgumentError, FileNotFoundError):
@@ -438,26 +442,56 @@ async def with_file_lock(
         yield
 
 
+class FileLockHold:
+    """A lock held by :func:`hold_file_lock`: what ``then()`` returned, and an early release."""
+
+    __slots__ = ("_held", "released", "value")
+
+    def __init__(self, held: _Held, value: object) -> None:
+        """Wrap the held lock ``held``; ``value`` is what ``then()`` returned."""
+        self._held = held
+        self.value = value
+        self.released = False
+
+    def release_sync(self) -> None:
+        """Let the lock go now: blocking, for a worker call (the holder's last write).
+
+        The block's end then releases nothing more. Without ``flock`` (a heartbeat task
+        keeps the lock), nothing happens: the block's end releases it as usual. The
+        kernel lock is dropped even when removing the file fails (logged): the next
+        waiter takes the file over.
+        """
+        if self.released or not self._held.kernel_locked:
+            return
+        self.released = True
+        try:
+            _release(self._held)
+        except OSError as exc:
+            logger.warning("lock %s: could not remove the lock file: %s", self._held.path, exc)
+
+
 @contextlib.asynccontextmanager
 async def hold_file_lock(
     path: str | os.PathLike[str],
     timeout: float | None = 10.0,  # noqa: ASYNC109 - the same as with_file_lock's
     stale_after: float = 30.0,
     *,
-    then: Callable[[], _T] | None = None,
-) -> AsyncIterator[_T | None]:
-    """:func:`with_file_lock` whose block gets what ``then()`` returned.
+    then: Callable[[], object] | None = None,
+) -> AsyncIterator[FileLockHold]:
+    """:func:`with_file_lock`, in fewer worker hand-offs for a long hold (a run).
 
     ``then()`` (blocking) runs in the worker call that takes the lock, right after it is
-    taken: a lock and a read in one hand-off instead of two. An error in it releases the
-    lock and is raised.
+    taken, and the block gets its result as ``hold.value`` (an error in it releases the
+    lock and is raised): a lock and a read in one hand-off instead of two. The holder's
+    last write may let the lock go in its own hand-off (:meth:`FileLockHold.release_sync`,
+    or ``call_with_file_lock(..., release=hold)``) instead of one more at the block's end.
     """
     target, limit, deadline, stale = _lock_arguments(path, timeout, stale_after)
     async with (
         _local_turn(target, deadline, limit),
-        _file_held(target, deadline, limit, stale, then=then) as value,
+        _file_held(target, deadline, limit, stale, then=then) as hold,
     ):
-        yield cast("_T | None", value)
+        yield hold
 
 
 async def call_with_file_lock(
@@ -466,6 +500,7 @@ async def call_with_file_lock(
     *args: Any,
     timeout: float | None = 10.0,  # noqa: ASYNC109 - the same as with_file_lock's
     stale_after: float = 30.0,
+    release: FileLockHold | None = None,
 ) -> _T:
     """Run the blocking ``fn(*args)`` in a worker thread while holding the lock ``path``.
 
@@ -474,10 +509,12 @@ async def call_with_file_lock(
     in a single call instead of three. When the lock is busy, or the filesystem has no
     ``flock`` (the holder then needs its heartbeat), it falls back to waiting as
     :func:`with_file_lock` does. A cancel waits for ``fn`` to finish (it is never torn).
+    ``release``: another lock (held around this call) let go in the same hand-off once
+    ``fn`` returned; on the slow path it stays held.
     """
     target, limit, deadline, stale = _lock_arguments(path, timeout, stale_after)
     async with _local_turn(target, deadline, limit):
-        done = await run_blocking(_call_if_free, target, stale, fn, args)
+        done = await run_blocking(_call_if_free, target, stale, fn, args, release)
         if isinstance(done, _Done):
             return cast("_T", done.value)
         async with _file_held(target, deadline, limit, stale):
@@ -490,9 +527,16 @@ class _Done:
 
 
 def _call_if_free(
-    path: Path, stale_after: float, fn: Callable[..., object], args: tuple[Any, ...]
+    path: Path,
+    stale_after: float,
+    fn: Callable[..., object],
+    args: tuple[Any, ...],
+    release: FileLockHold | None = None,
 ) -> _Done | None:
-    """Take the lock if free, run ``fn`` and release (blocking); ``None``: not taken."""
+    """Take the lock if free, run ``fn`` and release (blocking); ``None``: not taken.
+
+    ``release`` is let go too once ``fn`` returned.
+    """
     outcome = _acquire_once(path, uuid.uuid4().hex, stale_after)
     if not isinstance(outcome, _Held):
         return None
@@ -500,9 +544,12 @@ def _call_if_free(
         _release(outcome)
         return None
     try:
-        return _Done(fn(*args))
+        done = _Done(fn(*args))
     finally:
         _release(outcome)
+    if release is not None:
+        release.release_sync()
+    return done
 
 
 def _lock_arguments(
@@ -546,18 +593,20 @@ async def _file_held(
     stale_after: float,
     *,
     then: Callable[[], object] | None = None,
-) -> AsyncIterator[object]:
+) -> AsyncIterator[FileLockHold]:
     """The lock file held for the block (polling until ``deadline``), then released.
 
-    The block gets what ``then()`` returned in the hand-off that took the lock.
+    The block gets the hold, with what ``then()`` returned in the hand-off that took the
+    lock; a hold released early (``release_sync``) is not released again.
     """
     taken = await _acquire_file(target, deadline, limit, stale_after, then)
     held = taken.held
+    hold = FileLockHold(held, taken.value)
     beat = None
     if not held.kernel_locked:
         beat = asyncio.create_task(_heartbeat(held, stale_after / 4))
     try:
-        yield taken.value
+        yield hold
     finally:
         recancel = False
         if beat is not None:
@@ -569,6 +618,7 @@ async def _file_held(
                     await asyncio.wait([beat])
                 except asyncio.CancelledError:
                     recancel = True
-        await run_blocking(_release, held)
+        if not hold.released:
+            await run_blocking(_release, held)
         if recancel:
             raise asyncio.CancelledError()
