@@ -35,6 +35,7 @@ from ..errors import (
     InvalidArgumentError,
     MemoryCorruptError,
 )
+from ..memory._base import new_revision
 from ..memory._document import encode_message
 from ..memory._window import check_messages, shape_of, window
 from ..messages import Message, MessageList
@@ -223,14 +224,45 @@ def memory_rows(messages: Sequence[Message]) -> list[tuple[int, bytes]]:
 
 
 class MergingMemory:
-    """What the database memories share: ``replace`` merges with what others appended.
+    """What the database memories share: a merging ``replace``, and revisions.
 
-    A subclass implements :meth:`commit` atomically and keeps ``_seen``: the ids of the
-    history this instance last loaded or wrote (``None`` until it did either).
+    ``replace`` merges with what others appended; the revisions let an agent append what
+    a run added (``AppendableMemory``) instead of replacing the history. A subclass
+    implements :meth:`commit` atomically and keeps ``_seen``: the ids of the history this
+    instance last loaded or wrote (``None`` until it did either). It also keeps a
+    *marker* per key in the database that every write moves forward (a sequence
+    number): :meth:`_observe` is told the marker each read saw, :meth:`_wrote` the one
+    each write of its own left; equal markers mean nothing was written between.
     """
 
     max_messages: int
     _seen: set[str] | None
+    #: The stored marker as this instance last read or wrote it (``None``: not yet).
+    _marker: int | None = None
+    _revision: int = 0
+
+    @property
+    def revision(self) -> int:
+        """Changes with every write this instance made and every change a load of it saw."""
+        if not self._revision:
+            self._revision = new_revision()
+        return self._revision
+
+    def _observe(self, marker: int) -> None:
+        """A read saw ``marker``: a new revision if anyone wrote since this instance looked."""
+        if marker != self._marker:
+            if self._marker is not None:
+                self._revision = new_revision()
+            self._marker = marker
+
+    def _wrote(self, marker: int | None) -> None:
+        """A write of this instance left ``marker`` (``None``: unknown): a new revision."""
+        self._revision = new_revision()
+        self._marker = marker
+
+    def _holds(self, revision: int) -> bool:
+        """Whether ``revision`` is this instance's current one, with a marker known."""
+        return revision == self._revision and self._marker is not None
 
     async def commit(
         self, messages: Sequence[Message], *, base: Collection[str] | None = None

@@ -17,6 +17,7 @@ from datetime import timedelta
 from .._retention import AutoPrune, check_older_than, check_ttl
 from ..checkpoint.model import ThreadCheckpoint, check_thread_id
 from ..errors import CheckpointConflictError, StorageKeyInvalidError
+from ..memory._base import Appended
 from ..memory._window import (
     bounded_view,
     check_max_messages,
@@ -501,45 +502,62 @@ class SqliteMemory(MergingMemory, _Closable):
 
     async def load(self) -> list[Message]:
         """The stored history, repaired and within ``max_messages`` (MEMORY_CORRUPT)."""
-        rows = await self._db.run(
-            lambda c: c.execute(
+
+        def read(conn: sqlite3.Connection) -> tuple[list[bytes], int]:
+            rows = conn.execute(
                 "SELECT body FROM fa_memory_messages WHERE key = ? ORDER BY seq", (self.key,)
-            ).fetchall(),
-            write=False,
-        )
+            ).fetchall()
+            return [bytes(r[0]) for r in rows], self._marker_of(conn)
+
+        bodies, marker = await self._db.read(read)
         source = f"memory {self.key!r} in {str(self._db.path)!r}"
-        stored = decode_messages([bytes(r[0]) for r in rows], source=source)
+        stored = decode_messages(bodies, source=source)
         self._seen = {m.id for m in stored}
+        self._observe(marker)
         return bounded_view(stored, self.max_messages)
+
+    def _marker_of(self, conn: sqlite3.Connection) -> int:
+        """The key's marker: ``next_seq``, which every write moves forward (0: none yet)."""
+        row = conn.execute("SELECT next_seq FROM fa_memories WHERE key = ?", (self.key,)).fetchone()
+        return 0 if row is None else int(row[0])
 
     def _append(
         self, conn: sqlite3.Connection, rows: Sequence[tuple[int, bytes]], *, fresh: bool
-    ) -> None:
+    ) -> tuple[int, int]:
+        """Append ``rows`` (after deleting all when ``fresh``), then trim to the window.
+
+        Returns the marker after and how many stored rows the trim removed. A write that
+        changes anything moves the marker (``next_seq``) forward, a fresh write of no
+        rows (a clear) too; appending nothing leaves it.
+        """
         key, limit = self.key, self.max_messages
-        row = conn.execute("SELECT next_seq FROM fa_memories WHERE key = ?", (key,)).fetchone()
-        start = 0 if row is None else row[0]
+        start = self._marker_of(conn)
         if fresh:
             conn.execute("DELETE FROM fa_memory_messages WHERE key = ?", (key,))
         conn.executemany(
             "INSERT INTO fa_memory_messages (key, seq, shape, body) VALUES (?, ?, ?, ?)",
             [(key, start + i, shape, body) for i, (shape, body) in enumerate(rows)],
         )
-        end = start + len(rows)
+        end = start + (len(rows) or int(fresh))
         tail = conn.execute(
             "SELECT seq, shape FROM fa_memory_messages WHERE key = ? ORDER BY seq DESC LIMIT ?",
             (key, limit + 1),
         ).fetchall()[::-1]
         first = tail[0][0] if tail else end
+        trimmed = 0
         if len(tail) > limit:
             cut = window_start([s for _, s in tail], limit)
             first = tail[cut][0] if cut < len(tail) else end
-            conn.execute("DELETE FROM fa_memory_messages WHERE key = ? AND seq < ?", (key, first))
+            trimmed = conn.execute(
+                "DELETE FROM fa_memory_messages WHERE key = ? AND seq < ?", (key, first)
+            ).rowcount
         conn.execute(
             "INSERT INTO fa_memories (key, first_seq, next_seq, updated_at) VALUES (?, ?, ?, ?) "
             "ON CONFLICT (key) DO UPDATE SET first_seq = excluded.first_seq, "
             "next_seq = excluded.next_seq, updated_at = excluded.updated_at",
             (key, first, end, wall_clock()),
         )
+        return end, trimmed
 
     def _not_stored(self, conn: sqlite3.Connection, ids: Sequence[str]) -> list[int]:
         """The positions in ``ids`` of those neither stored already nor earlier in it."""
@@ -573,11 +591,49 @@ class SqliteMemory(MergingMemory, _Closable):
         given = check_messages(messages)
         rows, ids = memory_rows(given), [m.id for m in given]
 
-        def append(conn: sqlite3.Connection) -> None:
-            self._append(conn, [rows[i] for i in self._not_stored(conn, ids)], fresh=False)
+        def append(conn: sqlite3.Connection) -> tuple[int, bool]:
+            fresh = self._not_stored(conn, ids)
+            marker, _ = self._append(conn, [rows[i] for i in fresh], fresh=False)
+            return marker, bool(fresh)
 
-        await self._db.run(append)
+        marker, wrote = await self._db.run(append)
         self._saved(given)
+        if wrote:
+            self._wrote(marker)
+        else:
+            self._observe(marker)
+
+    async def unchanged(self, revision: int) -> bool:
+        """Whether nothing was written under the key since ``revision`` (one query)."""
+        if not self._holds(revision):
+            return False
+        return await self._db.run(self._marker_of, write=False) == self._marker
+
+    async def save_if(self, messages: Sequence[Message], *, revision: int) -> Appended | None:
+        """Append ``messages`` if nothing was written under the key since ``revision``.
+
+        ``None`` (nothing written) when anyone wrote since, or when a message's id is
+        stored already or given twice. One transaction: the check and the append.
+        """
+        given = check_messages(messages)
+        ids = [m.id for m in given]
+        if len(set(ids)) != len(ids) or not self._holds(revision):
+            return None
+        rows, expected = memory_rows(given), self._marker
+
+        def append(conn: sqlite3.Connection) -> tuple[int, int] | None:
+            if self._marker_of(conn) != expected:
+                return None
+            if len(self._not_stored(conn, ids)) != len(ids):
+                return None
+            return self._append(conn, rows, fresh=False)
+
+        done = await self._db.run(append)
+        if done is None:
+            return None
+        self._saved(given)
+        self._wrote(done[0])
+        return Appended(self.revision, done[1])
 
     async def commit(
         self, messages: Sequence[Message], *, base: Collection[str] | None = None
@@ -586,7 +642,7 @@ class SqliteMemory(MergingMemory, _Closable):
         kept, ids, merge_base = self._commit_parts(messages, base)
         rows = memory_rows(kept)
 
-        def merge(conn: sqlite3.Connection) -> None:
+        def merge(conn: sqlite3.Connection) -> int:
             others: list[tuple[int, bytes]] = []
             if merge_base is not None:
                 stored = conn.execute(
@@ -596,14 +652,12 @@ class SqliteMemory(MergingMemory, _Closable):
                 ).fetchall()
                 chosen = appended_by_others([r[2] for r in stored], merge_base, ids)
                 others = [(stored[i][0], bytes(stored[i][1])) for i in chosen]
-            self._append(conn, rows + others, fresh=True)
+            return self._append(conn, rows + others, fresh=True)[0]
 
-        await self._db.run(merge)
+        self._wrote(await self._db.run(merge))
         self._seen = ids
 
     async def clear(self) -> None:
-        """Forget the stored history."""
-        await self._db.run(
-            lambda c: c.execute("DELETE FROM fa_memory_messages WHERE key = ?", (self.key,))
-        )
+        """Forget the stored history (the marker moves on)."""
+        self._wrote(await self._db.run(lambda c: self._append(c, [], fresh=True)[0]))
         self._seen = set()

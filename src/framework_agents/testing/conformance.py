@@ -43,7 +43,7 @@ import pytest
 from ..checkpoint._base import thread_lock
 from ..checkpoint.model import ThreadCheckpoint
 from ..errors import AgentError
-from ..memory._base import Memory
+from ..memory._base import AppendableMemory, Memory
 from ..messages import Message, ReasoningBlock, TextBlock, ToolCall
 from ..sessions._base import as_logged, digest
 from ..sessions.manager import SessionManager
@@ -150,6 +150,11 @@ async def overlapping_agent_runs(memories: Sequence[Memory], rounds: int) -> Non
     ]
     for i in range(rounds):
         await asyncio.gather(*(agent.run(f"{k} {i}") for k, agent in enumerate(agents)))
+
+
+def _alternating(n: int) -> list[Message]:
+    """``n`` messages, user and assistant in turn, with ids ``m0``, ``m1``..."""
+    return [Message("user" if i % 2 == 0 else "assistant", f"m{i}", id=f"m{i}") for i in range(n)]
 
 
 def _needs(condition: bool, reason: str) -> None:
@@ -660,6 +665,115 @@ class StoreConformance:
                 await a.save(turn("F"))
                 await commit([*turn("E"), *turn("G")], base={"uE", "aE"})
                 assert [m.id for m in await a.load()] == ["uE", "aE", "uG", "aG", "uF", "aF"]
+
+        _run(store_factory, body)
+
+    def test_memory_appends_only_while_nothing_was_written(
+        self, store_factory: StoreFactory
+    ) -> None:
+        """``save_if`` appends while the revision holds; any other write ends it.
+
+        What lets an agent commit a run in what the run added: while ``unchanged``, the
+        memory holds what this object last read or wrote, and ``save_if`` appends to it.
+        A write by another object on the key (a save, a replace, a clear, even of an
+        empty history) makes ``unchanged`` false and ``save_if`` write nothing.
+        """
+
+        async def body(store: Store) -> None:
+            memory = store.memory("mem/append", max_messages=50)
+            _needs(isinstance(memory, AppendableMemory), "an appendable memory")
+            assert isinstance(memory, AppendableMemory)
+            other = store.memory("mem/append", max_messages=50)
+            _needs(other is not memory, "two memory objects on one key")
+            m = _alternating(8)
+            assert await memory.load() == []
+            done = await memory.save_if(m[:2], revision=memory.revision)
+            assert done is not None and done.dropped == 0 and done.revision == memory.revision
+            assert await memory.unchanged(done.revision)
+            done = await memory.save_if(m[2:4], revision=done.revision)
+            assert done is not None and await memory.unchanged(done.revision)
+            assert [x.id for x in await other.load()] == ["m0", "m1", "m2", "m3"]
+            assert await memory.unchanged(done.revision)  # a read is no write
+            await other.save(m[4:5])
+            assert not await memory.unchanged(done.revision)
+            assert await memory.save_if(m[5:6], revision=done.revision) is None
+            assert [x.id for x in await memory.load()] == ["m0", "m1", "m2", "m3", "m4"]
+            revision = memory.revision
+            assert await memory.unchanged(revision)
+            for write in (
+                lambda: other.save(m[5:6]),
+                lambda: other.replace([]),  # type: ignore[attr-defined]
+                lambda: other.clear(),
+            ):
+                await memory.load()
+                revision = memory.revision
+                await write()
+                assert not await memory.unchanged(revision)
+                assert await memory.save_if(m[6:7], revision=revision) is None
+            assert await memory.load() == []
+
+        _run(store_factory, body)
+
+    def test_memory_save_if_refuses_stored_ids_and_counts_the_window(
+        self, store_factory: StoreFactory
+    ) -> None:
+        """``save_if`` refuses stored or repeated ids; ``dropped`` is what the window cut.
+
+        The caller's view (its history past ``dropped``) then stays what a load returns.
+        A durable memory refuses ids (a retried ``save_if`` must not store twice).
+        """
+
+        async def body(store: Store) -> None:
+            memory = store.memory("mem/window", max_messages=4)
+            _needs(isinstance(memory, AppendableMemory), "an appendable memory")
+            assert isinstance(memory, AppendableMemory)
+            m = _alternating(8)
+            await memory.load()
+            done = await memory.save_if(m[:4], revision=memory.revision)
+            assert done is not None and done.dropped == 0
+            if store_factory.cross_process:  # a durable memory: a save_if can be retried
+                assert await memory.save_if([m[3], m[4]], revision=done.revision) is None
+                assert await memory.save_if([m[4], m[4]], revision=done.revision) is None
+                assert await memory.unchanged(done.revision)  # nothing was written
+            view = m[:4]
+            done = await memory.save_if(m[4:6], revision=done.revision)
+            assert done is not None and done.dropped == 2
+            view = [*view, *m[4:6]][done.dropped :]
+            assert [x.id for x in await memory.load()] == [x.id for x in view]
+            assert memory.revision == done.revision  # the load found what the append left
+
+        _run(store_factory, body)
+
+    def test_an_agent_commits_a_run_by_appending_it(self, store_factory: StoreFactory) -> None:
+        """An agent on an appendable memory appends each run's messages (no replace)."""
+
+        async def body(store: Store) -> None:
+            memory = store.memory("mem/agent", max_messages=100)
+            _needs(isinstance(memory, AppendableMemory), "an appendable memory")
+            from ..agent.agent import Agent
+            from ..conversation.null import NullConversationManager
+            from ..testing.models import FunctionModel
+
+            agent = Agent(
+                FunctionModel(lambda history, tools: f"answer {len(history)}"),
+                memory=memory,
+                conversation_manager=NullConversationManager(),
+            )
+            await agent.run("one")
+            replaced: list[str] = []
+            for name in ("replace", "commit"):
+                if callable(getattr(memory, name, None)):
+
+                    async def refuse(*args: Any, _name: str = name, **kw: Any) -> None:
+                        replaced.append(_name)
+                        raise AssertionError(f"{_name} called: the run was not appended")
+
+                    setattr(memory, name, refuse)
+            await agent.run("two")
+            await agent.run("three")
+            assert replaced == []
+            texts = [m.text for m in await store.memory("mem/agent", max_messages=100).load()]
+            assert texts == ["one", "answer 1", "two", "answer 3", "three", "answer 5"]
 
         _run(store_factory, body)
 
