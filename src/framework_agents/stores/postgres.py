@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 from .._retention import AutoPrune, check_older_than, check_ttl
 from ..checkpoint.model import ThreadCheckpoint, check_thread_id
 from ..errors import CheckpointConflictError, StorageKeyInvalidError
+from ..memory._base import Appended
 from ..memory._window import (
     bounded_view,
     check_max_messages,
@@ -582,25 +583,64 @@ class PostgresMemory(MergingMemory, _Closable):
 
     async def load(self) -> list[Message]:
         """The stored history, repaired and within ``max_messages`` (MEMORY_CORRUPT)."""
+        # One statement: the rows and the key's marker from one snapshot.
         rows = await self._db.fetch(
-            "SELECT body FROM {s}.fa_memory_messages WHERE key = %s ORDER BY seq", (self.key,)
+            "SELECT coalesce((SELECT next_seq FROM {s}.fa_memories WHERE key = %s), 0), "
+            "array(SELECT body FROM {s}.fa_memory_messages WHERE key = %s ORDER BY seq)",
+            (self.key, self.key),
         )
+        marker, bodies = rows[0]
         source = f"memory {self.key!r} in {self._db.schema!r}"
-        messages = decode_messages([bytes(r[0]) for r in rows], source=source)
+        messages = decode_messages([bytes(b) for b in bodies], source=source)
         self._seen = {m.id for m in messages}
+        self._observe(int(marker))
         return bounded_view(messages, self.max_messages)
 
-    async def _append(
-        self, conn: AsyncConnection[Any], rows: Sequence[tuple[int, bytes]], *, fresh: bool
-    ) -> None:
-        # One statement (fa_append_memory): append, window and move the head atomically.
+    async def _replace_rows(
+        self, conn: AsyncConnection[Any], rows: Sequence[tuple[int, bytes]]
+    ) -> int:
+        """Replace the stored rows with ``rows`` (windowed), in the caller's transaction.
+
+        Returns the marker after. ``fa_append_memory`` replaces, windows and moves the
+        head in one statement; replacing with nothing (a clear) moves the marker
+        (``next_seq``) itself, so that every write is seen.
+        """
+        start, _ = await self._head(conn)
         await conn.execute(
-            self._db.sql("SELECT {s}.fa_append_memory(%s, %s, %s, %s::smallint[], %s::bytea[])"),
-            (self.key, self.max_messages, fresh, [r[0] for r in rows], [r[1] for r in rows]),
+            self._db.sql("SELECT {s}.fa_append_memory(%s, %s, true, %s::smallint[], %s::bytea[])"),
+            (self.key, self.max_messages, *_columns(rows)),
         )
+        if rows:
+            return start + len(rows)
+        await conn.execute(
+            self._db.sql("UPDATE {s}.fa_memories SET next_seq = %s, first_seq = %s WHERE key = %s"),
+            (start + 1, start + 1, self.key),
+        )
+        return start + 1
+
+    async def _head(self, conn: AsyncConnection[Any]) -> tuple[int, int]:
+        """``(next_seq, first_seq)`` of the key, its row locked (made when missing).
+
+        The row every write of the key locks: writers wait until this transaction ends.
+        ``next_seq`` is the key's marker, which every write moves forward.
+        """
+        query = self._db.sql(
+            "SELECT next_seq, first_seq FROM {s}.fa_memories WHERE key = %s FOR UPDATE"
+        )
+        row = await (await conn.execute(query, (self.key,))).fetchone()
+        if row is None:  # the key's first write
+            await conn.execute(
+                self._db.sql(
+                    "INSERT INTO {s}.fa_memories VALUES (%s, 0, 0, 0) ON CONFLICT DO NOTHING"
+                ),
+                (self.key,),
+            )
+            row = await (await conn.execute(query, (self.key,))).fetchone()
+        assert row is not None
+        return int(row[0]), int(row[1])
 
     async def save(self, messages: Sequence[Message]) -> None:
-        """Append ``messages``, then keep the newest ``max_messages`` (one transaction).
+        """Append ``messages``, then keep the newest ``max_messages`` (one statement).
 
         Idempotent by message id: a message whose id is stored already (or given twice) is
         not appended again, so a save retried after a dropped connection stores nothing
@@ -608,8 +648,63 @@ class PostgresMemory(MergingMemory, _Closable):
         """
         given = check_messages(messages)
         async with self._db.connection() as conn:
-            await self._append(conn, memory_rows(given), fresh=False)
+            await conn.execute(
+                self._db.sql(
+                    "SELECT {s}.fa_append_memory(%s, %s, false, %s::smallint[], %s::bytea[])"
+                ),
+                (self.key, self.max_messages, *_columns(memory_rows(given))),
+            )
         self._saved(given)
+        self._wrote(None)  # where the marker is now is learnt by the next load
+
+    async def unchanged(self, revision: int) -> bool:
+        """Whether nothing was written under the key since ``revision`` (one query)."""
+        if not self._holds(revision):
+            return False
+        rows = await self._db.fetch(
+            "SELECT coalesce((SELECT next_seq FROM {s}.fa_memories WHERE key = %s), 0)",
+            (self.key,),
+        )
+        return int(rows[0][0]) == self._marker
+
+    async def save_if(self, messages: Sequence[Message], *, revision: int) -> Appended | None:
+        """Append ``messages`` if nothing was written under the key since ``revision``.
+
+        ``None`` (nothing written) when anyone wrote since, or when a message's id is
+        stored already or given twice. One transaction, under the key's row lock.
+        """
+        given = check_messages(messages)
+        ids = [m.id for m in given]
+        if len(set(ids)) != len(ids) or not self._holds(revision):
+            return None
+        rows = memory_rows(given)
+        async with self._db.transaction() as conn:
+            start, first = await self._head(conn)
+            if start != self._marker:
+                return None
+            cursor = await conn.execute(
+                self._db.sql(
+                    "SELECT EXISTS (SELECT 1 FROM {s}.fa_memory_messages WHERE key = %s "
+                    "AND {s}.fa_message_id(body) = ANY(%s))"
+                ),
+                (self.key, ids),
+            )
+            found = await cursor.fetchone()
+            if found is None or found[0]:
+                return None
+            cursor = await conn.execute(
+                self._db.sql(
+                    "SELECT {s}.fa_append_memory(%s, %s, false, %s::smallint[], %s::bytea[])"
+                ),
+                (self.key, self.max_messages, *_columns(rows)),
+            )
+            kept = await cursor.fetchone()
+        assert kept is not None
+        # Every row was appended (no id was stored): the stored rows ran from first to
+        # start, now from the window's head to start + len(rows).
+        self._saved(given)
+        self._wrote(start + len(rows))
+        return Appended(self.revision, (start - first) + len(rows) - int(kept[0]))
 
     async def commit(
         self, messages: Sequence[Message], *, base: Collection[str] | None = None
@@ -620,19 +715,10 @@ class PostgresMemory(MergingMemory, _Closable):
         """
         kept, ids, merge_base = self._commit_parts(messages, base)
         rows = memory_rows(kept)
-        async with self._db.connection() as conn, conn.transaction():
+        async with self._db.transaction() as conn:
+            await self._head(conn)  # locked before the stored rows are read
             others: list[tuple[int, bytes]] = []
             if merge_base is not None:
-                await conn.execute(
-                    self._db.sql(
-                        "INSERT INTO {s}.fa_memories VALUES (%s, 0, 0, 0) ON CONFLICT DO NOTHING"
-                    ),
-                    (self.key,),
-                )
-                await conn.execute(
-                    self._db.sql("SELECT 1 FROM {s}.fa_memories WHERE key = %s FOR UPDATE"),
-                    (self.key,),
-                )
                 cursor = await conn.execute(
                     self._db.sql(
                         "SELECT shape, body, {s}.fa_message_id(body) FROM {s}.fa_memory_messages "
@@ -643,16 +729,21 @@ class PostgresMemory(MergingMemory, _Closable):
                 stored = await cursor.fetchall()
                 chosen = appended_by_others([r[2] for r in stored], merge_base, ids)
                 others = [(stored[i][0], bytes(stored[i][1])) for i in chosen]
-            await self._append(conn, rows + others, fresh=True)
+            marker = await self._replace_rows(conn, rows + others)
+        self._wrote(marker)
         self._seen = ids
 
     async def clear(self) -> None:
-        """Forget the stored history."""
-        async with self._db.connection() as conn:
-            await conn.execute(
-                self._db.sql("DELETE FROM {s}.fa_memory_messages WHERE key = %s"), (self.key,)
-            )
+        """Forget the stored history (the marker moves on)."""
+        async with self._db.transaction() as conn:
+            marker = await self._replace_rows(conn, [])
+        self._wrote(marker)
         self._seen = set()
+
+
+def _columns(rows: Sequence[tuple[int, bytes]]) -> tuple[list[int], list[bytes]]:
+    """The shapes and the bodies of memory rows, as ``fa_append_memory`` takes them."""
+    return [r[0] for r in rows], [r[1] for r in rows]
 
 
 def postgres_store(
