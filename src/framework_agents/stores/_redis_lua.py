@@ -13,6 +13,8 @@ __all__ = [
     "FORGET",
     "LIST_THREADS",
     "MEMORY_APPEND",
+    "MEMORY_APPEND_IF",
+    "MEMORY_CLEAR",
     "MEMORY_MERGE",
     "PRUNE_THREADS",
     "PUT",
@@ -207,9 +209,11 @@ end
 return n
 """
 
-# A memory is a list (KEYS[1]) of "<shape digit><json>" items and the set (KEYS[2]) of
+# A memory is a list (KEYS[1]) of "<shape digit><json>" items, the set (KEYS[2]) of
 # their message ids, through which an append skips a message stored already (a retried
-# save stores nothing twice). A list of an earlier release has no set: it is made once.
+# save stores nothing twice), and a counter (KEYS[3], the marker) that every write moves
+# forward (an agent appends to the history while it has not moved). A list of an earlier
+# release has no set: it is made once.
 _MEMORY_IDS = """
 local function id_of(item)
   local ok, doc = pcall(cjson.decode, string.sub(item, 2))
@@ -237,12 +241,12 @@ end
 """
 
 # The window of a memory list: keeps the newest ARGV[1] messages cut between groups
-# (memory._window.window_start), and forgets the ids of what it drops. The tail of
-# MEMORY_APPEND and MEMORY_MERGE.
+# (memory._window.window_start), and forgets the ids of what it drops. The tail of the
+# memory scripts, after ``marker`` is set; returns {kept, dropped, marker}.
 _MEMORY_WINDOW = """
 local limit = tonumber(ARGV[1])
 local n = redis.call('LLEN', KEYS[1])
-if n <= limit then return n end
+if n <= limit then return {n, 0, marker} end
 local tail = redis.call('LRANGE', KEYS[1], -(limit + 1), -1)
 local m = #tail
 local shapes = {}
@@ -269,11 +273,12 @@ else
   end
   redis.call('LTRIM', KEYS[1], drop, -1)
 end
-return n - drop
+return {n - drop, drop, marker}
 """
 
-# KEYS: list, id set.  ARGV: max messages, fresh ('1': replace), items...
-# An append skips an item whose message id is stored already or came earlier in it.
+# KEYS: list, id set, marker.  ARGV: max messages, fresh ('1': replace), items...
+# An append skips an item whose message id is stored already or came earlier in it; the
+# marker moves when anything changed.
 MEMORY_APPEND = (
     _MEMORY_IDS
     + """
@@ -293,11 +298,44 @@ else
   end
 end
 push(items, ids)
+local marker
+if ARGV[2] == '1' or #items > 0 then
+  marker = redis.call('INCR', KEYS[3])
+else
+  marker = tonumber(redis.call('GET', KEYS[3]) or '0')
+end
 """
     + _MEMORY_WINDOW
 )
 
-# KEYS: list, id set.  ARGV: max messages, the number of ids that follow, ids (the
+# KEYS: list, id set, marker.  ARGV: max messages, the marker expected, items...
+# Appends every item if the marker is the expected one and no item's message id is
+# stored already or repeated; else changes nothing and returns false.
+MEMORY_APPEND_IF = (
+    _MEMORY_IDS
+    + """
+if tonumber(redis.call('GET', KEYS[3]) or '0') ~= tonumber(ARGV[2]) then return false end
+local items, ids, given = {}, {}, {}
+for i = 3, #ARGV do
+  local id = id_of(ARGV[i])
+  if not id or given[id] or redis.call('SISMEMBER', KEYS[2], id) == 1 then return false end
+  given[id] = true
+  items[#items + 1] = ARGV[i]
+  ids[#items] = id
+end
+push(items, ids)
+local marker = redis.call('INCR', KEYS[3])
+"""
+    + _MEMORY_WINDOW
+)
+
+# KEYS: list, id set, marker. Forgets the history; returns the marker after.
+MEMORY_CLEAR = """
+redis.call('DEL', KEYS[1], KEYS[2])
+return redis.call('INCR', KEYS[3])
+"""
+
+# KEYS: list, id set, marker.  ARGV: max messages, the number of ids that follow, ids (the
 # committer's base and the given messages), items... Replaces the list with the items,
 # then appends the stored items whose message id is none of the ids: what another writer
 # appended meanwhile (stores._codec.appended_by_others; an unreadable item is replaced).
@@ -318,6 +356,7 @@ for _, item in ipairs(redis.call('LRANGE', KEYS[1], 0, -1)) do
 end
 redis.call('DEL', KEYS[1], KEYS[2])
 push(items, ids)
+local marker = redis.call('INCR', KEYS[3])
 """
     + _MEMORY_WINDOW
 )

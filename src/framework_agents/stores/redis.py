@@ -41,6 +41,7 @@ from ..errors import (
     MemoryCorruptError,
     StorageKeyInvalidError,
 )
+from ..memory._base import Appended
 from ..memory._window import bounded_view, check_max_messages, check_messages
 from ..messages import Message
 from ..sessions._base import CompareAndPut, check_expected_tag, digest
@@ -481,8 +482,13 @@ class RedisMemory(MergingMemory, _Closable):
         self.key = key
         self.max_messages: int = check_max_messages(max_messages)
         self._list = f"{self._db.prefix}mem:{key}"
-        # The list and the set of its message ids (how a save skips a stored message).
-        self._keys = [self._list, f"{self._db.prefix}memids:{key}"]
+        # The list, the set of its message ids (how a save skips a stored message) and
+        # the marker every write moves forward (``MergingMemory``).
+        self._keys = [
+            self._list,
+            f"{self._db.prefix}memids:{key}",
+            f"{self._db.prefix}memseq:{key}",
+        ]
         # Ids of the history this instance last loaded or wrote (the base of a merge).
         self._seen: set[str] | None = None
 
@@ -492,13 +498,19 @@ class RedisMemory(MergingMemory, _Closable):
 
     async def load(self) -> list[Message]:
         """The stored history, repaired and within ``max_messages`` (MEMORY_CORRUPT)."""
-        items = await self._db.call("lrange", self._list, 0, -1)
+
+        def read(pipe: Any) -> None:  # one MULTI/EXEC: the items and the marker together
+            pipe.lrange(self._list, 0, -1)
+            pipe.get(self._keys[2])
+
+        items, marker = await self._db.run(read)
         source = f"memory {self.key!r} in {redact(self._db.url)}"
         for i, item in enumerate(items):
             if not item or item[0] not in b"012":
                 raise MemoryCorruptError(f"{source}: message {i} has no shape prefix")
         messages = decode_messages([bytes(item[1:]) for item in items], source=source)
         self._seen = {m.id for m in messages}
+        self._observe(int(marker or 0))
         return bounded_view(messages, self.max_messages)
 
     async def save(self, messages: Sequence[Message]) -> None:
@@ -509,8 +521,35 @@ class RedisMemory(MergingMemory, _Closable):
         twice.
         """
         given = check_messages(messages)
-        await self._db.script("MEMORY_APPEND", self._keys, [self.max_messages, 0, *_items(given)])
+        args = [self.max_messages, 0, *_items(given)]
+        _, _, marker = await self._db.script("MEMORY_APPEND", self._keys, args)
         self._saved(given)
+        if int(marker) != self._marker:
+            self._wrote(int(marker))
+
+    async def unchanged(self, revision: int) -> bool:
+        """Whether nothing was written under the key since ``revision`` (one read)."""
+        if not self._holds(revision):
+            return False
+        return int(await self._db.call("get", self._keys[2]) or 0) == self._marker
+
+    async def save_if(self, messages: Sequence[Message], *, revision: int) -> Appended | None:
+        """Append ``messages`` if nothing was written under the key since ``revision``.
+
+        ``None`` (nothing written) when anyone wrote since, or when a message's id is
+        stored already or given twice. One Lua script: the check and the append.
+        """
+        given = check_messages(messages)
+        if len({m.id for m in given}) != len(given) or not self._holds(revision):
+            return None
+        args = [self.max_messages, self._marker, *_items(given)]
+        done = await self._db.script("MEMORY_APPEND_IF", self._keys, args)
+        if not done:
+            return None
+        _, dropped, marker = done
+        self._saved(given)
+        self._wrote(int(marker))
+        return Appended(self.revision, int(dropped))
 
     async def commit(
         self, messages: Sequence[Message], *, base: Collection[str] | None = None
@@ -518,21 +557,18 @@ class RedisMemory(MergingMemory, _Closable):
         """:meth:`MergingMemory.commit`. One Lua script, so nothing slips in between."""
         kept, ids, merge_base = self._commit_parts(messages, base)
         if merge_base is None:
-            await self._db.script(
-                "MEMORY_APPEND", self._keys, [self.max_messages, 1, *_items(kept)]
-            )
+            args = [self.max_messages, 1, *_items(kept)]
+            _, _, marker = await self._db.script("MEMORY_APPEND", self._keys, args)
         else:
             known = sorted(merge_base | ids)
-            await self._db.script(
-                "MEMORY_MERGE",
-                self._keys,
-                [self.max_messages, len(known), *known, *_items(kept)],
-            )
+            args = [self.max_messages, len(known), *known, *_items(kept)]
+            _, _, marker = await self._db.script("MEMORY_MERGE", self._keys, args)
+        self._wrote(int(marker))
         self._seen = ids
 
     async def clear(self) -> None:
-        """Forget the stored history."""
-        await self._db.call("delete", *self._keys)
+        """Forget the stored history (the marker moves on)."""
+        self._wrote(int(await self._db.script("MEMORY_CLEAR", self._keys, [])))
         self._seen = set()
 
 
