@@ -10,6 +10,11 @@ For each backend (SQLite, PostgreSQL, Redis; the file checkpointer for reference
 * session save: ``SessionManager.save_latest`` of a snapshot that gained one turn, at
   10 and 1,000 messages (on these storages an appended record), beside the same floor.
 * load of a 10,000-message thread (ms), beside the raw driver fetching the same rows.
+* agent runs on the store's memory (``max_messages=5,000``, no conversation manager):
+  ``Agent.run`` p50 with 10 and 1,000 messages stored, appending each run
+  (``AppendableMemory.save_if``), and the same agent on the same memory seen through a
+  wrapper without ``save_if`` (every run loads and replaces the window: what the
+  database memories did before), beside the floor. Target: flat in the history.
 * concurrency (PostgreSQL and Redis): N = 1, 8, 32 tasks, each running locked turns
   (``thread_lock`` + ``load`` + ``save``) on its own thread: turns per second, and the
   ratio to N = 1.
@@ -33,7 +38,13 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
-from framework_agents import Message, ThreadCheckpoint
+from framework_agents import (
+    Agent,
+    FunctionModel,
+    Message,
+    NullConversationManager,
+    ThreadCheckpoint,
+)
 from framework_agents.checkpoint._base import thread_lock
 from framework_agents.sessions import SessionManager
 from framework_agents.sessions.snapshot import Snapshot, SnapshotData
@@ -109,6 +120,53 @@ async def bench_session_saves(store: Store, saves: int) -> dict[str, Any]:
             await _timed(samples[str(length)], lambda m=manager, s=snapshot: m.save_latest(s))  # type: ignore[misc]
     for manager, _ in managers.values():
         await store.storage.delete(manager.latest_key)
+    return {name: {"p50_ms": _pct(v, 0.5), "p99_ms": _pct(v, 0.99)} for name, v in samples.items()}
+
+
+class _ReplacingMemory:
+    """The memory seen without ``save_if``: an agent loads and replaces it every run."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+        self.max_messages = inner.max_messages
+
+    async def load(self) -> list[Message]:
+        return list(await self.inner.load())
+
+    async def save(self, messages: list[Message]) -> None:
+        await self.inner.save(messages)
+
+    async def replace(self, messages: list[Message]) -> None:
+        await self.inner.replace(messages)
+
+    async def commit(self, messages: list[Message], *, base: Any = None) -> None:
+        await self.inner.commit(messages, base=base)
+
+    async def clear(self) -> None:
+        await self.inner.clear()
+
+
+async def bench_agent_runs(store: Store, runs: int) -> dict[str, Any]:
+    """p50/p99 ms of ``Agent.run`` with 10 and 1,000 messages stored, appending and
+    replacing (interleaved, one run of each per round)."""
+    agents = {}
+    for length in (10, 1000):
+        for mode in ("append", "replace"):
+            memory: Any = store.memory(f"agent-{mode}-{length}-{uuid.uuid4().hex[:6]}", 5000)
+            await memory.save(_history(length))
+            if mode == "replace":
+                memory = _ReplacingMemory(memory)
+            agent = Agent(
+                FunctionModel(lambda history, tools: "sunny, 21 degrees, light wind"),
+                memory=memory,
+                conversation_manager=NullConversationManager(),
+            )
+            await agent.run("warm up")  # the first run loads what was stored
+            agents[f"{mode}_{length}"] = agent
+    samples: dict[str, list[float]] = {name: [] for name in agents}
+    for i in range(runs):
+        for name, agent in agents.items():
+            await _timed(samples[name], lambda a=agent, i=i: a.run(f"question {i}"))  # type: ignore[misc]
     return {name: {"p50_ms": _pct(v, 0.5), "p99_ms": _pct(v, 0.99)} for name, v in samples.items()}
 
 
@@ -277,6 +335,7 @@ async def run_backend(
         out["save_at_10"], out["save_at_1000"] = timings["10"], timings["1000"]
         out["load_10k_ms"], out["load_floor_ms"] = await bench_load(store, load_floor)
         out["session"] = await bench_session_saves(store, saves)
+        out["agent"] = await bench_agent_runs(store, max(20, saves // 4))
     finally:
         await store.close()
     if concurrency:
@@ -311,6 +370,17 @@ def _report(name: str, r: dict[str, Any]) -> None:
         if floor:
             line += f"   ({s['p50_ms'] / floor['p50_ms']:.2f}x floor)"
         print(line)
+    for length in ("10", "1000"):
+        a, b = r["agent"][f"append_{length}"], r["agent"][f"replace_{length}"]
+        line = (
+            f"  Agent.run at {length:>5} messages: append p50 {a['p50_ms']:.2f} ms"
+            f" p99 {a['p99_ms']:.2f};  replace p50 {b['p50_ms']:.2f} ms p99 {b['p99_ms']:.2f}"
+        )
+        if floor:
+            line += f"   (append {a['p50_ms'] / floor['p50_ms']:.2f}x floor)"
+        print(line)
+    growth = r["agent"]["append_1000"]["p50_ms"] / r["agent"]["append_10"]["p50_ms"]
+    print(f"  Agent.run appending, p50 at 1,000 / p50 at 10: {growth:.2f}x")
     line = f"  load 10,000 messages: {r['load_10k_ms']:.1f} ms"
     if r.get("load_floor_ms"):
         ratio = r["load_10k_ms"] / r["load_floor_ms"]

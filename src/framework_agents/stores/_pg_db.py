@@ -168,6 +168,8 @@ DECLARE
     l_start BIGINT;
     l_end BIGINT;
     l_first BIGINT;
+    l_head BIGINT;
+    l_stored TEXT[];
     l_seqs BIGINT[];
     l_tail SMALLINT[];
     l_m INT;
@@ -175,23 +177,40 @@ DECLARE
     l_n BIGINT;
 BEGIN
     INSERT INTO {s}.fa_memories VALUES (p_key, 0, 0, 0) ON CONFLICT DO NOTHING;
-    SELECT next_seq INTO l_start FROM {s}.fa_memories WHERE key = p_key FOR UPDATE;
+    SELECT next_seq, first_seq INTO l_start, l_head FROM {s}.fa_memories
+        WHERE key = p_key FOR UPDATE;
     IF p_fresh THEN
         DELETE FROM {s}.fa_memory_messages WHERE key = p_key;
+        l_head := l_start;
     END IF;
     -- An append skips a message whose id is stored already or came earlier in it (a
-    -- retried save stores nothing twice); ids are looked up through fa_memory_message_ids.
+    -- retried save stores nothing twice). The given ids are looked up through
+    -- fa_memory_message_ids first, in a statement planned with their values (EXECUTE):
+    -- planned once for any ids, a lookup can become a hash of every stored id of the
+    -- key, a pass over the whole history per save.
+    IF NOT p_fresh THEN
+        EXECUTE 'SELECT coalesce(array_agg({s}.fa_message_id(m.body)), ''{}'') '
+             || 'FROM {s}.fa_memory_messages AS m '
+             || 'WHERE m.key = $1 AND {s}.fa_message_id(m.body) = ANY($2)'
+            INTO l_stored
+            USING p_key, ARRAY(SELECT {s}.fa_message_id(b) FROM unnest(p_bodies) AS b);
+    END IF;
     INSERT INTO {s}.fa_memory_messages (key, seq, shape, body)
         SELECT p_key, l_start + row_number() OVER (ORDER BY o) - 1, h, b
         FROM (SELECT h, b, o, mid, row_number() OVER (PARTITION BY mid ORDER BY o) AS nth
               FROM (SELECT h, b, o, {s}.fa_message_id(b) AS mid
                     FROM unnest(p_shapes, p_bodies) WITH ORDINALITY AS u(h, b, o)) AS u
              ) AS given
-        WHERE p_fresh OR given.mid IS NULL OR (given.nth = 1 AND NOT EXISTS (
-            SELECT 1 FROM {s}.fa_memory_messages AS m
-            WHERE m.key = p_key AND {s}.fa_message_id(m.body) = given.mid));
+        WHERE p_fresh OR given.mid IS NULL OR (given.nth = 1 AND given.mid <> ALL(l_stored));
     GET DIAGNOSTICS l_n = ROW_COUNT;
     l_end := l_start + l_n;
+    -- A key's rows lie in [first_seq, next_seq): when that many fit the window, nothing
+    -- is cut and the tail is not read (an append then costs what it adds).
+    IF l_end - l_head <= p_max THEN
+        UPDATE {s}.fa_memories SET first_seq = l_head, next_seq = l_end,
+            updated_at = extract(epoch from clock_timestamp()) WHERE key = p_key;
+        RETURN l_end - l_head;
+    END IF;
     SELECT array_agg(seq ORDER BY seq), array_agg(shape ORDER BY seq) INTO l_seqs, l_tail
         FROM (SELECT seq, shape FROM {s}.fa_memory_messages WHERE key = p_key
               ORDER BY seq DESC LIMIT p_max + 1) AS t;

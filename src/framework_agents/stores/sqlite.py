@@ -531,20 +531,28 @@ class SqliteMemory(MergingMemory, _Closable):
         rows (a clear) too; appending nothing leaves it.
         """
         key, limit = self.key, self.max_messages
-        start = self._marker_of(conn)
+        row = conn.execute(
+            "SELECT next_seq, first_seq FROM fa_memories WHERE key = ?", (key,)
+        ).fetchone()
+        start, head = (0, 0) if row is None else (int(row[0]), int(row[1]))
         if fresh:
             conn.execute("DELETE FROM fa_memory_messages WHERE key = ?", (key,))
+            head = start
         conn.executemany(
             "INSERT INTO fa_memory_messages (key, seq, shape, body) VALUES (?, ?, ?, ?)",
             [(key, start + i, shape, body) for i, (shape, body) in enumerate(rows)],
         )
         end = start + (len(rows) or int(fresh))
-        tail = conn.execute(
-            "SELECT seq, shape FROM fa_memory_messages WHERE key = ? ORDER BY seq DESC LIMIT ?",
-            (key, limit + 1),
-        ).fetchall()[::-1]
-        first = tail[0][0] if tail else end
-        trimmed = 0
+        first, trimmed = (head if rows else end) if fresh else head, 0
+        # A key's rows lie in [first_seq, next_seq): when that many fit the window,
+        # nothing is cut and the tail is not read (an append costs what it adds).
+        tail = []
+        if start + len(rows) - head > limit:
+            tail = conn.execute(
+                "SELECT seq, shape FROM fa_memory_messages WHERE key = ? ORDER BY seq DESC LIMIT ?",
+                (key, limit + 1),
+            ).fetchall()[::-1]
+            first = tail[0][0] if tail else end
         if len(tail) > limit:
             cut = window_start([s for _, s in tail], limit)
             first = tail[cut][0] if cut < len(tail) else end
