@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import inspect
+import weakref
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeGuard, TypeVar, cast
 
@@ -23,17 +24,23 @@ async def call_maybe_async(fn: Callable[..., T | Awaitable[T]], *args: Any, **kw
     return await maybe_await(fn(*args, **kwargs))
 
 
-_IMPLEMENTS: dict[tuple[type, type], bool] = {}
+#: Per class, per protocol: whether its instances implement it.
+_IMPLEMENTS: weakref.WeakKeyDictionary[type, dict[Any, bool]] = weakref.WeakKeyDictionary()
 
 
 def implements(obj: object, protocol: Any) -> TypeGuard[Any]:
     """``isinstance(obj, protocol)`` for a runtime-checkable protocol, cached per class.
 
     A protocol check looks up every member on every call (several microseconds each,
-    several per run); a store's capabilities are those of its class.
+    several per run); a store's capabilities are those of its class. Not cached for a
+    class whose instances answer attributes themselves (``__getattr__``: a proxy's
+    capabilities are its target's).
     """
-    key = (type(obj), protocol)
-    known = _IMPLEMENTS.get(key)
-    if known is None:
-        known = _IMPLEMENTS[key] = isinstance(obj, protocol)
-    return known
+    cls = type(obj)
+    known = _IMPLEMENTS.get(cls)
+    if known is not None and protocol in known:
+        return known[protocol]
+    found = isinstance(obj, protocol)
+    if getattr(cls, "__getattr__", None) is None:
+        _IMPLEMENTS.setdefault(cls, {})[protocol] = found
+    return found

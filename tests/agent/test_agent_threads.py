@@ -111,6 +111,64 @@ def test_a_run_takes_its_thread_in_one_hand_off_and_lets_it_go_with_its_last_sav
     assert stored is not None and [m.text for m in stored.messages][-1] == "seen 3: one|two"
 
 
+def test_a_pause_after_the_last_save_let_the_thread_go_takes_the_lock(
+    cp: FileCheckpointer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The finished run's last save released run.lock; a stream consumer pausing on the
+    # terminal event must then take the lock like anyone else (another process may
+    # already run the thread), not save as if its run still held it.
+    agent = Agent(FunctionModel(reply_with_history), conversation_manager=NullConversationManager())
+    held_while_saving: list[bool] = []
+    real = FileCheckpointer.save
+
+    async def save(self: FileCheckpointer, checkpoint: ThreadCheckpoint) -> None:
+        held_while_saving.append((self.thread_dir(checkpoint.thread_id) / "run.lock").exists())
+        await real(self, checkpoint)
+
+    async def main() -> None:
+        async with contextlib.aclosing(agent.stream("q", checkpointer=cp, thread_id="t")) as s:
+            async for event in s:
+                if event.type == "run_finished":
+                    monkeypatch.setattr(FileCheckpointer, "save", save)
+                    await asyncio.wait_for(agent.pause("t", checkpointer=cp), 5)
+
+    arun(main())
+    assert held_while_saving == [True]
+    assert not (cp.thread_dir("t") / "run.lock").exists()
+
+
+def test_a_wrapper_forwarding_to_a_file_checkpointer_keeps_its_own_steps(tmp_path: Path) -> None:
+    class Counting:
+        def __init__(self, inner: FileCheckpointer) -> None:
+            self.inner = inner
+            self.saves = 0
+
+        async def save(self, checkpoint: ThreadCheckpoint) -> None:
+            self.saves += 1
+            await self.inner.save(checkpoint)
+
+        def __getattr__(self, name: str) -> Any:
+            return getattr(self.inner, name)
+
+    wrapper = Counting(FileCheckpointer(tmp_path / "cp"))
+    agent = Agent(FunctionModel(reply_with_history), conversation_manager=NullConversationManager())
+    arun(agent.run("one", checkpointer=wrapper, thread_id="t"))
+    arun(agent.run("two", checkpointer=wrapper, thread_id="t"))
+    assert wrapper.saves == 2  # the last save of each run went through the wrapper
+
+    patched = FileCheckpointer(tmp_path / "cp2")
+    seen: list[str] = []
+    real_save = patched.save
+
+    async def counted(checkpoint: ThreadCheckpoint) -> None:
+        seen.append(checkpoint.thread_id)
+        await real_save(checkpoint)
+
+    patched.save = counted  # type: ignore[method-assign]
+    arun(agent.run("three", checkpointer=patched, thread_id="u"))
+    assert seen == ["u"]
+
+
 def test_a_corrupt_checkpoint_fails_the_run_and_frees_the_thread(cp: FileCheckpointer) -> None:
     agent = Agent(FunctionModel(reply_with_history), conversation_manager=NullConversationManager())
     arun(agent.run("one", checkpointer=cp, thread_id="t1"))

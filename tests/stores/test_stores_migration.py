@@ -215,3 +215,63 @@ def test_redis_memory_without_the_id_set_gains_it(redis_prefix: str) -> None:
         asyncio.run(body())
     finally:
         client.close()
+
+
+# -- memories an earlier release wrote beside this one -------------------------------------
+
+
+async def _agent_runs_after(memory: SqliteMemory | PostgresMemory, wipe: object) -> None:
+    """Agent runs on ``memory`` around a clear made as the previous release made it.
+
+    That clear deleted the rows and left the key's head (``first_seq``/``next_seq``)
+    alone: ``unchanged()`` does not see it (documented), but the runs around it must
+    keep working and store every turn once.
+    """
+    from framework_agents import Agent, FunctionModel, NullConversationManager
+
+    agent = Agent(
+        FunctionModel(lambda history, tools: f"answer {len(history)}"),
+        memory=memory,
+        conversation_manager=NullConversationManager(),
+    )
+    for i in range(4):  # a full window (max_messages=8)
+        await agent.run(f"q{i}")
+    await wipe()  # type: ignore[operator]
+    for i in range(4, 7):
+        await agent.run(f"q{i}")
+    stored = await memory.load()
+    questions = [m.text for m in stored if m.role == "user"]
+    assert questions == ["q4", "q5", "q6"]  # each turn after the clear, once
+    assert [m.role for m in stored] == ["user", "assistant"] * 3
+    assert len({m.id for m in stored}) == len(stored)
+
+
+def test_sqlite_memory_cleared_by_the_previous_release_keeps_working(tmp_path: Path) -> None:
+    path = tmp_path / "m.db"
+
+    async def wipe() -> None:
+        with sqlite3.connect(path) as conn:
+            conn.execute("DELETE FROM fa_memory_messages WHERE key = 'k'")
+
+    async def body() -> None:
+        async with SqliteMemory(path, "k", max_messages=8) as memory:
+            await _agent_runs_after(memory, wipe)
+
+    asyncio.run(body())
+
+
+@pytest.mark.postgres
+def test_postgres_memory_cleared_by_the_previous_release_keeps_working(pg_schema: str) -> None:
+    import psycopg
+    from stores_backends import PG_URL
+
+    async def wipe() -> None:
+        with psycopg.connect(PG_URL, autocommit=True) as conn:
+            table = f'"{pg_schema}".fa_memory_messages'
+            conn.execute(f"DELETE FROM {table} WHERE key = 'k'")
+
+    async def body() -> None:
+        async with PostgresMemory(PG_URL, "k", max_messages=8, schema=pg_schema) as memory:
+            await _agent_runs_after(memory, wipe)
+
+    asyncio.run(body())

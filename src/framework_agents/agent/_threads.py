@@ -122,8 +122,17 @@ def checked_start(start: Sequence[Message], known: CheckedHistory | None) -> Che
     return CheckedHistory.repaired(start)
 
 
-#: The (checkpointer, thread id) whose run lock the current context holds.
-_HOLDING: contextvars.ContextVar[tuple[Checkpointer, str] | None] = contextvars.ContextVar(
+@dataclass(slots=True)
+class _Holding:
+    """The thread whose run lock the current context holds (until ``released``)."""
+
+    checkpointer: Checkpointer
+    thread_id: str
+    released: bool = False  # the run's last save let the thread go
+
+
+#: The thread whose run lock the current context holds.
+_HOLDING: contextvars.ContextVar[_Holding | None] = contextvars.ContextVar(
     "framework_agents_thread", default=None
 )
 
@@ -206,7 +215,8 @@ class _ThreadRun:
     app_data: dict[str, Any] | None = None  # the thread's, carried from save to save
     # The run's last save (the finished run's checkpoint): nothing of the thread is
     # written after it, so a checkpointer may let the thread go in the same step.
-    save_last: Callable[[ThreadCheckpoint], Awaitable[None]] | None = None
+    save_last: Callable[[ThreadCheckpoint], Awaitable[bool]] | None = None
+    holding: _Holding | None = None  # told when the last save let the thread go
 
     def hooks(self) -> RunHooks:
         return RunHooks(
@@ -316,8 +326,17 @@ class _ThreadRun:
             return
         async with self.lock:
             checkpoint = self.checkpoint(history, finished=True)
-            save, self.save_last = self.save_last or self.checkpointer.save, None
-            await trace_store("checkpoint", "save", self.checkpointer, save(checkpoint))
+            save_last, self.save_last = self.save_last, None
+            if save_last is None:
+                await trace_store(
+                    "checkpoint", "save", self.checkpointer, self.checkpointer.save(checkpoint)
+                )
+            else:
+                let_go = await trace_store(
+                    "checkpoint", "save", self.checkpointer, save_last(checkpoint)
+                )
+                if let_go and self.holding is not None:
+                    self.holding.released = True  # a pause from now on takes the lock
         self.host.remember(self.checkpointer, self.thread_id, history)
 
     # -- settling calls of unknown outcome ----------------------------------------------
@@ -530,11 +549,12 @@ async def open_thread(
     assert thread_id is not None
     given = dict(decisions or {})
     async with contextlib.AsyncExitStack() as stack:
-        holding = stack.enter_async_context(hold_thread(cp, thread_id))
-        held = await trace_store("checkpoint", "load", cp, holding, key=thread_id)
+        taking = stack.enter_async_context(hold_thread(cp, thread_id))
+        held = await trace_store("checkpoint", "load", cp, taking, key=thread_id)
         base = held.checkpoint
         outer = _HOLDING.get()
-        _HOLDING.set((cp, thread_id))
+        holding = _Holding(cp, thread_id)
+        _HOLDING.set(holding)
         try:
             if base is not None and base.app_data is not None:
                 link_previous_run(base.app_data.get(TRACE_APP_DATA_KEY))
@@ -544,12 +564,14 @@ async def open_thread(
                         f"thread {thread_id!r} has no checkpoint to resume"
                     )
                 run = _ThreadRun(host, cp, thread_id, DecisionBook(given), save_last=held.save_last)
+                run.holding = holding
                 yield ThreadStart(run)
                 return
             admission = _admit(base, given, host.tools, resume=resume)
             carried = dict(base.decisions) if resume else {}
             book = DecisionBook({**carried, **admission.decisions})
             run = _ThreadRun(host, cp, thread_id, book, save_last=held.save_last)
+            run.holding = holding
             start = ThreadStart(run, base)
             if admission.surface is not None:
                 start.surface, start.stale = admission.surface, admission.stale
@@ -610,7 +632,12 @@ async def pause_thread(
         await cp.save(ThreadCheckpoint(thread_id, None, messages, state, **keep))
 
     holding = _HOLDING.get()
-    if holding is not None and holding[0] is cp and holding[1] == thread_id:
+    if (
+        holding is not None
+        and not holding.released
+        and holding.checkpointer is cp
+        and holding.thread_id == thread_id
+    ):
         await save(inside=True)  # the thread's own run: its end saves the thread anyway
         return
     async with thread_lock(cp, thread_id):

@@ -104,12 +104,12 @@ class HeldThread:
     """A thread held for a run (:func:`hold_thread`).
 
     ``checkpoint``: the thread's checkpoint as the run took it. ``save_last``: how the
-    run's last save is made (its only write after it is none: a checkpointer may let the
-    thread go in the same step).
+    run's last save is made (the run writes nothing of the thread after it, so a
+    checkpointer may let the thread go in the same step); it returns whether it did.
     """
 
     checkpoint: ThreadCheckpoint | None
-    save_last: Callable[[ThreadCheckpoint], Awaitable[None]]
+    save_last: Callable[[ThreadCheckpoint], Awaitable[bool]]
 
 
 def hold_thread(
@@ -121,9 +121,11 @@ def hold_thread(
     (``FileCheckpointer``: one worker hand-off takes the lock and loads, and the last
     save lets the thread go); others are locked, then loaded, and saved as usual.
     """
-    method: Any = getattr(checkpointer, "_hold_thread", None)
+    # Looked up on the class: a wrapper forwarding attributes to a FileCheckpointer
+    # (``__getattr__``) must not have its own steps bypassed.
+    method: Any = getattr(type(checkpointer), "_hold_thread", None)
     if callable(method):
-        held: AbstractAsyncContextManager[HeldThread] = method(thread_id)
+        held: AbstractAsyncContextManager[HeldThread] = method(checkpointer, thread_id)
         return held
     return held_then_loaded(checkpointer, thread_id)
 
@@ -131,8 +133,13 @@ def hold_thread(
 @contextlib.asynccontextmanager
 async def held_then_loaded(checkpointer: Checkpointer, thread_id: str) -> AsyncIterator[HeldThread]:
     """:func:`thread_lock`, then ``load``; the last save is a plain ``save``."""
+
+    async def save_last(checkpoint: ThreadCheckpoint) -> bool:
+        await checkpointer.save(checkpoint)
+        return False  # the thread stays held until the block ends
+
     async with thread_lock(checkpointer, thread_id):
-        yield HeldThread(await checkpointer.load(thread_id), checkpointer.save)
+        yield HeldThread(await checkpointer.load(thread_id), save_last)
 
 
 @contextlib.asynccontextmanager

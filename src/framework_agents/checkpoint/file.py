@@ -726,20 +726,25 @@ class FileCheckpointer:
 
         The block gets the checkpoint as it was when the lock was taken (what a ``load``
         right after taking it would return), and a last save that lets the thread go in
-        its own hand-off. A subclass that overrides a step has each made by its method.
+        its own hand-off. A subclass (or an instance) that overrides a step has each made
+        by its method.
         """
-        if any(getattr(type(self), name) is not getattr(FileCheckpointer, name) for name in _FUSED):
-            async with held_then_loaded(self, thread_id) as held:  # a subclass's own steps
+        if any(
+            name in vars(self) or getattr(type(self), name) is not getattr(FileCheckpointer, name)
+            for name in _FUSED
+        ):
+            async with held_then_loaded(self, thread_id) as held:  # its own steps, each
                 yield held
             return
         load = functools.partial(self._load_checked, thread_id)
         async with self._run_held(thread_id, ..., load) as hold:
 
-            async def save_last(checkpoint: ThreadCheckpoint) -> None:
+            async def save_last(checkpoint: ThreadCheckpoint) -> bool:
                 if checkpoint.thread_id != thread_id:
                     await self.save(checkpoint)
-                else:
-                    await self._save(checkpoint, hold)
+                    return False
+                await self._save(checkpoint, hold)
+                return hold.released
 
             loaded = cast("ThreadCheckpoint | None", hold.value)
             yield HeldThread(loaded, save_last)

@@ -445,21 +445,23 @@ async def with_file_lock(
 class FileLockHold:
     """A lock held by :func:`hold_file_lock`: what ``then()`` returned, and an early release."""
 
-    __slots__ = ("_held", "released", "value")
+    __slots__ = ("_held", "_turn", "released", "value")
 
-    def __init__(self, held: _Held, value: object) -> None:
+    def __init__(self, held: _Held, value: object, turn: _LocalTurn | None = None) -> None:
         """Wrap the held lock ``held``; ``value`` is what ``then()`` returned."""
         self._held = held
+        self._turn = turn
         self.value = value
         self.released = False
 
     def release_sync(self) -> None:
-        """Let the lock go now: blocking, for a worker call (the holder's last write).
+        """Let the lock file go now: blocking, for a worker call (the holder's last write).
 
-        The block's end then releases nothing more. Without ``flock`` (a heartbeat task
-        keeps the lock), nothing happens: the block's end releases it as usual. The
-        kernel lock is dropped even when removing the file fails (logged): the next
-        waiter takes the file over.
+        The block's end then releases nothing more, and :meth:`end_turn` (on the loop,
+        once the worker call returned) hands this process's turn on at once. Without
+        ``flock`` (a heartbeat task keeps the lock), nothing happens: the block's end
+        releases it as usual. The kernel lock is dropped even when removing the file
+        fails (logged): the next waiter takes the file over.
         """
         if self.released or not self._held.kernel_locked:
             return
@@ -468,6 +470,11 @@ class FileLockHold:
             _release(self._held)
         except OSError as exc:
             logger.warning("lock %s: could not remove the lock file: %s", self._held.path, exc)
+
+    def end_turn(self) -> None:
+        """After :meth:`release_sync`: the next task of this loop may take the lock now."""
+        if self.released and self._turn is not None:
+            self._turn.end()
 
 
 @contextlib.asynccontextmanager
@@ -488,8 +495,8 @@ async def hold_file_lock(
     """
     target, limit, deadline, stale = _lock_arguments(path, timeout, stale_after)
     async with (
-        _local_turn(target, deadline, limit),
-        _file_held(target, deadline, limit, stale, then=then) as hold,
+        _local_turn(target, deadline, limit) as turn,
+        _file_held(target, deadline, limit, stale, then=then, turn=turn) as hold,
     ):
         yield hold
 
@@ -510,12 +517,15 @@ async def call_with_file_lock(
     ``flock`` (the holder then needs its heartbeat), it falls back to waiting as
     :func:`with_file_lock` does. A cancel waits for ``fn`` to finish (it is never torn).
     ``release``: another lock (held around this call) let go in the same hand-off once
-    ``fn`` returned; on the slow path it stays held.
+    ``fn`` returned, and its turn in this process handed on; on the slow path it stays
+    held.
     """
     target, limit, deadline, stale = _lock_arguments(path, timeout, stale_after)
     async with _local_turn(target, deadline, limit):
         done = await run_blocking(_call_if_free, target, stale, fn, args, release)
         if isinstance(done, _Done):
+            if release is not None:
+                release.end_turn()
             return cast("_T", done.value)
         async with _file_held(target, deadline, limit, stale):
             return await run_blocking(fn, *args)
@@ -564,23 +574,40 @@ def _lock_arguments(
     return target, limit, deadline, stale
 
 
+class _LocalTurn:
+    """A task's turn in this process's FIFO queue of one lock path (its asyncio lock)."""
+
+    __slots__ = ("held", "lock")
+
+    def __init__(self, lock: asyncio.Lock) -> None:
+        self.lock = lock
+        self.held = False
+
+    def end(self) -> None:
+        """Hand the turn on (once; the block's end does it when nothing did before)."""
+        if self.held:
+            self.held = False
+            self.lock.release()
+
+
 @contextlib.asynccontextmanager
 async def _local_turn(
     target: Path, deadline: float | None, limit: float | None
-) -> AsyncIterator[None]:
+) -> AsyncIterator[_LocalTurn]:
     """This process's turn at ``target``: tasks of one event loop queue FIFO first."""
     key = str(target)
-    local = _LOCAL.enter(key)
+    turn = _LocalTurn(_LOCAL.enter(key))
     try:
         try:
             async with asyncio.timeout(_remaining(deadline)):
-                await local.acquire()
+                await turn.lock.acquire()
         except TimeoutError:
             raise _timeout_error(target, limit) from None
+        turn.held = True
         try:
-            yield
+            yield turn
         finally:
-            local.release()
+            turn.end()
     finally:
         _LOCAL.leave(key)
 
@@ -593,15 +620,17 @@ async def _file_held(
     stale_after: float,
     *,
     then: Callable[[], object] | None = None,
+    turn: _LocalTurn | None = None,
 ) -> AsyncIterator[FileLockHold]:
     """The lock file held for the block (polling until ``deadline``), then released.
 
     The block gets the hold, with what ``then()`` returned in the hand-off that took the
-    lock; a hold released early (``release_sync``) is not released again.
+    lock; a hold released early (``release_sync``) is not released again, and may end
+    ``turn`` (this process's turn) early.
     """
     taken = await _acquire_file(target, deadline, limit, stale_after, then)
     held = taken.held
-    hold = FileLockHold(held, taken.value)
+    hold = FileLockHold(held, taken.value, turn)
     beat = None
     if not held.kernel_locked:
         beat = asyncio.create_task(_heartbeat(held, stale_after / 4))

@@ -203,6 +203,9 @@ BEGIN
              ) AS given
         WHERE p_fresh OR given.mid IS NULL OR (given.nth = 1 AND given.mid <> ALL(l_stored));
     GET DIAGNOSTICS l_n = ROW_COUNT;
+    IF l_n = 0 AND NOT p_fresh THEN
+        RETURN l_start - l_head;  -- nothing changes (not even the window: that is a write's)
+    END IF;
     l_end := l_start + l_n;
     -- A key's rows lie in [first_seq, next_seq): when that many fit the window, nothing
     -- is cut and the tail is not read (an append then costs what it adds).

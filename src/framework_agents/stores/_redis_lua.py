@@ -297,24 +297,25 @@ else
     end
   end
 end
-push(items, ids)
-local marker
-if ARGV[2] == '1' or #items > 0 then
-  marker = redis.call('INCR', KEYS[3])
-else
-  marker = tonumber(redis.call('GET', KEYS[3]) or '0')
+if ARGV[2] ~= '1' and #items == 0 then  -- nothing changes (not even the window)
+  return {redis.call('LLEN', KEYS[1]), 0, tonumber(redis.call('GET', KEYS[3]) or '0')}
 end
+push(items, ids)
+local marker = redis.call('INCR', KEYS[3])
 """
     + _MEMORY_WINDOW
 )
 
 # KEYS: list, id set, marker.  ARGV: max messages, the marker expected, items...
-# Appends every item if the marker is the expected one and no item's message id is
-# stored already or repeated; else changes nothing and returns false.
+# Appends every item if the marker is the expected one, the list within the window and
+# no item's message id stored already or repeated; else changes nothing, returns false.
 MEMORY_APPEND_IF = (
     _MEMORY_IDS
     + """
 if tonumber(redis.call('GET', KEYS[3]) or '0') ~= tonumber(ARGV[2]) then return false end
+-- More than this window stored (another instance's wider one): the caller's view (a
+-- load's) is not the list.
+if redis.call('LLEN', KEYS[1]) > tonumber(ARGV[1]) then return false end
 local items, ids, given = {}, {}, {}
 for i = 3, #ARGV do
   local id = id_of(ARGV[i])

@@ -670,28 +670,35 @@ class PostgresMemory(MergingMemory, _Closable):
     async def save_if(self, messages: Sequence[Message], *, revision: int) -> Appended | None:
         """Append ``messages`` if nothing was written under the key since ``revision``.
 
-        ``None`` (nothing written) when anyone wrote since, or when a message's id is
-        stored already or given twice. One transaction, under the key's row lock.
+        ``None`` (nothing written) when anyone wrote since, when a message's id is stored
+        already or given twice, or when the key holds more messages than this window.
+        One transaction, under the key's row lock. ``dropped`` is how many stored
+        messages the window then cut.
         """
         given = check_messages(messages)
         ids = [m.id for m in given]
+        expected = self._marker  # before any await: another task may write meanwhile
         if len(set(ids)) != len(ids) or not self._holds(revision):
             return None
         rows = memory_rows(given)
         async with self._db.transaction() as conn:
             start, first = await self._head(conn)
-            if start != self._marker:
+            if start != expected or start - first > self.max_messages:
+                # Written since; or the key holds more than this window (another
+                # instance's wider one): the caller's view is not the stored rows.
                 return None
             cursor = await conn.execute(
                 self._db.sql(
                     "SELECT EXISTS (SELECT 1 FROM {s}.fa_memory_messages WHERE key = %s "
-                    "AND {s}.fa_message_id(body) = ANY(%s))"
+                    "AND {s}.fa_message_id(body) = ANY(%s)), "
+                    "(SELECT min(seq) FROM {s}.fa_memory_messages WHERE key = %s)"
                 ),
-                (self.key, ids),
+                (self.key, ids, self.key),
             )
             found = await cursor.fetchone()
             if found is None or found[0]:
                 return None
+            lowest = start if found[1] is None else int(found[1])
             cursor = await conn.execute(
                 self._db.sql(
                     "SELECT {s}.fa_append_memory(%s, %s, false, %s::smallint[], %s::bytea[])"
@@ -700,11 +707,13 @@ class PostgresMemory(MergingMemory, _Closable):
             )
             kept = await cursor.fetchone()
         assert kept is not None
-        # Every row was appended (no id was stored): the stored rows ran from first to
-        # start, now from the window's head to start + len(rows).
+        # Every row was appended (no id was stored). The key's rows are contiguous, so
+        # the window cut those below its new head, end - kept (the head a cut-free
+        # append leaves may lie lower, where nothing was cut).
+        end = start + len(rows)
         self._saved(given)
-        self._wrote(start + len(rows))
-        return Appended(self.revision, (start - first) + len(rows) - int(kept[0]))
+        self._wrote(end)
+        return Appended(self.revision, max(0, end - int(kept[0]) - lowest))
 
     async def commit(
         self, messages: Sequence[Message], *, base: Collection[str] | None = None

@@ -518,8 +518,14 @@ class SqliteMemory(MergingMemory, _Closable):
 
     def _marker_of(self, conn: sqlite3.Connection) -> int:
         """The key's marker: ``next_seq``, which every write moves forward (0: none yet)."""
-        row = conn.execute("SELECT next_seq FROM fa_memories WHERE key = ?", (self.key,)).fetchone()
-        return 0 if row is None else int(row[0])
+        return self._head(conn)[0]
+
+    def _head(self, conn: sqlite3.Connection) -> tuple[int, int]:
+        """``(next_seq, first_seq)`` of the key: its rows lie in ``[first_seq, next_seq)``."""
+        row = conn.execute(
+            "SELECT next_seq, first_seq FROM fa_memories WHERE key = ?", (self.key,)
+        ).fetchone()
+        return (0, 0) if row is None else (int(row[0]), int(row[1]))
 
     def _append(
         self, conn: sqlite3.Connection, rows: Sequence[tuple[int, bytes]], *, fresh: bool
@@ -531,10 +537,9 @@ class SqliteMemory(MergingMemory, _Closable):
         rows (a clear) too; appending nothing leaves it.
         """
         key, limit = self.key, self.max_messages
-        row = conn.execute(
-            "SELECT next_seq, first_seq FROM fa_memories WHERE key = ?", (key,)
-        ).fetchone()
-        start, head = (0, 0) if row is None else (int(row[0]), int(row[1]))
+        start, head = self._head(conn)
+        if not rows and not fresh:
+            return start, 0  # nothing changes (not even the window: that is a write's)
         if fresh:
             conn.execute("DELETE FROM fa_memory_messages WHERE key = ?", (key,))
             head = start
@@ -620,8 +625,10 @@ class SqliteMemory(MergingMemory, _Closable):
     async def save_if(self, messages: Sequence[Message], *, revision: int) -> Appended | None:
         """Append ``messages`` if nothing was written under the key since ``revision``.
 
-        ``None`` (nothing written) when anyone wrote since, or when a message's id is
-        stored already or given twice. One transaction: the check and the append.
+        ``None`` (nothing written) when anyone wrote since, when a message's id is stored
+        already or given twice, or when the key holds more messages than this window
+        (then what a load gives is not all that is stored). One transaction: the check
+        and the append. ``dropped`` is how many stored messages the window then cut.
         """
         given = check_messages(messages)
         ids = [m.id for m in given]
@@ -630,7 +637,10 @@ class SqliteMemory(MergingMemory, _Closable):
         rows, expected = memory_rows(given), self._marker
 
         def append(conn: sqlite3.Connection) -> tuple[int, int] | None:
-            if self._marker_of(conn) != expected:
+            start, head = self._head(conn)
+            if start != expected or start - head > self.max_messages:
+                # Written since; or the key holds more than this window (another
+                # instance's wider one): the caller's view is not the stored rows.
                 return None
             if len(self._not_stored(conn, ids)) != len(ids):
                 return None

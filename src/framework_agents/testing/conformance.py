@@ -32,6 +32,7 @@ import contextlib
 import functools
 import multiprocessing
 import os
+import random
 import signal
 from collections.abc import Awaitable, Callable, Coroutine, Sequence
 from dataclasses import dataclass
@@ -741,6 +742,84 @@ class StoreConformance:
             view = [*view, *m[4:6]][done.dropped :]
             assert [x.id for x in await memory.load()] == [x.id for x in view]
             assert memory.revision == done.revision  # the load found what the append left
+
+        _run(store_factory, body)
+
+    def test_memory_view_kept_by_save_if_is_what_a_load_returns(
+        self, store_factory: StoreFactory
+    ) -> None:
+        """Random writes by three objects on one key: an agent's invariant always holds.
+
+        A view (what a load returned, extended by each ``save_if`` past its
+        ``dropped``) is exactly what a load returns while ``unchanged`` holds. Writes of
+        the others (appends, duplicates, replaces, clears, by an object with a smaller
+        or a wider window) end that or leave the history as it was.
+        """
+        _needs(store_factory.cross_process, "a durable memory")
+
+        async def body(store: Store) -> None:
+            mine = store.memory("mem/invariant", max_messages=6)
+            _needs(isinstance(mine, AppendableMemory), "an appendable memory")
+            assert isinstance(mine, AppendableMemory)
+            others = [
+                store.memory("mem/invariant", max_messages=3),
+                store.memory("mem/invariant", max_messages=12),
+            ]
+            rng = random.Random(20261204)
+            made = 0
+
+            def fresh(n: int) -> list[Message]:
+                nonlocal made
+                out = _alternating(made + n)[made:]
+                made += n
+                return out
+
+            view = await mine.load()
+            revision = mine.revision
+            for _ in range(120):
+                step = rng.random()
+                if step < 0.45:
+                    new = fresh(rng.choice((1, 2, 2, 4)))
+                    done = await mine.save_if(new, revision=revision)
+                    if done is None:
+                        view, revision = await mine.load(), mine.revision
+                    else:
+                        view, revision = [*view, *new][done.dropped :], done.revision
+                elif step < 0.85:
+                    other = rng.choice(others)
+                    kind = rng.random()
+                    if kind < 0.5:
+                        await other.save(fresh(rng.choice((1, 2))))
+                    elif kind < 0.7:
+                        seen = await other.load()
+                        await other.save(seen[-2:])  # duplicates only
+                    elif kind < 0.9:
+                        seen = await other.load()
+                        await other.replace(seen[1:])  # type: ignore[attr-defined]
+                    else:
+                        await other.clear()
+                if await mine.unchanged(revision):
+                    assert [m.id for m in await mine.load()] == [m.id for m in view]
+                    assert mine.revision == revision
+
+        _run(store_factory, body)
+
+    def test_one_memory_object_appends_once_from_one_revision(
+        self, store_factory: StoreFactory
+    ) -> None:
+        """Two tasks appending from the same revision on one object: one of them appends."""
+
+        async def body(store: Store) -> None:
+            memory = store.memory("mem/twice", max_messages=50)
+            _needs(isinstance(memory, AppendableMemory), "an appendable memory")
+            assert isinstance(memory, AppendableMemory)
+            await memory.load()
+            revision = memory.revision
+            results = await asyncio.gather(
+                memory.save_if([Message("user", "a", id="a")], revision=revision),
+                memory.save_if([Message("user", "b", id="b")], revision=revision),
+            )
+            assert sum(r is not None for r in results) == 1, results
 
         _run(store_factory, body)
 
