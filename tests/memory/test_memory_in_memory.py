@@ -142,3 +142,24 @@ def test_bad_input_is_refused_and_changes_nothing() -> None:
     asyncio.run(main())
     with pytest.raises(InvalidArgumentError):
         InMemoryMemory(max_messages=0)
+
+
+def test_saves_are_idempotent_by_message_id() -> None:
+    memory = InMemoryMemory(max_messages=4)
+    a, b, c, d, e = (Message("user", f"m{i}", id=f"m{i}") for i in range(5))
+
+    async def main() -> None:
+        await memory.save([a, b])
+        await memory.save([b, c, c])  # a retry of b, and c twice
+        assert [m.id for m in await memory.load()] == ["m0", "m1", "m2"]
+        revision = memory.revision
+        assert await memory.save_if([c, d], revision=revision) is None  # c is stored
+        assert await memory.save_if([d, d], revision=revision) is None
+        assert memory.revision == revision  # nothing was written
+        done = await memory.save_if([d, e], revision=revision)
+        assert done is not None and done.dropped == 1
+        assert [m.id for m in await memory.load()] == ["m1", "m2", "m3", "m4"]
+        await memory.save([a])  # cut by the window: stored again, as any new message
+        assert [m.id for m in await memory.load()] == ["m2", "m3", "m4", "m0"]
+
+    asyncio.run(main())

@@ -36,12 +36,17 @@ class InMemoryMemory:
     ``revision`` changes with every write and ``save_if`` appends only while it has not
     (:class:`~framework_agents.memory.AppendableMemory`): that is how the agent's commit
     of a turn costs the turn, not the history.
+
+    Saves are idempotent by message id, as in every other memory: ``save()`` skips a
+    message whose id is stored already (or given earlier in the call), and ``save_if``
+    writes nothing then.
     """
 
     def __init__(self, max_messages: int = 50) -> None:
         """Create it; arguments are described in the class docstring."""
         self.max_messages: int = check_max_messages(max_messages)
         self._stored: list[FrozenMessage] = []
+        self._ids: set[str] = set()  # the ids of what is stored
         self._locks = LoopLocks()
         self._revision = new_revision()
 
@@ -59,25 +64,41 @@ class InMemoryMemory:
         return bounded_view([thaw_message(f) for f in self._stored], self.max_messages)
 
     async def save(self, messages: Sequence[Message]) -> None:
-        """Append copies of ``messages``, then keep the newest ``max_messages``."""
-        self._append(check_messages(messages))
+        """Append copies of the messages whose ids are not stored, then window."""
+        given = check_messages(messages)
+        ids, fresh = self._ids, []
+        for m in given:
+            if m.id not in ids:
+                ids.add(m.id)  # the first of two messages with one id wins
+                fresh.append(m)
+        if fresh:
+            self._append(fresh)
 
     async def save_if(self, messages: Sequence[Message], *, revision: int) -> Appended | None:
-        """Append copies of ``messages`` if nothing was written since ``revision``."""
+        """Append copies of ``messages`` if nothing was written since ``revision``.
+
+        ``None`` (nothing written) also when a message's id is stored already or given
+        twice (the append would then not extend the history as given).
+        """
         added = check_messages(messages)
         if revision != self._revision:
             return None
+        new_ids = {m.id for m in added}
+        if len(new_ids) != len(added) or not self._ids.isdisjoint(new_ids):
+            return None
+        self._ids |= new_ids
         dropped = self._append(added)
         return Appended(self._revision, dropped)
 
     def _append(self, added: list[Message]) -> int:
-        """Append copies of ``added``, window; how many old messages the window dropped."""
+        """Append copies of ``added`` (their ids noted), window; how many the window dropped."""
         frozen = [freeze_message(m) for m in added]  # all copied before anything changes
         kept = self._stored  # never handed out: grown in place, O(len(added))
         kept.extend(frozen)
         cut = 0
         if len(kept) > self.max_messages:
             cut = window_start(_Shapes(kept), self.max_messages)
+            self._ids.difference_update(_frozen_id(f) for f in kept[:cut])
             del kept[:cut]
         self._revision = new_revision()
         return cut
@@ -89,6 +110,7 @@ class InMemoryMemory:
     def _store(self, messages: list[Message]) -> None:
         # Window first: only what is kept is copied (the cut depends on values alone).
         self._stored = [freeze_message(m) for m in window(messages, self.max_messages)]
+        self._ids = {_frozen_id(f) for f in self._stored}
         self._revision = new_revision()
 
     async def commit(
@@ -121,6 +143,7 @@ class InMemoryMemory:
     async def clear(self) -> None:
         """Forget the stored history."""
         self._stored = []
+        self._ids = set()
         self._revision = new_revision()
 
     def __repr__(self) -> str:

@@ -610,7 +610,6 @@ class StoreConformance:
 
     def test_memory_save_is_idempotent_by_message_id(self, store_factory: StoreFactory) -> None:
         """A save retried (a message given again, or twice) stores each message once."""
-        _needs(store_factory.cross_process, "a durable memory (a save can be retried)")
 
         async def body(store: Store) -> None:
             memory = store.memory("mem/once", max_messages=50)
@@ -721,7 +720,6 @@ class StoreConformance:
         """``save_if`` refuses stored or repeated ids; ``dropped`` is what the window cut.
 
         The caller's view (its history past ``dropped``) then stays what a load returns.
-        A durable memory refuses ids (a retried ``save_if`` must not store twice).
         """
 
         async def body(store: Store) -> None:
@@ -732,10 +730,9 @@ class StoreConformance:
             await memory.load()
             done = await memory.save_if(m[:4], revision=memory.revision)
             assert done is not None and done.dropped == 0
-            if store_factory.cross_process:  # a durable memory: a save_if can be retried
-                assert await memory.save_if([m[3], m[4]], revision=done.revision) is None
-                assert await memory.save_if([m[4], m[4]], revision=done.revision) is None
-                assert await memory.unchanged(done.revision)  # nothing was written
+            assert await memory.save_if([m[3], m[4]], revision=done.revision) is None
+            assert await memory.save_if([m[4], m[4]], revision=done.revision) is None
+            assert await memory.unchanged(done.revision)  # nothing was written
             view = m[:4]
             done = await memory.save_if(m[4:6], revision=done.revision)
             assert done is not None and done.dropped == 2
