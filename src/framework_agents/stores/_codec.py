@@ -35,7 +35,7 @@ from ..errors import (
     InvalidArgumentError,
     MemoryCorruptError,
 )
-from ..memory._base import new_revision
+from ..memory._base import Appended, new_revision
 from ..memory._document import encode_message
 from ..memory._window import check_messages, shape_of, window
 from ..messages import Message, MessageList
@@ -263,6 +263,48 @@ class MergingMemory:
     def _holds(self, revision: int) -> bool:
         """Whether ``revision`` is this instance's current one, with a marker known."""
         return revision == self._revision and self._marker is not None
+
+    async def unchanged(self, revision: int) -> bool:
+        """Whether nothing was written under the key since ``revision`` (one read)."""
+        if not self._holds(revision):
+            return False
+        return await self._read_marker() == self._marker
+
+    async def save_if(self, messages: Sequence[Message], *, revision: int) -> Appended | None:
+        """Append ``messages`` if nothing was written under the key since ``revision``.
+
+        ``None`` (nothing written) when anyone wrote since, when a message's id is stored
+        already or given twice, or when the key holds more messages than this window
+        (then what a load gives is not all that is stored). The check and the append are
+        one atomic step (:meth:`_append_if`). ``dropped`` is how many stored messages the
+        window then cut.
+        """
+        given = check_messages(messages)
+        expected = self._marker  # taken before any await: another task may write meanwhile
+        if not self._holds(revision) or len({m.id for m in given}) != len(given):
+            return None
+        assert expected is not None  # _holds: a marker is known
+        done = await self._append_if(given, memory_rows(given), expected)
+        if done is None:
+            return None
+        self._saved(given)
+        self._wrote(done[0])
+        return Appended(self.revision, done[1])
+
+    async def _read_marker(self) -> int:
+        """The key's marker as stored now (0: never written)."""
+        raise NotImplementedError
+
+    async def _append_if(
+        self, given: list[Message], rows: list[tuple[int, bytes]], expected: int
+    ) -> tuple[int, int] | None:
+        """Append ``rows`` in one atomic step if the stored history allows it.
+
+        It does when the marker is ``expected``, the key holds no more than the window and
+        no id of ``given`` is stored: then ``(marker after, rows the window cut)``; else
+        ``None``, nothing written.
+        """
+        raise NotImplementedError
 
     async def commit(
         self, messages: Sequence[Message], *, base: Collection[str] | None = None

@@ -20,7 +20,6 @@ from typing import TYPE_CHECKING, Any
 from .._retention import AutoPrune, check_older_than, check_ttl
 from ..checkpoint.model import ThreadCheckpoint, check_thread_id
 from ..errors import CheckpointConflictError, StorageKeyInvalidError
-from ..memory._base import Appended
 from ..memory._window import (
     bounded_view,
     check_max_messages,
@@ -657,30 +656,17 @@ class PostgresMemory(MergingMemory, _Closable):
         self._saved(given)
         self._wrote(None)  # where the marker is now is learnt by the next load
 
-    async def unchanged(self, revision: int) -> bool:
-        """Whether nothing was written under the key since ``revision`` (one query)."""
-        if not self._holds(revision):
-            return False
+    async def _read_marker(self) -> int:
         rows = await self._db.fetch(
             "SELECT coalesce((SELECT next_seq FROM {s}.fa_memories WHERE key = %s), 0)",
             (self.key,),
         )
-        return int(rows[0][0]) == self._marker
+        return int(rows[0][0])
 
-    async def save_if(self, messages: Sequence[Message], *, revision: int) -> Appended | None:
-        """Append ``messages`` if nothing was written under the key since ``revision``.
-
-        ``None`` (nothing written) when anyone wrote since, when a message's id is stored
-        already or given twice, or when the key holds more messages than this window.
-        One transaction, under the key's row lock. ``dropped`` is how many stored
-        messages the window then cut.
-        """
-        given = check_messages(messages)
-        ids = [m.id for m in given]
-        expected = self._marker  # before any await: another task may write meanwhile
-        if len(set(ids)) != len(ids) or not self._holds(revision):
-            return None
-        rows = memory_rows(given)
+    async def _append_if(
+        self, given: list[Message], rows: list[tuple[int, bytes]], expected: int
+    ) -> tuple[int, int] | None:
+        # One transaction, under the key's row lock.
         async with self._db.transaction() as conn:
             start, first = await self._head(conn)
             if start != expected or start - first > self.max_messages:
@@ -693,7 +679,7 @@ class PostgresMemory(MergingMemory, _Closable):
                     "AND {s}.fa_message_id(body) = ANY(%s)), "
                     "(SELECT min(seq) FROM {s}.fa_memory_messages WHERE key = %s)"
                 ),
-                (self.key, ids, self.key),
+                (self.key, [m.id for m in given], self.key),
             )
             found = await cursor.fetchone()
             if found is None or found[0]:
@@ -711,9 +697,7 @@ class PostgresMemory(MergingMemory, _Closable):
         # the window cut those below its new head, end - kept (the head a cut-free
         # append leaves may lie lower, where nothing was cut).
         end = start + len(rows)
-        self._saved(given)
-        self._wrote(end)
-        return Appended(self.revision, max(0, end - int(kept[0]) - lowest))
+        return end, max(0, end - int(kept[0]) - lowest)
 
     async def commit(
         self, messages: Sequence[Message], *, base: Collection[str] | None = None

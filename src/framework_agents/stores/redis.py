@@ -41,7 +41,6 @@ from ..errors import (
     MemoryCorruptError,
     StorageKeyInvalidError,
 )
-from ..memory._base import Appended
 from ..memory._window import bounded_view, check_max_messages, check_messages
 from ..messages import Message
 from ..sessions._base import CompareAndPut, check_expected_tag, digest
@@ -527,29 +526,19 @@ class RedisMemory(MergingMemory, _Closable):
         if int(marker) != self._marker:
             self._wrote(int(marker))
 
-    async def unchanged(self, revision: int) -> bool:
-        """Whether nothing was written under the key since ``revision`` (one read)."""
-        if not self._holds(revision):
-            return False
-        return int(await self._db.call("get", self._keys[2]) or 0) == self._marker
+    async def _read_marker(self) -> int:
+        return int(await self._db.call("get", self._keys[2]) or 0)
 
-    async def save_if(self, messages: Sequence[Message], *, revision: int) -> Appended | None:
-        """Append ``messages`` if nothing was written under the key since ``revision``.
-
-        ``None`` (nothing written) when anyone wrote since, or when a message's id is
-        stored already or given twice. One Lua script: the check and the append.
-        """
-        given = check_messages(messages)
-        if len({m.id for m in given}) != len(given) or not self._holds(revision):
-            return None
-        args = [self.max_messages, self._marker, *_items(given)]
+    async def _append_if(
+        self, given: list[Message], rows: list[tuple[int, bytes]], expected: int
+    ) -> tuple[int, int] | None:
+        # One Lua script: the checks and the append.
+        args = [self.max_messages, expected, *_row_items(rows)]
         done = await self._db.script("MEMORY_APPEND_IF", self._keys, args)
         if not done:
             return None
         _, dropped, marker = done
-        self._saved(given)
-        self._wrote(int(marker))
-        return Appended(self.revision, int(dropped))
+        return int(marker), int(dropped)
 
     async def commit(
         self, messages: Sequence[Message], *, base: Collection[str] | None = None
@@ -574,7 +563,12 @@ class RedisMemory(MergingMemory, _Closable):
 
 def _items(messages: Sequence[Message]) -> list[bytes]:
     """The list items of messages: ``<shape digit><JSON fragment>``."""
-    return [b"%d" % shape + body for shape, body in memory_rows(messages)]
+    return _row_items(memory_rows(messages))
+
+
+def _row_items(rows: Sequence[tuple[int, bytes]]) -> list[bytes]:
+    """The list items of memory rows (``memory_rows``)."""
+    return [b"%d" % shape + body for shape, body in rows]
 
 
 def redis_store(

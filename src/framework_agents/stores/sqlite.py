@@ -17,7 +17,6 @@ from datetime import timedelta
 from .._retention import AutoPrune, check_older_than, check_ttl
 from ..checkpoint.model import ThreadCheckpoint, check_thread_id
 from ..errors import CheckpointConflictError, StorageKeyInvalidError
-from ..memory._base import Appended
 from ..memory._window import (
     bounded_view,
     check_max_messages,
@@ -548,7 +547,7 @@ class SqliteMemory(MergingMemory, _Closable):
             [(key, start + i, shape, body) for i, (shape, body) in enumerate(rows)],
         )
         end = start + (len(rows) or int(fresh))
-        first, trimmed = (head if rows else end) if fresh else head, 0
+        first, trimmed = (head if rows else end), 0
         # A key's rows lie in [first_seq, next_seq): when that many fit the window,
         # nothing is cut and the tail is not read (an append costs what it adds).
         tail = []
@@ -616,25 +615,13 @@ class SqliteMemory(MergingMemory, _Closable):
         else:
             self._observe(marker)
 
-    async def unchanged(self, revision: int) -> bool:
-        """Whether nothing was written under the key since ``revision`` (one query)."""
-        if not self._holds(revision):
-            return False
-        return await self._db.run(self._marker_of, write=False) == self._marker
+    async def _read_marker(self) -> int:
+        return await self._db.run(self._marker_of, write=False)
 
-    async def save_if(self, messages: Sequence[Message], *, revision: int) -> Appended | None:
-        """Append ``messages`` if nothing was written under the key since ``revision``.
-
-        ``None`` (nothing written) when anyone wrote since, when a message's id is stored
-        already or given twice, or when the key holds more messages than this window
-        (then what a load gives is not all that is stored). One transaction: the check
-        and the append. ``dropped`` is how many stored messages the window then cut.
-        """
-        given = check_messages(messages)
+    async def _append_if(
+        self, given: list[Message], rows: list[tuple[int, bytes]], expected: int
+    ) -> tuple[int, int] | None:
         ids = [m.id for m in given]
-        if len(set(ids)) != len(ids) or not self._holds(revision):
-            return None
-        rows, expected = memory_rows(given), self._marker
 
         def append(conn: sqlite3.Connection) -> tuple[int, int] | None:
             start, head = self._head(conn)
@@ -646,12 +633,7 @@ class SqliteMemory(MergingMemory, _Closable):
                 return None
             return self._append(conn, rows, fresh=False)
 
-        done = await self._db.run(append)
-        if done is None:
-            return None
-        self._saved(given)
-        self._wrote(done[0])
-        return Appended(self.revision, done[1])
+        return await self._db.run(append)
 
     async def commit(
         self, messages: Sequence[Message], *, base: Collection[str] | None = None
