@@ -55,7 +55,6 @@ from .lock import (
     call_with_file_lock,
     check_seconds,
     hold_file_lock,
-    with_file_lock,
 )
 from .model import (
     CHECKPOINT_BASE_VERSION,
@@ -443,13 +442,20 @@ class FileCheckpointer:
             ) from None
 
     @contextlib.asynccontextmanager
-    async def _locked(self, thread_id: str, name: str, wait: float | None) -> AsyncIterator[None]:
+    async def _locked(
+        self,
+        thread_id: str,
+        name: str,
+        wait: float | None,
+        then: Callable[[], object] | None = None,
+    ) -> AsyncIterator[FileLockHold]:
+        """The thread's lock file ``name`` held for the block (``hold_file_lock``)."""
         directory = self.thread_dir(thread_id)
         async with contextlib.AsyncExitStack() as stack:
             for attempt in range(3):
                 try:
-                    await stack.enter_async_context(
-                        with_file_lock(directory / name, wait, self.stale_after)
+                    hold = await stack.enter_async_context(
+                        hold_file_lock(directory / name, wait, self.stale_after, then=then)
                     )
                     break
                 except LockDirectoryMissingError:
@@ -457,7 +463,7 @@ class FileCheckpointer:
                     if attempt == 2:
                         raise
                     await self._make_dir(thread_id)
-            yield
+            yield hold
 
     async def _call_locked(
         self,
@@ -758,22 +764,15 @@ class FileCheckpointer:
     ) -> AsyncIterator[FileLockHold]:
         check_thread_id(thread_id)
         wait = self.lock_timeout if timeout is ... else timeout
-        lock = self.thread_dir(thread_id) / RUN_LOCK_FILE
         async with contextlib.AsyncExitStack() as stack:
-            for attempt in range(3):
-                try:
-                    hold = await stack.enter_async_context(
-                        hold_file_lock(lock, wait, self.stale_after, then=then)
-                    )
-                    break
-                except LockTimeoutError as exc:
-                    raise ThreadBusyError(
-                        f"thread {thread_id!r} is busy: another run holds it ({exc.message})"
-                    ) from exc
-                except LockDirectoryMissingError:
-                    if attempt == 2:  # a delete removed it after our mkdir, thrice
-                        raise
-                    await self._make_dir(thread_id)
+            try:
+                hold = await stack.enter_async_context(
+                    self._locked(thread_id, RUN_LOCK_FILE, wait, then)
+                )
+            except LockTimeoutError as exc:
+                raise ThreadBusyError(
+                    f"thread {thread_id!r} is busy: another run holds it ({exc.message})"
+                ) from exc
             yield hold
 
 

@@ -437,8 +437,7 @@ async def with_file_lock(
     :class:`LockDirectoryMissingError`: INVALID_ARGUMENT, and a ``FileNotFoundError``).
     A wrong type or value of any argument is INVALID_ARGUMENT.
     """
-    target, limit, deadline, stale = _lock_arguments(path, timeout, stale_after)
-    async with _local_turn(target, deadline, limit), _file_held(target, deadline, limit, stale):
+    async with hold_file_lock(path, timeout, stale_after):
         yield
 
 
