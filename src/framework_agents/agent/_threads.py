@@ -563,15 +563,16 @@ async def open_thread(
                     raise CheckpointMissingError(
                         f"thread {thread_id!r} has no checkpoint to resume"
                     )
-                run = _ThreadRun(host, cp, thread_id, DecisionBook(given), save_last=held.save_last)
-                run.holding = holding
+                book = DecisionBook(given)
+                run = _ThreadRun(
+                    host, cp, thread_id, book, save_last=held.save_last, holding=holding
+                )
                 yield ThreadStart(run)
                 return
             admission = _admit(base, given, host.tools, resume=resume)
             carried = dict(base.decisions) if resume else {}
             book = DecisionBook({**carried, **admission.decisions})
-            run = _ThreadRun(host, cp, thread_id, book, save_last=held.save_last)
-            run.holding = holding
+            run = _ThreadRun(host, cp, thread_id, book, save_last=held.save_last, holding=holding)
             start = ThreadStart(run, base)
             if admission.surface is not None:
                 start.surface, start.stale = admission.surface, admission.stale
