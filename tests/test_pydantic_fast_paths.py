@@ -17,9 +17,12 @@ from framework_agents import Message, ReasoningBlock, TextBlock, ToolCall
 from framework_agents._pydantic_fast import (
     copy_message,
     freeze_message,
+    share_fields_set,
     thaw_message,
 )
 from framework_agents.checkpoint import ThreadCheckpoint
+from framework_agents.errors import AgentError
+from framework_agents.messages import MessageList
 
 SAMPLES = [
     Message("user", "hello"),
@@ -142,3 +145,33 @@ def test_the_bound_layout_is_messages() -> None:
     made = _pydantic_fast.message_layout(Message)
     message = Message("tool", "r", tool_call_id="c", name="f", id="i")
     assert made.freeze_message(message) == freeze_message(message)
+
+
+def test_messages_sharing_one_fields_set_copy_pickle_and_compare_as_before() -> None:
+    import pickle
+
+    parsed = MessageList.validate_json(MessageList.dump_json(SAMPLES))
+    share_fields_set(parsed)
+    shared = parsed[0].__pydantic_fields_set__
+    assert shared == set(Message.model_fields)
+    assert all(m.__pydantic_fields_set__ is shared for m in parsed)
+    # model_copy copies the set before adding the updated names; the shared one is untouched.
+    changed = parsed[0].model_copy(update={"content": "other"})
+    assert changed.model_fields_set == set(Message.model_fields)
+    assert changed.model_fields_set is not shared
+    assert copy_message(parsed[1]).model_fields_set is not shared
+    assert copy.deepcopy(parsed[2]).model_fields_set is not shared
+    with pytest.raises(AgentError):  # frozen: assignment is refused before the set is touched
+        parsed[0].content = "x"  # type: ignore[misc]
+    assert shared == set(Message.model_fields)
+    back = pickle.loads(pickle.dumps(parsed))
+    assert back == parsed == SAMPLES
+    assert back[0].model_fields_set is not shared
+
+
+def test_only_messages_naming_every_field_share_the_set() -> None:
+    partial = Message.model_validate({"role": "user", "content": "x", "id": "p"})
+    whole = MessageList.validate_json(MessageList.dump_json([partial]))[0]
+    share_fields_set([partial, whole])
+    assert partial.model_fields_set == {"role", "content", "id"}
+    assert whole.model_fields_set == set(Message.model_fields)

@@ -18,7 +18,8 @@ from hypothesis import strategies as st
 
 from framework_agents import FileMemory, Message, ReasoningBlock, TextBlock, ToolCall
 from framework_agents.errors import MemoryCorruptError
-from framework_agents.memory._document import _canonical_messages, strict_loads
+from framework_agents.memory import _document
+from framework_agents.memory._document import _canonical_messages, parse_items, strict_loads
 from framework_agents.messages import MessageList
 
 _text = st.text(
@@ -148,3 +149,65 @@ def test_a_version_2_document_not_exactly_as_written_is_corrupt(tmp_path: Path, 
     with pytest.raises(MemoryCorruptError):
         asyncio.run(FileMemory(tmp_path).load())
     assert path.read_bytes() == edited
+
+
+# -- parsing a messages array a slice at a time ---------------------------------------------
+
+#: Values that put the cut marker ``,{"role":"`` inside a message: in nested args and
+#: metadata (where a cut leaves the slice unparseable) and inside strings (escaped there).
+_DECOYS: list[Any] = [
+    [{"role": "user"}, {"role": "assistant", "content": "x"}],
+    {"a": [{"role": "tool"}, {"role": "x"}]},
+    ',{"role":"user"',
+]
+_decoy_args = st.fixed_dictionaries({"q": st.sampled_from(_DECOYS)})
+_decoyed = st.lists(
+    st.builds(
+        Message,
+        st.sampled_from(["user", "assistant", "system"]),
+        _text | st.sampled_from([',{"role":"user","content":"', ']},{"role"']),
+        st.lists(st.builds(ToolCall, _text, _text, _decoy_args), max_size=2),
+        metadata=st.fixed_dictionaries({}, optional={"m": st.sampled_from(_DECOYS)}),
+    ),
+    max_size=12,
+)
+
+
+@settings(max_examples=150, deadline=None)
+@given(messages=_decoyed, size=st.integers(1, 400))
+def test_a_sliced_parse_gives_what_one_parse_gives(messages: list[Message], size: int) -> None:
+    data = b'{"x":' + MessageList.dump_json(messages) + b"}"
+    start, end = data.index(b"[") + 1, len(data) - 2
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(_document, "PARSE_SLICE", size)
+        parsed = parse_items(data, start, end)
+    assert parsed == messages
+    assert [m.model_dump_json() for m in parsed] == [m.model_dump_json() for m in messages]
+    assert all(m.model_fields_set == set(Message.model_fields) for m in parsed)
+
+
+@pytest.mark.parametrize("size", [1, 64, 1 << 16])
+def test_a_bad_array_raises_as_one_parse_does(size: int) -> None:
+    good = MessageList.dump_json([Message("user", f"m{i}", id=f"m{i}") for i in range(20)])
+    bad = good[:-30] + b"\x01" + good[-29:]  # a control character in the last message
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(_document, "PARSE_SLICE", size)
+        with pytest.raises(ValueError):
+            parse_items(bad, 1, len(bad) - 1)
+        with pytest.raises(ValueError):
+            parse_items(b"[" + good[1:-1] + b",]", 1, len(good))  # a trailing comma
+
+
+def test_a_long_history_loads_in_slices_sharing_one_fields_set(tmp_path: Path) -> None:
+    messages = [Message("user", f"text {i} " * 20, id=f"m{i}") for i in range(3000)]
+    # The cut marker in nested metadata too (the property test above makes cuts fall on it).
+    messages[2500] = Message("user", "decoy", id="m2500", metadata={"m": _DECOYS[0]})
+    memory = FileMemory(tmp_path, max_messages=10_000)
+    asyncio.run(memory.replace(messages))
+    asyncio.run(memory.save([Message("user", "more", id=f"j{i}") for i in range(500)]))
+    assert memory.path.stat().st_size > 4 * _document.PARSE_SLICE
+    loaded = asyncio.run(FileMemory(tmp_path, max_messages=10_000).load())
+    assert [m.id for m in loaded] == [m.id for m in messages] + [f"j{i}" for i in range(500)]
+    assert loaded[: len(messages)] == messages
+    shared = {id(m.model_fields_set) for m in loaded}
+    assert len(shared) == 1
