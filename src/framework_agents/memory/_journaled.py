@@ -170,26 +170,26 @@ class MemoryFiles:
 
     # -- reading -----------------------------------------------------------------------
 
-    def read_messages(self) -> list[Message]:
-        """Every stored message (document, then journal), parsed once; no cache."""
+    def read_messages(self) -> tuple[list[Message], set[str]]:
+        """Every stored message (document, then journal), parsed once, and their ids."""
         opened = self._open(self.doc)
         if opened is None:
-            return []
+            return [], set()
         fd, st = opened
         try:
             data = self._read(fd, st, self.doc, 0, self.max_bytes)
         finally:
             os.close(fd)
         messages, token = parse_document(data, self.doc, max_items=self.max_items)
-        if token is None:
-            return messages
         seen = {m.id for m in messages}
+        if token is None:
+            return messages, seen
         for payload in self._journal_payloads(token, len(data)):
             for msg in parse_record(payload, self.journal):
                 if msg.id not in seen:
                     seen.add(msg.id)
                     messages.append(msg)
-        return messages
+        return messages, seen
 
     def _journal_payloads(self, token: str, doc_bytes: int) -> list[bytes]:
         opened = self._open(self.journal)

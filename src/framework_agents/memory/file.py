@@ -192,8 +192,7 @@ class FileMemory:
 
     async def load(self) -> list[Message]:
         """The stored history, repaired and within ``max_messages``."""
-        stored = await run_blocking(self._guard, "read", self._load_sync)
-        self._seen = {m.id for m in stored}
+        stored, self._seen = await run_blocking(self._guard, "read", self._load_sync)
         return self._view(stored)
 
     async def save(self, messages: Sequence[Message]) -> None:
@@ -318,7 +317,7 @@ class FileMemory:
                 raise
         return fd
 
-    def _load_sync(self) -> list[Message]:
+    def _load_sync(self) -> tuple[list[Message], set[str]]:
         fd = self._lock_sync(False)
         try:
             idents = self._idents_now()  # writers wait for the shared lock we hold
