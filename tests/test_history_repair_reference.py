@@ -17,6 +17,7 @@ def reference_repair(messages: Sequence[Message]) -> list[Message]:
     out: list[Message] = []
     calls: list[ToolCall] = []
     answered: set[str] = set()
+    turn = ""
 
     def close() -> None:
         for c in calls:
@@ -27,7 +28,7 @@ def reference_repair(messages: Sequence[Message]) -> list[Message]:
                         INTERRUPTED_TEXT,
                         tool_call_id=c.id,
                         name=c.name,
-                        id=f"interrupted-{c.id}",
+                        id=f"interrupted-{turn}-{c.id}",
                         metadata={"kind": "interrupted"},
                     )
                 )
@@ -42,6 +43,7 @@ def reference_repair(messages: Sequence[Message]) -> list[Message]:
         close()
         calls, answered = [], set()
         if msg.role == "assistant" and msg.tool_calls:
+            turn = msg.id
             unique: dict[str, ToolCall] = {}
             for call in msg.tool_calls:
                 unique.setdefault(call.id, call)
@@ -63,3 +65,31 @@ def test_repair_matches_the_reference(history_strategy: Any, data: Any) -> None:
     # Kept messages are the very objects given (only a deduplicated turn is a copy).
     given_ids = {id(m) for m in history}
     assert [id(m) in given_ids for m in got] == [id(m) in given_ids for m in want]
+
+
+@settings(max_examples=200)
+@given(data=st.data())
+def test_synthesised_results_never_take_an_id_in_use(history_strategy: Any, data: Any) -> None:
+    # Call ids repeat across turns in these histories: every message id stays unique, so
+    # a memory (which dedupes by id) keeps every synthesised result.
+    history = data.draw(history_strategy(well_formed=False))
+    repaired = repair_history(history)
+    assert len({m.id for m in repaired}) == len(repaired)
+    assert repair_history(repaired) == repaired  # idempotent
+
+
+def test_a_call_id_repeated_by_a_later_turn_gets_its_own_result_id() -> None:
+    def turn(msg_id: str, *call_ids: str) -> Message:
+        calls = [ToolCall(c, "lookup") for c in call_ids]
+        return Message("assistant", "", tool_calls=calls, id=msg_id)
+
+    history = [turn("a1", "call_0"), Message("user", "again", id="u"), turn("a2", "call_0")]
+    repaired = repair_history(history)
+    assert [m.id for m in repaired] == [
+        "a1",
+        "interrupted-a1-call_0",
+        "u",
+        "a2",
+        "interrupted-a2-call_0",
+    ]
+    assert repaired[-1].tool_call_id == "call_0"

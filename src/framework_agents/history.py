@@ -93,14 +93,21 @@ def is_well_formed(messages: Sequence[Message]) -> bool:
     return not well_formed_problems(messages)
 
 
-def _interrupted_result(call: ToolCall) -> Message:
-    # A deterministic id keeps repair idempotent and reproducible across processes.
+def _interrupted_result(turn: str, call: ToolCall) -> Message:
+    """The result synthesised for ``call`` of the assistant turn whose id is ``turn``.
+
+    Its id, ``interrupted-<turn id>-<call id>``, is deterministic (repair stays idempotent
+    and reproducible across processes, and the repair of a history does not depend on what
+    precedes it) and unique: call ids are unique within a turn, but may repeat across
+    turns (some providers number calls per turn), and two messages with one id are one
+    message to every memory (saves dedupe by id).
+    """
     return Message(
         "tool",
         INTERRUPTED_TEXT,
         tool_call_id=call.id,
         name=call.name,
-        id=f"interrupted-{call.id}",
+        id=f"interrupted-{turn}-{call.id}",
         metadata={"kind": "interrupted"},
     )
 
@@ -316,6 +323,7 @@ def repair_history(messages: Sequence[Message]) -> list[Message]:
     # open turn, nothing to add) stays a dict lookup per message.
     calls: dict[str, ToolCall] = {}
     answered: set[str] = set()
+    turn = ""  # the id of the assistant turn that made ``calls``
     append = out.append
     for msg in messages:
         if msg.role == "tool":
@@ -326,16 +334,19 @@ def repair_history(messages: Sequence[Message]) -> list[Message]:
             continue
         if calls:
             if len(answered) != len(calls):
-                out.extend(_interrupted_result(c) for c in calls.values() if c.id not in answered)
+                out.extend(
+                    _interrupted_result(turn, c) for c in calls.values() if c.id not in answered
+                )
             calls, answered = {}, set()
         if msg.role == "assistant" and msg.tool_calls:
+            turn = msg.id
             for call in msg.tool_calls:
                 calls.setdefault(call.id, call)
             if len(calls) != len(msg.tool_calls):
                 msg = msg.model_copy(update={"tool_calls": list(calls.values())})
         append(msg)
     if calls and len(answered) != len(calls):
-        out.extend(_interrupted_result(c) for c in calls.values() if c.id not in answered)
+        out.extend(_interrupted_result(turn, c) for c in calls.values() if c.id not in answered)
     return out
 
 

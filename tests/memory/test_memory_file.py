@@ -134,7 +134,7 @@ def test_malformed_saves_are_stored_as_given_and_loaded_repaired(tmp_path: Path)
     stored = json.loads((tmp_path / "memory.json").read_bytes())["messages"]
     assert [m["id"] for m in stored] == ["o", "u", "a"]  # nothing dropped on disk
     assert is_well_formed(loaded)
-    assert [m.id for m in loaded] == ["u", "a", "interrupted-c1"]
+    assert [m.id for m in loaded] == ["u", "a", "interrupted-a-c1"]
 
 
 def test_load_stays_within_the_bound_after_repair(tmp_path: Path) -> None:

@@ -38,7 +38,9 @@ def _is_placeholder(msg: Message) -> bool:
     return (
         msg.role == "tool"
         and msg.kind == "interrupted"
-        and msg.id == f"interrupted-{msg.tool_call_id}"
+        and msg.tool_call_id is not None
+        and msg.id.startswith("interrupted-")  # -<turn id>-<call id> (-<call id> before)
+        and msg.id.endswith(f"-{msg.tool_call_id}")
         and msg.text == INTERRUPTED_TEXT
     )
 
