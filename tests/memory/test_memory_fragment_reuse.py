@@ -1,4 +1,5 @@
-"""FileMemory reuses a text-only message's fragment only while it would serialise the same."""
+"""FileMemory reuses a text-only message's fragment only while it would serialise the same;
+text-only messages are encoded without the read-back check, exactly as with it."""
 
 from __future__ import annotations
 
@@ -7,10 +8,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from framework_agents import FileMemory, Message
 from framework_agents.errors import InvalidArgumentError
 from framework_agents.memory import file as file_module
+from framework_agents.memory._document import encode_message, strict_loads
 
 
 def _count_encodes(monkeypatch: pytest.MonkeyPatch) -> list[Message]:
@@ -73,3 +77,48 @@ def test_an_empty_value_of_the_wrong_type_is_not_taken_for_the_stored_one(
         asyncio.run(memory.replace([msg]))
     (back,) = asyncio.run(FileMemory(tmp_path).load())
     assert back.metadata == {}
+
+
+# -- encoding a text-only message without the read-back check ---------------------------------
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    role=st.sampled_from(["user", "assistant", "system", "tool"]),
+    content=st.text(st.characters(exclude_categories=["Cs"])),
+    name=st.none() | st.text(max_size=5),
+    call_id=st.none() | st.text(max_size=5),
+)
+def test_a_text_only_message_encodes_as_the_checked_path_does(
+    role: str, content: str, name: str | None, call_id: str | None
+) -> None:
+    msg = Message(role, content, name=name, tool_call_id=call_id)  # type: ignore[arg-type]
+    fragment, back = encode_message(msg)
+    assert fragment == msg.model_dump_json().encode()
+    assert Message.model_validate(strict_loads(fragment)) == back == msg
+    assert back is not msg and back.tool_calls is not msg.tool_calls  # independent copy
+    assert back.metadata is not msg.metadata
+
+
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [("content", "a\ud800b"), ("name", "\udfff"), ("id", "x\ud801")],
+)
+def test_a_lone_surrogate_in_a_text_only_message_is_refused(field: str, value: str) -> None:
+    msg = Message("user", "ok", id="m1")
+    object.__setattr__(msg, field, value)  # a surrogate the constructor would also take
+    with pytest.raises(InvalidArgumentError, match="cannot be stored as JSON"):
+        encode_message(msg)
+
+
+def test_a_string_subclass_takes_the_checked_path() -> None:
+    class Tagged(str):
+        pass
+
+    msg = Message("user", "plain", id="m1")
+    object.__setattr__(msg, "content", Tagged("tagged"))
+    fragment, back = encode_message(msg)
+    assert back.content == "tagged" and type(back.content) is str
+    assert fragment == b'{"role":"user","content":"tagged","tool_calls":[],' + (
+        b'"tool_call_id":null,"name":null,"id":"m1","metadata":{}}'
+    )

@@ -54,6 +54,10 @@ def _finite(text: str) -> float:
     return value
 
 
+#: One decoder for every strict read (``json.loads`` with hooks would make one per call).
+_DECODER = json.JSONDecoder(object_pairs_hook=_pairs, parse_constant=_constant, parse_float=_finite)
+
+
 def strict_loads(data: bytes) -> Any:
     """Parse UTF-8 JSON, refusing duplicate keys, NaN/Infinity and out-of-range numbers.
 
@@ -62,10 +66,7 @@ def strict_loads(data: bytes) -> Any:
             and an escaped lone surrogate).
         RecursionError: input nested too deeply for the parser.
     """
-    text = data.decode("utf-8")
-    value = json.loads(
-        text, object_pairs_hook=_pairs, parse_constant=_constant, parse_float=_finite
-    )
+    value = _DECODER.decode(data.decode("utf-8"))
     if _SURROGATE_ESCAPE.search(data):
         # Escaped surrogate pairs decode to one character; lone ones cannot be stored.
         try:

@@ -27,7 +27,7 @@ from pydantic import ValidationError
 from pydantic_core import PydanticSerializationError
 
 from .._persist import json_problem, json_type, strict_loads, version_problem
-from .._pydantic_fast import share_fields_set
+from .._pydantic_fast import copy_message, share_fields_set
 from ..errors import InvalidArgumentError, MemoryCorruptError
 from ..messages import Message, MessageList
 
@@ -297,6 +297,16 @@ def encode_message(msg: Message) -> tuple[bytes, Message]:
     ``InvalidArgumentError`` rather than stored altered. The read-back message is an
     independent object equal to ``msg`` (see :func:`same_json_message`).
     """
+    if msg.__class__ is Message and _text_only(msg.__dict__):
+        # Strings and None serialise exactly (a lone surrogate, which cannot, is refused
+        # by the serialiser): the read-back check is needed only for free-form values.
+        try:
+            fragment = _SERIALIZER.to_json(msg)
+        except (PydanticSerializationError, ValueError) as exc:
+            raise InvalidArgumentError(
+                f"message {msg.id!r} cannot be stored as JSON: {exc}"
+            ) from None
+        return fragment, copy_message(msg)
     problem = _free_form_problem(msg)
     if problem is not None:
         raise InvalidArgumentError(f"message {msg.id!r} cannot be stored as JSON: {problem}")
@@ -312,6 +322,21 @@ def encode_message(msg: Message) -> tuple[bytes, Message]:
             "list, dict with str keys)"
         )
     return fragment, back
+
+
+_STRING_OR_NONE = frozenset({str, type(None)})
+
+
+def _text_only(fields: dict[str, Any]) -> bool:
+    """Whether a message's fields are strings or ``None`` (no tool calls, no metadata)."""
+    calls, metadata = fields["tool_calls"], fields["metadata"]
+    if calls.__class__ is not list or calls or metadata.__class__ is not dict or metadata:
+        return False
+    return all(
+        value.__class__ in _STRING_OR_NONE
+        for name, value in fields.items()
+        if name != "tool_calls" and name != "metadata"
+    )
 
 
 def _free_form_problem(msg: Message) -> str | None:

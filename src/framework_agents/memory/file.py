@@ -18,6 +18,7 @@ import math
 import os
 import time
 from collections.abc import Awaitable, Callable, Collection, Sequence
+from itertools import islice
 from pathlib import Path
 from typing import ParamSpec, TypeVar
 
@@ -276,12 +277,13 @@ class FileMemory:
                 fragment, back = encode_message(msg)
                 fresh[msg.id] = (back, fragment)
             out.add(msg.id, fragment, shape_of(msg))
-        if fresh:
-            memo = {**memo, **fresh}
+        if fresh:  # only once every message encoded: a refused one leaves the memo as it was
+            memo.update(fresh)
+            # Keep the newest entries, a window's worth and more; cut in batches, so a save
+            # costs what it adds, not the memo's size.
             limit = 2 * self.max_messages
-            if len(memo) > limit:  # keep the newest entries: a window's worth and more
-                memo = dict(list(memo.items())[-limit:])
-            self._memo = memo
+            if len(memo) > limit + max(limit // 2, 64):
+                self._memo = dict(islice(memo.items(), len(memo) - limit, None))
         return out
 
     # -- blocking parts, run in a worker thread ------------------------------------------
