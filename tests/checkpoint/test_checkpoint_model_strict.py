@@ -8,8 +8,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
+from pydantic import ValidationError
 
-from framework_agents import AgentError, FileCheckpointer, Message, ThreadCheckpoint
+from framework_agents import AgentError, FileCheckpointer, Message, ThreadCheckpoint, ToolCall
 
 
 @pytest.mark.parametrize("bad", [None, 1, ["a"], b"a", 1.5, {"a": 1}], ids=repr)
@@ -63,3 +64,41 @@ def test_an_iso_saved_at_string_still_loads(tmp_path: Path) -> None:
     _stored(tmp_path, saved_at="2026-01-01T00:00:00Z")
     got = asyncio.run(FileCheckpointer(tmp_path).load("t1"))
     assert got is not None and got.saved_at == datetime(2026, 1, 1, tzinfo=UTC)
+
+
+# -- the constructor validates the message list on its own schema ------------------------------
+
+
+def _whole(**data: object) -> ThreadCheckpoint:
+    """The checkpoint pydantic's own validation of every field makes (no constructor)."""
+    return ThreadCheckpoint.model_validate(data)
+
+
+def test_messages_given_to_the_constructor_come_out_as_the_models_validation_gives() -> None:
+    call = ToolCall("c1", "f", {"a": [1]})
+    given = [
+        Message("user", "hi", id="u"),
+        Message("assistant", "", tool_calls=[call], id="a"),
+        {"role": "tool", "content": "r", "tool_call_id": "c1", "id": "t"},  # a dict too
+    ]
+    when = datetime(2026, 1, 1, tzinfo=UTC)
+    made = ThreadCheckpoint("t1", when, given)  # type: ignore[arg-type]
+    want = _whole(thread_id="t1", messages=given, saved_at=when)
+    assert made == want
+    assert made.messages is not given and made.messages[0] is given[0]  # same instances
+    assert made.model_fields_set == want.model_fields_set
+    assert ThreadCheckpoint("t1", messages=[]).messages == []
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [[1], [Message("user", "ok"), {"role": "nobody"}], [{"role": "user", "extra": 1}]],
+    ids=["number", "bad-role", "extra-key"],
+)
+def test_a_bad_message_is_reported_as_the_models_validation_reports_it(bad: list[object]) -> None:
+    with pytest.raises(ValidationError) as made:
+        ThreadCheckpoint("t1", None, bad)  # type: ignore[arg-type]
+    with pytest.raises(ValidationError) as whole:
+        _whole(thread_id="t1", messages=bad)
+    assert made.value.errors() == whole.value.errors()
+    assert made.value.errors()[0]["loc"][0] == "messages"
