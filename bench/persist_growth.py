@@ -52,6 +52,7 @@ import statistics
 import tempfile
 import time
 import tracemalloc
+from collections import deque
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
@@ -96,8 +97,11 @@ _WORDS = [
 def _text(i: int, chars: int) -> str:
     out: list[str] = []
     k = i
-    while sum(len(w) + 1 for w in out) < chars:
-        out.append(_WORDS[k % len(_WORDS)])
+    size = 0  # the words' lengths plus one separator each
+    while size < chars:
+        word = _WORDS[k % len(_WORDS)]
+        out.append(word)
+        size += len(word) + 1
         k += 1
     return " ".join(out)
 
@@ -221,9 +225,10 @@ def store_steps(root: Path) -> dict[str, Step]:
         await asyncio.to_thread(sqlite_insert, [(m.model_dump_json(),) for m in new])
 
     agent_cp = FileCheckpointer(root / "agent")
-    agent = Agent(
-        FunctionModel(_agent_reply), tools=[lookup], conversation_manager=NullConversationManager()
-    )
+    # FunctionModel records every call with a copy of the history it was given: keep only
+    # the last, or the harness would hold turns x history references by the end.
+    model = FunctionModel(_agent_reply, calls=deque(maxlen=1))  # type: ignore[arg-type]
+    agent = Agent(model, tools=[lookup], conversation_manager=NullConversationManager())
 
     async def agent_step(i: int, new: list[Message], history: list[Message]) -> None:
         _TURN[0] = i + 1

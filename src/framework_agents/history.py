@@ -267,7 +267,8 @@ class CheckedHistory(Sequence[Message]):
         if isinstance(messages, CheckedHistory):
             if messages._log is self._log and messages._start == self._start:
                 return True  # one grew from the other: they share the list
-            return messages.to_list()[:n] == self.to_list()
+            start = messages._start
+            return messages._log[start : start + n] == self.to_list()
         head = messages[:n]
         return (head if isinstance(head, list) else list(head)) == self.to_list()
 

@@ -244,7 +244,8 @@ class _ThreadRun:
         # history already (validating them again is a pass over the whole history per
         # save; the checkpointer checks what a save adds).
         checkpoint = ThreadCheckpoint(self.thread_id, None, [], state, **fields)
-        return checkpoint.model_copy(update={"messages": list(messages)})
+        copied = messages.to_list() if isinstance(messages, CheckedHistory) else list(messages)
+        return checkpoint.model_copy(update={"messages": copied})
 
     async def save_turn(self, turn: _Turn) -> None:
         order = [c.id for c in turn.assistant.tool_calls]
