@@ -175,7 +175,6 @@ FrozenMessage: TypeAlias = "tuple[Any, ...] | Message"
 
 _FIELD_NAMES: tuple[str, ...] = ()  # Message's fields, in order (set by bind_message_class)
 _MESSAGE: type | None = None  # Message itself (set by bind_message_class)
-_ALL_FIELDS: set[str] = set()  # the fields set shared by share_fields_set
 _KEPT_FIELDS: tuple[str, ...] = ()  # those the tuple form keeps, in its order
 
 
@@ -349,10 +348,10 @@ def bind_message_class(message: type[Message]) -> None:
 
     Called once by ``framework_agents.messages`` when its classes exist.
     """
-    global _FIELD_NAMES, _KEPT_FIELDS, _MESSAGE, _ALL_FIELDS
+    global _FIELD_NAMES, _KEPT_FIELDS, _MESSAGE
     global copy_message, freeze_message, thaw_message
     _FIELD_NAMES, copy_message, freeze_message, thaw_message, _KEPT_FIELDS = message_layout(message)
-    _MESSAGE, _ALL_FIELDS = message, set(_FIELD_NAMES)
+    _MESSAGE = message
 
 
 # -- one fields set for parsed messages ------------------------------------------------------
@@ -367,14 +366,16 @@ def bind_message_class(message: type[Message]) -> None:
 
 
 def share_fields_set(messages: Iterable[Message]) -> None:
-    """Give each of ``messages`` that names every field one shared ``model_fields_set``.
+    """Give the ``messages`` that name every field one ``model_fields_set``, made here.
 
     For messages just parsed (each holds a set of its own, which is freed): only exact
     ``Message`` instances whose set names every field are touched, so
-    ``model_fields_set`` still says what each message was given. Callers must not change
-    the set ``model_fields_set`` returns (pydantic never does for a frozen model).
+    ``model_fields_set`` still says what each message was given. The set is new for each
+    call (a parsed slice of a few hundred messages), so a caller that changes the set a
+    message's ``model_fields_set`` returns (pydantic never does for a frozen model) can
+    only affect the messages parsed with it.
     """
-    shared, count = _ALL_FIELDS, len(_ALL_FIELDS)
+    shared, count = set(_FIELD_NAMES), len(_FIELD_NAMES)
     for msg in messages:
         if msg.__class__ is _MESSAGE and len(msg.__pydantic_fields_set__) == count:
             _set(msg, "__pydantic_fields_set__", shared)

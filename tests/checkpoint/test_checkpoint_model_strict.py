@@ -6,6 +6,7 @@ import asyncio
 import json
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import pytest
 from pydantic import ValidationError
@@ -102,3 +103,18 @@ def test_a_bad_message_is_reported_as_the_models_validation_reports_it(bad: list
         _whole(thread_id="t1", messages=bad)
     assert made.value.errors() == whole.value.errors()
     assert made.value.errors()[0]["loc"][0] == "messages"
+
+
+def test_a_model_level_error_shows_the_messages_given() -> None:
+    given = [Message("user", "hi", id="u")]
+    orphan = [Message("tool", "r", tool_call_id="c9", id="r")]  # results with no turn
+    with pytest.raises(ValidationError) as made:
+        ThreadCheckpoint("t1", None, given, results=orphan)
+    with pytest.raises(ValidationError) as whole:
+        _whole(thread_id="t1", messages=given, results=orphan)
+
+    def plain(errors: list[Any]) -> list[Any]:  # ctx holds exception objects
+        return [{k: v for k, v in e.items() if k != "ctx"} for e in errors]
+
+    assert plain(made.value.errors()) == plain(whole.value.errors())
+    assert made.value.errors()[0]["input"]["messages"] == given

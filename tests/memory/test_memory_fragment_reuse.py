@@ -4,6 +4,7 @@ text-only messages are encoded without the read-back check, exactly as with it."
 from __future__ import annotations
 
 import asyncio
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -122,3 +123,32 @@ def test_a_string_subclass_takes_the_checked_path() -> None:
     assert fragment == b'{"role":"user","content":"tagged","tool_calls":[],' + (
         b'"tool_call_id":null,"name":null,"id":"m1","metadata":{}}'
     )
+
+
+@pytest.mark.parametrize(
+    "update",
+    [
+        {"role": "developer"},
+        {"content": None},
+        {"id": None},
+        {"name": 5},
+        {"tool_call_id": b"c1"},
+        {"bogus": "x"},
+    ],
+    ids=["role", "content-none", "id-none", "name-int", "call-id-bytes", "extra-key"],
+)
+def test_a_message_built_without_validation_is_refused_not_stored(
+    tmp_path: Path, update: dict[str, Any]
+) -> None:
+    # model_copy(update=...) does not validate: the fast path must not write what a load
+    # would then refuse (the whole memory would become unreadable).
+    bad = Message("user", "ok", id="m1").model_copy(update=update)
+    with pytest.raises(InvalidArgumentError), warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # pydantic's serializer warnings
+        encode_message(bad)
+    memory = FileMemory(tmp_path)
+    asyncio.run(memory.save([Message("user", "kept", id="k")]))
+    with pytest.raises(InvalidArgumentError), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        asyncio.run(memory.save([bad]))
+    assert [m.id for m in asyncio.run(FileMemory(tmp_path).load())] == ["k"]

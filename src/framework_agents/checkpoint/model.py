@@ -233,10 +233,21 @@ class ThreadCheckpoint(BaseModel):
                 data[name] = value
         if "thread_id" not in data:
             check_thread_id(None)  # THREAD_ID_INVALID, not a pydantic "field required"
+        given = data.get("messages")
         checked = _checked_messages(data)
-        super().__init__(**data)
-        if checked is not None:
-            self.__dict__["messages"] = checked
+        if checked is None:
+            super().__init__(**data)
+            return
+        try:
+            # No validator of this model reads ``messages`` (it is [] here until set below).
+            super().__init__(**data)
+        except ValidationError:
+            # Validated whole again: the error then shows the caller's input (and a
+            # validator added later that needs the messages would see them).
+            data["messages"] = given
+            super().__init__(**data)
+            return
+        self.__dict__["messages"] = checked
 
     @field_validator("version")
     @classmethod

@@ -21,7 +21,8 @@ import re
 import zlib
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from types import UnionType
+from typing import Any, Literal, Union, get_args, get_origin
 
 from pydantic import ValidationError
 from pydantic_core import PydanticSerializationError
@@ -118,29 +119,51 @@ def parse_items(data: bytes, start: int, end: int) -> list[Message]:
 
     A cut is only ever made at ``,{"role":"`` outside any string (a quote inside a string
     is escaped), which is either between two messages or inside one message's nested
-    values: then the slice leaves that message's ``{`` open, cannot parse, and the whole
-    array is parsed in one go instead (also what reports a problem). Raises what
-    ``MessageList.validate_json`` raises.
+    values (a tool's arguments holding a list of ``{"role": ...}`` objects, say): then the
+    slice leaves that message's ``{`` open and cannot parse, and it is cut further on
+    instead (a few tries, each looking twice as far), at worst at the end. Slices already
+    parsed are kept.
+    Raises what ``MessageList.validate_json`` raises for the whole array.
     """
     out: list[Message] = []
     at = start
     while at < end:
         cut = data.find(_NEXT, at + PARSE_SLICE, end) if end - at > PARSE_SLICE else -1
-        if cut < 0:
+        messages = None
+        jump = _FIRST_JUMP
+        for _ in range(_RETRIES):
+            if cut < 0:
+                break
+            messages = _parse_slice(data, at, cut)
+            if messages is not None:
+                break
+            # The cut fell inside a message: cut further on, twice as far each time, so a
+            # message holding many such objects is passed in a few tries.
+            cut = data.find(_NEXT, cut + jump, end)
+            jump *= 2
+        if messages is None:
             cut = end
-        piece = b"".join((b"[", memoryview(data)[at:cut], b"]"))
-        try:
-            messages = MessageList.validate_json(piece)
-        except (ValidationError, ValueError, RecursionError):
-            if at == start and cut == end:
-                raise
-            messages = MessageList.validate_json(data[start - 1 : end + 1])
-            share_fields_set(messages)
-            return messages
+            messages = _parse_slice(data, at, end)
+            if messages is None:  # not a cutting problem: report as one parse does
+                return MessageList.validate_json(data[start - 1 : end + 1])
         share_fields_set(messages)
         out += messages
         at = cut + 1
     return out
+
+
+#: How many later cuts a slice that did not parse is tried at before it takes the rest,
+#: and how far past the failed cut the first of them is looked for (then twice as far).
+_RETRIES = 4
+_FIRST_JUMP = 1024
+
+
+def _parse_slice(data: bytes, at: int, cut: int) -> list[Message] | None:
+    """The messages of ``data[at:cut]`` as an array, or ``None`` when it does not parse."""
+    try:
+        return MessageList.validate_json(b"".join((b"[", memoryview(data)[at:cut], b"]")))
+    except (ValidationError, ValueError, RecursionError):
+        return None
 
 
 def _canonical_items(items: bytes) -> list[Message] | None:
@@ -324,19 +347,57 @@ def encode_message(msg: Message) -> tuple[bytes, Message]:
     return fragment, back
 
 
-_STRING_OR_NONE = frozenset({str, type(None)})
+def _empty_of(kind: type) -> Callable[[Any], bool]:
+    return lambda value: value.__class__ is kind and not value
+
+
+def _member_of(allowed: frozenset[Any]) -> Callable[[Any], bool]:
+    return lambda value: value.__class__ is str and value in allowed
+
+
+def _instance_of(classes: frozenset[type]) -> Callable[[Any], bool]:
+    return lambda value: value.__class__ in classes
+
+
+def _text_rules() -> dict[str, Callable[[Any], bool]]:
+    """For each field of ``Message``, what a text-only message may hold there.
+
+    Made from the annotations, so a message built without validation
+    (``model_copy(update=...)``, ``model_construct``) takes the fast path only with values
+    validation would keep as they are: an exact ``str`` where the field admits strings
+    (a member of a ``Literal``), ``None`` where it admits ``None``, and an empty ``list``
+    or ``dict`` in a field made by ``default_factory=list``/``dict``. A field of any
+    other kind sends every message to the checked path.
+    """
+    rules: dict[str, Callable[[Any], bool]] = {}
+    for name, field in Message.model_fields.items():
+        annotation = field.annotation
+        factory: Any = field.default_factory
+        if factory is list or factory is dict:
+            rules[name] = _empty_of(factory)
+        elif get_origin(annotation) is Literal:
+            rules[name] = _member_of(frozenset(get_args(annotation)))
+        else:
+            union = get_origin(annotation) in (Union, UnionType)
+            options = get_args(annotation) if union else (annotation,)
+            classes = frozenset(c for c in options if c is str or c is type(None))
+            rules[name] = _instance_of(classes if str in classes else frozenset())
+    return rules
+
+
+_TEXT_RULES = _text_rules()
 
 
 def _text_only(fields: dict[str, Any]) -> bool:
-    """Whether a message's fields are strings or ``None`` (no tool calls, no metadata)."""
-    calls, metadata = fields["tool_calls"], fields["metadata"]
-    if calls.__class__ is not list or calls or metadata.__class__ is not dict or metadata:
+    """Whether a message's fields hold only what a text-only message may (``_TEXT_RULES``)."""
+    if len(fields) != len(_TEXT_RULES):
         return False
-    return all(
-        value.__class__ in _STRING_OR_NONE
-        for name, value in fields.items()
-        if name != "tool_calls" and name != "metadata"
-    )
+    rules = _TEXT_RULES
+    for name, value in fields.items():
+        rule = rules.get(name)
+        if rule is None or not rule(value):
+            return False
+    return True
 
 
 def _free_form_problem(msg: Message) -> str | None:
