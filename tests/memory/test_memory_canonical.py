@@ -240,7 +240,7 @@ def test_a_cut_inside_a_message_costs_little(
     ]
     data = MessageList.dump_json(messages)
     monkeypatch.setattr(_document, "PARSE_SLICE", 4096)
-    monkeypatch.setattr(_document.MessageList, "validate_json", counting)
+    monkeypatch.setattr(MessageList, "validate_json", counting)
     assert parse_items(data, 1, len(data) - 1) == messages
     assert len(data) > 100_000
     measure = max(sizes) if every > 5 else sum(sizes)
