@@ -13,7 +13,15 @@ from typing import Any
 import pytest
 from pydantic import BaseModel
 
-from framework_agents import Message, ReasoningBlock, TextBlock, ToolCall
+from framework_agents import (
+    Message,
+    ReasoningBlock,
+    Snapshot,
+    SnapshotData,
+    TextBlock,
+    ToolCall,
+)
+from framework_agents._persist import MAX_JSON_DEPTH
 from framework_agents._pydantic_fast import (
     copy_message,
     freeze_message,
@@ -46,7 +54,10 @@ def test_a_model_instance_is_still_dict_plus_three_slots() -> None:
     assert set(message.__dict__) == set(Message.model_fields)
 
 
-@pytest.mark.parametrize("cls", [Message, ToolCall, TextBlock, ReasoningBlock, ThreadCheckpoint])
+@pytest.mark.parametrize(
+    "cls",
+    [Message, ToolCall, TextBlock, ReasoningBlock, ThreadCheckpoint, Snapshot, SnapshotData],
+)
 def test_validation_still_skips_our_constructors(cls: type[BaseModel]) -> None:
     # constructor_only marks __init__ with __pydantic_base_init__; pydantic then builds
     # validated instances without calling it (its flag for a custom __init__ stays off).
@@ -175,3 +186,13 @@ def test_only_messages_naming_every_field_share_the_set() -> None:
     share_fields_set([partial, whole])
     assert partial.model_fields_set == {"role", "content", "id"}
     assert whole.model_fields_set == set(Message.model_fields)
+
+
+def test_the_json_parser_refuses_nesting_deeper_than_our_bound() -> None:
+    # Snapshot._canonical skips the plain-JSON validators for what the JSON parser made:
+    # a value nested more deeply than MAX_JSON_DEPTH must never get past the parser.
+    nested = "1"
+    for _ in range(MAX_JSON_DEPTH):
+        nested = f"[{nested}]"
+    with pytest.raises(ValueError, match="recursion limit"):
+        MessageList.validate_json(f'[{{"role":"user","metadata":{{"k":{nested}}}}}]')

@@ -8,6 +8,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from async_helper import arun
 from framework_agents import (
@@ -19,6 +21,7 @@ from framework_agents import (
     SnapshotData,
     ToolCall,
 )
+from framework_agents._persist import strict_loads
 from framework_agents.errors import (
     AgentError,
     InvalidArgumentError,
@@ -202,3 +205,86 @@ def test_an_empty_dir_is_refused_not_taken_as_the_working_directory() -> None:
     # "" (an unset environment variable, say) would silently put sessions in the cwd.
     with pytest.raises(InvalidArgumentError):
         LocalFileStorage("")
+
+
+# -- the one-pass reader of stored snapshots ---------------------------------------------------
+
+_values = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers(-(10**20), 10**20)
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text(max_size=4),
+    lambda inner: (
+        st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=3), inner, max_size=3)
+    ),
+    max_leaves=8,
+)
+_messages = st.lists(
+    st.builds(
+        Message,
+        st.sampled_from(["user", "assistant", "system"]),
+        st.text(max_size=8),
+        st.lists(
+            st.builds(
+                ToolCall,
+                st.text(max_size=3),
+                st.text(max_size=3),
+                st.dictionaries(st.text(max_size=3), _values, max_size=2),
+            ),
+            max_size=2,
+        ),
+        metadata=st.dictionaries(st.text(max_size=3), _values, max_size=2),
+    ),
+    max_size=4,
+)
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    messages=st.none() | _messages,
+    state=st.none() | st.dictionaries(st.text(max_size=3), _values, max_size=3),
+    prompt=st.none() | st.text(max_size=5),
+    app_data=_values,
+)
+def test_a_stored_snapshot_reads_in_one_pass_as_the_strict_reader_reads_it(
+    messages: list[Message] | None, state: dict[str, Any] | None, prompt: str | None, app_data: Any
+) -> None:
+    snap = Snapshot(SnapshotData(messages, state, prompt), app_data=app_data)
+    raw = snap.to_json()
+    fast = Snapshot._canonical(raw)
+    assert fast is not None  # what this package stores takes the one-pass path
+    strict = Snapshot.model_validate(strict_loads(raw))
+    assert fast == strict == snap
+    assert fast.to_json() == raw
+    stored = json.loads(raw)["data"]  # an absent field is left out, in both dump modes
+    present = {
+        k
+        for k, v in (("messages", messages), ("state", state), ("system_prompt", prompt))
+        if v is not None
+    }
+    assert set(stored) == present == set(snap.model_dump()["data"])
+
+
+@pytest.mark.parametrize("how", ["indented", "sorted-keys"])
+def test_a_snapshot_in_another_form_goes_to_the_strict_reader_and_reads_the_same(how: str) -> None:
+    msg = Message("user", "x", metadata={"b": 1, "a": [1.5, None]})
+    snap = Snapshot(SnapshotData([msg], {"k": "v"}), app_data={"z": 1, "y": 2})
+    doc = json.loads(snap.to_json())
+    raw = json.dumps(doc, indent=2 if how == "indented" else None, sort_keys=how == "sorted-keys")
+    assert Snapshot._canonical(raw.encode()) is None
+    assert Snapshot.from_json(raw) == snap
+
+
+@pytest.mark.parametrize("depth", [201, 260])
+def test_a_byte_exact_snapshot_nested_too_deeply_is_still_corrupt(depth: int) -> None:
+    # Written as the serialiser writes (no spaces): the one-pass reader skips the
+    # plain-JSON checks, so its parser's own nesting bound must refuse it first.
+    nested = "1"
+    for _ in range(depth):
+        nested = f"[{nested}]"
+    base = Snapshot(SnapshotData([Message("user", "x", id="m")]))
+    raw = base.to_json().replace(b'"metadata":{}', b'"metadata":{"k":' + nested.encode() + b"}")
+    assert Snapshot._canonical(raw) is None
+    with pytest.raises(SnapshotCorruptError):
+        Snapshot.from_json(raw)
