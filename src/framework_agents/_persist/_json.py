@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import math
 import re
+import sys
 from typing import Any
 
 __all__ = ["MAX_JSON_DEPTH", "json_problem", "json_type", "reads_back_as_is", "strict_loads"]
@@ -76,17 +77,39 @@ def strict_loads(data: bytes) -> Any:
     return value
 
 
+#: Integers this short have fewer digits than the lowest limit Python allows (640).
+_SHORT_INT_BITS = 2000
+
+
+def _too_many_digits(value: int) -> bool:
+    """Whether ``str(value)`` exceeds the interpreter's digit limit (so reading it fails)."""
+    try:
+        str(value)
+    except ValueError:
+        return True
+    return False
+
+
 def json_problem(value: Any, path: str, *, max_depth: int = MAX_JSON_DEPTH) -> str | None:
     """Where ``value`` stops being plain JSON, or ``None`` when it is plain JSON.
 
-    Plain JSON is ``None``, ``bool``, ``int``, finite ``float``, ``str``, ``list`` (a
-    ``tuple`` is accepted: it is written as the same array) and ``dict`` with ``str``
-    keys, nested at most ``max_depth`` deep. Iterative: no recursion limit to hit.
+    Plain JSON is ``None``, ``bool``, ``int`` (of no more digits than the interpreter
+    converts: a longer one is written, then refused by every reader), finite ``float``,
+    ``str``, ``list`` (a ``tuple`` is accepted: it is written as the same array) and
+    ``dict`` with ``str`` keys, nested at most ``max_depth`` deep. Iterative: no
+    recursion limit to hit.
     """
     stack: list[tuple[Any, str, int]] = [(value, path, 0)]
     while stack:
         item, where, depth = stack.pop()
-        if item is None or isinstance(item, bool | int | str):
+        if item is None or isinstance(item, bool | str):
+            continue
+        if isinstance(item, int):
+            if item.bit_length() > _SHORT_INT_BITS and _too_many_digits(item):
+                return (
+                    f"{where} is an integer of more than {sys.get_int_max_str_digits()} "
+                    "digits, which a JSON reader refuses (sys.get_int_max_str_digits)"
+                )
             continue
         if isinstance(item, float):
             if not math.isfinite(item):
