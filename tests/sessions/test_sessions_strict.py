@@ -19,9 +19,10 @@ from framework_agents import (
     SessionManager,
     Snapshot,
     SnapshotData,
+    TimelineEntry,
     ToolCall,
 )
-from framework_agents._persist import strict_loads
+from framework_agents._persist import MAX_JSON_DEPTH, strict_loads
 from framework_agents.errors import (
     AgentError,
     InvalidArgumentError,
@@ -288,3 +289,53 @@ def test_a_byte_exact_snapshot_nested_too_deeply_is_still_corrupt(depth: int) ->
     assert Snapshot._canonical(raw) is None
     with pytest.raises(SnapshotCorruptError):
         Snapshot.from_json(raw)
+
+
+def _nested(depth: int) -> Any:
+    """A plain-JSON value ``depth`` levels deep (a scalar is depth 0, ``{"k": 1}`` depth 1)."""
+    value: Any = 1
+    for _ in range(depth - 1):
+        value = [value]
+    return {"k": value}
+
+
+@pytest.mark.parametrize("where", ["app_data", "state"])
+def test_the_one_pass_reader_never_takes_a_value_the_depth_rule_refuses(where: str) -> None:
+    # app_data sits one level below the document, the shallowest free-form value: the
+    # parser's bound, not a plain-JSON check, must refuse MAX_JSON_DEPTH + 1 there.
+    for depth in (MAX_JSON_DEPTH + 1, MAX_JSON_DEPTH + 40):
+        placeholder = Snapshot(SnapshotData(state={"k": 0}), app_data={"k": 0})
+        nested = json.dumps(_nested(depth), separators=(",", ":")).encode()
+        raw = placeholder.to_json().replace(b'{"k":0}', nested, 1 if where == "state" else 2)
+        if where == "state":
+            assert b'"state":{"k":[' in raw
+        assert Snapshot._canonical(raw) is None
+        with pytest.raises(SnapshotCorruptError, match="nested deeper"):
+            Snapshot.from_json(raw)
+    # The deepest value the rule accepts is stored and read back (either reader).
+    snap = Snapshot(SnapshotData(state=_nested(MAX_JSON_DEPTH)), app_data=_nested(MAX_JSON_DEPTH))
+    assert Snapshot.from_json(snap.to_json()) == snap
+
+
+EARLY = "0001-01-01T00:00:00+01:00"  # before the first datetime UTC can hold
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        json.dumps(_doc([]) | {"created_at": EARLY}).encode(),
+        json.dumps(_doc([]) | {"created_at": EARLY, "app_data": float("nan")}).encode(),
+        b'{"schema_version": 1, "created_at": "' + EARLY.encode() + b'", "data": {"a": 1, "a": 1}}',
+    ],
+    ids=["early", "early-and-nan", "early-and-duplicate-key"],
+)
+def test_a_time_with_no_utc_equivalent_is_corrupt_not_an_overflow(raw: bytes) -> None:
+    # It was a bare OverflowError from Snapshot._utc, which also hid the strict
+    # reader's own refusal of the NaN and the duplicate key.
+    with pytest.raises(SnapshotCorruptError, match=r"has no UTC equivalent|NaN|duplicate"):
+        Snapshot.from_json(raw)
+
+
+def test_a_timeline_entry_at_such_a_time_is_a_validation_error() -> None:
+    with pytest.raises(ValueError, match="has no UTC equivalent"):
+        TimelineEntry(rev=1, kind="edit", at=datetime.fromisoformat(EARLY))

@@ -46,7 +46,16 @@ from ._journal import (
     parse_header,
     scan,
 )
-from ._json import MAX_JSON_DEPTH, json_problem, json_type, reads_back_as_is, strict_loads
+from ._json import (
+    MAX_JSON_DEPTH,
+    PARSER_INT_DIGITS,
+    int_digit_limit,
+    json_problem,
+    json_type,
+    overlong_int,
+    reads_back_as_is,
+    strict_loads,
+)
 from ._locks import LoopLocks, flock, open_lock_file
 from ._version import version_problem
 
@@ -56,6 +65,7 @@ __all__ = [
     "FRAME_BYTES",
     "JOURNAL_FORMAT_VERSION",
     "MAX_JSON_DEPTH",
+    "PARSER_INT_DIGITS",
     "TEMP_SUFFIX",
     "JournalCorruptError",
     "FileIdent",
@@ -72,11 +82,13 @@ __all__ = [
     "header_payload",
     "ident_or_none",
     "io_error",
+    "int_digit_limit",
     "json_problem",
     "json_type",
     "make_private_dirs",
     "mark_landed",
     "open_lock_file",
+    "overlong_int",
     "parse_header",
     "read_bounded",
     "read_document",

@@ -11,13 +11,23 @@ values.
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import re
 import sys
 from typing import Any
 
-__all__ = ["MAX_JSON_DEPTH", "json_problem", "json_type", "reads_back_as_is", "strict_loads"]
+__all__ = [
+    "MAX_JSON_DEPTH",
+    "PARSER_INT_DIGITS",
+    "int_digit_limit",
+    "json_problem",
+    "json_type",
+    "overlong_int",
+    "reads_back_as_is",
+    "strict_loads",
+]
 
 #: Deepest nesting of a free-form value (a scalar at the top is depth 0). Every store
 #: refuses deeper values on save, so none accepts what another would refuse.
@@ -77,17 +87,48 @@ def strict_loads(data: bytes) -> Any:
     return value
 
 
+#: The most digits an integer in a stored document may have: the JSON parser behind every
+#: one-pass read (pydantic's) refuses a longer one whatever the interpreter allows (a
+#: canary test), so a save refuses it too.
+PARSER_INT_DIGITS = 4300
+
 #: Integers this short have fewer digits than the lowest limit Python allows (640).
 _SHORT_INT_BITS = 2000
 
 
+def int_digit_limit() -> int:
+    """The most digits a stored integer may have: the interpreter's limit, at most the parser's."""
+    limit = sys.get_int_max_str_digits()
+    return PARSER_INT_DIGITS if limit == 0 else min(limit, PARSER_INT_DIGITS)
+
+
+@functools.lru_cache(maxsize=4)
+def _power_of_ten(digits: int) -> int:
+    return 10**digits
+
+
 def _too_many_digits(value: int) -> bool:
-    """Whether ``str(value)`` exceeds the interpreter's digit limit (so reading it fails)."""
-    try:
-        str(value)
-    except ValueError:
-        return True
-    return False
+    """Whether ``value`` has more digits than :func:`int_digit_limit` (no ``str()``: quadratic)."""
+    return abs(value) >= _power_of_ten(int_digit_limit())
+
+
+def overlong_int(data: bytes) -> str | None:
+    """Why ``data`` may hold an integer this interpreter refuses to read, or ``None``.
+
+    The one-pass readers parse with pydantic, whose bound is :data:`PARSER_INT_DIGITS`
+    digits; an interpreter whose limit was lowered below it
+    (``sys.set_int_max_str_digits``, ``PYTHONINTMAXSTRDIGITS``) refuses what lies in
+    between: the strict reader and every save do, so a one-pass read must not accept it
+    (a loaded value could not be saved again). Free unless the limit was lowered; then a
+    run of that many digits anywhere (a string's too) sends the document to the strict
+    reader, or, where only the one-pass read applies, makes it corrupt.
+    """
+    limit = sys.get_int_max_str_digits()
+    if limit == 0 or limit >= PARSER_INT_DIGITS:
+        return None
+    if re.search(rb"[0-9]{%d}" % (limit + 1), data) is None:
+        return None
+    return f"a run of more than {limit} digits, past sys.get_int_max_str_digits()"
 
 
 def json_problem(value: Any, path: str, *, max_depth: int = MAX_JSON_DEPTH) -> str | None:
@@ -107,8 +148,9 @@ def json_problem(value: Any, path: str, *, max_depth: int = MAX_JSON_DEPTH) -> s
         if isinstance(item, int):
             if item.bit_length() > _SHORT_INT_BITS and _too_many_digits(item):
                 return (
-                    f"{where} is an integer of more than {sys.get_int_max_str_digits()} "
-                    "digits, which a JSON reader refuses (sys.get_int_max_str_digits)"
+                    f"{where} is an integer of more than {int_digit_limit()} digits, "
+                    "which a JSON reader refuses (sys.get_int_max_str_digits, at most "
+                    f"{PARSER_INT_DIGITS})"
                 )
             continue
         if isinstance(item, float):

@@ -39,7 +39,10 @@ class TimelineEntry(BaseModel):
     @field_validator("at")
     @classmethod
     def _utc(cls, value: datetime) -> datetime:
-        return value.astimezone(UTC)
+        try:
+            return value.astimezone(UTC)
+        except OverflowError:  # 0001-01-01T00:00+01:00 is before the first UTC datetime
+            raise ValueError(f"{value.isoformat()} has no UTC equivalent") from None
 
 
 class Timeline:

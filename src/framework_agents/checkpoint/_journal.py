@@ -27,6 +27,7 @@ from .._persist import (
     frame,
     header_payload,
     mark_landed,
+    overlong_int,
     parse_header,
     read_bounded,
     scan,
@@ -137,6 +138,9 @@ def read_journal(path: Path, digest: str, *, max_bytes: int) -> JournalView:
         raise _corrupt(path, str(exc)) from None
     deltas = []
     for payload in found.payloads[1:]:
+        overlong = overlong_int(payload)
+        if overlong is not None:
+            raise _corrupt(path, f"a record holds {overlong}")
         try:
             deltas.append(Delta.model_validate_json(payload))
         except ValidationError as exc:

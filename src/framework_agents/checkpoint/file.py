@@ -27,6 +27,7 @@ from .._persist import (
     ident_or_none,
     io_error,
     mark_landed,
+    overlong_int,
     strict_loads,
 )
 from .._persist._files import read_document
@@ -191,6 +192,8 @@ def _canonical(data: bytes) -> ThreadCheckpoint | None:
     written by hand or by another writer, or a corrupt one) goes to the strict reader,
     which alone decides what is accepted and names the problem.
     """
+    if overlong_int(data) is not None:
+        return None  # the strict reader applies the interpreter's lowered digit limit
     try:
         checkpoint = ThreadCheckpoint.model_validate_json(data)
         if checkpoint.__pydantic_serializer__.to_json(checkpoint) == data:

@@ -27,7 +27,7 @@ from typing import Any, Literal, Union, get_args, get_origin
 from pydantic import ValidationError
 from pydantic_core import PydanticSerializationError
 
-from .._persist import json_problem, json_type, strict_loads, version_problem
+from .._persist import json_problem, json_type, overlong_int, strict_loads, version_problem
 from .._pydantic_fast import copy_message, share_fields_set
 from ..errors import InvalidArgumentError, MemoryCorruptError
 from ..messages import Message, MessageList
@@ -167,6 +167,8 @@ def _parse_slice(data: bytes, at: int, cut: int) -> list[Message] | None:
 
 
 def _canonical_items(items: bytes) -> list[Message] | None:
+    if overlong_int(items) is not None:
+        return None  # the strict reader applies the interpreter's lowered digit limit
     try:
         messages = MessageList.validate_json(items)
         if MessageList.dump_json(messages) == items:
@@ -204,6 +206,9 @@ def _canonical_document(data: bytes) -> tuple[list[Message], str | None] | str |
     start, end = match.end(), len(data) - len(FOOTER)
     if zlib.crc32(memoryview(data)[start - 1 : end + 1]) != int(match.group(2), 16):
         return "checksum mismatch: the messages are not the bytes that were written"
+    overlong = overlong_int(data)
+    if overlong is not None:
+        return overlong
     try:
         return parse_items(data, start, end), match.group(1).decode("ascii")
     except (ValidationError, ValueError, RecursionError) as exc:
@@ -297,7 +302,7 @@ def parse_record(payload: bytes, path: Path) -> list[Message]:
     """
     # The record's CRC32 (checked by the journal scan) proves these are the bytes the
     # writer serialised from checked messages: one parse, no strict second look.
-    if payload.startswith(b"[") and payload.endswith(b"]"):
+    if payload.startswith(b"[") and payload.endswith(b"]") and overlong_int(payload) is None:
         try:
             return parse_items(payload, 1, len(payload) - 1)
         except (ValidationError, ValueError, RecursionError):

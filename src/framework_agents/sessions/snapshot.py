@@ -40,7 +40,7 @@ from pydantic import (
 )
 from pydantic_core import PydanticSerializationError
 
-from .._persist import json_problem, strict_loads
+from .._persist import json_problem, overlong_int, strict_loads
 from .._pydantic_fast import share_fields_set
 from ..errors import AgentError, SnapshotCorruptError, SnapshotFieldError, StateNotJsonError
 from ..messages import REQUIRED, Message, Unset, constructor_only, show_required
@@ -319,7 +319,10 @@ class Snapshot(BaseModel):
     @field_validator("created_at")
     @classmethod
     def _utc(cls, value: datetime) -> datetime:
-        return value.astimezone(UTC)
+        try:
+            return value.astimezone(UTC)
+        except OverflowError:  # 0001-01-01T00:00+01:00 is before the first UTC datetime
+            raise ValueError(f"created_at {value.isoformat()} has no UTC equivalent") from None
 
     @field_validator("app_data")
     @classmethod
@@ -348,6 +351,8 @@ class Snapshot(BaseModel):
         bound is lower: a canary test), and what would not read back as it is fails the
         comparison. The messages share their pydantic fields sets (as a memory's load).
         """
+        if overlong_int(raw) is not None:
+            return None  # the strict reader applies the interpreter's lowered digit limit
         try:
             snapshot = cls.model_validate_json(raw, context=_STORED_BYTES)
             if snapshot.__pydantic_serializer__.to_json(snapshot) != raw:
@@ -357,6 +362,7 @@ class Snapshot(BaseModel):
             PydanticSerializationError,
             AgentError,
             ValueError,
+            OverflowError,
             RecursionError,
         ):
             return None
@@ -398,7 +404,7 @@ class Snapshot(BaseModel):
             )
         try:
             return cls.model_validate(doc)
-        except (ValidationError, StateNotJsonError, RecursionError) as exc:
+        except (ValidationError, StateNotJsonError, RecursionError, OverflowError) as exc:
             raise SnapshotCorruptError(f"{source} is wrongly shaped: {exc}") from None
 
 

@@ -26,6 +26,7 @@ from urllib.parse import urlsplit, urlunsplit
 from pydantic import ValidationError
 from pydantic_core import PydanticSerializationError
 
+from .._persist import overlong_int
 from ..checkpoint.lock import check_seconds
 from ..checkpoint.model import ThreadCheckpoint, to_json
 from ..errors import (
@@ -168,6 +169,9 @@ def decode_checkpoint(
     if not head.startswith(b"{") or not head.endswith(b"}") or len(head) < 3:
         raise CheckpointCorruptError(f"{source}: the head row is not a JSON object")
     data = head[:-1] + b',"messages":[' + b",".join(bodies) + b"]}"
+    overlong = overlong_int(data)
+    if overlong is not None:
+        raise CheckpointCorruptError(f"{source} is unreadable: it holds {overlong}")
     try:
         checkpoint = ThreadCheckpoint.model_validate_json(data)
     except ValidationError as exc:
@@ -183,12 +187,17 @@ def decode_checkpoint(
 
 def decode_messages(bodies: Sequence[bytes], *, source: str) -> list[Message]:
     """Messages from their stored fragments (MEMORY_CORRUPT naming the bad one)."""
-    try:
-        return MessageList.validate_json(b"[" + b",".join(bodies) + b"]")
-    except (ValidationError, ValueError, RecursionError):
-        pass
+    data = b"[" + b",".join(bodies) + b"]"
+    if overlong_int(data) is None:
+        try:
+            return MessageList.validate_json(data)
+        except (ValidationError, ValueError, RecursionError):
+            pass
     for i, body in enumerate(bodies):
         try:
+            problem = overlong_int(body)
+            if problem is not None:
+                raise ValueError(f"it holds {problem}")
             Message.model_validate_json(body)
         except (ValidationError, ValueError, RecursionError) as exc:
             raise MemoryCorruptError(f"{source}: message {i} is unreadable: {exc}") from None
