@@ -239,6 +239,30 @@ class Message(PositionalModel):
             **extra: Any,
         ) -> None: ...
 
+    def __eq__(self, other: object) -> bool:
+        """Equal when stored alike: of one class, and the same JSON once serialised.
+
+        Stricter than pydantic's ``==``, which holds for ``True`` and ``1``, ``1`` and
+        ``1.0``, ``0.0`` and ``-0.0`` or dicts in another key order, all of which JSON
+        writes differently. So two lists of messages compare as the histories they would
+        store, and at C speed where they hold the same objects (a save's check that the
+        caller's history extends the stored one).
+        """
+        if self is other:
+            return True
+        if not isinstance(other, BaseModel):
+            return NotImplemented
+        if type(other) is not type(self):
+            return False
+        a, b = self.__dict__, other.__dict__
+        if a != b:
+            return False
+        if a["content"].__class__ is str and not (a["tool_calls"] or a["metadata"]):
+            return True  # text only (so is b, equal): str and None are equal as JSON is
+        # Free-form values: repr tells apart, in C, what == confuses (1 and True, 1.0, -0.0,
+        # key order).
+        return repr(a) == repr(b)
+
     def __setattr__(self, name: str, value: Any) -> None:
         """Refused: messages are immutable (a coded ``INVALID_ARGUMENT``)."""
         try:

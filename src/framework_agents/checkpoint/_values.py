@@ -17,7 +17,7 @@ from pydantic import BaseModel
 from .._persist import reads_back_as_is
 from ..errors import InvalidArgumentError
 from ..history import well_formed_problems
-from ..memory._document import same_json_message, shared_prefix
+from ..memory._document import same_json_message, shared_prefix, stored_prefix
 from ..messages import Message, ToolCall
 from ._journal import OVERLAY
 from .model import ThreadCheckpoint, check_storable, check_thread_id, turn_problem
@@ -29,6 +29,7 @@ __all__ = [
     "detached",
     "kept_value",
     "shared_prefix",
+    "stored_prefix",
 ]
 
 
@@ -102,6 +103,7 @@ def kept_value(
     least the messages past ``keep``; the kept ones are taken from ``base``).
     """
     added = checkpoint.messages[keep:]
+    # One copy of the kept messages (the base may be handed out: it is not extended).
     kept = [] if base is None else base.messages[:keep]
     if _reads_back_as_is(checkpoint, added):
         fields = {name: getattr(checkpoint, name) for name in OVERLAY}
@@ -109,12 +111,14 @@ def kept_value(
             fields[name] = copy.deepcopy(fields[name])
         fields["results"] = list(checkpoint.results)
         fields["in_flight"] = list(checkpoint.in_flight)
-        fields["messages"] = [*kept, *added]
+        kept += added
+        fields["messages"] = kept
         return (base or checkpoint).model_copy(update=fields)
     back = read_back()
     fields = {name: getattr(back, name) for name in OVERLAY}
     read: list[Message] = back.messages[-len(added) :] if added else []  # type: ignore[attr-defined]
-    fields["messages"] = [*kept, *as_read(read, added)]
+    kept += as_read(read, added)
+    fields["messages"] = kept
     return (base or checkpoint).model_copy(update=fields)
 
 

@@ -48,7 +48,7 @@ from ._values import (
     check_new_part,
     detached,
     kept_value,
-    shared_prefix,
+    stored_prefix,
 )
 from .lock import (
     FileLockHold,
@@ -573,7 +573,7 @@ class FileCheckpointer:
             self._fold(checkpoint)
             return
         keep = len(known.messages)
-        if shared_prefix(known.messages, new) != keep:
+        if stored_prefix(known.messages, new) != keep:
             self._fold(checkpoint)
             return
         added = new[keep:]
@@ -587,7 +587,7 @@ class FileCheckpointer:
         view = known.journal
         self._known.pop(thread_id, None)  # unknown until the append returns
         known.journal = append_delta(journal, known.digest, view, payload)
-        known.messages = list(new)
+        known.messages += added  # its own list: extended, never copied (the history's size)
         if known.checkpoint is not None:  # what a read would give
             known.checkpoint = kept_value(
                 known.checkpoint, checkpoint, keep, lambda: Delta.model_validate_json(payload)

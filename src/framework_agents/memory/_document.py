@@ -16,7 +16,6 @@ of messages it already serialised.
 
 from __future__ import annotations
 
-import operator
 import re
 import zlib
 from collections.abc import Callable, Sequence
@@ -50,6 +49,7 @@ __all__ = [
     "parse_record",
     "same_json_message",
     "shared_prefix",
+    "stored_prefix",
     "strict_loads",
 ]
 
@@ -418,63 +418,52 @@ def _free_form_problem(msg: Message) -> str | None:
     return None
 
 
-def _same_json(a: Any, b: Any) -> bool:
-    """Whether two JSON values would serialise the same: equal, and equal ``repr``.
-
-    ``==`` alone holds for ``True`` and ``1``, ``1`` and ``1.0``, ``0.0`` and ``-0.0``, a
-    tuple and a list, or dicts in another key order, all of which JSON writes (or reads
-    back) differently; their ``repr`` tells each of them apart, in C.
-    """
-    return bool(a == b) and repr(a) == repr(b)
-
-
 def shared_prefix(known: Sequence[Message], messages: Sequence[Message]) -> int:
     """How many leading ``messages`` are the ``known`` (stored) ones (a save's prefix check).
 
-    The same objects are the same messages (messages are immutable once stored), checked
-    at C speed; any other pair is compared as the JSON it would be stored as.
+    Messages are equal when stored alike (``Message.__eq__``), so two lists compare in C,
+    looking at pointers only where they hold the same objects. (A slice of ``messages``
+    is still made, which touches every object for its reference count: a caller that owns
+    ``known`` uses :func:`stored_prefix`.)
     """
-    n = min(len(known), len(messages))
-    if all(map(operator.is_, known, messages)):
+    n = len(known)
+    if (
+        type(messages) is list
+        and type(known) is list
+        and len(messages) >= n
+        and (messages if len(messages) == n else messages[:n]) == known
+    ):
         return n
     for i, (old, new) in enumerate(zip(known, messages, strict=False)):
         if old is not new and not same_json_message(old, new):
             return i
-    return n
+    return min(n, len(messages))
+
+
+def stored_prefix(known: list[Message], messages: Sequence[Message]) -> int:
+    """:func:`shared_prefix` for a ``known`` list the caller owns and nothing reads meanwhile.
+
+    When ``messages`` is a list extending ``known`` (every save of a growing history), it
+    is compared with ``known`` extended by its tail, in place and cut back before this
+    returns: two lists of one length holding the same objects compare by their pointers
+    alone. A slice or a copy of the history would touch every message object (its
+    reference count), a cache miss each once the history outgrows the CPU's caches: this
+    is what keeps a save's cost from growing with the history.
+    """
+    n = len(known)
+    if type(messages) is list and len(messages) >= n:
+        known += messages[n:]
+        try:
+            if known == messages:
+                return n
+        finally:
+            del known[n:]
+    return shared_prefix(known, messages)
 
 
 def same_json_message(a: Message, b: Message) -> bool:
-    """Whether ``a`` and ``b`` would serialise to the same JSON fragment.
+    """Whether ``a`` and ``b`` are plain messages that serialise to the same JSON fragment.
 
-    Stricter than ``==``, which holds for ``True`` and ``1``, ``1`` and ``1.0``, ``0.0`` and
-    ``-0.0`` or dicts in another key order: all of which JSON writes differently.
+    ``Message``'s own ``==`` (stored alike), for the exact class a read makes.
     """
-    if type(a) is not Message or type(b) is not Message:
-        return False
-    da, db = a.__dict__, b.__dict__
-    if (
-        da["content"].__class__ is str
-        and db["content"].__class__ is str
-        and not (da["tool_calls"] or db["tool_calls"] or da["metadata"] or db["metadata"])
-    ):
-        # Most messages: text only. Their other fields are compared with == as below, and
-        # empty tool calls and metadata serialise alike when == (not: [] and (), {} and []).
-        return bool(da == db)
-    if (a.id, a.role, a.tool_call_id, a.name) != (b.id, b.role, b.tool_call_id, b.name):
-        return False
-    ca, cb = a.content, b.content
-    if type(ca) is not type(cb) or len(ca) != len(cb):
-        return False
-    if isinstance(ca, str):
-        if ca != cb:
-            return False
-    elif not all(type(x) is type(y) and x == y for x, y in zip(ca, cb, strict=True)):
-        return False
-    if len(a.tool_calls) != len(b.tool_calls):
-        return False
-    for x, y in zip(a.tool_calls, b.tool_calls, strict=True):
-        if type(x) is not type(y) or (x.id, x.name) != (y.id, y.name):
-            return False
-        if not _same_json(x.args, y.args):
-            return False
-    return _same_json(a.metadata, b.metadata)
+    return type(a) is Message and type(b) is Message and a == b

@@ -22,7 +22,7 @@ from ..errors import (
     SnapshotCorruptError,
     SnapshotMissingError,
 )
-from ..memory._document import shared_prefix
+from ..memory._document import stored_prefix
 from ..messages import Message
 from ._base import ArgumentTypeError, Storage, as_logged, digest, swap
 from ._keys import validate_segment
@@ -164,7 +164,7 @@ class SessionManager:
         if logged is None or not isinstance(known, str) or messages is None or new is None:
             return False
         keep = len(messages)
-        if shared_prefix(messages, new) != keep:
+        if stored_prefix(messages, new) != keep:
             return False
         delta = Snapshot(
             snapshot.data.model_copy(update={"messages": list(new[keep:])}),
@@ -176,7 +176,8 @@ class SessionManager:
         if self._log_bytes + len(record) > max(FOLD_RATIO * self._base_bytes, FOLD_MIN_BYTES):
             return False
         self._latest = await logged.append_logged(self.latest_key, record, known)
-        self._remember(snapshot, self._base_bytes, self._log_bytes + len(record))
+        messages += new[keep:]  # its own list: extended, never copied (the history's size)
+        self._log_bytes += len(record)
         return True
 
     def _remember(self, snapshot: Snapshot, base_bytes: int, log_bytes: int) -> None:

@@ -43,6 +43,7 @@ from pydantic_core import PydanticSerializationError
 from .._persist import json_problem, overlong_int, strict_loads
 from .._pydantic_fast import share_fields_set
 from ..errors import AgentError, SnapshotCorruptError, SnapshotFieldError, StateNotJsonError
+from ..memory._document import stored_prefix
 from ..messages import REQUIRED, Message, Unset, constructor_only, show_required
 
 __all__ = [
@@ -231,7 +232,11 @@ class SnapshotData(BaseModel):
             return value
         start = 0
         stored = _STORED.get()
-        if stored and len(stored) <= len(value) and all(map(operator.is_, stored, value)):
+        if (
+            type(stored) is list
+            and 0 < len(stored) <= len(value)
+            and stored_prefix(stored, value) == len(stored)
+        ):
             start = len(stored)
         # Only messages with metadata or tool calls need a look; finding them runs in C.
         tail = value[start:] if start else value
