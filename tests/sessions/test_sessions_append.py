@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import asyncio
 from pathlib import Path
+from typing import Any
 
 import pytest
+from pydantic import ValidationError
 
 from framework_agents import (
     AgentError,
@@ -132,3 +134,41 @@ def test_append_must_be_a_bool() -> None:
     with pytest.raises(AgentError) as info:
         SessionManager("s", InMemoryStorage(), append="yes")  # type: ignore[arg-type]
     assert info.value.code == "INVALID_ARGUMENT"
+
+
+_TAILS: dict[str, list[Any]] = {
+    "nothing": [],
+    "messages": [Message("user", "new", id="n1"), Message("assistant", "ok", id="n2")],
+    "a dict": [{"role": "user", "content": "as a dict", "id": "n3"}],
+    "not a message": [Message("user", "new", id="n4"), 5],
+    "bad metadata": [Message("user", "x", id="n5", metadata={"v": float("nan")})],
+    "a copy of a stored one": ["copy"],
+}
+
+
+@pytest.mark.parametrize("tail", _TAILS.values(), ids=_TAILS.keys())
+def test_snapshot_data_validates_what_is_new_as_the_constructor_validates_it(
+    tmp_path: Path, tail: list[Any]
+) -> None:
+    # SessionManager.snapshot_data skips the stored prefix (validated when it was
+    # stored): same messages, same objects, same errors as SnapshotData(...) itself.
+    stored = [Message("user", f"m{i}", id=f"m{i}", metadata={"i": i}) for i in range(6)]
+    tail = [stored[2].model_copy() if t == "copy" else t for t in tail]
+    manager = SessionManager("s", LocalFileStorage(tmp_path))
+    asyncio.run(manager.save_latest(Snapshot(manager.snapshot_data(stored, {}))))
+
+    def build(make: Any) -> Any:
+        try:
+            return make([*stored, *tail], {})
+        except (ValidationError, AgentError) as exc:
+            return type(exc), str(exc)
+
+    fast, full = build(manager.snapshot_data), build(SnapshotData)
+    if isinstance(full, tuple):
+        assert fast == full
+        return
+    assert fast == full and len(fast.messages) == len(stored) + len(tail)
+    given = [*stored, *tail]
+    for i, (a, b) in enumerate(zip(fast.messages, full.messages, strict=True)):
+        assert a is b is given[i] if isinstance(given[i], Message) else a == b
+    assert manager._messages == stored  # the manager's record of the stored history

@@ -373,7 +373,13 @@ def test_snapshot_data_of_a_manager_checks_only_what_it_has_not_stored(
     grown = [*history, Message("assistant", "", tool_calls=[call])]
     data = manager.snapshot_data(grown, {"k": 1})
     assert data.messages == grown and data.state == {"k": 1}
-    assert seen == ["messages[6].tool_calls[0].args", "state"]  # the stored six: not looked at
+    # The stored six are not looked at; the new one is checked on its own (index 0 of
+    # what is new), and a refusal is raised from the whole list, naming index 6.
+    assert seen == ["messages[0].tool_calls[0].args", "state"]
+    assert all(a is b for a, b in zip(data.messages, grown, strict=True))
+    bad = Message("assistant", "", tool_calls=[ToolCall("c2", "f", {"a": float("nan")})])
+    with pytest.raises(AgentError, match=r"messages\[6\]\.tool_calls\[0\]\.args"):
+        manager.snapshot_data([*history, bad])
     seen.clear()
     edited = [history[0].model_copy(update={"metadata": {"x": float("nan")}}), *history[1:]]
     with pytest.raises(AgentError) as info:  # not the stored object: checked, and refused

@@ -18,6 +18,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from ..errors import (
+    AgentError,
     InvalidArgumentError,
     SnapshotCorruptError,
     SnapshotMissingError,
@@ -199,7 +200,27 @@ class SessionManager:
         the next latest snapshot costs what the run added (what ``Agent`` does each run).
         Same errors as the constructor (``STATE_NOT_JSON``).
         """
-        with stored_messages(self._messages):
+        stored = self._messages
+        if (
+            type(messages) is list
+            and stored
+            and len(stored) <= len(messages)
+            and stored_prefix(stored, messages) == len(stored)
+        ):
+            # Validated when stored: pydantic would look at every one of them again (a
+            # cache miss each on a long history), a copy of the list only counts
+            # references. (Not a wrap validator: in a JSON parse that would build every
+            # message as a dict first.)
+            try:
+                data = SnapshotData(messages[len(stored) :], state, system_prompt)
+            except (ValidationError, AgentError):
+                pass  # raised again below, naming the index in the whole list
+            else:
+                whole = messages[: len(stored)]
+                whole += data.messages or []
+                data.messages = whole
+                return data
+        with stored_messages(stored):
             return SnapshotData(messages, state, system_prompt)
 
     async def load_latest(self) -> Snapshot | None:
