@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 
 from framework_agents import Message, ReasoningBlock, TextBlock, ToolCall
 from framework_agents.checkpoint import FileCheckpointer, ThreadCheckpoint
-from framework_agents.checkpoint.file import _canonical
+from framework_agents.checkpoint.file import _SLICED_BYTES, _canonical, _canonical_sliced
 from framework_agents.checkpoint.model import to_json
 from framework_agents.errors import CheckpointCorruptError
 from framework_agents.memory._document import strict_loads
@@ -149,3 +149,77 @@ def test_a_valid_file_in_another_form_goes_to_the_strict_reader_and_reads_the_sa
     assert _canonical(edited) is None
     path.write_bytes(edited)
     assert asyncio.run(FileCheckpointer(tmp_path).load("t1")) == original == _slow(edited)
+
+
+# -- a large checkpoint: its messages are parsed in slices ---------------------------------
+
+_PADDING = [Message("user", f"{i} " + "p" * 3000, id=f"p{i}") for i in range(100)]
+# Messages whose nested values hold what the slicer looks for: a message's opening
+# (a cut there leaves the slice unparseable) and the closing of the messages array.
+_TRICKY = [
+    Message("assistant", "", [ToolCall("c9", "t", {"m": [{"role": "user"}] * 3})], id="t1"),
+    Message("user", "x", id="t2", metadata={"a": [1], "state": {"role": "x"}}),
+    Message("user", '],"state":{', id="t3"),
+]
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    messages=_messages,
+    state=_objects,
+    tricky_state=st.booleans(),
+    where=st.integers(0, len(_PADDING)),
+    calls=_calls,
+)
+def test_a_large_checkpoint_reads_in_slices_as_the_strict_reader_reads_it(
+    messages: list[Message],
+    state: dict[str, Any],
+    tricky_state: bool,
+    where: int,
+    calls: list[ToolCall],
+) -> None:
+    history = [*_PADDING[:where], *_TRICKY, *messages, *_PADDING[where:]]
+    if tricky_state:  # the array's closing again, later in the document
+        state = {**state, "x": [1], "state": [{"role": "user"}]}
+    fields: dict[str, Any] = {"state": state}
+    if calls:
+        unique = [ToolCall(f"c{i}", c.name, c.args) for i, c in enumerate(calls)]
+        fields["turn"] = Message("assistant", "", unique)
+        fields["results"] = [Message("tool", '],"state":', tool_call_id="c0")]
+    checkpoint = ThreadCheckpoint("t1", None, history, **fields)
+    data = to_json(checkpoint)
+    assert len(data) >= _SLICED_BYTES
+    sliced = _canonical_sliced(data)
+    assert sliced is not None  # a later closing is tried first, then the real one
+    assert sliced == _canonical(data) == _slow(data) == checkpoint
+    assert to_json(sliced) == data
+    # The messages of a slice share one fields set (a load's peak memory).
+    assert sliced.messages[0].__pydantic_fields_set__ is sliced.messages[1].__pydantic_fields_set__
+
+
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        pytest.param(b'"id":"p50"', b'"id":"p50","id":"p50"', id="duplicate-key-mid-array"),
+        pytest.param(b'"id":"p50"', b'"id": "p50"', id="space-mid-array"),
+        pytest.param(b'"id":"p99"', b'"id":"p99","role":"user"', id="duplicate-key-last"),
+        pytest.param(b'"p0"', b'"\\u0070\\u0030"', id="escaped-mid-array"),
+    ],
+)
+def test_a_large_checkpoint_not_in_its_stored_form_goes_to_the_strict_reader(
+    tmp_path: Path, old: bytes, new: bytes
+) -> None:
+    checkpoint = ThreadCheckpoint("t1", None, _PADDING, {"k": 1})
+    cp = FileCheckpointer(tmp_path)
+    asyncio.run(cp.save(checkpoint))
+    data = cp.path("t1").read_bytes()
+    assert data.count(old) == 1
+    edited = data.replace(old, new)
+    assert _canonical_sliced(edited) is None and _canonical(edited) is None
+    cp.path("t1").write_bytes(edited)
+    if b'","id"' in new or b'","role"' in new:
+        with pytest.raises(CheckpointCorruptError):
+            asyncio.run(FileCheckpointer(tmp_path).load("t1"))
+    else:  # another form of the same values: read strictly, the same checkpoint
+        loaded = asyncio.run(FileCheckpointer(tmp_path).load("t1"))
+        assert loaded is not None and loaded.messages == _PADDING

@@ -30,6 +30,7 @@ from framework_agents.errors import (
     StateNotJsonError,
 )
 from framework_agents.sessions import Storage
+from framework_agents.sessions import snapshot as snapshot_module
 
 # -- messages in a snapshot must read back equal ------------------------------------------
 
@@ -265,6 +266,73 @@ def test_a_stored_snapshot_reads_in_one_pass_as_the_strict_reader_reads_it(
         if v is not None
     }
     assert set(stored) == present == set(snap.model_dump()["data"])
+
+
+_PADDING = [Message("user", f"{i} " + "p" * 3000, id=f"p{i}") for i in range(100)]
+# What the slicer looks for, inside values: a message's opening and the array's closings.
+_TRICKY = [
+    Message("assistant", "", [ToolCall("c", "t", {"m": [{"role": "user"}] * 3})], id="t1"),
+    Message("user", "x", id="t2", metadata={"a": [1], "state": {"role": "x"}}),
+    Message("user", '],"state":{ ],"system_prompt": ]},"app_data":', id="t3"),
+]
+_LATER = {"a": [1], "state": [2], "system_prompt": [{"app_data": [3]}]}
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    messages=_messages,
+    state=st.none() | st.dictionaries(st.text(max_size=3), _values, max_size=3),
+    prompt=st.none() | st.text(max_size=5),
+    app_data=_values,
+    tricky=st.booleans(),
+    where=st.integers(0, len(_PADDING)),
+)
+def test_a_large_stored_snapshot_reads_in_slices_as_the_strict_reader_reads_it(
+    messages: list[Message],
+    state: dict[str, Any] | None,
+    prompt: str | None,
+    app_data: Any,
+    tricky: bool,
+    where: int,
+) -> None:
+    history = [*_PADDING[:where], *_TRICKY, *messages, *_PADDING[where:]]
+    if tricky:  # the array's closings again, after it
+        state, app_data = (None if state is None else {**state, **_LATER}), _LATER
+    snap = Snapshot(SnapshotData(history, state, prompt), app_data=app_data)
+    raw = snap.to_json()
+    assert len(raw) >= snapshot_module._SLICED_BYTES
+    sliced = Snapshot._canonical_sliced(raw)
+    assert sliced is not None
+    assert sliced == Snapshot.model_validate(strict_loads(raw)) == snap
+    assert sliced.to_json() == raw and Snapshot.from_json(raw) == snap
+    assert sliced.data.model_fields_set == Snapshot.from_json(raw).data.model_fields_set
+    first, second = sliced.data.messages[:2]  # type: ignore[index]
+    assert first.__pydantic_fields_set__ is second.__pydantic_fields_set__
+
+
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        (b'"id":"p50"', b'"id":"p50","id":"p50"'),
+        (b'"id":"p50"', b'"id": "p50"'),
+        (b'"id":"p99"', b'"id":"p99","role":"user"'),
+        (b'"schema_version":1', b'"schema_version":1.0'),
+    ],
+    ids=["duplicate-key", "space", "duplicate-key-last", "version-float"],
+)
+def test_a_large_snapshot_not_in_its_stored_form_goes_to_the_strict_reader(
+    old: bytes, new: bytes
+) -> None:
+    snap = Snapshot(SnapshotData(_PADDING, {"k": 1}))
+    raw = snap.to_json()
+    assert raw.count(old) == 1
+    edited = raw.replace(old, new)
+    assert Snapshot._canonical_sliced(edited) is None and Snapshot._canonical(edited) is None
+    if new == b'"id": "p50"':
+        assert Snapshot.from_json(edited) == snap  # another form of the same values
+    else:
+        with pytest.raises(SnapshotCorruptError):
+            Snapshot.from_json(edited)
 
 
 @pytest.mark.parametrize("how", ["indented", "sorted-keys"])

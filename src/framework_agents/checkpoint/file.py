@@ -40,6 +40,7 @@ from ..errors import (
     LockTimeoutError,
     ThreadBusyError,
 )
+from ..memory._document import PARSE_SLICE, split_messages
 from ..messages import Message, ToolCall
 from ._base import HeldThread, held_then_loaded
 from ._journal import OVERLAY, Delta, JournalView, append_delta, apply_deltas, read_journal
@@ -194,10 +195,51 @@ def _canonical(data: bytes) -> ThreadCheckpoint | None:
     """
     if overlong_int(data) is not None:
         return None  # the strict reader applies the interpreter's lowered digit limit
+    if len(data) >= _SLICED_BYTES:
+        sliced = _canonical_sliced(data)
+        if sliced is not None:
+            return sliced
     try:
         checkpoint = ThreadCheckpoint.model_validate_json(data)
         if checkpoint.__pydantic_serializer__.to_json(checkpoint) == data:
             return checkpoint
+    except (ValidationError, PydanticSerializationError, AgentError, ValueError, RecursionError):
+        pass
+    return None
+
+
+#: A stored checkpoint this large has its messages parsed in slices
+#: (:func:`_canonical_sliced`); a smaller one is parsed whole, which is as fast.
+_SLICED_BYTES = 4 * PARSE_SLICE
+
+
+def _canonical_sliced(data: bytes) -> ThreadCheckpoint | None:
+    """:func:`_canonical` with the messages parsed in slices (``split_messages``).
+
+    One parse of the whole document makes a pydantic fields set per message and, for
+    the comparison, its whole serialisation again: a load peaked at 1.8x the memory of
+    the rows of a database read back. In slices, each compared with its serialisation,
+    the messages share fields sets and nothing of the document's size is made twice.
+    The rest (the document with no messages) is read and compared the same way, then
+    the checkpoint is validated whole from those values (every check of the model runs
+    on the real messages).
+    """
+    split = split_messages(data, b',"messages":[', (b'],"state":',), _shell)
+    if split is None:
+        return None
+    messages, shell = split
+    try:
+        return ThreadCheckpoint.model_validate({**shell.__dict__, "messages": messages})
+    except (ValidationError, AgentError, ValueError, RecursionError):
+        return None
+
+
+def _shell(rest: bytes) -> ThreadCheckpoint | None:
+    """A checkpoint document without its messages, if it reads back byte for byte."""
+    try:
+        shell = ThreadCheckpoint.model_validate_json(rest)
+        if shell.__pydantic_serializer__.to_json(shell) == rest:
+            return shell
     except (ValidationError, PydanticSerializationError, AgentError, ValueError, RecursionError):
         pass
     return None

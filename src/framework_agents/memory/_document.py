@@ -21,7 +21,7 @@ import zlib
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from types import UnionType
-from typing import Any, Literal, Union, get_args, get_origin
+from typing import Any, Literal, TypeVar, Union, get_args, get_origin
 
 from pydantic import ValidationError
 from pydantic_core import PydanticSerializationError
@@ -49,6 +49,7 @@ __all__ = [
     "parse_record",
     "same_json_message",
     "shared_prefix",
+    "split_messages",
     "stored_prefix",
     "strict_loads",
 ]
@@ -57,6 +58,8 @@ __all__ = [
 MEMORY_FORMAT_VERSION = 2
 #: Default bound on the bytes of ``memory.json`` plus its journal (checked before reading).
 DEFAULT_MAX_BYTES = 256 << 20
+_T = TypeVar("_T")
+
 #: Default bound on the objects with an ``"id"`` (messages and tool calls) in them.
 DEFAULT_MAX_ITEMS = 1_000_000
 
@@ -107,7 +110,7 @@ def count_items(data: bytes) -> int:
     return data.count(_ID_KEY)
 
 
-def parse_items(data: bytes, start: int, end: int) -> list[Message]:
+def parse_items(data: bytes, start: int, end: int, *, exact: bool = False) -> list[Message]:
     """The messages of the JSON array ``data[start - 1 : end + 1]`` (brackets included).
 
     For bytes our writer serialised (checksummed, or compared with their serialisation):
@@ -123,7 +126,10 @@ def parse_items(data: bytes, start: int, end: int) -> list[Message]:
     slice leaves that message's ``{`` open and cannot parse, and it is cut further on
     instead (a few tries, each looking twice as far), at worst at the end. Slices already
     parsed are kept.
-    Raises what ``MessageList.validate_json`` raises for the whole array.
+    Raises what ``MessageList.validate_json`` raises for the whole array; with
+    ``exact`` (bytes no checksum vouches for), ``ValueError`` as soon as a slice is not
+    byte for byte the serialisation of its messages, or does not parse (no second parse
+    to name the problem: the caller's strict reader does that).
     """
     out: list[Message] = []
     at = start
@@ -134,7 +140,7 @@ def parse_items(data: bytes, start: int, end: int) -> list[Message]:
         for _ in range(_RETRIES):
             if cut < 0:
                 break
-            messages = _parse_slice(data, at, cut)
+            messages = _parse_slice(data, at, cut, exact)
             if messages is not None:
                 break
             # The cut fell inside a message: cut further on, twice as far each time, so a
@@ -143,7 +149,9 @@ def parse_items(data: bytes, start: int, end: int) -> list[Message]:
             jump *= 2
         if messages is None:
             cut = end
-            messages = _parse_slice(data, at, end)
+            messages = _parse_slice(data, at, end, exact)
+            if messages is None and exact:
+                raise ValueError("the messages array does not parse")
             if messages is None:  # not a cutting problem: report as one parse does
                 return MessageList.validate_json(data[start - 1 : end + 1])
         share_fields_set(messages)
@@ -158,12 +166,58 @@ _RETRIES = 4
 _FIRST_JUMP = 1024
 
 
-def _parse_slice(data: bytes, at: int, cut: int) -> list[Message] | None:
-    """The messages of ``data[at:cut]`` as an array, or ``None`` when it does not parse."""
+def _parse_slice(data: bytes, at: int, cut: int, exact: bool = False) -> list[Message] | None:
+    """The messages of ``data[at:cut]`` as an array, or ``None`` when it does not parse.
+
+    With ``exact``, ``ValueError`` when they parse but do not serialise to those bytes (a
+    slice that parses was cut between messages: see :func:`parse_items`).
+    """
+    body = b"".join((b"[", memoryview(data)[at:cut], b"]"))
     try:
-        return MessageList.validate_json(b"".join((b"[", memoryview(data)[at:cut], b"]")))
+        messages = MessageList.validate_json(body)
     except (ValidationError, ValueError, RecursionError):
         return None
+    if exact and MessageList.dump_json(messages) != body:
+        raise ValueError("the messages are not in their stored form")
+    return messages
+
+
+def split_messages(
+    data: bytes, opening: bytes, closings: Sequence[bytes], read_rest: Callable[[bytes], _T | None]
+) -> tuple[list[Message], _T] | None:
+    """A stored document's messages, parsed in slices, and what ``read_rest`` makes of the rest.
+
+    ``opening`` ends where the messages array begins (its first occurrence: the keys
+    before it hold no such bytes), and the array ends where one of ``closings`` begins.
+    The last occurrence is tried first, then the one before (a few at most): the rest,
+    ``data`` with an empty array in place of the messages, is handed to ``read_rest``,
+    which returns ``None`` unless it reads back byte for byte (a closing inside a later
+    value leaves a rest that does not), and only then are the messages parsed, each
+    slice compared with its serialisation (:func:`parse_items` with ``exact``). So the
+    whole is exactly what the writer made. ``None``: the caller reads the document whole.
+    """
+    at = data.find(opening)
+    if at < 0:
+        return None
+    start = at + len(opening)
+    limit = len(data)
+    for _ in range(_SPLIT_TRIES):
+        end = max(data.rfind(c, start, limit) for c in closings)
+        if end < 0:
+            return None
+        limit = end  # if this is not the array's end, it is before this
+        rest = read_rest(data[:start] + data[end:])
+        if rest is None:
+            continue
+        try:
+            return parse_items(data, start, end, exact=True), rest
+        except (ValidationError, ValueError, RecursionError):
+            continue
+    return None
+
+
+#: How many closings :func:`split_messages` tries, latest first.
+_SPLIT_TRIES = 8
 
 
 def _canonical_items(items: bytes) -> list[Message] | None:

@@ -43,7 +43,7 @@ from pydantic_core import PydanticSerializationError
 from .._persist import json_problem, overlong_int, strict_loads
 from .._pydantic_fast import share_fields_set
 from ..errors import AgentError, SnapshotCorruptError, SnapshotFieldError, StateNotJsonError
-from ..memory._document import stored_prefix
+from ..memory._document import PARSE_SLICE, split_messages, stored_prefix
 from ..messages import REQUIRED, Message, Unset, constructor_only, show_required
 
 __all__ = [
@@ -155,6 +155,13 @@ def stored_messages(messages: Sequence[Message] | None) -> Iterator[None]:
     finally:
         _STORED.reset(token)
 
+
+#: A stored snapshot this large has its messages parsed in slices
+#: (``Snapshot._canonical_sliced``); a smaller one is parsed whole, which is as fast.
+_SLICED_BYTES = 4 * PARSE_SLICE
+#: What can follow the messages array of a stored snapshot (``SnapshotData``'s fields
+#: in order, absent ones left out).
+_MESSAGES_CLOSINGS = (b'],"state":', b'],"system_prompt":', b']},"app_data":')
 
 #: The validation context of a parse of stored bytes (``Snapshot._canonical``).
 _STORED_BYTES: dict[str, bool] = {"stored_bytes": True}
@@ -358,6 +365,10 @@ class Snapshot(BaseModel):
         """
         if overlong_int(raw) is not None:
             return None  # the strict reader applies the interpreter's lowered digit limit
+        if len(raw) >= _SLICED_BYTES:
+            sliced = cls._canonical_sliced(raw)
+            if sliced is not None:
+                return sliced
         try:
             snapshot = cls.model_validate_json(raw, context=_STORED_BYTES)
             if snapshot.__pydantic_serializer__.to_json(snapshot) != raw:
@@ -374,6 +385,43 @@ class Snapshot(BaseModel):
         if snapshot.data.messages:
             share_fields_set(snapshot.data.messages)
         return snapshot
+
+    @classmethod
+    def _canonical_sliced(cls, raw: bytes) -> Snapshot | None:
+        """:meth:`_canonical` with the messages parsed in slices (``split_messages``).
+
+        One parse of the whole document makes a pydantic fields set per message and, for
+        the comparison, its whole serialisation again (a load peaked at 1.8x the memory
+        of a database's rows read back). In slices, each compared with its
+        serialisation, the messages share fields sets and nothing of the document's size
+        is made twice; the rest (the document with no messages) is read and compared the
+        same way. No validator of a snapshot looks at its messages but the plain-JSON
+        one, which a stored document skips (``_STORED_BYTES``).
+        """
+        split = split_messages(raw, b'"data":{"messages":[', _MESSAGES_CLOSINGS, cls._shell)
+        if split is None:
+            return None
+        messages, shell = split
+        data = shell.data.model_copy(update={"messages": messages})
+        return shell.model_copy(update={"data": data})
+
+    @classmethod
+    def _shell(cls, rest: bytes) -> Snapshot | None:
+        """A snapshot document with no messages, if it reads back byte for byte."""
+        try:
+            shell = cls.model_validate_json(rest, context=_STORED_BYTES)
+            if shell.__pydantic_serializer__.to_json(shell) == rest and shell.data.messages == []:
+                return shell
+        except (
+            ValidationError,
+            PydanticSerializationError,
+            AgentError,
+            ValueError,
+            OverflowError,
+            RecursionError,
+        ):
+            pass
+        return None
 
     @classmethod
     def from_json(cls, raw: bytes | str, *, source: str = "snapshot") -> Snapshot:
