@@ -9,6 +9,7 @@ what the save adds.
 
 from __future__ import annotations
 
+import asyncio
 import enum
 import tempfile
 from collections.abc import Callable
@@ -180,3 +181,27 @@ def test_both_stores_load_exactly_what_a_file_read_gives(
                 loaded = some(arun(store.load("t"))).model_dump()
                 assert loaded.pop("saved_at") == when
                 assert repr(loaded) == repr(fresh)
+
+
+@pytest.mark.parametrize("kind", ["file", "memory"])
+def test_what_a_load_or_a_save_gave_is_left_alone_by_later_saves(tmp_path: Path, kind: str) -> None:
+    # A store extends its own record of the history in place (no copy a save): what it
+    # handed out (loads) and what it was given (saves) must never change with it.
+    async def main() -> None:
+        cp = FileCheckpointer(tmp_path) if kind == "file" else InMemoryCheckpointer()
+        history = [Message("user", f"m{i}", id=f"m{i}") for i in range(3)]
+        given = ThreadCheckpoint("t", None, list(history), {})
+        await cp.save(given)
+        loaded = await cp.load("t")
+        assert loaded is not None
+        for i in range(3, 6):
+            history.append(Message("user", f"m{i}", id=f"m{i}"))
+            await cp.save(ThreadCheckpoint("t", None, list(history), {"i": i}))
+        history[1:] = [Message("user", "edited", id="e")]  # not an extension: a fold
+        await cp.save(ThreadCheckpoint("t", None, list(history), {}))
+        assert [m.id for m in loaded.messages] == ["m0", "m1", "m2"]
+        assert [m.id for m in given.messages] == ["m0", "m1", "m2"]
+        again = await cp.load("t")
+        assert again is not None and [m.id for m in again.messages] == ["m0", "e"]
+
+    asyncio.run(main())

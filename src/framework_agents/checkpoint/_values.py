@@ -101,23 +101,27 @@ def kept_value(
     The values themselves when they read back as they are (``_reads_back_as_is``; the
     mutable ones copied), else what ``read_back()`` parses from the JSON (holding at
     least the messages past ``keep``; the kept ones are taken from ``base``).
+
+    ``base`` is the store's own value, handed out only as :func:`detached` copies: its
+    messages list is cut to ``keep`` and extended in place, and the result holds it (a
+    copy would cost the history's size, a reference count per message, every save).
     """
     added = checkpoint.messages[keep:]
-    # One copy of the kept messages (the base may be handed out: it is not extended).
-    kept = [] if base is None else base.messages[:keep]
     if _reads_back_as_is(checkpoint, added):
         fields = {name: getattr(checkpoint, name) for name in OVERLAY}
         for name in ("state", "decisions", "app_data"):
             fields[name] = copy.deepcopy(fields[name])
         fields["results"] = list(checkpoint.results)
         fields["in_flight"] = list(checkpoint.in_flight)
-        kept += added
-        fields["messages"] = kept
-        return (base or checkpoint).model_copy(update=fields)
-    back = read_back()
-    fields = {name: getattr(back, name) for name in OVERLAY}
-    read: list[Message] = back.messages[-len(added) :] if added else []  # type: ignore[attr-defined]
-    kept += as_read(read, added)
+        tail = added
+    else:
+        back = read_back()
+        fields = {name: getattr(back, name) for name in OVERLAY}
+        read: list[Message] = back.messages[-len(added) :] if added else []  # type: ignore[attr-defined]
+        tail = as_read(read, added)
+    kept: list[Message] = [] if base is None else base.messages
+    del kept[keep:]
+    kept += tail
     fields["messages"] = kept
     return (base or checkpoint).model_copy(update=fields)
 
