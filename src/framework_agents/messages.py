@@ -246,7 +246,11 @@ class Message(PositionalModel):
         ``1.0``, ``0.0`` and ``-0.0`` or dicts in another key order, all of which JSON
         writes differently. So two lists of messages compare as the histories they would
         store, and at C speed where they hold the same objects (a save's check that the
-        caller's history extends the stored one).
+        caller's history extends the stored one). Exact for validated messages; values
+        put in with ``model_copy(update=...)`` are compared by ``repr`` (an ``OrderedDict``
+        is then unequal to the ``dict`` JSON would write alike), and a message that
+        cannot be stored (an integer past the interpreter's digit limit) equals only
+        itself.
         """
         if self is other:
             return True
@@ -257,11 +261,18 @@ class Message(PositionalModel):
         a, b = self.__dict__, other.__dict__
         if a != b:
             return False
-        if a["content"].__class__ is str and not (a["tool_calls"] or a["metadata"]):
-            return True  # text only (so is b, equal): str and None are equal as JSON is
+        if (
+            a["content"].__class__ is str
+            and b["content"].__class__ is str
+            and not (a["tool_calls"] or a["metadata"])
+        ):
+            return True  # text only: strings and None are equal exactly when JSON is
         # Free-form values: repr tells apart, in C, what == confuses (1 and True, 1.0, -0.0,
         # key order).
-        return repr(a) == repr(b)
+        try:
+            return repr(a) == repr(b)
+        except (ValueError, RecursionError):
+            return False
 
     def __setattr__(self, name: str, value: Any) -> None:
         """Refused: messages are immutable (a coded ``INVALID_ARGUMENT``)."""

@@ -7,6 +7,9 @@ JSON comparison says, and leave the stored list as it was.
 
 from __future__ import annotations
 
+import contextlib
+import sys
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -103,7 +106,19 @@ def test_the_prefix_checks_agree_with_the_json_comparison(pool: list[Message], d
     assert shared_prefix(known, messages) == expected
     before = list(known)
     assert stored_prefix(known, messages) == expected
-    assert len(known) == len(before) and all(a is b for a, b in zip(known, before, strict=True))
+    # The stored list keeps its length and what it stores; on a match it may take the
+    # caller's objects (stored alike), never otherwise.
+    assert [m.to_json() for m in known] == [m.to_json() for m in before]
+    kept = before if expected < len(before) else None
+    if kept is not None:
+        assert all(a is b for a, b in zip(known, kept, strict=True))
+
+
+def test_a_history_of_copies_is_adopted_so_the_next_check_is_by_pointer() -> None:
+    known = [Message("user", f"m{i}", id=f"m{i}", metadata={"i": i}) for i in range(50)]
+    copies = [m.model_copy() for m in known]
+    assert stored_prefix(known, [*copies, Message("user", "new")]) == 50
+    assert all(a is b for a, b in zip(known, copies, strict=True))
 
 
 def test_stored_prefix_leaves_the_stored_list_as_it_was_when_a_comparison_raises() -> None:
@@ -118,3 +133,26 @@ def test_stored_prefix_leaves_the_stored_list_as_it_was_when_a_comparison_raises
     with pytest.raises(RuntimeError, match="boom"):
         stored_prefix(known, [known[0], Boom(), Message("user", "z")])
     assert known == before and all(a is b for a, b in zip(known, before, strict=True))
+
+
+def test_equality_is_symmetric_and_never_raises() -> None:
+    class Text(str):
+        pass
+
+    a = Message("user", "x", id="1")
+    b = a.model_copy(update={"content": Text("x")})  # not validated: a str subclass
+    assert (a == b) is (b == a) is True  # JSON writes both as "x"
+    with digit_limit_lowered():
+        big = Message("user", "x", id="1", metadata={"n": 10**700})
+        twin = big.model_copy(update={"metadata": {"n": 10**700}})
+        assert big == big and (big == twin) is False  # cannot be stored: equal only to itself
+
+
+@contextlib.contextmanager
+def digit_limit_lowered() -> Iterator[None]:
+    before = sys.get_int_max_str_digits()
+    sys.set_int_max_str_digits(640)
+    try:
+        yield
+    finally:
+        sys.set_int_max_str_digits(before)

@@ -169,3 +169,37 @@ def test_a_lowered_digit_limit_makes_every_reader_refuse_what_it_would_not_save(
     # Back at the default limit, each loads as it was written (nothing was touched).
     latest = asyncio.run(SessionManager("s", LocalFileStorage(tmp_path / "sessions")).load_latest())
     assert latest is not None and latest.app_data == {"n": 10**999}
+
+
+def test_a_lowered_digit_limit_still_reads_long_digit_runs_in_strings(tmp_path: Path) -> None:
+    # Only integers count: a run of digits in a string (an id, a number quoted by a
+    # tool) loads in every reader, the one-pass ones included.
+    digits = "1" * 1000
+
+    async def write() -> None:
+        session = SessionManager("s", LocalFileStorage(tmp_path / "sessions"))
+        await session.save_latest(Snapshot(SnapshotData(state={"n": digits}), app_data=digits))
+        cp = FileCheckpointer(tmp_path / "checkpoints")
+        await cp.save(ThreadCheckpoint("t", None, [Message("user", "x", id="a")], {}))
+        await cp.save(ThreadCheckpoint("t", None, [Message("user", "x", id="a"), msg], {}))
+        memory = FileMemory(tmp_path / "memory")
+        await memory.replace([msg])  # the document
+        await memory.save([Message("user", digits, id="c")])  # its journal
+        db = SqliteMemory(tmp_path / "db.sqlite", "k")
+        await db.save([msg])
+        await db.close()
+
+    async def read() -> None:
+        latest = await SessionManager("s", LocalFileStorage(tmp_path / "sessions")).load_latest()
+        assert latest is not None and latest.app_data == digits
+        loaded = await FileCheckpointer(tmp_path / "checkpoints").load("t")
+        assert loaded is not None and loaded.messages[-1] == msg
+        assert [m.id for m in await FileMemory(tmp_path / "memory").load()] == ["b", "c"]
+        db = SqliteMemory(tmp_path / "db.sqlite", "k")
+        assert await db.load() == [msg]
+        await db.close()
+
+    msg = Message("user", f"pi: {digits}", id="b", metadata={"n": digits})
+    asyncio.run(write())
+    with digit_limit(640):
+        asyncio.run(read())

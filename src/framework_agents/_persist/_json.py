@@ -16,6 +16,7 @@ import json
 import math
 import re
 import sys
+from collections.abc import Callable
 from typing import Any
 
 __all__ = [
@@ -113,22 +114,42 @@ def _too_many_digits(value: int) -> bool:
 
 
 def overlong_int(data: bytes) -> str | None:
-    """Why ``data`` may hold an integer this interpreter refuses to read, or ``None``.
+    """Why ``data`` holds an integer this interpreter refuses to read, or ``None``.
 
     The one-pass readers parse with pydantic, whose bound is :data:`PARSER_INT_DIGITS`
     digits; an interpreter whose limit was lowered below it
     (``sys.set_int_max_str_digits``, ``PYTHONINTMAXSTRDIGITS``) refuses what lies in
     between: the strict reader and every save do, so a one-pass read must not accept it
-    (a loaded value could not be saved again). Free unless the limit was lowered; then a
-    run of that many digits anywhere (a string's too) sends the document to the strict
-    reader, or, where only the one-pass read applies, makes it corrupt.
+    (a loaded value could not be saved again). Free unless the limit was lowered; then,
+    when a run of that many digits is found, the document's integers are looked at (a
+    parse with a hook on integers: the run may be in a string, which is fine). ``data``
+    that is not JSON gives ``None``: the reader's own checks refuse it.
     """
     limit = sys.get_int_max_str_digits()
     if limit == 0 or limit >= PARSER_INT_DIGITS:
         return None
     if re.search(rb"[0-9]{%d}" % (limit + 1), data) is None:
         return None
-    return f"a run of more than {limit} digits, past sys.get_int_max_str_digits()"
+    try:
+        json.loads(data, parse_int=_digits_within(limit))
+    except _LongInteger:
+        return f"an integer of more than {limit} digits (sys.get_int_max_str_digits)"
+    except (ValueError, RecursionError):
+        pass
+    return None
+
+
+class _LongInteger(Exception):
+    """An integer of more digits than the limit, met by :func:`overlong_int`'s parse."""
+
+
+def _digits_within(limit: int) -> Callable[[str], int]:
+    def parse_int(text: str) -> int:
+        if len(text) - text.startswith("-") > limit:
+            raise _LongInteger
+        return 0  # the value is not needed
+
+    return parse_int
 
 
 def json_problem(value: Any, path: str, *, max_depth: int = MAX_JSON_DEPTH) -> str | None:

@@ -209,10 +209,12 @@ def split_messages(
         rest = read_rest(data[:start] + data[end:])
         if rest is None:
             continue
+        # A rest that reads back byte for byte is balanced: this is the array's end, and
+        # messages not in their stored form make the document not canonical.
         try:
             return parse_items(data, start, end, exact=True), rest
         except (ValidationError, ValueError, RecursionError):
-            continue
+            return None
     return None
 
 
@@ -502,17 +504,30 @@ def stored_prefix(known: list[Message], messages: Sequence[Message]) -> int:
     returns: two lists of one length holding the same objects compare by their pointers
     alone. A slice or a copy of the history would touch every message object (its
     reference count), a cache miss each once the history outgrows the CPU's caches: this
-    is what keeps a save's cost from growing with the history.
+    is what keeps a save's cost from growing with the history. When the caller's history
+    holds copies (stored alike, other objects: seen at a few probed positions), ``known``
+    takes the caller's objects once, so later saves compare by pointer again.
     """
     n = len(known)
     if type(messages) is list and len(messages) >= n:
         known += messages[n:]
         try:
-            if known == messages:
-                return n
+            same = known == messages
         finally:
             del known[n:]
+        if same:
+            if any(known[i] is not messages[i] for i in _probes(n)):
+                # Copies stored alike (a history rebuilt from a load, say): ``known``
+                # takes the caller's objects, so the next check is by pointer again
+                # instead of a Python comparison of every message, every save.
+                known[:] = messages[:n]
+            return n
     return shared_prefix(known, messages)
+
+
+def _probes(n: int) -> tuple[int, ...]:
+    """A few positions of a prefix of ``n`` (first, quarters, last) looked at for identity."""
+    return () if n == 0 else (0, n // 4, n // 2, 3 * n // 4, n - 1)
 
 
 def same_json_message(a: Message, b: Message) -> bool:
