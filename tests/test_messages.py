@@ -147,3 +147,22 @@ def test_a_message_is_immutable_with_a_coded_error() -> None:
     assert caught.value.code == "INVALID_ARGUMENT" and msg.content == "hi"
     changed = msg.model_copy(update={"content": "changed"})
     assert changed.content == "changed" and changed.id == msg.id and msg.content == "hi"
+
+
+def test_a_long_conversation_is_summarised_in_a_snapshot_or_checkpoint_repr() -> None:
+    # Every message in a repr made asyncio.run(manager.load_latest()) of a long session
+    # spend four times the load formatting the finished task (CPython 3.11).
+    from framework_agents import Snapshot, SnapshotData, ThreadCheckpoint
+    from framework_agents.messages import REPR_MESSAGES
+
+    many = [Message("user", f"m{i}", id=f"m{i}") for i in range(10_000)]
+    for model in (
+        Snapshot(SnapshotData(many, {"k": 1})),
+        ThreadCheckpoint("t", None, many, {}),
+        ThreadCheckpoint("t", None, many, {}).model_copy(update={"results": many}),
+    ):
+        text = repr(model)
+        assert len(text) < 2_000 and "<9998 more messages>" in text
+        assert "id='m0'" in text and "id='m9999'" in text and len(str(model)) < 2_000
+    few = many[:REPR_MESSAGES]
+    assert repr(few) in repr(ThreadCheckpoint("t", None, few, {}))  # short lists: as before

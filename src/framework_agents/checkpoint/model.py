@@ -27,6 +27,7 @@ The fields beyond ``pending`` implement the at-most-once protocol (``docs/checkp
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from datetime import UTC, datetime
 from typing import Any
 
@@ -42,7 +43,7 @@ from pydantic_core import PydanticSerializationError
 
 from .._persist import json_problem
 from ..errors import StateNotJsonError, ThreadIdInvalidError
-from ..messages import Message, MessageList, ToolCall, constructor_only
+from ..messages import Message, MessageList, ToolCall, constructor_only, summary_repr_args
 
 __all__ = [
     "CHECKPOINT_FORMAT_VERSION",
@@ -248,6 +249,10 @@ class ThreadCheckpoint(BaseModel):
             super().__init__(**data)
             return
         self.__dict__["messages"] = checked
+
+    def __repr_args__(self) -> Iterator[tuple[str | None, Any]]:
+        """pydantic's, with long message lists shown by their ends and length."""
+        return summary_repr_args(super().__repr_args__(), ("messages", "results"))
 
     @field_validator("version")
     @classmethod

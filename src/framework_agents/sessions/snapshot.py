@@ -44,7 +44,7 @@ from .._persist import json_problem, overlong_int, strict_loads
 from .._pydantic_fast import share_fields_set
 from ..errors import AgentError, SnapshotCorruptError, SnapshotFieldError, StateNotJsonError
 from ..memory._document import PARSE_SLICE, split_messages, stored_prefix
-from ..messages import REQUIRED, Message, Unset, constructor_only, show_required
+from ..messages import REQUIRED, Message, Unset, constructor_only, show_required, summary_repr_args
 
 __all__ = [
     "SNAPSHOT_FIELDS",
@@ -267,6 +267,10 @@ class SnapshotData(BaseModel):
     def fields(self) -> set[str]:
         """The names of the fields this snapshot carries."""
         return {name for name in SNAPSHOT_FIELDS if getattr(self, name) is not None}
+
+    def __repr_args__(self) -> Iterator[tuple[str | None, Any]]:
+        """pydantic's, with a long message list shown by its ends and length."""
+        return summary_repr_args(super().__repr_args__(), ("messages",))
 
 
 #: ``Snapshot(...)`` arguments left out (an explicit ``None`` is invalid, as when stored).
