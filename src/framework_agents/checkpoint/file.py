@@ -199,13 +199,7 @@ def _canonical(data: bytes) -> ThreadCheckpoint | None:
         sliced = _canonical_sliced(data)
         if sliced is not None:
             return sliced
-    try:
-        checkpoint = ThreadCheckpoint.model_validate_json(data)
-        if checkpoint.__pydantic_serializer__.to_json(checkpoint) == data:
-            return checkpoint
-    except (ValidationError, PydanticSerializationError, AgentError, ValueError, RecursionError):
-        pass
-    return None
+    return _exact(data)
 
 
 #: A stored checkpoint this large has its messages parsed in slices
@@ -224,7 +218,7 @@ def _canonical_sliced(data: bytes) -> ThreadCheckpoint | None:
     the checkpoint is validated whole from those values (every check of the model runs
     on the real messages).
     """
-    split = split_messages(data, b',"messages":[', (b'],"state":',), _shell)
+    split = split_messages(data, b',"messages":[', (b'],"state":',), _exact)
     if split is None:
         return None
     messages, shell = split
@@ -234,12 +228,12 @@ def _canonical_sliced(data: bytes) -> ThreadCheckpoint | None:
         return None
 
 
-def _shell(rest: bytes) -> ThreadCheckpoint | None:
-    """A checkpoint document without its messages, if it reads back byte for byte."""
+def _exact(data: bytes) -> ThreadCheckpoint | None:
+    """The checkpoint ``data`` parses to in one pass, if it serialises back to ``data``."""
     try:
-        shell = ThreadCheckpoint.model_validate_json(rest)
-        if shell.__pydantic_serializer__.to_json(shell) == rest:
-            return shell
+        checkpoint = ThreadCheckpoint.model_validate_json(data)
+        if checkpoint.__pydantic_serializer__.to_json(checkpoint) == data:
+            return checkpoint
     except (ValidationError, PydanticSerializationError, AgentError, ValueError, RecursionError):
         pass
     return None

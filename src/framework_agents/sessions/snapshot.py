@@ -373,20 +373,8 @@ class Snapshot(BaseModel):
             sliced = cls._canonical_sliced(raw)
             if sliced is not None:
                 return sliced
-        try:
-            snapshot = cls.model_validate_json(raw, context=_STORED_BYTES)
-            if snapshot.__pydantic_serializer__.to_json(snapshot) != raw:
-                return None
-        except (
-            ValidationError,
-            PydanticSerializationError,
-            AgentError,
-            ValueError,
-            OverflowError,
-            RecursionError,
-        ):
-            return None
-        if snapshot.data.messages:
+        snapshot = cls._exact(raw)
+        if snapshot is not None and snapshot.data.messages:
             share_fields_set(snapshot.data.messages)
         return snapshot
 
@@ -412,10 +400,16 @@ class Snapshot(BaseModel):
     @classmethod
     def _shell(cls, rest: bytes) -> Snapshot | None:
         """A snapshot document with no messages, if it reads back byte for byte."""
+        shell = cls._exact(rest)
+        return shell if shell is not None and shell.data.messages == [] else None
+
+    @classmethod
+    def _exact(cls, raw: bytes) -> Snapshot | None:
+        """The snapshot ``raw`` parses to in one pass, if it serialises back to ``raw``."""
         try:
-            shell = cls.model_validate_json(rest, context=_STORED_BYTES)
-            if shell.__pydantic_serializer__.to_json(shell) == rest and shell.data.messages == []:
-                return shell
+            snapshot = cls.model_validate_json(raw, context=_STORED_BYTES)
+            if snapshot.__pydantic_serializer__.to_json(snapshot) == raw:
+                return snapshot
         except (
             ValidationError,
             PydanticSerializationError,
