@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
@@ -32,7 +32,7 @@ CONFUSED: dict[str, tuple[Any, Any]] = {
 @pytest.mark.parametrize(("a", "b"), CONFUSED.values(), ids=CONFUSED.keys())
 def test_messages_are_equal_only_when_stored_alike(a: Any, b: Any) -> None:
     assert a == b  # what pydantic's == compared
-    shapes = [
+    shapes: list[Callable[[Any], Message]] = [
         lambda v: Message("user", "x", id="m", metadata={"k": v}),
         lambda v: Message("assistant", "", [ToolCall("c", "t", {"k": v})], id="m"),
     ]
@@ -131,7 +131,7 @@ def test_stored_prefix_leaves_the_stored_list_as_it_was_when_a_comparison_raises
     known = [Message("user", "x", id="a"), Message("user", "y", id="b")]
     before = list(known)
     with pytest.raises(RuntimeError, match="boom"):
-        stored_prefix(known, [known[0], Boom(), Message("user", "z")])
+        stored_prefix(known, [known[0], Boom(), Message("user", "z")])  # type: ignore[list-item]
     assert known == before and all(a is b for a, b in zip(known, before, strict=True))
 
 

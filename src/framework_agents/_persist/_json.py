@@ -105,7 +105,8 @@ def int_digit_limit() -> int:
 
 @functools.lru_cache(maxsize=4)
 def _power_of_ten(digits: int) -> int:
-    return 10**digits
+    power: int = 10**digits  # int ** int is typed Any (a negative power is a float)
+    return power
 
 
 def _too_many_digits(value: int) -> bool:
