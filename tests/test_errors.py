@@ -7,6 +7,7 @@ import pickle
 from collections.abc import Callable
 
 import pytest
+from pydantic import ValidationError
 
 import framework_agents
 from framework_agents import errors
@@ -222,3 +223,28 @@ def test_bad_constructor_data_is_invalid_argument_and_still_a_validation_error()
     with pytest.raises(ValidationError) as parsed:
         Message.model_validate({"role": "wizard"})
     assert not isinstance(parsed.value, AgentError)
+
+
+def _bad_constructions() -> dict[str, Callable[[], object]]:
+    from framework_agents import Snapshot, SnapshotData, ThreadCheckpoint
+
+    return {
+        "checkpoint-messages": lambda: ThreadCheckpoint("t", None, [5]),  # type: ignore[list-item]
+        "checkpoint-pending": lambda: ThreadCheckpoint("t", None, [], {}, 5),  # type: ignore[arg-type]
+        "checkpoint-unknown": lambda: ThreadCheckpoint("t", bogus=1),
+        "data-messages": lambda: SnapshotData([5]),  # type: ignore[list-item]
+        "data-state": lambda: SnapshotData(state=5),  # type: ignore[arg-type]
+        "snapshot-id": lambda: Snapshot(SnapshotData(), snapshot_id="x"),
+        "snapshot-data": lambda: Snapshot(5),  # type: ignore[arg-type]
+        "snapshot-missing-data": lambda: Snapshot(),
+    }
+
+
+@pytest.mark.parametrize("name", list(_bad_constructions()))
+def test_snapshots_and_checkpoints_refuse_bad_data_with_a_code(name: str) -> None:
+    # They raised pydantic's bare ValidationError; like Message(...), the error is now
+    # coded and still a ValidationError (what callers caught before still catches it).
+    with pytest.raises(AgentError) as info:
+        _bad_constructions()[name]()
+    assert info.value.code == "INVALID_ARGUMENT"
+    assert isinstance(info.value, ValidationError) and info.value.errors()

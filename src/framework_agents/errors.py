@@ -340,8 +340,9 @@ class BackendUnavailableError(StoreError):
 class DataValidationError(ValidationError, InvalidArgumentError):
     """Pydantic's ``ValidationError`` for data given to one of our constructors, with a code.
 
-    Raised by ``Message(...)``, ``ToolCall(...)``, ``TextBlock(...)`` and
-    ``ReasoningBlock(...)``: both an :class:`InvalidArgumentError` (``INVALID_ARGUMENT``)
+    Raised by ``Message(...)``, ``ToolCall(...)``, ``TextBlock(...)``,
+    ``ReasoningBlock(...)``, ``Snapshot(...)``, ``SnapshotData(...)`` and
+    ``ThreadCheckpoint(...)``: both an :class:`InvalidArgumentError` (``INVALID_ARGUMENT``)
     and a ``pydantic.ValidationError`` (so a ``ValueError``), with pydantic's details.
     """
 

@@ -63,12 +63,13 @@ REQUIRED: Any = Unset("<required>")
 NEW_ID: Any = Unset("<new>")
 
 
-def _validated(model: BaseModel, data: dict[str, Any]) -> None:
+def validate_into(model: BaseModel, data: dict[str, Any]) -> None:
     """Validate ``data`` into ``model`` as pydantic's ``__init__`` does; bad data is coded.
 
-    Bad data is :class:`DataValidationError` (``INVALID_ARGUMENT``). Only constructors
-    come here: parsing stored data (``model_validate``) keeps pydantic's own
-    ``ValidationError``, which readers turn into their ``*_CORRUPT`` codes.
+    Bad data is :class:`DataValidationError` (``INVALID_ARGUMENT``, and still a pydantic
+    ``ValidationError``). Only constructors come here (messages, snapshots, checkpoints):
+    parsing stored data (``model_validate``) keeps pydantic's own ``ValidationError``,
+    which readers turn into their ``*_CORRUPT`` codes.
     """
     try:
         BaseModel.__init__(model, **data)
@@ -140,9 +141,9 @@ def _positional_init(names: tuple[str, ...]) -> Callable[..., None]:
         raise TypeError(f"field names {names!r} cannot all be constructor parameters")
     lines = [f"def __init__(self, {''.join(f'{n}=_ABSENT, ' for n in names)}**extra):"]
     lines += [f"    if {n} is not _ABSENT: extra[{n!r}] = {n}" for n in names]
-    lines.append("    _validated(self, extra)")
+    lines.append("    validate_into(self, extra)")
     namespace: dict[str, Any] = {}
-    exec("\n".join(lines), {"_ABSENT": _ABSENT, "_validated": _validated}, namespace)
+    exec("\n".join(lines), {"_ABSENT": _ABSENT, "validate_into": validate_into}, namespace)
     init: Callable[..., None] = namespace["__init__"]
     return init
 

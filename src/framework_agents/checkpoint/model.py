@@ -43,7 +43,14 @@ from pydantic_core import PydanticSerializationError
 
 from .._persist import json_problem
 from ..errors import StateNotJsonError, ThreadIdInvalidError
-from ..messages import Message, MessageList, ToolCall, constructor_only, summary_repr_args
+from ..messages import (
+    Message,
+    MessageList,
+    ToolCall,
+    constructor_only,
+    summary_repr_args,
+    validate_into,
+)
 
 __all__ = [
     "CHECKPOINT_FORMAT_VERSION",
@@ -237,7 +244,7 @@ class ThreadCheckpoint(BaseModel):
         given = data.get("messages")
         checked = _checked_messages(data)
         if checked is None:
-            super().__init__(**data)
+            validate_into(self, data)  # bad data: INVALID_ARGUMENT, still a ValidationError
             return
         try:
             # No validator of this model reads ``messages`` (it is [] here until set below).
@@ -246,7 +253,7 @@ class ThreadCheckpoint(BaseModel):
             # Validated whole again: the error then shows the caller's input (and a
             # validator added later that needs the messages would see them).
             data["messages"] = given
-            super().__init__(**data)
+            validate_into(self, data)
             return
         self.__dict__["messages"] = checked
 

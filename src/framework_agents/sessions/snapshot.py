@@ -44,7 +44,15 @@ from .._persist import json_problem, overlong_int, strict_loads
 from .._pydantic_fast import share_fields_set
 from ..errors import AgentError, SnapshotCorruptError, SnapshotFieldError, StateNotJsonError
 from ..memory._document import PARSE_SLICE, split_messages, stored_prefix
-from ..messages import REQUIRED, Message, Unset, constructor_only, show_required, summary_repr_args
+from ..messages import (
+    REQUIRED,
+    Message,
+    Unset,
+    constructor_only,
+    show_required,
+    summary_repr_args,
+    validate_into,
+)
 
 __all__ = [
     "SNAPSHOT_FIELDS",
@@ -215,7 +223,8 @@ class SnapshotData(BaseModel):
         """Create it; arguments are described in the class docstring."""
         # Positionally in API.md's order or by keyword; ``extra`` only exists so that an
         # unknown field is pydantic's ValidationError.
-        super().__init__(messages=messages, state=state, system_prompt=system_prompt, **extra)
+        extra.update(messages=messages, state=state, system_prompt=system_prompt)
+        validate_into(self, extra)
 
     @field_validator("state")
     @classmethod
@@ -313,7 +322,7 @@ class Snapshot(BaseModel):
             extra["snapshot_id"] = snapshot_id
         if created_at is not _NOW:
             extra["created_at"] = created_at
-        super().__init__(**extra)
+        validate_into(self, extra)
 
     @field_validator("schema_version")
     @classmethod
