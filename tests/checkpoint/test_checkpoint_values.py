@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import enum
+import sys
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
@@ -205,3 +206,80 @@ def test_what_a_load_or_a_save_gave_is_left_alone_by_later_saves(tmp_path: Path,
         assert again is not None and [m.id for m in again.messages] == ["m0", "e"]
 
     asyncio.run(main())
+
+
+def test_a_load_beside_a_save_gives_the_old_checkpoint_or_the_new_one(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Loads take no lock. A load that took the instance's kept value just before a delta
+    # save replaced it must copy the old checkpoint whole: the save once extended that
+    # value's messages in place, and the load returned the new messages with the old state.
+    import threading
+
+    from framework_agents.checkpoint import file as file_module
+
+    cp = FileCheckpointer(tmp_path)
+    first = [Message("user", "q1", id="q1")]
+    asyncio.run(cp.save(ThreadCheckpoint("t", None, first, {"turn": 1})))
+    asyncio.run(cp.load("t"))  # the instance knows the files: loads come from its value
+    checked, kept, loaded = threading.Event(), threading.Event(), threading.Event()
+    unchanged = cp._unchanged
+    kept_value = getattr(file_module, "kept_value")  # noqa: B009 (imported there, not exported)
+
+    def unchanged_then_wait(thread_id: str) -> bool:
+        result = unchanged(thread_id)
+        if threading.current_thread().name == "loader":
+            checked.set()  # the load has taken the old value...
+            assert kept.wait(10)  # ...and copies it once the save has built the new one
+        return result
+
+    def kept_then_wait(*args: Any) -> Any:
+        result = kept_value(*args)
+        kept.set()
+        assert loaded.wait(10)
+        return result
+
+    monkeypatch.setattr(cp, "_unchanged", unchanged_then_wait)
+    monkeypatch.setattr(file_module, "kept_value", kept_then_wait)
+    out: dict[str, ThreadCheckpoint | None] = {}
+
+    def load() -> None:
+        out["checkpoint"] = cp._load_sync("t")
+        loaded.set()
+
+    loader = threading.Thread(target=load, name="loader")
+    loader.start()
+    assert checked.wait(10)
+    grown = [*first, Message("assistant", "a1", id="a1"), Message("user", "q2", id="q2")]
+    cp._save_sync(ThreadCheckpoint("t", None, grown, {"turn": 2}))
+    loader.join(10)
+    got = out["checkpoint"]
+    assert got is not None
+    assert (got.state["turn"], [m.id for m in got.messages]) in [
+        (1, ["q1"]),
+        (2, ["q1", "a1", "q2"]),
+    ]
+
+
+def test_a_save_interrupted_before_the_store_holds_it_leaves_the_old_checkpoint(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # An exception between building the kept value and storing it (a second Ctrl-C is
+    # delivered between any two bytecodes) must leave the stored checkpoint whole.
+    cp = InMemoryCheckpointer()
+    first = [Message("user", "q1", id="q1")]
+    asyncio.run(cp.save(ThreadCheckpoint("t", None, first, {"turn": 1})))
+    copy = ThreadCheckpoint.model_copy
+
+    def interrupted(self: ThreadCheckpoint, *args: Any, **kwargs: Any) -> ThreadCheckpoint:
+        if sys._getframe(1).f_code.co_name == "kept_value":
+            raise KeyboardInterrupt
+        return copy(self, *args, **kwargs)
+
+    monkeypatch.setattr(ThreadCheckpoint, "model_copy", interrupted)
+    grown = [*first, Message("assistant", "a1", id="a1")]
+    with pytest.raises(KeyboardInterrupt):
+        asyncio.run(cp.save(ThreadCheckpoint("t", None, grown, {"turn": 2})))
+    monkeypatch.undo()
+    got = asyncio.run(cp.load("t"))
+    assert got is not None and got.state == {"turn": 1} and [m.id for m in got.messages] == ["q1"]

@@ -102,9 +102,11 @@ def kept_value(
     mutable ones copied), else what ``read_back()`` parses from the JSON (holding at
     least the messages past ``keep``; the kept ones are taken from ``base``).
 
-    ``base`` is the store's own value, handed out only as :func:`detached` copies: its
-    messages list is cut to ``keep`` and extended in place, and the result holds it (a
-    copy would cost the history's size, a reference count per message, every save).
+    The result's messages are a new list (one copy of the kept ones): ``base`` is never
+    changed, because a load running beside the save (loads take no lock) may be copying
+    it, and a save interrupted before the store holds the result must leave it whole.
+    (Extending ``base``'s list in place was tried: a concurrent load could then return
+    the new messages with the old state.)
     """
     added = checkpoint.messages[keep:]
     if _reads_back_as_is(checkpoint, added):
@@ -119,8 +121,7 @@ def kept_value(
         fields = {name: getattr(back, name) for name in OVERLAY}
         read: list[Message] = back.messages[-len(added) :] if added else []  # type: ignore[attr-defined]
         tail = as_read(read, added)
-    kept: list[Message] = [] if base is None else base.messages
-    del kept[keep:]
+    kept: list[Message] = [] if base is None else base.messages[:keep]
     kept += tail
     fields["messages"] = kept
     return (base or checkpoint).model_copy(update=fields)

@@ -17,7 +17,7 @@ from ._values import (
     check_new_part,
     detached,
     kept_value,
-    stored_prefix,
+    shared_prefix,
 )
 from .lock import check_seconds
 from .model import ThreadCheckpoint, check_thread_id, to_json
@@ -53,7 +53,9 @@ class InMemoryCheckpointer(AutoPrune):
         thread_id = checkpoint.thread_id
         stored = self._data.get(thread_id)
         keep = 0 if stored is None else len(stored.messages)
-        if stored is None or stored_prefix(stored.messages, checkpoint.messages) != keep:
+        # Not stored_prefix: ``stored.messages`` is what a load in another thread copies,
+        # so it is never extended, even for a moment.
+        if stored is None or shared_prefix(stored.messages, checkpoint.messages) != keep:
             stored, keep = None, 0  # not an extension: everything is new
         check_new_part(checkpoint, keep)  # STATE_NOT_JSON rather than stored altered
         # What JSON cannot carry (a lone surrogate) is refused as a file would refuse it.
