@@ -5,11 +5,24 @@ from __future__ import annotations
 import inspect
 import weakref
 from collections.abc import Awaitable, Callable
+from datetime import UTC, datetime
 from typing import Any, TypeGuard, TypeVar, cast
 
-__all__ = ["call_maybe_async", "implements", "maybe_await"]
+__all__ = ["as_utc", "call_maybe_async", "implements", "maybe_await"]
 
 T = TypeVar("T")
+
+
+def as_utc(value: datetime, what: str) -> datetime:
+    """``value`` in UTC; ``ValueError`` (a validation error) when UTC cannot hold it.
+
+    ``0001-01-01T00:00:00+01:00`` is before the first UTC datetime: ``astimezone`` raises
+    a bare ``OverflowError``, which pydantic would not turn into a validation error.
+    """
+    try:
+        return value.astimezone(UTC)
+    except OverflowError:
+        raise ValueError(f"{what} {value.isoformat()} has no UTC equivalent") from None
 
 
 async def maybe_await(value: T | Awaitable[T]) -> T:

@@ -126,8 +126,8 @@ def overlong_int(data: bytes) -> str | None:
     parse with a hook on integers: the run may be in a string, which is fine). ``data``
     that is not JSON gives ``None``: the reader's own checks refuse it.
     """
-    limit = sys.get_int_max_str_digits()
-    if limit == 0 or limit >= PARSER_INT_DIGITS:
+    limit = int_digit_limit()
+    if limit == PARSER_INT_DIGITS:  # the parser's own bound: nothing between the two
         return None
     if re.search(rb"[0-9]{%d}" % (limit + 1), data) is None:
         return None

@@ -8,6 +8,7 @@ from typing import Literal
 
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, field_validator
 
+from .._util import as_utc
 from ..errors import InvalidArgumentError
 from ..messages import ToolCall
 
@@ -39,10 +40,7 @@ class TimelineEntry(BaseModel):
     @field_validator("at")
     @classmethod
     def _utc(cls, value: datetime) -> datetime:
-        try:
-            return value.astimezone(UTC)
-        except OverflowError:  # 0001-01-01T00:00+01:00 is before the first UTC datetime
-            raise ValueError(f"{value.isoformat()} has no UTC equivalent") from None
+        return as_utc(value, "at")
 
 
 class Timeline:

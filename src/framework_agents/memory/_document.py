@@ -58,8 +58,6 @@ __all__ = [
 MEMORY_FORMAT_VERSION = 2
 #: Default bound on the bytes of ``memory.json`` plus its journal (checked before reading).
 DEFAULT_MAX_BYTES = 256 << 20
-_T = TypeVar("_T")
-
 #: Default bound on the objects with an ``"id"`` (messages and tool calls) in them.
 DEFAULT_MAX_ITEMS = 1_000_000
 
@@ -180,6 +178,9 @@ def _parse_slice(data: bytes, at: int, cut: int, exact: bool = False) -> list[Me
     if exact and MessageList.dump_json(messages) != body:
         raise ValueError("the messages are not in their stored form")
     return messages
+
+
+_T = TypeVar("_T")
 
 
 def split_messages(

@@ -42,6 +42,7 @@ from pydantic_core import PydanticSerializationError
 
 from .._persist import json_problem, overlong_int, strict_loads
 from .._pydantic_fast import share_fields_set
+from .._util import as_utc
 from ..errors import AgentError, SnapshotCorruptError, SnapshotFieldError, StateNotJsonError
 from ..memory._document import PARSE_SLICE, split_messages, stored_prefix
 from ..messages import (
@@ -344,10 +345,7 @@ class Snapshot(BaseModel):
     @field_validator("created_at")
     @classmethod
     def _utc(cls, value: datetime) -> datetime:
-        try:
-            return value.astimezone(UTC)
-        except OverflowError:  # 0001-01-01T00:00+01:00 is before the first UTC datetime
-            raise ValueError(f"created_at {value.isoformat()} has no UTC equivalent") from None
+        return as_utc(value, "created_at")
 
     @field_validator("app_data")
     @classmethod
