@@ -147,7 +147,7 @@ _values_st = st.recursive(
     ),
     max_leaves=6,
 )
-_steps = st.lists(st.tuples(st.integers(0, 2), _values_st, _values_st), min_size=1, max_size=6)
+_steps = st.lists(st.tuples(st.integers(0, 4), _values_st, _values_st), min_size=1, max_size=8)
 
 
 @settings(max_examples=60, deadline=None)
@@ -155,8 +155,11 @@ _steps = st.lists(st.tuples(st.integers(0, 2), _values_st, _values_st), min_size
 def test_both_stores_load_exactly_what_a_file_read_gives(
     steps: list[tuple[int, object, object]],
 ) -> None:
-    # Deltas of random odd-but-plain values (tuples, an IntEnum, nested): every load, from
-    # either store's in-process view, is exactly (repr: types included) a fresh file read.
+    # Deltas of random odd-but-plain values (tuples, an IntEnum, nested), a Message
+    # subclass, and histories started over (a fold): every load, from either store's
+    # in-process view, is exactly (repr: types included) a fresh file read. The file
+    # store's view takes its messages from its record of the history while that holds
+    # what a read gives, and keeps a list of its own once it does not.
     with tempfile.TemporaryDirectory() as directory:
         root = Path(directory)
         memory, files = InMemoryCheckpointer(), FileCheckpointer(root / "files")
@@ -165,6 +168,10 @@ def test_both_stores_load_exactly_what_a_file_read_gives(
             metadata = {"v": meta}
             if kind == 0:
                 history.append(Message("user", f"u{n}", id=f"u{n}", metadata=metadata))
+            elif kind == 3:
+                history.append(Tagged(role="user", content=f"g{n}", id=f"g{n}", tag="kept out"))
+            elif kind == 4:
+                history = []  # started over: not an extension of what is stored
             else:
                 call = ToolCall(f"c{n}", "f", {"a": args})
                 history.append(Message("assistant", "", tool_calls=[call], id=f"a{n}"))
@@ -211,9 +218,10 @@ def test_what_a_load_or_a_save_gave_is_left_alone_by_later_saves(tmp_path: Path,
 def test_a_load_beside_a_save_gives_the_old_checkpoint_or_the_new_one(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # Loads take no lock. A load that took the instance's kept value just before a delta
-    # save replaced it must copy the old checkpoint whole: the save once extended that
-    # value's messages in place, and the load returned the new messages with the old state.
+    # Loads take no lock. A load that runs after a delta save extended the instance's
+    # record of the messages, but before it replaced the view of the stored checkpoint,
+    # must give the old checkpoint whole: a save once extended the kept value's messages
+    # in place, and the load returned the new messages with the old state.
     import threading
 
     from framework_agents.checkpoint import file as file_module
@@ -224,7 +232,7 @@ def test_a_load_beside_a_save_gives_the_old_checkpoint_or_the_new_one(
     asyncio.run(cp.load("t"))  # the instance knows the files: loads come from its value
     checked, kept, loaded = threading.Event(), threading.Event(), threading.Event()
     unchanged = cp._unchanged
-    kept_value = getattr(file_module, "kept_value")  # noqa: B009 (imported there, not exported)
+    kept_fields = getattr(file_module, "kept_fields")  # noqa: B009 (imported there, not exported)
 
     def unchanged_then_wait(thread_id: str) -> bool:
         result = unchanged(thread_id)
@@ -234,13 +242,13 @@ def test_a_load_beside_a_save_gives_the_old_checkpoint_or_the_new_one(
         return result
 
     def kept_then_wait(*args: Any) -> Any:
-        result = kept_value(*args)
+        result = kept_fields(*args)
         kept.set()
         assert loaded.wait(10)
         return result
 
     monkeypatch.setattr(cp, "_unchanged", unchanged_then_wait)
-    monkeypatch.setattr(file_module, "kept_value", kept_then_wait)
+    monkeypatch.setattr(file_module, "kept_fields", kept_then_wait)
     out: dict[str, ThreadCheckpoint | None] = {}
 
     def load() -> None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Callable, Sequence
+from typing import Any
 
 from pydantic import BaseModel
 
@@ -27,6 +28,7 @@ __all__ = [
     "check_checkpoint",
     "check_new_part",
     "detached",
+    "kept_fields",
     "kept_value",
     "shared_prefix",
     "stored_prefix",
@@ -76,11 +78,16 @@ def check_new_part(checkpoint: ThreadCheckpoint, keep: int) -> None:
     check_storable(checkpoint, start=keep)
 
 
-def detached(checkpoint: ThreadCheckpoint) -> ThreadCheckpoint:
-    """A copy whose containers are its own (messages and calls are values, shared)."""
+def detached(
+    checkpoint: ThreadCheckpoint, messages: list[Message] | None = None
+) -> ThreadCheckpoint:
+    """A copy whose containers are its own (messages and calls are values, shared).
+
+    ``messages``: a list of the caller's own to hold instead of a copy of the checkpoint's.
+    """
     return checkpoint.model_copy(
         update={
-            "messages": list(checkpoint.messages),
+            "messages": list(checkpoint.messages) if messages is None else messages,
             "results": list(checkpoint.results),
             "in_flight": list(checkpoint.in_flight),
             "state": copy.deepcopy(checkpoint.state),
@@ -88,6 +95,30 @@ def detached(checkpoint: ThreadCheckpoint) -> ThreadCheckpoint:
             "app_data": copy.deepcopy(checkpoint.app_data),
         }
     )
+
+
+def kept_fields(
+    checkpoint: ThreadCheckpoint, keep: int, read_back: Callable[[], BaseModel]
+) -> tuple[dict[str, Any], list[Message], bool]:
+    """What a store keeps for ``checkpoint``, ``keep`` messages stored.
+
+    Its other fields (``OVERLAY``), the messages it adds, and whether those are the
+    checkpoint's own: the values themselves when they read back as they are
+    (``_reads_back_as_is``; the mutable ones copied), else what ``read_back()`` parses
+    from the JSON (holding at least the messages past ``keep``).
+    """
+    added = checkpoint.messages[keep:]
+    if _reads_back_as_is(checkpoint, added):
+        fields = {name: getattr(checkpoint, name) for name in OVERLAY}
+        for name in ("state", "decisions", "app_data"):
+            fields[name] = copy.deepcopy(fields[name])
+        fields["results"] = list(checkpoint.results)
+        fields["in_flight"] = list(checkpoint.in_flight)
+        return fields, added, True
+    back = read_back()
+    fields = {name: getattr(back, name) for name in OVERLAY}
+    read: list[Message] = back.messages[-len(added) :] if added else []  # type: ignore[attr-defined]
+    return fields, as_read(read, added), False
 
 
 def kept_value(
@@ -98,29 +129,14 @@ def kept_value(
 ) -> ThreadCheckpoint:
     """What a store keeps (and a load then gives) for ``checkpoint``, ``keep`` stored.
 
-    The values themselves when they read back as they are (``_reads_back_as_is``; the
-    mutable ones copied), else what ``read_back()`` parses from the JSON (holding at
-    least the messages past ``keep``; the kept ones are taken from ``base``).
-
-    The result's messages are a new list (one copy of the kept ones): ``base`` is never
-    changed, because a load running beside the save (loads take no lock) may be copying
-    it, and a save interrupted before the store holds the result must leave it whole.
-    (Extending ``base``'s list in place was tried: a concurrent load could then return
-    the new messages with the old state.)
+    :func:`kept_fields`, the kept messages taken from ``base``. The result's messages are
+    a new list (one copy of the kept ones): ``base`` is never changed, because a load
+    running beside the save (loads take no lock) may be copying it, and a save
+    interrupted before the store holds the result must leave it whole. (Extending
+    ``base``'s list in place was tried: a concurrent load could then return the new
+    messages with the old state.)
     """
-    added = checkpoint.messages[keep:]
-    if _reads_back_as_is(checkpoint, added):
-        fields = {name: getattr(checkpoint, name) for name in OVERLAY}
-        for name in ("state", "decisions", "app_data"):
-            fields[name] = copy.deepcopy(fields[name])
-        fields["results"] = list(checkpoint.results)
-        fields["in_flight"] = list(checkpoint.in_flight)
-        tail = added
-    else:
-        back = read_back()
-        fields = {name: getattr(back, name) for name in OVERLAY}
-        read: list[Message] = back.messages[-len(added) :] if added else []  # type: ignore[attr-defined]
-        tail = as_read(read, added)
+    fields, tail, _ = kept_fields(checkpoint, keep, read_back)
     kept: list[Message] = [] if base is None else base.messages[:keep]
     kept += tail
     fields["messages"] = kept

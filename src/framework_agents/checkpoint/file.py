@@ -48,7 +48,7 @@ from ._values import (
     check_checkpoint,
     check_new_part,
     detached,
-    kept_value,
+    kept_fields,
     stored_prefix,
 )
 from .lock import (
@@ -120,6 +120,27 @@ def _digest(data: bytes) -> str:
     return hashlib.blake2b(data, digest_size=16).hexdigest()
 
 
+@dataclass(frozen=True, slots=True)
+class _View:
+    """What the files hold, as :meth:`FileCheckpointer.load` gives it.
+
+    One value, which a save replaces whole (loads take no lock, so they must never see
+    half of a save). ``count >= 0``: the messages are the first ``count`` of the record
+    (``_Known.messages``, which only ever grows past them, or is replaced) and
+    ``checkpoint.messages`` is empty; a save then costs no copy of the history. ``-1``:
+    they are ``checkpoint.messages`` (the record holds objects a read would not give).
+    """
+
+    checkpoint: ThreadCheckpoint
+    count: int = -1
+
+    def value(self, record: list[Message]) -> ThreadCheckpoint:
+        """A detached copy of the checkpoint (``record``: the ``_Known.messages`` it reads)."""
+        if self.count < 0:
+            return detached(self.checkpoint)
+        return detached(self.checkpoint, record[: self.count])
+
+
 @dataclass(slots=True)
 class _Known:
     """A thread's files as this instance last wrote or read them (under the write lock)."""
@@ -130,7 +151,10 @@ class _Known:
     journal: JournalView = field(default_factory=lambda: JournalView([], None, 0))
     doc_bytes: int = 0
     progress: bool = False  # a progress.json (written by an earlier release) is there
-    checkpoint: ThreadCheckpoint | None = None  # what the files hold, for load()
+    view: _View | None = None  # what the files hold, for load()
+    # Whether ``messages`` are the very objects a read gives (a save's ``_View`` may then
+    # take them from there instead of a copy of the history).
+    exact: bool = False
 
 
 class _Progress(BaseModel):
@@ -422,7 +446,8 @@ class FileCheckpointer:
             view,
             len(data),
             progress is not None,
-            checkpoint,
+            _View(checkpoint),
+            exact=True,  # the messages just read
         )
         return detached(checkpoint)
 
@@ -442,9 +467,11 @@ class FileCheckpointer:
     def _load_sync(self, thread_id: str) -> ThreadCheckpoint | None:
         """The checkpoint: from what this instance knows when the files are unchanged."""
         known = self._known.get(thread_id)
-        if known is not None and known.checkpoint is not None and self._unchanged(thread_id):
-            found = detached(known.checkpoint)
-            known.messages = list(found.messages)  # the caller's next save extends these
+        if known is not None and known.view is not None and self._unchanged(thread_id):
+            view = known.view  # read before the record: a save extends it, then replaces this
+            found = view.value(known.messages)
+            if view.count < 0:
+                known.messages = list(found.messages)  # the caller's next save extends these
             return found
         return self._read(thread_id)
 
@@ -580,13 +607,14 @@ class FileCheckpointer:
         except OSError as exc:
             raise mark_landed(exc) from None
         read = functools.partial(ThreadCheckpoint.model_validate_json, payload)
-        back = _as_value(kept_value(None, checkpoint, 0, read))  # what a read gives
+        fields, messages, exact = kept_fields(checkpoint, 0, read)
         self._known[thread_id] = _Known(
             file_ident(st),
             digest,
             list(checkpoint.messages),
             doc_bytes=len(payload),
-            checkpoint=back,
+            view=_view(checkpoint, fields, messages, exact),
+            exact=exact,
         )
         for stale in (journal, files.progress):
             try:
@@ -624,10 +652,17 @@ class FileCheckpointer:
         self._known.pop(thread_id, None)  # unknown until the append returns
         known.journal = append_delta(journal, known.digest, view, payload)
         known.messages += added  # its own list: extended, never copied (the history's size)
-        if known.checkpoint is not None:  # what a read would give
-            known.checkpoint = kept_value(
-                known.checkpoint, checkpoint, keep, lambda: Delta.model_validate_json(payload)
-            )
+        if known.view is not None:  # what a read would give
+            read = functools.partial(Delta.model_validate_json, payload)
+            fields, tail, exact = kept_fields(checkpoint, keep, read)
+            known.exact = known.exact and exact
+            if known.exact:
+                known.view = _view(checkpoint, fields, [], True, len(known.messages))
+            else:
+                base = known.view.value(known.messages)
+                kept = base.messages[:keep]
+                kept += tail
+                known.view = _view(checkpoint, fields, kept, False)
         self._known[thread_id] = known
 
     def _fold(self, checkpoint: ThreadCheckpoint) -> None:
@@ -820,6 +855,25 @@ def _not_a_file(path: Path) -> CheckpointCorruptError:
         f"checkpoint {str(path)!r} is not a file (a directory is in its place); "
         "it was left untouched: remove it to continue"
     )
+
+
+def _view(
+    checkpoint: ThreadCheckpoint,
+    fields: dict[str, Any],
+    messages: list[Message],
+    exact: bool,
+    count: int | None = None,
+) -> _View:
+    """The ``_View`` of a save of ``checkpoint``.
+
+    ``fields`` and ``exact`` as ``kept_fields`` gives them. Its messages: the record's
+    first ``count`` (all of the checkpoint's when not given) when exact, else ``messages``.
+    """
+    if exact:
+        kept = len(checkpoint.messages) if count is None else count
+        value = checkpoint.model_copy(update={**fields, "messages": []})
+        return _View(_as_value(value), kept)
+    return _View(_as_value(checkpoint.model_copy(update={**fields, "messages": messages})))
 
 
 def _as_value(checkpoint: ThreadCheckpoint) -> ThreadCheckpoint:

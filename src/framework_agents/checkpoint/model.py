@@ -27,6 +27,7 @@ The fields beyond ``pending`` implement the at-most-once protocol (``docs/checkp
 from __future__ import annotations
 
 import re
+import threading
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from typing import Any
@@ -43,6 +44,7 @@ from pydantic_core import PydanticSerializationError
 
 from .._persist import json_problem
 from ..errors import StateNotJsonError, ThreadIdInvalidError
+from ..memory._document import stored_prefix
 from ..messages import (
     Message,
     MessageList,
@@ -163,6 +165,23 @@ def turn_problem(checkpoint: ThreadCheckpoint) -> str | None:
     return None
 
 
+class _Validated(threading.local):
+    """The messages this OS thread last validated for a ``ThreadCheckpoint``, in order.
+
+    Private (never handed out), so what it holds stays what was checked. A checkpoint of
+    a growing history is built again each save from a list whose first items are the
+    same objects: those are found by comparing pointers (``stored_prefix``), and only the
+    rest is validated. It keeps the last history built in this OS thread alive until the
+    next one replaces it.
+    """
+
+    def __init__(self) -> None:
+        self.messages: list[Message] = []
+
+
+_VALIDATED = _Validated()
+
+
 def _checked_messages(data: dict[str, Any]) -> list[Message] | None:
     """``data["messages"]`` validated on its own, put aside (``data`` then holds ``[]``).
 
@@ -171,15 +190,30 @@ def _checked_messages(data: dict[str, Any]) -> list[Message] | None:
     schema with ``Message`` inline, on a history of thousands. Validated alone, the list
     comes out the same (the same instances, in a new list); only the error of a bad item
     would name another location, so then the model validates it and reports as ever.
+
+    Only the items past what this thread validated last (``_Validated``) are validated:
+    a history of thousands is otherwise a pass of pydantic over every message per save,
+    the one part of building a checkpoint that grew with the history.
     """
     messages = data.get("messages")
     if messages.__class__ is not list or not messages:
         return None
+    record = _VALIDATED.messages
     try:
-        checked = MessageList.validate_python(messages)
+        keep = stored_prefix(record, messages)
+    except Exception:  # an item whose own ``==`` raises: validated (and refused) below
+        keep = 0
+    try:
+        tail = MessageList.validate_python(messages[keep:] if keep else messages)
     except ValidationError:
         return None
+    del record[keep:]
+    record += tail
     data["messages"] = []
+    if not keep:
+        return tail
+    checked: list[Message] = messages[:keep]
+    checked += tail
     return checked
 
 
