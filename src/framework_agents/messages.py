@@ -8,6 +8,7 @@ newer versions instead of guessing (see ``docs/persistence.md``).
 from __future__ import annotations
 
 import inspect
+import threading
 import uuid
 from collections.abc import Callable, Collection, Iterable, Iterator
 from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal, get_args, get_origin
@@ -205,6 +206,20 @@ class ToolCall(PositionalModel):
         ) -> None: ...
 
 
+class _StrictEquality(threading.local):
+    """Per OS thread: whether ``Message.__eq__`` answers a non-message itself (internal).
+
+    Set while a private record of validated messages is compared with a caller's list
+    (``ThreadCheckpoint``'s constructor): an object that is no message then never equals
+    one, whatever its own ``__eq__`` says (``unittest.mock.ANY`` says yes to anything).
+    """
+
+    on = False
+
+
+STRICT_EQUALITY = _StrictEquality()
+
+
 class Message(PositionalModel):
     """A chat message; ``role="tool"`` messages answer the call named by ``tool_call_id``.
 
@@ -256,7 +271,8 @@ class Message(PositionalModel):
         if self is other:
             return True
         if not isinstance(other, BaseModel):
-            return NotImplemented
+            # Strict (a private record being compared): not the other object's to decide.
+            return False if STRICT_EQUALITY.on else NotImplemented
         if type(other) is not type(self):
             return False
         a, b = self.__dict__, other.__dict__

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import threading
 from typing import Any
+from unittest import mock
 
 import pytest
 from hypothesis import given, settings
@@ -33,7 +34,28 @@ _POOL += [
     Tagged(role="user", content="t", id="t"),
     {"role": "user", "content": "from a dict", "id": "d"},
 ]
-_BAD: list[object] = ["not a message", {"role": "nobody"}, 7, None]
+
+
+class Liar:
+    """No message, but says it equals anything (as ``unittest.mock.ANY`` does)."""
+
+    def __eq__(self, other: object) -> bool:
+        return True
+
+    __hash__ = None  # type: ignore[assignment]
+
+
+class Loose(Message):
+    """A message (pydantic accepts it) whose ``==`` says yes to anything."""
+
+    def __eq__(self, other: object) -> bool:
+        return True
+
+    __hash__ = None  # type: ignore[assignment]
+
+
+_POOL += [Loose(role="user", content="loose", id="l")]
+_BAD: list[object] = ["not a message", {"role": "nobody"}, 7, None, Liar(), mock.ANY]
 
 # One construction's list, made from the last one: extended, an item replaced (by another
 # message, a copy, or something that is no message), cut short, or new altogether.
@@ -169,3 +191,57 @@ def test_only_what_is_new_is_validated(monkeypatch: pytest.MonkeyPatch) -> None:
     ThreadCheckpoint("t", None, rebuilt)
     ThreadCheckpoint("t", None, [*rebuilt, Message("user", "new", id="new")])
     assert seen[-2:] == [0, 1]  # copies are known by value once, then by pointer
+
+
+@pytest.mark.parametrize("impostor", [Liar(), mock.ANY], ids=["liar", "mock.ANY"])
+def test_an_object_saying_it_equals_a_known_message_is_refused(impostor: object) -> None:
+    # The record is compared with the caller's list: an object that is no message must
+    # not get in by its own ``__eq__`` (it is asked when a message's ``==`` declines).
+    history = [Message("user", f"q{i}", id=f"q{i}") for i in range(3)]
+    ThreadCheckpoint("t", None, history)
+    for swapped in ([impostor, *history[1:]], [impostor, *history[1:], history[0]]):
+        with pytest.raises(AgentError) as info:
+            ThreadCheckpoint("t", None, swapped)  # type: ignore[arg-type]
+        assert info.value.code == "INVALID_ARGUMENT"
+    assert Message("user", "q") == mock.ANY  # outside the record's check, as ever
+
+
+def test_a_message_with_a_loose_equality_is_never_recorded() -> None:
+    # Such a message is valid, but were it in the record, anything would equal it.
+    loose = Loose(role="user", content="l", id="l")
+    ThreadCheckpoint("t", None, [loose, Message("user", "q", id="q")])
+    with pytest.raises(AgentError):
+        ThreadCheckpoint("t", None, ["junk", Message("user", "q", id="q")])  # type: ignore[list-item]
+    plain = [Message("user", "a", id="a"), Message("user", "b", id="b")]
+    ThreadCheckpoint("t", None, plain)
+    # A loose copy of a recorded message is a valid message, but not taken into the
+    # record (as copies stored alike are): junk would equal it next time.
+    ThreadCheckpoint("t", None, [Loose(role="user", content="a", id="a"), plain[1]])
+    with pytest.raises(AgentError):
+        ThreadCheckpoint("t", None, ["junk", plain[1]])  # type: ignore[list-item]
+
+
+def test_a_checkpoint_built_while_the_record_is_compared_does_not_use_it() -> None:
+    # A value's ``__eq__`` runs during the comparison, when the record holds the caller's
+    # tail, not yet validated: a checkpoint built there must validate all it is given.
+    seen: dict[str, object] = {}
+    junk = object()
+
+    class Hook:
+        def __eq__(self, other: object) -> bool:
+            if "inner" not in seen:
+                inner = [first, junk]  # the very objects the record holds at this moment
+                try:
+                    seen["inner"] = ThreadCheckpoint("t", None, inner).messages  # type: ignore[arg-type]
+                except AgentError as exc:
+                    seen["inner"] = exc.code
+            return True
+
+        __hash__ = None  # type: ignore[assignment]
+
+    first = Message("user", "q", id="q", metadata={"h": Hook()})
+    ThreadCheckpoint("t", None, [first])
+    copy = Message("user", "q", id="q", metadata={"h": Hook()})
+    with pytest.raises(AgentError):
+        ThreadCheckpoint("t", None, [copy, junk])  # type: ignore[list-item]
+    assert seen["inner"] == "INVALID_ARGUMENT"

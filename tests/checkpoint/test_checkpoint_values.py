@@ -291,3 +291,74 @@ def test_a_save_interrupted_before_the_store_holds_it_leaves_the_old_checkpoint(
     monkeypatch.undo()
     got = asyncio.run(cp.load("t"))
     assert got is not None and got.state == {"turn": 1} and [m.id for m in got.messages] == ["q1"]
+
+
+def test_a_load_beside_the_first_save_after_a_read_leaves_the_record_whole(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A load once put the record back to the list it had copied (no lock held) while the
+    # first save after a read had extended it: later loads from the instance then gave
+    # the new state with the old messages. Loads now never change the record.
+    import threading
+
+    from framework_agents.checkpoint import file as file_module
+
+    def msgs(n: int) -> list[Message]:
+        return [Message("user", f"u{i}", id=f"u{i}") for i in range(n)]
+
+    arun(FileCheckpointer(tmp_path).save(ThreadCheckpoint("t", None, msgs(3), {"s": 0})))
+    cp = FileCheckpointer(tmp_path)
+    history = list(some(arun(cp.load("t"))).messages)  # read from the files
+    in_view, extended, loaded = threading.Event(), threading.Event(), threading.Event()
+    detached = getattr(file_module, "detached")  # noqa: B009 (imported there, not exported)
+    kept_fields = getattr(file_module, "kept_fields")  # noqa: B009
+
+    def detached_then_wait(*args: Any) -> Any:
+        result = detached(*args)  # the load has copied the old view...
+        if threading.current_thread().name == "loader" and not in_view.is_set():
+            in_view.set()
+            assert extended.wait(10)  # ...and goes on once the save extended the record
+        return result
+
+    def kept_then_wait(*args: Any) -> Any:
+        extended.set()  # the record is extended, the view not yet replaced
+        assert loaded.wait(10)
+        return kept_fields(*args)
+
+    monkeypatch.setattr(file_module, "detached", detached_then_wait)
+    monkeypatch.setattr(file_module, "kept_fields", kept_then_wait)
+
+    def load() -> None:
+        cp._load_sync("t")
+        loaded.set()
+
+    loader = threading.Thread(target=load, name="loader")
+    loader.start()
+    assert in_view.wait(10)
+    history += msgs(5)[3:]
+    cp._save_sync(ThreadCheckpoint("t", None, history, {"s": 1}))
+    loader.join(10)
+    monkeypatch.undo()
+    mine = some(arun(cp.load("t")))
+    fresh = some(arun(FileCheckpointer(tmp_path).load("t")))
+    assert (mine.state, [m.id for m in mine.messages]) == ({"s": 1}, [f"u{i}" for i in range(5)])
+    assert mine.model_dump() == fresh.model_dump()
+
+
+def test_copies_that_read_back_otherwise_are_not_taken_into_the_record(tmp_path: Path) -> None:
+    # A history of copies stored alike (Message.__eq__) but holding a dict subclass: the
+    # record must not take them (a load of unchanged files hands the record's objects
+    # out, and a read gives a plain dict).
+    class AttrDict(dict[str, Any]):
+        pass
+
+    cp = FileCheckpointer(tmp_path)
+    stored = [Message("user", f"u{i}", id=f"u{i}", metadata={"k": {"a": 1}}) for i in range(3)]
+    arun(cp.save(ThreadCheckpoint("t", None, stored)))
+    copies = [Message("user", m.content, id=m.id, metadata={"k": AttrDict(a=1)}) for m in stored]
+    assert copies[0] == stored[0]
+    arun(cp.save(ThreadCheckpoint("t", None, [*copies, Message("user", "new", id="n")])))
+    mine = some(arun(cp.load("t")))
+    fresh = some(arun(FileCheckpointer(tmp_path).load("t")))
+    assert [type(m.metadata["k"]) for m in mine.messages[:3]] == [dict] * 3
+    assert mine.model_dump() == fresh.model_dump()

@@ -30,6 +30,7 @@ __all__ = [
     "detached",
     "kept_fields",
     "kept_value",
+    "messages_read_back_as_is",
     "shared_prefix",
     "stored_prefix",
 ]
@@ -153,15 +154,24 @@ def _reads_back_as_is(checkpoint: ThreadCheckpoint, added: Sequence[Message]) ->
     messages = [*added, *checkpoint.results]
     messages += [m for m in (checkpoint.turn, checkpoint.pending_turn) if m is not None]
     calls = [*checkpoint.in_flight, *([checkpoint.pending] if checkpoint.pending else [])]
+    values: list[object] = [checkpoint.state, checkpoint.decisions, checkpoint.app_data]
+    return messages_read_back_as_is(messages, calls, values)
+
+
+def messages_read_back_as_is(
+    messages: Sequence[Message],
+    calls: Sequence[ToolCall] = (),
+    values: Sequence[object] = (),
+) -> bool:
+    """Whether a read of ``messages`` (and ``calls``, ``values``) gives them as they are."""
     if any(type(m) is not Message for m in messages):
         return False
-    calls += [c for m in messages for c in m.tool_calls]
-    if any(type(c) is not ToolCall for c in calls):
+    every_call = [*calls, *(c for m in messages for c in m.tool_calls)]
+    if any(type(c) is not ToolCall for c in every_call):
         return False
-    values: list[object] = [checkpoint.state, checkpoint.decisions, checkpoint.app_data]
-    values += [m.metadata for m in messages if m.metadata]
-    values += [c.args for c in calls]
-    return all(map(reads_back_as_is, values))
+    free: list[object] = [*values, *(m.metadata for m in messages if m.metadata)]
+    free += [c.args for c in every_call]
+    return all(map(reads_back_as_is, free))
 
 
 def as_read(back: list[Message], saved: Sequence[Message]) -> list[Message]:

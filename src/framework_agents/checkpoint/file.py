@@ -49,6 +49,7 @@ from ._values import (
     check_new_part,
     detached,
     kept_fields,
+    messages_read_back_as_is,
     stored_prefix,
 )
 from .lock import (
@@ -446,8 +447,9 @@ class FileCheckpointer:
             view,
             len(data),
             progress is not None,
-            _View(checkpoint),
-            exact=True,  # the messages just read
+            # The record holds the messages just read: the view counts them.
+            _View(checkpoint.model_copy(update={"messages": []}), len(checkpoint.messages)),
+            exact=True,
         )
         return detached(checkpoint)
 
@@ -468,11 +470,10 @@ class FileCheckpointer:
         """The checkpoint: from what this instance knows when the files are unchanged."""
         known = self._known.get(thread_id)
         if known is not None and known.view is not None and self._unchanged(thread_id):
-            view = known.view  # read before the record: a save extends it, then replaces this
-            found = view.value(known.messages)
-            if view.count < 0:
-                known.messages = list(found.messages)  # the caller's next save extends these
-            return found
+            # The view before the record: a save extends the record, then replaces the view.
+            # (A load never changes either: it takes no lock.)
+            view = known.view
+            return view.value(known.messages)
         return self._read(thread_id)
 
     async def list_threads(self) -> list[str]:
@@ -637,7 +638,10 @@ class FileCheckpointer:
             self._fold(checkpoint)
             return
         keep = len(known.messages)
-        if stored_prefix(known.messages, new) != keep:
+        # An exact record takes only copies a read would give as they are (a lazy view
+        # hands its objects out).
+        may_adopt = messages_read_back_as_is if known.exact else None
+        if stored_prefix(known.messages, new, may_adopt) != keep:
             self._fold(checkpoint)
             return
         added = new[keep:]

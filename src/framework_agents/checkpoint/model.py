@@ -26,6 +26,7 @@ The fields beyond ``pending`` implement the at-most-once protocol (``docs/checkp
 
 from __future__ import annotations
 
+import itertools
 import re
 import threading
 from collections.abc import Iterator
@@ -46,6 +47,7 @@ from .._persist import json_problem
 from ..errors import StateNotJsonError, ThreadIdInvalidError
 from ..memory._document import stored_prefix
 from ..messages import (
+    STRICT_EQUALITY,
     Message,
     MessageList,
     ToolCall,
@@ -172,7 +174,8 @@ class _Validated(threading.local):
     a growing history is built again each save from a list whose first items are the
     same objects: those are found by comparing pointers (``stored_prefix``), and only the
     rest is validated. It keeps the last history built in this OS thread alive until the
-    next one replaces it.
+    next one replaces it. Only messages whose class keeps ``Message.__eq__`` are recorded
+    (a subclass's own ``==`` could call anything equal to them).
     """
 
     def __init__(self) -> None:
@@ -180,6 +183,31 @@ class _Validated(threading.local):
 
 
 _VALIDATED = _Validated()
+
+
+def _plain_equality(messages: list[Message]) -> bool:
+    """Whether every message compares with ``Message.__eq__`` (a record may hold it)."""
+    eq = Message.__eq__
+    return all(type(m).__eq__ is eq for m in messages)
+
+
+def _known_prefix(messages: list[Any]) -> int:
+    """How many leading ``messages`` this OS thread validated last (``_Validated``).
+
+    While the record is compared, ``Message.__eq__`` is strict (``STRICT_EQUALITY``): an
+    object that is no message never equals one, whatever its own ``__eq__`` says. A
+    checkpoint built meanwhile (by some value's ``__eq__`` or ``__repr__``, in this
+    thread) does not use the record, which holds the caller's unvalidated tail then.
+    """
+    if STRICT_EQUALITY.on:
+        return -1
+    STRICT_EQUALITY.on = True
+    try:
+        return stored_prefix(_VALIDATED.messages, messages, _plain_equality)
+    except Exception:  # a value's own ``==`` raised: everything is validated below
+        return 0
+    finally:
+        STRICT_EQUALITY.on = False
 
 
 def _checked_messages(data: dict[str, Any]) -> list[Message] | None:
@@ -191,24 +219,27 @@ def _checked_messages(data: dict[str, Any]) -> list[Message] | None:
     comes out the same (the same instances, in a new list); only the error of a bad item
     would name another location, so then the model validates it and reports as ever.
 
-    Only the items past what this thread validated last (``_Validated``) are validated:
-    a history of thousands is otherwise a pass of pydantic over every message per save,
-    the one part of building a checkpoint that grew with the history.
+    Only the items past what this thread validated last (``_known_prefix``) are
+    validated: a history of thousands is otherwise a pass of pydantic over every message
+    per save, the one part of building a checkpoint that grew with the history.
     """
     messages = data.get("messages")
     if messages.__class__ is not list or not messages:
         return None
-    record = _VALIDATED.messages
-    try:
-        keep = stored_prefix(record, messages)
-    except Exception:  # an item whose own ``==`` raises: validated (and refused) below
-        keep = 0
+    known = _known_prefix(messages)
+    keep = max(known, 0)
     try:
         tail = MessageList.validate_python(messages[keep:] if keep else messages)
     except ValidationError:
         return None
-    del record[keep:]
-    record += tail
+    if known >= 0:
+        record = _VALIDATED.messages
+        del record[keep:]
+        if _plain_equality(tail):
+            record += tail
+        else:  # up to the first message with an ``==`` of its own
+            eq = Message.__eq__
+            record += itertools.takewhile(lambda m: type(m).__eq__ is eq, tail)
     data["messages"] = []
     if not keep:
         return tail

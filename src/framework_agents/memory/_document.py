@@ -488,7 +488,9 @@ def shared_prefix(known: Sequence[Message], messages: Sequence[Message]) -> int:
         type(messages) is list
         and type(known) is list
         and len(messages) >= n
-        and (messages if len(messages) == n else messages[:n]) == known
+        # ``known`` on the left: its messages' ``__eq__`` is asked first, not the caller's
+        # objects' (which may say yes to anything).
+        and known == (messages if len(messages) == n else messages[:n])
     ):
         return n
     for i, (old, new) in enumerate(zip(known, messages, strict=False)):
@@ -497,7 +499,11 @@ def shared_prefix(known: Sequence[Message], messages: Sequence[Message]) -> int:
     return min(n, len(messages))
 
 
-def stored_prefix(known: list[Message], messages: Sequence[Message]) -> int:
+def stored_prefix(
+    known: list[Message],
+    messages: Sequence[Message],
+    may_adopt: Callable[[list[Message]], bool] | None = None,
+) -> int:
     """:func:`shared_prefix` for a ``known`` list the caller owns and nothing reads meanwhile.
 
     When ``messages`` is a list extending ``known`` (every save of a growing history), it
@@ -507,7 +513,8 @@ def stored_prefix(known: list[Message], messages: Sequence[Message]) -> int:
     reference count), a cache miss each once the history outgrows the CPU's caches: this
     is what keeps a save's cost from growing with the history. When the caller's history
     holds copies (stored alike, other objects: seen at a few probed positions), ``known``
-    takes the caller's objects once, so later saves compare by pointer again.
+    takes the caller's objects once, so later saves compare by pointer again, unless
+    ``may_adopt(copies)`` says no (a record that must hold only objects of some kind).
     """
     n = len(known)
     if type(messages) is list and len(messages) >= n:
@@ -521,7 +528,9 @@ def stored_prefix(known: list[Message], messages: Sequence[Message]) -> int:
                 # Copies stored alike (a history rebuilt from a load, say): ``known``
                 # takes the caller's objects, so the next check is by pointer again
                 # instead of a Python comparison of every message, every save.
-                known[:] = messages[:n]
+                copies = messages[:n]
+                if may_adopt is None or may_adopt(copies):
+                    known[:] = copies
             return n
     return shared_prefix(known, messages)
 
