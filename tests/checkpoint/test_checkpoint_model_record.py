@@ -245,3 +245,35 @@ def test_a_checkpoint_built_while_the_record_is_compared_does_not_use_it() -> No
     with pytest.raises(AgentError):
         ThreadCheckpoint("t", None, [copy, junk])  # type: ignore[list-item]
     assert seen["inner"] == "INVALID_ARGUMENT"
+
+
+def test_a_list_changed_while_it_is_compared_is_checked_as_it_was_given() -> None:
+    # A value's ``__eq__`` runs during the comparison with the record: it replaces an
+    # item the comparison already passed (by junk, or by an object whose class borrows
+    # ``Message.__eq__``). The checkpoint holds the list as it was given, and nothing
+    # that is no message reaches it or the record.
+    class Borrowed:
+        __eq__ = Message.__eq__
+        __hash__ = None  # type: ignore[assignment]
+
+    for swap in ("junk", Borrowed()):
+        items: list[object] = []
+
+        class Hook:
+            def __eq__(self, other: object) -> bool:
+                if items:  # noqa: B023 (this iteration's list)
+                    items[0] = swap  # noqa: B023 (this iteration's list and swap)
+                return True
+
+            __hash__ = None  # type: ignore[assignment]
+
+        m0 = Message("user", "q0", id="q0")
+        m1 = Message("user", "q1", id="q1", metadata={"h": Hook()})
+        ThreadCheckpoint("t", None, [m0, m1])
+        items[:] = [m0, m1.model_copy(update={"metadata": {"h": Hook()}})]  # a copy alike
+        built = ThreadCheckpoint("t", None, items)  # type: ignore[arg-type]
+        assert [type(m) for m in built.messages] == [Message, Message]
+        assert built.messages[0] is m0
+        assert all(isinstance(m, Message) for m in model_module._VALIDATED.messages)
+        with pytest.raises(AgentError):
+            ThreadCheckpoint("t", None, [swap, items[1]])  # type: ignore[list-item]

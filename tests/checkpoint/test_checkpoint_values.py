@@ -362,3 +362,76 @@ def test_copies_that_read_back_otherwise_are_not_taken_into_the_record(tmp_path:
     fresh = some(arun(FileCheckpointer(tmp_path).load("t")))
     assert [type(m.metadata["k"]) for m in mine.messages[:3]] == [dict] * 3
     assert mine.model_dump() == fresh.model_dump()
+
+
+class _S(str):
+    """A str subclass: equal to the str, but a read gives a str."""
+
+
+class _AttrDict(dict[str, Any]):
+    pass
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        {"id": "str subclass"},
+        {"name": "str subclass"},
+        {"metadata": "empty dict subclass"},
+        {"tool_calls": "empty list subclass"},
+    ],
+    ids=lambda c: next(iter(c)),
+)
+def test_copies_alike_but_of_other_types_are_never_handed_out(
+    tmp_path: Path, change: dict[str, str]
+) -> None:
+    # ``Message.__eq__`` cannot tell a str subclass in a string field, or an empty dict
+    # or list subclass, from what a read gives: such copies must not reach the record
+    # that loads of unchanged files answer from, nor be kept as the saved messages.
+    field = next(iter(change))
+
+    def odd(m: Message) -> Message:
+        value: Any = {
+            "id": _S(m.id),
+            "name": _S(m.name or ""),
+            "metadata": _AttrDict(),
+            "tool_calls": type("L", (list,), {})(),
+        }[field]
+        return m.model_copy(update={field: value})
+
+    cp = FileCheckpointer(tmp_path)
+    stored = [Message("user", f"u{i}", id=f"u{i}", name="n") for i in range(3)]
+    arun(cp.save(ThreadCheckpoint("t", None, stored)))
+    copies = [odd(m) for m in stored]
+    assert copies[0] == stored[0]
+    arun(
+        cp.save(ThreadCheckpoint("t", None, [*copies, odd(Message("user", "x", id="x", name="n"))]))
+    )
+    mine = some(arun(cp.load("t")))
+    fresh = some(arun(FileCheckpointer(tmp_path).load("t")))
+    assert repr(mine.messages) == repr(fresh.messages)
+    for m in mine.messages:
+        assert type(m.id) is str and type(m.name) is str
+        assert type(m.metadata) is dict and type(m.tool_calls) is list
+
+
+def test_a_message_whose_class_says_it_equals_anything_never_hides_a_change(
+    tmp_path: Path,
+) -> None:
+    # A stored Message subclass whose ``==`` says yes to anything: the next save, of
+    # another history, must store that history, not keep the old message.
+    class Loose(Message):
+        def __eq__(self, other: object) -> bool:
+            return True
+
+        __hash__ = None  # type: ignore[assignment]
+
+    for make in (FileCheckpointer, lambda _: InMemoryCheckpointer()):
+        cp = make(tmp_path / str(id(make)))
+        arun(cp.save(ThreadCheckpoint("t", None, [Loose(role="user", content="a", id="a")])))
+        later = [Message("user", "b", id="b"), Message("user", "c", id="c")]
+        arun(cp.save(ThreadCheckpoint("t", None, later)))
+        assert [m.id for m in some(arun(cp.load("t"))).messages] == ["b", "c"]
+        if isinstance(cp, FileCheckpointer):
+            fresh = some(arun(FileCheckpointer(cp.root).load("t")))
+            assert [m.id for m in fresh.messages] == ["b", "c"]

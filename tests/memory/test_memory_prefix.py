@@ -128,11 +128,15 @@ def test_stored_prefix_leaves_the_stored_list_as_it_was_when_a_comparison_raises
 
         __hash__ = None  # type: ignore[assignment]
 
-    known = [Message("user", "x", id="a"), Message("user", "y", id="b")]
+    # A message's own ``==`` compares the values: a value's ``__eq__`` may raise. (An
+    # object that is no message is never asked: the comparison is strict.)
+    known = [Message("user", "x", id="a"), Message("user", "y", id="b", metadata={"v": Boom()})]
     before = list(known)
+    copy = known[1].model_copy(update={"metadata": {"v": Boom()}})
     with pytest.raises(RuntimeError, match="boom"):
-        stored_prefix(known, [known[0], Boom(), Message("user", "z")])  # type: ignore[list-item]
+        stored_prefix(known, [known[0], copy, Message("user", "z")])
     assert known == before and all(a is b for a, b in zip(known, before, strict=True))
+    assert stored_prefix(known, [known[0], Boom(), Message("user", "z")]) == 1  # type: ignore[list-item]
 
 
 def test_equality_is_symmetric_and_never_raises() -> None:

@@ -238,3 +238,42 @@ def test_a_restarted_process_sees_the_saved_session(tmp_path: Path) -> None:
     fresh = SessionManager("u", LocalFileStorage(tmp_path))
     snap = arun(fresh.load_latest())
     assert snap is not None and snap.data.state == {"n": 7}
+
+
+def test_snapshot_data_refuses_what_says_it_equals_a_stored_message() -> None:
+    # The manager skips validating the messages it stored: an object that is no message
+    # but says it equals one (``unittest.mock.ANY``) must still be refused, and must not
+    # get into the manager's record (junk would then pass by equality to it).
+    from unittest import mock
+
+    from framework_agents import AgentError, InMemoryStorage, Message, SessionManager
+    from framework_agents.sessions import Snapshot
+
+    manager = SessionManager("s", InMemoryStorage())
+    history = [Message("user", f"u{i}", id=f"u{i}") for i in range(3)]
+    arun(manager.save_latest(Snapshot(manager.snapshot_data(history))))
+    for bad in (mock.ANY, "junk"):
+        with pytest.raises(AgentError) as info:
+            manager.snapshot_data([bad, *history[1:]])  # type: ignore[list-item]
+        assert info.value.code == "INVALID_ARGUMENT"
+
+
+def test_a_stored_message_whose_class_says_it_equals_anything_hides_no_change() -> None:
+    from framework_agents import InMemoryStorage, Message, SessionManager
+    from framework_agents.sessions import Snapshot
+
+    class Loose(Message):
+        def __eq__(self, other: object) -> bool:
+            return True
+
+        __hash__ = None  # type: ignore[assignment]
+
+    storage = InMemoryStorage()
+    manager = SessionManager("s", storage)
+    first: list[Message] = [Loose(role="user", content="a", id="a")]
+    arun(manager.save_latest(Snapshot(manager.snapshot_data(first))))
+    later = [Message("user", "b", id="b"), Message("user", "c", id="c")]
+    arun(manager.save_latest(Snapshot(manager.snapshot_data(later))))
+    loaded = arun(SessionManager("s", storage).load_latest())
+    assert loaded is not None and loaded.data.messages is not None
+    assert [m.id for m in loaded.data.messages] == ["b", "c"]

@@ -19,9 +19,12 @@ from .._persist import reads_back_as_is
 from ..errors import InvalidArgumentError
 from ..history import well_formed_problems
 from ..memory._document import same_json_message, shared_prefix, stored_prefix
-from ..messages import Message, ToolCall
+from ..messages import Message, ReasoningBlock, TextBlock, ToolCall
 from ._journal import OVERLAY
 from .model import ThreadCheckpoint, check_storable, check_thread_id, turn_problem
+
+#: The content blocks a read makes.
+_BLOCKS = (TextBlock, ReasoningBlock)
 
 __all__ = [
     "as_read",
@@ -163,15 +166,37 @@ def messages_read_back_as_is(
     calls: Sequence[ToolCall] = (),
     values: Sequence[object] = (),
 ) -> bool:
-    """Whether a read of ``messages`` (and ``calls``, ``values``) gives them as they are."""
-    if any(type(m) is not Message for m in messages):
-        return False
-    every_call = [*calls, *(c for m in messages for c in m.tool_calls)]
-    if any(type(c) is not ToolCall for c in every_call):
-        return False
-    free: list[object] = [*values, *(m.metadata for m in messages if m.metadata)]
-    free += [c.args for c in every_call]
-    return all(map(reads_back_as_is, free))
+    """Whether a read of ``messages`` (and ``calls``, ``values``) gives them as they are.
+
+    Every message, call and content block of the exact class a read makes, every string
+    field an exact ``str`` (``Message.__eq__`` cannot tell a ``str`` subclass apart), the
+    containers exact lists and dicts, empty ones included, and the free-form values of
+    exact JSON types.
+    """
+    every_call = list(calls)
+    free: list[object] = list(values)
+    for m in messages:
+        if type(m) is not Message:
+            return False
+        d = m.__dict__
+        if type(d["role"]) is not str or type(d["id"]) is not str:
+            return False
+        if any(d[f] is not None and type(d[f]) is not str for f in ("tool_call_id", "name")):
+            return False
+        content = d["content"]
+        if type(content) is not str:
+            if type(content) is not list or any(type(b) not in _BLOCKS for b in content):
+                return False
+            free += [dict(b.__dict__) for b in content]
+        if type(d["tool_calls"]) is not list or type(d["metadata"]) is not dict:
+            return False
+        every_call += d["tool_calls"]
+        free.append(d["metadata"])
+    for c in every_call:
+        if type(c) is not ToolCall or type(c.id) is not str or type(c.name) is not str:
+            return False
+        free.append(c.args)
+    return all(map(reads_back_as_is, free))  # a dict or list subclass, empty or not: no
 
 
 def as_read(back: list[Message], saved: Sequence[Message]) -> list[Message]:
@@ -182,4 +207,7 @@ def as_read(back: list[Message], saved: Sequence[Message]) -> list[Message]:
     "As it is" is stricter than ``==`` (an ``IntEnum`` equals the ``int`` a read gives,
     a tuple does not read back as one): the read message is handed out then.
     """
-    return [m if same_json_message(b, m) else b for b, m in zip(back, saved, strict=True)]
+    return [
+        m if same_json_message(b, m) and messages_read_back_as_is((m,)) else b
+        for b, m in zip(back, saved, strict=True)
+    ]

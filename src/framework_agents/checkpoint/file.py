@@ -40,7 +40,7 @@ from ..errors import (
     LockTimeoutError,
     ThreadBusyError,
 )
-from ..memory._document import PARSE_SLICE, split_messages
+from ..memory._document import PARSE_SLICE, plain_messages, split_messages
 from ..messages import Message, ToolCall
 from ._base import HeldThread, held_then_loaded
 from ._journal import OVERLAY, Delta, JournalView, append_delta, apply_deltas, read_journal
@@ -156,6 +156,9 @@ class _Known:
     # Whether ``messages`` are the very objects a read gives (a save's ``_View`` may then
     # take them from there instead of a copy of the history).
     exact: bool = False
+    # Whether ``messages`` are all plain (``plain_messages``): only then may a save's
+    # prefix check trust them (a message class with an ``==`` of its own decides it).
+    plain: bool = True
 
 
 class _Progress(BaseModel):
@@ -616,6 +619,7 @@ class FileCheckpointer:
             doc_bytes=len(payload),
             view=_view(checkpoint, fields, messages, exact),
             exact=exact,
+            plain=exact or plain_messages(checkpoint.messages),
         )
         for stale in (journal, files.progress):
             try:
@@ -634,7 +638,7 @@ class FileCheckpointer:
         thread_id = checkpoint.thread_id
         known = self._current(thread_id)
         new = checkpoint.messages
-        if known is None or known.progress:
+        if known is None or known.progress or not known.plain:
             self._fold(checkpoint)
             return
         keep = len(known.messages)
@@ -656,6 +660,7 @@ class FileCheckpointer:
         self._known.pop(thread_id, None)  # unknown until the append returns
         known.journal = append_delta(journal, known.digest, view, payload)
         known.messages += added  # its own list: extended, never copied (the history's size)
+        known.plain = plain_messages(added)
         if known.view is not None:  # what a read would give
             read = functools.partial(Delta.model_validate_json, payload)
             fields, tail, exact = kept_fields(checkpoint, keep, read)

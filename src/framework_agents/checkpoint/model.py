@@ -45,9 +45,8 @@ from pydantic_core import PydanticSerializationError
 
 from .._persist import json_problem
 from ..errors import StateNotJsonError, ThreadIdInvalidError
-from ..memory._document import stored_prefix
+from ..memory._document import plain_messages, stored_prefix
 from ..messages import (
-    STRICT_EQUALITY,
     Message,
     MessageList,
     ToolCall,
@@ -172,42 +171,37 @@ class _Validated(threading.local):
 
     Private (never handed out), so what it holds stays what was checked. A checkpoint of
     a growing history is built again each save from a list whose first items are the
-    same objects: those are found by comparing pointers (``stored_prefix``), and only the
-    rest is validated. It keeps the last history built in this OS thread alive until the
-    next one replaces it. Only messages whose class keeps ``Message.__eq__`` are recorded
-    (a subclass's own ``==`` could call anything equal to them).
+    same objects: those are found by comparing pointers (``stored_prefix``, strict), and
+    only the rest is validated. It keeps the last history built in this OS thread alive
+    until the next one replaces it. Only plain messages are recorded (``plain_messages``:
+    a subclass's own ``==`` could call anything equal to them).
     """
 
     def __init__(self) -> None:
         self.messages: list[Message] = []
+        self.busy = False  # being compared (it holds the caller's unvalidated tail then)
 
 
 _VALIDATED = _Validated()
 
 
-def _plain_equality(messages: list[Message]) -> bool:
-    """Whether every message compares with ``Message.__eq__`` (a record may hold it)."""
-    eq = Message.__eq__
-    return all(type(m).__eq__ is eq for m in messages)
+def _known_prefix(items: list[Any]) -> int:
+    """How many leading ``items`` this OS thread validated last (``_Validated``).
 
-
-def _known_prefix(messages: list[Any]) -> int:
-    """How many leading ``messages`` this OS thread validated last (``_Validated``).
-
-    While the record is compared, ``Message.__eq__`` is strict (``STRICT_EQUALITY``): an
-    object that is no message never equals one, whatever its own ``__eq__`` says. A
-    checkpoint built meanwhile (by some value's ``__eq__`` or ``__repr__``, in this
-    thread) does not use the record, which holds the caller's unvalidated tail then.
+    ``items`` is the constructor's own copy of the caller's list, so user code run by
+    the comparison (a value's ``__eq__``) cannot change what was compared. A checkpoint
+    built meanwhile, from inside that comparison, does not use the record (``-1``).
     """
-    if STRICT_EQUALITY.on:
+    record = _VALIDATED
+    if record.busy:
         return -1
-    STRICT_EQUALITY.on = True
+    record.busy = True
     try:
-        return stored_prefix(_VALIDATED.messages, messages, _plain_equality)
+        return stored_prefix(record.messages, items)
     except Exception:  # a value's own ``==`` raised: everything is validated below
         return 0
     finally:
-        STRICT_EQUALITY.on = False
+        record.busy = False
 
 
 def _checked_messages(data: dict[str, Any]) -> list[Message] | None:
@@ -226,26 +220,26 @@ def _checked_messages(data: dict[str, Any]) -> list[Message] | None:
     messages = data.get("messages")
     if messages.__class__ is not list or not messages:
         return None
-    known = _known_prefix(messages)
+    items: list[Any] = list(messages)  # the checkpoint's list: the one copy it needs
+    known = _known_prefix(items)
     keep = max(known, 0)
     try:
-        tail = MessageList.validate_python(messages[keep:] if keep else messages)
+        tail = MessageList.validate_python(items[keep:] if keep else items)
     except ValidationError:
         return None
     if known >= 0:
         record = _VALIDATED.messages
         del record[keep:]
-        if _plain_equality(tail):
+        if plain_messages(tail):
             record += tail
-        else:  # up to the first message with an ``==`` of its own
-            eq = Message.__eq__
-            record += itertools.takewhile(lambda m: type(m).__eq__ is eq, tail)
+        else:  # up to the first message that is not plain
+            record += itertools.takewhile(lambda m: plain_messages((m,)), tail)
     data["messages"] = []
     if not keep:
         return tail
-    checked: list[Message] = messages[:keep]
-    checked += tail
-    return checked
+    del items[keep:]
+    items += tail
+    return items
 
 
 def to_json(model: BaseModel) -> bytes:

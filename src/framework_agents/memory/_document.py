@@ -16,9 +16,10 @@ of messages it already serialised.
 
 from __future__ import annotations
 
+import contextlib
 import re
 import zlib
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from types import UnionType
 from typing import Any, Literal, TypeVar, Union, get_args, get_origin
@@ -29,7 +30,7 @@ from pydantic_core import PydanticSerializationError
 from .._persist import json_problem, json_type, overlong_int, strict_loads, version_problem
 from .._pydantic_fast import copy_message, share_fields_set
 from ..errors import InvalidArgumentError, MemoryCorruptError
-from ..messages import Message, MessageList
+from ..messages import STRICT_EQUALITY, Message, MessageList
 
 __all__ = [
     "DEFAULT_MAX_BYTES",
@@ -484,19 +485,37 @@ def shared_prefix(known: Sequence[Message], messages: Sequence[Message]) -> int:
     ``known`` uses :func:`stored_prefix`.)
     """
     n = len(known)
-    if (
-        type(messages) is list
-        and type(known) is list
-        and len(messages) >= n
-        # ``known`` on the left: its messages' ``__eq__`` is asked first, not the caller's
-        # objects' (which may say yes to anything).
-        and known == (messages if len(messages) == n else messages[:n])
-    ):
-        return n
+    if type(messages) is list and type(known) is list and len(messages) >= n:
+        # ``known`` on the left, strict: its messages' ``__eq__`` decides, never the
+        # caller's objects' (``unittest.mock.ANY`` says yes to anything).
+        with strict_equality():
+            if known == (messages if len(messages) == n else messages[:n]):
+                return n
     for i, (old, new) in enumerate(zip(known, messages, strict=False)):
         if old is not new and not same_json_message(old, new):
             return i
     return min(n, len(messages))
+
+
+@contextlib.contextmanager
+def strict_equality() -> Iterator[None]:
+    """Within it (this OS thread), ``Message.__eq__`` answers a non-message itself."""
+    before = STRICT_EQUALITY.on
+    STRICT_EQUALITY.on = True
+    try:
+        yield
+    finally:
+        STRICT_EQUALITY.on = before
+
+
+def plain_messages(messages: Sequence[object]) -> bool:
+    """Whether every item is a message compared by ``Message.__eq__`` (none of its own).
+
+    Only such messages may sit in a record of stored messages: a record's items decide
+    the prefix check, and a class with an ``==`` of its own could call anything equal.
+    """
+    eq = Message.__eq__
+    return all(isinstance(m, Message) and type(m).__eq__ is eq for m in messages)
 
 
 def stored_prefix(
@@ -514,13 +533,17 @@ def stored_prefix(
     is what keeps a save's cost from growing with the history. When the caller's history
     holds copies (stored alike, other objects: seen at a few probed positions), ``known``
     takes the caller's objects once, so later saves compare by pointer again, unless
-    ``may_adopt(copies)`` says no (a record that must hold only objects of some kind).
+    they are not plain messages (:func:`plain_messages`) or ``may_adopt(copies)`` says no
+    (a record that must hold only objects of some kind). The comparison is strict
+    (:func:`strict_equality`): only ``known``'s messages decide. ``known`` itself must
+    hold plain messages only.
     """
     n = len(known)
     if type(messages) is list and len(messages) >= n:
         known += messages[n:]
         try:
-            same = known == messages
+            with strict_equality():
+                same = known == messages
         finally:
             del known[n:]
         if same:
@@ -529,7 +552,7 @@ def stored_prefix(
                 # takes the caller's objects, so the next check is by pointer again
                 # instead of a Python comparison of every message, every save.
                 copies = messages[:n]
-                if may_adopt is None or may_adopt(copies):
+                if plain_messages(copies) and (may_adopt is None or may_adopt(copies)):
                     known[:] = copies
             return n
     return shared_prefix(known, messages)

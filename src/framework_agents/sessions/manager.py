@@ -23,7 +23,7 @@ from ..errors import (
     SnapshotCorruptError,
     SnapshotMissingError,
 )
-from ..memory._document import stored_prefix
+from ..memory._document import plain_messages, stored_prefix
 from ..messages import Message
 from ._base import ArgumentTypeError, Storage, as_logged, digest, swap
 from ._keys import validate_segment
@@ -96,6 +96,9 @@ class SessionManager:
         # The messages of the latest snapshot as this manager last read or wrote them (the
         # prefix a delta extends), and the bytes of its stored value and of its log.
         self._messages: list[Message] | None = None
+        # Whether ``_messages`` are all plain (``plain_messages``): only then may a prefix
+        # check trust them (a message class with an ``==`` of its own decides it).
+        self._plain = True
         self._base_bytes = 0
         self._log_bytes = 0
 
@@ -164,6 +167,8 @@ class SessionManager:
         known, messages, new = self._latest, self._messages, snapshot.data.messages
         if logged is None or not isinstance(known, str) or messages is None or new is None:
             return False
+        if not self._plain:
+            return False
         keep = len(messages)
         if stored_prefix(messages, new) != keep:
             return False
@@ -178,12 +183,14 @@ class SessionManager:
             return False
         self._latest = await logged.append_logged(self.latest_key, record, known)
         messages += new[keep:]  # its own list: extended, never copied (the history's size)
+        self._plain = plain_messages(new[keep:])
         self._log_bytes += len(record)
         return True
 
     def _remember(self, snapshot: Snapshot, base_bytes: int, log_bytes: int) -> None:
         messages = snapshot.data.messages
         self._messages = None if messages is None else list(messages)
+        self._plain = messages is None or plain_messages(messages)
         self._base_bytes = base_bytes
         self._log_bytes = log_bytes
 
@@ -200,25 +207,28 @@ class SessionManager:
         the next latest snapshot costs what the run added (what ``Agent`` does each run).
         Same errors as the constructor (``STATE_NOT_JSON``).
         """
-        stored = self._messages
+        stored = self._messages if self._plain else None
+        # The manager's own copy: user code the comparison runs (a value's ``__eq__``)
+        # cannot change what was compared.
+        items = list(messages) if type(messages) is list else None
         if (
-            type(messages) is list
+            items is not None
             and stored
-            and len(stored) <= len(messages)
-            and stored_prefix(stored, messages) == len(stored)
+            and len(stored) <= len(items)
+            and stored_prefix(stored, items) == len(stored)
         ):
             # Validated when stored: pydantic would look at every one of them again (a
             # cache miss each on a long history), a copy of the list only counts
             # references. (Not a wrap validator: in a JSON parse that would build every
             # message as a dict first.)
             try:
-                data = SnapshotData(messages[len(stored) :], state, system_prompt)
+                data = SnapshotData(items[len(stored) :], state, system_prompt)
             except (ValidationError, AgentError):
                 pass  # raised again below, naming the index in the whole list
             else:
-                whole = messages[: len(stored)]
-                whole += data.messages or []
-                data.messages = whole
+                del items[len(stored) :]
+                items += data.messages or []
+                data.messages = items
                 return data
         with stored_messages(stored):
             return SnapshotData(messages, state, system_prompt)
