@@ -209,9 +209,10 @@ class ToolCall(PositionalModel):
 class _StrictEquality(threading.local):
     """Per OS thread: whether ``Message.__eq__`` answers a non-message itself (internal).
 
-    Set while a private record of validated messages is compared with a caller's list
-    (``ThreadCheckpoint``'s constructor): an object that is no message then never equals
-    one, whatever its own ``__eq__`` says (``unittest.mock.ANY`` says yes to anything).
+    Set while a record of stored or validated messages is compared with a caller's list
+    (``memory._document.strict_equality``, in every prefix check): an object that is no
+    message then never equals one, whatever its own ``__eq__`` says
+    (``unittest.mock.ANY`` says yes to anything).
     """
 
     on = False

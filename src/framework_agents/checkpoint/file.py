@@ -135,11 +135,13 @@ class _View:
     checkpoint: ThreadCheckpoint
     count: int = -1
 
+    def messages(self, record: list[Message]) -> list[Message]:
+        """A new list of its messages (``record``: the ``_Known.messages`` it counts)."""
+        return list(self.checkpoint.messages) if self.count < 0 else record[: self.count]
+
     def value(self, record: list[Message]) -> ThreadCheckpoint:
-        """A detached copy of the checkpoint (``record``: the ``_Known.messages`` it reads)."""
-        if self.count < 0:
-            return detached(self.checkpoint)
-        return detached(self.checkpoint, record[: self.count])
+        """A detached copy of the checkpoint (``record``: the ``_Known.messages`` it counts)."""
+        return detached(self.checkpoint, self.messages(record))
 
 
 @dataclass(slots=True)
@@ -617,7 +619,9 @@ class FileCheckpointer:
             digest,
             list(checkpoint.messages),
             doc_bytes=len(payload),
-            view=_view(checkpoint, fields, messages, exact),
+            view=_counted_view(checkpoint, fields, len(messages))
+            if exact
+            else _own_view(checkpoint, fields, messages),
             exact=exact,
             plain=exact or plain_messages(checkpoint.messages),
         )
@@ -666,12 +670,11 @@ class FileCheckpointer:
             fields, tail, exact = kept_fields(checkpoint, keep, read)
             known.exact = known.exact and exact
             if known.exact:
-                known.view = _view(checkpoint, fields, [], True, len(known.messages))
+                known.view = _counted_view(checkpoint, fields, len(known.messages))
             else:
-                base = known.view.value(known.messages)
-                kept = base.messages[:keep]
+                kept = known.view.messages(known.messages)[:keep]
                 kept += tail
-                known.view = _view(checkpoint, fields, kept, False)
+                known.view = _own_view(checkpoint, fields, kept)
         self._known[thread_id] = known
 
     def _fold(self, checkpoint: ThreadCheckpoint) -> None:
@@ -866,22 +869,18 @@ def _not_a_file(path: Path) -> CheckpointCorruptError:
     )
 
 
-def _view(
-    checkpoint: ThreadCheckpoint,
-    fields: dict[str, Any],
-    messages: list[Message],
-    exact: bool,
-    count: int | None = None,
-) -> _View:
-    """The ``_View`` of a save of ``checkpoint``.
+def _counted_view(checkpoint: ThreadCheckpoint, fields: dict[str, Any], count: int) -> _View:
+    """The ``_View`` of a save of ``checkpoint``: its messages the record's first ``count``.
 
-    ``fields`` and ``exact`` as ``kept_fields`` gives them. Its messages: the record's
-    first ``count`` (all of the checkpoint's when not given) when exact, else ``messages``.
+    For ``fields`` as ``kept_fields`` gives them when it says the messages are exact.
     """
-    if exact:
-        kept = len(checkpoint.messages) if count is None else count
-        value = checkpoint.model_copy(update={**fields, "messages": []})
-        return _View(_as_value(value), kept)
+    return _View(_as_value(checkpoint.model_copy(update={**fields, "messages": []})), count)
+
+
+def _own_view(
+    checkpoint: ThreadCheckpoint, fields: dict[str, Any], messages: list[Message]
+) -> _View:
+    """The ``_View`` of a save of ``checkpoint`` holding ``messages`` (as a read gives them)."""
     return _View(_as_value(checkpoint.model_copy(update={**fields, "messages": messages})))
 
 

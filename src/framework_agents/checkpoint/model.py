@@ -230,10 +230,8 @@ def _checked_messages(data: dict[str, Any]) -> list[Message] | None:
     if known >= 0:
         record = _VALIDATED.messages
         del record[keep:]
-        if plain_messages(tail):
-            record += tail
-        else:  # up to the first message that is not plain
-            record += itertools.takewhile(lambda m: plain_messages((m,)), tail)
+        # Up to the first message that is not plain (a record holds only plain ones).
+        record += itertools.takewhile(lambda m: plain_messages((m,)), tail)
     data["messages"] = []
     if not keep:
         return tail

@@ -167,7 +167,7 @@ class SessionManager:
         known, messages, new = self._latest, self._messages, snapshot.data.messages
         if logged is None or not isinstance(known, str) or messages is None or new is None:
             return False
-        if not self._plain:
+        if not self._plain:  # its record cannot be trusted by a prefix check
             return False
         keep = len(messages)
         if stored_prefix(messages, new) != keep:
