@@ -4,11 +4,13 @@ and every pipe to it closed (no ``ResourceWarning`` left for the garbage collect
 from __future__ import annotations
 
 import contextlib
+import os
 import subprocess
+import sys
 from collections.abc import Iterator, Sequence
 from typing import Any
 
-__all__ = ["close_process", "spawned"]
+__all__ = ["close_process", "flock_held", "spawned"]
 
 
 def close_process(proc: subprocess.Popen[Any], timeout: float = 30) -> int:
@@ -32,3 +34,24 @@ def spawned(args: Sequence[str], **popen: Any) -> Iterator[subprocess.Popen[Any]
         yield proc
     finally:
         close_process(proc)
+
+
+_HOLDER = """
+import fcntl, os, sys
+fd = os.open(sys.argv[1], os.O_RDWR | os.O_CREAT, 0o600)
+fcntl.flock(fd, fcntl.LOCK_SH if sys.argv[2] == "shared" else fcntl.LOCK_EX)
+print("held", flush=True)
+sys.stdin.read()  # until the test closes the pipe (or kills this process)
+"""
+
+
+@contextlib.contextmanager
+def flock_held(path: str | os.PathLike[str], *, shared: bool = False) -> Iterator[None]:
+    """Another process holds ``flock`` on ``path`` (created if missing) for the block."""
+    mode = "shared" if shared else "exclusive"
+    args = [sys.executable, "-c", _HOLDER, os.fspath(path), mode]
+    with spawned(args, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True) as proc:
+        assert proc.stdout is not None
+        if proc.stdout.readline().strip() != "held":
+            raise RuntimeError(f"the lock holder for {path} did not start")
+        yield

@@ -9,11 +9,19 @@ from __future__ import annotations
 import asyncio
 import itertools
 from multiprocessing.connection import Connection
-from multiprocessing.synchronize import Barrier
+from multiprocessing.sharedctypes import Synchronized
+from multiprocessing.synchronize import Barrier, Event
 
 from framework_agents import FileMemory, Message
 
-__all__ = ["agent_worker", "append_worker", "crash_worker", "message_id"]
+__all__ = [
+    "agent_worker",
+    "append_worker",
+    "clearing_writer",
+    "crash_worker",
+    "message_id",
+    "slow_reader",
+]
 
 #: Room for every append the process tests make: nothing is windowed away.
 BIG_WINDOW = 1_000_000
@@ -73,4 +81,57 @@ def agent_worker(directory: str, writer: str, runs: int, barrier: Barrier) -> No
             await agent.run(message_id(writer, seq))
 
     barrier.wait(timeout=60)
+    asyncio.run(main())
+
+
+def clearing_writer(directory: str, rounds: int, acked: Synchronized[int], stop: Event) -> None:
+    """Per round ``g``: save a document's worth (``d<g>-*``), then one journal record
+    (``j<g>``), publish ``g`` in ``acked``, then ``clear()``; ``stop`` when done."""
+
+    async def main() -> None:
+        memory = FileMemory(directory, max_messages=BIG_WINDOW)
+        for g in range(1, rounds + 1):
+            # Past the fold threshold: these go into the document, the next into the journal.
+            body = "x" * 300
+            await memory.save([Message("user", body, id=f"d{g}-{i}") for i in range(300)])
+            await memory.save([Message("assistant", "after", id=f"j{g}")])
+            acked.value = g
+            await memory.clear()
+
+    try:
+        asyncio.run(main())
+    finally:
+        stop.set()
+
+
+def slow_reader(directory: str, acked: Synchronized[int], stop: Event, conn: Connection) -> None:
+    """Load until ``stop``; send every load that returned round ``g``'s document without
+    its journal record although both were acknowledged before the load began.
+
+    The reader lingers between the document and the journal (a longer parse would), which
+    is where a writer that does not exclude readers could swap both under it.
+    """
+    import time
+
+    from framework_agents.memory import _journaled
+
+    read_journal = _journaled.MemoryFiles._journal_payloads
+
+    def lingering(self: _journaled.MemoryFiles, token: str, doc_bytes: int) -> list[bytes]:
+        time.sleep(0.002)
+        return read_journal(self, token, doc_bytes)
+
+    _journaled.MemoryFiles._journal_payloads = lingering  # type: ignore[method-assign]
+
+    async def main() -> None:
+        memory = FileMemory(directory, max_messages=BIG_WINDOW)
+        loads, stale = 0, []
+        while not stop.is_set():
+            before = acked.value
+            ids = {m.id for m in await memory.load()}
+            loads += 1
+            if before and f"d{before}-0" in ids and f"j{before}" not in ids:
+                stale.append(before)
+        conn.send((loads, stale))
+
     asyncio.run(main())

@@ -172,3 +172,37 @@ def test_two_agents_sharing_one_file_memory_lose_no_turn(tmp_path: Path) -> None
     for w in range(2):  # each agent's turns in its own order
         mine = [p for p in prompts if p.startswith(f"a{w}-")]
         assert mine == [workers.message_id(f"a{w}", s) for s in range(runs)]
+
+
+@pytest.mark.slow
+def test_a_load_beside_clear_in_another_process_never_goes_back(tmp_path: Path) -> None:
+    """Regression: clear() wrote under a shared lock, so a load could read the old
+    document, then find its journal removed: a state older than the acknowledged one."""
+    rounds, readers = 150, 2
+    ctx = mp.get_context("spawn")
+    acked, stop = ctx.Value("i", 0), ctx.Event()
+    pipes = [ctx.Pipe(duplex=False) for _ in range(readers)]
+    procs = [
+        ctx.Process(target=workers.slow_reader, args=(str(tmp_path), acked, stop, send))
+        for _, send in pipes
+    ]
+    procs.append(
+        ctx.Process(target=workers.clearing_writer, args=(str(tmp_path), rounds, acked, stop))
+    )
+    for proc in procs:
+        proc.start()
+    try:
+        results = [recv.recv() if recv.poll(240) else None for recv, _ in pipes]
+        for proc in procs:
+            proc.join(timeout=60)
+            assert proc.exitcode == 0
+    finally:
+        stop.set()
+        for proc in procs:
+            if proc.is_alive():
+                proc.kill()
+    assert acked.value == rounds
+    done = [result for result in results if result is not None]
+    assert len(done) == readers
+    assert sum(loads for loads, _ in done) > rounds  # the reads overlapped the rounds
+    assert [stale for _, stale in done] == [[]] * readers

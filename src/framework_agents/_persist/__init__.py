@@ -56,7 +56,7 @@ from ._json import (
     reads_back_as_is,
     strict_loads,
 )
-from ._locks import LoopLocks, flock, open_lock_file
+from ._locks import Deadline, LoopLocks, check_seconds, flock, holding, open_lock_file
 from ._version import version_problem
 
 __all__ = [
@@ -67,6 +67,7 @@ __all__ = [
     "MAX_JSON_DEPTH",
     "PARSER_INT_DIGITS",
     "TEMP_SUFFIX",
+    "Deadline",
     "JournalCorruptError",
     "FileIdent",
     "LoopLocks",
@@ -75,11 +76,13 @@ __all__ = [
     "TooLargeError",
     "append_record",
     "atomic_publish",
+    "check_seconds",
     "file_ident",
     "flock",
     "frame",
     "fsync_dir",
     "header_payload",
+    "holding",
     "ident_or_none",
     "io_error",
     "int_digit_limit",

@@ -5,7 +5,8 @@ In-process, the tasks of one event loop that write one store queue on an
 ``flock(LOCK_EX)`` on a sidecar lock file that is never deleted (:func:`open_lock_file`,
 :func:`flock`), and a reader that must see a document and its journal from the same
 moment holds ``LOCK_SH``. A kernel lock dies with its holder, so a crash never leaves
-a store locked.
+a store locked. Every wait is bounded by the operation's :class:`Deadline` and ended by
+a cancel of its caller (:func:`holding`, :func:`flock`).
 """
 
 from __future__ import annotations
@@ -13,17 +14,45 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import errno
+import math
+import numbers
 import os
 import stat
 import threading
+import time
 import weakref
 from collections.abc import AsyncIterator, Hashable
+from dataclasses import dataclass
 from pathlib import Path
 
 from .._platform import posix_fcntl
+from ..errors import InvalidArgumentError, LockTimeoutError
 from ._files import FILE_MODE, OddFileError
+from ._io import wait_or_stop
 
-__all__ = ["LoopLocks", "flock", "open_lock_file"]
+__all__ = ["Deadline", "LoopLocks", "check_seconds", "flock", "holding", "open_lock_file"]
+
+
+def check_seconds(
+    name: str, value: object, *, optional: bool, positive: bool = False
+) -> float | None:
+    """``value`` as seconds (``None`` if ``optional``), else a clear INVALID_ARGUMENT.
+
+    A real number, not a bool; ``>= 0`` (``> 0`` when ``positive``); ``inf`` is allowed.
+    """
+    bound = "> 0" if positive else ">= 0"
+    what = f"{name} must be a number of seconds {bound}" + (" or None" if optional else "")
+    if value is None and optional:
+        return None
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise InvalidArgumentError(f"{what}, not {value!r:.60}")
+    try:
+        seconds = float(value)
+    except OverflowError:
+        raise InvalidArgumentError(f"{what}, not {value!r:.40} (too large)") from None
+    if not (seconds > 0 if positive else seconds >= 0):  # NaN fails both
+        raise InvalidArgumentError(f"{what}, not {value!r}")
+    return seconds
 
 
 class LoopLocks:
@@ -133,7 +162,112 @@ def open_lock_file(path: Path, *, create: bool) -> int | None:
     return fd
 
 
-def flock(fd: int, *, exclusive: bool) -> None:
-    """Block until this process holds ``flock`` on ``fd`` (released by closing ``fd``)."""
+@dataclass(frozen=True, slots=True)
+class Deadline:
+    """When a wait for a lock gives up: ``limit`` seconds after it began (``LOCK_TIMEOUT``).
+
+    One per operation, made on the loop when it starts, so the wait of this process's
+    tasks (:func:`holding`) and the wait for other processes (:func:`flock`, in a worker)
+    share one bound.
+    """
+
+    limit: float
+    at: float  # on the time.monotonic() clock, which every thread shares
+
+    @classmethod
+    def after(cls, limit: float | None) -> Deadline | None:
+        """The deadline ``limit`` seconds from now (``None`` or ``inf``: no deadline)."""
+        if limit is None or math.isinf(limit):
+            return None
+        return cls(limit, time.monotonic() + limit)
+
+    def left(self) -> float:
+        """Seconds until the deadline (0 once past)."""
+        return max(0.0, self.at - time.monotonic())
+
+    def error(self, name: object) -> LockTimeoutError:
+        """``LOCK_TIMEOUT`` for the lock ``name``."""
+        return LockTimeoutError(f"lock {str(name)!r} not acquired within {self.limit}s")
+
+
+@contextlib.asynccontextmanager
+async def holding(
+    lock: asyncio.Lock, deadline: Deadline | None, name: object
+) -> AsyncIterator[None]:
+    """Hold this loop's ``lock`` for the block, waiting for it no longer than ``deadline``."""
+    if deadline is None:
+        async with lock:
+            yield
+        return
+    try:
+        async with asyncio.timeout(deadline.left()):
+            await lock.acquire()
+    except TimeoutError:
+        raise deadline.error(name) from None
+    try:
+        yield
+    finally:
+        lock.release()
+
+
+class _Waiter:
+    """A blocking ``flock`` in a helper thread, on a duplicate of the caller's descriptor.
+
+    A duplicate shares the open file description, so the lock it gets is the caller's.
+    A caller that stops waiting (cancelled, or past its deadline) just closes its own
+    descriptor: the helper, still blocked, gets the lock some day and lets it go at
+    once by closing the duplicate, the description's last descriptor. The duplicate
+    also means the helper never touches a descriptor number the process reused.
+    """
+
+    __slots__ = ("_fd", "_operation", "_wake", "acquired", "error")
+
+    def __init__(self, fd: int, operation: int, wake: threading.Event) -> None:
+        self.acquired = False
+        self.error: OSError | None = None
+        self._operation = operation
+        self._wake = wake
+        self._fd = os.dup(fd)
+        try:
+            threading.Thread(target=self._run, name="fa-flock-wait", daemon=True).start()
+        except BaseException:
+            os.close(self._fd)
+            raise
+
+    def _run(self) -> None:
+        try:
+            posix_fcntl().flock(self._fd, self._operation)
+            self.acquired = True
+        except OSError as exc:
+            self.error = exc
+        finally:
+            os.close(self._fd)
+            self._wake.set()
+
+
+def flock(fd: int, *, exclusive: bool, deadline: Deadline | None = None, name: object = "") -> None:
+    """Wait until this process holds ``flock`` on ``fd`` (released by closing ``fd``).
+
+    Blocking (a worker's work). A free lock is taken at once. For a busy one, a helper
+    thread blocks in ``flock`` (woken by the kernel the moment the holder lets go, as
+    a waiter should be) while the worker waits for it in a way that a cancel of its
+    caller ends at once (``StopWaiting``, see :func:`~._io.wait_or_stop`) and that
+    ``deadline`` bounds (``LockTimeoutError``, ``LOCK_TIMEOUT``, naming ``name``): a
+    ``flock`` blocking in the worker itself could be neither cancelled nor bounded.
+    The caller closes ``fd`` when it stops waiting (see :class:`_Waiter`).
+    """
     fcntl = posix_fcntl()  # POSIX only: FILE_LOCK_UNSUPPORTED elsewhere
-    fcntl.flock(fd, fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH)
+    operation = fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH
+    try:
+        fcntl.flock(fd, operation | fcntl.LOCK_NB)
+        return
+    except BlockingIOError:
+        pass
+    if deadline is not None and deadline.left() <= 0:
+        raise deadline.error(name)
+    wake = threading.Event()
+    waiter = _Waiter(fd, operation, wake)
+    if not wait_or_stop(wake, None if deadline is None else deadline.left()):
+        raise deadline.error(name) if deadline is not None else AssertionError("unbounded")
+    if waiter.error is not None:
+        raise waiter.error

@@ -55,7 +55,6 @@ import contextlib
 import errno
 import json
 import logging
-import numbers
 import os
 import random
 import socket
@@ -68,6 +67,7 @@ from typing import Any, TypeVar, cast
 
 from .._persist import LoopLocks as LocalLocks
 from .._persist._io import run_blocking
+from .._persist._locks import check_seconds
 from .._platform import posix_fcntl
 from ..errors import InvalidArgumentError, LockTimeoutError
 
@@ -94,28 +94,6 @@ logger = logging.getLogger(__name__)
 
 class LockDirectoryMissingError(InvalidArgumentError, FileNotFoundError):
     """The directory of a lock path does not exist (INVALID_ARGUMENT, still an OSError)."""
-
-
-def check_seconds(
-    name: str, value: object, *, optional: bool, positive: bool = False
-) -> float | None:
-    """``value`` as seconds (``None`` if ``optional``), else a clear INVALID_ARGUMENT.
-
-    A real number, not a bool; ``>= 0`` (``> 0`` when ``positive``); ``inf`` is allowed.
-    """
-    bound = "> 0" if positive else ">= 0"
-    what = f"{name} must be a number of seconds {bound}" + (" or None" if optional else "")
-    if value is None and optional:
-        return None
-    if isinstance(value, bool) or not isinstance(value, numbers.Real):
-        raise InvalidArgumentError(f"{what}, not {value!r:.60}")
-    try:
-        seconds = float(value)
-    except OverflowError:
-        raise InvalidArgumentError(f"{what}, not {value!r:.40} (too large)") from None
-    if not (seconds > 0 if positive else seconds >= 0):  # NaN fails both
-        raise InvalidArgumentError(f"{what}, not {value!r}")
-    return seconds
 
 
 def _flock(fd: int, operation: int) -> None:

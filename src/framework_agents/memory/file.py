@@ -23,10 +23,13 @@ from pathlib import Path
 from typing import ParamSpec, TypeVar
 
 from .._persist import (
+    Deadline,
     FileIdent,
     LoopLocks,
     OddFileError,
+    check_seconds,
     flock,
+    holding,
     ident_or_none,
     io_error,
     make_private_dirs,
@@ -102,6 +105,13 @@ class FileMemory:
     ``load()``, ``save()`` and ``clear()`` alike and is never overwritten. An operating
     system failure raises ``StorageIOError`` (``STORAGE_IO``; ``may_have_landed`` says
     whether the write may have reached the disk anyway).
+
+    The lock: tasks of one event loop take turns; other processes wait on ``flock`` of
+    ``memory.json.lock``, trying again after short pauses, so a cancelled caller stops
+    waiting at once (nothing written). ``lock_timeout`` (seconds; ``None``, the default,
+    waits as long as it takes) bounds the wait of each call (``LOCK_TIMEOUT``). A load
+    takes it shared, so it waits only for a writer. ``transact`` holds it while its
+    ``update`` runs, so a bound shorter than a summary takes can fail other writers.
     """
 
     def __init__(
@@ -112,6 +122,7 @@ class FileMemory:
         stale_temp_seconds: float = 60.0,
         max_bytes: int = DEFAULT_MAX_BYTES,
         max_items: int = DEFAULT_MAX_ITEMS,
+        lock_timeout: float | None = None,
     ) -> None:
         """Create it; arguments are described in the class docstring."""
         if not isinstance(dir, str | os.PathLike) or not isinstance(os.fspath(dir), str):
@@ -131,6 +142,7 @@ class FileMemory:
         self.stale_temp_seconds: float = float(stale_temp_seconds)
         self.max_bytes: int = check_max_messages(max_bytes, name="max_bytes")
         self.max_items: int = check_max_messages(max_items, name="max_items")
+        self.lock_timeout: float | None = check_seconds("lock_timeout", lock_timeout, optional=True)
         self.dir: Path = Path(dir).resolve()
         self.path: Path = self.dir / "memory.json"
         self.journal_path: Path = self.dir / "memory.json.journal"
@@ -188,19 +200,24 @@ class FileMemory:
         new = self._encode(messages)
         if len(new.ids) != len(messages):  # an id twice: the store would differ from them
             return None
-        async with _PATH_LOCKS.get(self.path):
-            return await run_blocking(self._guard, "save", self._save_if_sync, new, revision)
+        deadline = Deadline.after(self.lock_timeout)
+        async with holding(_PATH_LOCKS.get(self.path), deadline, self.lock_path):
+            return await run_blocking(
+                self._guard, "save", self._save_if_sync, new, revision, deadline
+            )
 
     async def load(self) -> list[Message]:
         """The stored history, repaired and within ``max_messages``."""
-        stored, self._seen = await run_blocking(self._guard, "read", self._load_sync)
+        deadline = Deadline.after(self.lock_timeout)
+        stored, self._seen = await run_blocking(self._guard, "read", self._load_sync, deadline)
         return self._view(stored)
 
     async def save(self, messages: Sequence[Message]) -> None:
         """Append the messages whose ids are not stored yet (one journal record)."""
         new = self._encode(messages)
-        async with _PATH_LOCKS.get(self.path):
-            await run_blocking(self._guard, "save", self._write_sync, new, None, False)
+        deadline = Deadline.after(self.lock_timeout)
+        async with holding(_PATH_LOCKS.get(self.path), deadline, self.lock_path):
+            await run_blocking(self._guard, "save", self._write_sync, new, None, False, deadline)
         logger.debug("%s: saved %d messages", self.path, len(messages))
 
     async def replace(self, messages: Sequence[Message]) -> None:
@@ -223,13 +240,15 @@ class FileMemory:
         """
         new = self._encode(messages)
         ids = None if base is None else _id_set(base)
-        async with _PATH_LOCKS.get(self.path):
-            await run_blocking(self._guard, "save", self._write_sync, new, ids, True)
+        deadline = Deadline.after(self.lock_timeout)
+        async with holding(_PATH_LOCKS.get(self.path), deadline, self.lock_path):
+            await run_blocking(self._guard, "save", self._write_sync, new, ids, True, deadline)
 
     async def clear(self) -> None:
         """Forget the stored history (publishes an empty document; a corrupt file raises)."""
-        async with _PATH_LOCKS.get(self.path):
-            await run_blocking(self._guard, "clear", self._clear_sync)
+        deadline = Deadline.after(self.lock_timeout)
+        async with holding(_PATH_LOCKS.get(self.path), deadline, self.lock_path):
+            await run_blocking(self._guard, "clear", self._clear_sync, deadline)
 
     async def transact(self, update: _Update) -> None:
         """Run ``update(history)`` and store its result, holding the lock throughout.
@@ -238,8 +257,11 @@ class FileMemory:
         like :meth:`commit`, though nothing can be appended meanwhile). Other writers,
         in any process, wait until the result is stored.
         """
-        async with _PATH_LOCKS.get(self.path):
-            fd = await run_blocking(self._guard, "lock", self._lock_sync, True, undo=_close)
+        deadline = Deadline.after(self.lock_timeout)
+        async with holding(_PATH_LOCKS.get(self.path), deadline, self.lock_path):
+            fd = await run_blocking(
+                self._guard, "lock", self._lock_sync, True, None, deadline, undo=_close
+            )
             assert fd is not None
             try:
                 stored = await run_blocking(self._guard, "read", self._stored_sync)
@@ -306,21 +328,30 @@ class FileMemory:
                 self._idents, self._revision = None, new_revision()
             raise io_error(exc, action=action, key="memory.json", root=self.dir) from exc
 
-    def _lock_sync(self, create: bool) -> int | None:
+    def _lock_sync(
+        self, create: bool, exclusive: bool | None = None, deadline: Deadline | None = None
+    ) -> int | None:
+        """The lock file held (``None``: there is none and ``create`` is false).
+
+        Exclusive for a writer, shared for a reader; ``exclusive`` defaults to ``create``
+        (a writer makes the file when it is missing, a reader does not need to). A wait
+        past ``deadline`` is ``LOCK_TIMEOUT``; a cancel of the caller ends it.
+        """
         fd = open_lock_file(self.lock_path, create=False)
         if fd is None and create:
             make_private_dirs(self.dir)
             fd = open_lock_file(self.lock_path, create=True)
         if fd is not None:
             try:
-                flock(fd, exclusive=create)
+                exclusive = create if exclusive is None else exclusive
+                flock(fd, exclusive=exclusive, deadline=deadline, name=self.lock_path)
             except BaseException:
                 os.close(fd)
                 raise
         return fd
 
-    def _load_sync(self) -> tuple[list[Message], set[str]]:
-        fd = self._lock_sync(False)
+    def _load_sync(self, deadline: Deadline | None) -> tuple[list[Message], set[str]]:
+        fd = self._lock_sync(False, deadline=deadline)
         try:
             idents = self._idents_now()  # writers wait for the shared lock we hold
             messages = self._files.read_messages()
@@ -344,10 +375,12 @@ class FileMemory:
                 self._revision = new_revision()
             self._idents = idents
 
-    def _save_if_sync(self, new: Entries, revision: int) -> Appended | None:
+    def _save_if_sync(
+        self, new: Entries, revision: int, deadline: Deadline | None
+    ) -> Appended | None:
         if revision != self._revision or self._idents is None:
             return None
-        fd = self._lock_sync(True)
+        fd = self._lock_sync(True, deadline=deadline)
         assert fd is not None  # created when missing
         try:
             # Again under the lock: a load may have seen another writer meanwhile.
@@ -378,8 +411,10 @@ class FileMemory:
         self._state = state
         return state
 
-    def _write_sync(self, new: Entries, base: set[str] | None, merge: bool) -> None:
-        fd = self._lock_sync(True)
+    def _write_sync(
+        self, new: Entries, base: set[str] | None, merge: bool, deadline: Deadline | None
+    ) -> None:
+        fd = self._lock_sync(True, deadline=deadline)
         try:
             if merge:
                 self._commit_locked(new, base)
@@ -449,13 +484,15 @@ class FileMemory:
         self._state = self._files.publish(entries, self.max_messages)
         self._folds += 1
 
-    def _clear_sync(self) -> None:
-        fd = self._lock_sync(False)
+    def _clear_sync(self, deadline: Deadline | None) -> None:
+        # A writer: exclusive, or a load (shared) could read the old document, then find
+        # the journal it needs removed by this fold (a state older than acknowledged).
+        fd = self._lock_sync(False, exclusive=True, deadline=deadline)
         if fd is None:
             if not self._files.doc.exists():
                 self._seen = set()
                 return  # clear() of a memory that was never written
-            fd = self._lock_sync(True)
+            fd = self._lock_sync(True, deadline=deadline)
         try:
             state = self._refresh()
             if state.doc_ident is not None or state.stale or state.journal_key is not None:

@@ -37,10 +37,19 @@ from datetime import timedelta
 from pathlib import Path
 from typing import TypeVar
 
-from .._persist import TEMP_SUFFIX, FileIdent, flock, ident_or_none, io_error, mark_landed
+from .._persist import (
+    TEMP_SUFFIX,
+    Deadline,
+    FileIdent,
+    check_seconds,
+    flock,
+    ident_or_none,
+    io_error,
+    mark_landed,
+)
 from .._persist._io import run_blocking
 from .._retention import AutoPrune, check_older_than, check_ttl
-from ..errors import InvalidArgumentError, StorageKeyInvalidError
+from ..errors import InvalidArgumentError, LockTimeoutError, StorageKeyInvalidError
 from ._base import ArgumentTypeError, CompareAndPut, check_expected_tag, check_tag, digest
 from ._keys import is_valid_key, is_valid_segment, validate_key, validate_prefix
 from ._log import LogState, append_log_at, drop_log_at, log_name, read_log_at, tag_of
@@ -107,8 +116,12 @@ def _lock_name(name: str) -> str:
     return f".{name}.lock"
 
 
-def _key_lock(key: str, dfd: int, name: str, *, exclusive: bool, create: bool) -> int | None:
+def _key_lock(
+    key: str, dfd: int, name: str, *, exclusive: bool, create: bool, deadline: Deadline | None
+) -> int | None:
     """``flock`` of ``name``'s sidecar lock, held; ``None`` when there is none to take.
+
+    A wait past ``deadline`` is ``LOCK_TIMEOUT``; a cancel of the caller ends it.
 
     A holder that removes the value (``delete``, ``prune``) unlinks the lock file while
     it holds it, so a lock taken on a file that is no longer the one at its name is
@@ -125,7 +138,7 @@ def _key_lock(key: str, dfd: int, name: str, *, exclusive: bool, create: bool) -
                 raise _symlink_error(key, _lock_name(name)) from None
             raise
         try:
-            flock(lock, exclusive=exclusive)
+            flock(lock, exclusive=exclusive, deadline=deadline, name=key)
             held = os.fstat(lock)
             try:
                 now = os.stat(_lock_name(name), dir_fd=dfd, follow_symlinks=False)
@@ -152,8 +165,19 @@ class LocalFileStorage(CompareAndPut, AutoPrune):
     only if none exists, which needs no lock.
     """
 
-    def __init__(self, dir: str | os.PathLike[str], *, ttl: float | None = None) -> None:
-        """Create it; ``ttl``: seconds a value is kept after its last write (``prune``)."""
+    def __init__(
+        self,
+        dir: str | os.PathLike[str],
+        *,
+        ttl: float | None = None,
+        lock_timeout: float | None = None,
+    ) -> None:
+        """Create it; ``ttl``: seconds a value is kept after its last write (``prune``).
+
+        ``lock_timeout``: how long a call waits for a key's lock held by another
+        process or thread (seconds; ``None``, the default: as long as it takes; a cancel
+        of the caller ends the wait at once); past it, ``LOCK_TIMEOUT``, nothing written.
+        """
         if not (
             _NOFOLLOW
             and hasattr(os, "O_DIRECTORY")
@@ -166,6 +190,7 @@ class LocalFileStorage(CompareAndPut, AutoPrune):
             raise InvalidArgumentError("dir is empty (use '.' for the working directory)")
         self._root = os.path.realpath(os.fspath(dir))
         self.ttl = check_ttl(ttl)
+        self.lock_timeout = check_seconds("lock_timeout", lock_timeout, optional=True)
         # Key -> (signatures of its value and log files, the value's digest, the log) as
         # this instance last appended: the next append reads neither file again.
         self._logs: dict[str, tuple[tuple[FileIdent | None, FileIdent | None], str, int, int]] = {}
@@ -245,6 +270,7 @@ class LocalFileStorage(CompareAndPut, AutoPrune):
         key: str,
         segments: builtins.list[str],
         data: bytes,
+        deadline: Deadline | None,
         expected: str | _Blind | None = _BLIND,
     ) -> None:
         *dirs, name = segments
@@ -258,7 +284,7 @@ class LocalFileStorage(CompareAndPut, AutoPrune):
                             return
                         except _Exists:
                             pass
-                    self._swap_locked(key, tuple(dirs), fds[-1], name, data, expected)
+                    self._swap_locked(key, tuple(dirs), fds[-1], name, data, expected, deadline)
                 finally:
                     for fd in fds:
                         os.close(fd)
@@ -281,12 +307,13 @@ class LocalFileStorage(CompareAndPut, AutoPrune):
         name: str,
         data: bytes,
         expected: str | _Blind | None,
+        deadline: Deadline | None,
     ) -> None:
         """Compare-and-swap under ``flock`` of the sidecar ``.<name>.lock`` (never a key).
 
         ``_BLIND`` stores without comparing (a ``put`` of a value that has a log).
         """
-        lock = _key_lock(key, dfd, name, exclusive=True, create=True)
+        lock = _key_lock(key, dfd, name, exclusive=True, create=True, deadline=deadline)
         assert lock is not None  # created when missing
         try:
             if isinstance(expected, _Blind) and not _lexists(dfd, log_name(name)):
@@ -444,7 +471,11 @@ class LocalFileStorage(CompareAndPut, AutoPrune):
                 os.close(fd)
 
     def _delete_sync(
-        self, key: str, segments: builtins.list[str], cutoff: float | None = None
+        self,
+        key: str,
+        segments: builtins.list[str],
+        deadline: Deadline | None,
+        cutoff: float | None = None,
     ) -> bool:
         """Remove the value, its log and its lock file under its lock; prune empty dirs.
 
@@ -466,7 +497,7 @@ class LocalFileStorage(CompareAndPut, AutoPrune):
                 raise _symlink_error(key, name)
             if not stat.S_ISREG(st.st_mode):
                 return False  # not a value
-            lock = _key_lock(key, dfd, name, exclusive=True, create=True)
+            lock = _key_lock(key, dfd, name, exclusive=True, create=True, deadline=deadline)
             assert lock is not None  # created when missing
             try:
                 value, log = (
@@ -562,7 +593,8 @@ class LocalFileStorage(CompareAndPut, AutoPrune):
         segments = validate_key(key)
         self._check_contained(key, segments)
         value = as_bytes(data)
-        await self._io("write", key, self._put_sync, key, segments, value)
+        deadline = Deadline.after(self.lock_timeout)
+        await self._io("write", key, self._put_sync, key, segments, value, deadline)
         await self._after_write()
         logger.debug("stored %s (%d bytes) under %s", key, len(value), self._root)
 
@@ -576,7 +608,8 @@ class LocalFileStorage(CompareAndPut, AutoPrune):
         self._check_contained(key, segments)
         value = as_bytes(data)
         check_expected_tag(expected, optional=True)
-        await self._io("write", key, self._put_sync, key, segments, value, expected)
+        deadline = Deadline.after(self.lock_timeout)
+        await self._io("write", key, self._put_sync, key, segments, value, deadline, expected)
         await self._after_write()
         logger.debug("stored %s (%d bytes, compare-and-swap) under %s", key, len(value), self._root)
 
@@ -584,7 +617,8 @@ class LocalFileStorage(CompareAndPut, AutoPrune):
         """The value of ``key``, the records appended since it was stored, and its tag."""
         segments = validate_key(key)
         self._check_contained(key, segments)
-        return await self._io("read", key, self._read_logged_sync, key, segments)
+        deadline = Deadline.after(self.lock_timeout)
+        return await self._io("read", key, self._read_logged_sync, key, segments, deadline)
 
     async def append_logged(self, key: str, record: bytes, expected: str) -> str:
         """Append ``record`` to the log of ``key`` if its tag is still ``expected``.
@@ -596,13 +630,21 @@ class LocalFileStorage(CompareAndPut, AutoPrune):
         self._check_contained(key, segments)
         data = as_bytes(record)
         check_expected_tag(expected, optional=False)
-        tag = await self._io("write", key, self._append_logged_sync, key, segments, data, expected)
+        deadline = Deadline.after(self.lock_timeout)
+        tag = await self._io(
+            "write", key, self._append_logged_sync, key, segments, data, expected, deadline
+        )
         await self._after_write()
         logger.debug("stored %s (a %d-byte delta) under %s", key, len(data), self._root)
         return tag
 
     def _locked_dir(
-        self, key: str, segments: builtins.list[str], *, exclusive: bool
+        self,
+        key: str,
+        segments: builtins.list[str],
+        *,
+        exclusive: bool,
+        deadline: Deadline | None,
     ) -> tuple[builtins.list[int], int | None] | None:
         """The directory fds of ``key`` and its sidecar lock held (``None``: no directory)."""
         *dirs, name = segments
@@ -611,7 +653,9 @@ class LocalFileStorage(CompareAndPut, AutoPrune):
         except (FileNotFoundError, _NotADir):
             return None
         try:
-            lock = _key_lock(key, fds[-1], name, exclusive=exclusive, create=exclusive)
+            lock = _key_lock(
+                key, fds[-1], name, exclusive=exclusive, create=exclusive, deadline=deadline
+            )
         except BaseException:
             for fd in fds:
                 os.close(fd)
@@ -619,9 +663,9 @@ class LocalFileStorage(CompareAndPut, AutoPrune):
         return fds, lock
 
     def _read_logged_sync(
-        self, key: str, segments: builtins.list[str]
+        self, key: str, segments: builtins.list[str], deadline: Deadline | None
     ) -> tuple[bytes | None, builtins.list[bytes], str | None]:
-        held = self._locked_dir(key, segments, exclusive=False)
+        held = self._locked_dir(key, segments, exclusive=False, deadline=deadline)
         if held is None:
             return None, [], None
         fds, lock = held
@@ -637,9 +681,14 @@ class LocalFileStorage(CompareAndPut, AutoPrune):
                 os.close(fd)
 
     def _append_logged_sync(
-        self, key: str, segments: builtins.list[str], record: bytes, expected: str
+        self,
+        key: str,
+        segments: builtins.list[str],
+        record: bytes,
+        expected: str,
+        deadline: Deadline | None,
     ) -> str:
-        held = self._locked_dir(key, segments, exclusive=True)
+        held = self._locked_dir(key, segments, exclusive=True, deadline=deadline)
         if held is None:
             check_tag(key, None, expected)
             raise AssertionError("unreachable")  # pragma: no cover
@@ -693,21 +742,31 @@ class LocalFileStorage(CompareAndPut, AutoPrune):
         """Remove ``<dir>/<key>`` (no-op when missing) and prune emptied directories."""
         segments = validate_key(key)
         self._check_contained(key, segments)
-        await self._io("delete", key, self._delete_sync, key, segments)
+        deadline = Deadline.after(self.lock_timeout)
+        await self._io("delete", key, self._delete_sync, key, segments, deadline)
 
     async def prune(self, older_than: timedelta | None = None) -> int:
         """Remove values (and logs) not written for ``older_than`` (default: ``ttl``).
 
-        Each under its key's lock, so a value written meanwhile is kept. Returns how many
-        values went; directories left empty go too.
+        Each under its key's lock, so a value written meanwhile is kept; a key whose
+        lock stays busy past ``lock_timeout`` is kept too. Returns how many values went;
+        directories left empty go too.
         """
         cutoff = time.time() - check_older_than(older_than, self.ttl)
         return await self._io("delete", "", self._prune_sync, cutoff)
 
     def _prune_sync(self, cutoff: float) -> int:
-        return sum(
-            self._delete_sync(key, key.split("/"), cutoff) for key in self._list_sync("", [], "")
-        )
+        removed = 0
+        for key in self._list_sync("", [], ""):
+            # Each key's wait bounded on its own; a key still locked past it is in use,
+            # not stale: it is kept and the others go on.
+            try:
+                removed += self._delete_sync(
+                    key, key.split("/"), Deadline.after(self.lock_timeout), cutoff
+                )
+            except LockTimeoutError:
+                logger.info("prune kept %s: its lock stayed busy", key)
+        return removed
 
     async def list(self, prefix: str = "") -> builtins.list[str]:
         """Keys under ``dir`` starting with ``prefix``, sorted; symlinks are skipped."""

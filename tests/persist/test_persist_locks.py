@@ -1,0 +1,242 @@
+"""The persistence layer's lock waits: bounded by a deadline, ended by a cancel.
+
+A busy ``flock`` is held here through a second open file description of the same file:
+the kernel treats it as another holder (as another process would be); the stores' tests
+use real processes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import fcntl
+import math
+import os
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+import framework_agents._persist._locks as locks_module
+from async_helper import arun
+from framework_agents._persist import Deadline, check_seconds, flock, holding
+from framework_agents._persist._io import StopWaiting, run_blocking, wait_or_stop
+from framework_agents.errors import InvalidArgumentError, LockTimeoutError
+
+
+@pytest.fixture
+def lock_file(tmp_path: Path) -> Iterator[Path]:
+    path = tmp_path / "x.lock"
+    path.touch()
+    yield path
+
+
+def _hold(path: Path, operation: int = fcntl.LOCK_EX) -> int:
+    """Another holder of ``path``'s lock (a separate open file description)."""
+    fd = os.open(path, os.O_RDWR)
+    fcntl.flock(fd, operation | fcntl.LOCK_NB)
+    return fd
+
+
+def _free(path: Path) -> bool:
+    """Whether nobody holds ``path``'s lock now (taken and let go at once)."""
+    fd = os.open(path, os.O_RDWR)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return False
+    finally:
+        os.close(fd)
+    return True
+
+
+def _paused(monkeypatch: pytest.MonkeyPatch) -> threading.Event:
+    """An event set once a lock wait found the lock busy and began to wait."""
+    seen = threading.Event()
+
+    def watched(event: threading.Event, seconds: float | None) -> bool:
+        seen.set()
+        return wait_or_stop(event, seconds)
+
+    monkeypatch.setattr(locks_module, "wait_or_stop", watched)
+    return seen
+
+
+def test_a_free_lock_is_taken_at_once_and_a_shared_one_shares(lock_file: Path) -> None:
+    mine = os.open(lock_file, os.O_RDWR)
+    other = _hold(lock_file, fcntl.LOCK_SH)
+    try:
+        flock(mine, exclusive=False, deadline=Deadline.after(0))  # shared beside shared
+        assert not _free(lock_file)
+    finally:
+        os.close(other)
+        os.close(mine)
+    assert _free(lock_file)
+
+
+def test_a_busy_lock_past_its_deadline_is_lock_timeout(lock_file: Path) -> None:
+    other = _hold(lock_file)
+    mine = os.open(lock_file, os.O_RDWR)
+    try:
+        for exclusive in (True, False):
+            with pytest.raises(LockTimeoutError) as info:
+                flock(mine, exclusive=exclusive, deadline=Deadline.after(0.05), name="k/v")
+            assert info.value.code == "LOCK_TIMEOUT"
+            assert "'k/v'" in str(info.value) and "0.05s" in str(info.value)
+        with pytest.raises(LockTimeoutError):  # 0: one attempt
+            flock(mine, exclusive=True, deadline=Deadline.after(0))
+    finally:
+        os.close(mine)
+        os.close(other)
+
+
+def test_a_wait_takes_the_lock_once_its_holder_lets_go(
+    lock_file: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    paused = _paused(monkeypatch)
+    other = _hold(lock_file)
+    mine = os.open(lock_file, os.O_RDWR)
+    try:
+        waiter = threading.Thread(target=flock, args=(mine,), kwargs={"exclusive": True})
+        waiter.start()
+        assert paused.wait(10)  # it found the lock busy
+        os.close(other)
+        waiter.join(10)
+        assert not waiter.is_alive()
+        assert not _free(lock_file)  # ours now
+    finally:
+        os.close(mine)
+
+
+def test_a_cancel_ends_a_lock_wait_at_once_with_nothing_taken(
+    lock_file: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    paused = _paused(monkeypatch)
+    other = _hold(lock_file)
+    ran: list[str] = []
+
+    def locked_write() -> None:
+        fd = os.open(lock_file, os.O_RDWR)
+        try:
+            flock(fd, exclusive=True)  # no deadline: only the cancel ends it
+            ran.append("write")
+        finally:
+            os.close(fd)
+
+    async def main() -> None:
+        task = asyncio.create_task(run_blocking(locked_write))
+        await asyncio.to_thread(paused.wait, 10)
+        task.cancel()
+        # The holder never lets go: a wait the cancel could not end would hang here.
+        with pytest.raises(asyncio.CancelledError):
+            await asyncio.wait_for(asyncio.shield(task), 10)
+
+    arun(main())
+    assert ran == []
+    helpers = [t for t in threading.enumerate() if t.name == "fa-flock-wait"]
+    assert helpers  # still blocked in flock: the holder has not let go
+    os.close(other)
+    for helper in helpers:  # it gets the lock now, and lets it go at once
+        helper.join(10)
+    assert _free(lock_file)
+
+
+def test_a_cancel_does_not_cut_the_work_once_the_lock_is_taken(lock_file: Path) -> None:
+    mine = os.open(lock_file, os.O_RDWR)
+    inside, go_on = threading.Event(), threading.Event()
+    ran: list[str] = []
+
+    def locked_write() -> None:
+        flock(mine, exclusive=True)
+        inside.set()
+        go_on.wait(10)
+        ran.append("write")
+
+    async def main() -> None:
+        task = asyncio.create_task(run_blocking(locked_write))
+        await asyncio.to_thread(inside.wait, 10)
+        task.cancel()
+        for _ in range(5):
+            await asyncio.sleep(0)
+        assert not task.done()  # the work goes on under the lock
+        go_on.set()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+
+    try:
+        arun(main())
+    finally:
+        os.close(mine)
+    assert ran == ["write"]  # finished, then the cancel was raised
+
+
+def test_wait_or_stop_outside_a_cancelled_call_is_a_plain_wait() -> None:
+    event = threading.Event()
+    assert wait_or_stop(event, 0) is False
+    event.set()
+    assert wait_or_stop(event, None) is True
+
+    def work() -> bool:
+        return wait_or_stop(event, 0)  # in a worker call nobody cancelled
+
+    assert arun(run_blocking(work)) is True
+
+
+def test_a_stop_wins_over_a_lock_that_came_at_the_same_moment() -> None:
+    inside, release = threading.Event(), threading.Event()
+    outcome: list[str] = []
+
+    def work() -> None:
+        inside.set()
+        release.wait(10)  # the cancel arrives here, before the wait begins
+        got = threading.Event()
+        got.set()
+        try:
+            wait_or_stop(got, None)
+        except StopWaiting:
+            outcome.append("stopped")
+            raise
+
+    async def main() -> None:
+        task = asyncio.create_task(run_blocking(work))
+        await asyncio.to_thread(inside.wait, 10)
+        task.cancel()
+        for _ in range(5):
+            await asyncio.sleep(0)
+        release.set()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+
+    arun(main())
+    assert outcome == ["stopped"]
+
+
+def test_holding_bounds_the_wait_for_this_loops_other_tasks() -> None:
+    async def main() -> None:
+        lock = asyncio.Lock()
+        await lock.acquire()
+        with pytest.raises(LockTimeoutError, match=r"'memory\.json\.lock'"):
+            async with holding(lock, Deadline.after(0.05), "memory.json.lock"):
+                pass  # pragma: no cover - never entered
+        lock.release()
+        async with holding(lock, Deadline.after(0), "x"):  # a free lock: at once
+            assert lock.locked()
+        assert not lock.locked()
+        async with holding(lock, None, "x"):
+            assert lock.locked()
+        assert not lock.locked()
+
+    arun(main())
+
+
+def test_deadlines_and_their_checks() -> None:
+    assert Deadline.after(None) is None
+    assert Deadline.after(math.inf) is None
+    deadline = Deadline.after(60)
+    assert deadline is not None and 0 < deadline.left() <= 60
+    assert Deadline(1.0, 0.0).left() == 0.0
+    assert check_seconds("lock_timeout", None, optional=True) is None
+    assert check_seconds("lock_timeout", 2, optional=True) == 2.0
+    for bad in (-1, math.nan, True, "1", [1]):
+        with pytest.raises(InvalidArgumentError):
+            check_seconds("lock_timeout", bad, optional=True)
