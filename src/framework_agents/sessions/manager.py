@@ -187,10 +187,16 @@ class SessionManager:
         self._log_bytes += len(record)
         return True
 
-    def _remember(self, snapshot: Snapshot, base_bytes: int, log_bytes: int) -> None:
+    def _remember(
+        self, snapshot: Snapshot, base_bytes: int, log_bytes: int, *, parsed: bool = False
+    ) -> None:
+        """Keep ``snapshot``'s messages as the stored ones.
+
+        ``parsed``: read from JSON, so plain by construction (no look at each of them).
+        """
         messages = snapshot.data.messages
         self._messages = None if messages is None else list(messages)
-        self._plain = messages is None or plain_messages(messages)
+        self._plain = parsed or messages is None or plain_messages(messages)
         self._base_bytes = base_bytes
         self._log_bytes = log_bytes
 
@@ -254,7 +260,7 @@ class SessionManager:
         for record in records:
             snapshot = _apply(snapshot, record, source)
         self._latest = tag
-        self._remember(snapshot, len(raw), sum(len(r) for r in records))
+        self._remember(snapshot, len(raw), sum(len(r) for r in records), parsed=True)
         return snapshot
 
     async def save_snapshot(
