@@ -240,3 +240,90 @@ def test_deadlines_and_their_checks() -> None:
     for bad in (-1, math.nan, True, "1", [1]):
         with pytest.raises(InvalidArgumentError):
             check_seconds("lock_timeout", bad, optional=True)
+
+
+def _helpers() -> list[threading.Thread]:
+    return [t for t in threading.enumerate() if t.name == "fa-flock-wait"]
+
+
+def test_waits_that_give_up_again_and_again_leave_one_helper(lock_file: Path) -> None:
+    other = _hold(lock_file)
+    try:
+        for _ in range(50):  # a caller retrying with a short bound while a holder hangs
+            fd = os.open(lock_file, os.O_RDWR)
+            try:
+                with pytest.raises(LockTimeoutError):
+                    flock(fd, exclusive=True, deadline=Deadline.after(0.001))
+            finally:
+                os.close(fd)
+        assert len(_helpers()) == 1
+        shared = os.open(lock_file, os.O_RDWR)  # another mode has a helper of its own
+        try:
+            with pytest.raises(LockTimeoutError):
+                flock(shared, exclusive=False, deadline=Deadline.after(0.001))
+        finally:
+            os.close(shared)
+        assert len(_helpers()) == 2
+    finally:
+        os.close(other)
+    for helper in _helpers():
+        helper.join(10)
+    assert _free(lock_file)
+
+
+def test_waiters_of_one_process_take_the_lock_in_turn(lock_file: Path) -> None:
+    other = _hold(lock_file)
+    order: list[int] = []
+    started = threading.Barrier(4)
+
+    def waiter(k: int) -> None:
+        fd = os.open(lock_file, os.O_RDWR)
+        try:
+            started.wait(10)
+            flock(fd, exclusive=True, deadline=Deadline.after(30))
+            order.append(k)
+        finally:
+            os.close(fd)  # lets the next one in
+
+    threads = [threading.Thread(target=waiter, args=(k,)) for k in range(3)]
+    for thread in threads:
+        thread.start()
+    started.wait(10)
+    os.close(other)
+    for thread in threads:
+        thread.join(30)
+    assert sorted(order) == [0, 1, 2]
+    assert _free(lock_file)
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
+def test_a_forked_child_does_not_keep_a_waiting_helpers_lock(lock_file: Path) -> None:
+    other = _hold(lock_file)
+    fd = os.open(lock_file, os.O_RDWR)
+    with pytest.raises(LockTimeoutError):
+        flock(fd, exclusive=True, deadline=Deadline.after(0.001))
+    os.close(fd)
+    assert len(_helpers()) == 1  # still blocked, on a duplicate of the closed descriptor
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: let go of the test's own holder, wait for the parent
+        os.close(other)
+        os.close(write)
+        os.read(read, 1)
+        os._exit(0)
+    try:
+        os.close(other)
+        for helper in _helpers():
+            helper.join(10)
+        # The helper got the lock and let it go; a copy of its duplicate in the child
+        # would have kept it held for as long as the child lives.
+        assert _free(lock_file)
+    finally:
+        os.close(write)
+        os.close(read)
+        os.waitpid(pid, 0)
+
+
+def test_a_bound_no_thread_can_wait_for_is_no_bound() -> None:
+    assert Deadline.after(threading.TIMEOUT_MAX) is None
+    assert Deadline.after(1e300) is None

@@ -14,7 +14,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import errno
-import math
 import numbers
 import os
 import stat
@@ -176,8 +175,11 @@ class Deadline:
 
     @classmethod
     def after(cls, limit: float | None) -> Deadline | None:
-        """The deadline ``limit`` seconds from now (``None`` or ``inf``: no deadline)."""
-        if limit is None or math.isinf(limit):
+        """The deadline ``limit`` seconds from now, or ``None``: no deadline.
+
+        ``None``, ``inf`` and anything a thread cannot wait for (``TIMEOUT_MAX``) alike.
+        """
+        if limit is None or limit >= threading.TIMEOUT_MAX:
             return None
         return cls(limit, time.monotonic() + limit)
 
@@ -211,63 +213,126 @@ async def holding(
 
 
 class _Waiter:
-    """A blocking ``flock`` in a helper thread, on a duplicate of the caller's descriptor.
+    """A blocking ``flock`` in a helper thread, on a duplicate of its owner's descriptor.
 
-    A duplicate shares the open file description, so the lock it gets is the caller's.
-    A caller that stops waiting (cancelled, or past its deadline) just closes its own
-    descriptor: the helper, still blocked, gets the lock some day and lets it go at
-    once by closing the duplicate, the description's last descriptor. The duplicate
-    also means the helper never touches a descriptor number the process reused.
+    A duplicate shares the open file description, so the lock it gets is the owner's. An
+    owner that stops waiting (cancelled, or past its deadline) just closes its own
+    descriptor: the helper, still blocked, gets the lock some day and lets it go at once
+    by closing the duplicate, the description's last descriptor. The duplicate also means
+    the helper never touches a descriptor number the process reused.
+
+    One helper at a time per lock file and mode (``_WAITERS``): other waiters of this
+    process wait for the one there (its ``done``: the lock was let go at least once)
+    and try again, so callers that give up again and again while a holder hangs leave
+    one thread behind, not one each.
     """
 
-    __slots__ = ("_fd", "_operation", "_wake", "acquired", "error")
+    __slots__ = ("_fd", "_operation", "done", "error", "key")
 
-    def __init__(self, fd: int, operation: int, wake: threading.Event) -> None:
-        self.acquired = False
+    def __init__(self, key: tuple[int, int, int], fd: int, operation: int) -> None:
+        self.key = key
+        self.done = threading.Event()
         self.error: OSError | None = None
         self._operation = operation
-        self._wake = wake
-        self._fd = os.dup(fd)
+        self._fd = os.dup(fd)  # under _WAITERS_LOCK: a fork sees every duplicate
+
+    def start(self) -> None:
+        """Start the helper thread (else forget the helper, and raise an ``OSError``)."""
         try:
             threading.Thread(target=self._run, name="fa-flock-wait", daemon=True).start()
-        except BaseException:
-            os.close(self._fd)
-            raise
+        except RuntimeError as exc:  # "can't start new thread"
+            self._finish()
+            raise OSError(errno.EAGAIN, f"no thread to wait for the lock: {exc}") from exc
 
     def _run(self) -> None:
         try:
             posix_fcntl().flock(self._fd, self._operation)
-            self.acquired = True
         except OSError as exc:
             self.error = exc
         finally:
-            os.close(self._fd)
-            self._wake.set()
+            self._finish()
+
+    def _finish(self) -> None:
+        with _WAITERS_LOCK:
+            if self._fd >= 0:
+                os.close(self._fd)
+                self._fd = -1
+            if _WAITERS.get(self.key) is self:
+                del _WAITERS[self.key]
+        self.done.set()
+
+
+#: The helper waiting now, by (device, inode, operation) of its lock file.
+_WAITERS: dict[tuple[int, int, int], _Waiter] = {}
+_WAITERS_LOCK = threading.Lock()
+
+
+def _before_fork() -> None:
+    _WAITERS_LOCK.acquire()
+
+
+def _after_fork_in_parent() -> None:
+    _WAITERS_LOCK.release()
+
+
+def _after_fork_in_child() -> None:
+    # The helpers did not come along, their duplicates did: a child keeping one would
+    # keep its open file description, and the lock it gets, for the child's whole life.
+    for waiter in _WAITERS.values():
+        if waiter._fd >= 0:
+            with contextlib.suppress(OSError):
+                os.close(waiter._fd)
+            waiter._fd = -1
+        waiter.done.set()
+    _WAITERS.clear()
+    _WAITERS_LOCK.release()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(
+        before=_before_fork,
+        after_in_parent=_after_fork_in_parent,
+        after_in_child=_after_fork_in_child,
+    )
 
 
 def flock(fd: int, *, exclusive: bool, deadline: Deadline | None = None, name: object = "") -> None:
     """Wait until this process holds ``flock`` on ``fd`` (released by closing ``fd``).
 
     Blocking (a worker's work). A free lock is taken at once. For a busy one, a helper
-    thread blocks in ``flock`` (woken by the kernel the moment the holder lets go, as
-    a waiter should be) while the worker waits for it in a way that a cancel of its
-    caller ends at once (``StopWaiting``, see :func:`~._io.wait_or_stop`) and that
-    ``deadline`` bounds (``LockTimeoutError``, ``LOCK_TIMEOUT``, naming ``name``): a
-    ``flock`` blocking in the worker itself could be neither cancelled nor bounded.
-    The caller closes ``fd`` when it stops waiting (see :class:`_Waiter`).
+    thread blocks in ``flock`` (woken by the kernel the moment the holder lets go, as a
+    waiter should be; see :class:`_Waiter`) while the worker waits for it in a way that a
+    cancel of its caller ends at once (``StopWaiting``, see :func:`~._io.wait_or_stop`)
+    and that ``deadline`` bounds (``LockTimeoutError``, ``LOCK_TIMEOUT``, naming
+    ``name``): a ``flock`` blocking in the worker itself could be neither cancelled nor
+    bounded. The caller closes ``fd`` when it stops waiting.
     """
     fcntl = posix_fcntl()  # POSIX only: FILE_LOCK_UNSUPPORTED elsewhere
     operation = fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH
-    try:
-        fcntl.flock(fd, operation | fcntl.LOCK_NB)
-        return
-    except BlockingIOError:
-        pass
-    if deadline is not None and deadline.left() <= 0:
-        raise deadline.error(name)
-    wake = threading.Event()
-    waiter = _Waiter(fd, operation, wake)
-    if not wait_or_stop(wake, None if deadline is None else deadline.left()):
-        raise deadline.error(name) if deadline is not None else AssertionError("unbounded")
-    if waiter.error is not None:
-        raise waiter.error
+    key: tuple[int, int, int] | None = None
+    while True:
+        try:
+            fcntl.flock(fd, operation | fcntl.LOCK_NB)
+            return
+        except BlockingIOError:
+            pass
+        if deadline is not None and deadline.left() <= 0:
+            raise deadline.error(name)
+        if key is None:
+            st = os.fstat(fd)
+            key = (st.st_dev, st.st_ino, operation)
+        with _WAITERS_LOCK:
+            waiter = _WAITERS.get(key)
+            mine = waiter is None
+            if waiter is None:
+                waiter = _WAITERS[key] = _Waiter(key, fd, operation)
+        if mine:
+            waiter.start()
+        if not wait_or_stop(waiter.done, None if deadline is None else deadline.left()):
+            assert deadline is not None  # only a bounded wait ends without the event
+            raise deadline.error(name)
+        if mine:
+            if waiter.error is not None:
+                raise waiter.error
+            return  # taken through our own open file description
+        # Another waiter's helper: the lock was let go at least once; try again.

@@ -106,9 +106,9 @@ class FileMemory:
     system failure raises ``StorageIOError`` (``STORAGE_IO``; ``may_have_landed`` says
     whether the write may have reached the disk anyway).
 
-    The lock: tasks of one event loop take turns; other processes wait on ``flock`` of
-    ``memory.json.lock``, trying again after short pauses, so a cancelled caller stops
-    waiting at once (nothing written). ``lock_timeout`` (seconds; ``None``, the default,
+    The lock: tasks of one event loop take turns; across processes, ``flock`` of
+    ``memory.json.lock``, waited for in a way a cancel of the caller ends at once
+    (nothing written). ``lock_timeout`` (seconds; ``None``, the default,
     waits as long as it takes) bounds the wait of each call (``LOCK_TIMEOUT``). A load
     takes it shared, so it waits only for a writer. ``transact`` holds it while its
     ``update`` runs, so a bound shorter than a summary takes can fail other writers.
