@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import fcntl
+import functools
 import math
 import os
 import threading
@@ -327,3 +328,80 @@ def test_a_forked_child_does_not_keep_a_waiting_helpers_lock(lock_file: Path) ->
 def test_a_bound_no_thread_can_wait_for_is_no_bound() -> None:
     assert Deadline.after(threading.TIMEOUT_MAX) is None
     assert Deadline.after(1e300) is None
+
+
+def test_a_cancel_of_one_waiter_does_not_end_another_ones_wait(
+    lock_file: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    other = _hold(lock_file)
+    fds = [os.open(lock_file, os.O_RDWR) for _ in range(2)]
+    began = threading.Semaphore(0)
+
+    def watched(event: threading.Event, seconds: float | None) -> bool:
+        began.release()
+        return wait_or_stop(event, seconds)
+
+    monkeypatch.setattr(locks_module, "wait_or_stop", watched)
+
+    async def main() -> None:
+        tasks = [
+            asyncio.create_task(run_blocking(functools.partial(flock, fd, exclusive=True)))
+            for fd in fds
+        ]
+        for _ in tasks:
+            await asyncio.to_thread(began.acquire, True, 10)
+        tasks[1].cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await asyncio.wait_for(asyncio.shield(tasks[1]), 10)
+        for _ in range(5):
+            await asyncio.sleep(0)
+        assert not tasks[0].done()  # still waiting: the holder holds
+        os.close(other)
+        await asyncio.wait_for(tasks[0], 10)  # and now it holds the lock
+
+    try:
+        arun(main())
+        assert not _free(lock_file)
+    finally:
+        for fd in fds:
+            os.close(fd)
+
+
+def test_a_waiter_behind_a_given_up_helper_waits_without_spinning(
+    lock_file: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    calls: list[int] = []
+
+    class Counting:
+        LOCK_EX, LOCK_SH, LOCK_NB = fcntl.LOCK_EX, fcntl.LOCK_SH, fcntl.LOCK_NB
+
+        @staticmethod
+        def flock(fd: int, operation: int) -> None:
+            calls.append(operation)
+            fcntl.flock(fd, operation)
+
+    other = _hold(lock_file)
+    first = os.open(lock_file, os.O_RDWR)
+    paused = _paused(monkeypatch)
+
+    async def cancelled() -> None:  # leaves its helper waiting: an orphan
+        task = asyncio.create_task(run_blocking(functools.partial(flock, first, exclusive=True)))
+        await asyncio.to_thread(paused.wait, 10)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+
+    arun(cancelled())
+    os.close(first)
+    monkeypatch.setattr(locks_module, "posix_fcntl", Counting)
+    later = os.open(lock_file, os.O_RDWR)
+    try:
+        with pytest.raises(LockTimeoutError):
+            flock(later, exclusive=True, deadline=Deadline.after(0.2))
+    finally:
+        os.close(later)
+        os.close(other)
+    assert len(calls) <= 2  # one try, maybe one after the orphan ended; no busy loop
+    for helper in _helpers():
+        helper.join(10)
+    assert _free(lock_file)

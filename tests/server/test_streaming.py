@@ -197,11 +197,15 @@ def test_cancelling_a_running_a2a_task_leaves_the_run_whole(
             message_id="m2", role=a2a_pb2.Role.ROLE_USER, parts=[new_text_part("go")]
         )
         task = None
-        async for response in client.send_message(a2a_pb2.SendMessageRequest(message=message)):
-            if response.HasField("task"):
-                task = response.task
-            if response.HasField("artifact_update"):
-                break
+        # Closed before the clients are (an open stream left to the loop's shutdown can
+        # close its socket after the loop did: an unraisable ResourceWarning, seen on CI).
+        stream = client.send_message(a2a_pb2.SendMessageRequest(message=message))
+        async with contextlib.aclosing(stream):  # type: ignore[type-var]
+            async for response in stream:
+                if response.HasField("task"):
+                    task = response.task
+                if response.HasField("artifact_update"):
+                    break
         assert task is not None
         other = await create_client(served.url, client_config=ClientConfig(streaming=False))
         cancelled = await other.cancel_task(a2a_pb2.CancelTaskRequest(id=task.id))

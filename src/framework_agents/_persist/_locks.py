@@ -27,7 +27,7 @@ from pathlib import Path
 from .._platform import posix_fcntl
 from ..errors import InvalidArgumentError, LockTimeoutError
 from ._files import FILE_MODE, OddFileError
-from ._io import wait_or_stop
+from ._io import StopWaiting, wait_or_stop
 
 __all__ = ["Deadline", "LoopLocks", "check_seconds", "flock", "holding", "open_lock_file"]
 
@@ -221,28 +221,39 @@ class _Waiter:
     by closing the duplicate, the description's last descriptor. The duplicate also means
     the helper never touches a descriptor number the process reused.
 
-    One helper at a time per lock file and mode (``_WAITERS``): other waiters of this
-    process wait for the one there (its ``done``: the lock was let go at least once)
-    and try again, so callers that give up again and again while a holder hangs leave
-    one thread behind, not one each.
+    Every waiter with a helper of its own is a waiter of the kernel's, woken the moment
+    the holder lets go (fair to other processes). A helper whose owner gave up becomes
+    the key's orphan (``_ORPHANS``, one per lock file and mode): later waiters of this
+    process wait for it to end (the lock was let go) and try again instead of starting
+    helpers of their own, so callers that give up again and again while a holder hangs
+    leave one thread behind, not one each. Each waiter waits on an event of its own,
+    which the helper sets when it ends, and which only that waiter's cancel sets too.
     """
 
-    __slots__ = ("_fd", "_operation", "done", "error", "key")
+    __slots__ = ("_fd", "_operation", "ended", "error", "events", "key")
 
     def __init__(self, key: tuple[int, int, int], fd: int, operation: int) -> None:
         self.key = key
-        self.done = threading.Event()
+        self.events: list[threading.Event] = []  # set when it ends
+        self.ended = False
         self.error: OSError | None = None
         self._operation = operation
         self._fd = os.dup(fd)  # under _WAITERS_LOCK: a fork sees every duplicate
+        _LIVE.add(self)
 
     def start(self) -> None:
-        """Start the helper thread (else forget the helper, and raise an ``OSError``)."""
+        """Start the helper thread (else end the helper, and raise an ``OSError``)."""
         try:
             threading.Thread(target=self._run, name="fa-flock-wait", daemon=True).start()
         except RuntimeError as exc:  # "can't start new thread"
-            self._finish()
+            self._end()
             raise OSError(errno.EAGAIN, f"no thread to wait for the lock: {exc}") from exc
+
+    def give_up(self) -> None:
+        """Its owner stopped waiting: later waiters wait for it (see the class)."""
+        with _WAITERS_LOCK:
+            if not self.ended:
+                _ORPHANS.setdefault(self.key, self)
 
     def _run(self) -> None:
         try:
@@ -250,20 +261,26 @@ class _Waiter:
         except OSError as exc:
             self.error = exc
         finally:
-            self._finish()
+            self._end()
 
-    def _finish(self) -> None:
+    def _end(self) -> None:
         with _WAITERS_LOCK:
             if self._fd >= 0:
                 os.close(self._fd)
                 self._fd = -1
-            if _WAITERS.get(self.key) is self:
-                del _WAITERS[self.key]
-        self.done.set()
+            _LIVE.discard(self)
+            if _ORPHANS.get(self.key) is self:
+                del _ORPHANS[self.key]
+            self.ended = True
+            events, self.events = self.events, []
+        for event in events:
+            event.set()
 
 
-#: The helper waiting now, by (device, inode, operation) of its lock file.
-_WAITERS: dict[tuple[int, int, int], _Waiter] = {}
+#: Helpers whose owner gave up, by (device, inode, operation) of their lock file; and
+#: every helper whose duplicate is open (closed in a forked child).
+_ORPHANS: dict[tuple[int, int, int], _Waiter] = {}
+_LIVE: set[_Waiter] = set()
 _WAITERS_LOCK = threading.Lock()
 
 
@@ -278,13 +295,14 @@ def _after_fork_in_parent() -> None:
 def _after_fork_in_child() -> None:
     # The helpers did not come along, their duplicates did: a child keeping one would
     # keep its open file description, and the lock it gets, for the child's whole life.
-    for waiter in _WAITERS.values():
-        if waiter._fd >= 0:
-            with contextlib.suppress(OSError):
-                os.close(waiter._fd)
-            waiter._fd = -1
-        waiter.done.set()
-    _WAITERS.clear()
+    # (Nothing else is touched: an event another thread was using at the fork may be
+    # locked for ever in the child, and no thread of the child waits on these.)
+    for waiter in _LIVE:
+        with contextlib.suppress(OSError):
+            os.close(waiter._fd)
+        waiter._fd = -1
+    _LIVE.clear()
+    _ORPHANS.clear()
     _WAITERS_LOCK.release()
 
 
@@ -321,18 +339,30 @@ def flock(fd: int, *, exclusive: bool, deadline: Deadline | None = None, name: o
         if key is None:
             st = os.fstat(fd)
             key = (st.st_dev, st.st_ino, operation)
+        wake = threading.Event()  # ours alone: a cancel of ours sets it, nobody else's
+        helper: _Waiter | None = None
         with _WAITERS_LOCK:
-            waiter = _WAITERS.get(key)
-            mine = waiter is None
-            if waiter is None:
-                waiter = _WAITERS[key] = _Waiter(key, fd, operation)
-        if mine:
-            waiter.start()
-        if not wait_or_stop(waiter.done, None if deadline is None else deadline.left()):
-            assert deadline is not None  # only a bounded wait ends without the event
+            orphan = _ORPHANS.get(key)
+            if orphan is not None:
+                orphan.events.append(wake)
+            else:
+                helper = _Waiter(key, fd, operation)
+                helper.events.append(wake)
+        if helper is not None:
+            helper.start()
+        try:
+            woke = wait_or_stop(wake, None if deadline is None else deadline.left())
+        except StopWaiting:
+            if helper is not None:
+                helper.give_up()
+            raise
+        if not woke:
+            if helper is not None:
+                helper.give_up()
+            assert deadline is not None  # only a bounded wait ends without its event
             raise deadline.error(name)
-        if mine:
-            if waiter.error is not None:
-                raise waiter.error
-            return  # taken through our own open file description
-        # Another waiter's helper: the lock was let go at least once; try again.
+        if helper is not None:  # it ended: with the lock, on our open file description
+            if helper.error is not None:
+                raise helper.error
+            return
+        # The orphan ended: the lock was let go at least once; try again.
