@@ -25,6 +25,18 @@ from framework_agents._persist._io import StopWaiting, run_blocking, wait_or_sto
 from framework_agents.errors import InvalidArgumentError, LockTimeoutError
 
 
+def _helpers() -> list[threading.Thread]:
+    return [t for t in threading.enumerate() if t.name == "fa-flock-wait"]
+
+
+@pytest.fixture(autouse=True)
+def _no_helper_left_from_before() -> None:
+    """Helpers of earlier tests (their holders gone) end first: counts start from none."""
+    for helper in _helpers():
+        helper.join(10)
+        assert not helper.is_alive(), "a lock helper of an earlier test is still waiting"
+
+
 @pytest.fixture
 def lock_file(tmp_path: Path) -> Iterator[Path]:
     path = tmp_path / "x.lock"
@@ -134,7 +146,7 @@ def test_a_cancel_ends_a_lock_wait_at_once_with_nothing_taken(
 
     arun(main())
     assert ran == []
-    helpers = [t for t in threading.enumerate() if t.name == "fa-flock-wait"]
+    helpers = _helpers()
     assert helpers  # still blocked in flock: the holder has not let go
     os.close(other)
     for helper in helpers:  # it gets the lock now, and lets it go at once
@@ -241,10 +253,6 @@ def test_deadlines_and_their_checks() -> None:
     for bad in (-1, math.nan, True, "1", [1]):
         with pytest.raises(InvalidArgumentError):
             check_seconds("lock_timeout", bad, optional=True)
-
-
-def _helpers() -> list[threading.Thread]:
-    return [t for t in threading.enumerate() if t.name == "fa-flock-wait"]
 
 
 def test_waits_that_give_up_again_and_again_leave_one_helper(lock_file: Path) -> None:
