@@ -13,11 +13,10 @@ from pathlib import Path
 
 import pytest
 
-import framework_agents._persist._locks as locks_module
 from async_helper import arun
 from framework_agents import FileMemory, Message
-from framework_agents._persist._io import wait_or_stop
 from framework_agents.errors import InvalidArgumentError, LockTimeoutError
+from lock_waits import cancel_while_waiting, wait_began
 from processes import flock_held
 
 FIRST = [Message("user", "one", id="u1"), Message("assistant", "two", id="a1")]
@@ -26,18 +25,6 @@ NEW = [Message("user", "three", id="u2")]
 
 def _stored(directory: Path) -> list[str | None]:
     return [m.id for m in arun(FileMemory(directory).load())]
-
-
-def _paused(monkeypatch: pytest.MonkeyPatch) -> threading.Event:
-    """Set once a lock wait found the lock busy and began to wait."""
-    seen = threading.Event()
-
-    def watched(event: threading.Event, seconds: float | None) -> bool:
-        seen.set()
-        return wait_or_stop(event, seconds)
-
-    monkeypatch.setattr(locks_module, "wait_or_stop", watched)
-    return seen
 
 
 def _writes(memory: FileMemory) -> dict[str, Callable[[], Coroutine[object, object, object]]]:
@@ -61,18 +48,9 @@ def test_a_cancel_ends_a_wait_for_another_process_and_writes_nothing(
     memory = FileMemory(tmp_path)
     arun(memory.save(FIRST))
     assert arun(memory.load()) == FIRST  # save_if's revision: as this instance loaded it
-    paused = _paused(monkeypatch)
-
-    async def main() -> None:
-        task = asyncio.create_task(_writes(memory)[name]())
-        await asyncio.to_thread(paused.wait, 10)
-        task.cancel()
-        # The other process never lets go: a wait a cancel cannot end would hang here.
-        with pytest.raises(asyncio.CancelledError):
-            await asyncio.wait_for(asyncio.shield(task), 10)
-
+    began = wait_began(monkeypatch)
     with flock_held(memory.lock_path):
-        arun(main())
+        arun(cancel_while_waiting(_writes(memory)[name], began))
     assert _stored(tmp_path) == ["u1", "a1"]
     arun(memory.save(NEW))  # the instance goes on as before
     assert _stored(tmp_path) == ["u1", "a1", "u2"]
@@ -139,7 +117,7 @@ def test_no_lock_timeout_waits_for_the_holder(
     memory = FileMemory(tmp_path)
     assert memory.lock_timeout is None
     arun(memory.save(FIRST))
-    paused = _paused(monkeypatch)
+    paused = wait_began(monkeypatch)
     done = threading.Event()
 
     def save_now() -> None:

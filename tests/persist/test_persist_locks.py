@@ -23,6 +23,7 @@ from async_helper import arun
 from framework_agents._persist import Deadline, check_seconds, flock, holding
 from framework_agents._persist._io import StopWaiting, run_blocking, wait_or_stop
 from framework_agents.errors import InvalidArgumentError, LockTimeoutError
+from lock_waits import wait_began
 
 
 def _helpers() -> list[threading.Thread]:
@@ -63,18 +64,6 @@ def _free(path: Path) -> bool:
     return True
 
 
-def _paused(monkeypatch: pytest.MonkeyPatch) -> threading.Event:
-    """An event set once a lock wait found the lock busy and began to wait."""
-    seen = threading.Event()
-
-    def watched(event: threading.Event, seconds: float | None) -> bool:
-        seen.set()
-        return wait_or_stop(event, seconds)
-
-    monkeypatch.setattr(locks_module, "wait_or_stop", watched)
-    return seen
-
-
 def test_a_free_lock_is_taken_at_once_and_a_shared_one_shares(lock_file: Path) -> None:
     mine = os.open(lock_file, os.O_RDWR)
     other = _hold(lock_file, fcntl.LOCK_SH)
@@ -106,7 +95,7 @@ def test_a_busy_lock_past_its_deadline_is_lock_timeout(lock_file: Path) -> None:
 def test_a_wait_takes_the_lock_once_its_holder_lets_go(
     lock_file: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    paused = _paused(monkeypatch)
+    paused = wait_began(monkeypatch)
     other = _hold(lock_file)
     mine = os.open(lock_file, os.O_RDWR)
     try:
@@ -124,7 +113,7 @@ def test_a_wait_takes_the_lock_once_its_holder_lets_go(
 def test_a_cancel_ends_a_lock_wait_at_once_with_nothing_taken(
     lock_file: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    paused = _paused(monkeypatch)
+    paused = wait_began(monkeypatch)
     other = _hold(lock_file)
     ran: list[str] = []
 
@@ -390,7 +379,7 @@ def test_a_waiter_behind_a_given_up_helper_waits_without_spinning(
 
     other = _hold(lock_file)
     first = os.open(lock_file, os.O_RDWR)
-    paused = _paused(monkeypatch)
+    paused = wait_began(monkeypatch)
 
     async def cancelled() -> None:  # leaves its helper waiting: an orphan
         task = asyncio.create_task(run_blocking(functools.partial(flock, first, exclusive=True)))

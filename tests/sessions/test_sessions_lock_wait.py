@@ -6,20 +6,17 @@ Another process holds a key's sidecar lock (``<dir>/.<name>.lock``) here
 
 from __future__ import annotations
 
-import asyncio
-import threading
 from collections.abc import Callable, Coroutine
 from datetime import timedelta
 from pathlib import Path
 
 import pytest
 
-import framework_agents._persist._locks as locks_module
 from async_helper import arun
 from framework_agents import LocalFileStorage
-from framework_agents._persist._io import wait_or_stop
 from framework_agents.errors import InvalidArgumentError, LockTimeoutError
 from framework_agents.sessions._base import digest
+from lock_waits import cancel_while_waiting, wait_began
 from processes import flock_held
 
 KEY = "session/s1/value.json"
@@ -27,18 +24,6 @@ KEY = "session/s1/value.json"
 
 def _sidecar(root: Path) -> Path:
     return root / "session" / "s1" / ".value.json.lock"
-
-
-def _paused(monkeypatch: pytest.MonkeyPatch) -> threading.Event:
-    """Set once a lock wait found the lock busy and began to wait."""
-    seen = threading.Event()
-
-    def watched(event: threading.Event, seconds: float | None) -> bool:
-        seen.set()
-        return wait_or_stop(event, seconds)
-
-    monkeypatch.setattr(locks_module, "wait_or_stop", watched)
-    return seen
 
 
 def _calls(storage: LocalFileStorage) -> dict[str, Callable[[], Coroutine[object, object, object]]]:
@@ -58,18 +43,9 @@ def test_a_cancel_ends_a_wait_for_another_process_and_writes_nothing(
     storage = LocalFileStorage(tmp_path)
     arun(storage.put(KEY, b"old"))
     arun(storage.swap(KEY, b"old", digest(b"old")))  # the sidecar lock file exists now
-    paused = _paused(monkeypatch)
-
-    async def main() -> None:
-        task = asyncio.create_task(_calls(storage)[name]())
-        await asyncio.to_thread(paused.wait, 10)
-        task.cancel()
-        # The other process never lets go: a wait a cancel cannot end would hang here.
-        with pytest.raises(asyncio.CancelledError):
-            await asyncio.wait_for(asyncio.shield(task), 10)
-
+    began = wait_began(monkeypatch)
     with flock_held(_sidecar(tmp_path)):
-        arun(main())
+        arun(cancel_while_waiting(_calls(storage)[name], began))
     assert arun(storage.read_logged(KEY)) == (b"old", [], digest(b"old"))
     arun(storage.put(KEY, b"later"))  # the storage goes on as before
     assert arun(storage.get(KEY)) == b"later"
