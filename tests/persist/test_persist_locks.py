@@ -331,8 +331,15 @@ def test_a_cancel_of_one_waiter_does_not_end_another_ones_wait(
     lock_file: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     other = _hold(lock_file)
-    fds = [os.open(lock_file, os.O_RDWR) for _ in range(2)]
+    mine = os.open(lock_file, os.O_RDWR)
     began = threading.Semaphore(0)
+
+    def cancelled_one() -> None:
+        fd = os.open(lock_file, os.O_RDWR)
+        try:  # as every store does: a wait that stops closes its descriptor (its helper,
+            flock(fd, exclusive=True)  # woken with ours, then lets the lock go at once)
+        finally:
+            os.close(fd)
 
     def watched(event: threading.Event, seconds: float | None) -> bool:
         began.release()
@@ -342,8 +349,8 @@ def test_a_cancel_of_one_waiter_does_not_end_another_ones_wait(
 
     async def main() -> None:
         tasks = [
-            asyncio.create_task(run_blocking(functools.partial(flock, fd, exclusive=True)))
-            for fd in fds
+            asyncio.create_task(run_blocking(functools.partial(flock, mine, exclusive=True))),
+            asyncio.create_task(run_blocking(cancelled_one)),
         ]
         for _ in tasks:
             await asyncio.to_thread(began.acquire, True, 10)
@@ -360,8 +367,7 @@ def test_a_cancel_of_one_waiter_does_not_end_another_ones_wait(
         arun(main())
         assert not _free(lock_file)
     finally:
-        for fd in fds:
-            os.close(fd)
+        os.close(mine)
 
 
 def test_a_waiter_behind_a_given_up_helper_waits_without_spinning(
