@@ -23,7 +23,7 @@ from async_helper import arun
 from framework_agents._persist import Deadline, check_seconds, flock, holding
 from framework_agents._persist._io import StopWaiting, run_blocking, wait_or_stop
 from framework_agents.errors import InvalidArgumentError, LockTimeoutError
-from lock_waits import wait_began
+from lock_waits import cancel_while_waiting, wait_began
 
 
 def _helpers() -> list[threading.Thread]:
@@ -125,15 +125,7 @@ def test_a_cancel_ends_a_lock_wait_at_once_with_nothing_taken(
         finally:
             os.close(fd)
 
-    async def main() -> None:
-        task = asyncio.create_task(run_blocking(locked_write))
-        await asyncio.to_thread(paused.wait, 10)
-        task.cancel()
-        # The holder never lets go: a wait the cancel could not end would hang here.
-        with pytest.raises(asyncio.CancelledError):
-            await asyncio.wait_for(asyncio.shield(task), 10)
-
-    arun(main())
+    arun(cancel_while_waiting(lambda: run_blocking(locked_write), paused))
     assert ran == []
     helpers = _helpers()
     assert helpers  # still blocked in flock: the holder has not let go
@@ -387,14 +379,9 @@ def test_a_waiter_behind_a_given_up_helper_waits_without_spinning(
     first = os.open(lock_file, os.O_RDWR)
     paused = wait_began(monkeypatch)
 
-    async def cancelled() -> None:  # leaves its helper waiting: an orphan
-        task = asyncio.create_task(run_blocking(functools.partial(flock, first, exclusive=True)))
-        await asyncio.to_thread(paused.wait, 10)
-        task.cancel()
-        with pytest.raises(asyncio.CancelledError):
-            await task
-
-    arun(cancelled())
+    # Cancelled while it waits: leaves its helper waiting, an orphan.
+    write = functools.partial(flock, first, exclusive=True)
+    arun(cancel_while_waiting(lambda: run_blocking(write), paused))
     os.close(first)
     monkeypatch.setattr(locks_module, "posix_fcntl", Counting)
     later = os.open(lock_file, os.O_RDWR)

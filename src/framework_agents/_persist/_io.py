@@ -154,7 +154,7 @@ async def run_blocking(
             await call.waiter
         except asyncio.CancelledError:
             # The work goes on (a write is never cut in half): wait for it, then undo
-            # what it did. Only a wait in it (``pause``) ends early.
+            # what it did. Only a wait in it (``wait_or_stop``) ends early.
             cancelled = True
             call.request_stop()
     if cancelled:

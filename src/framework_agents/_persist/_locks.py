@@ -351,16 +351,13 @@ def flock(fd: int, *, exclusive: bool, deadline: Deadline | None = None, name: o
         if helper is not None:
             helper.start()
         try:
-            woke = wait_or_stop(wake, None if deadline is None else deadline.left())
-        except StopWaiting:
+            if not wait_or_stop(wake, None if deadline is None else deadline.left()):
+                assert deadline is not None  # only a bounded wait ends without its event
+                raise deadline.error(name)
+        except (StopWaiting, LockTimeoutError):
             if helper is not None:
                 helper.give_up()
             raise
-        if not woke:
-            if helper is not None:
-                helper.give_up()
-            assert deadline is not None  # only a bounded wait ends without its event
-            raise deadline.error(name)
         if helper is not None:  # it ended: with the lock, on our open file description
             if helper.error is not None:
                 raise helper.error

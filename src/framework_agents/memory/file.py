@@ -13,11 +13,12 @@ cancelled save still finishes or fails whole before the lock is let go. POSIX on
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import math
 import os
 import time
-from collections.abc import Awaitable, Callable, Collection, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Collection, Sequence
 from itertools import islice
 from pathlib import Path
 from typing import ParamSpec, TypeVar
@@ -200,8 +201,7 @@ class FileMemory:
         new = self._encode(messages)
         if len(new.ids) != len(messages):  # an id twice: the store would differ from them
             return None
-        deadline = Deadline.after(self.lock_timeout)
-        async with holding(_PATH_LOCKS.get(self.path), deadline, self.lock_path):
+        async with self._turn() as deadline:
             return await run_blocking(
                 self._guard, "save", self._save_if_sync, new, revision, deadline
             )
@@ -215,8 +215,7 @@ class FileMemory:
     async def save(self, messages: Sequence[Message]) -> None:
         """Append the messages whose ids are not stored yet (one journal record)."""
         new = self._encode(messages)
-        deadline = Deadline.after(self.lock_timeout)
-        async with holding(_PATH_LOCKS.get(self.path), deadline, self.lock_path):
+        async with self._turn() as deadline:
             await run_blocking(self._guard, "save", self._write_sync, new, None, False, deadline)
         logger.debug("%s: saved %d messages", self.path, len(messages))
 
@@ -240,14 +239,12 @@ class FileMemory:
         """
         new = self._encode(messages)
         ids = None if base is None else _id_set(base)
-        deadline = Deadline.after(self.lock_timeout)
-        async with holding(_PATH_LOCKS.get(self.path), deadline, self.lock_path):
+        async with self._turn() as deadline:
             await run_blocking(self._guard, "save", self._write_sync, new, ids, True, deadline)
 
     async def clear(self) -> None:
         """Forget the stored history (publishes an empty document; a corrupt file raises)."""
-        deadline = Deadline.after(self.lock_timeout)
-        async with holding(_PATH_LOCKS.get(self.path), deadline, self.lock_path):
+        async with self._turn() as deadline:
             await run_blocking(self._guard, "clear", self._clear_sync, deadline)
 
     async def transact(self, update: _Update) -> None:
@@ -257,8 +254,7 @@ class FileMemory:
         like :meth:`commit`, though nothing can be appended meanwhile). Other writers,
         in any process, wait until the result is stored.
         """
-        deadline = Deadline.after(self.lock_timeout)
-        async with holding(_PATH_LOCKS.get(self.path), deadline, self.lock_path):
+        async with self._turn() as deadline:
             fd = await run_blocking(
                 self._guard, "lock", self._lock_sync, True, None, deadline, undo=_close
             )
@@ -271,6 +267,16 @@ class FileMemory:
                 await run_blocking(self._guard, "save", self._commit_transacted, new, base)
             finally:
                 os.close(fd)
+
+    @contextlib.asynccontextmanager
+    async def _turn(self) -> AsyncIterator[Deadline | None]:
+        """This loop's turn at the file, for a writer; yields the call's deadline.
+
+        The same deadline then bounds the wait for other processes (the flock).
+        """
+        deadline = Deadline.after(self.lock_timeout)
+        async with holding(_PATH_LOCKS.get(self.path), deadline, self.lock_path):
+            yield deadline
 
     def _view(self, stored: list[Message]) -> list[Message]:
         """What a load returns: the stored history windowed (as a fold would), repaired."""
