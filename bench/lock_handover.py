@@ -109,8 +109,7 @@ def _run(way: str, root: Path, procs: int, saves: int) -> tuple[float, list[floa
     out = ctx.Queue()
     start = time.time() + 1.5  # every child started and imported before the first write
     children = [
-        ctx.Process(target=_child, args=(way, root, saves, start, who, out))
-        for who in range(procs)
+        ctx.Process(target=_child, args=(way, root, saves, start, who, out)) for who in range(procs)
     ]
     for child in children:
         child.start()
