@@ -65,9 +65,20 @@ class LeaseLocks:
         owner = new_owner()
         try:
             return await self._poll(thread_id, owner, wait)
-        except BaseException:
+        except ThreadBusyError:
             if self._give_up is not None:
                 await asyncio.shield(self._give_up(thread_id, owner))
+            raise
+        except BaseException:
+            # Cancelled (or failed) while an attempt was in flight: the database may have
+            # taken the lock for ``owner`` all the same (a SQLite transaction the worker
+            # committed, a Redis script already sent). Nobody would release it before its
+            # lease ran out, so it is released here (by owner: nothing if not taken).
+            undo = self._give_up or self._release
+            try:
+                await asyncio.shield(undo(thread_id, owner))
+            except Exception:  # the lease runs out on its own
+                logger.warning("giving up thread %r failed", thread_id, exc_info=True)
             raise
 
     async def _poll(self, thread_id: str, owner: str, wait: float | None) -> Held:

@@ -1,0 +1,99 @@
+"""A thread-lock waiter cancelled while its attempt is in flight leaves no lock held.
+
+The database may take the lock for the cancelled waiter all the same (a SQLite
+transaction its worker thread commits after the cancel, a Redis script already sent):
+nobody would release it before its lease ran out, and every other run would get
+THREAD_BUSY meanwhile.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import sqlite3
+from pathlib import Path
+
+from framework_agents.stores import SqliteCheckpointer
+from framework_agents.stores._lease import LeaseLocks
+
+
+def test_a_lock_taken_by_a_cancelled_attempt_is_released() -> None:
+    taken: dict[str, str] = {}
+    released: list[tuple[str, str]] = []
+
+    async def body() -> None:
+        attempt = asyncio.Event()
+
+        async def try_acquire(thread_id: str, owner: str) -> int | None:
+            taken[thread_id] = owner  # the database took it...
+            attempt.set()
+            await asyncio.Event().wait()  # ...and the answer never comes back in time
+            return 1
+
+        async def release(thread_id: str, owner: str) -> None:
+            released.append((thread_id, owner))
+            if taken.get(thread_id) == owner:
+                del taken[thread_id]
+
+        async def renew(thread_id: str, owner: str) -> bool:
+            return True
+
+        locks = LeaseLocks(lease=30.0, try_acquire=try_acquire, renew=renew, release=release)
+
+        async def run() -> None:
+            async with locks.hold("t1", None, None):
+                raise AssertionError("not reached")
+
+        task = asyncio.create_task(run())
+        await attempt.wait()
+        task.cancel()
+        try:
+            await task
+        except asyncio.CancelledError:
+            pass
+        else:
+            raise AssertionError("the waiter was not cancelled")
+
+    asyncio.run(body())
+    assert taken == {}
+    assert len(released) == 1 and released[0][0] == "t1"
+
+
+def test_sqlite_waiter_cancelled_in_the_busy_handler_leaves_no_lock(tmp_path: Path) -> None:
+    path = tmp_path / "a.db"
+
+    async def body() -> None:
+        cp = SqliteCheckpointer(path, lease=30.0, lock_timeout=5.0)
+        other = SqliteCheckpointer(path, lease=30.0)
+        try:
+            await cp.list_threads()  # the schema
+            blocker = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+            blocker.execute("BEGIN IMMEDIATE")  # the attempt waits in SQLite's busy handler
+            real = cp._locks._try_acquire
+            in_flight = asyncio.Event()
+
+            async def attempt(thread_id: str, owner: str) -> int | None:
+                in_flight.set()
+                return await real(thread_id, owner)
+
+            cp._locks._try_acquire = attempt
+
+            async def waiter() -> None:
+                async with cp.thread_lock("t1"):
+                    raise AssertionError("not reached")
+
+            task = asyncio.create_task(waiter())
+            await in_flight.wait()
+            await asyncio.sleep(0)  # the attempt is handed to the database thread
+            task.cancel()
+            blocker.execute("ROLLBACK")  # the attempt now commits the lock row
+            blocker.close()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+            async with other.thread_lock("t1", timeout=0):
+                pass  # free: THREAD_BUSY here was the defect
+        finally:
+            await cp.close()
+            await other.close()
+
+    asyncio.run(body())
