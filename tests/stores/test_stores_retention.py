@@ -52,6 +52,44 @@ def test_redis_threads_expire_unless_an_approval_is_pending(redis_prefix: str) -
     client.close()
 
 
+@pytest.mark.redis
+def test_redis_thread_held_by_a_live_run_outlives_its_ttl(redis_prefix: str) -> None:
+    """A held thread's keys expire no sooner than its lock: taking, renewing, saving.
+
+    With a ttl shorter than the lease, the thread of a run still going (its lease renewed)
+    expired under it: a load in the run gave nothing, and its next save a conflict.
+    """
+    import redis
+
+    client = redis.Redis.from_url(REDIS_URL)
+    store = redis_store(REDIS_URL, lease=60, ttl=0.5, lock_timeout=5, prefix=redis_prefix)
+
+    def left(kind: str) -> int:
+        return int(client.pttl(f"{redis_prefix}{kind}:t"))
+
+    async def body() -> None:
+        cp = store.checkpointer
+        await cp.save(ThreadCheckpoint("t", None, [Message("user", "a")], {}))
+        assert 0 < left("t") <= 500  # not held: the ttl alone
+        async with cp.thread_lock("t"):  # type: ignore[attr-defined]
+            for kind in ("t", "m"):
+                assert left(kind) > 50_000  # taking the lock: as long as the lease
+            client.pexpire(f"{redis_prefix}t:t", 10)  # as if the ttl had almost run out
+            assert await cp._renew("t", cp._locks.held["t"].owner)  # type: ignore[attr-defined]
+            assert left("t") > 50_000  # a renewal pushes it past the lease again
+            base = await cp.load("t")
+            assert base is not None
+            await cp.save(ThreadCheckpoint("t", None, [*base.messages, Message("user", "b")], {}))
+            for kind in ("t", "m"):
+                assert left(kind) > 50_000  # a save under the lock: not the bare ttl
+        await store.close()
+
+    try:
+        asyncio.run(body())
+    finally:
+        client.close()
+
+
 @pytest.mark.parametrize("where", ["memory", "files"])
 def test_open_store_gives_the_ttl_to_in_process_and_file_stores(tmp_path: Path, where: str) -> None:
     from framework_agents.stores import open_store

@@ -16,6 +16,7 @@ __all__ = [
     "MEMORY_APPEND_IF",
     "MEMORY_CLEAR",
     "MEMORY_MERGE",
+    "OUTLIVE",
     "PRUNE_THREADS",
     "PUT",
     "RELEASE",
@@ -120,11 +121,21 @@ elseif owner then
 end
 """
 
+# A thread's keys expire (ttl) no sooner than ``ms`` from now (its lock's lease): retention
+# never removes a thread that a live run holds. A key without an expiry keeps none.
+OUTLIVE = """
+local function outlive(key, ms)
+  local left = redis.call('PTTL', key)
+  if left >= 0 and left < ms then redis.call('PEXPIRE', key, ms) end
+end
+"""
+
 # KEYS: head hash, message list, lock, fence, threads zset.
 # ARGV: thread_id, owner, fence, expected version (-1: any), keep, head, pending, length,
 #       ttl ms (0: none), bodies...
 SAVE_THREAD = (
-    """
+    OUTLIVE
+    + """
 local function save()
 """
     + THREAD_GUARD
@@ -146,6 +157,11 @@ local function save()
   if ARGV[9] ~= '0' and ARGV[7] == '0' then
     redis.call('PEXPIRE', KEYS[1], ARGV[9])
     redis.call('PEXPIRE', KEYS[2], ARGV[9])
+    local held = redis.call('PTTL', KEYS[3])  -- a held thread outlives its lock
+    if held > 0 then
+      outlive(KEYS[1], held)
+      outlive(KEYS[2], held)
+    end
   else
     redis.call('PERSIST', KEYS[1])
     redis.call('PERSIST', KEYS[2])
@@ -156,21 +172,32 @@ return save()
 """
 )
 
-# KEYS: lock, fence.  ARGV: owner, lease ms.  Reply: the new fence, or 0 when held.
-ACQUIRE = """
+# KEYS: lock, fence, head hash, message list.  ARGV: owner, lease ms.  Reply: the new
+# fence, or 0 when held.
+ACQUIRE = (
+    OUTLIVE
+    + """
 if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then
+  outlive(KEYS[3], tonumber(ARGV[2]))
+  outlive(KEYS[4], tonumber(ARGV[2]))
   return redis.call('INCR', KEYS[2])
 end
 return 0
 """
+)
 
-# KEYS: lock.  ARGV: owner, lease ms.
-RENEW = """
+# KEYS: lock, head hash, message list.  ARGV: owner, lease ms.
+RENEW = (
+    OUTLIVE
+    + """
 if redis.call('GET', KEYS[1]) == ARGV[1] then
+  outlive(KEYS[2], tonumber(ARGV[2]))
+  outlive(KEYS[3], tonumber(ARGV[2]))
   return redis.call('PEXPIRE', KEYS[1], ARGV[2])
 end
 return 0
 """
+)
 
 # KEYS: lock.  ARGV: owner.  Compare-and-delete: never releases another run's lock.
 RELEASE = """

@@ -442,13 +442,14 @@ class RedisCheckpointer(_Closable, LeasedCheckpointer):
 
     async def _try_acquire(self, thread_id: str, owner: str) -> int | None:
         lease_ms = max(1, int(self.lease * 1000))
-        keys = [self._k("lock", thread_id), self._k("fence", thread_id)]
+        keys = [self._k(kind, thread_id) for kind in ("lock", "fence", "t", "m")]
         fence = int(await self._db.script("ACQUIRE", keys, [owner, lease_ms]))
         return fence or None
 
     async def _renew(self, thread_id: str, owner: str) -> bool:
         lease_ms = max(1, int(self.lease * 1000))
-        return bool(await self._db.script("RENEW", [self._k("lock", thread_id)], [owner, lease_ms]))
+        keys = [self._k(kind, thread_id) for kind in ("lock", "t", "m")]
+        return bool(await self._db.script("RENEW", keys, [owner, lease_ms]))
 
     async def _release(self, thread_id: str, owner: str) -> None:
         await self._db.script("RELEASE", [self._k("lock", thread_id)], [owner])
