@@ -6,6 +6,7 @@ Another process holds a key's sidecar lock (``<dir>/.<name>.lock``) here
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable, Coroutine
 from datetime import timedelta
 from pathlib import Path
@@ -14,7 +15,7 @@ import pytest
 
 from async_helper import arun
 from framework_agents import LocalFileStorage
-from framework_agents.errors import InvalidArgumentError, LockTimeoutError
+from framework_agents.errors import AgentError, InvalidArgumentError, LockTimeoutError
 from framework_agents.sessions._base import digest
 from lock_waits import cancel_while_waiting, wait_began
 from processes import flock_held
@@ -84,3 +85,44 @@ def test_readers_share_the_key_lock(tmp_path: Path) -> None:
 def test_lock_timeout_is_checked(tmp_path: Path, bad: object) -> None:
     with pytest.raises(InvalidArgumentError, match="lock_timeout"):
         LocalFileStorage(tmp_path, lock_timeout=bad)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("name", ["put", "swap", "append_logged", "delete", "read_logged"])
+def test_a_call_that_waited_while_the_holder_deleted_the_key_and_its_directory(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, name: str
+) -> None:
+    """The holder was a delete of the directory's last key: value, lock file and the
+    emptied directories went while we waited. A put stores its value afresh, a delete
+    finds nothing, a swap or an append is a conflict, a read finds no value; never a bare
+    ``AssertionError`` or ``OSError`` (a put racing a delete failed that way ~15% of the
+    time).
+    """
+    storage = LocalFileStorage(tmp_path)
+    arun(storage.put(KEY, b"old"))
+    arun(storage.swap(KEY, b"old", digest(b"old")))  # the sidecar lock file exists now
+    began = wait_began(monkeypatch)
+
+    async def body() -> object:
+        with flock_held(_sidecar(tmp_path)):
+            task = asyncio.create_task(_calls(storage)[name]())
+            await asyncio.to_thread(began.wait, 10)
+            # What a delete does while it holds the lock (LocalFileStorage._delete_sync).
+            (tmp_path / "session" / "s1" / "value.json").unlink()
+            _sidecar(tmp_path).unlink()
+            (tmp_path / "session" / "s1").rmdir()
+            (tmp_path / "session").rmdir()
+        (outcome,) = await asyncio.gather(task, return_exceptions=True)
+        return outcome
+
+    outcome = arun(body())
+    if name in ("swap", "append_logged"):
+        assert isinstance(outcome, AgentError) and outcome.code == "CHECKPOINT_CONFLICT", outcome
+        assert arun(storage.get(KEY)) is None
+    elif name == "put":
+        assert outcome is None
+        assert arun(storage.get(KEY)) == b"new"
+    elif name == "delete":
+        assert outcome is None  # nothing left to delete: no error
+        assert arun(storage.get(KEY)) is None
+    else:
+        assert outcome == (None, [], None)

@@ -121,7 +121,9 @@ def _key_lock(
 ) -> int | None:
     """``flock`` of ``name``'s sidecar lock, held; ``None`` when there is none to take.
 
-    A wait past ``deadline`` is ``LOCK_TIMEOUT``; a cancel of the caller ends it.
+    A wait past ``deadline`` is ``LOCK_TIMEOUT``; a cancel of the caller ends it. With
+    ``create``, ``FileNotFoundError`` when the directory ``dfd`` was removed meanwhile (a
+    delete of the last key in it): the caller walks to the key again, or finds it gone.
 
     A holder that removes the value (``delete``, ``prune``) unlinks the lock file while
     it holds it, so a lock taken on a file that is no longer the one at its name is
@@ -132,6 +134,8 @@ def _key_lock(
         try:
             lock = os.open(_lock_name(name), flags, _FILE_MODE, dir_fd=dfd)
         except FileNotFoundError:
+            if create:
+                raise
             return None
         except OSError as exc:
             if exc.errno == errno.ELOOP:
@@ -314,7 +318,7 @@ class LocalFileStorage(CompareAndPut, AutoPrune):
         ``_BLIND`` stores without comparing (a ``put`` of a value that has a log).
         """
         lock = _key_lock(key, dfd, name, exclusive=True, create=True, deadline=deadline)
-        assert lock is not None  # created when missing
+        assert lock is not None  # created when missing (its directory gone: an error)
         try:
             if isinstance(expected, _Blind) and not _lexists(dfd, log_name(name)):
                 self._publish(key, dirs, dfd, name, data)  # a plain put: nothing to compare
@@ -497,7 +501,10 @@ class LocalFileStorage(CompareAndPut, AutoPrune):
                 raise _symlink_error(key, name)
             if not stat.S_ISREG(st.st_mode):
                 return False  # not a value
-            lock = _key_lock(key, dfd, name, exclusive=True, create=True, deadline=deadline)
+            try:
+                lock = _key_lock(key, dfd, name, exclusive=True, create=True, deadline=deadline)
+            except FileNotFoundError:
+                return False  # its directory went with a concurrent delete of the key
             assert lock is not None  # created when missing
             try:
                 value, log = (
@@ -656,9 +663,11 @@ class LocalFileStorage(CompareAndPut, AutoPrune):
             lock = _key_lock(
                 key, fds[-1], name, exclusive=exclusive, create=exclusive, deadline=deadline
             )
-        except BaseException:
+        except BaseException as exc:
             for fd in fds:
                 os.close(fd)
+            if isinstance(exc, FileNotFoundError):
+                return None  # the directory went with a concurrent delete
             raise
         return fds, lock
 
