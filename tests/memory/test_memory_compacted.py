@@ -263,3 +263,54 @@ def test_replace_and_clear() -> None:
 def test_bad_arguments_are_refused(kwargs: dict[str, Any]) -> None:
     with pytest.raises(InvalidArgumentError):
         CompactedMemory(**kwargs)
+
+
+def test_a_commit_keeps_what_another_writer_appended_since_its_base(tmp_path: Path) -> None:
+    """Two instances over one FileMemory (two processes): a commit by one, from the
+    history it started from, keeps the other's turn; so does a second replace with no
+    load between (the base was forgotten after a replace, which then dropped it). The
+    base after a write is what it wrote, as ``FileMemory``'s: what it merged in and now
+    leaves out is removed.
+    """
+
+    async def main() -> None:
+        a = CompactedMemory(FileMemory(tmp_path, max_messages=100), max_messages=40)
+        b = CompactedMemory(FileMemory(tmp_path, max_messages=100), max_messages=40)
+        await a.save(_turn(0))
+        start = await a.load()
+        await b.save(_turn(1))  # another writer's turn, unseen by a
+        edited = Message("user", "Question 0, edited.", id="u0e")
+        await a.commit([edited, start[1]], base={m.id for m in start})
+        assert [m.id for m in await b.load()] == ["u0e", "a0", "u1", "a1"]
+        await b.save(_turn(2))  # unseen by a again
+        await a.replace([edited, start[1], *_turn(3)])  # no load since its commit
+        assert [m.id for m in await b.load()] == ["u0e", "a0", "u3", "a3", "u2", "a2"]
+        with pytest.raises(InvalidArgumentError):
+            await a.commit([], base=5)  # type: ignore[arg-type]
+
+    asyncio.run(main())
+
+
+def test_an_agent_editing_over_a_shared_compacted_memory_keeps_the_other_agents_turn(
+    tmp_path: Path,
+) -> None:
+    from framework_agents import Agent, NullConversationManager
+    from framework_agents.testing import FunctionModel
+
+    def agent() -> Agent:
+        inner = FileMemory(tmp_path, max_messages=100)
+        return Agent(
+            FunctionModel(lambda messages, tools: "ok " + messages[-1].text),
+            memory=CompactedMemory(inner, max_messages=40),
+            conversation_manager=NullConversationManager(),
+        )
+
+    async def main() -> None:
+        a, b = agent(), agent()
+        await a.run("A0")
+        await b.run("B0")
+        await a.edit_message(0, "A0 (edited)")
+        stored = [m.text for m in await FileMemory(tmp_path, max_messages=100).load()]
+        assert stored == ["A0 (edited)", "ok A0", "B0", "ok B0"]
+
+    asyncio.run(main())

@@ -11,7 +11,7 @@ messages it stands for (rolled up across compactions).
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Collection, Sequence
 
 from .._persist import LoopLocks
 from .._util import maybe_await
@@ -126,25 +126,46 @@ class CompactedMemory:
             return await self._compact(combined)
 
         await self._transact(update)
+        if self._seen is not None:  # what this instance saved is part of what it knows
+            self._seen.update(m.id for m in new)
 
     async def replace(self, messages: Sequence[Message]) -> None:
-        """Replace the stored history with ``messages``, compacted if over the bound."""
-        history = check_messages(messages)
+        """Replace the stored history with ``messages``, compacted if over the bound.
 
-        seen = self._seen
+        Messages another writer appended since this instance last loaded or wrote are
+        kept (after ``messages``); an instance that has done neither replaces it whole.
+        """
+        await self.commit(messages)
+
+    async def commit(
+        self, messages: Sequence[Message], *, base: Collection[str] | None = None
+    ) -> None:
+        """Make ``messages`` the history, merged with what others appended since ``base``.
+
+        ``base``: the ids of the history the caller started from (default: what this
+        instance last loaded or wrote; ``None`` then: nothing is merged). Stored
+        messages outside ``base`` and ``messages`` were appended by another writer
+        meanwhile and are kept, after ``messages``, as ``FileMemory.commit`` keeps them;
+        stored ones in ``base`` but not in ``messages`` are removed. Compacted past the
+        bound; the whole step runs under the inner memory's lock.
+        """
+        history = check_messages(messages)
+        seen = self._seen if base is None else _id_set(base)
+        written: list[Message] = []
 
         async def update(existing: list[Message]) -> list[Message]:
-            # Messages another writer appended since this instance loaded are kept.
             ids = {m.id for m in history}
             merged = [*history]
             if seen is not None:
                 merged += [m for m in existing if m.id not in seen and m.id not in ids]
             if len(merged) > self.max_messages:
-                return await self._compact(merged)
+                merged = await self._compact(merged)
+            written[:] = merged
             return merged
 
         await self._transact(update)
-        self._seen = None
+        # What is stored now is what this instance knows (the base of its next merge).
+        self._seen = {m.id for m in written}
 
     async def clear(self) -> None:
         """Forget the stored history (boundaries included)."""
@@ -211,6 +232,16 @@ class CompactedMemory:
             metadata={"kind": "compaction", "covers": sum(_covers(m) for m in head)},
         )
         return [boundary, *tail]
+
+
+def _id_set(base: Collection[str]) -> set[str]:
+    if (
+        isinstance(base, str | bytes)
+        or not isinstance(base, Collection)
+        or not all(isinstance(i, str) for i in base)
+    ):
+        raise InvalidArgumentError("base must be a collection of message ids (str)")
+    return set(base)
 
 
 def _for_summary(msg: Message) -> Message:
