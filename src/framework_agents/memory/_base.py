@@ -22,9 +22,11 @@ from collections.abc import Collection, Sequence
 from itertools import count
 from typing import NamedTuple, Protocol, runtime_checkable
 
+from ..errors import InvalidArgumentError
 from ..messages import Message
 
 __all__ = [
+    "base_ids",
     "Appended",
     "AppendableMemory",
     "Memory",
@@ -105,6 +107,22 @@ class AppendableMemory(Memory, Protocol):
 
 #: Revisions are unique in the process, so one memory's number never means another's.
 _REVISIONS = count(1)
+
+
+def base_ids(base: object) -> set[str]:
+    """A commit's ``base`` (the ids of the history its caller started from) as a set.
+
+    INVALID_ARGUMENT for anything but a collection of ``str`` (a lone ``str`` included).
+    """
+    if (
+        isinstance(base, str | bytes)
+        or not isinstance(base, Collection)
+        or not all(isinstance(i, str) for i in base)
+    ):
+        raise InvalidArgumentError(
+            f"base must be a collection of message ids (str), not {type(base).__name__}"
+        )
+    return set(base)
 
 
 def new_revision() -> int:

@@ -19,7 +19,7 @@ from ..errors import InvalidArgumentError
 from ..history import INTERRUPTED_TEXT
 from ..messages import Message
 from ..summarize import Summarizer, extractive_summary
-from ._base import Memory, replace_history
+from ._base import Memory, base_ids, replace_history
 from ._window import check_max_messages, check_messages
 
 __all__ = ["COMPACTION_PREFIX", "CompactedMemory"]
@@ -150,7 +150,7 @@ class CompactedMemory:
         bound; the whole step runs under the inner memory's lock.
         """
         history = check_messages(messages)
-        seen = self._seen if base is None else _id_set(base)
+        seen = self._seen if base is None else base_ids(base)
         written: list[Message] = []
 
         async def update(existing: list[Message]) -> list[Message]:
@@ -232,16 +232,6 @@ class CompactedMemory:
             metadata={"kind": "compaction", "covers": sum(_covers(m) for m in head)},
         )
         return [boundary, *tail]
-
-
-def _id_set(base: Collection[str]) -> set[str]:
-    if (
-        isinstance(base, str | bytes)
-        or not isinstance(base, Collection)
-        or not all(isinstance(i, str) for i in base)
-    ):
-        raise InvalidArgumentError("base must be a collection of message ids (str)")
-    return set(base)
 
 
 def _for_summary(msg: Message) -> Message:

@@ -40,7 +40,7 @@ from .._persist import (
 from .._persist._io import run_blocking
 from ..errors import AgentError, InvalidArgumentError
 from ..messages import Message
-from ._base import Appended, new_revision
+from ._base import Appended, base_ids, new_revision
 from ._document import DEFAULT_MAX_BYTES, DEFAULT_MAX_ITEMS, encode_message, same_json_message
 from ._journaled import Entries, MemoryFiles, State, messages_of
 from ._window import (
@@ -238,7 +238,7 @@ class FileMemory:
         ``messages``. Stored messages in ``base`` but not in ``messages`` are removed.
         """
         new = self._encode(messages)
-        ids = None if base is None else _id_set(base)
+        ids = None if base is None else base_ids(base)
         async with self._turn() as deadline:
             await run_blocking(self._guard, "save", self._write_sync, new, ids, True, deadline)
 
@@ -535,9 +535,3 @@ def _extends(result: Entries, stored: Entries) -> bool:
     if len(result.ids) < n or result.ids[:n] != stored.ids:
         return False
     return all(a is b or a == b for a, b in zip(result.frags, stored.frags, strict=False))
-
-
-def _id_set(base: Collection[str]) -> set[str]:
-    if isinstance(base, str) or not all(isinstance(i, str) for i in base):
-        raise InvalidArgumentError("base must be a collection of message ids (str)")
-    return set(base)

@@ -6,7 +6,7 @@ from collections.abc import Awaitable, Callable, Collection, Sequence
 
 from .._persist import LoopLocks
 from ..messages import FrozenMessage, Message, freeze_message, frozen_field, thaw_message
-from ._base import Appended, new_revision
+from ._base import Appended, base_ids, new_revision
 from ._window import (
     OTHER,
     TOOL,
@@ -126,10 +126,11 @@ class InMemoryMemory:
         """
         given = check_messages(messages)
         ids = {m.id for m in given}
+        seen = None if base is None else base_ids(base)
         others = (
             []
-            if base is None
-            else [f for f in self._stored if (i := _frozen_id(f)) not in base and i not in ids]
+            if seen is None
+            else [f for f in self._stored if (i := _frozen_id(f)) not in seen and i not in ids]
         )
         self._store([*given, *map(thaw_message, others)] if others else given)
 

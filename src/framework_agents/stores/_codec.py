@@ -36,7 +36,7 @@ from ..errors import (
     InvalidArgumentError,
     MemoryCorruptError,
 )
-from ..memory._base import Appended, new_revision
+from ..memory._base import Appended, base_ids, new_revision
 from ..memory._document import encode_message
 from ..memory._window import check_messages, shape_of, window
 from ..messages import Message, MessageList
@@ -339,7 +339,7 @@ class MergingMemory:
     ) -> tuple[list[Message], set[str], set[str] | None]:
         """A commit's checked messages (windowed), the ids given, and its base."""
         given = check_messages(messages)
-        base = self._seen if base is None else set(base)
+        base = self._seen if base is None else base_ids(base)
         return window(given, self.max_messages), {m.id for m in given}, base
 
     def _saved(self, messages: Sequence[Message]) -> None:

@@ -665,6 +665,11 @@ class StoreConformance:
                 await a.save(turn("F"))
                 await commit([*turn("E"), *turn("G")], base={"uE", "aE"})
                 assert [m.id for m in await a.load()] == ["uE", "aE", "uG", "aG", "uF", "aF"]
+                for bad in (5, "uE", [1]):  # not a collection of ids: nothing written
+                    with pytest.raises(AgentError) as info:
+                        await commit(turn("H"), base=bad)
+                    assert info.value.code == "INVALID_ARGUMENT"
+                assert [m.id for m in await a.load()] == ["uE", "aE", "uG", "aG", "uF", "aF"]
 
         _run(store_factory, body)
 
