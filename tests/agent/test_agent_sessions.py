@@ -189,8 +189,16 @@ def test_corrupt_latest_fails_the_run_and_is_left_untouched() -> None:
         arun(agent.run("hi"))
     assert model.calls == []
     assert arun(storage.get(sm.latest_key)) == b'{"schema_version": 1, "data": {"messages": 5}}'
-    # Fixed by a person: the next run restores it.
-    arun(sm.save_latest(Snapshot(SnapshotData(messages=OLD))))
+    # save_latest() refuses to replace it too (a corrupt store is left as it is).
+    with pytest.raises(SnapshotCorruptError):
+        arun(sm.save_latest(Snapshot(SnapshotData(messages=OLD))))
+    assert arun(storage.get(sm.latest_key)) == b'{"schema_version": 1, "data": {"messages": 5}}'
+    # Fixed by a person (in the storage itself): the next run restores it.
+    good = SessionManager("s", InMemoryStorage())
+    arun(good.save_latest(Snapshot(SnapshotData(messages=OLD))))
+    fixed = arun(good.storage.get(good.latest_key))
+    assert fixed is not None
+    arun(storage.put(sm.latest_key, fixed))
     arun(agent.run("hi"))
     assert texts(model.calls[0].messages) == ["old question", "old answer", "hi"]
 

@@ -277,3 +277,28 @@ def test_a_stored_message_whose_class_says_it_equals_anything_hides_no_change() 
     loaded = arun(SessionManager("s", storage).load_latest())
     assert loaded is not None and loaded.data.messages is not None
     assert [m.id for m in loaded.data.messages] == ["b", "c"]
+
+
+def test_save_latest_never_replaces_a_corrupt_latest(storage: Storage) -> None:
+    """After a load that reported SNAPSHOT_CORRUPT, and as a manager's first write: the
+    save is refused with the same code and the damaged value is left as it is (it used to
+    be replaced by a blind put, the damage gone without a trace).
+    """
+    damaged = b'{"schema_version": 1, "data": {"messages": 5}}'
+
+    async def body() -> None:
+        await storage.put(LATEST, damaged)
+        reader = SessionManager("user-42", storage)
+        with pytest.raises(SnapshotCorruptError):
+            await reader.load_latest()
+        with pytest.raises(SnapshotCorruptError):
+            await reader.save_latest(Snapshot(_data(2)))
+        with pytest.raises(SnapshotCorruptError):  # a manager that never read it
+            await SessionManager("user-42", storage).save_latest(Snapshot(_data(3)))
+        assert await storage.get(LATEST) == damaged
+        await storage.delete(LATEST)  # a person removes it: saves go on
+        await reader.save_latest(Snapshot(_data(4)))
+        latest = await SessionManager("user-42", storage).load_latest()
+        assert latest is not None and latest.data.state == {"n": 4}
+
+    arun(body())

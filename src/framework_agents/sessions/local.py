@@ -282,12 +282,12 @@ class LocalFileStorage(CompareAndPut, AutoPrune):
             try:
                 fds = self._walk(key, dirs, create=True)
                 try:
-                    if isinstance(expected, _Blind):
+                    if isinstance(expected, _Blind) or expected is None:
                         try:  # a new key needs no lock (and leaves no lock file)
                             self._publish(key, tuple(dirs), fds[-1], name, data, new_only=True)
                             return
                         except _Exists:
-                            pass
+                            pass  # a value is there: compared under its lock (a conflict)
                     self._swap_locked(key, tuple(dirs), fds[-1], name, data, expected, deadline)
                 finally:
                     for fd in fds:

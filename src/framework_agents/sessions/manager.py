@@ -147,6 +147,11 @@ class SessionManager:
             raise ArgumentTypeError(
                 f"save_latest() takes a Snapshot, not {type(snapshot).__name__}"
             )
+        if isinstance(self._latest, _Unread):
+            # Never read (or the read failed): read it now, so that a corrupt value is
+            # refused (SNAPSHOT_CORRUPT, left untouched) and the write is a compare-and-swap
+            # against what is there, never a blind put over another writer's update.
+            await self.load_latest()
         if await self._append_latest(snapshot):
             return
         if self._logged is not None:
