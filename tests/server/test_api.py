@@ -104,6 +104,18 @@ def test_bad_requests_get_codes_and_statuses(served: Served) -> None:
             (client.get("/api/threads/nope"), 404, "CHECKPOINT_MISSING"),
             (client.post("/api/threads/a/runs", content=b"{not json"), 400, "BAD_REQUEST"),
             (client.post("/api/threads/a/runs", json={"prompt": 3}), 400, "BAD_REQUEST"),
+            # Nested past the parser's depth (200 KB, under the size limit): was a 500.
+            (
+                client.post("/api/threads/a/runs", content=b"[" * 100_000 + b"]" * 100_000),
+                400,
+                "BAD_REQUEST",
+            ),
+            # A lone surrogate escape: valid JSON, no text (it cut the stream off).
+            (
+                client.post("/api/threads/a/runs", content=b'{"prompt": "hi \\ud800"}'),
+                400,
+                "BAD_REQUEST",
+            ),
             (client.post("/api/threads/a/runs", json={"prompt": " "}), 400, "INVALID_ARGUMENT"),
             (
                 client.post("/api/threads/nope/resume", json={"decisions": {}}),

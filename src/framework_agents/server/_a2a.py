@@ -46,6 +46,7 @@ from a2a.server.request_handlers.response_helpers import agent_card_to_dict
 from a2a.server.routes import create_jsonrpc_routes, create_rest_routes
 from a2a.server.tasks import TaskUpdater
 from a2a.types import a2a_pb2
+from a2a.utils.errors import InvalidParamsError, UnsupportedOperationError
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Mount, Route
@@ -97,6 +98,47 @@ def approval_request(pending: Pending) -> dict[str, Any]:
     }
 
 
+#: Task states after which a task never changes.
+_FINAL = frozenset(
+    {
+        TaskState.TASK_STATE_COMPLETED,
+        TaskState.TASK_STATE_FAILED,
+        TaskState.TASK_STATE_CANCELED,
+        TaskState.TASK_STATE_REJECTED,
+    }
+)
+
+
+def shown_interrupt(task: Task | None) -> str | None:
+    """The ``interruptId`` of the approval request ``task``'s status shows, if any."""
+    if task is None or task.status.state != TaskState.TASK_STATE_INPUT_REQUIRED:
+        return None
+    if not task.status.HasField("message"):
+        return None
+    for data in get_data_parts(list(task.status.message.parts)):
+        if isinstance(data, dict) and data.get("type") == "tool_approval_request":
+            shown = data.get("interruptId")
+            return shown if isinstance(shown, str) else None
+    return None
+
+
+def check_bound(pending: Pending, task: Task | None, data: dict[str, Any] | None) -> None:
+    """``HITL_DECISION`` unless the approval waiting is the one the decision answers.
+
+    The one ``task`` showed (its status's approval request), and the one the decision
+    names (``interruptId``): an answer to an approval that was settled meanwhile (and a
+    newer one opened) must not settle the newer one, whose call the approver never saw.
+    A decision in a task that showed none and naming none answers what is waiting.
+    """
+    named = None if data is None else data.get("interruptId")
+    for bound in (shown_interrupt(task), named):
+        if bound is not None and bound != pending.interrupt_id:
+            raise HitlDecisionError(
+                f"the approval this answers ({str(bound)!r:.60}) is no longer open; "
+                f"the one waiting now is {pending.interrupt_id!r}: read the task again"
+            )
+
+
 def decision_of(data: dict[str, Any], pending: Pending) -> Any:
     """Our decision for an A2A decision data part (``HITL_DECISION`` if malformed)."""
     kind = data.get("decision")
@@ -141,9 +183,18 @@ class A2AExecutor(AgentExecutor):
     async def execute(self, context: RequestContext, event_queue: EventQueue) -> None:
         """Start or continue the thread of the task's context (see the module docstring)."""
         task = context.current_task
+        if task is not None and task.status.state in _FINAL:
+            # A message queued behind the one that finished the task (a retried decision):
+            # a finished task is never changed again.
+            raise UnsupportedOperationError(
+                message=f"task {task.id} is in a final state: {TaskState.Name(task.status.state)}"
+            )
         if task is None:
             assert context.message is not None
-            task = new_task_from_user_message(context.message)
+            try:
+                task = new_task_from_user_message(context.message)
+            except ValueError as exc:  # not from the user, no parts, an empty text part
+                raise InvalidParamsError(message=str(exc)) from None
             await event_queue.enqueue_event(task)
         updater = TaskUpdater(event_queue, task.id, task.context_id)
         try:
@@ -163,6 +214,7 @@ class A2AExecutor(AgentExecutor):
             pending = await self.runner.pending_of(checkpoint)
             if pending is None:
                 raise HitlDecisionError(f"context {thread_id!r} has no approval waiting")
+            check_bound(pending, context.current_task, decisions[0])
             decision = decision_of(decisions[0], pending)
             return await self.runner.start_resume(thread_id, {pending.tool_call_id: decision})
         text = "\n".join(get_text_parts(parts)).strip()
@@ -233,10 +285,16 @@ class A2AExecutor(AgentExecutor):
         task_id = context.task_id or (task.id if task else "")
         context_id = task.context_id if task else (context.context_id or "")
         updater = TaskUpdater(event_queue, task_id, context_id)
-        if task is not None and task.status.state == TaskState.TASK_STATE_INPUT_REQUIRED:
+        shown = shown_interrupt(task)
+        if shown is not None:
             checkpoint = await self.runner.load(check_thread_id(context_id))
             pending = await self.runner.pending_of(checkpoint) if checkpoint else None
-            if pending is not None and not self.runner.busy(context_id):
+            if (
+                pending is not None
+                and pending.interrupt_id == shown  # the approval this task showed, still open
+                and "reject" in pending.allowed_decisions
+                and not self.runner.busy(context_id)
+            ):
                 handle = await self.runner.start_resume(
                     context_id, {pending.tool_call_id: {"reject": "The task was cancelled."}}
                 )

@@ -76,8 +76,21 @@ async def read_json(request: Request) -> dict[str, Any]:
         data = json.loads(body or b"null")
     except (ValueError, UnicodeDecodeError) as exc:
         raise BadRequestError("the request body is not valid JSON") from exc
+    except RecursionError:  # nested deeper than the parser goes
+        raise BadRequestError("the request body is nested too deeply") from None
     if not isinstance(data, dict):
         raise BadRequestError("the request body must be a JSON object")
+    if b"\\u" in body:
+        # A \ud800-\udfff escape alone is valid JSON but no text: it could never be
+        # stored, sent back or streamed (UTF-8 cannot encode it).
+        try:
+            json.dumps(data, ensure_ascii=False).encode()
+        except UnicodeEncodeError:
+            raise BadRequestError(
+                "the request body holds a lone surrogate escape (\\ud800-\\udfff), not text"
+            ) from None
+        except RecursionError:
+            raise BadRequestError("the request body is nested too deeply") from None
     return data
 
 
