@@ -135,6 +135,19 @@ def test_bad_requests_get_codes_and_statuses(served: Served) -> None:
         )
         nothing = client.post("/api/threads/h1/resume", json={"decisions": {"x": "approve"}})
         assert (nothing.status_code, nothing.json()["error"]["code"]) == (422, "HITL_DECISION")
+        # Edited arguments the tool refuses: refused before any stream, the approval open.
+        client.post(
+            "/api/threads/h2/runs",
+            json={"prompt": "publish N"},
+            headers={"Accept": "application/json"},
+        )
+        for edited in ({"title": 5}, {"title": "x", "zzz": 1}):
+            bad = client.post(
+                "/api/threads/h2/resume", json={"decisions": {"publish": {"edit": edited}}}
+            )
+            assert (bad.status_code, bad.json()["error"]["code"]) == (422, "HITL_DECISION")
+        assert client.get("/api/threads/h2").json()["pending"]["tool"] == "publish"
+        assert PUBLISHED == []
 
 
 def test_delete_and_paging(served: Served) -> None:

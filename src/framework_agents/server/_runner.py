@@ -58,7 +58,7 @@ from ..errors import (
 from ..hitl import HitlInterrupt, hitl_key, parse_decision
 from ..messages import Message, new_id
 from ..sessions._base import as_logged, digest, swap
-from ..tools import DECISION_KINDS
+from ..tools import DECISION_KINDS, ToolArgumentsError
 from ._errors import ApprovalPendingError
 from ._index import ThreadIndex, decode_cursor, encode_cursor
 from ._store import ServerStore
@@ -175,6 +175,17 @@ class RunHandle:
     task: asyncio.Task[None] | None = None
     run_id: str = ""
     started: float = field(default_factory=time.perf_counter)
+    #: The terminal event and what follows it: held back until the run let its thread go,
+    #: so a client that sends its next turn as soon as it sees the end never finds the
+    #: thread busy.
+    held: list[Any] = field(default_factory=list)
+
+    def emit(self, event: AgentEvent) -> None:
+        """Queue ``event`` for the reader (from the terminal one on: once released)."""
+        if self.held or isinstance(event, RunFinishedEvent | RunErrorEvent | InterruptEvent):
+            self.held.append(event)
+        else:
+            self.queue.put_nowait(event)
 
     async def events(self) -> AsyncIterator[AgentEvent]:
         """The run's events up to and including its terminal one."""
@@ -410,11 +421,13 @@ class ThreadRunner:
             async with thread_lock(self.checkpointer, thread_id):
                 await self.require(thread_id)
                 await self.checkpointer.delete(thread_id)
+                # Still holding the thread: a run that starts right after the delete must
+                # not lose its timeline (or its list line) to this clean-up.
+                await self.index.drop(thread_id)
+                for key in (self._timeline_key(thread_id), parent_key(thread_id)):
+                    await self.store.storage.delete(key)
         finally:
             self.release(handle)
-        await self.index.drop(thread_id)
-        for key in (self._timeline_key(thread_id), parent_key(thread_id)):
-            await self.store.storage.delete(key)
 
     # -- running ------------------------------------------------------------------------
 
@@ -477,7 +490,14 @@ class ThreadRunner:
             assert pending is not None
             tool = self._tools_of(agent).get(pending.tool)
             if tool is not None:
-                parse_decision(decision, tool=tool, source="exact")  # HITL_DECISION now
+                resolved = parse_decision(decision, tool=tool, source="exact")  # HITL_DECISION
+                if resolved.kind == "edit" and resolved.args is not None:
+                    try:  # refused before the stream starts, as the loop would refuse them
+                        tool.validate(resolved.args)
+                    except ToolArgumentsError as exc:
+                        raise HitlDecisionError(
+                            f"edited arguments are invalid: {exc.message}"
+                        ) from None
         except BaseException:
             self.release(handle)
             raise
@@ -519,6 +539,9 @@ class ThreadRunner:
             logger.exception("could not record the timeline of thread %s", handle.thread_id)
         finally:
             self.release(handle)
+            for event in handle.held:  # the end is seen once the thread is free
+                handle.queue.put_nowait(event)
+            handle.held.clear()
             handle.queue.put_nowait(_END)
 
     async def _drive_run(self, handle: RunHandle, agent: Any, prompt: str | Message) -> None:
@@ -538,11 +561,11 @@ class ThreadRunner:
                     elif isinstance(event, InterruptEvent):
                         label = "interrupted"
                     sent_error = isinstance(event, RunErrorEvent)
-                    handle.queue.put_nowait(event)
+                    handle.emit(event)
         except Exception as exc:  # the stream sent run_error first when it could
             label = f"error:{getattr(exc, 'code', 'INTERNAL')}"
             if not sent_error:
-                handle.queue.put_nowait(RunErrorEvent(run_id=run_id, error=exc))
+                handle.emit(RunErrorEvent(run_id=run_id, error=exc))
         finally:
             await self._finish(handle, label)
 
@@ -586,15 +609,15 @@ class ThreadRunner:
             known = {m.id for m in before.messages}
             added = [m for m in (after.messages if after else []) if m.id not in known]
             for event in replay(added, pending, self._tools_of(agent)):
-                handle.queue.put_nowait(event)
+                handle.emit(event)
             if interrupt is not None:
-                handle.queue.put_nowait(InterruptEvent(run_id=run_id, interrupt=interrupt))
+                handle.emit(InterruptEvent(run_id=run_id, interrupt=interrupt))
             else:
                 assert result is not None
-                handle.queue.put_nowait(RunFinishedEvent(run_id=run_id, result=result))
+                handle.emit(RunFinishedEvent(run_id=run_id, result=result))
         except Exception as exc:
             label = f"error:{getattr(exc, 'code', 'INTERNAL')}"
-            handle.queue.put_nowait(RunErrorEvent(run_id=run_id, error=exc))
+            handle.emit(RunErrorEvent(run_id=run_id, error=exc))
         finally:
             await self._finish(handle, label)
 
