@@ -40,6 +40,34 @@ def test_postgres_reads_survive_a_dropped_connection(pg_schema: str) -> None:
     asyncio.run(body())
 
 
+@pytest.mark.postgres
+def test_postgres_thread_lock_after_the_server_dropped_its_parked_sessions(
+    pg_schema: str,
+) -> None:
+    """A restart or failover ends every parked lock session: the next lock opens a new
+    one (it raised a raw psycopg error, retrying on the next parked one, dead too)."""
+    import psycopg
+
+    from framework_agents.stores import PostgresCheckpointer
+
+    async def body() -> None:
+        cp = PostgresCheckpointer(PG_URL, schema=pg_schema)
+        try:
+            async with cp.thread_lock("a"), cp.thread_lock("b"):
+                pass  # two lock sessions, both parked for reuse afterwards
+            pids = [c.info.backend_pid for c in cp._idle_lock_conns]
+            assert len(pids) == 2
+            async with await psycopg.AsyncConnection.connect(PG_URL, autocommit=True) as admin:
+                for pid in pids:
+                    await admin.execute("SELECT pg_terminate_backend(%s)", (pid,))
+            async with cp.thread_lock("c"):
+                pass
+        finally:
+            await cp.close()
+
+    asyncio.run(body())
+
+
 @pytest.mark.redis
 def test_redis_reads_survive_a_dropped_connection(redis_prefix: str) -> None:
     import redis.asyncio as aioredis

@@ -39,6 +39,7 @@ from ._codec import (
     log_tag,
     memory_rows,
     redact,
+    unavailable,
 )
 from ._pg_db import CONFLICT_SQLSTATE, NOW, PgDb, import_psycopg
 
@@ -480,11 +481,16 @@ class PostgresCheckpointer(_Closable, LeasedCheckpointer):
                 )
                 row = await cur.fetchone()
                 break
-            except psycopg.OperationalError:  # a reused connection the server closed
+            except psycopg.OperationalError as exc:  # a reused connection the server closed
                 self._lock_conns.pop(owner, None)
                 await conn.close()
+                # The server dropped its sessions (a restart, a failover): the other idle
+                # ones are as dead, so the retry opens a new connection.
+                idle, self._idle_lock_conns = self._idle_lock_conns, []
+                for stale in idle:
+                    await stale.close()
                 if attempt:
-                    raise
+                    raise unavailable(self._db.dsn, exc) from None
         if not row or not row[1]:
             return None
         cur = await conn.execute(
