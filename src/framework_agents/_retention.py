@@ -21,11 +21,21 @@ __all__ = ["AutoPrune", "check_older_than", "check_ttl", "waits_for_approval"]
 logger = logging.getLogger(__name__)
 
 
+#: The longest finite time to live (seconds, ~100 years): a Redis expiry is a 64-bit
+#: count of milliseconds from now, which a larger one overflows (and a save whose
+#: expiry failed had written its messages already). ``inf`` is no ttl.
+TTL_MAX = 100 * 365 * 86400.0
+
+
 def check_ttl(value: object) -> float | None:
-    """A time to live in seconds, or ``None`` (keep forever)."""
+    """A time to live in seconds (up to ``TTL_MAX``), or ``None`` (keep forever)."""
     seconds = check_seconds("ttl", value, optional=True, positive=True)
     if seconds is not None and not math.isfinite(seconds):
         return None
+    if seconds is not None and seconds > TTL_MAX:
+        raise InvalidArgumentError(
+            f"ttl must be at most {TTL_MAX:.0f} seconds (or None: keep forever), got {seconds!r}"
+        )
     return seconds
 
 

@@ -74,10 +74,29 @@ def test_unknown_urls_are_invalid_arguments(url: str) -> None:
     assert info.value.code == "INVALID_ARGUMENT"
 
 
-@pytest.mark.parametrize("lease", [0, -1, float("nan"), "1"])
+@pytest.mark.parametrize("lease", [0, -1, float("nan"), "1", 0.0005, 3e6, 1e17, float("inf")])
 def test_bad_lease_is_an_invalid_argument(lease: object) -> None:
+    """Out of what the backends take (PostgreSQL's idle_session_timeout: whole ms up to
+    2**31 - 1): a raw driver error at the first lock before, or no timeout at all."""
     with pytest.raises(AgentError) as info:
         open_store("memory:", lease=lease)  # type: ignore[arg-type]
+    assert info.value.code == "INVALID_ARGUMENT"
+
+
+@pytest.mark.parametrize("ttl", [0, -5, "1", 1e17])
+def test_bad_ttl_is_an_invalid_argument(tmp_path: Path, ttl: object) -> None:
+    """A Redis expiry overflowed past ~100 years (after the save had written)."""
+    with pytest.raises(AgentError) as info:
+        open_store(str(tmp_path), ttl=ttl)  # type: ignore[arg-type]
+    assert info.value.code == "INVALID_ARGUMENT"
+    assert open_store(str(tmp_path), ttl=float("inf")).storage is not None  # inf: no ttl
+
+
+@pytest.mark.parametrize("max_messages", [0, 2**63, 10**20, True])
+def test_bad_window_is_an_invalid_argument(tmp_path: Path, max_messages: object) -> None:
+    """Past a BIGINT, PostgreSQL found no function for the argument (a raw error)."""
+    with pytest.raises(AgentError) as info:
+        open_store(str(tmp_path)).memory("k", max_messages)  # type: ignore[arg-type]
     assert info.value.code == "INVALID_ARGUMENT"
 
 

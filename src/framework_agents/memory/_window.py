@@ -39,10 +39,16 @@ TOOL = 1
 CALL_ONLY = 2
 
 
+#: The largest window: a 64-bit signed count (the databases' BIGINT).
+MAX_MESSAGES_MAX = 2**63 - 1
+
+
 def check_max_messages(value: object, *, name: str = "max_messages") -> int:
-    """``value`` if it is a positive int, else ``InvalidArgumentError``."""
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise InvalidArgumentError(f"{name} must be a positive int, got {value!r}")
+    """``value`` if it is an int from 1 to ``MAX_MESSAGES_MAX``, else ``InvalidArgumentError``."""
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_MESSAGES_MAX:
+        raise InvalidArgumentError(
+            f"{name} must be a positive int (at most 2**63 - 1), got {value!r:.40}"
+        )
     return value
 
 

@@ -14,7 +14,6 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
-import math
 import time
 import uuid
 from collections.abc import Collection, Iterator, Sequence
@@ -103,12 +102,21 @@ def unavailable(url: str, exc: BaseException) -> BackendUnavailableError:
     return BackendUnavailableError(f"cannot reach {redact(url)}: {first}")
 
 
+#: The bounds of a lease (seconds): PostgreSQL's ``idle_session_timeout``, which ends a
+#: stopped holder's session, takes whole milliseconds up to 2**31 - 1 (~24.8 days); a
+#: lease shorter than a millisecond would turn it off.
+LEASE_MIN = 0.001
+LEASE_MAX = (2**31 - 1) / 1000
+
+
 def check_lease(value: object) -> float:
-    """A lease in seconds (> 0, finite)."""
+    """A lease in seconds (``LEASE_MIN`` to ``LEASE_MAX``)."""
     seconds = check_seconds("lease", value, optional=False, positive=True)
     assert seconds is not None
-    if not math.isfinite(seconds):
-        raise InvalidArgumentError("lease must be finite")
+    if not LEASE_MIN <= seconds <= LEASE_MAX:
+        raise InvalidArgumentError(
+            f"lease must be between {LEASE_MIN} and {LEASE_MAX} seconds, got {seconds!r}"
+        )
     return seconds
 
 
