@@ -97,3 +97,48 @@ def test_sqlite_waiter_cancelled_in_the_busy_handler_leaves_no_lock(tmp_path: Pa
             await other.close()
 
     asyncio.run(body())
+
+
+def test_a_cancel_during_the_release_does_not_stop_it() -> None:
+    """A run cancelled twice, the second time while it releases its thread: the release
+    still happens (it could stop half-way, the lock held until its lease ran out)."""
+    state: dict[str, str] = {}
+
+    async def body() -> None:
+        releasing = asyncio.Event()
+        finish = asyncio.Event()
+
+        async def try_acquire(thread_id: str, owner: str) -> int | None:
+            state[thread_id] = owner
+            return 1
+
+        async def release(thread_id: str, owner: str) -> None:
+            releasing.set()
+            await finish.wait()  # a slow round trip
+            if state.get(thread_id) == owner:
+                del state[thread_id]
+
+        async def renew(thread_id: str, owner: str) -> bool:
+            return True
+
+        locks = LeaseLocks(lease=30.0, try_acquire=try_acquire, renew=renew, release=release)
+        inside = asyncio.Event()
+
+        async def run() -> None:
+            async with locks.hold("t1", None, None):
+                inside.set()
+                await asyncio.Event().wait()
+
+        task = asyncio.create_task(run())
+        await inside.wait()
+        task.cancel()  # the first cancel: the block ends, the release begins
+        await releasing.wait()
+        task.cancel()  # the second, while the release waits for its answer
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+        finish.set()
+        for _ in range(10):
+            await asyncio.sleep(0)
+
+    asyncio.run(body())
+    assert state == {}

@@ -131,6 +131,8 @@ class LeaseLocks:
             with contextlib.suppress(asyncio.CancelledError):
                 await held.renewal
             try:
-                await self._release(thread_id, held.owner)
+                # Shielded: a second cancel arriving meanwhile must not stop the release
+                # half-way (the lock would be held until its lease ran out).
+                await asyncio.shield(self._release(thread_id, held.owner))
             except Exception:  # the lease runs out on its own
                 logger.warning("releasing thread %r failed", thread_id, exc_info=True)
