@@ -40,6 +40,15 @@ async def _settled_and_reopened(url: str, task: a2a_pb2.Task) -> dict[str, Any]:
         return pending
 
 
+async def _cancel(url: str, task_id: str) -> a2a_pb2.Task:
+    """``CancelTask`` with the official client; the task as it answers."""
+    client = await create_client(url, client_config=ClientConfig(streaming=False))
+    try:
+        return await client.cancel_task(a2a_pb2.CancelTaskRequest(id=task_id))
+    finally:
+        await client.close()
+
+
 def test_a_decision_on_a_task_whose_approval_was_settled_elsewhere_is_refused(
     served: Served,
 ) -> None:
@@ -87,11 +96,7 @@ def test_cancelling_a_task_whose_approval_was_settled_elsewhere_leaves_the_newer
     async def scenario() -> None:
         task = await send(served.url, user_message(text="publish First"), streaming=False)
         newer = await _settled_and_reopened(served.url, task)
-        client = await create_client(served.url, client_config=ClientConfig(streaming=False))
-        try:
-            cancelled = await client.cancel_task(a2a_pb2.CancelTaskRequest(id=task.id))
-        finally:
-            await client.close()
+        cancelled = await _cancel(served.url, task.id)
         assert cancelled.status.state == State.TASK_STATE_CANCELED
         thread = await read_thread(served.url, task.context_id)
         assert thread["pending"]["interrupt_id"] == newer["interrupt_id"]
@@ -127,11 +132,7 @@ def test_cancelling_a_task_whose_tool_cannot_be_rejected_keeps_the_approval(
     async def scenario() -> None:
         task = await send(running.url, user_message(text="deploy"), streaming=False)
         assert approval_of(task)["allowedDecisions"] == ["approve", "edit"]
-        client = await create_client(running.url, client_config=ClientConfig(streaming=False))
-        try:
-            cancelled = await client.cancel_task(a2a_pb2.CancelTaskRequest(id=task.id))
-        finally:
-            await client.close()
+        cancelled = await _cancel(running.url, task.id)
         assert cancelled.status.state == State.TASK_STATE_CANCELED
         thread = await read_thread(running.url, task.context_id)
         assert thread["pending"]["tool"] == "deploy" and thread["running"] is False
