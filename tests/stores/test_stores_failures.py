@@ -93,3 +93,42 @@ def test_redis_reads_survive_a_dropped_connection(redis_prefix: str) -> None:
         await store.close()
 
     asyncio.run(body())
+
+
+@pytest.mark.redis
+def test_redis_keys_of_another_type_are_the_stores_corrupt_codes(redis_prefix: str) -> None:
+    """A string where a hash or a list belongs: the store's ``*_CORRUPT``, the key left as
+    it is (a raw WRONGTYPE ``ResponseError`` before)."""
+    import redis
+
+    from framework_agents.errors import AgentError
+
+    client = redis.Redis.from_url(REDIS_URL)
+    store = redis_store(REDIS_URL, lease=5, ttl=None, lock_timeout=5, prefix=redis_prefix)
+
+    async def code(call: object) -> str:
+        with pytest.raises(AgentError) as info:
+            await call  # type: ignore[misc]
+        return info.value.code
+
+    async def body() -> None:
+        await store.checkpointer.save(ThreadCheckpoint("t", None, [Message("user", "x")], {}))
+        client.delete(f"{redis_prefix}m:t")
+        client.set(f"{redis_prefix}m:t", b"garbage")
+        fresh = redis_store(REDIS_URL, lease=5, ttl=None, lock_timeout=5, prefix=redis_prefix)
+        assert await code(fresh.checkpointer.load("t")) == "CHECKPOINT_CORRUPT"
+        await fresh.close()
+        client.set(f"{redis_prefix}mem:k", b"garbage")
+        memory = store.memory("k", 50)
+        assert await code(memory.load()) == "MEMORY_CORRUPT"
+        assert await code(memory.save([Message("user", "y")])) == "MEMORY_CORRUPT"
+        client.set(f"{redis_prefix}kv:data", b"garbage")
+        assert await code(store.storage.get("a/b")) == "SNAPSHOT_CORRUPT"
+        await store.close()
+
+    try:
+        asyncio.run(body())
+        for key in ("m:t", "mem:k", "kv:data"):  # left as they were
+            assert client.get(f"{redis_prefix}{key}") == b"garbage"
+    finally:
+        client.close()

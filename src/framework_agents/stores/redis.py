@@ -37,8 +37,10 @@ from ..checkpoint.model import ThreadCheckpoint, check_thread_id
 from ..errors import (
     CheckpointConflictError,
     CheckpointCorruptError,
+    CorruptStoreError,
     InvalidArgumentError,
     MemoryCorruptError,
+    SnapshotCorruptError,
     StorageKeyInvalidError,
 )
 from ..memory._window import bounded_view, check_max_messages, check_messages
@@ -79,6 +81,13 @@ def _connection_errors() -> tuple[type[BaseException], ...]:
     return (rex.ConnectionError, rex.TimeoutError, OSError)
 
 
+def _response_error() -> type[BaseException]:
+    _import_redis()
+    import redis.exceptions as rex
+
+    return rex.ResponseError
+
+
 class RedisDb:
     """One lazily created ``redis.asyncio`` client and the scripts, under a key prefix."""
 
@@ -114,10 +123,35 @@ class RedisDb:
             )
         return self._client
 
+    def wrong_type(self, exc: BaseException, keys: Sequence[object]) -> CorruptStoreError | None:
+        """The store's ``*_CORRUPT`` for a ``WRONGTYPE`` reply (``None``: another error).
+
+        A key of ours holding another Redis type than the store writes (a string where a
+        hash or a list belongs): the checkpoint's, the memory's or the storage's data is
+        wrongly shaped. Nothing was written (a command refused by type changes nothing).
+        """
+        text = str(exc)
+        if "WRONGTYPE" not in text:
+            return None
+        names = " ".join([*(str(k) for k in keys), text])
+        p = self.prefix
+        kind: type[CorruptStoreError] = SnapshotCorruptError  # the storage's values
+        if f"{p}mem" in names:
+            kind = MemoryCorruptError
+        elif f"{p}kv:" not in names and any(
+            f"{p}{k}" in names for k in ("t:", "m:", "lock:", "fence:", "threads")
+        ):
+            kind = CheckpointCorruptError
+        return kind(
+            f"a key under {p!r} in {redact(self.url)} holds another Redis type than the "
+            f"store writes there ({text}); it was left untouched"
+        )
+
     async def call(self, method: str, *args: Any) -> Any:
         """``client.<method>(*args)`` for a read or an idempotent write.
 
-        Retried once when the connection drops, then BACKEND_UNAVAILABLE.
+        Retried once when the connection drops, then BACKEND_UNAVAILABLE; a key of the
+        wrong Redis type is the store's ``*_CORRUPT``.
         """
         errors = _connection_errors()
         for attempt in range(2):
@@ -126,6 +160,8 @@ class RedisDb:
             except errors as exc:
                 if attempt:
                     raise unavailable(self.url, exc) from None
+            except _response_error() as exc:
+                raise self.wrong_type(exc, args) or exc from None
         raise AssertionError("unreachable")  # pragma: no cover
 
     async def run(self, build: Callable[[Any], object]) -> Any:
@@ -143,6 +179,8 @@ class RedisDb:
             except errors as exc:
                 if attempt:
                     raise unavailable(self.url, exc) from None
+            except _response_error() as exc:  # its text names the command and its keys
+                raise self.wrong_type(exc, ()) or exc from None
         raise AssertionError("unreachable")  # pragma: no cover
 
     async def script(self, name: str, keys: Sequence[str], args: Sequence[Any]) -> Any:
@@ -161,6 +199,8 @@ class RedisDb:
             return await script(keys=list(keys), args=list(args))
         except errors as exc:
             raise unavailable(self.url, exc) from None
+        except _response_error() as exc:
+            raise self.wrong_type(exc, keys) or exc from None
 
     async def close(self) -> None:
         """Close the client's connections (idempotent)."""
