@@ -107,8 +107,11 @@ def test_a_loaded_empty_history_is_not_reseeded_by_the_first_run() -> None:
     "bad", ["user-42", object(), InMemoryStorage()], ids=["str", "obj", "storage"]
 )
 def test_a_session_manager_that_is_not_one_is_a_clear_error(bad: object) -> None:
+    with pytest.raises(InvalidArgumentError, match="session_manager"):
+        Agent(echo_model(), session_manager=bad)  # type: ignore[arg-type]
     model = echo_model()
-    agent = Agent(model, session_manager=bad)  # type: ignore[arg-type]  # refused
+    agent = Agent(model)
+    agent.session_manager = bad  # type: ignore[assignment]  # replaced: checked at use
     with pytest.raises(InvalidArgumentError, match="session_manager"):
         arun(agent.run("hi"))
     assert model.calls == []

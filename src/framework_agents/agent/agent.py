@@ -130,8 +130,8 @@ class Agent:
         self.conversation_manager: ConversationManager = (
             conversation_manager if conversation_manager is not None else _default_manager()
         )
-        # Checked where it is used (_sessions.check_session_manager): it may be replaced.
-        self.session_manager: SessionStore | None = session_manager
+        # Checked here, and again where it is used: the attribute may be replaced.
+        self.session_manager: SessionStore | None = _sessions.check_session_manager(session_manager)
         seed = _items(initial_messages, "initial_messages")
         if not all(isinstance(m, Message) for m in seed):
             raise InvalidArgumentError("initial_messages must be Message objects")
