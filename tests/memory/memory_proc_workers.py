@@ -16,6 +16,7 @@ from framework_agents import FileMemory, Message
 
 __all__ = [
     "agent_worker",
+    "compacting_agent_worker",
     "append_worker",
     "clearing_writer",
     "crash_worker",
@@ -75,6 +76,39 @@ def agent_worker(directory: str, writer: str, runs: int, barrier: Barrier) -> No
         agent = Agent(
             FunctionModel(reply),
             memory=FileMemory(directory, max_messages=BIG_WINDOW),
+            conversation_manager=NullConversationManager(),
+        )
+        for seq in range(runs):
+            await agent.run(message_id(writer, seq))
+
+    barrier.wait(timeout=60)
+    asyncio.run(main())
+
+
+def compacting_agent_worker(
+    directory: str, writer: str, runs: int, bound: int, barrier: Barrier
+) -> None:
+    """``runs`` agent runs, each with a tool call, over ``CompactedMemory(FileMemory)``."""
+    from framework_agents import Agent, CompactedMemory, NullConversationManager, ToolCall, tool
+    from framework_agents.testing import FunctionModel
+
+    @tool
+    def add(a: int, b: int) -> int:
+        """Add two numbers."""
+        return a + b
+
+    def reply(messages: list[Message], tools: object) -> Message:
+        last = messages[-1]
+        if last.role == "tool":
+            return Message("assistant", f"sum is {last.text}")
+        return Message("assistant", tool_calls=[ToolCall(f"{last.id}-c", "add", {"a": 1, "b": 2})])
+
+    async def main() -> None:
+        inner = FileMemory(directory, max_messages=BIG_WINDOW)
+        agent = Agent(
+            FunctionModel(reply),
+            tools=[add],
+            memory=CompactedMemory(inner, max_messages=bound),
             conversation_manager=NullConversationManager(),
         )
         for seq in range(runs):

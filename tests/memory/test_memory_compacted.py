@@ -314,3 +314,33 @@ def test_an_agent_editing_over_a_shared_compacted_memory_keeps_the_other_agents_
         assert stored == ["A0 (edited)", "ok A0", "B0", "ok B0"]
 
     asyncio.run(main())
+
+
+def test_a_commit_after_another_writer_compacted_summarises_nothing_twice(
+    tmp_path: Path,
+) -> None:
+    """A holds six messages (at the bound) and adds a turn while B compacts: A's commit
+    drops what B's boundary now stands for, which then leads; every message is either
+    stored or counted by the boundary, once."""
+
+    async def main() -> None:
+        a = CompactedMemory(FileMemory(tmp_path, max_messages=100), max_messages=6)
+        b = CompactedMemory(FileMemory(tmp_path, max_messages=100), max_messages=6)
+        for i in range(3):
+            await a.save(_turn(i))
+        start = await a.load()
+        assert len(start) == 6 and start[0].kind is None
+        await b.load()
+        await b.save(_turn(10))  # 8 > 6: B compacts the oldest messages
+        assert (await b.load())[0].kind == "compaction"
+        await a.commit([*start, *_turn(11)], base={m.id for m in start})
+        stored = await a.load()
+        raw = [m for m in stored if m.kind != "compaction"]
+        covers = sum(m.metadata["covers"] for m in stored if m.kind == "compaction")
+        assert stored[0].kind == "compaction" and len(stored) <= 6
+        assert [m.kind for m in stored[1:]] == [None] * len(raw)  # one boundary, in front
+        assert covers + len(raw) == 10  # the ten messages made, once each
+        assert [m.id for m in raw][-4:] == ["u11", "a11", "u10", "a10"]
+        assert is_well_formed(stored)
+
+    asyncio.run(main())

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from framework_agents import FileMemory, Message
+from framework_agents import FileMemory, Message, is_well_formed
 from framework_agents._persist import scan
 
 sys.path.insert(0, str(Path(__file__).parent))  # children import the worker module by name
@@ -172,6 +172,41 @@ def test_two_agents_sharing_one_file_memory_lose_no_turn(tmp_path: Path) -> None
     for w in range(2):  # each agent's turns in its own order
         mine = [p for p in prompts if p.startswith(f"a{w}-")]
         assert mine == [workers.message_id(f"a{w}", s) for s in range(runs)]
+
+
+@pytest.mark.slow
+def test_agents_compacting_one_shared_memory_summarise_each_message_once(tmp_path: Path) -> None:
+    """Four processes, each an agent over ``CompactedMemory(FileMemory)`` on one directory:
+    what is stored raw plus what the boundary covers is every message made, once. When
+    two compacted at once, the boundary of one ended up after newer messages and the
+    next compaction counted it again: ``covers`` reached hundreds of millions."""
+    procs_n, runs, bound = 4, 12, 12
+    ctx = mp.get_context("spawn")
+    barrier = ctx.Barrier(procs_n)
+    procs = [
+        ctx.Process(
+            target=workers.compacting_agent_worker,
+            args=(str(tmp_path), f"c{w}", runs, bound, barrier),
+        )
+        for w in range(procs_n)
+    ]
+    for proc in procs:
+        proc.start()
+    try:
+        for proc in procs:
+            proc.join(timeout=240)
+            assert proc.exitcode == 0
+    finally:
+        for proc in procs:
+            if proc.is_alive():
+                proc.kill()
+    stored = asyncio.run(FileMemory(tmp_path, max_messages=workers.BIG_WINDOW).load())
+    boundaries = [m for m in stored if m.kind == "compaction"]
+    raw = [m for m in stored if m.kind != "compaction"]
+    assert len(boundaries) == 1 and stored[0] is boundaries[0]
+    assert boundaries[0].metadata["covers"] + len(raw) == procs_n * runs * 4
+    assert len({m.id for m in raw}) == len(raw)
+    assert is_well_formed(stored)
 
 
 @pytest.mark.slow

@@ -155,9 +155,7 @@ class CompactedMemory:
 
         async def update(existing: list[Message]) -> list[Message]:
             ids = {m.id for m in history}
-            merged = [*history]
-            if seen is not None:
-                merged += [m for m in existing if m.id not in seen and m.id not in ids]
+            merged = [*history] if seen is None else _merged(existing, seen, history, ids)
             if len(merged) > self.max_messages:
                 merged = await self._compact(merged)
             written[:] = merged
@@ -232,6 +230,28 @@ class CompactedMemory:
             metadata={"kind": "compaction", "covers": sum(_covers(m) for m in head)},
         )
         return [boundary, *tail]
+
+
+def _merged(
+    existing: list[Message], seen: set[str], history: list[Message], ids: set[str]
+) -> list[Message]:
+    """``history`` merged with what another writer did to the store since ``seen``.
+
+    What others appended is kept, after ``history``. Another writer that compacted
+    meanwhile replaced the oldest stored messages with its boundary, which rolled up the
+    boundary before it: the messages of ``history`` that left the store since ``seen``
+    are in that summary. They are dropped and the boundary leads (it stands for the
+    oldest part), so nothing is summarised twice (keeping both put a boundary after newer
+    messages and made ``covers`` count them again, compounding with every round).
+    """
+    others = [m for m in existing if m.id not in seen and m.id not in ids]
+    boundaries = [m for m in others if m.kind == "compaction"]
+    if not boundaries:
+        return [*history, *others]
+    stored = {m.id for m in existing}
+    kept = [m for m in history if m.id in stored or m.id not in seen]
+    rest = [m for m in others if m.kind != "compaction"]
+    return [*boundaries, *kept, *rest]
 
 
 def _for_summary(msg: Message) -> Message:
