@@ -124,6 +124,15 @@ def test_redis_keys_of_another_type_are_the_stores_corrupt_codes(redis_prefix: s
         assert await code(memory.save([Message("user", "y")])) == "MEMORY_CORRUPT"
         client.set(f"{redis_prefix}kv:data", b"garbage")
         assert await code(store.storage.get("a/b")) == "SNAPSHOT_CORRUPT"
+        # A write whose script would meet such a key late (after writing what comes
+        # first: a script is not rolled back) is refused before it writes anything.
+        client.set(f"{redis_prefix}threads", b"garbage")
+        saving = store.checkpointer.save(ThreadCheckpoint("u", None, [Message("user", "z")], {}))
+        assert await code(saving) == "CHECKPOINT_CORRUPT"
+        assert client.exists(f"{redis_prefix}t:u", f"{redis_prefix}m:u") == 0
+        client.hset(f"{redis_prefix}memseq:j", "x", "1")
+        assert await code(store.memory("j", 50).save([Message("user", "w")])) == "MEMORY_CORRUPT"
+        assert client.exists(f"{redis_prefix}mem:j") == 0
         await store.close()
 
     try:

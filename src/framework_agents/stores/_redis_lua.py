@@ -26,10 +26,54 @@ __all__ = [
     "THREAD_GUARD",
 ]
 
+
+# Every write script starts by checking the Redis types of the keys it writes: a key of
+# ours holding another type fails the script with WRONGTYPE before anything is written
+# (a script is not rolled back: a command refused half-way leaves what ran before it).
+_TYPES = """
+local function wrong_types(spec)
+  for i = 1, #spec, 2 do
+    local t = redis.call('TYPE', spec[i])['ok']
+    if t ~= 'none' and t ~= spec[i + 1] then
+      return redis.error_reply('WRONGTYPE ' .. spec[i] .. ' holds a ' .. t .. ', not a '
+                               .. spec[i + 1] .. '; nothing was written')
+    end
+  end
+  return nil
+end
+"""
+
+
+def _typed(types: str, script: str) -> str:
+    """``script`` after a check that ``KEYS[1]``, ``KEYS[2]``... hold the Redis ``types``.
+
+    ``types``: one type name per key, in order; a last ``lists...`` makes every further
+    key a list (the per-key logs).
+    """
+    names = types.split()
+    rest = ""
+    if names[-1] == "lists...":
+        names.pop()
+        rest = (
+            f"for i = {len(names) + 1}, #KEYS do "
+            "spec[#spec + 1] = KEYS[i]; spec[#spec + 1] = 'list' end\n"
+        )
+    pairs = ", ".join(f"KEYS[{i}], '{name}'" for i, name in enumerate(names, 1))
+    return (
+        _TYPES
+        + f"local spec = {{{pairs}}}\n"
+        + rest
+        + "local refused = wrong_types(spec)\nif refused then return refused end\n"
+        + script
+    )
+
+
 # KEYS: data hash, index zset, times zset, digests hash, last-record hash, the key's log.
 # ARGV: key, value, mode ('put'; 'absent': only if missing; 'equal': only if it holds
 # ARGV[4]; 'tag': only if its tag is ARGV[4]), expected, value digest, ancestors...
-PUT = """
+PUT = _typed(
+    "hash zset zset hash hash list",
+    """
 if ARGV[3] ~= 'put' then
   local stored = redis.call('HGET', KEYS[1], ARGV[1])
   if (ARGV[3] == 'absent' and stored) or (ARGV[3] == 'equal' and stored ~= ARGV[4]) then
@@ -59,12 +103,15 @@ redis.call('DEL', KEYS[6])
 local t = redis.call('TIME')
 redis.call('ZADD', KEYS[3], tonumber(t[1]) + tonumber(t[2]) / 1e6, ARGV[1])
 return {1}
-"""
+""",
+)
 
 # A record appended to a value whose tag is still ARGV[3]; replies {1, new tag}.
 # KEYS: data hash, times zset, digests hash, last-record hash, the key's log, seq counter.
 # ARGV: key, record, expected tag.
-APPEND_LOGGED = """
+APPEND_LOGGED = _typed(
+    "hash zset hash hash list string",
+    """
 if redis.call('HEXISTS', KEYS[1], ARGV[1]) == 0 then return {-2} end
 local d = redis.call('HGET', KEYS[3], ARGV[1])
 if not d then return {-2} end
@@ -76,23 +123,29 @@ redis.call('HSET', KEYS[4], ARGV[1], seq)
 local t = redis.call('TIME')
 redis.call('ZADD', KEYS[2], tonumber(t[1]) + tonumber(t[2]) / 1e6, ARGV[1])
 return {1, d .. ':' .. seq}
-"""
+""",
+)
 
 # A value written without its digest (by a release before the value logs): give it its
 # digest and drop any log beside it, if it still holds ARGV[2].
 # KEYS: data hash, digests hash, last-record hash, the key's log. ARGV: key, value, digest.
-REPAIR_DIGEST = """
+REPAIR_DIGEST = _typed(
+    "hash hash hash list",
+    """
 if redis.call('HGET', KEYS[1], ARGV[1]) ~= ARGV[2] then return 0 end
 redis.call('HSET', KEYS[2], ARGV[1], ARGV[3])
 redis.call('HDEL', KEYS[3], ARGV[1])
 redis.call('DEL', KEYS[4])
 return 1
-"""
+""",
+)
 
 # Remove values (with their digests and logs) last written before ARGV[1] ('+inf': any).
 # KEYS: data hash, index zset, times zset, digests hash, last-record hash, then one log
 # per key. ARGV: cutoff, keys... (the log of ARGV[i] is KEYS[4 + i]). Replies how many went.
-FORGET = """
+FORGET = _typed(
+    "hash zset zset hash hash lists...",
+    """
 local gone = 0
 for i = 2, #ARGV do
   local at = redis.call('ZSCORE', KEYS[3], ARGV[i])
@@ -107,7 +160,8 @@ for i = 2, #ARGV do
   end
 end
 return gone
-"""
+""",
+)
 
 # The lock check every thread write starts with.
 # KEYS[3]: lock, KEYS[4]: fence.  ARGV[2]: our owner token or '', ARGV[3]: our fence.
@@ -133,7 +187,8 @@ end
 # KEYS: head hash, message list, lock, fence, threads zset.
 # ARGV: thread_id, owner, fence, expected version (-1: any), keep, head, pending, length,
 #       ttl ms (0: none), bodies...
-SAVE_THREAD = (
+SAVE_THREAD = _typed(
+    "hash list string string zset",
     OUTLIVE
     + """
 local function save()
@@ -169,12 +224,13 @@ local function save()
   return {1, v + 1}
 end
 return save()
-"""
+""",
 )
 
 # KEYS: lock, fence, head hash, message list.  ARGV: owner, lease ms.  Reply: the new
 # fence, or 0 when held.
-ACQUIRE = (
+ACQUIRE = _typed(
+    "string string hash list",
     OUTLIVE
     + """
 if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then
@@ -183,11 +239,12 @@ if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then
   return redis.call('INCR', KEYS[2])
 end
 return 0
-"""
+""",
 )
 
 # KEYS: lock, head hash, message list.  ARGV: owner, lease ms.
-RENEW = (
+RENEW = _typed(
+    "string hash list",
     OUTLIVE
     + """
 if redis.call('GET', KEYS[1]) == ARGV[1] then
@@ -196,14 +253,17 @@ if redis.call('GET', KEYS[1]) == ARGV[1] then
   return redis.call('PEXPIRE', KEYS[1], ARGV[2])
 end
 return 0
-"""
+""",
 )
 
 # KEYS: lock.  ARGV: owner.  Compare-and-delete: never releases another run's lock.
-RELEASE = """
+RELEASE = _typed(
+    "string",
+    """
 if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
 return 0
-"""
+""",
+)
 
 # KEYS: threads zset.  ARGV: key prefix of heads.  Drops index entries of expired threads.
 LIST_THREADS = """
@@ -306,7 +366,8 @@ return {n - drop, drop, marker}
 # KEYS: list, id set, marker.  ARGV: max messages, fresh ('1': replace), items...
 # An append skips an item whose message id is stored already or came earlier in it; the
 # marker moves when anything changed.
-MEMORY_APPEND = (
+MEMORY_APPEND = _typed(
+    "list set string",
     _MEMORY_IDS
     + """
 local items, ids = {}, {}
@@ -330,13 +391,14 @@ end
 push(items, ids)
 local marker = redis.call('INCR', KEYS[3])
 """
-    + _MEMORY_WINDOW
+    + _MEMORY_WINDOW,
 )
 
 # KEYS: list, id set, marker.  ARGV: max messages, the marker expected, items...
 # Appends every item if the marker is the expected one, the list within the window and
 # no item's message id stored already or repeated; else changes nothing, returns false.
-MEMORY_APPEND_IF = (
+MEMORY_APPEND_IF = _typed(
+    "list set string",
     _MEMORY_IDS
     + """
 if tonumber(redis.call('GET', KEYS[3]) or '0') ~= tonumber(ARGV[2]) then return false end
@@ -354,20 +416,24 @@ end
 push(items, ids)
 local marker = redis.call('INCR', KEYS[3])
 """
-    + _MEMORY_WINDOW
+    + _MEMORY_WINDOW,
 )
 
 # KEYS: list, id set, marker. Forgets the history; returns the marker after.
-MEMORY_CLEAR = """
+MEMORY_CLEAR = _typed(
+    "list set string",
+    """
 redis.call('DEL', KEYS[1], KEYS[2])
 return redis.call('INCR', KEYS[3])
-"""
+""",
+)
 
 # KEYS: list, id set, marker.  ARGV: max messages, the number of ids that follow, ids (the
 # committer's base and the given messages), items... Replaces the list with the items,
 # then appends the stored items whose message id is none of the ids: what another writer
 # appended meanwhile (stores._codec.appended_by_others; an unreadable item is replaced).
-MEMORY_MERGE = (
+MEMORY_MERGE = _typed(
+    "list set string",
     _MEMORY_IDS
     + """
 local seen = {}
@@ -386,5 +452,5 @@ redis.call('DEL', KEYS[1], KEYS[2])
 push(items, ids)
 local marker = redis.call('INCR', KEYS[3])
 """
-    + _MEMORY_WINDOW
+    + _MEMORY_WINDOW,
 )
