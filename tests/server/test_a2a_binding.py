@@ -169,3 +169,17 @@ def test_a_message_not_from_the_user_or_with_an_empty_text_is_invalid_params(
                 assert rest.status_code == 400, rest.text
 
     asyncio.run(scenario())
+
+
+def test_a_body_nested_too_deeply_is_a_parse_error(served: Served) -> None:
+    """It was an internal error (-32603) with a traceback in the log."""
+    deep = b"[" * 100_000 + b"]" * 100_000
+    with httpx.Client(base_url=served.url, timeout=30) as client:
+        answer = client.post("/a2a", content=deep, headers={"A2A-Version": "1.0"})
+        assert answer.json()["error"]["code"] == -32700
+        fine = client.post(
+            "/a2a",
+            json={"jsonrpc": "2.0", "id": 1, "method": "GetTask", "params": {"id": "nope"}},
+            headers={"A2A-Version": "1.0"},
+        )
+        assert "error" in fine.json() and fine.json()["error"]["code"] != -32700

@@ -331,6 +331,29 @@ def agent_card(base_url: str, *, name: str, description: str) -> a2a_pb2.AgentCa
     )
 
 
+def _parsed_first(route: Route) -> Route:
+    """``route`` answering a body nested too deeply to parse with JSON-RPC -32700.
+
+    The SDK's dispatcher lets the parser's ``RecursionError`` through as an internal
+    error (-32603, with a traceback in the log). The body is read once: starlette keeps
+    it for the SDK's endpoint.
+    """
+    endpoint = route.endpoint
+
+    async def parsed_first(request: Request) -> Response:
+        body = await request.body()
+        try:
+            json.loads(body or b"null")
+        except RecursionError:
+            error = {"code": -32700, "message": "Parse error: the body is nested too deeply"}
+            return JSONResponse({"jsonrpc": "2.0", "id": None, "error": error})
+        except ValueError:
+            pass  # the SDK answers what it cannot parse itself
+        return await endpoint(request)  # type: ignore[no-any-return]
+
+    return Route(route.path, parsed_first, methods=sorted(route.methods or ("POST",)))
+
+
 def a2a_routes(
     runner: ThreadRunner, *, name: str, description: str
 ) -> tuple[list[BaseRoute], Callable[[], Awaitable[None]]]:
@@ -349,7 +372,7 @@ def a2a_routes(
 
     routes: list[BaseRoute] = [
         Route("/.well-known/agent-card.json", card_route, methods=["GET"]),
-        *create_jsonrpc_routes(handler, "/a2a"),
+        *(_parsed_first(route) for route in create_jsonrpc_routes(handler, "/a2a")),
         # Mounted rather than prefixed: the SDK's tenant routes would otherwise sit at /{tenant}.
         Mount("/a2a/rest", routes=create_rest_routes(handler)),
     ]
