@@ -10,7 +10,7 @@ import sys
 from collections.abc import Iterator, Sequence
 from typing import Any
 
-__all__ = ["close_process", "flock_held", "spawned"]
+__all__ = ["close_process", "flock_held", "run_to_the_end", "spawned"]
 
 
 def close_process(proc: subprocess.Popen[Any], timeout: float = 30) -> int:
@@ -55,3 +55,18 @@ def flock_held(path: str | os.PathLike[str], *, shared: bool = False) -> Iterato
         if proc.stdout.readline().strip() != "held":
             raise RuntimeError(f"the lock holder for {path} did not start")
         yield
+
+
+def run_to_the_end(procs: Sequence[Any], timeout: float = 240) -> None:
+    """Start ``procs`` (``multiprocessing`` processes), wait for each to exit 0; kill the
+    ones still alive if one did not."""
+    for proc in procs:
+        proc.start()
+    try:
+        for proc in procs:
+            proc.join(timeout=timeout)
+            assert proc.exitcode == 0
+    finally:
+        for proc in procs:
+            if proc.is_alive():
+                proc.kill()

@@ -21,6 +21,8 @@ from framework_agents._persist import scan
 sys.path.insert(0, str(Path(__file__).parent))  # children import the worker module by name
 import memory_proc_workers as workers
 
+from processes import run_to_the_end
+
 WRITERS, SAVES = 8, 25
 KILLS = 500
 
@@ -42,16 +44,7 @@ def test_eight_processes_appending_lose_nothing(tmp_path: Path) -> None:
         ctx.Process(target=workers.append_worker, args=(str(tmp_path), f"p{w}", SAVES, barrier))
         for w in range(WRITERS)
     ]
-    for proc in procs:
-        proc.start()
-    try:
-        for proc in procs:
-            proc.join(timeout=120)
-            assert proc.exitcode == 0
-    finally:
-        for proc in procs:
-            if proc.is_alive():
-                proc.kill()
+    run_to_the_end(procs, timeout=120)
 
     doc = json.loads((tmp_path / "memory.json").read_bytes())
     assert doc["version"] == 2
@@ -153,16 +146,7 @@ def test_two_agents_sharing_one_file_memory_lose_no_turn(tmp_path: Path) -> None
         ctx.Process(target=workers.agent_worker, args=(str(tmp_path), f"a{w}", runs, barrier))
         for w in range(2)
     ]
-    for proc in procs:
-        proc.start()
-    try:
-        for proc in procs:
-            proc.join(timeout=240)
-            assert proc.exitcode == 0
-    finally:
-        for proc in procs:
-            if proc.is_alive():
-                proc.kill()
+    run_to_the_end(procs, timeout=240)
     loaded = asyncio.run(FileMemory(tmp_path, max_messages=workers.BIG_WINDOW).load())
     prompts = [m.text for m in loaded if m.role == "user"]
     answers = [m.text for m in loaded if m.role == "assistant"]
@@ -190,16 +174,7 @@ def test_agents_compacting_one_shared_memory_summarise_each_message_once(tmp_pat
         )
         for w in range(procs_n)
     ]
-    for proc in procs:
-        proc.start()
-    try:
-        for proc in procs:
-            proc.join(timeout=240)
-            assert proc.exitcode == 0
-    finally:
-        for proc in procs:
-            if proc.is_alive():
-                proc.kill()
+    run_to_the_end(procs, timeout=240)
     stored = asyncio.run(FileMemory(tmp_path, max_messages=workers.BIG_WINDOW).load())
     boundaries = [m for m in stored if m.kind == "compaction"]
     raw = [m for m in stored if m.kind != "compaction"]
