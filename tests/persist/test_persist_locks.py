@@ -52,6 +52,17 @@ def _hold(path: Path, operation: int = fcntl.LOCK_EX) -> int:
     return fd
 
 
+def _gives_up(path: Path, *, exclusive: bool = True, seconds: float = 0.001) -> None:
+    """A wait for ``path``'s lock on a descriptor of its own ends in LOCK_TIMEOUT (the
+    descriptor closed after, as the stores close theirs)."""
+    fd = os.open(path, os.O_RDWR)
+    try:
+        with pytest.raises(LockTimeoutError):
+            flock(fd, exclusive=exclusive, deadline=Deadline.after(seconds))
+    finally:
+        os.close(fd)
+
+
 def _free(path: Path) -> bool:
     """Whether nobody holds ``path``'s lock now (taken and let go at once)."""
     fd = os.open(path, os.O_RDWR)
@@ -240,19 +251,9 @@ def test_waits_that_give_up_again_and_again_leave_one_helper(lock_file: Path) ->
     other = _hold(lock_file)
     try:
         for _ in range(50):  # a caller retrying with a short bound while a holder hangs
-            fd = os.open(lock_file, os.O_RDWR)
-            try:
-                with pytest.raises(LockTimeoutError):
-                    flock(fd, exclusive=True, deadline=Deadline.after(0.001))
-            finally:
-                os.close(fd)
+            _gives_up(lock_file)
         assert len(_helpers()) == 1
-        shared = os.open(lock_file, os.O_RDWR)  # another mode has a helper of its own
-        try:
-            with pytest.raises(LockTimeoutError):
-                flock(shared, exclusive=False, deadline=Deadline.after(0.001))
-        finally:
-            os.close(shared)
+        _gives_up(lock_file, exclusive=False)  # another mode has a helper of its own
         assert len(_helpers()) == 2
     finally:
         os.close(other)
@@ -289,10 +290,7 @@ def test_waiters_of_one_process_take_the_lock_in_turn(lock_file: Path) -> None:
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
 def test_a_forked_child_does_not_keep_a_waiting_helpers_lock(lock_file: Path) -> None:
     other = _hold(lock_file)
-    fd = os.open(lock_file, os.O_RDWR)
-    with pytest.raises(LockTimeoutError):
-        flock(fd, exclusive=True, deadline=Deadline.after(0.001))
-    os.close(fd)
+    _gives_up(lock_file)
     assert len(_helpers()) == 1  # still blocked, on a duplicate of the closed descriptor
     read, write = os.pipe()
     pid = os.fork()
@@ -384,12 +382,9 @@ def test_a_waiter_behind_a_given_up_helper_waits_without_spinning(
     arun(cancel_while_waiting(lambda: run_blocking(write), paused))
     os.close(first)
     monkeypatch.setattr(locks_module, "posix_fcntl", Counting)
-    later = os.open(lock_file, os.O_RDWR)
     try:
-        with pytest.raises(LockTimeoutError):
-            flock(later, exclusive=True, deadline=Deadline.after(0.2))
+        _gives_up(lock_file, seconds=0.2)
     finally:
-        os.close(later)
         os.close(other)
     assert len(calls) <= 2  # one try, maybe one after the orphan ended; no busy loop
     for helper in _helpers():
