@@ -37,7 +37,7 @@ from typing import Any, Literal
 
 from ._util import maybe_await
 from .errors import HitlDecisionError
-from .tools import DECISION_KINDS, DecisionKind, Tool
+from .tools import DECISION_KINDS, DecisionKind, Tool, ToolArgumentsError
 
 __all__ = [
     "DecideCallback",
@@ -47,6 +47,7 @@ __all__ = [
     "ResolvedDecision",
     "ToolRejection",
     "check_decisions",
+    "check_edit",
     "find_decision",
     "hitl_key",
     "is_interrupt_id",
@@ -283,6 +284,15 @@ def parse_decision(value: Any, *, tool: Tool, source: DecisionSource) -> Resolve
             f"(allowed: {list(tool.allowed_decisions)})"
         )
     return ResolvedDecision(kind, source, args=args, reason=reason, raw=value)
+
+
+def check_edit(decision: ResolvedDecision, tool: Tool) -> None:
+    """``HITL_DECISION`` when ``decision`` edits the call into arguments ``tool`` refuses."""
+    if decision.kind == "edit" and decision.args is not None:
+        try:
+            tool.validate(decision.args)
+        except ToolArgumentsError as exc:
+            raise HitlDecisionError(f"edited arguments are invalid: {exc.message}") from None
 
 
 def check_decisions(decisions: object) -> Mapping[str, Any] | None:

@@ -25,7 +25,6 @@ from ..conversation._base import ConversationManager
 from ..errors import (
     AgentError,
     ContextOverflowError,
-    HitlDecisionError,
     InvalidArgumentError,
     MaxTurnsError,
     ModelError,
@@ -38,6 +37,7 @@ from ..hitl import (
     HitlInterrupt,
     ResolvedDecision,
     ToolRejection,
+    check_edit,
     resolve_decision,
 )
 from ..messages import Message, ToolCall, new_id
@@ -545,10 +545,7 @@ async def _plan_turn(setup: RunSetup, run: LoopRun, response: Message) -> list[_
         run_call = call
         if decision.kind == "edit":
             assert decision.args is not None
-            try:
-                tool.validate(decision.args)
-            except ToolArgumentsError as exc:
-                raise HitlDecisionError(f"edited arguments are invalid: {exc.message}") from None
+            check_edit(decision, tool)
             run_call = call.model_copy(update={"args": decision.args})
         plans.append(_Plan(call, run_call, decision))
     # Every approval call of the turn is decided and the turn goes on to run: the stored

@@ -55,10 +55,10 @@ from ..errors import (
     InvalidArgumentError,
     ThreadBusyError,
 )
-from ..hitl import HitlInterrupt, hitl_key, parse_decision
+from ..hitl import HitlInterrupt, check_edit, hitl_key, parse_decision
 from ..messages import Message, new_id
 from ..sessions._base import as_logged, digest, swap
-from ..tools import DECISION_KINDS, ToolArgumentsError
+from ..tools import DECISION_KINDS
 from ._errors import ApprovalPendingError
 from ._index import ThreadIndex, decode_cursor, encode_cursor
 from ._store import ServerStore
@@ -490,14 +490,8 @@ class ThreadRunner:
             assert pending is not None
             tool = self._tools_of(agent).get(pending.tool)
             if tool is not None:
-                resolved = parse_decision(decision, tool=tool, source="exact")  # HITL_DECISION
-                if resolved.kind == "edit" and resolved.args is not None:
-                    try:  # refused before the stream starts, as the loop would refuse them
-                        tool.validate(resolved.args)
-                    except ToolArgumentsError as exc:
-                        raise HitlDecisionError(
-                            f"edited arguments are invalid: {exc.message}"
-                        ) from None
+                # HITL_DECISION now, before the stream starts (edited arguments too)
+                check_edit(parse_decision(decision, tool=tool, source="exact"), tool)
         except BaseException:
             self.release(handle)
             raise
