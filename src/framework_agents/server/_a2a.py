@@ -29,6 +29,7 @@ os.environ.setdefault("OTEL_INSTRUMENTATION_A2A_SDK_ENABLED", "false")
 
 import json
 import logging
+import sys
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -336,14 +337,19 @@ def _parsed_first(route: Route) -> Route:
 
     The SDK's dispatcher lets the parser's ``RecursionError`` through as an internal
     error (-32603, with a traceback in the log). The body is read once: starlette keeps
-    it for the SDK's endpoint.
+    it for the SDK's endpoint. Only a body with brackets enough to nest that deep is
+    parsed here (the SDK parses every body again).
     """
     endpoint = route.endpoint
 
     async def parsed_first(request: Request) -> Response:
         body = await request.body()
+        # Fewer brackets than a quarter of the recursion limit cannot nest deep enough
+        # to stop the parser (it recurses once per level, within that limit).
+        if body.count(b"[") + body.count(b"{") < sys.getrecursionlimit() // 4:
+            return await endpoint(request)  # type: ignore[no-any-return]
         try:
-            json.loads(body or b"null")
+            json.loads(body)
         except RecursionError:
             error = {"code": -32700, "message": "Parse error: the body is nested too deeply"}
             return JSONResponse({"jsonrpc": "2.0", "id": None, "error": error})
