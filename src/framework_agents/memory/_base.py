@@ -26,11 +26,11 @@ from ..errors import InvalidArgumentError
 from ..messages import Message
 
 __all__ = [
-    "base_ids",
     "Appended",
     "AppendableMemory",
     "Memory",
     "ReplaceableMemory",
+    "base_ids",
     "new_revision",
     "replace_history",
 ]
