@@ -13,6 +13,7 @@ from pathlib import Path
 import httpx
 import pytest
 
+from framework_agents.cli.serve import listen_names
 from processes import close_process
 
 SRC = str(Path(__file__).resolve().parents[2] / "src")
@@ -89,6 +90,26 @@ def test_refuses_a_public_address_without_a_token(tmp_path: Path) -> None:
     assert not any(tmp_path.iterdir())  # nothing was opened or written
 
 
+@pytest.mark.parametrize(
+    "flag", [["--allowed-origin", "app.example.com"], ["--allowed-host", "https://x.example"]]
+)
+def test_a_malformed_allowed_host_or_origin_stops_serve_before_it_starts(
+    tmp_path: Path, flag: list[str]
+) -> None:
+    command = [sys.executable, "-m", "framework_agents.cli", "serve", "--model", "echo"]
+    command += ["--store", str(tmp_path), *flag]
+    result = subprocess.run(command, env=_env(), capture_output=True, text=True, timeout=60)
+    assert result.returncode == 2
+    assert flag[0].removeprefix("--").replace("-", "_") in result.stderr
+    assert not any(tmp_path.iterdir())
+
+
+def test_a_listen_name_is_an_allowed_host_and_an_address_is_not_needed() -> None:
+    assert listen_names("agents.internal") == ["agents.internal"]
+    for address in ("127.0.0.1", "0.0.0.0", "::", "[::1]", "10.1.2.3"):
+        assert listen_names(address) == []
+
+
 def test_serves_an_app_factory_named_module_attr(tmp_path: Path) -> None:
     (tmp_path / "myapp.py").write_text(
         "from framework_agents import Agent, ScriptedModel\n"
@@ -98,19 +119,28 @@ def test_serves_an_app_factory_named_module_attr(tmp_path: Path) -> None:
     port = _free_port()
     command = [sys.executable, "-m", "framework_agents.cli", "serve", "myapp:factory"]
     command += ["--store", "memory:", "--port", str(port), "--no-console"]
+    command += ["--allowed-host", "agents.example.com", "--cors-origin", "http://localhost:3000"]
+    command += ["--allowed-origin", "https://app.example.com"]
     process = subprocess.Popen(command, env=_env(), cwd=tmp_path, stderr=subprocess.PIPE, text=True)
     assert process.stderr is not None
     try:
         for line in process.stderr:
             if "Uvicorn running on" in line:
                 break
-        answer = httpx.post(
-            f"http://127.0.0.1:{port}/api/threads/a/runs",
-            json={"prompt": "x"},
-            headers={"Accept": "application/json"},
-            timeout=60,
-        )
+        url = f"http://127.0.0.1:{port}/api/threads/a/runs"
+        answer = httpx.post(url, json={"prompt": "x"}, headers={"Accept": "application/json"})
         assert answer.json()["text"] == "from my app"
+        for origin in ("https://app.example.com", "http://localhost:3000"):
+            # a page of an allowed origin, through a proxy that keeps the Host it was sent
+            site = {"Host": "agents.example.com", "Origin": origin}
+            allowed = httpx.post(url, json={"prompt": "x"}, headers=site, timeout=60)
+            assert allowed.status_code == 200, allowed.text
+        refused = httpx.post(url, json={"prompt": "x"}, headers={"Origin": "https://evil.example"})
+        assert refused.json()["error"]["code"] == "ORIGIN_NOT_ALLOWED"
+        rebound = httpx.get(
+            f"http://127.0.0.1:{port}/api/threads", headers={"Host": "evil.example"}
+        )
+        assert rebound.json()["error"]["code"] == "HOST_NOT_ALLOWED"
     finally:
         process.terminate()
         process.wait(30)

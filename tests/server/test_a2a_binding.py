@@ -175,7 +175,8 @@ def test_a_body_nested_too_deeply_is_a_parse_error(served: Served) -> None:
     """It was an internal error (-32603) with a traceback in the log."""
     deep = b"[" * 100_000 + b"]" * 100_000
     with httpx.Client(base_url=served.url, timeout=30) as client:
-        answer = client.post("/a2a", content=deep, headers={"A2A-Version": "1.0"})
+        headers = {"A2A-Version": "1.0", "Content-Type": "application/json"}
+        answer = client.post("/a2a", content=deep, headers=headers)
         assert answer.json()["error"]["code"] == -32700
         fine = client.post(
             "/a2a",

@@ -9,6 +9,8 @@ from typing import Any
 import httpx
 from server_support import PUBLISHED, Served
 
+JSON = {"Content-Type": "application/json"}
+
 
 def sse_events(response: httpx.Response) -> list[tuple[str, dict[str, Any]]]:
     """``(type, data)`` of every server-sent event of a response."""
@@ -102,17 +104,25 @@ def test_bad_requests_get_codes_and_statuses(served: Served) -> None:
                 "THREAD_ID_INVALID",
             ),
             (client.get("/api/threads/nope"), 404, "CHECKPOINT_MISSING"),
-            (client.post("/api/threads/a/runs", content=b"{not json"), 400, "BAD_REQUEST"),
+            (
+                client.post("/api/threads/a/runs", content=b"{not json", headers=JSON),
+                400,
+                "BAD_REQUEST",
+            ),
             (client.post("/api/threads/a/runs", json={"prompt": 3}), 400, "BAD_REQUEST"),
             # Nested past the parser's depth (200 KB, under the size limit): was a 500.
             (
-                client.post("/api/threads/a/runs", content=b"[" * 100_000 + b"]" * 100_000),
+                client.post(
+                    "/api/threads/a/runs", content=b"[" * 100_000 + b"]" * 100_000, headers=JSON
+                ),
                 400,
                 "BAD_REQUEST",
             ),
             # A lone surrogate escape: valid JSON, no text (it cut the stream off).
             (
-                client.post("/api/threads/a/runs", content=b'{"prompt": "hi \\ud800"}'),
+                client.post(
+                    "/api/threads/a/runs", content=b'{"prompt": "hi \\ud800"}', headers=JSON
+                ),
                 400,
                 "BAD_REQUEST",
             ),

@@ -128,7 +128,8 @@ def test_dot_segments_under_the_open_console_path_reach_no_protected_route(
     host, port = guarded.url.removeprefix("http://").split(":")
     for path in ("/console/../api/threads", "/console/%2e%2e/api/threads", "/console/..%2fagui"):
         with socket.create_connection((host, int(port))) as conn:
-            conn.sendall(f"GET {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n".encode())
+            request = f"GET {path} HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n"
+            conn.sendall(request.encode())
             data = b""
             while chunk := conn.recv(65536):
                 data += chunk

@@ -2,7 +2,9 @@
 
 ``APP`` is ``module:attr`` naming an agent factory; without it the built-in assistant
 runs on ``--model``. Without ``--token`` the server listens on loopback only: any other
-address is refused before anything starts.
+address is refused before anything starts. ``--allowed-host`` and ``--allowed-origin``
+name the hosts clients reach the server by and the other sites whose pages may call it
+(``create_app(allowed_hosts=..., allowed_origins=...)``); a ``--host`` name is allowed.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ import typer
 
 from ..errors import InvalidArgumentError
 
-__all__ = ["check_listen", "load_factory", "register_serve"]
+__all__ = ["check_listen", "listen_names", "load_factory", "register_serve"]
 
 
 def check_listen(host: str, token: str | None) -> None:
@@ -35,6 +37,19 @@ def check_listen(host: str, token: str | None) -> None:
             f"refusing to listen on {host!r} without --token: anyone who can reach it could "
             "run the agent. Pass --token (or FRAMEWORK_AGENTS_TOKEN), or listen on 127.0.0.1."
         )
+
+
+def listen_names(host: str) -> list[str]:
+    """The ``Host`` names a listen address stands for: a name itself, nothing for an address.
+
+    A client reaching ``--host agents.internal`` sends that name; addresses (and the
+    all-interfaces ``0.0.0.0`` / ``::``) are allowed by the server as the address reached.
+    """
+    try:
+        ipaddress.ip_address(host.strip("[]"))
+    except ValueError:
+        return [host] if host else []
+    return []
 
 
 def load_factory(spec: str) -> Any:
@@ -79,18 +94,29 @@ def register_serve(app: typer.Typer) -> None:
             typer.Option(envvar="FRAMEWORK_AGENTS_TOKEN", help="Bearer token every client sends."),
         ] = None,
         console: Annotated[bool, typer.Option(help="Serve the web console at /.")] = True,
-        cors_origin: Annotated[
+        allowed_host: Annotated[
             list[str] | None,
-            typer.Option(help="An origin whose pages may call the server (repeatable)."),
+            typer.Option(
+                help="A host name clients use, e.g. behind a proxy (repeatable; '*' for any)."
+            ),
+        ] = None,
+        allowed_origin: Annotated[
+            list[str] | None,
+            typer.Option(
+                "--allowed-origin",
+                "--cors-origin",
+                help="An origin (https://app.example) whose pages may call it (repeatable).",
+            ),
         ] = None,
     ) -> None:
         """Serve an agent over A2A, AG-UI and a JSON API (with the web console)."""
         from ._render import make_console
 
         err = make_console(stderr=True)
+        hosts = [*(allowed_host or ()), *listen_names(host)]
         try:
             check_listen(host, token)
-            app_ = _build(target, model, store, token, console, tuple(cors_origin or ()))
+            app_ = _build(target, model, store, token, console, hosts, allowed_origin or [])
         except ImportError as exc:
             err.print(f"framework-agents: {exc}")
             raise typer.Exit(1) from None
@@ -109,13 +135,15 @@ def _build(
     store: str,
     token: str | None,
     console: bool,
-    cors: tuple[str, ...],
+    hosts: list[str],
+    origins: list[str],
 ) -> Any:
     from ..server import create_app
 
+    site: dict[str, Any] = {"allowed_hosts": hosts, "allowed_origins": origins}
     if target is not None:
         factory = load_factory(target)
-        return create_app(factory, store=store, token=token, console=console, cors_origins=cors)
+        return create_app(factory, store=store, token=token, console=console, **site)
     from ..server._builtin import builtin_factory
     from ._models import make_model
 
@@ -124,7 +152,7 @@ def _build(
         store=store,
         token=token,
         console=console,
-        cors_origins=cors,
+        **site,
         name="framework-agents assistant",
         description="A helpful assistant; /note <text> saves a note after a human approves it.",
     )

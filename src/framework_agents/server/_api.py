@@ -25,6 +25,7 @@ from typing import Any
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
+from starlette.types import Send
 
 from ..agent.events import (
     AgentEvent,
@@ -43,10 +44,18 @@ from ..checkpoint.model import check_thread_id
 from ..messages import Message
 from ..swarm._types import HandoffEvent, MemberEvent
 from ._edits import branch_thread, edit_message, parent_of
-from ._errors import BadRequestError, error_payload, status_for
+from ._errors import BadRequestError, UnauthorizedError, error_payload, status_for
 from ._runner import Pending, RunHandle, ThreadRunner, title_of
 
-__all__ = ["KEEPALIVE", "api_routes", "error_response", "event_json", "read_json", "sse"]
+__all__ = [
+    "KEEPALIVE",
+    "api_routes",
+    "error_response",
+    "event_json",
+    "read_json",
+    "send_error",
+    "sse",
+]
 
 Endpoint = Callable[[Request], Awaitable[Response]]
 
@@ -55,6 +64,16 @@ def error_response(exc: BaseException) -> JSONResponse:
     """``{"error": {"code", "message"}}`` with the code's status (no stack trace)."""
     payload = error_payload(exc)
     return JSONResponse({"error": payload}, status_code=status_for(payload["code"]))
+
+
+async def send_error(send: Send, exc: BaseException) -> None:
+    """Answer with :func:`error_response` from an ASGI middleware (before any route)."""
+    response = error_response(exc)
+    headers = [(k.encode(), v.encode()) for k, v in response.headers.items()]
+    if isinstance(exc, UnauthorizedError):
+        headers.append((b"www-authenticate", b"Bearer"))
+    await send({"type": "http.response.start", "status": response.status_code, "headers": headers})
+    await send({"type": "http.response.body", "body": bytes(response.body)})
 
 
 def _guarded(endpoint: Endpoint) -> Endpoint:

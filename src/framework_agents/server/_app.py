@@ -2,12 +2,18 @@
 
 Every protocol runs threads through one :class:`~._runner.ThreadRunner`, so an A2A
 ``contextId``, an AG-UI ``threadId`` and a ``/api`` thread id name the same checkpointer
-thread. Around the routes, one ASGI guard:
+thread. Around the routes, outermost first:
 
-* with a token, every route but the agent card, ``/healthz`` and the console's static
-  files needs ``Authorization: Bearer <token>`` (compared in constant time), else 401;
-* a request body larger than ``max_body`` bytes is refused with 413 before the route
-  sees it (the body is read up to the bound, then handed on).
+* the site guard (``_site``): a ``Host`` that is not loopback or allowed is 400, a
+  state-changing request from a foreign ``Origin`` 403 (the tokenless server is reachable
+  by every page its user opens);
+* CORS answers for the allowed origins (their preflights carry no token);
+* the body guard: with a token, every route but the agent card, ``/healthz`` and the
+  console's static files needs ``Authorization: Bearer <token>`` (compared in constant
+  time), else 401; a request body is JSON only as ``application/json`` (415 otherwise: a
+  page can post ``text/plain`` and forms to another site without a preflight); a body
+  larger than ``max_body`` bytes is refused with 413 before the route sees it (the body is
+  read up to the bound, then handed on).
 """
 
 from __future__ import annotations
@@ -31,9 +37,15 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from ..errors import InvalidArgumentError
 from ._agui import agui_routes
-from ._api import api_routes, error_response
-from ._errors import BodyTooLargeError, NotFoundError, UnauthorizedError
+from ._api import api_routes, error_response, send_error
+from ._errors import (
+    BodyTooLargeError,
+    NotFoundError,
+    UnauthorizedError,
+    UnsupportedMediaTypeError,
+)
 from ._runner import AgentFactory, ThreadRunner
+from ._site import SiteGuard, check_hosts, check_origins
 from ._store import DEFAULT_STORE, ServerStore, resolve_store
 
 __all__ = ["DEFAULT_MAX_BODY", "create_app"]
@@ -47,15 +59,6 @@ _OPEN_PATHS = frozenset({"/healthz", "/.well-known/agent-card.json", "/"})
 
 def _is_open(path: str) -> bool:
     return path in _OPEN_PATHS or path.startswith("/console/")
-
-
-async def _send_error(send: Send, exc: BaseException) -> None:
-    response = error_response(exc)
-    headers = [(k.encode(), v.encode()) for k, v in response.headers.items()]
-    if isinstance(exc, UnauthorizedError):
-        headers.append((b"www-authenticate", b"Bearer"))
-    await send({"type": "http.response.start", "status": response.status_code, "headers": headers})
-    await send({"type": "http.response.body", "body": bytes(response.body)})
 
 
 logger = logging.getLogger(__name__)
@@ -92,8 +95,16 @@ class _AccessLog:
             )
 
 
+def _is_json(content_type: bytes) -> bool:
+    """``application/json`` or ``application/<something>+json``, any parameters."""
+    media = content_type.split(b";", 1)[0].strip().lower()
+    return media == b"application/json" or (
+        media.startswith(b"application/") and media.endswith(b"+json")
+    )
+
+
 class _Guard:
-    """Bearer token and body size bound, before any route (see the module docstring)."""
+    """Bearer token, JSON media type and body size bound, before any route (module docstring)."""
 
     def __init__(self, app: ASGIApp, *, token: str | None, max_body: int) -> None:
         self.app = app
@@ -115,15 +126,21 @@ class _Guard:
             await self.app(scope, receive, send)
             return
         if not self._authorized(scope):
-            await _send_error(send, UnauthorizedError("a valid 'Authorization: Bearer' is needed"))
+            await send_error(send, UnauthorizedError("a valid 'Authorization: Bearer' is needed"))
             return
         if scope.get("method") in ("GET", "HEAD", "OPTIONS"):
             await self.app(scope, receive, send)
             return
+        content_type: bytes | None = None
         for name, value in scope.get("headers", ()):
             if name == b"content-length" and value.isdigit() and int(value) > self.max_body:
-                await _send_error(send, self._too_large())
+                await send_error(send, self._too_large())
                 return
+            if name == b"content-type":
+                content_type = value
+        if content_type is not None and not _is_json(content_type):
+            await send_error(send, _not_json(content_type))
+            return
         chunks: list[bytes] = []
         size = 0
         while True:
@@ -133,15 +150,25 @@ class _Guard:
             chunk = message.get("body", b"")
             size += len(chunk)
             if size > self.max_body:
-                await _send_error(send, self._too_large())
+                await send_error(send, self._too_large())
                 return
             chunks.append(chunk)
             if not message.get("more_body", False):
                 break
+        if content_type is None and size:
+            await send_error(send, _not_json(b""))
+            return
         await self.app(scope, _replay(b"".join(chunks), receive), send)
 
     def _too_large(self) -> BodyTooLargeError:
         return BodyTooLargeError(f"the request body is larger than {self.max_body} bytes")
+
+
+def _not_json(content_type: bytes) -> UnsupportedMediaTypeError:
+    given = repr(content_type.decode("latin-1")[:100]) if content_type else "no Content-Type"
+    return UnsupportedMediaTypeError(
+        f"a request body must be sent as 'Content-Type: application/json' (got {given})"
+    )
 
 
 def _replay(body: bytes, receive: Receive) -> Receive:
@@ -200,6 +227,8 @@ def create_app(
     a2a: bool = True,
     keepalive: float = 15.0,
     cors_origins: Sequence[str] = (),
+    allowed_hosts: Sequence[str] = (),
+    allowed_origins: Sequence[str] = (),
 ) -> Starlette:
     """The ASGI application that serves ``agent_factory``'s agents on ``store``.
 
@@ -216,14 +245,23 @@ def create_app(
         a2a: serve A2A (``/a2a``, ``/a2a/rest``, the agent card).
         keepalive: seconds without an event after which an SSE stream of the JSON API or
             AG-UI sends a keep-alive comment.
-        cors_origins: origins whose browser pages may call the server (a React app on
-            another port, say); their preflight requests are answered before the token
-            check, every other request still needs the token.
+        cors_origins: the older name of ``allowed_origins`` (both lists count).
+        allowed_hosts: host names clients reach the server by, besides loopback names and
+            the address a connection reached (``"agents.example.com"``, ``"*.example.com"``,
+            or ``"*"`` for any: a proxy that checks ``Host`` itself); any other ``Host``
+            is 400 ``HOST_NOT_ALLOWED`` (DNS rebinding).
+        allowed_origins: origins whose browser pages may call the server besides its own
+            (``"http://localhost:3000"``: a React app on another port, say; ``"*"`` for
+            any): their state-changing requests pass the origin check (else 403
+            ``ORIGIN_NOT_ALLOWED``) and their preflights are answered before the token
+            check; every other request still needs the token.
     """
     if token is not None and (not isinstance(token, str) or not token.strip()):
         raise InvalidArgumentError("token must be a non-empty string or None")
     if not isinstance(max_body, int) or max_body < 1:
         raise InvalidArgumentError(f"max_body must be a positive int, got {max_body!r}")
+    hosts = check_hosts(allowed_hosts)
+    origins = check_origins(allowed_origins) + check_origins(cors_origins, "cors_origins")
     resolved = store if isinstance(store, ServerStore) else resolve_store(store)
     runner = ThreadRunner(agent_factory, resolved, keepalive=keepalive)
     routes: list[BaseRoute] = [Route("/healthz", _healthz, methods=["GET"])]
@@ -255,14 +293,13 @@ def create_app(
     )
     app.state.runner = runner
     app.add_middleware(_Guard, token=token, max_body=max_body)
-    if cors_origins:  # outermost: a preflight carries no token
-        if isinstance(cors_origins, str) or not all(isinstance(o, str) for o in cors_origins):
-            raise InvalidArgumentError("cors_origins must be a sequence of origin strings")
+    if origins:  # outside the token check: a preflight carries no token
         app.add_middleware(
             CORSMiddleware,
-            allow_origins=list(cors_origins),
+            allow_origins=list(origins),
             allow_methods=["GET", "POST", "PATCH", "DELETE"],
             allow_headers=["Authorization", "Content-Type", "Accept", "A2A-Version"],
         )
+    app.add_middleware(SiteGuard, hosts=hosts, origins=origins)
     app.add_middleware(_AccessLog)  # outermost: every request, refused ones included
     return app

@@ -19,8 +19,11 @@ __all__ = [
     "ApprovalPendingError",
     "BadRequestError",
     "BodyTooLargeError",
+    "HostNotAllowedError",
     "NotFoundError",
+    "OriginNotAllowedError",
     "UnauthorizedError",
+    "UnsupportedMediaTypeError",
     "error_code",
     "error_payload",
     "status_for",
@@ -47,6 +50,27 @@ class BadRequestError(AgentError):
     default_code = "BAD_REQUEST"
 
 
+class HostNotAllowedError(AgentError):
+    """A request whose ``Host`` is neither loopback nor an allowed host (HTTP 400).
+
+    What a DNS-rebinding page sends: its own name, resolved to this server's address.
+    """
+
+    default_code = "HOST_NOT_ALLOWED"
+
+
+class OriginNotAllowedError(AgentError):
+    """A state-changing request from a page of another, not allowed, origin (HTTP 403)."""
+
+    default_code = "ORIGIN_NOT_ALLOWED"
+
+
+class UnsupportedMediaTypeError(AgentError):
+    """A request body that is not sent as ``application/json`` (HTTP 415)."""
+
+    default_code = "UNSUPPORTED_MEDIA_TYPE"
+
+
 class NotFoundError(AgentError):
     """A route or static file that does not exist (HTTP 404)."""
 
@@ -66,7 +90,9 @@ STATUS_BY_CODE: dict[str, int] = {
     "THREAD_ID_INVALID": 400,
     "STORAGE_KEY_INVALID": 400,
     "SNAPSHOT_FIELD": 400,
+    "HOST_NOT_ALLOWED": 400,
     "UNAUTHORIZED": 401,
+    "ORIGIN_NOT_ALLOWED": 403,
     "NOT_FOUND": 404,
     "CHECKPOINT_MISSING": 404,
     "MESSAGE_NOT_FOUND": 404,
@@ -77,6 +103,7 @@ STATUS_BY_CODE: dict[str, int] = {
     "CHECKPOINT_CONFLICT": 409,
     "MESSAGE_NOT_EDITABLE": 409,
     "BODY_TOO_LARGE": 413,
+    "UNSUPPORTED_MEDIA_TYPE": 415,
     "HITL_DECISION": 422,
     "STATE_NOT_JSON": 422,
     "CONTEXT_OVERFLOW": 422,
