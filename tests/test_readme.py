@@ -27,5 +27,6 @@ def test_quickstart_runs_and_resumes(tmp_path: Path) -> None:
         for _ in range(2)
     ]
     # The first run starts the session; the second restores it from disk (2 -> 4 messages).
-    assert outputs[0] == ["Hello Ada! 2", "Done: it is live."]
-    assert outputs[1] == ["Hello Ada! 4", "Done: it is live."]
+    shown = "approve? publish {'title': 'Hello'}"  # the call the approval then runs
+    assert outputs[0] == ["Hello Ada! 2", shown, "Done: it is live."]
+    assert outputs[1] == ["Hello Ada! 4", shown, "Done: it is live."]

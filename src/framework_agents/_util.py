@@ -8,7 +8,14 @@ from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
 from typing import Any, TypeGuard, TypeVar, cast
 
-__all__ = ["as_utc", "call_maybe_async", "implements", "maybe_await"]
+__all__ = [
+    "as_utc",
+    "call_maybe_async",
+    "check_collaborator",
+    "implements",
+    "maybe_await",
+    "protocol_methods",
+]
 
 T = TypeVar("T")
 
@@ -57,3 +64,31 @@ def implements(obj: object, protocol: Any) -> TypeGuard[Any]:
     if getattr(cls, "__getattr__", None) is None:
         _IMPLEMENTS.setdefault(cls, {})[protocol] = found
     return found
+
+
+def protocol_methods(protocol: type) -> list[str]:
+    """The public members a runtime-checkable protocol declares (its bases' too), sorted."""
+    names: set[str] = set()
+    for cls in protocol.__mro__:
+        if cls is object or not getattr(cls, "_is_protocol", False):
+            continue
+        names.update(n for n in vars(cls) if not n.startswith("_"))
+    return sorted(names)
+
+
+def check_collaborator(value: T | None, protocol: type, label: str) -> T | None:
+    """``value`` if it is ``None`` or implements ``protocol``, else ``INVALID_ARGUMENT``.
+
+    The one check of every collaborator an agent is given (its model, memory,
+    conversation manager, session manager, checkpointer): a protocol says what to
+    implement, the message says what is missing.
+    """
+    if value is None or implements(value, protocol):
+        return value
+    from .errors import InvalidArgumentError
+
+    missing = [m for m in protocol_methods(protocol) if not callable(getattr(value, m, None))]
+    raise InvalidArgumentError(
+        f"{label} must implement {protocol.__name__} ({', '.join(protocol_methods(protocol))}); "
+        f"{value!r:.100} lacks {', '.join(missing) or 'them'}"
+    )

@@ -228,7 +228,7 @@ def test_a_bare_name_approval_in_reissue_mode_records_the_arguments_that_ran(
     ran: list[dict[str, Any]] = []
     agent = transfer_agent(ran)
     interrupt_of(agent.run("pay bob", checkpointer=cp, thread_id="t"))
-    result = arun(agent.resume("t", {"transfer": "approve"}, checkpointer=cp))
+    result = arun(agent.resume("t", {"transfer": "approve"}, checkpointer=cp, reissue=True))
     assert ran == [{"to": "bob", "amount": 10_000}]  # what API.md pins for a bare name
     answer = next(m for m in result.messages if m.role == "tool")
     assert answer.metadata["ran_args"] == {"to": "bob", "amount": 10_000}
@@ -243,7 +243,9 @@ def test_an_interrupt_id_approval_in_reissue_mode_covers_only_the_arguments_show
     ran: list[dict[str, Any]] = []
     agent = transfer_agent(ran)
     shown = interrupt_of(agent.run("pay bob", checkpointer=cp, thread_id="t"))
-    again = interrupt_of(agent.resume("t", {shown.interrupt_id: "approve"}, checkpointer=cp))
+    again = interrupt_of(
+        agent.resume("t", {shown.interrupt_id: "approve"}, checkpointer=cp, reissue=True)
+    )
     assert ran == [] and again.arguments == {"to": "bob", "amount": 10_000}
 
 
@@ -487,3 +489,13 @@ def test_two_calls_of_unknown_outcome_are_settled_one_named_interrupt_at_a_time(
     assert result.text == "done" and ran == []  # both settled by rejection, none re-run
     answers = [m for m in result.messages if m.role == "tool"]
     assert [m.metadata.get("kind") for m in answers] == ["rejected", "rejected"]
+
+
+def test_an_approval_runs_the_call_the_human_saw_by_default(cp: FileCheckpointer) -> None:
+    """The README's pattern: resume(thread, {tool: "approve"}) never runs unseen arguments."""
+    ran: list[dict[str, Any]] = []
+    agent = transfer_agent(ran)
+    shown = interrupt_of(agent.run("pay bob", checkpointer=cp, thread_id="t"))
+    result = arun(agent.resume("t", {"transfer": "approve"}, checkpointer=cp))
+    assert ran == [shown.arguments] == [{"to": "bob", "amount": 10}]
+    assert result.text == "done: sent 10 to bob"

@@ -207,19 +207,21 @@ def test_calls_of_one_turn_decided_across_resumes_then_a_later_turn_asks_again(c
     first = interrupt_of(staged_agent(ran, stages).run("do", checkpointer=cp, thread_id="m"))
     assert first.tool == "send"
     second = interrupt_of(
-        staged_agent(ran, stages).resume("m", {"send": "approve"}, checkpointer=cp)
+        staged_agent(ran, stages).resume("m", {"send": "approve"}, checkpointer=cp, reissue=True)
     )
     assert second.tool == "pay" and ran == []
     assert some(arun(cp.load("m"))).decisions == {"send": "approve"}  # carried within the turn
     pay_key = hitl_key("pay", {"amount": 3})
     third = interrupt_of(
-        staged_agent(ran, stages).resume("m", {pay_key: "approve"}, checkpointer=cp)
+        staged_agent(ran, stages).resume("m", {pay_key: "approve"}, checkpointer=cp, reissue=True)
     )
     assert sorted(ran) == ["pay 3", "send bob"]  # the first turn ran, both calls
     assert third.tool == "send" and third.call_id not in (first.call_id, second.call_id)
     assert some(arun(cp.load("m"))).decisions == {}
     result = arun(
-        staged_agent(ran, stages).resume("m", {"send": {"reject": "sent already"}}, checkpointer=cp)
+        staged_agent(ran, stages).resume(
+            "m", {"send": {"reject": "sent already"}}, checkpointer=cp, reissue=True
+        )
     )
     assert sorted(ran) == ["pay 3", "send bob"]
     assert result.text == "done: sent to bob, paid 3, Rejected: sent already"

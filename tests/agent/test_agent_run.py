@@ -18,6 +18,7 @@ from framework_agents import (
     ContextOverflowError,
     FunctionModel,
     InMemoryMemory,
+    InMemoryStorage,
     InvalidArgumentError,
     MaxTurnsError,
     Message,
@@ -25,6 +26,7 @@ from framework_agents import (
     NullConversationManager,
     ReasoningBlock,
     ScriptedModel,
+    SessionManager,
     SlidingWindowConversationManager,
     TextBlock,
     ToolCall,
@@ -381,7 +383,7 @@ def test_with_tools_clones_with_fresh_memory_state_and_no_session() -> None:
 
     model = ScriptedModel(["one", "two"])
     agent = Agent(model, tools=[echo], state={"k": 1}, system_prompt="sp", agent_id="a1")
-    agent.session_manager = object()  # type: ignore[assignment]  # a clone never carries it
+    agent.session_manager = SessionManager("s", InMemoryStorage())  # a clone never carries it
     clone = agent.with_tools(extra)
     assert [t.name for t in clone.tools] == ["echo", "extra"]
     assert [t.name for t in agent.tools] == ["echo"]
@@ -408,7 +410,7 @@ def test_timeline_records_every_run() -> None:
     assert [e.label for e in entries] == [None, "error:MODEL_ERROR", None]
     assert all(e.at.utcoffset() == timedelta(0) for e in entries)
     assert entries[0].at <= entries[1].at <= entries[2].at
-    entry = agent._record("edit", "fixed a typo")
+    entry = agent._history.record("edit", "fixed a typo")
     assert (entry.rev, entry.kind, entry.label) == (4, "edit", "fixed a typo")
 
 

@@ -28,7 +28,6 @@ from framework_agents import (
     tool,
 )
 from framework_agents.agent import ToolContext
-from framework_agents.agent._threads import exclude_interrupted_turn
 from framework_agents.checkpoint import InMemoryCheckpointer, ThreadCheckpoint
 from framework_agents.errors import (
     AgentBusyError,
@@ -532,29 +531,6 @@ def test_decisions_for_all_calls_in_one_resume(cp: FileCheckpointer) -> None:
     result = arun(two_approval_agent(ran).resume("m", decisions, checkpointer=cp))
     assert ran == ["send bob"]
     assert result.text == "both done: sent to bob, Rejected: too much"
-
-
-@pytest.mark.parametrize(
-    ("history", "cut"),
-    [
-        pytest.param(["u", ("a", {"b": 1, "a": 2})], 1, id="trailing-unanswered"),
-        pytest.param(["u", ("a", {"a": 2, "b": 1}), "r"], 3, id="answered-stays"),
-        pytest.param(["u", ("a", {"a": 9})], 2, id="other-args"),
-        pytest.param(["u"], 1, id="no-turn"),
-    ],
-)
-def test_exclude_interrupted_turn_matches_by_name_and_json_equal_args(
-    history: list[Any], cut: int
-) -> None:
-    messages: list[Message] = []
-    for item in history:
-        if item == "u":
-            messages.append(Message("user", "go"))
-        elif item == "r":
-            messages.append(Message("tool", "ok", tool_call_id="c", name="f"))
-        else:
-            messages.append(Message("assistant", "", tool_calls=[ToolCall("c", "f", item[1])]))
-    assert exclude_interrupted_turn(messages, "f", {"a": 2, "b": 1}) == messages[:cut]
 
 
 # -- at most once (in process) ------------------------------------------------------

@@ -95,7 +95,7 @@ def test_the_spec_example_with_fresh_agents_and_regenerated_arguments(
         saved = await cp.load("t1")
         assert [(m.role, m.text) for m in saved.messages] == [("user", "...publish it.")]
         assert saved.pending == ToolCall("call-0", "publish", {"text": "draft 0"})
-        resumed = await mk().resume("t1", {tool: "approve"}, checkpointer=cp)
+        resumed = await mk().resume("t1", {tool: "approve"}, checkpointer=cp, reissue=True)
         return resumed, await cp.load("t1")
 
     resumed, final = arun(main())
@@ -120,7 +120,7 @@ def test_an_exact_key_does_not_approve_regenerated_arguments(tmp_path: Path) -> 
         arun(p.mk().run("publish it", checkpointer=cp, thread_id="t1"))
     key = first.value.key
     with pytest.raises(HitlInterrupt) as again:  # draft 1 is not draft 0
-        arun(p.mk().resume("t1", {key: "approve"}, checkpointer=cp))
+        arun(p.mk().resume("t1", {key: "approve"}, checkpointer=cp, reissue=True))
     assert again.value.arguments == {"text": "draft 1"} and p.published == []
     saved = arun(cp.load("t1"))
     assert saved is not None
@@ -129,7 +129,7 @@ def test_an_exact_key_does_not_approve_regenerated_arguments(tmp_path: Path) -> 
     assert [m.text for m in saved.messages] == ["publish it"]
     # The key of the call the model will re-issue next approves exactly that call.
     nxt = hitl_key("publish", {"text": "draft 2"})
-    result = arun(p.mk().resume("t1", {nxt: "approve"}, checkpointer=cp))
+    result = arun(p.mk().resume("t1", {nxt: "approve"}, checkpointer=cp, reissue=True))
     assert p.published == ["draft 2"] and result.text == "Done: published draft 2"
 
 
@@ -529,7 +529,7 @@ def test_a_resume_that_interrupts_again_is_a_resume_entry_and_keeps_the_thread(
         arun(p.mk(state={"n": {"deep": [1, 2.5, None]}}).run("go", checkpointer=cp, thread_id="t"))
     again = p.mk()
     with pytest.raises(HitlInterrupt) as info:
-        arun(again.resume("t", {"publish": {"suspend": True}}, checkpointer=cp))
+        arun(again.resume("t", {"publish": {"suspend": True}}, checkpointer=cp, reissue=True))
     assert info.value.thread_id == "t" and info.value.arguments == {"text": "draft 1"}
     assert [(e.kind, e.label) for e in again.timeline] == [("resume", "interrupted")]
     assert again.state.to_dict() == {"n": {"deep": [1, 2.5, None]}}
@@ -539,6 +539,6 @@ def test_a_resume_that_interrupts_again_is_a_resume_entry_and_keeps_the_thread(
     assert saved is not None
     assert [m.text for m in saved.messages] == ["go"] and p.published == []
     final = p.mk()
-    result = arun(final.resume("t", {"publish": "approve"}, checkpointer=cp))
+    result = arun(final.resume("t", {"publish": "approve"}, checkpointer=cp, reissue=True))
     assert p.published == ["draft 2"] and is_well_formed(result.messages)
     assert final.state.to_dict() == {"n": {"deep": [1, 2.5, None]}}

@@ -1,8 +1,8 @@
 """A swarm resume that runs the call the human saw (``reissue=False``), streamed.
 
 The billing member's model names a different order each time it is asked for a refund
-call: asking it again after the approval (the default, re-issue mode) runs an order the
-human never saw; ``reissue=False`` runs the stored call and asks the model only for its
+call: asking it again after the approval (``reissue=True``) runs an order the human never
+saw; the default, ``reissue=False``, runs the stored call and asks the model only for its
 answer. The agent-shaped view (what a server drives) streams that resume.
 """
 
@@ -12,6 +12,7 @@ import asyncio
 from pathlib import Path
 from typing import Any
 
+import pytest
 from swarm_scenario import since_my_turn, triage_model
 
 from framework_agents import (
@@ -85,17 +86,36 @@ def test_the_view_streams_a_resume_that_runs_the_call_the_human_saw(tmp_path: Pa
     assert any(isinstance(e, MemberEvent) for e in second)  # the member's run brackets
 
 
-def test_the_default_resume_asks_the_member_again(tmp_path: Path) -> None:
-    """The re-issue mode (API.md's default) is unchanged: the model names the call anew."""
+def test_reissue_true_asks_the_member_again(tmp_path: Path) -> None:
+    """The re-issue mode: the model names the call anew."""
     effects, asked = tmp_path / "fx.txt", list[int]()
     swarm = _swarm(effects, asked)
     cp = InMemoryCheckpointer()
 
     async def scenario() -> str:
         await _collect(swarm.stream("refund please", checkpointer=cp, thread_id="t"))
-        result = await swarm.resume("t", {"refund": "approve"}, checkpointer=cp)
+        result = await swarm.resume("t", {"refund": "approve"}, checkpointer=cp, reissue=True)
         return result.text
 
     assert asyncio.run(scenario()) == "Refund handled: refunded order 43"
     assert asked == [0, 1]
     assert effects.read_text() == "refund 43\n"
+
+
+def test_the_default_resume_and_its_old_stream_name_run_the_call_the_human_saw(
+    tmp_path: Path,
+) -> None:
+    effects, asked = tmp_path / "fx.txt", list[int]()
+    swarm = _swarm(effects, asked)
+    cp = InMemoryCheckpointer()
+
+    async def scenario() -> list[Any]:
+        await _collect(swarm.stream("refund please", checkpointer=cp, thread_id="t"))
+        with pytest.warns(DeprecationWarning, match="resume_stream"):
+            stream = swarm.stream_resume("t", {"refund": "approve"}, checkpointer=cp)
+        return await _collect(stream)
+
+    events = asyncio.run(scenario())
+    assert effects.read_text() == "refund 42\n"  # the order the human saw
+    assert asked == [0]
+    assert events[-1].result.text == "Refund handled: refunded order 42"

@@ -85,7 +85,7 @@ def test_an_approval_ends_the_stream_with_a_swarm_interrupt_event(tmp_path: Path
     assert last.interrupt.tool == "refund"
     # Resuming as a stream goes on in billing, from its run_started to the final answer.
     resumed = asyncio.run(
-        collect(swarm.stream_resume("t1", {"refund": "approve"}, checkpointer=cp))
+        collect(swarm.resume_stream("t1", {"refund": "approve"}, checkpointer=cp))
     )
     members = {e.agent for e in resumed if isinstance(e, MemberEvent)}
     assert members == {"billing"}
@@ -156,7 +156,7 @@ def test_swarm_agent_events_give_a_server_one_agent_shaped_run(tmp_path: Path) -
             swarm_agent_events(swarm.stream("refund", checkpointer=cp, thread_id="t"))
         )
         second = await collect(
-            swarm_agent_events(swarm.stream_resume("t", {"refund": "approve"}, checkpointer=cp))
+            swarm_agent_events(swarm.resume_stream("t", {"refund": "approve"}, checkpointer=cp))
         )
         return first, second
 

@@ -228,7 +228,9 @@ def test_interrupted_then_resumed_run_links_the_resume_to_the_run(
     otel.exporter.clear()
     reissued = usage("", 5, 2, publish={"text": "hi"})  # a resume asks the model again
     second = Agent(ScriptedModel([reissued, usage("done", 1, 1)]), tools=[publish])
-    result = arun(second.resume("t1", {"publish": "approve"}, checkpointer=checkpointer))
+    result = arun(
+        second.resume("t1", {"publish": "approve"}, checkpointer=checkpointer, reissue=True)
+    )
 
     assert result.text == "done"
     (resumed,) = otel.named("invoke_agent")

@@ -66,6 +66,7 @@ __all__ = [
     "kept_well_formed",
     "run_call",
     "run_loop",
+    "unique_call_ids",
 ]
 
 logger = logging.getLogger(__name__)
@@ -130,8 +131,10 @@ class ToolProgress:
 class RunHooks:
     """Async seams of one run (all optional); checkpointing and sessions plug in here.
 
-    * ``prepare()``: the starting history, called inside the busy section (replaces the
-      memory load and first-run seeding).
+    * ``on_start()``: the run begins (inside the busy section), before anything is read:
+      a session restores its latest snapshot here (or carries its app data along).
+    * ``prepare()``: the starting history, or ``None`` for the agent's own start (its
+      memory, seeded on the first run): a thread's checkpoint gives it here.
     * ``on_turn_start(history, assistant)``: a tool turn is about to run its calls;
       ``history`` is the transcript before ``assistant`` (checkpointing records it).
     * ``on_tool_start(call, decision)``: just before a tool actually runs.
@@ -146,7 +149,8 @@ class RunHooks:
     Sessions and threads are hook providers: :meth:`compose` joins theirs into one.
     """
 
-    prepare: Callable[[], Awaitable[Sequence[Message]]] | None = None
+    on_start: Callable[[], Awaitable[None]] | None = None
+    prepare: Callable[[], Awaitable[Sequence[Message] | None]] | None = None
     on_turn_start: Callable[[list[Message], Message], Awaitable[None]] | None = None
     on_tool_start: Callable[[ToolCall, ResolvedDecision | None], Awaitable[None]] | None = None
     on_tool_result: Callable[[ToolProgress], Awaitable[None]] | None = None
@@ -356,7 +360,7 @@ def _tool_message(call: ToolCall, text: str, **metadata: Any) -> Message:
     return Message("tool", text, tool_call_id=call.id, name=call.name, metadata=metadata)
 
 
-def _unique_call_ids(message: Message) -> Message:
+def unique_call_ids(message: Message) -> Message:
     """Give calls with an empty or repeated id a fresh one (ids only pair calls and results)."""
     seen: set[str] = set()
     calls: list[ToolCall] = []
@@ -490,12 +494,12 @@ async def _call_model(
         break
     assert reply is not None  # _ask ends with a _Reply or raises
     response = _check_assistant(reply.message, "a model's answer", ModelError)
-    ctx.response = _unique_call_ids(response.model_copy(update={"id": message_id}))
+    ctx.response = unique_call_ids(response.model_copy(update={"id": message_id}))
     await setup.middleware.run("after_model", ctx)
     response = _check_assistant(ctx.response, "after_model's ctx.response", InvalidArgumentError)
     if response.id != message_id:
         response = response.model_copy(update={"id": message_id})
-    response = _unique_call_ids(response)
+    response = unique_call_ids(response)
     if not seen.reasoning:
         for block in response.reasoning:
             yield ReasoningDeltaEvent(message_id=message_id, delta=block.text)

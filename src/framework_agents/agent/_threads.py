@@ -40,8 +40,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import contextvars
-import json
+import enum
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
@@ -67,45 +66,56 @@ from ..hitl import (
     new_interrupt_id,
     parse_decision,
 )
-from ..memory._base import Memory
 from ..memory.carry import app_data_with_state, restore_state
 from ..messages import Message, ToolCall
 from ..tools import Tool
+from ._history import AgentHistory
 from ._loop import LoopRun, RunHooks, RunSetup, ToolProgress, run_call
-from .state import AgentState
 
 __all__ = [
+    "Holding",
+    "Opening",
     "ThreadHost",
     "ThreadStart",
     "check_target",
-    "exclude_interrupted_turn",
     "open_thread",
     "pause_thread",
     "surface_interrupt",
 ]
 
 
+class Opening(enum.Enum):
+    """How a run opens its thread.
+
+    * ``RUN``: a new prompt; a resume's decisions may ride along.
+    * ``RESUME``: no new message; an interrupted approval runs exactly the stored call
+      (or its edit): the model is not asked again.
+    * ``REISSUE``: no new message; the model is asked again and the decisions apply to
+      the call it re-issues (bare tool names match any arguments).
+    """
+
+    RUN = "run"
+    RESUME = "resume"
+    REISSUE = "reissue"
+
+    @property
+    def resumes(self) -> bool:
+        """Whether the run continues the thread with no new message."""
+        return self is not Opening.RUN
+
+
 @dataclass(frozen=True, slots=True)
 class ThreadHost:
     """What a thread needs from the agent that runs it, handed over explicitly.
 
-    ``start_history()`` is the agent's own start (its memory, session and seed) for a
-    thread with no checkpoint yet; ``carry_session()`` makes the session's app data ride
-    along when the thread's checkpoint, not the session, gives the start;
-    ``recall(checkpointer, thread_id)`` is the checked history the agent last committed to
-    that thread (``remember`` records it), so a checkpoint that begins with it is checked
-    only past it.
+    ``history`` is the agent's (its state, memory, and what it last committed to a
+    thread); ``setup()`` builds the loop's setup for re-running settled calls.
     """
 
     agent_id: str
-    state: AgentState
-    memory: Memory
+    history: AgentHistory
     tools: Mapping[str, Tool]
     setup: Callable[[], RunSetup]
-    start_history: Callable[[], Awaitable[Sequence[Message]]]
-    carry_session: Callable[[], Awaitable[None]]
-    recall: Callable[[Checkpointer, str], CheckedHistory | None] = lambda _cp, _id: None
-    remember: Callable[[Checkpointer, str, CheckedHistory], None] = lambda _cp, _id, _h: None
 
 
 def checked_start(start: Sequence[Message], known: CheckedHistory | None) -> CheckedHistory:
@@ -123,54 +133,25 @@ def checked_start(start: Sequence[Message], known: CheckedHistory | None) -> Che
 
 
 @dataclass(slots=True)
-class _Holding:
-    """The thread whose run lock the current context holds (until ``released``)."""
+class Holding:
+    """The thread whose run lock an agent's run holds (until ``released``)."""
 
     checkpointer: Checkpointer
     thread_id: str
     released: bool = False  # the run's last save let the thread go
 
+    def holds(self, checkpointer: Checkpointer, thread_id: str) -> bool:
+        """Whether this still holds ``thread_id`` of ``checkpointer``."""
+        return (
+            not self.released and self.checkpointer is checkpointer and self.thread_id == thread_id
+        )
 
-#: The thread whose run lock the current context holds.
-_HOLDING: contextvars.ContextVar[_Holding | None] = contextvars.ContextVar(
-    "framework_agents_thread", default=None
-)
 
 _UNKNOWN_REASON = (
     "was approved and started, but the process stopped before its result was saved: "
     "whether it ran is unknown. It is not re-run on its own; resume with a decision for it "
     "(approve or edit runs it again, reject answers it without running it)"
 )
-
-
-def _json_equal(a: Any, b: Any) -> bool:
-    try:
-        return json.dumps(a, sort_keys=True) == json.dumps(b, sort_keys=True)
-    except (TypeError, ValueError):
-        return bool(a == b)
-
-
-def exclude_interrupted_turn(
-    messages: Sequence[Message], tool: str, args: Mapping[str, Any]
-) -> list[Message]:
-    """``messages`` without the trailing, unanswered assistant turn that called ``tool(args)``.
-
-    The turn is found by tool name and JSON-equal arguments, and only when it is the last
-    turn and not fully answered, so an earlier finished call with equal arguments stays.
-    (The loop already hands over the history without it; this keeps the rule explicit.)
-    """
-    for i in range(len(messages) - 1, -1, -1):
-        message = messages[i]
-        if message.role == "tool":
-            continue
-        if message.role == "assistant" and any(
-            c.name == tool and _json_equal(c.args, dict(args)) for c in message.tool_calls
-        ):
-            answered = {m.tool_call_id for m in messages[i + 1 :] if m.role == "tool"}
-            if any(c.id not in answered for c in message.tool_calls):
-                return list(messages[:i])
-        break
-    return list(messages)
 
 
 def check_target(checkpointer: object, thread_id: object) -> Checkpointer:
@@ -216,7 +197,7 @@ class _ThreadRun:
     # The run's last save (the finished run's checkpoint): nothing of the thread is
     # written after it, so a checkpointer may let the thread go in the same step.
     save_last: Callable[[ThreadCheckpoint], Awaitable[bool]] | None = None
-    holding: _Holding | None = None  # told when the last save let the thread go
+    holding: Holding | None = None  # told when the last save let the thread go
 
     def hooks(self) -> RunHooks:
         return RunHooks(
@@ -230,9 +211,9 @@ class _ThreadRun:
         )
 
     def checkpoint(self, messages: Sequence[Message], **fields: Any) -> ThreadCheckpoint:
-        state = self.host.state.to_dict()
+        state = self.host.history.state.to_dict()
         # A memory with long-term state (an in-memory GraphMemory) rides along in app_data.
-        app_data = app_data_with_state(self.host.memory, self.app_data)
+        app_data = app_data_with_state(self.host.history.memory, self.app_data)
         record = run_link_record()  # a traced run: a later resume elsewhere links to it
         if record is not None:
             app_data = {
@@ -262,20 +243,23 @@ class _ThreadRun:
 
     # -- hooks ------------------------------------------------------------------------
 
-    async def prepare(self) -> Sequence[Message]:
-        # Inside the busy section: nothing of the agent changes before the run is ours.
+    async def prepare(self) -> Sequence[Message] | None:
+        """The thread's history to start from; ``None``: no checkpoint, the agent's own start.
+
+        Inside the busy section: nothing of the agent changes before the run is ours.
+        """
+        history = self.host.history
         if self.state is not None:
-            self.host.state.replace(self.state)
+            history.state.replace(self.state)
         if self.start is None:
-            return await self.host.start_history()
-        await restore_state(self.host.memory, self.app_data)
-        await self.host.carry_session()
+            return None
+        await restore_state(history.memory, self.app_data)
         if self.settle is not None:
             self.start = await self.run_settled(self.settle)
         # Memory and agent.messages take the thread's history when the run commits (on
         # success or interrupt), like every run; rewriting them here too would cost a
         # second whole-history save, and a failed run commits nothing.
-        return checked_start(self.start, self.host.recall(self.checkpointer, self.thread_id))
+        return checked_start(self.start, history.recall_thread(self.checkpointer, self.thread_id))
 
     async def on_turn_start(self, history: list[Message], assistant: Message) -> None:
         self.turn = _Turn(list(history), assistant)
@@ -308,10 +292,10 @@ class _ThreadRun:
     async def on_interrupt(
         self, interrupt: HitlInterrupt, messages: list[Message], turn: Message
     ) -> None:
-        kept = exclude_interrupted_turn(messages, interrupt.tool, interrupt.arguments)
+        # ``messages`` already end before the interrupted turn (the loop's contract).
         pending = ToolCall(interrupt.call_id, interrupt.tool, interrupt.arguments)
         checkpoint = self.checkpoint(
-            kept,
+            messages,
             pending=pending,
             decisions=dict(self.decisions),
             interrupt_id=interrupt.interrupt_id,
@@ -338,7 +322,7 @@ class _ThreadRun:
                 )
                 if let_go and self.holding is not None:
                     self.holding.released = True  # a pause from now on takes the lock
-        self.host.remember(self.checkpointer, self.thread_id, history)
+        self.host.history.remember_thread(self.checkpointer, self.thread_id, history)
 
     # -- settling calls of unknown outcome ----------------------------------------------
 
@@ -416,58 +400,73 @@ class _Admission:
     stale: bool = False  # re-surface the open interrupt as it is (nothing is written)
 
 
+def _refuse_idle_resume(base: ThreadCheckpoint, given: Mapping[str, Any]) -> None:
+    """A resume of a thread with nothing pending: coded errors for what cannot go on.
+
+    Decisions are refused (``HITL_DECISION``, nothing runs or is written); a resume with
+    none of a finished or empty thread is ``INVALID_ARGUMENT``.
+    """
+    if given:
+        raise HitlDecisionError(
+            f"thread {base.thread_id!r} has no pending approval: the decisions "
+            f"{sorted(given)} answer nothing, so nothing ran and nothing was written"
+        )
+    if base.finished and (not base.messages or base.messages[-1].role == "assistant"):
+        # Finished means it ends on the model's answer; a thread something was added to
+        # since (a swarm's handoff message) has a turn to answer and goes on.
+        raise InvalidArgumentError(
+            f"thread {base.thread_id!r} is finished (its last run ended on the model's "
+            "answer): nothing to resume; run it with a new prompt"
+        )
+    if not base.resumable_history():
+        raise InvalidArgumentError(
+            f"thread {base.thread_id!r} holds no message: nothing to resume "
+            "(the model is never called with no message); run it with a prompt"
+        )
+
+
 def _admit(
-    base: ThreadCheckpoint, given: Mapping[str, Any], tools: Mapping[str, Any], *, resume: bool
+    base: ThreadCheckpoint, given: Mapping[str, Any], tools: Mapping[str, Any], opening: Opening
 ) -> _Admission:
     """Bind the given decisions to the thread's open interrupt (the at-most-once gate).
 
-    * Nothing pending: decisions are refused (``HITL_DECISION``, nothing runs or is
-      written); a resume with none of a finished thread is ``INVALID_ARGUMENT``.
+    * Nothing pending on a resume: see :func:`_refuse_idle_resume`; a decided turn whose
+      results are saved (the run failed after them) goes on with no decision (the ones
+      that let it run are spent: a retry carrying them arms nothing).
     * A key that is an interrupt id settles only the open interrupt; any other id is
       stale and the open interrupt is re-surfaced instead of running anything.
     * Calls of unknown outcome are settled only in a request naming the open interrupt's
       id (its ``key``); anything else re-surfaces them.
     """
-    open_id = base.open_interrupt_id()
-    pending = base.pending
-    if resume and pending is None and not base.in_flight:
+    pending, resumes = base.pending, opening.resumes
+    if resumes and pending is None and not base.in_flight:
         if base.turn is not None:
-            # A decided turn whose results are saved (the run failed after them): the
-            # decisions that let it run are spent; a retry carrying them arms nothing.
             return _Admission({})
-        if given:
-            raise HitlDecisionError(
-                f"thread {base.thread_id!r} has no pending approval: the decisions "
-                f"{sorted(given)} answer nothing, so nothing ran and nothing was written"
-            )
-        if base.finished and (not base.messages or base.messages[-1].role == "assistant"):
-            # Finished means it ends on the model's answer; a thread something was added
-            # to since (a swarm's handoff message) has a turn to answer and goes on.
-            raise InvalidArgumentError(
-                f"thread {base.thread_id!r} is finished (its last run ended on the model's "
-                "answer): nothing to resume; run it with a new prompt"
-            )
-        if not base.resumable_history():
-            raise InvalidArgumentError(
-                f"thread {base.thread_id!r} holds no message: nothing to resume "
-                "(the model is never called with no message); run it with a prompt"
-            )
+        _refuse_idle_resume(base, given)
+    open_id = base.open_interrupt_id()
     ids = {k for k in given if is_interrupt_id(k) and k not in tools}
     decisions = {k: v for k, v in given.items() if k not in ids}
     named = open_id is not None and open_id in ids
     if pending is not None and named:
         decisions[hitl_key(pending.name, pending.args)] = given[open_id]  # type: ignore[index]
     if base.in_flight:
-        if not resume or not base.outcome_unknown:
-            return _Admission(decisions, surface=base.in_flight[0])
-        if not named:  # a replay, a double click, a bare name: never settles the unknown
-            return _Admission(decisions, surface=pending or base.in_flight[0], stale=True)
-        # Decisions carried here were given by earlier requests that named the open
-        # interrupt (for other calls of unknown outcome of the same turn): they count.
-        return _Admission({**base.decisions, **decisions})
-    if resume and pending is not None and ids and not named:
+        return _admit_unknown(base, decisions, resumes=resumes, named=named)
+    if resumes and pending is not None and ids and not named:
         return _Admission(decisions, surface=pending, stale=True)
     return _Admission(decisions)
+
+
+def _admit_unknown(
+    base: ThreadCheckpoint, decisions: dict[str, Any], *, resumes: bool, named: bool
+) -> _Admission:
+    """The admission of a thread with calls in flight (whose outcome may be unknown)."""
+    if not resumes or not base.outcome_unknown:
+        return _Admission(decisions, surface=base.in_flight[0])
+    if not named:  # a replay, a double click, a bare name: never settles the unknown
+        return _Admission(decisions, surface=base.pending or base.in_flight[0], stale=True)
+    # Decisions carried here were given by earlier requests that named the open interrupt
+    # (for other calls of unknown outcome of the same turn): they count.
+    return _Admission({**base.decisions, **decisions})
 
 
 async def surface_interrupt(
@@ -533,88 +532,87 @@ class ThreadStart:
 @contextlib.asynccontextmanager
 async def open_thread(
     host: ThreadHost,
-    checkpointer: object,
-    thread_id: str | None,
-    *,
-    decisions: Mapping[str, Any] | None,
-    resume: bool,
-    reissue: bool = True,
+    checkpointer: Checkpointer,
+    thread_id: str,
+    decisions: Mapping[str, Any],
+    opening: Opening,
 ) -> AsyncIterator[ThreadStart]:
     """Hold ``thread_id``'s run lock, load its checkpoint and decide how the run starts.
 
-    ``CHECKPOINT_MISSING`` for a resume of an unknown thread; the decisions are bound to
-    the open interrupt (:func:`_admit`) before anything runs. The lock is held until the
-    ``async with`` block ends.
+    The arguments were checked by the public method that took them. ``CHECKPOINT_MISSING``
+    for a resume of an unknown thread; the decisions are bound to the open interrupt
+    (:func:`_admit`) before anything runs. The lock is held until the block ends.
     """
-    cp = check_target(checkpointer, thread_id)
-    assert thread_id is not None
-    given = dict(decisions or {})
     async with contextlib.AsyncExitStack() as stack:
-        taking = stack.enter_async_context(hold_thread(cp, thread_id))
-        held = await trace_store("checkpoint", "load", cp, taking, key=thread_id)
+        taking = stack.enter_async_context(hold_thread(checkpointer, thread_id))
+        held = await trace_store("checkpoint", "load", checkpointer, taking, key=thread_id)
         base = held.checkpoint
-        outer = _HOLDING.get()
-        holding = _Holding(cp, thread_id)
-        _HOLDING.set(holding)
-        try:
-            if base is not None and base.app_data is not None:
-                link_previous_run(base.app_data.get(TRACE_APP_DATA_KEY))
-            if base is None:
-                if resume:
-                    raise CheckpointMissingError(
-                        f"thread {thread_id!r} has no checkpoint to resume"
-                    )
-                book = DecisionBook(given)
-                run = _ThreadRun(
-                    host, cp, thread_id, book, save_last=held.save_last, holding=holding
-                )
-                yield ThreadStart(run)
-                return
-            admission = _admit(base, given, host.tools, resume=resume)
-            carried = dict(base.decisions) if resume else {}
-            book = DecisionBook({**carried, **admission.decisions})
-            run = _ThreadRun(host, cp, thread_id, book, save_last=held.save_last, holding=holding)
-            start = ThreadStart(run, base)
-            if admission.surface is not None:
-                start.surface, start.stale = admission.surface, admission.stale
-            elif base.in_flight:
-                plans, undecided = _decide_unknown(host.tools, base, admission.decisions)
-                start.surface = undecided
-                if undecided is not None and base.outcome_unknown:
-                    start.carry = admission.decisions  # the request named the interrupt
-                start.run.settle, start.run.plans = base, plans
-            elif resume and not reissue:
-                start.run.replay = base.interrupted_turn()
-            start.run.state = base.state
-            start.run.app_data = base.app_data
-            start.run.start = base.resumable_history()
-            yield start
-        finally:
-            _HOLDING.set(outer)  # not reset(token): the generator may close in another context
+        holding = Holding(checkpointer, thread_id)
+        if base is not None and base.app_data is not None:
+            link_previous_run(base.app_data.get(TRACE_APP_DATA_KEY))
+        if base is None and opening.resumes:
+            raise CheckpointMissingError(f"thread {thread_id!r} has no checkpoint to resume")
+        admitted = _Admission(dict(decisions)) if base is None else None
+        if base is not None:
+            admitted = _admit(base, decisions, host.tools, opening)
+        assert admitted is not None
+        carried = dict(base.decisions) if base is not None and opening.resumes else {}
+        book = DecisionBook({**carried, **admitted.decisions})
+        run = _ThreadRun(
+            host, checkpointer, thread_id, book, save_last=held.save_last, holding=holding
+        )
+        start = ThreadStart(run, base)
+        if base is not None:
+            _plan_start(start, base, admitted, opening, host.tools)
+        yield start
+
+
+def _plan_start(
+    start: ThreadStart,
+    base: ThreadCheckpoint,
+    admitted: _Admission,
+    opening: Opening,
+    tools: Mapping[str, Tool],
+) -> None:
+    """How a run of a thread with a checkpoint goes on: an interrupt first, or its start."""
+    run = start.run
+    if admitted.surface is not None:
+        start.surface, start.stale = admitted.surface, admitted.stale
+    elif base.in_flight:
+        plans, undecided = _decide_unknown(tools, base, admitted.decisions)
+        start.surface = undecided
+        if undecided is not None and base.outcome_unknown:
+            start.carry = admitted.decisions  # the request named the interrupt
+        run.settle, run.plans = base, plans
+    elif opening is Opening.RESUME:
+        run.replay = base.interrupted_turn()
+    run.state = base.state
+    run.app_data = base.app_data
+    run.start = base.resumable_history()
 
 
 async def pause_thread(
-    checkpointer: object,
+    checkpointer: Checkpointer,
     thread_id: str,
-    host: ThreadHost,
-    history: Callable[[], Awaitable[Sequence[Message]]],
+    history: AgentHistory,
+    holding: Holding | None,
 ) -> None:
-    """Save the agent's ``history()`` and state as the thread's checkpoint (``pending=None``).
+    """Save ``history``'s messages and state as the thread's checkpoint (``pending=None``).
 
-    ``history()`` is what the agent holds now (before its first run, what that run would
+    ``history`` holds what the agent holds now (before its first run, what that run would
     start from). Pausing a thread that has no checkpoint with no message to save would
     store a thread nothing can continue: ``CHECKPOINT_MISSING``, nothing written (except
     from inside the thread's own run, which saves the thread when it ends).
 
     Calls of unknown outcome recorded in the thread's checkpoint are kept (a pause must not
-    make the at-most-once protocol forget them). Called from inside a run that holds the
-    thread (a tool, middleware or a stream consumer), it saves without waiting for the lock.
+    make the at-most-once protocol forget them). When ``holding`` says the agent's run
+    holds the thread (a tool, middleware or a stream consumer pausing it), the save does
+    not wait for the lock the run holds.
     """
-    cp = check_target(checkpointer, thread_id)
 
     async def save(inside: bool) -> None:
-        messages = repair_history(await history())  # a seed may be malformed; runs repair too
-        base = await cp.load(thread_id)
+        messages = repair_history(history.messages)  # a seed may be malformed; runs repair too
+        base = await checkpointer.load(thread_id)
         if base is None and not messages and not inside:
             raise CheckpointMissingError(
                 f"thread {thread_id!r} has no checkpoint and the agent holds no message: "
@@ -628,19 +626,13 @@ async def pause_thread(
                 "in_flight": base.in_flight,
                 "outcome_unknown": base.outcome_unknown,
             }
-        app_data = app_data_with_state(host.memory, base.app_data if base else None)
+        app_data = app_data_with_state(history.memory, base.app_data if base else None)
         keep["app_data"] = app_data if isinstance(app_data, dict) else None
-        state = host.state.to_dict()
-        await cp.save(ThreadCheckpoint(thread_id, None, messages, state, **keep))
+        state = history.state.to_dict()
+        await checkpointer.save(ThreadCheckpoint(thread_id, None, messages, state, **keep))
 
-    holding = _HOLDING.get()
-    if (
-        holding is not None
-        and not holding.released
-        and holding.checkpointer is cp
-        and holding.thread_id == thread_id
-    ):
+    if holding is not None and holding.holds(checkpointer, thread_id):
         await save(inside=True)  # the thread's own run: its end saves the thread anyway
         return
-    async with thread_lock(cp, thread_id):
+    async with thread_lock(checkpointer, thread_id):
         await save(inside=False)

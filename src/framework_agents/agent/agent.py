@@ -1,48 +1,63 @@
 """``Agent``: a model, tools and a memory, driven by one loop for ``run()`` and ``stream()``.
 
 A run (:meth:`Agent._drive`): take the busy flag (``AGENT_BUSY`` if taken), get the
-starting history (memory, the session's snapshot on the first run, else the
-``initial_messages`` seed; a thread's checkpoint when a checkpointer is given), append the
-prompt, run the loop (``_loop.run_loop`` with the frozen ``RunSetup`` of this agent), then
-commit: ``conversation_manager.apply``, the memory replaced by the managed transcript
-(clear-then-save), ``agent.messages`` and a timeline entry. A run that fails commits
-nothing; an interrupted run commits the history up to, and excluding, the interrupted
-assistant turn.
+starting history (the session's hooks restore it on the first run; a thread's checkpoint
+when a checkpointer is given; else the agent's :class:`~._history.AgentHistory`: memory,
+seeded on the first run), append the prompt, run the loop (``_loop.run_loop`` with the
+frozen ``RunSetup`` of this agent), then commit through the history: the conversation
+manager, the memory replaced by the managed transcript (clear-then-save),
+``agent.messages`` and a timeline entry. A run that fails commits nothing; an
+interrupted run commits the history up to, and excluding, the interrupted assistant turn.
 
-Threads (``checkpointer`` + ``thread_id``, ``pause``, ``resume``) live in ``_threads``:
-it takes the thread lock, loads the checkpoint, binds decisions to the open interrupt
-and plugs the at-most-once protocol into the run through ``RunHooks``. Sessions,
-snapshots, edits and branches live in ``_sessions`` (see ``docs/sessions.md`` and
-``docs/checkpoints.md``).
+Every argument is checked once, in the public method that takes it. Threads
+(``checkpointer`` + ``thread_id``, ``pause``, ``resume``) live in ``_threads``: it takes
+the thread lock, loads the checkpoint, binds decisions to the open interrupt and plugs the
+at-most-once protocol into the run through ``RunHooks``. The session is a hook provider
+(``_sessions.SessionSync``); snapshots and edits go through it too (see
+``docs/sessions.md`` and ``docs/checkpoints.md``).
 """
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
+import copy
+import inspect
 import logging
 from collections.abc import AsyncGenerator, Callable, Iterable, Mapping, Sequence
 from typing import Any, Literal
 
 from pydantic import BaseModel
 
-from .._telemetry import trace_run, trace_store
-from .._util import implements
+from .._telemetry import trace_run
+from .._util import check_collaborator, implements
 from ..checkpoint._base import Checkpointer
 from ..conversation._base import ConversationManager
 from ..errors import HitlDecisionError, InvalidArgumentError
 from ..history import CheckedHistory
 from ..hitl import DecideCallback, HitlInterrupt, check_decisions, is_interrupt_id
-from ..memory._base import AppendableMemory, Memory, replace_history
+from ..memory._base import Memory
 from ..memory.grounding import GroundingMemory, is_grounding
-from ..messages import Message, ToolCall, new_id
+from ..messages import Message, new_id
 from ..models._base import Model, ToolSpec
 from ..sessions.snapshot import Snapshot
 from ..tools import Tool, as_tool
-from . import _sessions, _threads
 from ._busy import BusyFlag
-from ._loop import LoopRun, RunHooks, RunSetup, kept_checked, run_loop
+from ._drain import until_interrupt
+from ._history import AgentHistory
+from ._loop import LoopRun, RunHooks, RunSetup, run_loop
 from ._output import output_instruction
-from ._sessions import SessionStore
+from ._sessions import SessionStore, SessionSync, find_message
+from ._threads import (
+    Holding,
+    Opening,
+    ThreadHost,
+    ThreadStart,
+    check_target,
+    open_thread,
+    pause_thread,
+    surface_interrupt,
+)
 from .events import (
     AgentEvent,
     InterruptEvent,
@@ -55,7 +70,7 @@ from .result import RunResult
 from .state import AgentState
 from .timeline import Timeline, TimelineEntry, TimelineKind
 
-__all__ = ["DEFAULT_MAX_TURNS", "Agent", "OutputVersion", "Prompt"]
+__all__ = ["DEFAULT_MAX_TURNS", "Agent", "OutputVersion", "Prompt", "as_prompt"]
 
 logger = logging.getLogger(__name__)
 
@@ -89,7 +104,8 @@ class Agent:
 
     One run at a time per instance (a concurrent run raises ``AGENT_BUSY``). The
     constructor's arguments are kept as attributes with the defaults filled in
-    (``InMemoryMemory()``, ``SlidingWindowConversationManager()``).
+    (``InMemoryMemory()``, ``SlidingWindowConversationManager()``); the history, state,
+    system prompt and timeline belong to the agent's ``AgentHistory``.
     """
 
     def __init__(
@@ -111,100 +127,91 @@ class Agent:
         max_turns: int = DEFAULT_MAX_TURNS,
         output_retries: int = 2,
     ) -> None:
-        if not callable(getattr(model, "complete", None)):
-            raise InvalidArgumentError(f"model must have an async complete(), got {model!r:.100}")
-        self.model: Model = model
-        self.tools: tuple[Tool, ...] = tuple(as_tool(t) for t in _items(tools, "tools"))
-        names = [t.name for t in self.tools]
-        duplicates = sorted({n for n in names if names.count(n) > 1})
-        if duplicates:
-            raise InvalidArgumentError(f"duplicate tool names: {duplicates}")
-        if system_prompt is not None and not isinstance(system_prompt, str):
-            raise InvalidArgumentError("system_prompt must be a str or None")
-        self.system_prompt: str | None = system_prompt
-        _check_methods(memory, "memory", ("load", "save", "clear"))
-        self.memory: Memory = memory if memory is not None else _default_memory()
-        _check_methods(
-            conversation_manager, "conversation_manager", ("apply", "before_model", "reduce")
-        )
+        """Check every argument (``INVALID_ARGUMENT``) and keep it; see the class docstring."""
+        if model is None:
+            raise InvalidArgumentError("model must implement Model (complete), not None")
+        self.model: Model = check_collaborator(model, Model, "model")  # type: ignore[assignment]
+        self.tools: tuple[Tool, ...] = _tool_list(tools)
         self.conversation_manager: ConversationManager = (
-            conversation_manager if conversation_manager is not None else _default_manager()
+            check_collaborator(conversation_manager, ConversationManager, "conversation_manager")
+            or _default_manager()
         )
-        # Checked here, and again where it is used: the attribute may be replaced.
-        self.session_manager: SessionStore | None = _sessions.check_session_manager(session_manager)
-        seed = _items(initial_messages, "initial_messages")
-        if not all(isinstance(m, Message) for m in seed):
-            raise InvalidArgumentError("initial_messages must be Message objects")
-        self.initial_messages: list[Message] = list(seed)
+        self._history = AgentHistory(
+            check_collaborator(memory, Memory, "memory") or _default_memory(),
+            seed=_seed(initial_messages),
+            state=state,
+            system_prompt=system_prompt,
+        )
+        self._session = SessionSync(self._history, session_manager)
         self.middleware: tuple[object, ...] = _items(middleware, "middleware")
-        if response_format is not None and not (
-            isinstance(response_format, type) and issubclass(response_format, BaseModel)
-        ):
-            raise InvalidArgumentError("response_format must be a pydantic model class")
+        _check_options(response_format, output_version, decide, agent_id)
         self.response_format: type[BaseModel] | None = response_format
-        if output_version not in ("v0", "v1"):
-            raise InvalidArgumentError(
-                f'output_version must be "v0" or "v1", not {output_version!r}'
-            )
         self.output_version: OutputVersion = output_version
-        if decide is not None and not callable(decide):
-            raise InvalidArgumentError("decide must be a callable or None")
         self.decide: DecideCallback | None = decide
-        if not isinstance(agent_id, str) or not agent_id:
-            raise InvalidArgumentError("agent_id must be a non-empty str")
         self.agent_id: str = agent_id
-        for label, value, low in (
-            ("max_turns", max_turns, 1),
-            ("output_retries", output_retries, 0),
-        ):
-            if not isinstance(value, int) or isinstance(value, bool) or value < low:
-                raise InvalidArgumentError(f"{label} must be an int >= {low}, not {value!r}")
-        self.max_turns: int = max_turns
-        self.output_retries: int = output_retries
-
-        self._state = AgentState(state)
-        self._messages: Sequence[Message] = list(self.initial_messages)
-        # The memory's revision and the history it held then, when this agent last read or
-        # wrote an AppendableMemory: while the revision holds, runs start from it and
-        # commit only their new messages (no reload, no rewrite of the history).
-        self._memory_view: tuple[int, CheckedHistory] | None = None
-        # The history memory held when this agent last read or wrote it: the base of a
-        # commit, so turns another agent committed meanwhile are kept, not overwritten.
-        self._memory_start: Sequence[Message] | None = None
-        # The thread this agent last committed and its history: the thread's next run
-        # starts from its checkpoint, checked only past what this agent committed.
-        self._thread_view: tuple[Checkpointer, str, CheckedHistory] | None = None
-        self._timeline = Timeline()
+        self.max_turns: int = _at_least(max_turns, "max_turns", 1)
+        self.output_retries: int = _at_least(output_retries, "output_retries", 0)
         self._busy = BusyFlag(agent_id)
-        self._session_link = _sessions.SessionLink()  # session restore bookkeeping
+        self._holding: Holding | None = None  # the thread this agent's run holds
         self._tools_by_name: dict[str, Tool] = {t.name: t for t in self.tools}
         self._tool_specs: list[ToolSpec] = [t.spec for t in self.tools]
         self._middleware = MiddlewareChain(self.middleware)
-        prompt_parts = [system_prompt] if system_prompt else []
-        if response_format is not None:
-            prompt_parts.append(output_instruction(response_format))
-        self._effective_prompt: str | None = "\n\n".join(prompt_parts) or None
+        self._output_instruction = (
+            output_instruction(response_format) if response_format is not None else None
+        )
 
     # -- public attributes -------------------------------------------------------------
 
     @property
     def state(self) -> AgentState:
         """Dict-like agent state; JSON values only (``STATE_NOT_JSON`` otherwise)."""
-        return self._state
+        return self._history.state
 
     @state.setter
     def state(self, value: Mapping[str, Any]) -> None:
-        self._state.replace(value)
+        self._history.state.replace(value)
 
     @property
     def messages(self) -> list[Message]:
         """The current history (a copy): what the last run left, or the seed before one."""
-        return list(self._messages)
+        return list(self._history.messages)
 
     @property
     def timeline(self) -> list[TimelineEntry]:
         """Every run (and later edit, branch, resume, snapshot), oldest first."""
-        return self._timeline.entries()
+        return self._history.timeline.entries()
+
+    @property
+    def memory(self) -> Memory:
+        """The memory the history is kept in."""
+        return self._history.memory
+
+    @memory.setter
+    def memory(self, memory: Memory) -> None:
+        self._history.memory = check_collaborator(memory, Memory, "memory") or _default_memory()
+
+    @property
+    def system_prompt(self) -> str | None:
+        """The system prompt (``INVALID_ARGUMENT`` unless a str or ``None``)."""
+        return self._history.system_prompt
+
+    @system_prompt.setter
+    def system_prompt(self, prompt: str | None) -> None:
+        self._history.system_prompt = prompt
+
+    @property
+    def session_manager(self) -> SessionStore | None:
+        """The session manager (``INVALID_ARGUMENT`` when set to something that is not one)."""
+        return self._session.manager
+
+    @session_manager.setter
+    def session_manager(self, manager: SessionStore | None) -> None:
+        self._session.manager = manager
+
+    @property
+    def initial_messages(self) -> list[Message]:
+        """The seed: the history of the first run when nothing else gives one."""
+        return self._history.seed
 
     @property
     def running(self) -> bool:
@@ -226,22 +233,34 @@ class Agent:
         ``decisions`` pre-answers approval calls (keys: ``hitl_key`` or a tool name).
         Raises :class:`HitlInterrupt` when a call needs a decision nobody gave.
         """
-        result: RunResult | None = None
-        events = trace_run(
-            self,
-            self._drive(
-                prompt, checkpointer=checkpointer, thread_id=thread_id, decisions=decisions
-            ),
-            thread_id=thread_id,
+        return await _result(
+            self.stream(prompt, checkpointer=checkpointer, thread_id=thread_id, decisions=decisions)
         )
+
+    def run_sync(
+        self,
+        prompt: Prompt | None,
+        *,
+        checkpointer: Checkpointer | None = None,
+        thread_id: str | None = None,
+        decisions: Mapping[str, Any] | None = None,
+    ) -> RunResult:
+        """:meth:`run` for code without an event loop (a script, a notebook cell without one).
+
+        Runs the agent on a new event loop (``asyncio.run``); from inside a running loop
+        it is ``INVALID_ARGUMENT``: ``await agent.run(...)`` there instead.
+        """
         try:
-            async for event in events:
-                if isinstance(event, RunFinishedEvent):
-                    result = event.result
-        finally:
-            await events.aclose()
-        assert result is not None  # _drive ends with RunFinished or raises
-        return result
+            asyncio.get_running_loop()
+        except RuntimeError:
+            pass
+        else:
+            raise InvalidArgumentError(
+                "run_sync() was called from a running event loop: await agent.run(...) instead"
+            )
+        return asyncio.run(
+            self.run(prompt, checkpointer=checkpointer, thread_id=thread_id, decisions=decisions)
+        )
 
     async def stream(
         self,
@@ -258,37 +277,39 @@ class Agent:
         is busy from the first ``__anext__`` until the terminal event; if you stop
         early, close the stream (``contextlib.aclosing``) to free it at once.
         """
+        if checkpointer is not None:
+            checkpointer = check_target(checkpointer, thread_id)  # THREAD_ID_INVALID first
+        checked = self._checked_decisions(decisions)
+        if checkpointer is None and thread_id is not None:
+            raise InvalidArgumentError(
+                "thread_id needs a checkpointer (the thread would not be saved)"
+            )
+        message = as_prompt(prompt)
+        # run(None) on a thread continues it asking the model again (resume(reissue=True)).
+        opening = Opening.RUN if prompt is not None else Opening.REISSUE
         events = trace_run(
             self,
-            self._drive(
-                prompt, checkpointer=checkpointer, thread_id=thread_id, decisions=decisions
-            ),
+            self._drive(message, checkpointer, thread_id, checked, opening),
             thread_id=thread_id,
         )
-        try:
-            async for event in events:
+        async with contextlib.aclosing(until_interrupt(events)) as drained:
+            async for event in drained:
                 yield event
-        except HitlInterrupt:
-            return
-        finally:
-            await events.aclose()
 
     async def pause(self, thread_id: str, *, checkpointer: Checkpointer) -> None:
         """Save ``messages`` and ``state`` as the thread's checkpoint (``pending=None``).
 
         ``CHECKPOINT_MISSING`` when the thread has no checkpoint and the agent no message.
+        From inside the thread's own run (a tool, middleware, a stream consumer), it saves
+        without waiting for the lock that run holds.
         """
-
-        async def history() -> Sequence[Message]:
-            if not self._busy.held:
-                # Before a first run, agent.messages is only the seed: what that run would
-                # start from (the session's snapshot, else the stored memory, else the
-                # seed) is what a pause must save, or a resume would overwrite the stored
-                # history with it.
-                await _sessions.ensure_restored(self)
-            return self._messages
-
-        await _threads.pause_thread(checkpointer, thread_id, self._thread_host(), history)
+        checkpointer = check_target(checkpointer, thread_id)
+        if not self._busy.held:
+            # Before a first run, agent.messages is only the seed: what that run would start
+            # from (the session's snapshot, else the stored memory, else the seed) is what a
+            # pause must save, or a resume would overwrite the stored history with it.
+            await self._session.ready()
+        await pause_thread(checkpointer, thread_id, self._history, self._holding)
 
     async def resume(
         self,
@@ -296,7 +317,7 @@ class Agent:
         decisions: Mapping[str, Any] | None = None,
         *,
         checkpointer: Checkpointer,
-        reissue: bool = True,
+        reissue: bool = False,
     ) -> RunResult:
         """Continue a checkpointed thread (no new user message); ``CHECKPOINT_MISSING`` if unknown.
 
@@ -305,22 +326,17 @@ class Agent:
         name, or the open interrupt's ``interrupt_id``) and add to those given to earlier
         resumes of the same interrupt.
 
-        ``reissue=True`` (the default) asks the model again, and a bare tool name approves
-        whatever arguments the re-issued call carries; ``reissue=False`` runs the stored
-        interrupted turn, so the call runs with exactly the arguments the human saw (or
-        the edited ones). Decisions on a thread with nothing pending: ``HITL_DECISION``
-        (nothing runs); a decision naming a closed interrupt re-raises the open one.
+        ``reissue=False`` (the default) runs the stored interrupted turn: an approval runs
+        exactly the call the human saw (or its edit), and the model is not asked again.
+        ``reissue=True`` asks the model again, and a bare tool name approves whatever
+        arguments the re-issued call carries. Decisions on a thread with nothing pending:
+        ``HITL_DECISION`` (nothing runs); a decision naming a closed interrupt re-raises
+        the open one.
         """
-        result: RunResult | None = None
-        events = self._resume_events(thread_id, decisions, checkpointer, reissue)
-        try:
-            async for event in events:
-                if isinstance(event, RunFinishedEvent):
-                    result = event.result
-        finally:
-            await events.aclose()
-        assert result is not None  # the driver ends with RunFinished or raises
-        return result
+        stream = self.resume_stream(
+            thread_id, decisions, checkpointer=checkpointer, reissue=reissue
+        )
+        return await _result(stream)
 
     async def resume_stream(
         self,
@@ -328,7 +344,7 @@ class Agent:
         decisions: Mapping[str, Any] | None = None,
         *,
         checkpointer: Checkpointer,
-        reissue: bool = True,
+        reissue: bool = False,
     ) -> AsyncGenerator[AgentEvent, None]:
         """Continue a checkpointed thread like :meth:`resume`, yielding events as they happen.
 
@@ -336,48 +352,29 @@ class Agent:
         ``InterruptEvent`` (the interrupt is not raised), or ``RunErrorEvent`` after which
         the error is raised. A server streams a resumed run's tokens with it.
         """
-        events = self._resume_events(thread_id, decisions, checkpointer, reissue)
-        try:
-            async for event in events:
-                yield event
-        except HitlInterrupt:
-            return
-        finally:
-            await events.aclose()
-
-    def _resume_events(
-        self,
-        thread_id: str,
-        decisions: Mapping[str, Any] | None,
-        checkpointer: Checkpointer,
-        reissue: bool,
-    ) -> AsyncGenerator[AgentEvent, None]:
-        """The traced event stream of a resume (arguments checked first)."""
         if not isinstance(reissue, bool):
             raise InvalidArgumentError(f"reissue must be a bool, not {reissue!r:.60}")
-        _threads.check_target(checkpointer, thread_id)  # THREAD_ID_INVALID comes first
-        return trace_run(
+        checkpointer = check_target(checkpointer, thread_id)  # THREAD_ID_INVALID comes first
+        checked = self._checked_decisions(decisions)
+        opening = Opening.REISSUE if reissue else Opening.RESUME
+        events = trace_run(
             self,
-            self._drive(
-                None,
-                checkpointer=checkpointer,
-                thread_id=thread_id,
-                decisions=self._checked_decisions(decisions),
-                resume=True,
-                reissue=reissue,
-            ),
+            self._drive(None, checkpointer, thread_id, checked, opening),
             thread_id=thread_id,
             resume=True,
         )
+        async with contextlib.aclosing(until_interrupt(events)) as drained:
+            async for event in drained:
+                yield event
 
-    def _checked_decisions(self, decisions: object) -> Mapping[str, Any] | None:
+    def _checked_decisions(self, decisions: object) -> Mapping[str, Any]:
         """``decisions`` with every key naming a tool of this agent or an interrupt id.
 
         A decision for a misspelled tool name (or one that needs no approval) would be
         silently ignored and the call would interrupt again: it is ``HITL_DECISION``.
         """
-        checked = check_decisions(decisions)
-        for key in checked or ():
+        checked = check_decisions(decisions) or {}
+        for key in checked:
             name = key.split(":", 1)[0] if ":" in key else key
             tool = self._tools_by_name.get(key) or self._tools_by_name.get(name)
             if tool is None and ":" not in key and is_interrupt_id(key):
@@ -397,62 +394,47 @@ class Agent:
 
     async def _drive(
         self,
-        prompt: Prompt | None,
-        *,
-        checkpointer: Checkpointer | None = None,
-        thread_id: str | None = None,
-        decisions: Mapping[str, Any] | None = None,
-        resume: bool | None = None,
-        reissue: bool = True,
+        message: Message | None,
+        checkpointer: Checkpointer | None,
+        thread_id: str | None,
+        decisions: Mapping[str, Any],
+        opening: Opening,
     ) -> AsyncGenerator[AgentEvent, None]:
-        """The one driver: check the arguments, open what the run needs, run the loop.
+        """The one driver (arguments checked by the public method): open, run the loop.
 
         With a checkpointer, the thread is opened first (its lock held, its checkpoint
         loaded, the decisions bound to its open interrupt) and its hooks join the run;
-        ``resume`` (default: ``prompt is None``, so ``run(None)`` on a thread continues
-        it exactly as ``resume()`` does) and ``reissue`` say how it goes on.
+        ``opening`` says how it goes on.
         """
-        if checkpointer is not None:
-            _threads.check_target(checkpointer, thread_id)  # THREAD_ID_INVALID first
-        decisions = self._checked_decisions(decisions)
-        if checkpointer is None and thread_id is not None:
-            raise InvalidArgumentError(
-                "thread_id needs a checkpointer (the thread would not be saved)"
-            )
-        message = _as_prompt(prompt)
         # Every nested stream is closed explicitly: a consumer that stops early frees the
         # agent and the thread at once, not when the garbage collector finds them.
         if checkpointer is None:
-            run_events = self._busy_run(message, decisions, None, self._hooks(), "run")
+            hooks = self._hooks(from_thread=False)
+            run_events = self._busy_run(message, decisions, None, hooks, "run")
             async with contextlib.aclosing(run_events):
                 async for event in run_events:
                     yield event
             return
-        resuming = prompt is None if resume is None else resume
+        assert thread_id is not None  # check_target refused a missing one
         self._busy.check()  # before waiting for the thread: one run at a time per instance
-        async with _threads.open_thread(
-            self._thread_host(),
-            checkpointer,
-            thread_id,
-            decisions=decisions,
-            resume=resuming,
-            reissue=reissue,
-        ) as start:
+        host = ThreadHost(self.agent_id, self._history, self._tools_by_name, self._setup)
+        async with open_thread(host, checkpointer, thread_id, decisions, opening) as start:
             run = start.run
-            if start.surface is not None:
-                events = self._surface(start, resume=resuming, prompt=message)
-            else:
-                events = self._busy_run(
-                    message,
-                    run.decisions,
-                    run.thread_id,
-                    self._hooks(run.hooks()),
-                    "resume" if resuming else "run",
-                    run.replay,
-                )
-            async with contextlib.aclosing(events):
-                async for event in events:
-                    yield event
+            self._holding = run.holding
+            try:
+                if start.surface is not None:
+                    events = self._surface(start, opening, message)
+                else:
+                    hooks = self._hooks(run.hooks(), from_thread=run.start is not None)
+                    kind: TimelineKind = "resume" if opening.resumes else "run"
+                    events = self._busy_run(
+                        message, run.decisions, thread_id, hooks, kind, run.replay
+                    )
+                async with contextlib.aclosing(events):
+                    async for event in events:
+                        yield event
+            finally:
+                self._holding = None
 
     async def _busy_run(
         self,
@@ -473,19 +455,19 @@ class Agent:
                     yield event
 
     async def _surface(
-        self, start: _threads.ThreadStart, *, resume: bool, prompt: Message | None
+        self, start: ThreadStart, opening: Opening, prompt: Message | None
     ) -> AsyncGenerator[AgentEvent, None]:
         """Raise the interrupt a thread opened on (the agent takes the thread's state)."""
         base, call = start.base, start.surface
         assert base is not None and call is not None
         with self._busy.hold():
-            interrupt = await _threads.surface_interrupt(
+            interrupt = await surface_interrupt(
                 start.run.checkpointer, base, call, stale=start.stale, carry=start.carry
             )
-            self._state.replace(base.state)
-            await self._set_history(base.messages)
+            self._history.state.replace(base.state)
+            await self._history.replace(base.messages)
             label = "outcome_unknown" if interrupt.outcome_unknown else "interrupted"
-            self._record("resume" if resume else "run", label)
+            self._history.record("resume" if opening.resumes else "run", label)
         run_id = new_id()
         yield RunStartedEvent(
             run_id=run_id, agent_id=self.agent_id, thread_id=base.thread_id, prompt=prompt
@@ -493,35 +475,16 @@ class Agent:
         yield InterruptEvent(run_id=run_id, interrupt=interrupt)
         raise interrupt
 
-    def _thread_host(self) -> _threads.ThreadHost:
-        """What a thread needs from this agent (the thread module never touches it)."""
-        return _threads.ThreadHost(
-            agent_id=self.agent_id,
-            state=self._state,
-            memory=self.memory,
-            tools=self._tools_by_name,
-            setup=self._setup,
-            start_history=self._start_history,
-            carry_session=lambda: _sessions.carry_app_data(self),
-            recall=self._recall_thread,
-            remember=self._remember_thread,
-        )
-
-    def _recall_thread(self, checkpointer: Checkpointer, thread_id: str) -> CheckedHistory | None:
-        """The history this agent last committed to the thread, if it was the last one."""
-        view = self._thread_view
-        if view is None or view[0] is not checkpointer or view[1] != thread_id:
-            return None
-        return view[2]
-
-    def _remember_thread(
-        self, checkpointer: Checkpointer, thread_id: str, history: CheckedHistory
-    ) -> None:
-        self._thread_view = (checkpointer, thread_id, history)
-
-    def _hooks(self, *providers: RunHooks) -> RunHooks:
+    def _hooks(self, *providers: RunHooks, from_thread: bool) -> RunHooks:
         """The run's hooks: the session's, then each provider's (a thread's)."""
-        return RunHooks.compose(_sessions.session_hooks(self), *providers)
+        return RunHooks.compose(self._session.hooks(from_thread=from_thread), *providers)
+
+    async def _start(self, hooks: RunHooks) -> Sequence[Message]:
+        """The history a run starts from: the hooks' (a thread's), else the agent's own."""
+        if hooks.on_start is not None:
+            await hooks.on_start()  # the session is restored (or its app data carried)
+        start = await hooks.prepare() if hooks.prepare is not None else None
+        return start if start is not None else await self._history.start()
 
     async def _run_events(
         self,
@@ -535,11 +498,12 @@ class Agent:
     ) -> AsyncGenerator[AgentEvent, None]:
         """Start, loop, commit and the terminal event of one run (inside the busy flag)."""
         run = LoopRun([], message, decisions, thread_id, hooks=hooks, replay=replay)
+        history = self._history
         try:
             yield RunStartedEvent(
                 run_id=run.run_id, agent_id=self.agent_id, thread_id=thread_id, prompt=message
             )
-            run.history = await (hooks.prepare or self._start_history)()
+            run.history = await self._start(hooks)
             if message is None and not run.history:
                 raise InvalidArgumentError(
                     "run(None) continues the current history, which is empty: "
@@ -553,16 +517,17 @@ class Agent:
                 async for event in loop_events:
                     yield event
             assert run.final is not None
+            manager = self.conversation_manager
             if run.retry_ids:
-                managed, base = await self._commit(run.visible(), run.checked)
+                managed, base = await history.commit(run.visible(), run.checked, manager)
             else:
                 checked = run.checked_transcript()
-                managed, base = await self._commit(
-                    run.transcript, run.checked, checked, run.grown_from
+                managed, base = await history.commit(
+                    run.transcript, run.checked, manager, checked, run.grown_from
                 )
             if hooks.on_commit is not None:
                 await hooks.on_commit(managed, True)
-            self._record(timeline_kind, ran=run.ran)
+            history.record(timeline_kind, ran=run.ran)
             logger.debug("run %s of %r (thread %s): finished", run.run_id, self.agent_id, thread_id)
             result = RunResult(
                 text=run.final.text,
@@ -577,10 +542,12 @@ class Agent:
                 turns=run.turns,
             )
         except HitlInterrupt as interrupt:
-            kept, _ = await self._commit(run.kept_on_interrupt(), run.checked)
+            kept, _ = await history.commit(
+                run.kept_on_interrupt(), run.checked, self.conversation_manager
+            )
             if hooks.on_commit is not None:
                 await hooks.on_commit(kept, False)
-            self._record(timeline_kind, "interrupted", ran=run.ran)
+            history.record(timeline_kind, "interrupted", ran=run.ran)
             logger.debug(
                 "run %s of %r (thread %s): interrupted", run.run_id, self.agent_id, thread_id
             )
@@ -589,7 +556,7 @@ class Agent:
             raise
         except Exception as exc:
             code = getattr(exc, "code", type(exc).__name__)
-            self._record(timeline_kind, f"error:{code}", ran=run.ran)
+            history.record(timeline_kind, f"error:{code}", ran=run.ran)
             logger.debug("run %s of %r (thread %s): %s", run.run_id, self.agent_id, thread_id, code)
             release()
             yield RunErrorEvent(run_id=run.run_id, error=exc)
@@ -603,23 +570,25 @@ class Agent:
         A resume grounds on the latest user turn. Grounding rides along with each model
         call of the run and is never part of the transcript.
         """
-        if not implements(self.memory, GroundingMemory):
+        memory = self._history.memory
+        if not implements(memory, GroundingMemory):
             return
         run.history = [m for m in run.history if not is_grounding(m)]
         asked = message if message is not None else _latest_user(run.history)
         if asked is not None:
-            run.context = await self.memory.ground([], asked.text)
+            run.context = await memory.ground([], asked.text)
 
     # -- seams ------------------------------------------------------------------------
 
     def _setup(self) -> RunSetup:
         """The frozen setup the loop runs with (built per run: attributes may change)."""
+        parts = (self._history.system_prompt, self._output_instruction)
         return RunSetup(
             model=self.model,
             tools=self._tools_by_name,
             tool_specs=tuple(self._tool_specs),
             middleware=self._middleware,
-            system_prompt=self._effective_prompt,
+            system_prompt="\n\n".join(p for p in parts if p) or None,
             conversation_manager=self.conversation_manager,
             max_turns=self.max_turns,
             output_retries=self.output_retries,
@@ -628,115 +597,6 @@ class Agent:
             decide=self.decide,
             owner=self,
         )
-
-    async def _start_history(self) -> Sequence[Message]:
-        """The history a run starts from: memory, seeded on the first run (repaired later)."""
-        # The session's latest snapshot is restored before seeding and wins over the seed.
-        # Also after the first run: a run whose session save was refused as stale
-        # (CHECKPOINT_CONFLICT) marks the session unread, and the next run starts from the
-        # latest stored snapshot instead of failing forever.
-        from_session = await _sessions.restore_session(self)
-        started = self._session_link.committed
-        memory, view = self.memory, self._memory_view
-        revision: int | None = None
-        if implements(memory, AppendableMemory):
-            if started and view is not None and await memory.unchanged(view[0]):
-                self._memory_start = view[1]
-                return view[1]  # the memory still holds what this agent left there
-            revision = memory.revision
-        history = await trace_store("memory", "load", memory, memory.load())
-        self._memory_start = history
-        if not started and not from_session and not history and self.initial_messages:
-            history = list(self.initial_messages)
-        elif implements(memory, AppendableMemory) and memory.revision == revision:
-            checked = CheckedHistory.repaired(history)
-            self._memory_view = (memory.revision, checked)
-            return checked
-        return history  # the loop repairs whatever it starts from
-
-    async def _commit(
-        self,
-        transcript: list[Message],
-        known: CheckedHistory,
-        checked: CheckedHistory | None = None,
-        grown_from: CheckedHistory | None = None,
-    ) -> tuple[CheckedHistory, CheckedHistory | None]:
-        """Manage the transcript, save it to memory, make it ``agent.messages``.
-
-        ``known`` is a checked history the transcript usually begins with (the loop keeps
-        one), so only what the run added is checked again; ``checked`` is the transcript
-        already checked, when the loop has it, and ``grown_from`` the history it only
-        grew from. Returns the committed history and what it grew from (``None`` when a
-        manager changed it).
-        """
-        if checked is None:
-            try:
-                checked = CheckedHistory.of(transcript, known)
-            except InvalidArgumentError:  # the loop keeps it well formed; repair anyway
-                checked = CheckedHistory.repaired(transcript)
-        managed = await self.conversation_manager.apply(checked)
-        # A manager that keeps everything hands back the transcript's messages: compare
-        # list to list (one C-level pass) before anything is checked or copied again.
-        if isinstance(managed, list) and managed == transcript:
-            history = checked
-        else:
-            history, grown_from = kept_checked(managed, checked), None
-        await self._store(history, grown_from)
-        self._session_link.origin = _sessions.HistoryOrigin.COMMITTED
-        return history, grown_from
-
-    async def _store(self, history: CheckedHistory, grown_from: CheckedHistory | None) -> None:
-        """Commit ``history`` to memory and make it ``agent.messages``.
-
-        When the memory still holds the history this agent last read or wrote there and
-        ``history`` extends it (``grown_from`` says so, or a comparison), only the new
-        messages are appended (``save_if``); otherwise the whole history replaces the
-        stored one, atomically.
-        """
-        memory, view = self.memory, self._memory_view
-        if view is not None and implements(memory, AppendableMemory):
-            revision, held = view
-            at = _held_at(held, history, grown_from)
-            if at is not None:
-                new = history[at + len(held) :]
-                appended = await trace_store(
-                    "memory", "save", memory, memory.save_if(new, revision=revision)
-                )
-                if appended is not None:
-                    self._memory_view = (appended.revision, history.suffix(at + appended.dropped))
-                    self._memory_start = self._memory_view[1]
-                    self._messages = history
-                    return
-        await self._set_history(history)
-        if implements(memory, AppendableMemory):  # what it holds now, for the next commit
-            revision = memory.revision
-            stored = await trace_store("memory", "load", memory, memory.load())
-            if memory.revision == revision:
-                self._memory_view = (revision, CheckedHistory.repaired(stored))
-
-    async def _set_history(self, messages: Sequence[Message]) -> None:
-        """Replace memory and ``agent.messages`` with ``messages`` (clear-then-save).
-
-        Atomic where the memory offers ``replace()`` (every shipped backend does), so a
-        crash here leaves either the old history or the new one, never an empty memory.
-        A memory with ``commit`` merges: messages another writer (another agent, also one
-        sharing this memory object) stored since this agent read the history are kept.
-        """
-        history = list(messages)
-        self._memory_view = None  # read again before the fast path is taken
-        start = self._memory_start
-        base = None if start is None else {m.id for m in start}
-        await trace_store(
-            "memory", "save", self.memory, replace_history(self.memory, history, base=base)
-        )
-        self._memory_start = history
-        self._messages = history
-
-    def _record(
-        self, kind: TimelineKind, label: str | None = None, ran: Sequence[ToolCall] = ()
-    ) -> TimelineEntry:
-        """Append a timeline entry (runs, edits, branches, resumes, snapshots)."""
-        return self._timeline.record(kind, label, ran)
 
     def _constructor_kwargs(self) -> dict[str, Any]:
         """This agent's constructor arguments (for clones and branches)."""
@@ -748,7 +608,7 @@ class Agent:
             "conversation_manager": self.conversation_manager,
             "session_manager": self.session_manager,
             "initial_messages": self.initial_messages,
-            "state": self._state.to_dict(),
+            "state": self.state.to_dict(),
             "middleware": self.middleware,
             "response_format": self.response_format,
             "output_version": self.output_version,
@@ -758,7 +618,7 @@ class Agent:
             "output_retries": self.output_retries,
         }
 
-    # -- snapshots, editing, branches (implemented in _sessions) -----------------------
+    # -- snapshots, editing, branches ---------------------------------------------------
 
     def take_snapshot(
         self,
@@ -768,19 +628,56 @@ class Agent:
         app_data: Any = None,
     ) -> Snapshot:
         """A snapshot of the selected fields (sync, no I/O); records a ``"snapshot"`` entry."""
-        return _sessions.take_snapshot(self, preset, include, exclude, app_data)
+        return self._session.take_snapshot(preset, include, exclude, app_data)
 
     async def load_snapshot(self, snapshot: Snapshot) -> None:
-        """Restore the fields present in ``snapshot``; absent ones keep their values."""
-        await _sessions.load_snapshot(self, snapshot)
+        """Restore the fields present in ``snapshot``; absent ones keep their values.
+
+        Holds the busy flag like a run (``AGENT_BUSY`` if one is going on): a run starting
+        in between would commit a history without the change, or overwrite it.
+        """
+        if not isinstance(snapshot, Snapshot):
+            raise InvalidArgumentError(
+                f"load_snapshot() takes a Snapshot, not {type(snapshot).__name__}"
+            )
+        with self._busy.hold("load_snapshot"):
+            await self._session.load_snapshot(snapshot)
 
     async def edit_message(self, id_or_index: str | int, content: Any) -> Message:
         """Replace one message's content, by id or index (negative: from the end)."""
-        return await _sessions.edit_message(self, id_or_index, content)
+        with self._busy.hold("edit_message"):
+            return await self._session.edit_message(id_or_index, content)
 
-    def branch(self, label: str, overrides: Mapping[str, Any] | None = None) -> Agent:
-        """An independent fork: shared model/tools, copied state, fresh seeded memory."""
-        return _sessions.branch(self, label, overrides)
+    def branch(
+        self,
+        label: str,
+        overrides: Mapping[str, Any] | None = None,
+        at: str | int | None = None,
+    ) -> Agent:
+        """An independent fork: shared model/tools, copied state, fresh seeded memory.
+
+        ``at`` (a message id or index) ends the branch's history at that message;
+        ``overrides`` are constructor arguments. Both timelines get a ``"branch"`` entry.
+        """
+        if not isinstance(label, str):
+            raise InvalidArgumentError(f"branch label must be a str, not {type(label).__name__}")
+        overrides = _checked_overrides(type(self), overrides)
+        kwargs = self._constructor_kwargs()
+        messages = list(self._history.messages)
+        if at is not None:
+            messages = messages[: find_message(messages, at, "branch(at=...)") + 1]
+        kwargs.update(
+            memory=None,  # fresh default memory, seeded with the history on the first run
+            session_manager=None,
+            state=copy.deepcopy(self.state.to_dict()),
+            initial_messages=[m.model_copy(deep=True) for m in messages],
+        )
+        kwargs.update(overrides)
+        child = type(self)(**kwargs)
+        child._history.timeline = Timeline(self._history.timeline.entries())
+        self._history.record("branch", label)
+        child._history.record("branch", label)
+        return child
 
     def with_tools(self, *extra: Tool | Any) -> Agent:
         """A clone with ``extra`` tools added: fresh memory, no session manager, fresh state."""
@@ -794,6 +691,76 @@ class Agent:
         )
 
 
+async def _result(stream: AsyncGenerator[AgentEvent, None]) -> RunResult:
+    """The result of a run's event stream; its interrupt raised."""
+    result: RunResult | None = None
+    interrupt: HitlInterrupt | None = None
+    async with contextlib.aclosing(stream):
+        async for event in stream:
+            if isinstance(event, RunFinishedEvent):
+                result = event.result
+            elif isinstance(event, InterruptEvent):
+                interrupt = event.interrupt
+    if interrupt is not None:
+        raise interrupt
+    assert result is not None  # a stream ends with RunFinished, an interrupt, or raises
+    return result
+
+
+def _checked_overrides(cls: type, overrides: object) -> dict[str, Any]:
+    """Branch overrides: a mapping of constructor arguments, else ``INVALID_ARGUMENT``."""
+    if overrides is None:
+        return {}
+    if not isinstance(overrides, Mapping):
+        raise InvalidArgumentError("branch overrides must be a dict of constructor arguments")
+    known = set(inspect.signature(cls).parameters)
+    unknown = sorted(str(k) for k in overrides if k not in known)
+    if unknown:
+        raise InvalidArgumentError(
+            f"unknown branch override(s) {unknown}; use constructor arguments: {sorted(known)}"
+        )
+    return dict(overrides)
+
+
+def _tool_list(tools: object) -> tuple[Tool, ...]:
+    """The tools as :class:`Tool` objects, with unique names, else ``INVALID_ARGUMENT``."""
+    checked = tuple(as_tool(t) for t in _items(tools, "tools"))
+    names = [t.name for t in checked]
+    duplicates = sorted({n for n in names if names.count(n) > 1})
+    if duplicates:
+        raise InvalidArgumentError(f"duplicate tool names: {duplicates}")
+    return checked
+
+
+def _seed(initial_messages: object) -> list[Message]:
+    seed = _items(initial_messages, "initial_messages")
+    if not all(isinstance(m, Message) for m in seed):
+        raise InvalidArgumentError("initial_messages must be Message objects")
+    return list(seed)
+
+
+def _check_options(
+    response_format: object, output_version: object, decide: object, agent_id: object
+) -> None:
+    """``INVALID_ARGUMENT`` for a bad response format, output version, decide or agent id."""
+    if response_format is not None and not (
+        isinstance(response_format, type) and issubclass(response_format, BaseModel)
+    ):
+        raise InvalidArgumentError("response_format must be a pydantic model class")
+    if output_version not in ("v0", "v1"):
+        raise InvalidArgumentError(f'output_version must be "v0" or "v1", not {output_version!r}')
+    if decide is not None and not callable(decide):
+        raise InvalidArgumentError("decide must be a callable or None")
+    if not isinstance(agent_id, str) or not agent_id:
+        raise InvalidArgumentError("agent_id must be a non-empty str")
+
+
+def _at_least(value: object, label: str, low: int) -> int:
+    if not isinstance(value, int) or isinstance(value, bool) or value < low:
+        raise InvalidArgumentError(f"{label} must be an int >= {low}, not {value!r}")
+    return value
+
+
 def _items(value: object, label: str) -> tuple[Any, ...]:
     """``value`` as a tuple (``None``: empty); ``INVALID_ARGUMENT`` unless a collection."""
     if value is None:
@@ -803,39 +770,25 @@ def _items(value: object, label: str) -> tuple[Any, ...]:
     return tuple(value)
 
 
-def _check_methods(value: object, label: str, methods: Sequence[str]) -> None:
-    """``INVALID_ARGUMENT`` unless ``value`` is ``None`` or has every one of ``methods``."""
-    missing = [m for m in methods if not callable(getattr(value, m, None))]
-    if value is not None and missing:
-        raise InvalidArgumentError(
-            f"{label} must have async {', '.join(methods)} methods; {value!r:.100} lacks "
-            f"{', '.join(missing)}"
-        )
+def as_prompt(prompt: object) -> Message | None:
+    """``prompt`` as a user message (``None`` stays ``None``: continue as is).
 
-
-def _as_prompt(prompt: Prompt | None) -> Message | None:
+    ``INVALID_ARGUMENT`` for anything but a str or a ``role="user"`` message, and for an
+    empty one (nothing for the model to answer, and an empty message stored for good).
+    """
     if prompt is None:
         return None
     if isinstance(prompt, str):
-        return Message("user", prompt)
-    if isinstance(prompt, Message) and prompt.role == "user":
-        return prompt
-    raise InvalidArgumentError(f"a prompt is a str or a role='user' Message, got {prompt!r:.100}")
-
-
-def _held_at(
-    held: CheckedHistory, history: CheckedHistory, grown_from: CheckedHistory | None
-) -> int | None:
-    """Where in ``history`` the messages memory holds (``held``) begin, if they do.
-
-    Memory holds the history's beginning (the usual case), or the tail of the history the
-    run grew from (a windowed memory under a thread, whose checkpoint keeps it all).
-    """
-    if held is grown_from or held.starts(history):
-        return 0
-    if grown_from is not None:
-        return held.tail_offset(grown_from)
-    return None
+        message = Message("user", prompt)
+    elif isinstance(prompt, Message) and prompt.role == "user":
+        message = prompt
+    else:
+        raise InvalidArgumentError(
+            f"a prompt is a str or a role='user' Message, got {prompt!r:.100}"
+        )
+    if not message.content or (isinstance(message.content, str) and not message.content.strip()):
+        raise InvalidArgumentError("a prompt must not be empty (the model would answer nothing)")
+    return message
 
 
 def _added(managed: CheckedHistory, start: Sequence[Message]) -> list[Message]:

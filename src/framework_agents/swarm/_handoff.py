@@ -23,7 +23,8 @@ from typing import Any, Literal
 
 from pydantic import JsonValue
 
-from ..messages import Message, ToolCall, new_id
+from ..agent._loop import unique_call_ids
+from ..messages import Message
 from ..models._base import Model, ModelChunk, ModelDone, ToolSpec
 from ..tools import Tool, ToolArgumentsError, ToolContext
 from ._state import SwarmRecord
@@ -153,20 +154,6 @@ def make_handoff_tool(member: str, others: Sequence[str], slot: TurnSlot) -> Too
     return tool
 
 
-def _unique_ids(message: Message) -> Message:
-    """Calls with an empty or repeated id get a fresh one (as the loop would) before use."""
-    seen: set[str] = set()
-    calls: list[ToolCall] = []
-    changed = False
-    for call in message.tool_calls:
-        if not call.id or call.id in seen:
-            call = call.model_copy(update={"id": f"call_{new_id()}"})
-            changed = True
-        seen.add(call.id)
-        calls.append(call)
-    return message.model_copy(update={"tool_calls": calls}) if changed else message
-
-
 class HandoffGate:
     """The member's model, wrapped: ends the run once the turn's handoff has run.
 
@@ -197,7 +184,7 @@ class HandoffGate:
 
     def _seen(self, response: Message) -> Message:
         """Note the first valid handoff call of ``response`` (ids made unique first)."""
-        response = _unique_ids(response)
+        response = unique_call_ids(response)
         turn = self._slot.turn
         if turn is None or turn.member != self._member:
             return response

@@ -146,7 +146,7 @@ class SwarmAgentView:
         decisions: Mapping[str, Any] | None = None,
         *,
         checkpointer: Any,
-        reissue: bool = True,
+        reissue: bool = False,
     ) -> RunResult:
         """:meth:`Swarm.resume` with an agent's result."""
         result = await self.swarm.resume(
@@ -160,15 +160,15 @@ class SwarmAgentView:
         decisions: Mapping[str, Any] | None = None,
         *,
         checkpointer: Any,
-        reissue: bool = True,
+        reissue: bool = False,
     ) -> AsyncIterator[ServedEvent]:
-        """:meth:`Swarm.stream_resume` as agent events (the interrupt ends it, not raised).
+        """:meth:`Swarm.resume_stream` as agent events (the interrupt ends it, not raised).
 
-        With ``reissue=False`` the member runs the stored call the human approved, and
-        its events (tokens included) stream as they come.
+        With ``reissue=False`` (the default) the member runs the stored call the human
+        approved, and its events (tokens included) stream as they come.
         """
         return swarm_agent_events(
-            self.swarm.stream_resume(
+            self.swarm.resume_stream(
                 thread_id, decisions, checkpointer=checkpointer, reissue=reissue
             )
         )

@@ -16,12 +16,15 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import warnings
 from collections.abc import AsyncGenerator, AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 from .._telemetry import trace_workflow
-from ..agent.agent import Agent
+from ..agent._drain import until_interrupt
+from ..agent._threads import check_target
+from ..agent.agent import Agent, as_prompt
 from ..agent.events import AgentEvent, InterruptEvent, RunFinishedEvent
 from ..agent.result import RunResult
 from ..checkpoint._base import Checkpointer, thread_lock
@@ -70,7 +73,7 @@ class _Run:
     base: ThreadCheckpoint | None  # the checkpoint the first member starts from
     resume: bool
     deadline: float | None
-    reissue: bool = True  # a resume asks the member's model again (False: runs the stored call)
+    reissue: bool = False  # a resume runs the stored call (True: asks the member's model again)
     handoffs: list[Handoff] = field(default_factory=list)
     iterations: int = 0
     last_text: str = ""
@@ -90,16 +93,6 @@ def _count(label: str, value: object, low: int) -> int:
     if not isinstance(value, int) or isinstance(value, bool) or value < low:
         raise InvalidArgumentError(f"{label} must be an int >= {low}, not {value!r}")
     return value
-
-
-def _as_prompt(prompt: object) -> Message | None:
-    if prompt is None:
-        return None
-    if isinstance(prompt, str):
-        return Message("user", prompt)
-    if isinstance(prompt, Message) and prompt.role == "user":
-        return prompt
-    raise InvalidArgumentError(f"a prompt is a str or a role='user' Message, got {prompt!r:.100}")
 
 
 class Swarm:
@@ -214,13 +207,9 @@ class Swarm:
         events = self._drive(
             prompt, checkpointer=checkpointer, thread_id=thread_id, decisions=decisions
         )
-        try:
-            async for event in events:
+        async with contextlib.aclosing(until_interrupt(events)) as drained:
+            async for event in drained:
                 yield event
-        except HitlInterrupt:
-            return
-        finally:
-            await events.aclose()
 
     async def resume(
         self,
@@ -228,15 +217,15 @@ class Swarm:
         decisions: Mapping[str, Any] | None = None,
         *,
         checkpointer: Any,
-        reissue: bool = True,
+        reissue: bool = False,
     ) -> SwarmResult:
         """Continue a thread in its active member, with ``decisions`` for its approval.
 
         ``CHECKPOINT_MISSING`` for an unknown thread. ``checkpointer=None`` means the
         swarm's own in-memory one. ``reissue`` is the member's :meth:`Agent.resume` mode:
-        ``False`` runs the stored pending call with the approved or edited arguments,
-        without asking the member's model again (what a server does for the call the
-        human saw).
+        ``False`` (the default) runs the stored pending call with the approved or edited
+        arguments, without asking the member's model again, so an approval runs exactly
+        the call the human saw; ``True`` asks the member's model again.
         """
         return await _result(
             self._drive(
@@ -249,13 +238,13 @@ class Swarm:
             )
         )
 
-    async def stream_resume(
+    async def resume_stream(
         self,
         thread_id: str,
         decisions: Mapping[str, Any] | None = None,
         *,
         checkpointer: Any,
-        reissue: bool = True,
+        reissue: bool = False,
     ) -> AsyncIterator[SwarmEvent]:
         """:meth:`resume`, yielding events like :meth:`stream` (the member's streamed)."""
         events = self._drive(
@@ -266,13 +255,25 @@ class Swarm:
             resume=True,
             reissue=reissue,
         )
-        try:
-            async for event in events:
+        async with contextlib.aclosing(until_interrupt(events)) as drained:
+            async for event in drained:
                 yield event
-        except HitlInterrupt:
-            return
-        finally:
-            await events.aclose()
+
+    def stream_resume(
+        self,
+        thread_id: str,
+        decisions: Mapping[str, Any] | None = None,
+        *,
+        checkpointer: Any,
+        reissue: bool = False,
+    ) -> AsyncIterator[SwarmEvent]:
+        """Deprecated: the old name of :meth:`resume_stream` (as on ``Agent``); kept one release."""
+        warnings.warn(
+            "Swarm.stream_resume() is deprecated: use Swarm.resume_stream()",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return self.resume_stream(thread_id, decisions, checkpointer=checkpointer, reissue=reissue)
 
     def as_agent(self) -> SwarmAgentView:
         """This swarm behind an agent's surface (agent events, ``RunResult``): for servers."""
@@ -283,14 +284,7 @@ class Swarm:
     def _target(self, checkpointer: object, thread_id: object) -> tuple[Checkpointer, str]:
         if checkpointer is None:
             return self._own_checkpointer, check_thread_id(thread_id or DEFAULT_THREAD)
-        if not isinstance(checkpointer, Checkpointer):
-            raise InvalidArgumentError(
-                "checkpointer must implement the Checkpointer protocol (async save, load, "
-                f"delete, list_threads), got {checkpointer!r:.100}"
-            )
-        if thread_id is None:
-            raise InvalidArgumentError("a run with a checkpointer needs a thread_id")
-        return checkpointer, check_thread_id(thread_id)
+        return check_target(checkpointer, thread_id), cast(str, thread_id)
 
     def _drive(
         self,
@@ -300,7 +294,7 @@ class Swarm:
         thread_id: object,
         decisions: Mapping[str, Any] | None,
         resume: bool = False,
-        reissue: bool = True,
+        reissue: bool = False,
     ) -> AsyncGenerator[SwarmEvent, None]:
         """The swarm's events inside an ``invoke_workflow {swarm_id}`` span (when traced).
 
@@ -327,10 +321,10 @@ class Swarm:
         thread_id: object,
         decisions: Mapping[str, Any] | None,
         resume: bool = False,
-        reissue: bool = True,
+        reissue: bool = False,
     ) -> AsyncGenerator[SwarmEvent, None]:
         """Validate, take the instance and the thread, load the thread, run the members."""
-        message = _as_prompt(prompt)
+        message = as_prompt(prompt)
         given = dict(check_decisions(decisions) or {})
         cp, tid = self._target(checkpointer, thread_id)
         if self._busy:
