@@ -43,9 +43,8 @@ from pydantic import (
 )
 from pydantic_core import PydanticSerializationError
 
-from .._persist import json_problem
+from .._persist import json_problem, plain_messages, stored_prefix
 from ..errors import StateNotJsonError, ThreadIdInvalidError
-from ..memory._document import plain_messages, stored_prefix
 from ..messages import (
     Message,
     MessageList,

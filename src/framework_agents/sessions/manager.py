@@ -17,13 +17,13 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from .._persist import plain_messages, stored_prefix
 from ..errors import (
     AgentError,
     InvalidArgumentError,
     SnapshotCorruptError,
     SnapshotMissingError,
 )
-from ..memory._document import plain_messages, stored_prefix
 from ..messages import Message
 from ._base import ArgumentTypeError, Storage, as_logged, digest, swap
 from ._keys import validate_segment

@@ -40,11 +40,17 @@ from pydantic import (
 )
 from pydantic_core import PydanticSerializationError
 
-from .._persist import json_problem, overlong_int, strict_loads
+from .._persist import (
+    PARSE_SLICE,
+    json_problem,
+    overlong_int,
+    split_messages,
+    stored_prefix,
+    strict_loads,
+)
 from .._pydantic_fast import share_fields_set
 from .._util import as_utc
 from ..errors import AgentError, SnapshotCorruptError, SnapshotFieldError, StateNotJsonError
-from ..memory._document import PARSE_SLICE, split_messages, stored_prefix
 from ..messages import (
     REQUIRED,
     Message,

@@ -25,8 +25,7 @@ from urllib.parse import urlsplit, urlunsplit
 from pydantic import ValidationError
 from pydantic_core import PydanticSerializationError
 
-from .._persist import overlong_int
-from ..checkpoint.lock import check_seconds
+from .._persist import check_seconds, encode_message, overlong_int
 from ..checkpoint.model import ThreadCheckpoint, to_json
 from ..errors import (
     AgentError,
@@ -36,7 +35,6 @@ from ..errors import (
     MemoryCorruptError,
 )
 from ..memory._base import Appended, base_ids, new_revision
-from ..memory._document import encode_message
 from ..memory._window import check_messages, shape_of, window
 from ..messages import Message, MessageList
 
