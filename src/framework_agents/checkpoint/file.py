@@ -62,7 +62,7 @@ from .lock import (
     hold_file_lock,
 )
 from .model import (
-    CHECKPOINT_BASE_VERSION,
+    BASE_CHECKPOINT_FORMAT_VERSION,
     CHECKPOINT_FORMAT_VERSION,
     ThreadCheckpoint,
     check_saved_at,
@@ -891,6 +891,6 @@ def _as_value(checkpoint: ThreadCheckpoint) -> ThreadCheckpoint:
 
     The stored form's version (2: a journal may follow) is the file's business.
     """
-    if checkpoint.version == CHECKPOINT_BASE_VERSION:
+    if checkpoint.version == BASE_CHECKPOINT_FORMAT_VERSION:
         return checkpoint
-    return checkpoint.model_copy(update={"version": CHECKPOINT_BASE_VERSION})
+    return checkpoint.model_copy(update={"version": BASE_CHECKPOINT_FORMAT_VERSION})

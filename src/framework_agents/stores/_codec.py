@@ -40,8 +40,8 @@ from ..messages import Message, MessageList
 
 __all__ = [
     "ClosableStore",
+    "DATABASE_FORMAT_VERSION",
     "MergingMemory",
-    "SCHEMA_VERSION",
     "SchemaTooNewError",
     "ThreadCache",
     "appended_by_others",
@@ -64,7 +64,7 @@ logger = logging.getLogger(__name__)
 #: Version of the tables/keys layout shared by the SQLite, PostgreSQL and Redis stores
 #: (2 added the storages' value digests and value logs; a version-1 database is migrated
 #: on first use, under the database's lock).
-SCHEMA_VERSION = 2
+DATABASE_FORMAT_VERSION = 2
 
 
 def log_tag(value_digest: str, last_seq: int | None) -> str:
