@@ -13,14 +13,15 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from ._persist import (
+    FILE_MODE,
     TEMP_SUFFIX,
     OddFileError,
     atomic_publish,
     fsync_dir,
+    read_document,
     sweep_temp_files,
     temp_name,
 )
-from ._persist._files import FILE_MODE, read_document
 
 __all__ = [
     "TEMP_SUFFIX",

@@ -12,7 +12,7 @@ import math
 import time
 from datetime import timedelta
 
-from .checkpoint.lock import check_seconds
+from ._persist import check_seconds
 from .checkpoint.model import ThreadCheckpoint
 from .errors import AgentError, InvalidArgumentError
 

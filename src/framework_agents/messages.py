@@ -210,7 +210,7 @@ class _StrictEquality(threading.local):
     """Per OS thread: whether ``Message.__eq__`` answers a non-message itself (internal).
 
     Set while a record of stored or validated messages is compared with a caller's list
-    (``memory._document.strict_equality``, in every prefix check): an object that is no
+    (``_persist.strict_equality``, in every prefix check): an object that is no
     message then never equals one, whatever its own ``__eq__`` says
     (``unittest.mock.ANY`` says yes to anything).
     """

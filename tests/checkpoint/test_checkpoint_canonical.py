@@ -18,11 +18,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from framework_agents import Message, ReasoningBlock, TextBlock, ToolCall
+from framework_agents._persist import strict_loads
 from framework_agents.checkpoint import FileCheckpointer, ThreadCheckpoint
 from framework_agents.checkpoint.file import _SLICED_BYTES, _canonical, _canonical_sliced
 from framework_agents.checkpoint.model import to_json
 from framework_agents.errors import CheckpointCorruptError
-from framework_agents.memory._document import strict_loads
 
 # Text JSON escapes or writes raw: quotes, backslashes, controls, U+2028, astral characters.
 _text = st.text(

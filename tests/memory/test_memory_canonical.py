@@ -17,9 +17,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from framework_agents import FileMemory, Message, ReasoningBlock, TextBlock, ToolCall
+from framework_agents._persist import _messages as codec
+from framework_agents._persist import parse_items, strict_loads
 from framework_agents.errors import MemoryCorruptError
-from framework_agents.memory import _document
-from framework_agents.memory._document import _canonical_messages, parse_items, strict_loads
+from framework_agents.memory._document import _canonical_messages
 from framework_agents.messages import MessageList
 
 _text = st.text(
@@ -179,7 +180,7 @@ def test_a_sliced_parse_gives_what_one_parse_gives(messages: list[Message], size
     data = b'{"x":' + MessageList.dump_json(messages) + b"}"
     start, end = data.index(b"[") + 1, len(data) - 2
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(_document, "PARSE_SLICE", size)
+        patch.setattr(codec, "PARSE_SLICE", size)
         parsed = parse_items(data, start, end)
     assert parsed == messages
     assert [m.model_dump_json() for m in parsed] == [m.model_dump_json() for m in messages]
@@ -191,7 +192,7 @@ def test_a_bad_array_raises_as_one_parse_does(size: int) -> None:
     good = MessageList.dump_json([Message("user", f"m{i}", id=f"m{i}") for i in range(20)])
     bad = good[:-30] + b"\x01" + good[-29:]  # a control character in the last message
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(_document, "PARSE_SLICE", size)
+        patch.setattr(codec, "PARSE_SLICE", size)
         with pytest.raises(ValueError):
             parse_items(bad, 1, len(bad) - 1)
         with pytest.raises(ValueError):
@@ -205,12 +206,12 @@ def test_a_long_history_loads_in_slices_sharing_one_fields_set(tmp_path: Path) -
     memory = FileMemory(tmp_path, max_messages=10_000)
     asyncio.run(memory.replace(messages))
     asyncio.run(memory.save([Message("user", "more", id=f"j{i}") for i in range(500)]))
-    assert memory.path.stat().st_size > 4 * _document.PARSE_SLICE
+    assert memory.path.stat().st_size > 4 * codec.PARSE_SLICE
     loaded = asyncio.run(FileMemory(tmp_path, max_messages=10_000).load())
     assert [m.id for m in loaded] == [m.id for m in messages] + [f"j{i}" for i in range(500)]
     assert loaded[: len(messages)] == messages
     sets = {id(m.model_fields_set) for m in loaded}  # one set per slice of ~64 KiB
-    assert len(sets) <= memory.path.stat().st_size // _document.PARSE_SLICE + 2
+    assert len(sets) <= memory.path.stat().st_size // codec.PARSE_SLICE + 2
     assert all(m.model_fields_set == set(Message.model_fields) for m in loaded)
 
 
@@ -239,7 +240,7 @@ def test_a_cut_inside_a_message_costs_little(
         for i in range(1000)
     ]
     data = MessageList.dump_json(messages)
-    monkeypatch.setattr(_document, "PARSE_SLICE", 4096)
+    monkeypatch.setattr(codec, "PARSE_SLICE", 4096)
     monkeypatch.setattr(MessageList, "validate_json", counting)
     assert parse_items(data, 1, len(data) - 1) == messages
     assert len(data) > 100_000

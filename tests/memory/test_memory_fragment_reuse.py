@@ -13,9 +13,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from framework_agents import FileMemory, Message
+from framework_agents._persist import encode_message, strict_loads
 from framework_agents.errors import InvalidArgumentError
 from framework_agents.memory import file as file_module
-from framework_agents.memory._document import encode_message, strict_loads
 
 
 def _count_encodes(monkeypatch: pytest.MonkeyPatch) -> list[Message]:

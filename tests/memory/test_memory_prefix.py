@@ -17,7 +17,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from framework_agents import Message, TextBlock, ToolCall
-from framework_agents.memory._document import shared_prefix, stored_prefix
+from framework_agents._persist import shared_prefix, stored_prefix
 
 # Pairs pydantic's == calls equal although JSON writes them differently.
 CONFUSED: dict[str, tuple[Any, Any]] = {

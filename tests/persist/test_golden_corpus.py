@@ -2,7 +2,9 @@
 
 The corpus was written once by the release that defined v1 (``make_v1.py`` records how).
 Each test copies it to a temporary directory first: a load must not need to write, but
-a store may create its lock files, and the corpus itself must never change.
+a store may create its lock files, and the corpus itself must never change. The v2 corpus
+(files with their journals, and the SQLite, PostgreSQL and Redis layouts) is read by
+``tests/stores/test_stores_golden_v2.py``.
 """
 
 from __future__ import annotations

@@ -18,8 +18,8 @@ from framework_agents import Message, ToolCall
 from framework_agents.errors import SnapshotCorruptError, SnapshotFieldError, StateNotJsonError
 from framework_agents.sessions import Snapshot, SnapshotData, select_snapshot_fields
 from framework_agents.sessions.snapshot import (
-    SNAPSHOT_PLAIN_VERSION,
-    SNAPSHOT_SCHEMA_VERSION,
+    PLAIN_SNAPSHOT_FORMAT_VERSION,
+    SNAPSHOT_FORMAT_VERSION,
     is_snapshot_id,
     new_snapshot_id,
 )
@@ -145,7 +145,7 @@ def test_absent_fields_are_absent_from_the_stored_form() -> None:
     snap = Snapshot(SnapshotData(state={"n": 1}))
     doc = json.loads(snap.to_json())
     assert doc["data"] == {"state": {"n": 1}}
-    assert doc["schema_version"] == SNAPSHOT_PLAIN_VERSION  # every release reads it
+    assert doc["schema_version"] == PLAIN_SNAPSHOT_FORMAT_VERSION  # every release reads it
     assert doc["app_data"] is None
     assert snap.data.fields == {"state"}
     assert SnapshotData().fields == set()
@@ -209,7 +209,7 @@ CORRUPT = {
     "no-version": json.dumps({"data": {}}).encode(),
     "string-version": _stored(schema_version="1"),
     "bool-version": _stored(schema_version=True),
-    "newer-version": _stored(schema_version=SNAPSHOT_SCHEMA_VERSION + 1),
+    "newer-version": _stored(schema_version=SNAPSHOT_FORMAT_VERSION + 1),
     "zero-version": _stored(schema_version=0),
     "unknown-key": _stored(surprise=1),
     "bad-data": _stored(data={"messages": "nope"}),
@@ -280,16 +280,18 @@ def test_an_appending_managers_latest_is_marked_so_a_release_without_logs_refuse
         more = Snapshot(SnapshotData(messages=[Message("user", "a"), Message("user", "b")]))
         await appending.save_latest(more)  # a delta in the log
         loaded = await SessionManager("s", storage).load_latest()
-        assert loaded == more and loaded.schema_version == SNAPSHOT_PLAIN_VERSION
+        assert loaded == more and loaded.schema_version == PLAIN_SNAPSHOT_FORMAT_VERSION
         # A release that reads version 1 only (no logs) refuses instead of reading "a".
-        monkeypatch.setattr(snapshot_module, "SNAPSHOT_SCHEMA_VERSION", 1)
+        monkeypatch.setattr(snapshot_module, "SNAPSHOT_FORMAT_VERSION", 1)
         with pytest.raises(SnapshotCorruptError, match="newer"):
             Snapshot.from_json(stored)
         monkeypatch.undo()
         plain = SessionManager("p", storage, append=False)
         await plain.save_latest(first)
         raw = await storage.get(plain.latest_key)
-        assert raw is not None and json.loads(raw)["schema_version"] == SNAPSHOT_PLAIN_VERSION
+        assert (
+            raw is not None and json.loads(raw)["schema_version"] == PLAIN_SNAPSHOT_FORMAT_VERSION
+        )
 
     asyncio.run(body())
 

@@ -11,7 +11,9 @@ One place for what each store used to do its own way:
 * ``_journal``: framed, checksummed records appended with one ``fdatasync``;
 * ``_locks``: the per-event-loop lock registry and the sidecar ``flock``;
 * ``_io``: blocking I/O handed to a worker thread (``run_blocking``), which a cancel
-  never cuts in half.
+  never cuts in half;
+* ``_messages``: the persisted-message codec (a message's stored JSON fragment, arrays of
+  them parsed in slices) and the prefix checks that let a save write only what is new.
 
 Each store keeps only its schema and its error code.
 """
@@ -35,6 +37,7 @@ from ._files import (
     sweep_temp_files,
     temp_name,
 )
+from ._io import run_blocking
 from ._journal import (
     FRAME_BYTES,
     JOURNAL_FORMAT_VERSION,
@@ -57,6 +60,17 @@ from ._json import (
     strict_loads,
 )
 from ._locks import Deadline, LoopLocks, check_seconds, flock, holding, open_lock_file
+from ._messages import (
+    PARSE_SLICE,
+    encode_message,
+    parse_items,
+    plain_messages,
+    same_json_message,
+    shared_prefix,
+    split_messages,
+    stored_prefix,
+    strict_equality,
+)
 from ._version import version_problem
 
 __all__ = [
@@ -65,6 +79,7 @@ __all__ = [
     "FRAME_BYTES",
     "JOURNAL_FORMAT_VERSION",
     "MAX_JSON_DEPTH",
+    "PARSE_SLICE",
     "PARSER_INT_DIGITS",
     "TEMP_SUFFIX",
     "Deadline",
@@ -77,6 +92,7 @@ __all__ = [
     "append_record",
     "atomic_publish",
     "check_seconds",
+    "encode_message",
     "file_ident",
     "flock",
     "frame",
@@ -93,10 +109,18 @@ __all__ = [
     "open_lock_file",
     "overlong_int",
     "parse_header",
+    "parse_items",
+    "plain_messages",
     "read_bounded",
     "read_document",
     "reads_back_as_is",
+    "run_blocking",
+    "same_json_message",
     "scan",
+    "shared_prefix",
+    "split_messages",
+    "stored_prefix",
+    "strict_equality",
     "strict_loads",
     "sweep_temp_files",
     "temp_name",

@@ -4,7 +4,10 @@ Every document carries an integer format version under its version key (``versio
 snapshots, pinned by format 1, say ``schema_version``). A reader accepts every version
 from 1 up to the newest it knows and refuses anything else with the store's
 ``*_CORRUPT`` code: a newer version is never guessed at, a bool or float is not a version.
-Version constants are named ``<DOCUMENT>_FORMAT_VERSION``.
+Version constants are named ``<DOCUMENT>_FORMAT_VERSION`` (``MEMORY_FORMAT_VERSION``,
+``DATABASE_FORMAT_VERSION`` for the database stores' layout); a version that is not the
+newest but has a meaning of its own says so before the document's name
+(``PLAIN_SNAPSHOT_FORMAT_VERSION``, ``BASE_CHECKPOINT_FORMAT_VERSION``).
 """
 
 from __future__ import annotations

@@ -25,8 +25,8 @@ from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
 from .._persist import LoopLocks as LocalLocks
+from .._persist import check_seconds
 from ..errors import ThreadBusyError
-from .lock import check_seconds
 from .model import ThreadCheckpoint, check_thread_id
 
 __all__ = [

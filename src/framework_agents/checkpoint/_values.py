@@ -15,10 +15,9 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from .._persist import reads_back_as_is
+from .._persist import reads_back_as_is, same_json_message
 from ..errors import InvalidArgumentError
 from ..history import well_formed_problems
-from ..memory._document import same_json_message, shared_prefix, stored_prefix
 from ..messages import Message, ReasoningBlock, TextBlock, ToolCall
 from ._journal import OVERLAY
 from .model import ThreadCheckpoint, check_storable, check_thread_id, turn_problem
@@ -34,8 +33,6 @@ __all__ = [
     "kept_fields",
     "kept_value",
     "messages_read_back_as_is",
-    "shared_prefix",
-    "stored_prefix",
 ]
 
 

@@ -20,18 +20,23 @@ from pydantic_core import PydanticSerializationError
 
 from .._fs import atomic_write, read_bytes_or_none, sweep_temp_files
 from .._persist import (
+    PARSE_SLICE,
     FileIdent,
     OddFileError,
     TooLargeError,
+    check_seconds,
     file_ident,
     ident_or_none,
     io_error,
     mark_landed,
     overlong_int,
+    plain_messages,
+    read_document,
+    run_blocking,
+    split_messages,
+    stored_prefix,
     strict_loads,
 )
-from .._persist._files import read_document
-from .._persist._io import run_blocking
 from .._retention import check_older_than, check_ttl, waits_for_approval
 from ..errors import (
     AgentError,
@@ -40,7 +45,6 @@ from ..errors import (
     LockTimeoutError,
     ThreadBusyError,
 )
-from ..memory._document import PARSE_SLICE, plain_messages, split_messages
 from ..messages import Message, ToolCall
 from ._base import HeldThread, held_then_loaded
 from ._journal import OVERLAY, Delta, JournalView, append_delta, apply_deltas, read_journal
@@ -50,17 +54,15 @@ from ._values import (
     detached,
     kept_fields,
     messages_read_back_as_is,
-    stored_prefix,
 )
 from .lock import (
     FileLockHold,
     LockDirectoryMissingError,
     call_with_file_lock,
-    check_seconds,
     hold_file_lock,
 )
 from .model import (
-    CHECKPOINT_BASE_VERSION,
+    BASE_CHECKPOINT_FORMAT_VERSION,
     CHECKPOINT_FORMAT_VERSION,
     ThreadCheckpoint,
     check_saved_at,
@@ -889,6 +891,6 @@ def _as_value(checkpoint: ThreadCheckpoint) -> ThreadCheckpoint:
 
     The stored form's version (2: a journal may follow) is the file's business.
     """
-    if checkpoint.version == CHECKPOINT_BASE_VERSION:
+    if checkpoint.version == BASE_CHECKPOINT_FORMAT_VERSION:
         return checkpoint
-    return checkpoint.model_copy(update={"version": CHECKPOINT_BASE_VERSION})
+    return checkpoint.model_copy(update={"version": BASE_CHECKPOINT_FORMAT_VERSION})

@@ -66,8 +66,7 @@ from pathlib import Path
 from typing import Any, TypeVar, cast
 
 from .._persist import LoopLocks as LocalLocks
-from .._persist._io import run_blocking
-from .._persist._locks import check_seconds
+from .._persist import check_seconds, run_blocking
 from .._platform import posix_fcntl
 from ..errors import InvalidArgumentError, LockTimeoutError
 
@@ -75,7 +74,6 @@ __all__ = [
     "FileLockHold",
     "LockDirectoryMissingError",
     "call_with_file_lock",
-    "check_seconds",
     "hold_file_lock",
     "lock_holder",
     "with_file_lock",

@@ -10,6 +10,7 @@ from datetime import timedelta
 from types import EllipsisType
 
 from .._persist import LoopLocks as LocalLocks
+from .._persist import check_seconds, shared_prefix
 from .._retention import AutoPrune, check_older_than, check_ttl, waits_for_approval
 from ..errors import ThreadBusyError
 from ._values import (
@@ -17,9 +18,7 @@ from ._values import (
     check_new_part,
     detached,
     kept_value,
-    shared_prefix,
 )
-from .lock import check_seconds
 from .model import ThreadCheckpoint, check_thread_id, to_json
 
 __all__ = ["InMemoryCheckpointer"]

@@ -43,9 +43,8 @@ from pydantic import (
 )
 from pydantic_core import PydanticSerializationError
 
-from .._persist import json_problem
+from .._persist import json_problem, plain_messages, stored_prefix
 from ..errors import StateNotJsonError, ThreadIdInvalidError
-from ..memory._document import plain_messages, stored_prefix
 from ..messages import (
     Message,
     MessageList,
@@ -56,8 +55,8 @@ from ..messages import (
 )
 
 __all__ = [
+    "BASE_CHECKPOINT_FORMAT_VERSION",
     "CHECKPOINT_FORMAT_VERSION",
-    "CHECKPOINT_BASE_VERSION",
     "THREAD_ID_PATTERN",
     "ThreadCheckpoint",
     "check_saved_at",
@@ -73,7 +72,7 @@ __all__ = [
 #: reading the state before the journal.
 CHECKPOINT_FORMAT_VERSION = 2
 #: The version of a checkpoint as a value (and as every other store keeps it).
-CHECKPOINT_BASE_VERSION = 1
+BASE_CHECKPOINT_FORMAT_VERSION = 1
 
 #: A thread id is one safe directory name (no separators, no leading dot, no ``..``).
 THREAD_ID_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
@@ -257,7 +256,7 @@ class ThreadCheckpoint(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    version: int = Field(CHECKPOINT_BASE_VERSION, strict=True)  # 1.0, "1", true: corrupt
+    version: int = Field(BASE_CHECKPOINT_FORMAT_VERSION, strict=True)  # 1.0, "1", true: corrupt
     thread_id: str
     saved_at: datetime = Field(default_factory=_now)
     messages: list[Message] = Field(default_factory=list)

@@ -29,13 +29,13 @@ from typing import Any
 from ..errors import AgentError, GraphStoreCorruptError, GraphStoreIOError, InvalidArgumentError
 from ._lock import StoreLock, graph_io_error
 
-__all__ = ["DB_NAME", "FORMAT", "STORE_VERSION", "Disk", "Row"]
+__all__ = ["DB_NAME", "FORMAT", "GRAPH_DB_FORMAT_VERSION", "Disk", "Row"]
 
 DB_NAME = "graph.sqlite3"
 FORMAT = "framework-agents.graph"
 #: Version of the database layout; newer databases are refused, version 1 is upgraded.
 #: 2: ``meta`` holds the ``generation``, bumped by every write transaction.
-STORE_VERSION = 2
+GRAPH_DB_FORMAT_VERSION = 2
 
 #: One stored quad: subject, predicate, object as JSON text, graph ("" = default graph).
 Row = tuple[str, str, str, str]
@@ -79,7 +79,7 @@ def _create(conn: sqlite3.Connection) -> None:
             for statement in _SCHEMA:
                 conn.execute(statement)
             conn.execute("INSERT INTO meta VALUES ('format', ?)", (FORMAT,))
-            conn.execute("INSERT INTO meta VALUES ('version', ?)", (str(STORE_VERSION),))
+            conn.execute("INSERT INTO meta VALUES ('version', ?)", (str(GRAPH_DB_FORMAT_VERSION),))
             conn.execute("INSERT INTO meta VALUES ('generation', '0')")
         conn.execute("COMMIT")
     except BaseException:
@@ -125,7 +125,9 @@ def _upgrade(conn: sqlite3.Connection) -> None:
     conn.execute("BEGIN IMMEDIATE")
     try:
         conn.execute("INSERT OR REPLACE INTO meta VALUES ('generation', '0')")
-        conn.execute("UPDATE meta SET value = ? WHERE key = 'version'", (str(STORE_VERSION),))
+        conn.execute(
+            "UPDATE meta SET value = ? WHERE key = 'version'", (str(GRAPH_DB_FORMAT_VERSION),)
+        )
         conn.execute("COMMIT")
     except BaseException:
         with contextlib.suppress(sqlite3.Error):
@@ -220,13 +222,13 @@ class Disk:
         meta = dict(conn.execute("SELECT key, value FROM meta").fetchall())
         if meta.get("format") != FORMAT or not str(meta.get("version", "")).isdigit():
             raise GraphStoreCorruptError(f"{self.file} is not a framework-agents graph store")
-        if int(meta["version"]) > STORE_VERSION:
+        if int(meta["version"]) > GRAPH_DB_FORMAT_VERSION:
             raise GraphStoreCorruptError(
                 f"{self.file} has layout version {meta['version']}, newer than "
-                f"{STORE_VERSION}; upgrade framework-agents to read it"
+                f"{GRAPH_DB_FORMAT_VERSION}; upgrade framework-agents to read it"
             )
         _wal(conn)  # already so for a store made here
-        if int(meta["version"]) < STORE_VERSION:
+        if int(meta["version"]) < GRAPH_DB_FORMAT_VERSION:
             _upgrade(conn)
             return 0
         generation = str(meta.get("generation", ""))

@@ -40,12 +40,19 @@ from .terms import (
     to_term,
 )
 
-__all__ = ["ENTAILED_GRAPH", "SNAPSHOT_MIN", "STATE_VERSION", "Fact", "GraphStore", "Quad"]
+__all__ = [
+    "ENTAILED_GRAPH",
+    "GRAPH_STATE_FORMAT_VERSION",
+    "SNAPSHOT_MIN",
+    "Fact",
+    "GraphStore",
+    "Quad",
+]
 
 #: The named graph that holds entailed quads (never asserted into, never exported).
 ENTAILED_GRAPH = "urn:x-framework-agents:entailed"
 #: Version of the ``export_state()`` document.
-STATE_VERSION = 1
+GRAPH_STATE_FORMAT_VERSION = 1
 #: An on-disk store whose closure has at least this many triples saves it on close
 #: (``closure.snapshot``), so the next open reads it instead of reasoning again.
 SNAPSHOT_MIN = 20_000
@@ -529,7 +536,7 @@ class GraphStore:
             rows = [state.row(q) for q in self._all_quads(state)]
         rows.sort()
         quads = [[s, p, json.loads(o), g or None] for s, p, o, g in rows]
-        return {"format": FORMAT, "version": STATE_VERSION, "quads": quads}
+        return {"format": FORMAT, "version": GRAPH_STATE_FORMAT_VERSION, "quads": quads}
 
     async def import_state(self, state: Mapping[str, Any]) -> None:
         """Replace every fact by those of an exported state and recompute the closure."""
@@ -586,9 +593,10 @@ def _parse_state(state: Mapping[str, Any]) -> list[tuple[Term, Term, Term, IRI |
     version = state["version"]
     if not isinstance(version, int) or isinstance(version, bool) or version < 1:
         raise GraphStateError(f"graph state version must be a positive integer, not {version!r}")
-    if version > STATE_VERSION:
+    if version > GRAPH_STATE_FORMAT_VERSION:
         raise GraphStateError(
-            f"graph state version {version} is newer than {STATE_VERSION}; upgrade to read it"
+            f"graph state version {version} is newer than {GRAPH_STATE_FORMAT_VERSION}; "
+            "upgrade to read it"
         )
     rows = state["quads"]
     if not isinstance(rows, list):

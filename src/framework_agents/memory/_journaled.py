@@ -30,6 +30,7 @@ from .._persist import (
     header_payload,
     mark_landed,
     parse_header,
+    parse_items,
     read_bounded,
     scan,
 )
@@ -43,7 +44,6 @@ from ._document import (
     encode_stored,
     header,
     parse_document,
-    parse_items,
     parse_record,
 )
 from ._window import shape_of, window_start

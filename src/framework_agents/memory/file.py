@@ -29,19 +29,21 @@ from .._persist import (
     LoopLocks,
     OddFileError,
     check_seconds,
+    encode_message,
     flock,
     holding,
     ident_or_none,
     io_error,
     make_private_dirs,
     open_lock_file,
+    run_blocking,
+    same_json_message,
     sweep_temp_files,
 )
-from .._persist._io import run_blocking
 from ..errors import AgentError, InvalidArgumentError
 from ..messages import Message
 from ._base import Appended, base_ids, new_revision
-from ._document import DEFAULT_MAX_BYTES, DEFAULT_MAX_ITEMS, encode_message, same_json_message
+from ._document import DEFAULT_MAX_BYTES, DEFAULT_MAX_ITEMS
 from ._journaled import Entries, MemoryFiles, State, messages_of
 from ._window import (
     bounded_view,

@@ -46,8 +46,8 @@ from .._persist import (
     ident_or_none,
     io_error,
     mark_landed,
+    run_blocking,
 )
-from .._persist._io import run_blocking
 from .._retention import AutoPrune, check_older_than, check_ttl
 from ..errors import InvalidArgumentError, LockTimeoutError, StorageKeyInvalidError
 from ._base import ArgumentTypeError, CompareAndPut, check_expected_tag, check_tag, digest

@@ -17,19 +17,19 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from .._persist import plain_messages, stored_prefix
 from ..errors import (
     AgentError,
     InvalidArgumentError,
     SnapshotCorruptError,
     SnapshotMissingError,
 )
-from ..memory._document import plain_messages, stored_prefix
 from ..messages import Message
 from ._base import ArgumentTypeError, Storage, as_logged, digest, swap
 from ._keys import validate_segment
 from .snapshot import (
-    SNAPSHOT_PLAIN_VERSION,
-    SNAPSHOT_SCHEMA_VERSION,
+    PLAIN_SNAPSHOT_FORMAT_VERSION,
+    SNAPSHOT_FORMAT_VERSION,
     Snapshot,
     SnapshotData,
     is_snapshot_id,
@@ -156,7 +156,7 @@ class SessionManager:
             return
         if self._logged is not None:
             # A log may follow it: a release that cannot apply one refuses it.
-            snapshot = snapshot.model_copy(update={"schema_version": SNAPSHOT_SCHEMA_VERSION})
+            snapshot = snapshot.model_copy(update={"schema_version": SNAPSHOT_FORMAT_VERSION})
         data = snapshot.to_json()
         known = self._latest
         if isinstance(known, _Unread):
@@ -258,10 +258,10 @@ class SessionManager:
             return None
         source = f"snapshot {self.latest_key!r}"
         snapshot = Snapshot.from_json(raw, source=source)
-        if snapshot.schema_version != SNAPSHOT_PLAIN_VERSION:
+        if snapshot.schema_version != PLAIN_SNAPSHOT_FORMAT_VERSION:
             # Version 2 describes the stored form (a log may follow), not the snapshot:
             # with its log applied, the snapshot is a plain one again.
-            snapshot = snapshot.model_copy(update={"schema_version": SNAPSHOT_PLAIN_VERSION})
+            snapshot = snapshot.model_copy(update={"schema_version": PLAIN_SNAPSHOT_FORMAT_VERSION})
         for record in records:
             snapshot = _apply(snapshot, record, source)
         self._latest = tag

@@ -8,7 +8,7 @@ Stored form (one JSON document)::
      "data": {"messages": [...], "state": {...}, "system_prompt": "..."},  # present fields only
      "app_data": <any JSON value or null>}
 
-Schema-version policy: a reader accepts every version up to :data:`SNAPSHOT_SCHEMA_VERSION`
+Schema-version policy: a reader accepts every version up to :data:`SNAPSHOT_FORMAT_VERSION`
 and refuses a newer one with ``SNAPSHOT_CORRUPT`` instead of guessing; unknown keys are an
 error too (never silently dropped). Any unreadable or wrongly shaped document raises
 :class:`~framework_agents.errors.SnapshotCorruptError`.
@@ -40,11 +40,17 @@ from pydantic import (
 )
 from pydantic_core import PydanticSerializationError
 
-from .._persist import json_problem, overlong_int, strict_loads
+from .._persist import (
+    PARSE_SLICE,
+    json_problem,
+    overlong_int,
+    split_messages,
+    stored_prefix,
+    strict_loads,
+)
 from .._pydantic_fast import share_fields_set
 from .._util import as_utc
 from ..errors import AgentError, SnapshotCorruptError, SnapshotFieldError, StateNotJsonError
-from ..memory._document import PARSE_SLICE, split_messages, stored_prefix
 from ..messages import (
     REQUIRED,
     Message,
@@ -56,10 +62,10 @@ from ..messages import (
 )
 
 __all__ = [
+    "PLAIN_SNAPSHOT_FORMAT_VERSION",
     "SNAPSHOT_FIELDS",
+    "SNAPSHOT_FORMAT_VERSION",
     "SNAPSHOT_PRESETS",
-    "SNAPSHOT_SCHEMA_VERSION",
-    "SNAPSHOT_PLAIN_VERSION",
     "Snapshot",
     "SnapshotData",
     "is_snapshot_id",
@@ -72,9 +78,9 @@ __all__ = [
 #: 2: the latest snapshot of a ``SessionManager(..., append=True)``, which a log of
 #: deltas may follow: a release that cannot apply the log refuses it instead of reading
 #: a stale state.
-SNAPSHOT_SCHEMA_VERSION = 2
+SNAPSHOT_FORMAT_VERSION = 2
 #: The version of every other snapshot (no log follows it): every release reads it.
-SNAPSHOT_PLAIN_VERSION = 1
+PLAIN_SNAPSHOT_FORMAT_VERSION = 1
 #: The fields a snapshot can carry.
 SNAPSHOT_FIELDS = frozenset({"messages", "state", "system_prompt"})
 #: Named bundles of fields for ``select_snapshot_fields``.
@@ -297,7 +303,7 @@ class Snapshot(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    schema_version: int = SNAPSHOT_PLAIN_VERSION
+    schema_version: int = PLAIN_SNAPSHOT_FORMAT_VERSION
     snapshot_id: str = Field(default_factory=new_snapshot_id)
     created_at: AwareDatetime = Field(default_factory=_now_utc)
     data: SnapshotData
@@ -328,10 +334,10 @@ class Snapshot(BaseModel):
     @field_validator("schema_version")
     @classmethod
     def _known_version(cls, value: int) -> int:
-        if not 1 <= value <= SNAPSHOT_SCHEMA_VERSION:
+        if not 1 <= value <= SNAPSHOT_FORMAT_VERSION:
             raise ValueError(
                 f"schema_version {value} is not supported (this framework reads 1 to "
-                f"{SNAPSHOT_SCHEMA_VERSION}); upgrade framework-agents to read it"
+                f"{SNAPSHOT_FORMAT_VERSION}); upgrade framework-agents to read it"
             )
         return value
 
@@ -455,10 +461,10 @@ class Snapshot(BaseModel):
         version = doc.get("schema_version")
         if type(version) is not int:
             raise SnapshotCorruptError(f"{source} has no integer schema_version")
-        if version > SNAPSHOT_SCHEMA_VERSION:
+        if version > SNAPSHOT_FORMAT_VERSION:
             raise SnapshotCorruptError(
                 f"{source} has schema_version {version}, newer than this framework reads "
-                f"({SNAPSHOT_SCHEMA_VERSION}); upgrade framework-agents"
+                f"({SNAPSHOT_FORMAT_VERSION}); upgrade framework-agents"
             )
         try:
             return cls.model_validate(doc)

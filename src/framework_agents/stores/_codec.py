@@ -25,8 +25,7 @@ from urllib.parse import urlsplit, urlunsplit
 from pydantic import ValidationError
 from pydantic_core import PydanticSerializationError
 
-from .._persist import overlong_int
-from ..checkpoint.lock import check_seconds
+from .._persist import check_seconds, encode_message, overlong_int
 from ..checkpoint.model import ThreadCheckpoint, to_json
 from ..errors import (
     AgentError,
@@ -36,14 +35,13 @@ from ..errors import (
     MemoryCorruptError,
 )
 from ..memory._base import Appended, base_ids, new_revision
-from ..memory._document import encode_message
 from ..memory._window import check_messages, shape_of, window
 from ..messages import Message, MessageList
 
 __all__ = [
     "ClosableStore",
+    "DATABASE_FORMAT_VERSION",
     "MergingMemory",
-    "SCHEMA_VERSION",
     "SchemaTooNewError",
     "ThreadCache",
     "appended_by_others",
@@ -66,7 +64,7 @@ logger = logging.getLogger(__name__)
 #: Version of the tables/keys layout shared by the SQLite, PostgreSQL and Redis stores
 #: (2 added the storages' value digests and value logs; a version-1 database is migrated
 #: on first use, under the database's lock).
-SCHEMA_VERSION = 2
+DATABASE_FORMAT_VERSION = 2
 
 
 def log_tag(value_digest: str, last_seq: int | None) -> str:

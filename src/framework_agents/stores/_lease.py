@@ -19,7 +19,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from types import EllipsisType
 
-from ..checkpoint.lock import check_seconds
+from .._persist import check_seconds
 from ..checkpoint.model import check_thread_id
 from ..errors import ThreadBusyError
 from ._codec import new_owner

@@ -16,7 +16,7 @@ from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from ..errors import BackendUnavailableError, InvalidArgumentError
-from ._codec import SCHEMA_VERSION, SchemaTooNewError, redact, unavailable
+from ._codec import DATABASE_FORMAT_VERSION, SchemaTooNewError, redact, unavailable
 
 if TYPE_CHECKING:
     from psycopg import AsyncConnection
@@ -307,24 +307,24 @@ class PgDb:
                 await conn.execute(statement)
             await conn.execute(
                 self.sql("INSERT INTO {s}.fa_schema VALUES (1, %s) ON CONFLICT DO NOTHING"),
-                (SCHEMA_VERSION,),
+                (DATABASE_FORMAT_VERSION,),
             )
             cur = await conn.execute(self.sql("SELECT version FROM {s}.fa_schema"))
             row = await cur.fetchone()
-            version = row[0] if row else SCHEMA_VERSION
-            if version > SCHEMA_VERSION:  # rolled back: a newer schema is left as it is
+            version = row[0] if row else DATABASE_FORMAT_VERSION
+            if version > DATABASE_FORMAT_VERSION:  # rolled back: a newer schema is left as it is
                 raise SchemaTooNewError(
                     f"schema {self.schema!r} of {redact(self.dsn)} has version {version}, "
-                    f"newer than this framework-agents understands ({SCHEMA_VERSION}); "
+                    f"newer than this framework-agents understands ({DATABASE_FORMAT_VERSION}); "
                     "upgrade to use it"
                 )
             if version < 2:  # 2: value digests (NULL: unknown) and value logs
                 await conn.execute(
                     self.sql("ALTER TABLE {s}.fa_kv ADD COLUMN IF NOT EXISTS digest TEXT")
                 )
-            if version < SCHEMA_VERSION:
+            if version < DATABASE_FORMAT_VERSION:
                 await conn.execute(
-                    self.sql("UPDATE {s}.fa_schema SET version = %s"), (SCHEMA_VERSION,)
+                    self.sql("UPDATE {s}.fa_schema SET version = %s"), (DATABASE_FORMAT_VERSION,)
                 )
             for function in (
                 _SAVE_FUNCTION,

@@ -6,7 +6,7 @@ database runs in WAL mode (readers never wait for the writer) with ``busy_timeou
 and every write transaction starts with ``BEGIN IMMEDIATE`` so two processes never
 deadlock upgrading a read lock ("database is locked" in the middle of a transaction).
 
-Tables (schema version :data:`~._codec.SCHEMA_VERSION`, created idempotently)::
+Tables (schema version :data:`~._codec.DATABASE_FORMAT_VERSION`, created idempotently)::
 
     fa_schema           (id = 1, version)                    newer than the code: refused
     fa_kv               (key, data, digest, updated_at)      SqliteStorage
@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import TypeVar
 
 from ..errors import InvalidArgumentError, LockTimeoutError, StorageIOError
-from ._codec import SCHEMA_VERSION, SchemaTooNewError
+from ._codec import DATABASE_FORMAT_VERSION, SchemaTooNewError
 
 __all__ = ["SqliteDb", "sqlite_path"]
 
@@ -76,12 +76,15 @@ _SCHEMA += (
 
 
 def _migrate(conn: sqlite3.Connection, version: int) -> None:
-    """Bring a database of schema ``version`` to :data:`SCHEMA_VERSION` (in its transaction)."""
+    """Bring a database of schema ``version`` to :data:`DATABASE_FORMAT_VERSION`.
+
+    Runs in the caller's transaction.
+    """
     if version < 2:  # 2: value digests (NULL: computed when needed) and the value logs
         columns = {row[1] for row in conn.execute("PRAGMA table_info(fa_kv)")}
         if "digest" not in columns:
             conn.execute("ALTER TABLE fa_kv ADD COLUMN digest TEXT")
-    conn.execute("UPDATE fa_schema SET version = ? WHERE id = 1", (SCHEMA_VERSION,))
+    conn.execute("UPDATE fa_schema SET version = ? WHERE id = 1", (DATABASE_FORMAT_VERSION,))
 
 
 #: How long one statement waits for another process's write transaction (ms).
@@ -156,23 +159,23 @@ class SqliteDb:
                     conn.execute(statement)
             conn.execute(
                 "INSERT INTO fa_schema (id, version) VALUES (1, ?) ON CONFLICT DO NOTHING",
-                (SCHEMA_VERSION,),
+                (DATABASE_FORMAT_VERSION,),
             )
             (version,) = conn.execute("SELECT version FROM fa_schema WHERE id = 1").fetchone()
-            if version < SCHEMA_VERSION:
+            if version < DATABASE_FORMAT_VERSION:
                 _migrate(conn, version)
-                version = SCHEMA_VERSION
+                version = DATABASE_FORMAT_VERSION
             conn.execute("COMMIT")
         except BaseException:
             if conn.in_transaction:
                 conn.execute("ROLLBACK")
             conn.close()
             raise
-        if version > SCHEMA_VERSION:
+        if version > DATABASE_FORMAT_VERSION:
             conn.close()
             raise SchemaTooNewError(
                 f"SQLite database {str(self.path)!r} has schema version {version}, newer than "
-                f"this framework-agents understands ({SCHEMA_VERSION}); upgrade to use it"
+                f"this framework-agents understands ({DATABASE_FORMAT_VERSION}); upgrade to use it"
             )
         self._conn = conn
         return conn
