@@ -263,3 +263,40 @@ def test_bad_branch_overrides_raise(overrides: Any) -> None:
 def test_branch_label_must_be_a_string() -> None:
     with pytest.raises(InvalidArgumentError):
         Agent(echo_model()).branch(3)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("at", [1, -3], ids=["index", "negative-index"])
+def test_branch_at_a_message_ends_its_history_there(at: int) -> None:
+    agent = Agent(echo_model())
+    arun(agent.run("first"))
+    arun(agent.run("second"))
+    child = agent.branch("from-first", at=at)
+    assert texts(child.messages) == ["first", "re: first"]
+    assert texts(agent.messages) == ["first", "re: first", "second", "re: second"]
+    arun(child.run("other"))
+    assert texts(child.messages) == ["first", "re: first", "other", "re: other"]
+    assert texts(agent.messages)[-1] == "re: second"  # the parent is untouched
+
+
+def test_branch_at_a_message_id_and_the_errors_of_a_bad_one() -> None:
+    agent = Agent(echo_model())
+    arun(agent.run("first"))
+    first_id = agent.messages[0].id
+    assert texts(agent.branch("b", at=first_id).messages) == ["first"]
+    with pytest.raises(MessageNotFoundError):
+        agent.branch("b", at="no-such-id")
+    with pytest.raises(MessageNotFoundError):
+        agent.branch("b", at=7)
+    with pytest.raises(InvalidArgumentError, match="branch"):
+        agent.branch("b", at=1.5)  # type: ignore[arg-type]
+    assert [e.kind for e in agent.timeline].count("branch") == 1  # refusals record nothing
+
+
+def test_a_branch_at_a_call_is_repaired_when_it_runs() -> None:
+    call = Message("assistant", "", tool_calls=[ToolCall("c1", "lookup", {})])
+    seed = [Message("user", "look"), call, Message("tool", "found", tool_call_id="c1")]
+    agent = Agent(echo_model(), initial_messages=seed)
+    child = agent.branch("cut", at=1)  # ends on the call, whose result is cut away
+    result = arun(child.run("go on"))
+    assert is_well_formed(result.messages)
+    assert result.messages[2].metadata.get("kind") == "interrupted"

@@ -464,3 +464,27 @@ def test_a_grounding_memory_is_grounded_on_the_incoming_prompt() -> None:
     model = ScriptedModel(["ok"])
     arun(Agent(model, memory=Grounding([])).run("Alice"))
     assert [m.text for m in model.calls[0].messages] == ["facts about Alice", "Alice"]
+
+
+@pytest.mark.parametrize("prompt", ["", "   \n", Message("user", ""), Message("user", " ")])
+def test_a_blank_prompt_is_refused_and_stores_nothing(prompt: Any) -> None:
+    model = ScriptedModel(["never"])
+    agent = Agent(model)
+    with pytest.raises(InvalidArgumentError, match="empty"):
+        arun(agent.run(prompt))
+    assert agent.messages == [] and arun(agent.memory.load()) == []
+    assert model.calls == []
+
+
+def test_run_sync_runs_without_an_event_loop_and_refuses_inside_one() -> None:
+    agent = Agent(ScriptedModel(["one", "two"]))
+    result = agent.run_sync("hello")
+    assert result.text == "one"
+    assert [m.text for m in agent.messages] == ["hello", "one"]
+
+    async def inside() -> None:
+        with pytest.raises(InvalidArgumentError, match="await agent.run"):
+            agent.run_sync("again")
+
+    asyncio.run(inside())
+    assert agent.run_sync("again").text == "two"
