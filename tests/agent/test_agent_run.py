@@ -483,7 +483,7 @@ def test_run_sync_runs_without_an_event_loop_and_refuses_inside_one() -> None:
     assert [m.text for m in agent.messages] == ["hello", "one"]
 
     async def inside() -> None:
-        with pytest.raises(InvalidArgumentError, match="await agent.run"):
+        with pytest.raises(InvalidArgumentError, match="await agent"):
             agent.run_sync("again")
 
     asyncio.run(inside())
