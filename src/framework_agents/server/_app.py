@@ -114,12 +114,7 @@ class _Guard:
     def _authorized(self, scope: Scope) -> bool:
         if self.expected is None or _is_open(scope.get("path", "")):
             return True
-        given = b""
-        for name, value in scope.get("headers", ()):
-            if name == b"authorization":
-                given = value
-                break
-        return hmac.compare_digest(given, self.expected)
+        return hmac.compare_digest(_header(scope, b"authorization") or b"", self.expected)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -131,16 +126,31 @@ class _Guard:
         if scope.get("method") in ("GET", "HEAD", "OPTIONS"):
             await self.app(scope, receive, send)
             return
-        content_type: bytes | None = None
-        for name, value in scope.get("headers", ()):
-            if name == b"content-length" and value.isdigit() and int(value) > self.max_body:
-                await send_error(send, self._too_large())
-                return
-            if name == b"content-type":
-                content_type = value
-        if content_type is not None and not _is_json(content_type):
-            await send_error(send, _not_json(content_type))
+        refusal = self._refused_before_the_body(scope)
+        if refusal is not None:
+            await send_error(send, refusal)
             return
+        body = await self._read_body(receive)
+        if body is None:
+            await send_error(send, self._too_large())
+            return
+        if body and _header(scope, b"content-type") is None:
+            await send_error(send, _not_json(b""))
+            return
+        await self.app(scope, _replay(body, receive), send)
+
+    def _refused_before_the_body(self, scope: Scope) -> Exception | None:
+        """A declared body too large, or not JSON: refused before reading it."""
+        length = _header(scope, b"content-length")
+        if length is not None and length.isdigit() and int(length) > self.max_body:
+            return self._too_large()
+        content_type = _header(scope, b"content-type")
+        if content_type is not None and not _is_json(content_type):
+            return _not_json(content_type)
+        return None
+
+    async def _read_body(self, receive: Receive) -> bytes | None:
+        """The whole body, read up to the bound (``None``: larger than ``max_body``)."""
         chunks: list[bytes] = []
         size = 0
         while True:
@@ -150,18 +160,22 @@ class _Guard:
             chunk = message.get("body", b"")
             size += len(chunk)
             if size > self.max_body:
-                await send_error(send, self._too_large())
-                return
+                return None
             chunks.append(chunk)
             if not message.get("more_body", False):
                 break
-        if content_type is None and size:
-            await send_error(send, _not_json(b""))
-            return
-        await self.app(scope, _replay(b"".join(chunks), receive), send)
+        return b"".join(chunks)
 
     def _too_large(self) -> BodyTooLargeError:
         return BodyTooLargeError(f"the request body is larger than {self.max_body} bytes")
+
+
+def _header(scope: Scope, name: bytes) -> bytes | None:
+    """The first value of header ``name`` (lower-case), or ``None``."""
+    for key, value in scope.get("headers", ()):
+        if key == name:
+            return bytes(value)
+    return None
 
 
 def _not_json(content_type: bytes) -> UnsupportedMediaTypeError:

@@ -53,18 +53,30 @@ def split_host(value: str) -> tuple[str, int | None] | None:
         name, bracket, rest = value[1:].partition("]")
         if not bracket or (rest and not rest.startswith(":")):
             return None
-        port_text = rest[1:] if rest else None
     else:
-        name, colon, port_text_ = value.partition(":")
-        port_text = port_text_ if colon else None
+        name, _, port_part = value.partition(":")
+        rest = ":" + port_part if ":" in value else ""
     name = name.rstrip(".")
     if not name or any(c in name for c in "/@?#\\ ") or (":" in name and "[" not in value):
         return None
-    if port_text is None:
+    return _with_port(name, rest[1:] if rest else None)
+
+
+def _with_port(name: str, port: str | None) -> tuple[str, int | None] | None:
+    if port is None:
         return name, None
-    if not port_text.isdigit() or not 0 < int(port_text) < 65536:
+    if not port.isdigit() or not 0 < int(port) < 65536:
         return None
-    return name, int(port_text)
+    return name, int(port)
+
+
+def _site_headers(scope: Scope) -> dict[bytes, str]:
+    """The first ``Host``, ``Origin`` and ``Sec-Fetch-Site`` of a request, decoded."""
+    found: dict[bytes, str] = {}
+    for name, value in scope.get("headers", ()):
+        if name in (b"host", b"origin", b"sec-fetch-site") and name not in found:
+            found[name] = value.decode("latin-1")
+    return found
 
 
 def _is_loopback(name: str) -> bool:
@@ -162,40 +174,33 @@ class SiteGuard:
         await self.app(scope, receive, send)
 
     def _refusal(self, scope: Scope) -> Exception | None:
-        host: bytes | None = None
-        origin: bytes | None = None
-        fetch_site: bytes | None = None
-        for name, value in scope.get("headers", ()):
-            if name == b"host" and host is None:
-                host = value
-            elif name == b"origin" and origin is None:
-                origin = value
-            elif name == b"sec-fetch-site":
-                fetch_site = value
-        parsed = None
-        if host is not None:
-            parsed = split_host(host.decode("latin-1"))
-            if not self._host_allowed(parsed, scope) and scope.get("path") not in _ANY_HOST_PATHS:
-                shown = host.decode("latin-1")[:100]
-                return HostNotAllowedError(
-                    f"Host {shown!r} is not this server's: allow it with --allowed-host "
-                    "(create_app(allowed_hosts=...)) if clients reach the server by that name"
-                )
-        if scope.get("method") in _SAFE_METHODS:
+        headers = _site_headers(scope)
+        host = headers.get(b"host")
+        parsed = None if host is None else split_host(host)
+        if host is not None and self._foreign(parsed, scope):
+            return HostNotAllowedError(
+                f"Host {host[:100]!r} is not this server's: allow it with --allowed-host "
+                "(create_app(allowed_hosts=...)) if clients reach the server by that name"
+            )
+        if scope.get("method") in _SAFE_METHODS or self.any_origin:
             return None
+        origin = headers.get(b"origin")
         if origin is None:
-            if fetch_site in _CROSS_SITE and not self.any_origin:
+            if headers.get(b"sec-fetch-site", "").encode() in _CROSS_SITE:
                 return OriginNotAllowedError(
                     "a cross-site browser request may not change anything on this server"
                 )
             return None
-        if self._origin_allowed(origin.decode("latin-1"), parsed):
+        if self._origin_allowed(origin, parsed):
             return None
-        shown = origin.decode("latin-1")[:100]
         return OriginNotAllowedError(
-            f"a page from {shown!r} may not change anything on this server: allow its origin "
-            "with --allowed-origin (create_app(allowed_origins=...)) if it is yours"
+            f"a page from {origin[:100]!r} may not change anything on this server: allow its "
+            "origin with --allowed-origin (create_app(allowed_origins=...)) if it is yours"
         )
+
+    def _foreign(self, parsed: tuple[str, int | None] | None, scope: Scope) -> bool:
+        """Whether a request's ``Host`` is refused (``/healthz`` answers any host)."""
+        return not self._host_allowed(parsed, scope) and scope.get("path") not in _ANY_HOST_PATHS
 
     def _host_allowed(self, parsed: tuple[str, int | None] | None, scope: Scope) -> bool:
         if self.any_host:
@@ -211,8 +216,6 @@ class SiteGuard:
         return server is not None and name == str(server[0]).lower()  # called by its address
 
     def _origin_allowed(self, value: str, host: tuple[str, int | None] | None) -> bool:
-        if self.any_origin:
-            return True
         origin = _origin(value)
         if origin is None:  # "null" and anything else that is not an origin
             return False
