@@ -31,7 +31,14 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Self
 
-from ..errors import AgentError, InvalidArgumentError, ModelError
+from ..errors import (
+    AgentError,
+    InvalidArgumentError,
+    ModelAuthError,
+    ModelConnectionError,
+    ModelError,
+    ModelTimeoutError,
+)
 from ..messages import Message, ReasoningBlock, TextBlock, ToolCall
 from ._base import ModelChunk, ModelDone, ReasoningDelta, TextDelta, ToolSpec
 from ._common import LoopClients, parse_tool_arguments, require_module, status_error
@@ -331,9 +338,7 @@ class AnthropicModel:
         try:
             client: AsyncAnthropic = self._sdk.AsyncAnthropic(**self._client_args)
         except self._sdk.AnthropicError as exc:
-            raise ModelError(
-                f"cannot create the Anthropic client: {exc}", code="MODEL_AUTH"
-            ) from exc
+            raise ModelAuthError(f"cannot create the Anthropic client: {exc}") from exc
         return client
 
     def _client(self) -> AsyncAnthropic:
@@ -368,11 +373,11 @@ class AnthropicModel:
             if "authentication" not in str(exc).lower():
                 raise exc  # a real bug, not a provider failure
             # The SDK resolves credentials per request and says so with a TypeError.
-            return ModelError(f"no Anthropic credentials: {exc}", code="MODEL_AUTH")
+            return ModelAuthError(f"no Anthropic credentials: {exc}")
         if isinstance(exc, sdk.APITimeoutError):
-            return ModelError(f"Anthropic timed out: {exc}", code="MODEL_TIMEOUT")
+            return ModelTimeoutError(f"Anthropic timed out: {exc}")
         if isinstance(exc, sdk.APIConnectionError):
-            return ModelError(f"cannot reach Anthropic: {exc}", code="MODEL_CONNECTION")
+            return ModelConnectionError(f"cannot reach Anthropic: {exc}")
         if isinstance(exc, sdk.APIStatusError):
             status = exc.status_code if exc.status_code >= 400 else None
             return status_error("Anthropic", status, exc.message, exc.body)

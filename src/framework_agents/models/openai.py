@@ -29,7 +29,13 @@ import os
 from collections.abc import AsyncIterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Self
 
-from ..errors import AgentError, ModelError
+from ..errors import (
+    AgentError,
+    ModelAuthError,
+    ModelConnectionError,
+    ModelError,
+    ModelTimeoutError,
+)
 from ..messages import Message, ReasoningBlock, TextBlock, ToolCall, new_id
 from ._base import ModelChunk, ModelDone, ReasoningDelta, TextDelta, ToolSpec
 from ._common import LoopClients, parse_tool_arguments, require_module, status_error
@@ -323,7 +329,7 @@ class OpenAIModel:
         try:
             client: AsyncOpenAI = self._sdk.AsyncOpenAI(**self._client_args)
         except self._sdk.OpenAIError as exc:
-            raise ModelError(f"cannot create the OpenAI client: {exc}", code="MODEL_AUTH") from exc
+            raise ModelAuthError(f"cannot create the OpenAI client: {exc}") from exc
         return client
 
     def _client(self) -> AsyncOpenAI:
@@ -353,9 +359,9 @@ class OpenAIModel:
     def _error(self, exc: Exception) -> AgentError:
         sdk = self._sdk
         if isinstance(exc, sdk.APITimeoutError):
-            return ModelError(f"{self._provider} timed out: {exc}", code="MODEL_TIMEOUT")
+            return ModelTimeoutError(f"{self._provider} timed out: {exc}")
         if isinstance(exc, sdk.APIConnectionError):
-            return ModelError(f"cannot reach {self._provider}: {exc}", code="MODEL_CONNECTION")
+            return ModelConnectionError(f"cannot reach {self._provider}: {exc}")
         if isinstance(exc, sdk.APIStatusError):
             return status_error(self._provider, exc.status_code, exc.message, exc.body)
         if isinstance(exc, sdk.APIError):  # an error event inside the stream
