@@ -39,7 +39,7 @@ from ..errors import (
     ModelTimeoutError,
 )
 from ..messages import Message
-from ._base import ModelChunk, ToolSpec
+from ._base import ModelChunk, StreamingModelBase, ToolSpec
 from ._common import extra_hint, require_module
 from .openai import OpenAIModel
 
@@ -151,7 +151,7 @@ def _default_threads() -> int:
     return max(1, min(4, available - 1))
 
 
-class LocalModel:
+class LocalModel(StreamingModelBase):
     """SmolLM2-135M-Instruct run in-process by llama.cpp: offline, no key, no network."""
 
     def __init__(
@@ -238,23 +238,15 @@ class LocalModel:
     async def __aexit__(self, *exc: object) -> None:
         await self.aclose()
 
-    async def complete(
-        self,
-        messages: Sequence[Message],
-        tools: Sequence[ToolSpec],
-        *,
-        system_prompt: str | None = None,
+    async def _complete(
+        self, messages: Sequence[Message], tools: Sequence[ToolSpec], system_prompt: str | None
     ) -> Message:
         """The local model's next assistant message."""
         inner = await self.start()
         return await inner.complete(messages, tools, system_prompt=system_prompt)
 
-    async def stream(
-        self,
-        messages: Sequence[Message],
-        tools: Sequence[ToolSpec],
-        *,
-        system_prompt: str | None = None,
+    async def _stream(
+        self, messages: Sequence[Message], tools: Sequence[ToolSpec], system_prompt: str | None
     ) -> AsyncIterator[ModelChunk]:
         """Stream the local model's answer: deltas, then the message."""
         inner = await self.start()

@@ -24,7 +24,7 @@ from typing import Any, Literal
 from pydantic import JsonValue
 
 from ..messages import Message, ToolCall, new_id
-from ..models._base import Model, ModelChunk, ModelDone, ToolSpec
+from ..models._base import Model, ModelChunk, ModelDone, StreamingModelBase, ToolSpec
 from ..tools import Tool, ToolArgumentsError, ToolContext
 from ._state import SwarmRecord
 from ._types import Handoff
@@ -167,7 +167,7 @@ def _unique_ids(message: Message) -> Message:
     return message.model_copy(update={"tool_calls": calls}) if changed else message
 
 
-class HandoffGate:
+class HandoffGate(StreamingModelBase):
     """The member's model, wrapped: ends the run once the turn's handoff has run.
 
     Everything else passes through: the real model answers every other call, streaming
@@ -213,12 +213,8 @@ class HandoffGate:
             break
         return response
 
-    async def complete(
-        self,
-        messages: Sequence[Message],
-        tools: Sequence[ToolSpec],
-        *,
-        system_prompt: str | None = None,
+    async def _complete(
+        self, messages: Sequence[Message], tools: Sequence[ToolSpec], system_prompt: str | None
     ) -> Message:
         """The closing message after a handoff, else the real model's answer."""
         closing = self._closing()
@@ -227,12 +223,8 @@ class HandoffGate:
         response = await self.inner.complete(messages, tools, system_prompt=system_prompt)
         return self._seen(response) if isinstance(response, Message) else response
 
-    async def stream(
-        self,
-        messages: Sequence[Message],
-        tools: Sequence[ToolSpec],
-        *,
-        system_prompt: str | None = None,
+    async def _stream(
+        self, messages: Sequence[Message], tools: Sequence[ToolSpec], system_prompt: str | None
     ) -> AsyncIterator[ModelChunk]:
         """Like :meth:`complete`, streaming the real model's deltas when it streams."""
         closing = self._closing()
