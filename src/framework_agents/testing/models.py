@@ -72,8 +72,20 @@ async def _stream_message(message: Message) -> AsyncIterator[ModelChunk]:
     yield ModelDone(message)
 
 
+class _WholeAnswer(StreamingModelBase):
+    """A test model that streams its whole answer at once."""
+
+    async def _stream(
+        self, messages: Sequence[Message], tools: Sequence[ToolSpec], system_prompt: str | None
+    ) -> AsyncIterator[ModelChunk]:
+        """The answer of ``complete()`` as one reasoning/text delta each, then the message."""
+        message = await self.complete(messages, tools, system_prompt=system_prompt)
+        async for chunk in _stream_message(message):
+            yield chunk
+
+
 @dataclass
-class FunctionModel(StreamingModelBase):
+class FunctionModel(_WholeAnswer):
     """A model whose every answer comes from ``fn(messages, tools)``."""
 
     fn: ModelFunction
@@ -87,16 +99,8 @@ class FunctionModel(StreamingModelBase):
         self.calls.append(ModelCall(history, specs, system_prompt))
         return _as_assistant(await maybe_await(self.fn(history, specs)))
 
-    async def _stream(
-        self, messages: Sequence[Message], tools: Sequence[ToolSpec], system_prompt: str | None
-    ) -> AsyncIterator[ModelChunk]:
-        """Stream the answer of ``fn`` as one reasoning/text delta each, then the message."""
-        message = await self.complete(messages, tools, system_prompt=system_prompt)
-        async for chunk in _stream_message(message):
-            yield chunk
 
-
-class ScriptedModel(StreamingModelBase):
+class ScriptedModel(_WholeAnswer):
     """A model that answers with ``replies`` in order and records every call."""
 
     def __init__(self, replies: Sequence[Reply]) -> None:
@@ -125,14 +129,6 @@ class ScriptedModel(StreamingModelBase):
         if isinstance(reply, (str, Message)):
             return _as_assistant(reply)
         return _as_assistant(await maybe_await(reply(history, specs)))
-
-    async def _stream(
-        self, messages: Sequence[Message], tools: Sequence[ToolSpec], system_prompt: str | None
-    ) -> AsyncIterator[ModelChunk]:
-        """Stream the next scripted reply as deltas, then the message."""
-        message = await self.complete(messages, tools, system_prompt=system_prompt)
-        async for chunk in _stream_message(message):
-            yield chunk
 
     def assert_complete(self) -> None:
         """Fail unless every scripted reply was used."""
