@@ -8,21 +8,16 @@ from typing import Any
 
 import httpx
 import pytest
-from server_support import Served, start_server
+from server_support import MODEL_STATUSES, Served, start_server
 
 from framework_agents import Agent, FunctionModel, Message, errors
 from framework_agents.server import create_app
 
-#: Each model error class and the status a client gets for it.
-STATUSES: dict[type[errors.ModelError], int] = {
-    errors.ModelAuthError: 502,
-    errors.ModelRateLimitError: 429,
-    errors.ModelBadRequestError: 502,
-    errors.ModelNotFoundError: 502,
-    errors.ModelServerError: 502,
-    errors.ModelConnectionError: 502,
-    errors.ModelTimeoutError: 504,
-    errors.ModelError: 502,
+#: Each model error class a provider raises and the status a client gets for it.
+STATUSES = {
+    error: status
+    for error, status in MODEL_STATUSES.items()
+    if error.default_code.startswith("MODEL_")
 }
 
 _BY_NAME = {cls.__name__: cls for cls in STATUSES}

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 from pydantic import BaseModel, ValidationError
+from server_support import MODEL_STATUSES
 
 from framework_agents import errors
 from framework_agents.checkpoint import FileCheckpointer, InMemoryCheckpointer
@@ -80,24 +81,6 @@ def test_internal_errors_are_not_described() -> None:
     }
 
 
-#: The status of every model error: its upstream failed (502), timed out (504) or limits
-#: our rate (429); a prompt too long is the client's (422); OUTPUT_INVALID and
-#: SCRIPT_EXHAUSTED stay the server's own failures (500).
-MODEL_STATUSES = {
-    errors.ModelAuthError: 502,
-    errors.ModelRateLimitError: 429,
-    errors.ModelBadRequestError: 502,
-    errors.ModelNotFoundError: 502,
-    errors.ModelServerError: 502,
-    errors.ModelConnectionError: 502,
-    errors.ModelTimeoutError: 504,
-    errors.ModelError: 502,
-    errors.ContextOverflowError: 422,
-    errors.OutputInvalidError: 500,
-    errors.ScriptExhaustedError: 500,
-}
-
-
 @pytest.mark.parametrize(
     ("error", "status"), list(MODEL_STATUSES.items()), ids=[c.__name__ for c in MODEL_STATUSES]
 )
@@ -140,7 +123,7 @@ def _validation_error() -> ValidationError:
         n: int
 
     try:
-        Box(n="not a number")  # type: ignore[arg-type]
+        Box.model_validate({"n": "not a number"})
     except ValidationError as exc:
         return exc
     raise AssertionError("pydantic accepted a string for an int")
