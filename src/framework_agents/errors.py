@@ -35,7 +35,14 @@ contract, the subclasses let callers ``except`` one kind::
     │   │   └── GraphStoreIOError       GRAPH_STORE_IO
     │   ├── CheckpointConflictError     CHECKPOINT_CONFLICT
     │   └── BackendUnavailableError     BACKEND_UNAVAILABLE
-    ├── ModelError                      MODEL_ERROR (or a provider-specific MODEL_* code)
+    ├── ModelError                      MODEL_ERROR: a model failed in another way
+    │   ├── ModelAuthError              MODEL_AUTH
+    │   ├── ModelRateLimitError         MODEL_RATE_LIMIT
+    │   ├── ModelBadRequestError        MODEL_BAD_REQUEST
+    │   ├── ModelNotFoundError          MODEL_NOT_FOUND
+    │   ├── ModelServerError            MODEL_SERVER
+    │   ├── ModelConnectionError        MODEL_CONNECTION
+    │   ├── ModelTimeoutError           MODEL_TIMEOUT
     │   ├── ContextOverflowError        CONTEXT_OVERFLOW
     │   ├── OutputInvalidError          OUTPUT_INVALID
     │   └── ScriptExhaustedError        SCRIPT_EXHAUSTED
@@ -43,7 +50,7 @@ contract, the subclasses let callers ``except`` one kind::
 
 The intermediate bases (``InvalidInputError``, ``NotFoundError``, ``CorruptStoreError``,
 ``BusyError``, ``StoreError``, ``ModelError``) are for ``except`` clauses; only their
-leaves are raised (``ModelError`` also is, for provider failures).
+leaves are raised (``ModelError`` also is, for a model failure no leaf names).
 
 Control-flow signals such as ``HitlInterrupt`` are not errors and do not derive from
 :class:`AgentError`.
@@ -77,7 +84,14 @@ __all__ = [
     "MemoryCorruptError",
     "MessageNotEditableError",
     "MessageNotFoundError",
+    "ModelAuthError",
+    "ModelBadRequestError",
+    "ModelConnectionError",
     "ModelError",
+    "ModelNotFoundError",
+    "ModelRateLimitError",
+    "ModelServerError",
+    "ModelTimeoutError",
     "NotFoundError",
     "OutputInvalidError",
     "ScriptExhaustedError",
@@ -141,9 +155,51 @@ class StoreError(AgentError):
 
 
 class ModelError(AgentError):
-    """A model provider failed; ``code`` says how (``MODEL_ERROR`` or ``MODEL_*``)."""
+    """A model failed; its subclasses say how, plain ``MODEL_ERROR`` is any other failure."""
 
     default_code = "MODEL_ERROR"
+
+
+class ModelAuthError(ModelError):
+    """The provider refused the credentials (HTTP 401 / 403), or there were none."""
+
+    default_code = "MODEL_AUTH"
+
+
+class ModelRateLimitError(ModelError):
+    """The provider's rate or quota limits refused the request (HTTP 429)."""
+
+    default_code = "MODEL_RATE_LIMIT"
+
+
+class ModelBadRequestError(ModelError):
+    """The provider refused the request as sent (HTTP 400 / 413 / 422)."""
+
+    default_code = "MODEL_BAD_REQUEST"
+
+
+class ModelNotFoundError(ModelError):
+    """The provider does not know the model or endpoint (HTTP 404), or no model file exists."""
+
+    default_code = "MODEL_NOT_FOUND"
+
+
+class ModelServerError(ModelError):
+    """The provider failed or is overloaded (HTTP 5xx, 529, or such an error mid-stream)."""
+
+    default_code = "MODEL_SERVER"
+
+
+class ModelConnectionError(ModelError):
+    """The provider's server could not be reached (or a local server did not start)."""
+
+    default_code = "MODEL_CONNECTION"
+
+
+class ModelTimeoutError(ModelError):
+    """The request to the provider (or a local server's start) timed out."""
+
+    default_code = "MODEL_TIMEOUT"
 
 
 class MemoryCorruptError(CorruptStoreError):

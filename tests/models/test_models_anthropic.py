@@ -219,6 +219,7 @@ def test_stream_error_event_is_mapped() -> None:
     with pytest.raises(ModelError) as info:
         asyncio.run(collect(make_model(replay).stream([Message("user", "hi")], [])))
     assert info.value.code == "MODEL_SERVER"
+    assert type(info.value).default_code == info.value.code  # the class of its code
     assert isinstance(info.value.__cause__, anthropic.APIStatusError)
 
 
@@ -245,6 +246,7 @@ def test_http_errors_are_mapped(
             else:
                 asyncio.run(model.complete(history, []))
         assert getattr(info.value, "code", None) == code
+        assert getattr(type(info.value), "default_code", None) == code  # the class of its code
         assert isinstance(info.value.__cause__, anthropic.APIStatusError)
 
 
@@ -260,6 +262,7 @@ def test_transport_errors_are_mapped(exc: Exception, code: str) -> None:
     with pytest.raises(ModelError) as info:
         asyncio.run(make_model(Replay(exc)).complete([Message("user", "hi")], []))
     assert info.value.code == code
+    assert type(info.value).default_code == info.value.code  # the class of its code
 
 
 def test_missing_credentials_are_an_auth_error(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -270,6 +273,7 @@ def test_missing_credentials_are_an_auth_error(monkeypatch: pytest.MonkeyPatch) 
     with pytest.raises(ModelError) as info:
         asyncio.run(AnthropicModel("c", client=client).complete([Message("user", "hi")], []))
     assert info.value.code == "MODEL_AUTH"
+    assert type(info.value).default_code == info.value.code  # the class of its code
     assert replay.requests == []
 
 

@@ -276,6 +276,7 @@ def test_stream_error_event_is_a_model_error() -> None:
         asyncio.run(collect(make_model(replay).stream([Message("user", "?")], [])))
     assert "overloaded" in str(info.value)
     assert info.value.code == "MODEL_SERVER"  # from the error's type, the stream began 200
+    assert type(info.value).default_code == info.value.code  # the class of its code
     assert isinstance(info.value.__cause__, openai.APIError)
 
 
@@ -299,6 +300,7 @@ def test_http_errors_are_mapped(
     with pytest.raises(error_type) as info:
         asyncio.run(make_model(replay).complete([Message("user", "hi")], []))
     assert getattr(info.value, "code", None) == code
+    assert getattr(type(info.value), "default_code", None) == code  # the class of its code
     assert isinstance(info.value.__cause__, openai.APIStatusError)
     assert info.value.__cause__.status_code == status
 
@@ -316,6 +318,7 @@ def test_transport_errors_are_mapped(exc: Exception, code: str) -> None:
     with pytest.raises(ModelError) as info:
         asyncio.run(make_model(replay).complete([Message("user", "hi")], []))
     assert info.value.code == code
+    assert type(info.value).default_code == info.value.code  # the class of its code
     assert isinstance(info.value.__cause__, openai.APIConnectionError)
 
 
@@ -330,6 +333,7 @@ def test_missing_api_key_fails_at_construction(monkeypatch: pytest.MonkeyPatch) 
     with pytest.raises(ModelError) as info:
         OpenAIModel("gpt-4o-mini")
     assert info.value.code == "MODEL_AUTH"
+    assert type(info.value).default_code == info.value.code  # the class of its code
 
 
 def test_local_base_url_needs_no_key(monkeypatch: pytest.MonkeyPatch) -> None:

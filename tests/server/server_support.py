@@ -18,10 +18,28 @@ from framework_agents import (
     ReasoningBlock,
     TextBlock,
     ToolCall,
+    errors,
     tool,
 )
 
 PUBLISHED: list[dict[str, Any]] = []
+
+#: The status of every model error: its upstream failed (502), timed out (504) or limits
+#: our rate (429); a prompt too long is the client's (422); OUTPUT_INVALID and
+#: SCRIPT_EXHAUSTED stay the server's own failures (500).
+MODEL_STATUSES: dict[type[errors.ModelError], int] = {
+    errors.ModelAuthError: 502,
+    errors.ModelRateLimitError: 429,
+    errors.ModelBadRequestError: 502,
+    errors.ModelNotFoundError: 502,
+    errors.ModelServerError: 502,
+    errors.ModelConnectionError: 502,
+    errors.ModelTimeoutError: 504,
+    errors.ModelError: 502,
+    errors.ContextOverflowError: 422,
+    errors.OutputInvalidError: 500,
+    errors.ScriptExhaustedError: 500,
+}
 
 
 @tool(requires_approval=True, allowed_decisions=("approve", "edit", "reject"))

@@ -7,7 +7,7 @@ from collections.abc import AsyncIterator, Sequence
 from ..errors import InvalidArgumentError
 from ..messages import Message
 from ..models import AnthropicModel, LocalModel, Model, OpenAIModel
-from ..models._base import ModelChunk, ModelDone, TextDelta, ToolSpec
+from ..models._base import ModelChunk, ModelDone, StreamingModelBase, TextDelta, ToolSpec
 
 __all__ = ["MODEL_HELP", "EchoModel", "describe_model", "make_model"]
 
@@ -17,7 +17,7 @@ MODEL_HELP = (
 )
 
 
-class EchoModel:
+class EchoModel(StreamingModelBase):
     """A testing aid: answers ``echo #N: <last user text> (saw M messages)``.
 
     ``N`` counts the user turns and ``M`` the messages the model was sent, so a transcript
@@ -25,12 +25,8 @@ class EchoModel:
     agent (loop, conversation manager, memory, sessions); only the LLM is replaced.
     """
 
-    async def complete(
-        self,
-        messages: Sequence[Message],
-        tools: Sequence[ToolSpec],
-        *,
-        system_prompt: str | None = None,
+    async def _complete(
+        self, messages: Sequence[Message], tools: Sequence[ToolSpec], system_prompt: str | None
     ) -> Message:
         """The echo of the last user message."""
         users = [m for m in messages if m.role == "user"]
@@ -50,12 +46,8 @@ class EchoModel:
             },
         )
 
-    async def stream(
-        self,
-        messages: Sequence[Message],
-        tools: Sequence[ToolSpec],
-        *,
-        system_prompt: str | None = None,
+    async def _stream(
+        self, messages: Sequence[Message], tools: Sequence[ToolSpec], system_prompt: str | None
     ) -> AsyncIterator[ModelChunk]:
         """The echo, streamed word by word."""
         message = await self.complete(messages, tools, system_prompt=system_prompt)

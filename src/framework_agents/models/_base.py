@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
@@ -16,6 +17,7 @@ __all__ = [
     "ModelDone",
     "ReasoningDelta",
     "StreamingModel",
+    "StreamingModelBase",
     "TextDelta",
     "ToolSpec",
 ]
@@ -83,3 +85,43 @@ class StreamingModel(Model, Protocol):
     ) -> AsyncIterator[ModelChunk]:
         """Yield deltas as they arrive, then one :class:`ModelDone`."""
         ...
+
+
+class StreamingModelBase(ABC):
+    """A base of the shipped models: ``complete()`` and ``stream()`` are written here once.
+
+    A subclass writes ``_complete()`` and ``_stream()``, which take the same arguments,
+    ``system_prompt`` positionally.
+    """
+
+    async def complete(
+        self,
+        messages: Sequence[Message],
+        tools: Sequence[ToolSpec],
+        *,
+        system_prompt: str | None = None,
+    ) -> Message:
+        """The next assistant message."""
+        return await self._complete(messages, tools, system_prompt)
+
+    def stream(
+        self,
+        messages: Sequence[Message],
+        tools: Sequence[ToolSpec],
+        *,
+        system_prompt: str | None = None,
+    ) -> AsyncIterator[ModelChunk]:
+        """Deltas as they arrive, then one :class:`ModelDone`."""
+        return self._stream(messages, tools, system_prompt)
+
+    @abstractmethod
+    async def _complete(
+        self, messages: Sequence[Message], tools: Sequence[ToolSpec], system_prompt: str | None
+    ) -> Message:
+        """The next assistant message."""
+
+    @abstractmethod
+    def _stream(
+        self, messages: Sequence[Message], tools: Sequence[ToolSpec], system_prompt: str | None
+    ) -> AsyncIterator[ModelChunk]:
+        """The chunks of one answer (an async generator)."""

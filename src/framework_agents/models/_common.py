@@ -1,16 +1,16 @@
 """Helpers shared by the provider models: lazy SDK imports, error mapping, tool arguments.
 
-Provider errors become :class:`~framework_agents.errors.ModelError` with one of these codes
+Provider errors become one of these :class:`~framework_agents.errors.ModelError` classes
 (the SDK's exception stays reachable as ``__cause__``)::
 
-    MODEL_AUTH          401 / 403: a missing, wrong or unauthorised key
-    MODEL_RATE_LIMIT    429: rate or quota limits
-    MODEL_BAD_REQUEST   400 / 413 / 422: the provider refused the request as sent
-    MODEL_NOT_FOUND     404: unknown model or endpoint
-    MODEL_SERVER        5xx / 529: the provider failed or is overloaded
-    MODEL_CONNECTION    the server could not be reached
-    MODEL_TIMEOUT       the request timed out
-    MODEL_ERROR         anything else (e.g. a response the SDK could not parse)
+    ModelAuthError          MODEL_AUTH          401 / 403: a missing, wrong or unauthorised key
+    ModelRateLimitError     MODEL_RATE_LIMIT    429: rate or quota limits
+    ModelBadRequestError    MODEL_BAD_REQUEST   400 / 413 / 422: refused as sent
+    ModelNotFoundError      MODEL_NOT_FOUND     404: unknown model or endpoint
+    ModelServerError        MODEL_SERVER        5xx / 529: failed or overloaded
+    ModelConnectionError    MODEL_CONNECTION    the server could not be reached
+    ModelTimeoutError       MODEL_TIMEOUT       the request timed out
+    ModelError              MODEL_ERROR         anything else (e.g. a body the SDK cannot parse)
 
 A refusal because the prompt does not fit the context window is a
 :class:`~framework_agents.errors.ContextOverflowError` instead, so the agent can reduce the
@@ -27,7 +27,16 @@ from types import ModuleType
 from typing import Any, Generic, TypeVar
 
 from .._install import install_hint
-from ..errors import AgentError, ContextOverflowError, ModelError
+from ..errors import (
+    AgentError,
+    ContextOverflowError,
+    ModelAuthError,
+    ModelBadRequestError,
+    ModelError,
+    ModelNotFoundError,
+    ModelRateLimitError,
+    ModelServerError,
+)
 
 __all__ = [
     "RAW_ARGS_KEY",
@@ -156,6 +165,18 @@ def _error_type(body: object) -> str | None:
     return None
 
 
+# The error class of an HTTP status; any other 5xx is a ModelServerError.
+_ERROR_BY_STATUS: dict[int, type[ModelError]] = {
+    400: ModelBadRequestError,
+    401: ModelAuthError,
+    403: ModelAuthError,
+    404: ModelNotFoundError,
+    413: ModelBadRequestError,
+    422: ModelBadRequestError,
+    429: ModelRateLimitError,
+}
+
+
 def status_error(provider: str, status: int | None, message: str, body: object) -> AgentError:
     """The framework error for HTTP ``status`` from ``provider``.
 
@@ -170,21 +191,10 @@ def status_error(provider: str, status: int | None, message: str, body: object) 
         text = f"{provider} returned HTTP {status}: {message}"
     if status in (None, 400, 413, 422) and is_context_overflow(message, body):
         return ContextOverflowError(text)
-    if status is None:
-        code = "MODEL_ERROR"
-    elif status in (401, 403):
-        code = "MODEL_AUTH"
-    elif status == 429:
-        code = "MODEL_RATE_LIMIT"
-    elif status == 404:
-        code = "MODEL_NOT_FOUND"
-    elif status in (400, 413, 422):
-        code = "MODEL_BAD_REQUEST"
-    elif status >= 500:
-        code = "MODEL_SERVER"
-    else:
-        code = "MODEL_ERROR"
-    return ModelError(text, code=code)
+    error: type[ModelError] = ModelError
+    if status is not None:
+        error = _ERROR_BY_STATUS.get(status, ModelServerError if status >= 500 else ModelError)
+    return error(text)
 
 
 def parse_tool_arguments(raw: object) -> tuple[dict[str, Any], str | None]:

@@ -28,13 +28,14 @@ made. Mapping, both ways:
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Self
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
-from ..errors import AgentError, InvalidArgumentError, ModelError
+from ..errors import AgentError, InvalidArgumentError, ModelAuthError
 from ..messages import Message, ReasoningBlock, TextBlock, ToolCall
-from ._base import ModelChunk, ModelDone, ReasoningDelta, TextDelta, ToolSpec
-from ._common import LoopClients, parse_tool_arguments, require_module, status_error
+from ._base import ModelChunk, ReasoningDelta, TextDelta, ToolSpec
+from ._common import parse_tool_arguments, require_module
+from ._provider import ProviderModel
 
 if TYPE_CHECKING:
     from anthropic import AsyncAnthropic
@@ -275,8 +276,12 @@ class _StreamState:
         )
 
 
-class AnthropicModel:
+class AnthropicModel(ProviderModel["AsyncAnthropic"]):
     """Claude through the Anthropic Messages API."""
+
+    _client_class = "AsyncAnthropic"
+    _sdk_error = "AnthropicError"
+    _provider = "Anthropic"
 
     def __init__(
         self,
@@ -304,40 +309,16 @@ class AnthropicModel:
         elif thinking is not None:
             self.thinking = dict(thinking)
         self.extra_body: dict[str, Any] = dict(extra_body or {})
-        self._client_args: dict[str, Any] = {
+        client_args = {
             "api_key": api_key,
             "base_url": base_url,
             "timeout": timeout,
             "max_retries": max_retries,
         }
-        self._clients: LoopClients[AsyncAnthropic] = LoopClients(self._new_client, client)
-        if client is None:
-            self._new_client()
+        self._open_clients(client_args, client)
 
     def __repr__(self) -> str:
         return f"AnthropicModel({self.model!r})"
-
-    async def aclose(self) -> None:
-        """Close the SDK clients this model opened (a client you passed in stays open)."""
-        await self._clients.aclose()
-
-    async def __aenter__(self) -> Self:
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        await self.aclose()
-
-    def _new_client(self) -> AsyncAnthropic:
-        try:
-            client: AsyncAnthropic = self._sdk.AsyncAnthropic(**self._client_args)
-        except self._sdk.AnthropicError as exc:
-            raise ModelError(
-                f"cannot create the Anthropic client: {exc}", code="MODEL_AUTH"
-            ) from exc
-        return client
-
-    def _client(self) -> AsyncAnthropic:
-        return self._clients.get()
 
     def _params(
         self, messages: Sequence[Message], tools: Sequence[ToolSpec], system_prompt: str | None
@@ -362,61 +343,23 @@ class AnthropicModel:
             params["extra_body"] = extra
         return params
 
+    def _failures(self) -> tuple[type[Exception], ...]:
+        # The SDK resolves credentials per request and says so with a TypeError.
+        return (*super()._failures(), TypeError)
+
     def _error(self, exc: Exception) -> AgentError:
-        sdk = self._sdk
         if isinstance(exc, TypeError):
             if "authentication" not in str(exc).lower():
                 raise exc  # a real bug, not a provider failure
-            # The SDK resolves credentials per request and says so with a TypeError.
-            return ModelError(f"no Anthropic credentials: {exc}", code="MODEL_AUTH")
-        if isinstance(exc, sdk.APITimeoutError):
-            return ModelError(f"Anthropic timed out: {exc}", code="MODEL_TIMEOUT")
-        if isinstance(exc, sdk.APIConnectionError):
-            return ModelError(f"cannot reach Anthropic: {exc}", code="MODEL_CONNECTION")
-        if isinstance(exc, sdk.APIStatusError):
-            status = exc.status_code if exc.status_code >= 400 else None
-            return status_error("Anthropic", status, exc.message, exc.body)
-        if isinstance(exc, sdk.APIError):
-            return status_error("Anthropic", None, exc.message, exc.body)
-        return ModelError(f"Anthropic failed: {exc}")
+            return ModelAuthError(f"no Anthropic credentials: {exc}")
+        return super()._error(exc)
 
-    async def complete(
-        self,
-        messages: Sequence[Message],
-        tools: Sequence[ToolSpec],
-        *,
-        system_prompt: str | None = None,
-    ) -> Message:
-        """One Messages API request; the answer as an assistant message."""
-        params = self._params(messages, tools, system_prompt)
-        create = self._client().messages.create
-        try:
-            response = await create(**params)
-        except (self._sdk.AnthropicError, TypeError) as exc:
-            raise self._error(exc) from exc
-        return from_anthropic_message(response.model_dump())
+    def _create(self, client: AsyncAnthropic) -> Callable[..., Awaitable[Any]]:
+        create: Callable[..., Awaitable[Any]] = client.messages.create
+        return create
 
-    async def stream(
-        self,
-        messages: Sequence[Message],
-        tools: Sequence[ToolSpec],
-        *,
-        system_prompt: str | None = None,
-    ) -> AsyncIterator[ModelChunk]:
-        """Stream the answer: text and thinking deltas, then :class:`ModelDone`."""
-        params = self._params(messages, tools, system_prompt)
-        params["stream"] = True
-        state = _StreamState()
-        create = self._client().messages.create
-        try:
-            stream = await create(**params)
-            async with stream:
-                async for event in stream:
-                    for piece in state.feed(event.model_dump()):
-                        yield piece
-        except (self._sdk.AnthropicError, TypeError) as exc:
-            raise self._error(exc) from exc
-        if not state.events:
-            # A real stream always has events; none means a body that was not a stream.
-            raise ModelError("Anthropic answered a streaming request with no stream events")
-        yield ModelDone(state.message())
+    def _read(self, answer: Mapping[str, Any]) -> Message:
+        return from_anthropic_message(answer)
+
+    def _reader(self) -> _StreamState:
+        return _StreamState()

@@ -32,9 +32,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Self
 
-from ..errors import InvalidArgumentError, ModelError
+from ..errors import (
+    InvalidArgumentError,
+    ModelConnectionError,
+    ModelNotFoundError,
+    ModelTimeoutError,
+)
 from ..messages import Message
-from ._base import ModelChunk, ToolSpec
+from ._base import ModelChunk, StreamingModelBase, ToolSpec
 from ._common import extra_hint, require_module
 from .openai import OpenAIModel
 
@@ -88,9 +93,7 @@ class _Server:
         try:
             self._server: Any = xllamacpp.Server(params)
         except Exception as exc:  # the binding raises plain RuntimeErrors
-            raise ModelError(
-                f"cannot start the local model server: {exc}", code="MODEL_CONNECTION"
-            ) from exc
+            raise ModelConnectionError(f"cannot start the local model server: {exc}") from exc
         self.address: str = str(self._server.listening_address).rstrip("/")
         self._wait_ready(ready_timeout)
         self.load_seconds = time.perf_counter() - started
@@ -107,10 +110,9 @@ class _Server:
                 last = exc
             time.sleep(0.05)
         self.stop()
-        raise ModelError(
+        raise ModelTimeoutError(
             f"the local model server at {self.address} was not ready within {timeout:.0f} s "
-            f"(last answer: {last})",
-            code="MODEL_TIMEOUT",
+            f"(last answer: {last})"
         )
 
     def stop(self) -> None:
@@ -149,7 +151,7 @@ def _default_threads() -> int:
     return max(1, min(4, available - 1))
 
 
-class LocalModel:
+class LocalModel(StreamingModelBase):
     """SmolLM2-135M-Instruct run in-process by llama.cpp: offline, no key, no network."""
 
     def __init__(
@@ -169,7 +171,7 @@ class LocalModel:
         require_module("openai", "local")
         path = Path(model_path) if model_path is not None else local_model_path()
         if not path.is_file():
-            raise ModelError(f"no model file at {path}", code="MODEL_NOT_FOUND")
+            raise ModelNotFoundError(f"no model file at {path}")
         if n_ctx < 64:
             raise InvalidArgumentError(f"n_ctx must be at least 64, not {n_ctx}")
         self.model_path = path
@@ -236,23 +238,15 @@ class LocalModel:
     async def __aexit__(self, *exc: object) -> None:
         await self.aclose()
 
-    async def complete(
-        self,
-        messages: Sequence[Message],
-        tools: Sequence[ToolSpec],
-        *,
-        system_prompt: str | None = None,
+    async def _complete(
+        self, messages: Sequence[Message], tools: Sequence[ToolSpec], system_prompt: str | None
     ) -> Message:
         """The local model's next assistant message."""
         inner = await self.start()
         return await inner.complete(messages, tools, system_prompt=system_prompt)
 
-    async def stream(
-        self,
-        messages: Sequence[Message],
-        tools: Sequence[ToolSpec],
-        *,
-        system_prompt: str | None = None,
+    async def _stream(
+        self, messages: Sequence[Message], tools: Sequence[ToolSpec], system_prompt: str | None
     ) -> AsyncIterator[ModelChunk]:
         """Stream the local model's answer: deltas, then the message."""
         inner = await self.start()

@@ -26,13 +26,14 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import AsyncIterator, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Self
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
-from ..errors import AgentError, ModelError
+from ..errors import ModelError
 from ..messages import Message, ReasoningBlock, TextBlock, ToolCall, new_id
-from ._base import ModelChunk, ModelDone, ReasoningDelta, TextDelta, ToolSpec
-from ._common import LoopClients, parse_tool_arguments, require_module, status_error
+from ._base import ModelChunk, ReasoningDelta, TextDelta, ToolSpec
+from ._common import parse_tool_arguments, require_module
+from ._provider import ProviderModel
 
 if TYPE_CHECKING:
     from openai import AsyncOpenAI
@@ -263,8 +264,11 @@ def _is_official(base_url: str | None) -> bool:
     return base_url is None or "api.openai.com" in base_url
 
 
-class OpenAIModel:
+class OpenAIModel(ProviderModel["AsyncOpenAI"]):
     """A model behind the OpenAI Chat Completions API (OpenAI or any compatible server)."""
+
+    _client_class = "AsyncOpenAI"
+    _sdk_error = "OpenAIError"
 
     def __init__(
         self,
@@ -295,39 +299,17 @@ class OpenAIModel:
         self._provider = "OpenAI" if official else f"the server at {base_url}"
         if api_key is None and not official and not os.environ.get("OPENAI_API_KEY"):
             api_key = "unused"  # local servers need no key, but the SDK insists on one
-        self._client_args: dict[str, Any] = {
+        client_args = {
             "base_url": base_url,
             "api_key": api_key,
             "timeout": timeout,
             "max_retries": max_retries,
         }
-        self._clients: LoopClients[AsyncOpenAI] = LoopClients(self._new_client, client)
-        if client is None:
-            self._new_client()  # fail fast on a missing key, not at the first call
+        self._open_clients(client_args, client)
 
     def __repr__(self) -> str:
         where = f", base_url={self.base_url!r}" if self.base_url else ""
         return f"OpenAIModel({self.model!r}{where})"
-
-    async def aclose(self) -> None:
-        """Close the SDK clients this model opened (a client you passed in stays open)."""
-        await self._clients.aclose()
-
-    async def __aenter__(self) -> Self:
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        await self.aclose()
-
-    def _new_client(self) -> AsyncOpenAI:
-        try:
-            client: AsyncOpenAI = self._sdk.AsyncOpenAI(**self._client_args)
-        except self._sdk.OpenAIError as exc:
-            raise ModelError(f"cannot create the OpenAI client: {exc}", code="MODEL_AUTH") from exc
-        return client
-
-    def _client(self) -> AsyncOpenAI:
-        return self._clients.get()
 
     def _params(
         self, messages: Sequence[Message], tools: Sequence[ToolSpec], system_prompt: str | None
@@ -350,57 +332,18 @@ class OpenAIModel:
             params["extra_body"] = self.extra_body
         return params
 
-    def _error(self, exc: Exception) -> AgentError:
-        sdk = self._sdk
-        if isinstance(exc, sdk.APITimeoutError):
-            return ModelError(f"{self._provider} timed out: {exc}", code="MODEL_TIMEOUT")
-        if isinstance(exc, sdk.APIConnectionError):
-            return ModelError(f"cannot reach {self._provider}: {exc}", code="MODEL_CONNECTION")
-        if isinstance(exc, sdk.APIStatusError):
-            return status_error(self._provider, exc.status_code, exc.message, exc.body)
-        if isinstance(exc, sdk.APIError):  # an error event inside the stream
-            return status_error(self._provider, None, exc.message, exc.body)
-        return ModelError(f"{self._provider} failed: {exc}")
-
-    async def complete(
-        self,
-        messages: Sequence[Message],
-        tools: Sequence[ToolSpec],
-        *,
-        system_prompt: str | None = None,
-    ) -> Message:
-        """One Chat Completions request; the answer as an assistant message."""
-        params = self._params(messages, tools, system_prompt)
-        create = self._client().chat.completions.create
-        try:
-            completion = await create(**params)
-        except self._sdk.OpenAIError as exc:
-            raise self._error(exc) from exc
-        return from_openai_message(completion.model_dump())
-
-    async def stream(
-        self,
-        messages: Sequence[Message],
-        tools: Sequence[ToolSpec],
-        *,
-        system_prompt: str | None = None,
-    ) -> AsyncIterator[ModelChunk]:
-        """Stream the answer: text and reasoning deltas, then :class:`ModelDone`."""
-        params = self._params(messages, tools, system_prompt)
-        params["stream"] = True
+    def _stream_params(self, params: dict[str, Any]) -> dict[str, Any]:
+        params = super()._stream_params(params)
         if self.stream_usage:
             params["stream_options"] = {"include_usage": True}
-        state = _StreamState()
-        create = self._client().chat.completions.create
-        try:
-            stream = await create(**params)
-            async with stream:
-                async for chunk in stream:
-                    for piece in state.feed(chunk.model_dump()):
-                        yield piece
-        except self._sdk.OpenAIError as exc:
-            raise self._error(exc) from exc
-        if not state.events:
-            # A real stream always has events; none means a body that was not a stream.
-            raise ModelError(f"{self._provider} answered a streaming request with no stream events")
-        yield ModelDone(state.message())
+        return params
+
+    def _create(self, client: AsyncOpenAI) -> Callable[..., Awaitable[Any]]:
+        create: Callable[..., Awaitable[Any]] = client.chat.completions.create
+        return create
+
+    def _read(self, answer: Mapping[str, Any]) -> Message:
+        return from_openai_message(answer)
+
+    def _reader(self) -> _StreamState:
+        return _StreamState()

@@ -7,13 +7,14 @@ See ``docs/server.md``.
 """
 
 from ._app import DEFAULT_MAX_BODY, create_app
-from ._errors import STATUS_BY_CODE
+from ._errors import STATUS_BY_CLASS, STATUS_BY_CODE
 from ._runner import AgentFactory, Pending, ThreadRunner
 from ._store import DEFAULT_STORE, ServerStore, resolve_store
 
 __all__ = [
     "DEFAULT_MAX_BODY",
     "DEFAULT_STORE",
+    "STATUS_BY_CLASS",
     "STATUS_BY_CODE",
     "AgentFactory",
     "Pending",

@@ -61,9 +61,8 @@ Endpoint = Callable[[Request], Awaitable[Response]]
 
 
 def error_response(exc: BaseException) -> JSONResponse:
-    """``{"error": {"code", "message"}}`` with the code's status (no stack trace)."""
-    payload = error_payload(exc)
-    return JSONResponse({"error": payload}, status_code=status_for(payload["code"]))
+    """``{"error": {"code", "message"}}`` with the error's status (no stack trace)."""
+    return JSONResponse({"error": error_payload(exc)}, status_code=status_for(exc))
 
 
 async def send_error(send: Send, exc: BaseException) -> None:
@@ -205,7 +204,9 @@ async def _stream(runner: ThreadRunner, handle: RunHandle) -> AsyncIterator[str]
         yield sse(*event_json(event, pending))
 
 
-async def _summary(runner: ThreadRunner, handle: RunHandle) -> dict[str, Any]:
+async def _summary(runner: ThreadRunner, handle: RunHandle) -> tuple[dict[str, Any], int]:
+    """The run's summary and its HTTP status: 200, or the status of the error it failed with."""
+    status = 200
     summary: dict[str, Any] = {
         "status": "failed",
         "thread_id": handle.thread_id,
@@ -221,14 +222,16 @@ async def _summary(runner: ThreadRunner, handle: RunHandle) -> dict[str, Any]:
             summary.update(status="interrupted", pending=pending.to_json() if pending else None)
         elif isinstance(event, RunErrorEvent):
             summary.update(status="failed", error=error_payload(event.error))
-    return summary
+            status = status_for(event.error)
+    return summary, status
 
 
 async def _answer(request: Request, runner: ThreadRunner, handle: RunHandle) -> Response:
     if "application/json" in request.headers.get("accept", "") and "text/event-stream" not in (
         request.headers.get("accept", "")
     ):
-        return JSONResponse(await _summary(runner, handle))
+        summary, status = await _summary(runner, handle)
+        return JSONResponse(summary, status_code=status)
     return StreamingResponse(
         _stream(runner, handle),
         media_type="text/event-stream",

@@ -13,7 +13,7 @@ from typing import Any
 
 from ..agent import Agent, ToolContext, tool
 from ..messages import Message, ToolCall, new_id
-from ..models._base import ModelChunk, ModelDone, ToolSpec
+from ..models._base import ModelChunk, ModelDone, StreamingModelBase, ToolSpec
 
 __all__ = ["COMMAND", "CommandModel", "builtin_factory", "save_note"]
 
@@ -35,7 +35,7 @@ def save_note(text: str, ctx: ToolContext) -> str:
     return f"saved note #{len(notes)}: {text}"
 
 
-class CommandModel:
+class CommandModel(StreamingModelBase):
     """Wraps a model: ``/note <text>`` calls ``save_note``; anything else goes to the model."""
 
     def __init__(self, inner: Any) -> None:
@@ -50,12 +50,8 @@ class CommandModel:
         call = ToolCall(f"note-{new_id()}", "save_note", {"text": last.text[len(COMMAND) :]})
         return Message(role="assistant", tool_calls=[call])
 
-    async def complete(
-        self,
-        messages: Sequence[Message],
-        tools: Sequence[ToolSpec],
-        *,
-        system_prompt: str | None = None,
+    async def _complete(
+        self, messages: Sequence[Message], tools: Sequence[ToolSpec], system_prompt: str | None
     ) -> Message:
         """The command's call, or the inner model's answer."""
         command = self._command(messages)
@@ -64,12 +60,8 @@ class CommandModel:
         answer: Message = await self.inner.complete(messages, tools, system_prompt=system_prompt)
         return answer
 
-    async def stream(
-        self,
-        messages: Sequence[Message],
-        tools: Sequence[ToolSpec],
-        *,
-        system_prompt: str | None = None,
+    async def _stream(
+        self, messages: Sequence[Message], tools: Sequence[ToolSpec], system_prompt: str | None
     ) -> AsyncIterator[ModelChunk]:
         """Stream the inner model's answer as it comes (a command: its call at once)."""
         command = self._command(messages)

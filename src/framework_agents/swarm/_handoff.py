@@ -25,7 +25,7 @@ from pydantic import JsonValue
 
 from ..agent._loop import unique_call_ids
 from ..messages import Message
-from ..models._base import Model, ModelChunk, ModelDone, ToolSpec
+from ..models._base import Model, ModelChunk, ModelDone, StreamingModelBase, ToolSpec
 from ..tools import Tool, ToolArgumentsError, ToolContext
 from ._state import SwarmRecord
 from ._types import Handoff
@@ -154,7 +154,7 @@ def make_handoff_tool(member: str, others: Sequence[str], slot: TurnSlot) -> Too
     return tool
 
 
-class HandoffGate:
+class HandoffGate(StreamingModelBase):
     """The member's model, wrapped: ends the run once the turn's handoff has run.
 
     Everything else passes through: the real model answers every other call, streaming
@@ -200,12 +200,8 @@ class HandoffGate:
             break
         return response
 
-    async def complete(
-        self,
-        messages: Sequence[Message],
-        tools: Sequence[ToolSpec],
-        *,
-        system_prompt: str | None = None,
+    async def _complete(
+        self, messages: Sequence[Message], tools: Sequence[ToolSpec], system_prompt: str | None
     ) -> Message:
         """The closing message after a handoff, else the real model's answer."""
         closing = self._closing()
@@ -214,12 +210,8 @@ class HandoffGate:
         response = await self.inner.complete(messages, tools, system_prompt=system_prompt)
         return self._seen(response) if isinstance(response, Message) else response
 
-    async def stream(
-        self,
-        messages: Sequence[Message],
-        tools: Sequence[ToolSpec],
-        *,
-        system_prompt: str | None = None,
+    async def _stream(
+        self, messages: Sequence[Message], tools: Sequence[ToolSpec], system_prompt: str | None
     ) -> AsyncIterator[ModelChunk]:
         """Like :meth:`complete`, streaming the real model's deltas when it streams."""
         closing = self._closing()

@@ -8,7 +8,14 @@ from dataclasses import dataclass, field
 from .._util import maybe_await
 from ..errors import InvalidArgumentError, ModelError, ScriptExhaustedError
 from ..messages import Message
-from ..models._base import ModelChunk, ModelDone, ReasoningDelta, TextDelta, ToolSpec
+from ..models._base import (
+    ModelChunk,
+    ModelDone,
+    ReasoningDelta,
+    StreamingModelBase,
+    TextDelta,
+    ToolSpec,
+)
 
 __all__ = ["FunctionModel", "ModelCall", "ModelFunction", "Reply", "ScriptedModel"]
 
@@ -65,39 +72,35 @@ async def _stream_message(message: Message) -> AsyncIterator[ModelChunk]:
     yield ModelDone(message)
 
 
+class _WholeAnswer(StreamingModelBase):
+    """A test model that streams its whole answer at once."""
+
+    async def _stream(
+        self, messages: Sequence[Message], tools: Sequence[ToolSpec], system_prompt: str | None
+    ) -> AsyncIterator[ModelChunk]:
+        """The answer of ``complete()`` as one reasoning/text delta each, then the message."""
+        message = await self.complete(messages, tools, system_prompt=system_prompt)
+        async for chunk in _stream_message(message):
+            yield chunk
+
+
 @dataclass
-class FunctionModel:
+class FunctionModel(_WholeAnswer):
     """A model whose every answer comes from ``fn(messages, tools)``."""
 
     fn: ModelFunction
     calls: list[ModelCall] = field(default_factory=list)
 
-    async def complete(
-        self,
-        messages: Sequence[Message],
-        tools: Sequence[ToolSpec],
-        *,
-        system_prompt: str | None = None,
+    async def _complete(
+        self, messages: Sequence[Message], tools: Sequence[ToolSpec], system_prompt: str | None
     ) -> Message:
         """Call ``fn`` with copies of the history and tools and return its answer."""
         history, specs = list(messages), list(tools)
         self.calls.append(ModelCall(history, specs, system_prompt))
         return _as_assistant(await maybe_await(self.fn(history, specs)))
 
-    async def stream(
-        self,
-        messages: Sequence[Message],
-        tools: Sequence[ToolSpec],
-        *,
-        system_prompt: str | None = None,
-    ) -> AsyncIterator[ModelChunk]:
-        """Stream the answer of ``fn`` as one reasoning/text delta each, then the message."""
-        message = await self.complete(messages, tools, system_prompt=system_prompt)
-        async for chunk in _stream_message(message):
-            yield chunk
 
-
-class ScriptedModel:
+class ScriptedModel(_WholeAnswer):
     """A model that answers with ``replies`` in order and records every call."""
 
     def __init__(self, replies: Sequence[Reply]) -> None:
@@ -109,12 +112,8 @@ class ScriptedModel:
         """How many replies are left."""
         return len(self.replies) - len(self.calls)
 
-    async def complete(
-        self,
-        messages: Sequence[Message],
-        tools: Sequence[ToolSpec],
-        *,
-        system_prompt: str | None = None,
+    async def _complete(
+        self, messages: Sequence[Message], tools: Sequence[ToolSpec], system_prompt: str | None
     ) -> Message:
         """The next scripted reply; ``SCRIPT_EXHAUSTED`` once the script has run out."""
         index = len(self.calls)
@@ -130,18 +129,6 @@ class ScriptedModel:
         if isinstance(reply, (str, Message)):
             return _as_assistant(reply)
         return _as_assistant(await maybe_await(reply(history, specs)))
-
-    async def stream(
-        self,
-        messages: Sequence[Message],
-        tools: Sequence[ToolSpec],
-        *,
-        system_prompt: str | None = None,
-    ) -> AsyncIterator[ModelChunk]:
-        """Stream the next scripted reply as deltas, then the message."""
-        message = await self.complete(messages, tools, system_prompt=system_prompt)
-        async for chunk in _stream_message(message):
-            yield chunk
 
     def assert_complete(self) -> None:
         """Fail unless every scripted reply was used."""
