@@ -233,9 +233,7 @@ class Agent:
         ``decisions`` pre-answers approval calls (keys: ``hitl_key`` or a tool name).
         Raises :class:`HitlInterrupt` when a call needs a decision nobody gave.
         """
-        return await _result(
-            self.stream(prompt, checkpointer=checkpointer, thread_id=thread_id, decisions=decisions)
-        )
+        return await _result(self._run_traced(prompt, checkpointer, thread_id, decisions))
 
     def run_sync(
         self,
@@ -277,6 +275,19 @@ class Agent:
         is busy from the first ``__anext__`` until the terminal event; if you stop
         early, close the stream (``contextlib.aclosing``) to free it at once.
         """
+        events = self._run_traced(prompt, checkpointer, thread_id, decisions)
+        async with contextlib.aclosing(until_interrupt(events)) as drained:
+            async for event in drained:
+                yield event
+
+    def _run_traced(
+        self,
+        prompt: Prompt | None,
+        checkpointer: Checkpointer | None,
+        thread_id: str | None,
+        decisions: Mapping[str, Any] | None,
+    ) -> AsyncGenerator[AgentEvent, None]:
+        """The arguments of :meth:`run` / :meth:`stream` checked, then the traced driver."""
         if checkpointer is not None:
             checkpointer = check_target(checkpointer, thread_id)  # THREAD_ID_INVALID first
         checked = self._checked_decisions(decisions)
@@ -287,14 +298,8 @@ class Agent:
         message = as_prompt(prompt)
         # run(None) on a thread continues it asking the model again (resume(reissue=True)).
         opening = Opening.RUN if prompt is not None else Opening.REISSUE
-        events = trace_run(
-            self,
-            self._drive(message, checkpointer, thread_id, checked, opening),
-            thread_id=thread_id,
-        )
-        async with contextlib.aclosing(until_interrupt(events)) as drained:
-            async for event in drained:
-                yield event
+        driver = self._drive(message, checkpointer, thread_id, checked, opening)
+        return trace_run(self, driver, thread_id=thread_id)
 
     async def pause(self, thread_id: str, *, checkpointer: Checkpointer) -> None:
         """Save ``messages`` and ``state`` as the thread's checkpoint (``pending=None``).
@@ -333,10 +338,7 @@ class Agent:
         ``HITL_DECISION`` (nothing runs); a decision naming a closed interrupt re-raises
         the open one.
         """
-        stream = self.resume_stream(
-            thread_id, decisions, checkpointer=checkpointer, reissue=reissue
-        )
-        return await _result(stream)
+        return await _result(self._resume_traced(thread_id, decisions, checkpointer, reissue))
 
     async def resume_stream(
         self,
@@ -352,20 +354,26 @@ class Agent:
         ``InterruptEvent`` (the interrupt is not raised), or ``RunErrorEvent`` after which
         the error is raised. A server streams a resumed run's tokens with it.
         """
+        events = self._resume_traced(thread_id, decisions, checkpointer, reissue)
+        async with contextlib.aclosing(until_interrupt(events)) as drained:
+            async for event in drained:
+                yield event
+
+    def _resume_traced(
+        self,
+        thread_id: str,
+        decisions: Mapping[str, Any] | None,
+        checkpointer: Checkpointer,
+        reissue: bool,
+    ) -> AsyncGenerator[AgentEvent, None]:
+        """The arguments of :meth:`resume` / :meth:`resume_stream` checked, then the driver."""
         if not isinstance(reissue, bool):
             raise InvalidArgumentError(f"reissue must be a bool, not {reissue!r:.60}")
         checkpointer = check_target(checkpointer, thread_id)  # THREAD_ID_INVALID comes first
         checked = self._checked_decisions(decisions)
         opening = Opening.REISSUE if reissue else Opening.RESUME
-        events = trace_run(
-            self,
-            self._drive(None, checkpointer, thread_id, checked, opening),
-            thread_id=thread_id,
-            resume=True,
-        )
-        async with contextlib.aclosing(until_interrupt(events)) as drained:
-            async for event in drained:
-                yield event
+        driver = self._drive(None, checkpointer, thread_id, checked, opening)
+        return trace_run(self, driver, thread_id=thread_id, resume=True)
 
     def _checked_decisions(self, decisions: object) -> Mapping[str, Any]:
         """``decisions`` with every key naming a tool of this agent or an interrupt id.
@@ -691,19 +699,14 @@ class Agent:
         )
 
 
-async def _result(stream: AsyncGenerator[AgentEvent, None]) -> RunResult:
-    """The result of a run's event stream; its interrupt raised."""
+async def _result(events: AsyncGenerator[AgentEvent, None]) -> RunResult:
+    """The result of a run's traced driver (its interrupt or error propagates)."""
     result: RunResult | None = None
-    interrupt: HitlInterrupt | None = None
-    async with contextlib.aclosing(stream):
-        async for event in stream:
+    async with contextlib.aclosing(events):
+        async for event in events:
             if isinstance(event, RunFinishedEvent):
                 result = event.result
-            elif isinstance(event, InterruptEvent):
-                interrupt = event.interrupt
-    if interrupt is not None:
-        raise interrupt
-    assert result is not None  # a stream ends with RunFinished, an interrupt, or raises
+    assert result is not None  # the driver ends with RunFinished or raises
     return result
 
 
