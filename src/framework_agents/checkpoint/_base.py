@@ -1,18 +1,22 @@
-"""The checkpointer contract: save, load, delete, list; optionally a delta save and a run lock.
+"""The checkpointer contract: save, load, delete, list; optional capabilities, each a protocol.
 
-A checkpointer needs the four methods API.md names. Two more are optional:
+A checkpointer needs the four methods API.md names (:class:`Checkpointer`). What it may
+add is a named, runtime-checkable protocol, checked one way (``isinstance``, cached per
+class by ``_util.implements``); the functions below stand in for a missing one:
 
-* ``save_progress(checkpoint)``: a cheaper save that may skip rewriting an unchanged
-  history. Without it, :func:`save_progress` does a full ``save``.
-* ``thread_lock(thread_id)``: an async context manager that holds the thread for a whole
-  run. Without it, :func:`thread_lock` serialises the runs of a thread with an asyncio
-  lock per (checkpointer, thread id) in this process, waiting ``cp.lock_timeout`` seconds
-  when the checkpointer has that attribute (``None``: forever), else
+* :class:`ProgressSaver` (``save_progress(checkpoint)``): a cheaper save that may skip
+  rewriting an unchanged history. Without it, :func:`save_progress` does a full ``save``.
+* :class:`ThreadLocking` (``thread_lock(thread_id)``): an async context manager that holds
+  the thread for a whole run. Without it, :func:`thread_lock` serialises the runs of a
+  thread with an asyncio lock per (checkpointer, thread id) in this process, waiting
+  ``lock_timeout`` seconds for a :class:`TimedCheckpointer` (``None``: forever), else
   :data:`DEFAULT_LOCK_TIMEOUT`, then THREAD_BUSY. Excluding runs in other processes is
   then the checkpointer's own business.
-
-A run holds its thread through :func:`hold_thread`: the lock, the checkpoint it starts
-from and how its last save is made, in fewer steps where the checkpointer can.
+* :class:`ThreadHolding` (``hold_thread(thread_id)``): the lock, the checkpoint a run
+  starts from and how its last save is made, in fewer steps (``FileCheckpointer``).
+  Without it, :func:`hold_thread` locks, then loads, and the last save is a plain save.
+  Checked on the class: a wrapper forwarding attributes (``__getattr__``) to such a
+  checkpointer must not have its own save bypassed by the inner one's fused steps.
 """
 
 from __future__ import annotations
@@ -22,10 +26,11 @@ import contextlib
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
-from typing import Any, Protocol, runtime_checkable
+from typing import Protocol, cast, runtime_checkable
 
 from .._persist import LoopLocks as LocalLocks
 from .._persist import check_seconds
+from .._util import implements
 from ..errors import ThreadBusyError
 from .model import ThreadCheckpoint, check_thread_id
 
@@ -33,6 +38,10 @@ __all__ = [
     "DEFAULT_LOCK_TIMEOUT",
     "Checkpointer",
     "HeldThread",
+    "ProgressSaver",
+    "ThreadHolding",
+    "ThreadLocking",
+    "TimedCheckpointer",
     "held_then_loaded",
     "hold_thread",
     "save_progress",
@@ -73,28 +82,55 @@ class Checkpointer(Protocol):
         ...
 
 
-async def save_progress(checkpointer: Checkpointer, checkpoint: ThreadCheckpoint) -> None:
-    """``checkpointer.save_progress(checkpoint)`` (a delta when it can), else a full ``save``.
+@runtime_checkable
+class ProgressSaver(Protocol):
+    """A checkpointer with a cheaper save for a run's progress."""
 
-    Optional method: like ``save``; may skip rewriting the history when the stored one is
-    the same.
-    """
-    method: Any = getattr(checkpointer, "save_progress", None)
-    if callable(method):
-        await method(checkpoint)
+    async def save_progress(self, checkpoint: ThreadCheckpoint) -> None:
+        """Like ``save``; may skip rewriting the history when the stored one is the same."""
+        ...
+
+
+@runtime_checkable
+class ThreadLocking(Protocol):
+    """A checkpointer that holds a thread for a whole run, across processes."""
+
+    def thread_lock(self, thread_id: str) -> AbstractAsyncContextManager[None]:
+        """Hold the thread; THREAD_BUSY when it stays taken; saves inside still work."""
+        ...
+
+
+@runtime_checkable
+class ThreadHolding(Protocol):
+    """A checkpointer that holds, loads and finally saves a run's thread in fewer steps."""
+
+    def hold_thread(self, thread_id: str) -> AbstractAsyncContextManager[HeldThread]:
+        """The thread held for a run, with its checkpoint and how its last save is made."""
+        ...
+
+
+@runtime_checkable
+class TimedCheckpointer(Protocol):
+    """A checkpointer that says how long a run waits for a busy thread (``None``: forever)."""
+
+    lock_timeout: float | None
+
+
+async def save_progress(checkpointer: Checkpointer, checkpoint: ThreadCheckpoint) -> None:
+    """``save_progress`` of a :class:`ProgressSaver` (a delta when it can), else ``save``."""
+    if implements(checkpointer, ProgressSaver):
+        await checkpointer.save_progress(checkpoint)
     else:
         await checkpointer.save(checkpoint)
 
 
 def thread_lock(checkpointer: Checkpointer, thread_id: str) -> AbstractAsyncContextManager[None]:
-    """``checkpointer.thread_lock(thread_id)``, else an in-process lock of the thread.
+    """``thread_lock`` of a :class:`ThreadLocking`, else an in-process lock of the thread.
 
-    Optional method: hold the thread for a whole run; THREAD_BUSY when it stays taken;
-    saves inside still work. The stand-in only excludes runs of this process (module doc).
+    The stand-in only excludes runs of this process (see the module docstring).
     """
-    method: Any = getattr(checkpointer, "thread_lock", None)
-    if callable(method):
-        lock: AbstractAsyncContextManager[None] = method(thread_id)
+    if implements(checkpointer, ThreadLocking):
+        lock: AbstractAsyncContextManager[None] = checkpointer.thread_lock(thread_id)
         return lock
     return _local_thread_lock(checkpointer, thread_id)
 
@@ -117,16 +153,13 @@ def hold_thread(
 ) -> AbstractAsyncContextManager[HeldThread]:
     """Hold the thread (:func:`thread_lock`) and load its checkpoint, for a run.
 
-    A checkpointer with a private ``_hold_thread(thread_id)`` does it in fewer steps
-    (``FileCheckpointer``: one worker hand-off takes the lock and loads, and the last
-    save lets the thread go); others are locked, then loaded, and saved as usual.
+    A :class:`ThreadHolding` checkpointer does it in fewer steps (``FileCheckpointer``:
+    one worker hand-off takes the lock and loads, and the last save lets the thread go);
+    others are locked, then loaded, and saved as usual. Checked on the class (see the
+    module docstring).
     """
-    # Looked up on the class: a wrapper forwarding attributes to a FileCheckpointer
-    # (``__getattr__``) must not have its own steps bypassed.
-    method: Any = getattr(type(checkpointer), "_hold_thread", None)
-    if callable(method):
-        held: AbstractAsyncContextManager[HeldThread] = method(checkpointer, thread_id)
-        return held
+    if issubclass(type(checkpointer), ThreadHolding):
+        return cast(ThreadHolding, checkpointer).hold_thread(thread_id)
     return held_then_loaded(checkpointer, thread_id)
 
 
@@ -145,11 +178,13 @@ async def held_then_loaded(checkpointer: Checkpointer, thread_id: str) -> AsyncI
 @contextlib.asynccontextmanager
 async def _local_thread_lock(checkpointer: Checkpointer, thread_id: str) -> AsyncIterator[None]:
     check_thread_id(thread_id)
-    wait = check_seconds(
-        "a checkpointer's lock_timeout",
-        getattr(checkpointer, "lock_timeout", DEFAULT_LOCK_TIMEOUT),
-        optional=True,
+    # isinstance, not the per-class cache: an attribute may be set on one instance.
+    timeout = (
+        checkpointer.lock_timeout
+        if isinstance(checkpointer, TimedCheckpointer)
+        else DEFAULT_LOCK_TIMEOUT
     )
+    wait = check_seconds("a checkpointer's lock_timeout", timeout, optional=True)
     key = f"{id(checkpointer)}/{thread_id}"
     lock = _LOCAL.enter(key)
     try:

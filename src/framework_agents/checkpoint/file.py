@@ -86,7 +86,7 @@ FOLD_MIN_BYTES = 64 << 10
 PROGRESS_FILE = "progress.json"
 WRITE_LOCK_FILE = "checkpoint.lock"
 RUN_LOCK_FILE = "run.lock"
-#: The steps ``_hold_thread`` fuses: a subclass overriding one gets them one by one.
+#: The steps ``hold_thread`` fuses: a subclass overriding one gets them one by one.
 _FUSED = ("load", "save", "thread_lock")
 
 #: Version of the JSON shape of ``progress.json``.
@@ -815,7 +815,7 @@ class FileCheckpointer:
             yield
 
     @contextlib.asynccontextmanager
-    async def _hold_thread(self, thread_id: str) -> AsyncIterator[HeldThread]:
+    async def hold_thread(self, thread_id: str) -> AsyncIterator[HeldThread]:
         """:meth:`thread_lock` and :meth:`load` in one hand-off (``checkpoint._base``).
 
         The block gets the checkpoint as it was when the lock was taken (what a ``load``
