@@ -17,8 +17,7 @@ import contextlib
 import os
 from collections.abc import Awaitable, Callable
 from pathlib import Path
-from types import TracebackType
-from typing import Any, Self
+from typing import Any, Protocol
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 from .._retention import check_ttl
@@ -33,14 +32,14 @@ from ..sessions._base import Storage
 from ..sessions._keys import validate_key
 from ..sessions.local import LocalFileStorage
 from ..sessions.memory_storage import InMemoryStorage
-from ._codec import check_lease, redact
+from ._codec import AsyncClosing, check_lease, redact
 
-__all__ = ["Store", "open_store"]
+__all__ = ["Store", "db_store", "open_store"]
 
 _SCHEMES = ("memory:", "sqlite://", "postgresql://", "postgres://", "redis://", "rediss://")
 
 
-class Store:
+class Store(AsyncClosing):
     """A storage, a checkpointer and a memory factory that share one backend.
 
     ``store.storage`` (sessions), ``store.checkpointer`` (threads) and
@@ -89,18 +88,33 @@ class Store:
             close, self._close = self._close, None
             await close()
 
-    async def __aenter__(self) -> Self:
-        """The store itself."""
-        return self
 
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        """Close the store."""
-        await self.close()
+class _Db(Protocol):
+    async def close(self) -> None: ...
+
+
+#: A database backend's storage, checkpointer and memory classes.
+StoreClasses = tuple[Callable[..., Storage], Callable[..., Checkpointer], Callable[..., Memory]]
+
+
+def db_store(
+    url: str,
+    db: _Db,
+    classes: StoreClasses,
+    *,
+    lease: float,
+    ttl: float | None,
+    lock_timeout: float | None,
+) -> Store:
+    """The :class:`Store` of one database: its three stores share ``db`` (and close it)."""
+    storage, checkpointer, memory = classes
+    return Store(
+        url,
+        storage=storage(db, ttl=ttl),
+        checkpointer=checkpointer(db, lease=lease, ttl=ttl, lock_timeout=lock_timeout),
+        memory=lambda key, n: memory(db, key, n),
+        close=db.close,
+    )
 
 
 def _memory_store(url: str, *, ttl: float | None, lock_timeout: float | None) -> Store:
@@ -136,18 +150,8 @@ def _sqlite_store(
     if not url.startswith("sqlite:///") or url == "sqlite:///":
         raise InvalidArgumentError(f"a SQLite URL is sqlite:///<path>, not {url!r}")
     db = SqliteDb(url.removeprefix("sqlite:///"))  # sqlite:////abs/path is absolute
-    return Store(
-        url,
-        storage=SqliteStorage(db, ttl=ttl),
-        checkpointer=SqliteCheckpointer(
-            db,
-            lease=lease,
-            ttl=ttl,
-            lock_timeout=lock_timeout,
-        ),
-        memory=lambda key, n: SqliteMemory(db, key, n),
-        close=db.close,
-    )
+    classes = (SqliteStorage, SqliteCheckpointer, SqliteMemory)
+    return db_store(url, db, classes, lease=lease, ttl=ttl, lock_timeout=lock_timeout)
 
 
 def _pop_query(url: str, name: str, default: str) -> tuple[str, str]:

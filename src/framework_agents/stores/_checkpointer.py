@@ -5,7 +5,7 @@ way and hands them to :meth:`LeasedCheckpointer._loaded`; it writes a save with 
 :class:`SavePlan` from :meth:`LeasedCheckpointer._plan` in one transaction or script,
 and reports the new version to :meth:`LeasedCheckpointer._saved` (or a conflict to
 :meth:`LeasedCheckpointer._conflicted`). The thread lock is :class:`LeaseLocks` over the
-backend's three lock operations.
+backend's three lock operations (``_try_acquire``, ``_renew``, ``_release``).
 """
 
 from __future__ import annotations
@@ -65,22 +65,32 @@ class LeasedCheckpointer(AutoPrune):
         lock_timeout: float | None,
         lease: float,
         ttl: float | None,
-        try_acquire: Callable[[str, str], Awaitable[int | None]],
-        renew: Callable[[str, str], Awaitable[bool]],
-        release: Callable[[str, str], Awaitable[None]],
         give_up: Callable[[str, str], Awaitable[None]] | None = None,
     ) -> None:
+        """Check the settings; the lock runs on the backend's lock operations."""
         self.lock_timeout = check_seconds("lock_timeout", lock_timeout, optional=True)
         self.lease = check_lease(lease)
         self.ttl = check_ttl(ttl)
         self._cache = {}
         self._locks = LeaseLocks(
             lease=self.lease,
-            try_acquire=try_acquire,
-            renew=renew,
-            release=release,
+            try_acquire=self._try_acquire,
+            renew=self._renew,
+            release=self._release,
             give_up=give_up,
         )
+
+    async def _try_acquire(self, thread_id: str, owner: str) -> int | None:
+        """Take the thread's lock for ``owner`` if it is free: the fence, else ``None``."""
+        raise NotImplementedError
+
+    async def _renew(self, thread_id: str, owner: str) -> bool:
+        """Extend ``owner``'s lease; ``False`` when it holds the lock no more."""
+        raise NotImplementedError
+
+    async def _release(self, thread_id: str, owner: str) -> None:
+        """Free the thread's lock if ``owner`` holds it."""
+        raise NotImplementedError
 
     def _loaded(
         self,

@@ -35,10 +35,17 @@ from ..errors import (
     MemoryCorruptError,
 )
 from ..memory._base import Appended, base_ids, new_revision
-from ..memory._window import check_messages, shape_of, window
+from ..memory._window import (
+    bounded_view,
+    check_max_messages,
+    check_messages,
+    shape_of,
+    window,
+)
 from ..messages import Message, MessageList
 
 __all__ = [
+    "AsyncClosing",
     "ClosableStore",
     "DATABASE_FORMAT_VERSION",
     "MergingMemory",
@@ -250,11 +257,16 @@ class MergingMemory:
     each write of its own left; equal markers mean nothing was written between.
     """
 
-    max_messages: int
-    _seen: set[str] | None
     #: The stored marker as this instance last read or wrote it (``None``: not yet).
     _marker: int | None = None
     _revision: int = 0
+
+    def __init__(self, key: str, max_messages: int) -> None:
+        """The history under ``key`` (checked by the caller), windowed to ``max_messages``."""
+        self.key = key
+        self.max_messages: int = check_max_messages(max_messages)
+        # Ids of the history this instance last loaded or wrote (the base of a merge).
+        self._seen: set[str] | None = None
 
     @property
     def revision(self) -> int:
@@ -274,6 +286,13 @@ class MergingMemory:
         """A write of this instance left ``marker`` (``None``: unknown): a new revision."""
         self._revision = new_revision()
         self._marker = marker
+
+    def _loaded(self, bodies: Sequence[bytes], marker: int, *, source: str) -> list[Message]:
+        """The history a load read (``bodies`` and the ``marker`` with them), windowed."""
+        messages = decode_messages(bodies, source=source)
+        self._seen = {m.id for m in messages}
+        self._observe(marker)
+        return bounded_view(messages, self.max_messages)
 
     def _holds(self, revision: int) -> bool:
         """Whether ``revision`` is this instance's current one, with a marker known."""
@@ -399,14 +418,12 @@ class _Connections(Protocol):
 _Db = TypeVar("_Db", bound=_Connections)
 
 
-class ClosableStore(Generic[_Db]):
-    """``close()`` and ``async with`` for a store whose connections live in ``self._db``."""
+class AsyncClosing:
+    """``async with`` for an object that has an async ``close()``."""
 
-    _db: _Db
-
-    async def close(self) -> None:
-        """Close the store's connections (idempotent)."""
-        await self._db.close()
+    async def close(self) -> None:  # pragma: no cover - every subclass has its own
+        """Close the object's connections (idempotent)."""
+        raise NotImplementedError
 
     async def __aenter__(self) -> Self:
         """The store itself."""
@@ -420,3 +437,13 @@ class ClosableStore(Generic[_Db]):
     ) -> None:
         """Close the store."""
         await self.close()
+
+
+class ClosableStore(AsyncClosing, Generic[_Db]):
+    """``close()`` and ``async with`` for a store whose connections live in ``self._db``."""
+
+    _db: _Db
+
+    async def close(self) -> None:
+        """Close the store's connections (idempotent)."""
+        await self._db.close()

@@ -13,16 +13,26 @@ import asyncio
 import re
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
+from functools import cached_property
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from ..errors import BackendUnavailableError, InvalidArgumentError
 from ._codec import DATABASE_FORMAT_VERSION, SchemaTooNewError, redact, unavailable
+from ._sql import Dialect, Query, Stepper, Steps
 
 if TYPE_CHECKING:
     from psycopg import AsyncConnection
     from psycopg_pool import AsyncConnectionPool
 
-__all__ = ["CONFLICT_SQLSTATE", "NOW", "PgDb", "import_psycopg"]
+__all__ = [
+    "CONFLICT_SQLSTATE",
+    "NOW",
+    "POSTGRES",
+    "PgDb",
+    "drive",
+    "execute",
+    "import_psycopg",
+]
 
 T = TypeVar("T")
 
@@ -31,6 +41,53 @@ CONFLICT_SQLSTATE = "FA409"
 
 #: Server time in seconds since the epoch.
 NOW = "extract(epoch from clock_timestamp())"
+
+#: The statements of the logic shared with SQLite (``stores._sql``); ``{s}``: the schema.
+POSTGRES = Dialect(
+    kv_get="SELECT data FROM {s}.fa_kv WHERE key = %(key)s",
+    kv_keys="SELECT key FROM {s}.fa_kv WHERE key >= %(low)s AND key < %(high)s ORDER BY key",
+    kv_under="SELECT 1 FROM {s}.fa_kv WHERE key > %(low)s AND key < %(high)s LIMIT 1",
+    kv_update=f"UPDATE {{s}}.fa_kv SET data = %(data)s, digest = %(digest)s, updated_at = {NOW} "
+    "WHERE key = %(key)s",
+    kv_insert="INSERT INTO {s}.fa_kv (key, data, digest, updated_at) "
+    f"VALUES (%(key)s, %(data)s, %(digest)s, {NOW})",
+    kv_drop_log="DELETE FROM {s}.fa_kv_log WHERE key = %(key)s",
+    kv_drop="DELETE FROM {s}.fa_kv WHERE key = %(key)s",
+    # A head of version 0 is the row a save makes to lock before it writes: no checkpoint.
+    thread_head="SELECT version, length, head FROM {s}.fa_threads "
+    "WHERE thread_id = %(thread_id)s AND version > 0",
+    thread_bodies="SELECT body FROM {s}.fa_thread_messages WHERE thread_id = %(thread_id)s "
+    "ORDER BY seq",
+    thread_ids="SELECT thread_id FROM {s}.fa_threads WHERE version > 0 "
+    'ORDER BY thread_id COLLATE "C"',
+    lock_state=f"SELECT owner, expires_at > {NOW} FROM {{s}}.fa_locks "
+    "WHERE thread_id = %(thread_id)s FOR SHARE",
+    thread_drop_messages="DELETE FROM {s}.fa_thread_messages WHERE thread_id = %(thread_id)s",
+    thread_drop="DELETE FROM {s}.fa_threads WHERE thread_id = %(thread_id)s",
+    memory_marker="SELECT coalesce((SELECT next_seq FROM {s}.fa_memories WHERE key = %(key)s), 0)",
+    memory_stored="SELECT shape, body, {s}.fa_message_id(body) FROM {s}.fa_memory_messages "
+    "WHERE key = %(key)s ORDER BY seq",
+)
+
+
+async def execute(conn: AsyncConnection[Any], query: Query) -> Any:
+    """Run one query on ``conn``; what it fetches."""
+    cursor = await conn.execute(query.sql, query.params)
+    if query.fetch == "one":
+        return await cursor.fetchone()
+    if query.fetch == "all":
+        return await cursor.fetchall()
+    return cursor.rowcount if query.fetch == "count" else None
+
+
+async def drive(conn: AsyncConnection[Any], steps: Steps[T]) -> T:
+    """Run ``steps`` on ``conn``, one statement after the other; their outcome."""
+    stepper = Stepper(steps)
+    query = stepper.next()
+    while query is not None:
+        query = stepper.next(await execute(conn, query))
+    return stepper.outcome
+
 
 _IDENT = re.compile(r"[a-z_][a-z0-9_]{0,62}\Z")
 
@@ -281,6 +338,16 @@ class PgDb:
         """The store and where it keeps its data (password redacted)."""
         return f"PgDb({redact(self.dsn)!r}, schema={self.schema!r})"
 
+    @cached_property
+    def dialect(self) -> Dialect:
+        """The statements of the logic shared with SQLite, in this schema."""
+        return POSTGRES.mapped(self.sql)
+
+    @property
+    def place(self) -> str:
+        """The schema, as error messages name it."""
+        return repr(self.schema)
+
     def sql(self, text: str) -> Any:
         """``text`` with ``{s}`` replaced by the quoted schema (a query for psycopg)."""
         return text.replace("{s}", f'"{self.schema}"')
@@ -424,6 +491,25 @@ class PgDb:
             return await cur.fetchall()
 
         return await self.read(run)
+
+    async def transact(self, steps: Callable[[], Steps[T]]) -> T:
+        """Run ``steps()`` in one transaction on a pooled connection."""
+        async with self.transaction() as conn:
+            return await drive(conn, steps())
+
+    async def snapshot(self, steps: Callable[[], Steps[T]]) -> T:
+        """Run ``steps()`` in one repeatable-read transaction, retried like :meth:`read`."""
+
+        async def run(conn: AsyncConnection[Any]) -> T:
+            async with conn.transaction():
+                await conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
+                return await drive(conn, steps())
+
+        return await self.read(run)
+
+    async def query(self, query: Query) -> Any:
+        """The result of one read statement, retried like :meth:`read`."""
+        return await self.read(lambda conn: execute(conn, query))
 
     async def close(self) -> None:
         """Close the pool (idempotent)."""

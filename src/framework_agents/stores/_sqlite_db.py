@@ -30,12 +30,13 @@ import time
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from ..errors import InvalidArgumentError, LockTimeoutError, StorageIOError
 from ._codec import DATABASE_FORMAT_VERSION, SchemaTooNewError
+from ._sql import Dialect, Query, Stepper, Steps
 
-__all__ = ["SqliteDb", "sqlite_path"]
+__all__ = ["MESSAGE_ID", "SQLITE", "SqliteDb", "drive", "execute", "sqlite_path"]
 
 T = TypeVar("T")
 
@@ -73,6 +74,50 @@ MESSAGE_ID = (
 _SCHEMA += (
     f"CREATE INDEX IF NOT EXISTS fa_memory_message_ids ON fa_memory_messages (key, {MESSAGE_ID});\n"
 )
+
+
+#: The statements of the logic shared with PostgreSQL (``stores._sql``).
+SQLITE = Dialect(
+    kv_get="SELECT data FROM fa_kv WHERE key = :key",
+    kv_keys="SELECT key FROM fa_kv WHERE key >= :low AND key < :high ORDER BY key",
+    kv_under="SELECT 1 FROM fa_kv WHERE key > :low AND key < :high LIMIT 1",
+    kv_update="UPDATE fa_kv SET data = :data, digest = :digest, updated_at = :now WHERE key = :key",
+    kv_insert="INSERT INTO fa_kv (key, data, digest, updated_at) "
+    "VALUES (:key, :data, :digest, :now)",
+    kv_drop_log="DELETE FROM fa_kv_log WHERE key = :key",
+    kv_drop="DELETE FROM fa_kv WHERE key = :key",
+    thread_head="SELECT version, length, head FROM fa_threads WHERE thread_id = :thread_id",
+    thread_bodies="SELECT body FROM fa_thread_messages WHERE thread_id = :thread_id ORDER BY seq",
+    thread_ids="SELECT thread_id FROM fa_threads ORDER BY thread_id",
+    lock_state="SELECT owner, expires_at > :now FROM fa_locks WHERE thread_id = :thread_id",
+    thread_drop_messages="DELETE FROM fa_thread_messages WHERE thread_id = :thread_id",
+    thread_drop="DELETE FROM fa_threads WHERE thread_id = :thread_id",
+    memory_marker="SELECT coalesce((SELECT next_seq FROM fa_memories WHERE key = :key), 0)",
+    memory_stored=f"SELECT shape, body, {MESSAGE_ID} FROM fa_memory_messages "
+    "WHERE key = :key ORDER BY seq",
+)
+
+
+def execute(conn: sqlite3.Connection, query: Query) -> Any:
+    """Run one query on ``conn``; what it fetches."""
+    if query.fetch == "many":
+        conn.executemany(query.sql, query.params)
+        return None
+    cursor = conn.execute(query.sql, query.params)
+    if query.fetch == "one":
+        return cursor.fetchone()
+    if query.fetch == "all":
+        return cursor.fetchall()
+    return cursor.rowcount if query.fetch == "count" else None
+
+
+def drive(conn: sqlite3.Connection, steps: Steps[T]) -> T:
+    """Run ``steps`` on ``conn`` (in the database thread); their outcome."""
+    stepper = Stepper(steps)
+    query = stepper.next()
+    while query is not None:
+        query = stepper.next(execute(conn, query))
+    return stepper.outcome
 
 
 def _migrate(conn: sqlite3.Connection, version: int) -> None:
@@ -129,6 +174,16 @@ class SqliteDb:
     def __repr__(self) -> str:
         """The store and where it keeps its data (password redacted)."""
         return f"SqliteDb({str(self.path)!r})"
+
+    @property
+    def dialect(self) -> Dialect:
+        """The statements of the logic shared with PostgreSQL."""
+        return SQLITE
+
+    @property
+    def place(self) -> str:
+        """The database file, as error messages name it."""
+        return repr(str(self.path))
 
     def _connect(self) -> sqlite3.Connection:
         if self._conn is not None:
@@ -235,6 +290,18 @@ class SqliteDb:
                 conn.execute("COMMIT")
 
         return await self.run(snapshot, write=False)
+
+    async def transact(self, steps: Callable[[], Steps[T]]) -> T:
+        """Run ``steps()`` in one ``BEGIN IMMEDIATE`` transaction (the database thread)."""
+        return await self.run(lambda conn: drive(conn, steps()))
+
+    async def snapshot(self, steps: Callable[[], Steps[T]]) -> T:
+        """Run ``steps()`` in one read transaction (the database thread)."""
+        return await self.read(lambda conn: drive(conn, steps()))
+
+    async def query(self, query: Query) -> Any:
+        """The result of one read statement."""
+        return await self.run(lambda conn: execute(conn, query), write=False)
 
     async def close(self) -> None:
         """Close the connection and stop the thread (idempotent)."""

@@ -43,18 +43,17 @@ from ..errors import (
     SnapshotCorruptError,
     StorageKeyInvalidError,
 )
-from ..memory._window import bounded_view, check_max_messages, check_messages
+from ..memory._window import check_messages
 from ..messages import Message
 from ..sessions._base import CompareAndPut, check_expected_tag, digest
 from ..sessions._keys import validate_key, validate_prefix
 from ..sessions.memory_storage import as_bytes
 from . import _redis_lua as lua
-from ._base import Store
+from ._base import Store, db_store
 from ._checkpointer import LeasedCheckpointer
 from ._codec import (
     ClosableStore,
     MergingMemory,
-    decode_messages,
     log_tag,
     memory_rows,
     redact,
@@ -378,14 +377,7 @@ class RedisCheckpointer(_Closable, LeasedCheckpointer):
     ) -> None:
         """Set up the store; nothing connects before the first operation."""
         self._db = _db(url, prefix)
-        self._set_up(
-            lock_timeout=lock_timeout,
-            lease=lease,
-            ttl=ttl,
-            try_acquire=self._try_acquire,
-            renew=self._renew,
-            release=self._release,
-        )
+        self._set_up(lock_timeout=lock_timeout, lease=lease, ttl=ttl)
 
     def __repr__(self) -> str:
         """The store and where it keeps its data (password redacted)."""
@@ -519,8 +511,7 @@ class RedisMemory(MergingMemory, _Closable):
         """Set up the store; nothing connects before the first operation."""
         validate_key(key)
         self._db = _db(url, prefix)
-        self.key = key
-        self.max_messages: int = check_max_messages(max_messages)
+        super().__init__(key, max_messages)
         self._list = f"{self._db.prefix}mem:{key}"
         # The list, the set of its message ids (how a save skips a stored message) and
         # the marker every write moves forward (``MergingMemory``).
@@ -529,8 +520,6 @@ class RedisMemory(MergingMemory, _Closable):
             f"{self._db.prefix}memids:{key}",
             f"{self._db.prefix}memseq:{key}",
         ]
-        # Ids of the history this instance last loaded or wrote (the base of a merge).
-        self._seen: set[str] | None = None
 
     def __repr__(self) -> str:
         """The store and where it keeps its data (password redacted)."""
@@ -548,10 +537,7 @@ class RedisMemory(MergingMemory, _Closable):
         for i, item in enumerate(items):
             if not item or item[0] not in b"012":
                 raise MemoryCorruptError(f"{source}: message {i} has no shape prefix")
-        messages = decode_messages([bytes(item[1:]) for item in items], source=source)
-        self._seen = {m.id for m in messages}
-        self._observe(int(marker or 0))
-        return bounded_view(messages, self.max_messages)
+        return self._loaded([bytes(item[1:]) for item in items], int(marker or 0), source=source)
 
     async def save(self, messages: Sequence[Message]) -> None:
         """Append ``messages``, then keep the newest ``max_messages`` (atomically).
@@ -621,11 +607,5 @@ def redis_store(
     prefix: str = "fa:",
 ) -> Store:
     """The :class:`Store` of a Redis URL (one client for the whole bundle)."""
-    db = RedisDb(url, prefix=prefix)
-    return Store(
-        url,
-        storage=RedisStorage(db, ttl=ttl),
-        checkpointer=RedisCheckpointer(db, lease=lease, ttl=ttl, lock_timeout=lock_timeout),
-        memory=lambda key, n: RedisMemory(db, key, n),
-        close=db.close,
-    )
+    db, classes = RedisDb(url, prefix=prefix), (RedisStorage, RedisCheckpointer, RedisMemory)
+    return db_store(url, db, classes, lease=lease, ttl=ttl, lock_timeout=lock_timeout)

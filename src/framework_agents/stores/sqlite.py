@@ -3,7 +3,9 @@
 :class:`SqliteStorage`, :class:`SqliteCheckpointer` and :class:`SqliteMemory` keep their
 data in the tables drawn in ``stores._sqlite_db``. Use SQLite when every process runs on
 one machine (a local volume: SQLite's locking is unreliable over network file systems);
-use PostgreSQL or Redis when several machines share a thread.
+use PostgreSQL or Redis when several machines share a thread. What they do as the
+PostgreSQL stores do is written once in ``stores._sql``; this module keeps SQLite's own
+SQL (the thread save, the memory append, the lock, the storage logs).
 """
 
 from __future__ import annotations
@@ -11,41 +13,24 @@ from __future__ import annotations
 import builtins
 import os
 import sqlite3
-from collections.abc import Collection, Sequence
+from collections.abc import Sequence
 from datetime import timedelta
+from types import EllipsisType
 
-from .._retention import AutoPrune, check_older_than, check_ttl
-from ..checkpoint.model import ThreadCheckpoint, check_thread_id
-from ..errors import CheckpointConflictError, StorageKeyInvalidError
-from ..memory._window import (
-    bounded_view,
-    check_max_messages,
-    check_messages,
-    window_start,
-)
+from .._retention import check_older_than
+from ..errors import CheckpointConflictError
+from ..memory._window import check_messages, window_start
 from ..messages import Message
-from ..sessions._base import CompareAndPut, check_expected_tag, check_tag, digest
-from ..sessions._keys import validate_key, validate_prefix
+from ..sessions._base import check_expected_tag, check_tag, digest
+from ..sessions._keys import validate_key
 from ..sessions.memory_storage import as_bytes
-from ._checkpointer import LeasedCheckpointer
-from ._codec import (
-    ClosableStore,
-    MergingMemory,
-    appended_by_others,
-    decode_messages,
-    log_tag,
-    memory_rows,
-    wall_clock,
-)
-from ._sqlite_db import MESSAGE_ID, SqliteDb
+from ._checkpointer import SavePlan
+from ._codec import log_tag, memory_rows, wall_clock
+from ._sql import Query, SqlCheckpointer, SqlMemory, SqlStorage, Steps
+from ._sqlite_db import MESSAGE_ID, SqliteDb, drive
 
 __all__ = ["SqliteCheckpointer", "SqliteMemory", "SqliteStorage"]
 
-#: One past the largest character a key may hold (keys are ASCII letters, digits, ``._-/``).
-_KEY_END = "\x7f"
-
-
-_Closable = ClosableStore[SqliteDb]
 #: What ``read_logged`` returns: the value, its log records, its tag.
 _Logged = tuple[bytes | None, builtins.list[bytes], str | None]
 
@@ -57,7 +42,7 @@ def _db(path: str | os.PathLike[str] | SqliteDb) -> SqliteDb:
 # -- storage ------------------------------------------------------------------------------
 
 
-class SqliteStorage(_Closable, AutoPrune, CompareAndPut):
+class SqliteStorage(SqlStorage):
     """The :class:`~framework_agents.sessions.Storage` contract in table ``fa_kv``.
 
     It keeps logs too (:class:`~framework_agents.sessions._base.LoggedStorage`): a
@@ -65,80 +50,29 @@ class SqliteStorage(_Closable, AutoPrune, CompareAndPut):
     what is new, not its history again.
     """
 
+    _db: SqliteDb
+
     def __init__(
         self, path: str | os.PathLike[str] | SqliteDb, *, ttl: float | None = None
     ) -> None:
         """Set up the store; nothing connects before the first operation."""
-        self._db = _db(path)
-        self.ttl = check_ttl(ttl)
+        super().__init__(_db(path), ttl=ttl)
 
     def __repr__(self) -> str:
         """The store and where it keeps its data (password redacted)."""
         return f"SqliteStorage({str(self._db.path)!r})"
 
-    async def put(self, key: str, data: bytes) -> None:
-        """Store ``data`` under ``key`` (a key is a value or a directory, never both)."""
-        await self._put(key, data)
+    def _claim(
+        self, key: str, segments: Sequence[str], expected: str | EllipsisType | None
+    ) -> Steps[None]:
+        # BEGIN IMMEDIATE holds the database's write lock: nothing more to lock.
+        if expected is not ...:
+            tag, _ = yield from _tag(key)
+            check_tag(key, tag, expected)
 
-    async def swap(self, key: str, data: bytes, expected: str | None) -> None:
-        """Store ``data`` only if ``key`` is still in the state tagged ``expected``.
-
-        ``None``: no value. Otherwise CHECKPOINT_CONFLICT and nothing is written.
-        """
-        check_expected_tag(expected, optional=True)
-        await self._put(key, data, conditional=True, expected=expected)
-
-    async def _put(
-        self, key: str, data: bytes, *, conditional: bool = False, expected: str | None = None
-    ) -> None:
-        """Store ``data``; when ``conditional``, only over the state tagged ``expected``."""
-        segments = validate_key(key)
-        value = as_bytes(data)
-        value_digest = digest(value)
-        ancestors = ["/".join(segments[:i]) for i in range(1, len(segments))]
-
-        def write(conn: sqlite3.Connection) -> None:
-            now = wall_clock()
-            if conditional:
-                check_tag(key, _tag(conn, key)[0], expected)
-            updated = conn.execute(
-                "UPDATE fa_kv SET data = ?, digest = ?, updated_at = ? WHERE key = ?",
-                (value, value_digest, now, key),
-            ).rowcount
-            if updated:
-                conn.execute("DELETE FROM fa_kv_log WHERE key = ?", (key,))
-                return
-            if ancestors:
-                marks = ",".join("?" * len(ancestors))
-                found = conn.execute(
-                    f"SELECT key FROM fa_kv WHERE key IN ({marks}) LIMIT 1", ancestors
-                ).fetchone()
-                if found is not None:
-                    raise StorageKeyInvalidError(
-                        f"cannot store {key!r}: {found[0]!r} already holds a value"
-                    )
-            if conn.execute(
-                "SELECT 1 FROM fa_kv WHERE key > ? AND key < ? LIMIT 1", (key + "/", key + "0")
-            ).fetchone():
-                raise StorageKeyInvalidError(
-                    f"cannot store {key!r}: other keys are stored under it"
-                )
-            conn.execute(
-                "INSERT INTO fa_kv (key, data, digest, updated_at) VALUES (?, ?, ?, ?)",
-                (key, value, value_digest, now),
-            )
-
-        await self._db.run(write)
-        await self._after_write()
-
-    async def get(self, key: str) -> bytes | None:
-        """The bytes under ``key``, or ``None``."""
-        validate_key(key)
-        row = await self._db.run(
-            lambda c: c.execute("SELECT data FROM fa_kv WHERE key = ?", (key,)).fetchone(),
-            write=False,
-        )
-        return None if row is None else bytes(row[0])
+    def _ancestor_query(self, ancestors: builtins.list[str]) -> Query:
+        marks = ",".join("?" * len(ancestors))
+        return Query(f"SELECT key FROM fa_kv WHERE key IN ({marks}) LIMIT 1", ancestors, "one")
 
     async def read_logged(self, key: str) -> tuple[bytes | None, builtins.list[bytes], str | None]:
         """The value of ``key``, the records appended since it was stored, and its tag.
@@ -185,7 +119,7 @@ class SqliteStorage(_Closable, AutoPrune, CompareAndPut):
         check_expected_tag(expected, optional=False)
 
         def write(conn: sqlite3.Connection) -> str:
-            tag, value_digest = _tag(conn, key)
+            tag, value_digest = drive(conn, _tag(key))
             check_tag(key, tag, expected)
             seq = conn.execute(
                 "INSERT INTO fa_kv_log (key, record) VALUES (?, ?)", (key, data)
@@ -199,28 +133,6 @@ class SqliteStorage(_Closable, AutoPrune, CompareAndPut):
         tag: str = await self._db.run(write)
         await self._after_write()
         return tag
-
-    async def delete(self, key: str) -> None:
-        """Remove ``key`` and its log (no-op when missing)."""
-        validate_key(key)
-
-        def write(conn: sqlite3.Connection) -> None:
-            conn.execute("DELETE FROM fa_kv_log WHERE key = ?", (key,))
-            conn.execute("DELETE FROM fa_kv WHERE key = ?", (key,))
-
-        await self._db.run(write)
-
-    async def list(self, prefix: str = "") -> builtins.list[str]:
-        """Stored keys starting with ``prefix``, sorted."""
-        validate_prefix(prefix)
-        rows = await self._db.run(
-            lambda c: c.execute(
-                "SELECT key FROM fa_kv WHERE key >= ? AND key < ? ORDER BY key",
-                (prefix, prefix + _KEY_END),
-            ).fetchall(),
-            write=False,
-        )
-        return [r[0] for r in rows]
 
     async def prune(self, older_than: timedelta | None = None) -> int:
         """Remove values (and logs) not written for ``older_than`` (default: ``ttl``).
@@ -240,22 +152,24 @@ class SqliteStorage(_Closable, AutoPrune, CompareAndPut):
         return await self._db.run(write)
 
 
-def _tag(conn: sqlite3.Connection, key: str) -> tuple[str | None, str]:
+def _tag(key: str) -> Steps[tuple[str | None, str]]:
     """The tag of ``key`` as stored (``None``: no value), and its value's digest."""
-    row = conn.execute(
-        "SELECT digest, CASE WHEN digest IS NULL THEN data END FROM fa_kv WHERE key = ?", (key,)
-    ).fetchone()
+    row = yield Query(
+        "SELECT digest, CASE WHEN digest IS NULL THEN data END FROM fa_kv WHERE key = ?",
+        (key,),
+        "one",
+    )
     if row is None:
         return None, ""
     value_digest: str = row[0] or digest(bytes(row[1]))  # NULL: stored by schema version 1
-    (last,) = conn.execute("SELECT max(seq) FROM fa_kv_log WHERE key = ?", (key,)).fetchone()
+    (last,) = yield Query("SELECT max(seq) FROM fa_kv_log WHERE key = ?", (key,), "one")
     return log_tag(value_digest, last), value_digest
 
 
 # -- checkpointer -----------------------------------------------------------------------
 
 
-class SqliteCheckpointer(_Closable, LeasedCheckpointer):
+class SqliteCheckpointer(SqlCheckpointer):
     """Thread checkpoints as a head row plus an append-only message log, with a leased lock.
 
     Layout: ``fa_threads`` holds one head row per thread (``version``, ``length``, the
@@ -272,6 +186,8 @@ class SqliteCheckpointer(_Closable, LeasedCheckpointer):
     save raises CHECKPOINT_CONFLICT.
     """
 
+    _db: SqliteDb
+
     def __init__(
         self,
         path: str | os.PathLike[str] | SqliteDb,
@@ -282,83 +198,18 @@ class SqliteCheckpointer(_Closable, LeasedCheckpointer):
     ) -> None:
         """Set up the store; nothing connects before the first operation."""
         self._db = _db(path)
-        self._set_up(
-            lock_timeout=lock_timeout,
-            lease=lease,
-            ttl=ttl,
-            try_acquire=self._try_acquire,
-            renew=self._renew,
-            release=self._release,
-        )
+        self._set_up(lock_timeout=lock_timeout, lease=lease, ttl=ttl)
 
     def __repr__(self) -> str:
         """The store and where it keeps its data (password redacted)."""
         return f"SqliteCheckpointer({str(self._db.path)!r})"
 
-    # -- reading ------------------------------------------------------------------------
-
-    async def load(self, thread_id: str) -> ThreadCheckpoint | None:
-        """The thread's checkpoint, or ``None`` (CHECKPOINT_CORRUPT when unreadable)."""
-        check_thread_id(thread_id)
-
-        def read(conn: sqlite3.Connection) -> tuple[int, int, bytes, list[bytes]] | None:
-            head = conn.execute(
-                "SELECT version, length, head FROM fa_threads WHERE thread_id = ?", (thread_id,)
-            ).fetchone()
-            if head is None:
-                return None
-            bodies = conn.execute(
-                "SELECT body FROM fa_thread_messages WHERE thread_id = ? ORDER BY seq",
-                (thread_id,),
-            ).fetchall()
-            return head[0], head[1], bytes(head[2]), [bytes(b[0]) for b in bodies]
-
-        found = await self._db.read(read)
-        if found is None:
-            self._forget(thread_id)
-            return None
-        version, length, head, bodies = found
-        source = f"checkpoint of thread {thread_id!r} in {str(self._db.path)!r}"
-        return self._loaded(thread_id, version, length, head, bodies, source=source)
-
-    async def list_threads(self) -> list[str]:
-        """The ids of the threads that have a checkpoint, sorted."""
-        rows = await self._db.run(
-            lambda c: c.execute("SELECT thread_id FROM fa_threads ORDER BY thread_id").fetchall(),
-            write=False,
-        )
-        return [r[0] for r in rows]
-
-    # -- writing ------------------------------------------------------------------------
-
-    def _check_lock(self, conn: sqlite3.Connection, thread_id: str, now: float) -> None:
-        row = conn.execute(
-            "SELECT owner, expires_at FROM fa_locks WHERE thread_id = ?", (thread_id,)
-        ).fetchone()
-        owner = self._owner(thread_id)
-        if owner is not None:
-            if row is None or row[0] != owner or row[1] <= now:
-                raise CheckpointConflictError(
-                    f"thread {thread_id!r}: this run lost its lock (lease expired or taken "
-                    "by another run); nothing was written"
-                )
-        elif row is not None and row[0] is not None and row[1] > now:
-            raise CheckpointConflictError(
-                f"thread {thread_id!r} is held by another run; nothing was written"
-            )
-
-    async def save(self, checkpoint: ThreadCheckpoint) -> None:
-        """Store ``checkpoint``, writing only the messages that are not stored yet.
-
-        CHECKPOINT_CONFLICT (nothing written) when the thread changed since this instance
-        last read or wrote it, or when another run holds it or took it from this one.
-        """
-        plan = self._plan(checkpoint)
+    async def _store(self, plan: SavePlan) -> int:
         thread_id, keep = plan.thread_id, plan.keep
 
         def write(conn: sqlite3.Connection) -> int:
+            drive(conn, self._check_lock(thread_id))
             now = wall_clock()
-            self._check_lock(conn, thread_id, now)
             row = conn.execute(
                 "SELECT version, length FROM fa_threads WHERE thread_id = ?", (thread_id,)
             ).fetchone()
@@ -387,25 +238,7 @@ class SqliteCheckpointer(_Closable, LeasedCheckpointer):
             )
             return version
 
-        try:
-            version = await self._db.run(write)
-        except CheckpointConflictError:
-            self._forget(thread_id)
-            raise
-        self._saved(plan, version)
-        await self._after_write()
-
-    async def delete(self, thread_id: str) -> None:
-        """Forget the thread's checkpoint (no error when there is none)."""
-        check_thread_id(thread_id)
-
-        def write(conn: sqlite3.Connection) -> None:
-            self._check_lock(conn, thread_id, wall_clock())
-            conn.execute("DELETE FROM fa_thread_messages WHERE thread_id = ?", (thread_id,))
-            conn.execute("DELETE FROM fa_threads WHERE thread_id = ?", (thread_id,))
-
-        self._forget(thread_id)
-        await self._db.run(write)
+        return await self._db.run(write)
 
     async def prune(self, older_than: timedelta | None = None) -> int:
         """Remove threads not saved for ``older_than`` (default: ``ttl``); how many went.
@@ -479,8 +312,10 @@ class SqliteCheckpointer(_Closable, LeasedCheckpointer):
 # -- memory -------------------------------------------------------------------------------
 
 
-class SqliteMemory(MergingMemory, _Closable):
+class SqliteMemory(SqlMemory):
     """A windowed history under ``key``; ``save()`` appends and trims in one transaction."""
+
+    _db: SqliteDb
 
     def __init__(
         self, path: str | os.PathLike[str] | SqliteDb, key: str, max_messages: int = 50
@@ -488,10 +323,7 @@ class SqliteMemory(MergingMemory, _Closable):
         """Set up the store; nothing connects before the first operation."""
         validate_key(key)
         self._db = _db(path)
-        self.key = key
-        self.max_messages: int = check_max_messages(max_messages)
-        # Ids of the history this instance last loaded or wrote (the base of a merge).
-        self._seen: set[str] | None = None
+        super().__init__(key, max_messages)
 
     def __repr__(self) -> str:
         """The store and where it keeps its data (password redacted)."""
@@ -499,36 +331,27 @@ class SqliteMemory(MergingMemory, _Closable):
             f"SqliteMemory({str(self._db.path)!r}, {self.key!r}, max_messages={self.max_messages})"
         )
 
-    async def load(self) -> list[Message]:
-        """The stored history, repaired and within ``max_messages`` (MEMORY_CORRUPT)."""
+    async def _history(self) -> tuple[list[bytes], int]:
+        def read() -> Steps[tuple[list[bytes], int]]:
+            rows = yield Query(
+                "SELECT body FROM fa_memory_messages WHERE key = ? ORDER BY seq", (self.key,), "all"
+            )
+            marker, _ = yield from self._head()
+            return [bytes(r[0]) for r in rows], marker
 
-        def read(conn: sqlite3.Connection) -> tuple[list[bytes], int]:
-            rows = conn.execute(
-                "SELECT body FROM fa_memory_messages WHERE key = ? ORDER BY seq", (self.key,)
-            ).fetchall()
-            return [bytes(r[0]) for r in rows], self._marker_of(conn)
+        return await self._db.snapshot(read)
 
-        bodies, marker = await self._db.read(read)
-        source = f"memory {self.key!r} in {str(self._db.path)!r}"
-        stored = decode_messages(bodies, source=source)
-        self._seen = {m.id for m in stored}
-        self._observe(marker)
-        return bounded_view(stored, self.max_messages)
+    def _head(self) -> Steps[tuple[int, int]]:
+        """``(next_seq, first_seq)`` of the key: its rows lie in ``[first_seq, next_seq)``.
 
-    def _marker_of(self, conn: sqlite3.Connection) -> int:
-        """The key's marker: ``next_seq``, which every write moves forward (0: none yet)."""
-        return self._head(conn)[0]
-
-    def _head(self, conn: sqlite3.Connection) -> tuple[int, int]:
-        """``(next_seq, first_seq)`` of the key: its rows lie in ``[first_seq, next_seq)``."""
-        row = conn.execute(
-            "SELECT next_seq, first_seq FROM fa_memories WHERE key = ?", (self.key,)
-        ).fetchone()
+        ``next_seq`` is the key's marker, which every write moves forward (0: none yet).
+        """
+        row = yield Query(
+            "SELECT next_seq, first_seq FROM fa_memories WHERE key = ?", (self.key,), "one"
+        )
         return (0, 0) if row is None else (int(row[0]), int(row[1]))
 
-    def _append(
-        self, conn: sqlite3.Connection, rows: Sequence[tuple[int, bytes]], *, fresh: bool
-    ) -> tuple[int, int]:
+    def _append(self, rows: Sequence[tuple[int, bytes]], *, fresh: bool) -> Steps[tuple[int, int]]:
         """Append ``rows`` (after deleting all when ``fresh``), then trim to the window.
 
         Returns the marker after and how many stored rows the trim removed. A write that
@@ -536,15 +359,16 @@ class SqliteMemory(MergingMemory, _Closable):
         rows (a clear) too; appending nothing leaves it.
         """
         key, limit = self.key, self.max_messages
-        start, head = self._head(conn)
+        start, head = yield from self._head()
         if not rows and not fresh:
             return start, 0  # nothing changes (not even the window: that is a write's)
         if fresh:
-            conn.execute("DELETE FROM fa_memory_messages WHERE key = ?", (key,))
+            yield Query("DELETE FROM fa_memory_messages WHERE key = ?", (key,))
             head = start
-        conn.executemany(
+        yield Query(
             "INSERT INTO fa_memory_messages (key, seq, shape, body) VALUES (?, ?, ?, ?)",
             [(key, start + i, shape, body) for i, (shape, body) in enumerate(rows)],
+            "many",
         )
         end = start + (len(rows) or int(fresh))
         first, trimmed = (head if rows else end), 0
@@ -552,24 +376,32 @@ class SqliteMemory(MergingMemory, _Closable):
         # nothing is cut and the tail is not read (an append costs what it adds).
         tail = []
         if start + len(rows) - head > limit:
-            tail = conn.execute(
-                "SELECT seq, shape FROM fa_memory_messages WHERE key = ? ORDER BY seq DESC LIMIT ?",
-                (key, limit + 1),
-            ).fetchall()[::-1]
+            tail = (
+                yield Query(
+                    "SELECT seq, shape FROM fa_memory_messages WHERE key = ? "
+                    "ORDER BY seq DESC LIMIT ?",
+                    (key, limit + 1),
+                    "all",
+                )
+            )[::-1]
             first = tail[0][0] if tail else end
         if len(tail) > limit:
             cut = window_start([s for _, s in tail], limit)
             first = tail[cut][0] if cut < len(tail) else end
-            trimmed = conn.execute(
-                "DELETE FROM fa_memory_messages WHERE key = ? AND seq < ?", (key, first)
-            ).rowcount
-        conn.execute(
+            trimmed = yield Query(
+                "DELETE FROM fa_memory_messages WHERE key = ? AND seq < ?", (key, first), "count"
+            )
+        yield Query(
             "INSERT INTO fa_memories (key, first_seq, next_seq, updated_at) VALUES (?, ?, ?, ?) "
             "ON CONFLICT (key) DO UPDATE SET first_seq = excluded.first_seq, "
             "next_seq = excluded.next_seq, updated_at = excluded.updated_at",
             (key, first, end, wall_clock()),
         )
         return end, trimmed
+
+    def _replace(self, rows: Sequence[tuple[int, bytes]]) -> Steps[int]:
+        marker, _ = yield from self._append(rows, fresh=True)
+        return marker
 
     def _not_stored(self, conn: sqlite3.Connection, ids: Sequence[str]) -> list[int]:
         """The positions in ``ids`` of those neither stored already nor earlier in it."""
@@ -605,7 +437,7 @@ class SqliteMemory(MergingMemory, _Closable):
 
         def append(conn: sqlite3.Connection) -> tuple[int, bool]:
             fresh = self._not_stored(conn, ids)
-            marker, _ = self._append(conn, [rows[i] for i in fresh], fresh=False)
+            marker, _ = drive(conn, self._append([rows[i] for i in fresh], fresh=False))
             return marker, bool(fresh)
 
         marker, wrote = await self._db.run(append)
@@ -615,49 +447,19 @@ class SqliteMemory(MergingMemory, _Closable):
         else:
             self._observe(marker)
 
-    async def _read_marker(self) -> int:
-        return await self._db.run(self._marker_of, write=False)
-
     async def _append_if(
         self, given: list[Message], rows: list[tuple[int, bytes]], expected: int
     ) -> tuple[int, int] | None:
         ids = [m.id for m in given]
 
         def append(conn: sqlite3.Connection) -> tuple[int, int] | None:
-            start, head = self._head(conn)
+            start, head = drive(conn, self._head())
             if start != expected or start - head > self.max_messages:
                 # Written since; or the key holds more than this window (another
                 # instance's wider one): the caller's view is not the stored rows.
                 return None
             if len(self._not_stored(conn, ids)) != len(ids):
                 return None
-            return self._append(conn, rows, fresh=False)
+            return drive(conn, self._append(rows, fresh=False))
 
         return await self._db.run(append)
-
-    async def commit(
-        self, messages: Sequence[Message], *, base: Collection[str] | None = None
-    ) -> None:
-        """:meth:`MergingMemory.commit`. One transaction, so no save slips in between."""
-        kept, ids, merge_base = self._commit_parts(messages, base)
-        rows = memory_rows(kept)
-
-        def merge(conn: sqlite3.Connection) -> int:
-            others: list[tuple[int, bytes]] = []
-            if merge_base is not None:
-                stored = conn.execute(
-                    f"SELECT shape, body, {MESSAGE_ID} FROM fa_memory_messages "
-                    "WHERE key = ? ORDER BY seq",
-                    (self.key,),
-                ).fetchall()
-                chosen = appended_by_others([r[2] for r in stored], merge_base, ids)
-                others = [(stored[i][0], bytes(stored[i][1])) for i in chosen]
-            return self._append(conn, rows + others, fresh=True)[0]
-
-        self._wrote(await self._db.run(merge))
-        self._seen = ids
-
-    async def clear(self) -> None:
-        """Forget the stored history (the marker moves on)."""
-        self._wrote(await self._db.run(lambda c: self._append(c, [], fresh=True)[0]))
-        self._seen = set()
