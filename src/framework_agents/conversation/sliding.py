@@ -40,7 +40,7 @@ class SlidingWindowConversationManager:
     """
 
     def __init__(self, window_size: int = 40, pin_first: int = 0, per_turn: bool = False) -> None:
-        self.window_size: int = check_count("window_size", window_size)
+        self.window_size: int = check_count("window_size", window_size, minimum=1)
         self.pin_first: int = check_count("pin_first", pin_first)
         if not isinstance(per_turn, bool):
             raise InvalidArgumentError(f"per_turn must be a bool, not {type(per_turn).__name__}")
