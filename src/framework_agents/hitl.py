@@ -139,6 +139,20 @@ class HitlInterrupt(Exception):
         text = reason or "needs a human decision"
         super().__init__(f"tool {tool!r} {text} (key {self.key!r})")
 
+    def to_dict(self) -> dict[str, Any]:
+        """The interrupt's attributes as JSON values (what a stream event carries)."""
+        return {
+            "interrupt_id": self.interrupt_id,
+            "tool": self.tool,
+            "arguments": self.arguments,
+            "call_id": self.call_id,
+            "key": self.key,
+            "thread_id": self.thread_id,
+            "reason": self.reason,
+            "outcome_unknown": self.outcome_unknown,
+            "agent": self.agent,
+        }
+
     def __reduce__(self) -> tuple[Any, ...]:
         # Keep every attribute across pickling (process pools, multiprocessing queues).
         return (
