@@ -1,4 +1,4 @@
-"""Shared test fixtures.
+"""Shared test fixtures and the hypothesis profiles.
 
 ``history_strategy`` builds hypothesis strategies of random histories. Use it with
 ``st.data()`` (the fixture is session-scoped, so hypothesis accepts it)::
@@ -6,76 +6,40 @@
     @given(data=st.data())
     def test_something(history_strategy, data):
         history = data.draw(history_strategy(well_formed=False))
+
+or import it (``from history_strategies import histories``) where a test needs the
+strategy itself, e.g. to pin a found case with ``@example``.
+
+Hypothesis keeps the examples it found in a database. It never lives in the tree: a fresh
+clone's first run must not replay an example a stale checkout found (a red property that
+was fixed since). Locally it is a directory under the system temp dir, one per checkout,
+so a failure replays until it is fixed; with the environment variable ``CI`` set, runs
+are derandomized and keep no database (the same examples on every run).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import hashlib
+import os
+import tempfile
+from pathlib import Path
 
 import pytest
-from hypothesis import strategies as st
+from hypothesis import settings
+from hypothesis.configuration import set_hypothesis_home_dir
+from hypothesis.database import DirectoryBasedExampleDatabase
 
-from framework_agents import Message, ToolCall
+from history_strategies import HistoryStrategy, histories
 
-HistoryStrategy = Callable[..., st.SearchStrategy[list[Message]]]
-
-_TEXTS = ["", "ok", "Let me check.", "The answer is 42. Anything else?", "hello"]
-
-
-@st.composite
-def _histories(
-    draw: st.DrawFn, *, max_groups: int = 12, well_formed: bool = False
-) -> list[Message]:
-    """A random history of users, systems, assistant texts and tool-call groups.
-
-    With ``well_formed=False`` it also holds what breaks histories: unanswered calls,
-    orphaned and duplicate results, results after the wrong turn, repeated call ids.
-    Message ids are ``m0``, ``m1``, ... (unique); call ids sometimes repeat across turns.
-    """
-    out: list[Message] = []
-    issued: list[str] = []
-
-    def add(role: str, text: str = "", **fields: object) -> None:
-        out.append(Message(role, text, id=f"m{len(out)}", **fields))  # type: ignore[arg-type]
-
-    kinds = ["user", "system", "assistant", "calls", "calls"]
-    if not well_formed:
-        kinds += ["orphan"]
-    for _ in range(draw(st.integers(0, max_groups))):
-        kind = draw(st.sampled_from(kinds))
-        if kind == "orphan":
-            stale = "ghost"
-            if issued:
-                reuse: bool = draw(st.booleans())
-                if reuse:
-                    stale = draw(st.sampled_from(issued))
-            add("tool", "stray result", tool_call_id=stale, name="lookup")
-        elif kind != "calls":
-            add(kind, draw(st.sampled_from(_TEXTS)))
-        else:
-            count = draw(st.integers(1, 3))
-            ids = [f"c{len(issued) + i}" for i in range(count)]
-            if issued and draw(st.integers(0, 9)) == 0:
-                ids[0] = draw(st.sampled_from(issued))  # an id reused by a later turn
-            if not well_formed and count > 1 and draw(st.integers(0, 4)) == 0:
-                ids[-1] = ids[0]  # duplicate id inside one turn
-            issued.extend(ids)
-            calls = [
-                ToolCall(cid, draw(st.sampled_from(["lookup", "add"])), {"n": i})
-                for i, cid in enumerate(ids)
-            ]
-            add("assistant", draw(st.sampled_from(_TEXTS)), tool_calls=calls)
-            unique = list(dict.fromkeys(ids))
-            if well_formed:
-                answers = draw(st.permutations(unique))
-            else:
-                answers = draw(st.lists(st.sampled_from([*unique, "ghost"]), max_size=5))
-            for cid in answers:
-                add("tool", f"result {cid}", tool_call_id=cid, name="lookup")
-    return out
+_CHECKOUT = hashlib.sha256(str(Path(__file__).resolve().parent).encode()).hexdigest()[:16]
+_HOME = Path(tempfile.gettempdir()) / f"framework-agents-hypothesis-{_CHECKOUT}"
+set_hypothesis_home_dir(_HOME)  # its caches too: nothing under the tree
+settings.register_profile("dev", database=DirectoryBasedExampleDatabase(_HOME / "examples"))
+settings.register_profile("ci", derandomize=True, database=None)
+settings.load_profile("ci" if os.environ.get("CI") else "dev")
 
 
 @pytest.fixture(scope="session")
 def history_strategy() -> HistoryStrategy:
     """``history_strategy(well_formed=False, max_groups=12)``: a strategy of random histories."""
-    return _histories
+    return histories

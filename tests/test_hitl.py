@@ -89,7 +89,6 @@ def test_find_decision_exact_then_json_equal_then_wildcard() -> None:
     ("value", "kind"),
     [
         ("approve", "approve"),
-        ({"approve": True}, "approve"),
         ({"edit": {"text": "x"}}, "edit"),
         ({"reject": "because"}, "reject"),
         ("reject", "reject"),
@@ -114,6 +113,7 @@ def test_parse_decision_kinds(value: Any, kind: str) -> None:
         {"reject": 3},
         {"suspend": False},
         {"approve": "yes"},
+        {"approve": True},
         {"approve": True, "reject": "x"},
         {},
         None,
@@ -131,6 +131,7 @@ def test_interrupt_and_rejection_are_signals_not_errors() -> None:
     assert not issubclass(HitlInterrupt, AgentError)
     assert not issubclass(ToolRejection, AgentError)
     interrupt = HitlInterrupt("publish", {"text": "x"}, "c1", thread_id="t1")
+    assert interrupt.code == HitlInterrupt.code == "HITL_INTERRUPT"
     assert interrupt.key == hitl_key("publish", {"text": "x"})
     copy = pickle.loads(pickle.dumps(interrupt))
     assert (copy.tool, copy.arguments, copy.call_id, copy.key, copy.thread_id) == (

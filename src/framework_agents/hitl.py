@@ -19,8 +19,10 @@ interrupted turn (the checkpoint carries the unspent ones).
 Decisions: ``"approve"``; ``{"edit": new_args}`` (run with those arguments, validated);
 ``{"reject": "reason"}`` (not run; the model sees a rejection result and the run goes on);
 ``{"suspend": True}`` (the run stops with :class:`HitlInterrupt`). The bare strings
-``"reject"`` and ``"suspend"`` are accepted too. A decision of a kind the tool does not
-allow, or of any other shape, raises ``HITL_DECISION``. The default suspend (no decision
+``"reject"`` and ``"suspend"`` are accepted too; an approval is only the string (a mapping
+such as ``{"approve": True}`` is refused: it reads like an answer to a question nobody
+asked, e.g. ``{"approved": true}`` of another protocol). A decision of a kind the tool does
+not allow, or of any other shape, raises ``HITL_DECISION``. The default suspend (no decision
 at all) is the framework's, not a human's, so it is allowed for every tool.
 
 :class:`HitlInterrupt` and :class:`ToolRejection` are control-flow signals, not errors:
@@ -105,7 +107,12 @@ class HitlInterrupt(Exception):
     its ``key`` (so ``{interrupt.key: decision}`` always answers the interrupt at hand).
 
     ``agent`` names the swarm member whose call it is (``None`` outside a swarm).
+    ``code`` is ``"HITL_INTERRUPT"``, for code that reads the ``code`` of whatever a run
+    raised; the interrupt is still a signal, not an :class:`~framework_agents.AgentError`.
     """
+
+    #: What a run that stopped for a human decision raised (not an error code).
+    code: Literal["HITL_INTERRUPT"] = "HITL_INTERRUPT"
 
     def __init__(
         self,
@@ -131,6 +138,20 @@ class HitlInterrupt(Exception):
         self.agent: str | None = agent
         text = reason or "needs a human decision"
         super().__init__(f"tool {tool!r} {text} (key {self.key!r})")
+
+    def to_dict(self) -> dict[str, Any]:
+        """The interrupt's attributes as JSON values (what a stream event carries)."""
+        return {
+            "interrupt_id": self.interrupt_id,
+            "tool": self.tool,
+            "arguments": self.arguments,
+            "call_id": self.call_id,
+            "key": self.key,
+            "thread_id": self.thread_id,
+            "reason": self.reason,
+            "outcome_unknown": self.outcome_unknown,
+            "agent": self.agent,
+        }
 
     def __reduce__(self) -> tuple[Any, ...]:
         # Keep every attribute across pickling (process pools, multiprocessing queues).
@@ -244,9 +265,11 @@ def _parse_mapping(
     if len(value) != 1:
         raise _malformed(tool.name, value, "a decision is a mapping with exactly one key")
     ((kind, payload),) = value.items()
-    if kind in ("approve", "suspend"):
+    if kind == "approve":
+        raise _malformed(tool.name, value, 'an approval is the string "approve"')
+    if kind == "suspend":
         if payload is not True:
-            raise _malformed(tool.name, value, f'{{"{kind}": True}} or "{kind}"')
+            raise _malformed(tool.name, value, '{"suspend": True} or "suspend"')
         return kind, None, None
     if kind == "edit":
         if not isinstance(payload, Mapping) or not all(isinstance(k, str) for k in payload):

@@ -113,6 +113,14 @@ def test_a_scripted_reply_of_an_unknown_kind_is_refused_when_built() -> None:
     ScriptedModel(["ok", Message("assistant", "x"), lambda m, t: "y", ModelError("down")])
 
 
+@pytest.mark.parametrize("fn", [42, "answer", None], ids=["int", "str", "none"])
+def test_a_function_model_of_something_not_callable_is_refused_when_built(fn: object) -> None:
+    with pytest.raises(InvalidArgumentError) as info:
+        FunctionModel(fn)  # type: ignore[arg-type]
+    assert info.value.code == "INVALID_ARGUMENT"
+    assert "FunctionModel takes a function" in info.value.message
+
+
 def test_a_scripted_function_reply_of_the_wrong_shape_is_a_model_error() -> None:
     agent = Agent(ScriptedModel([lambda m, t: None]))  # type: ignore[list-item,return-value]
     with pytest.raises(ModelError):
@@ -516,8 +524,14 @@ def test_an_interrupt_raised_by_middleware_keeps_the_run_up_to_the_interrupted_t
 
 @pytest.mark.parametrize(
     "decision",
-    [{"edit": "not a dict"}, {"reject": 5}, {"approve": 1, "reject": "x"}, {"approve": 1}],
-    ids=["edit-not-a-dict", "reject-int", "two-kinds", "approve-int"],
+    [
+        {"edit": "not a dict"},
+        {"reject": 5},
+        {"approve": 1, "reject": "x"},
+        {"approve": 1},
+        {"approve": True},
+    ],
+    ids=["edit-not-a-dict", "reject-int", "two-kinds", "approve-int", "approve-mapping"],
 )
 @pytest.mark.parametrize("keyed", ["exact", "wildcard"])
 def test_malformed_decisions_given_to_a_run_are_hitl_decision(decision: Any, keyed: str) -> None:

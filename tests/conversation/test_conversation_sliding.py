@@ -105,8 +105,8 @@ def test_pins_are_kept_in_front_and_never_removed() -> None:
     manager = SlidingWindowConversationManager(window_size=3, pin_first=1)
     out = asyncio.run(manager.apply(history))
     assert ids(out) == ["sys", "a7", "u8", "a9"]
-    out = asyncio.run(SlidingWindowConversationManager(window_size=0, pin_first=2).apply(history))
-    assert ids(out) == ["sys", "u0", "u8"]  # the newest user turn is never cut
+    out = asyncio.run(SlidingWindowConversationManager(window_size=1, pin_first=2).apply(history))
+    assert ids(out) == ["sys", "u0", "u8", "a9"]  # the newest user turn is never cut
 
 
 def test_pin_ending_inside_a_tool_group_extends_to_its_end() -> None:
@@ -177,6 +177,7 @@ def test_apply_is_idempotent() -> None:
 @pytest.mark.parametrize(
     "kwargs",
     [
+        {"window_size": 0},
         {"window_size": -1},
         {"window_size": "40"},
         {"window_size": 4.0},
@@ -184,7 +185,7 @@ def test_apply_is_idempotent() -> None:
         {"pin_first": -2},
         {"per_turn": "yes"},
     ],
-    ids=["negative", "str", "float", "bool", "negative-pin", "per-turn-str"],
+    ids=["zero", "negative", "str", "float", "bool", "negative-pin", "per-turn-str"],
 )
 def test_bad_arguments(kwargs: dict[str, object]) -> None:
     with pytest.raises(AgentError) as info:

@@ -130,3 +130,20 @@ def test_context_overflow_from_the_real_server(local: LocalModel) -> None:
         closing(local, local.complete([Message("user", too_long)], []))
     assert "context" in str(info.value)
     assert info.value.__cause__ is not None
+
+
+def test_local_model_counts_tokens_with_its_own_tokenizer(local: LocalModel) -> None:
+    from framework_agents.conversation import SlidingWindowConversationManager, TokenCounter
+
+    assert isinstance(local, TokenCounter)
+    short = [Message("system", "Be brief."), Message("user", "hello")]
+    longer = [*short, Message("assistant", "Hello! How can I help you today?")]
+    counts = [closing(local, local.count_tokens(h)) for h in (short, longer)]
+    # "<|im_start|>system\nBe brief.<|im_end|>\n<|im_start|>user\nhello<|im_end|>\n..."
+    assert 10 < counts[0] < counts[1] < 40
+
+    history = [Message("user" if i % 2 == 0 else "assistant", f"turn {i} " * 8) for i in range(12)]
+    manager = SlidingWindowConversationManager(max_tokens=120, tokenizer=local)
+    kept = closing(local, manager.apply(history))
+    assert 0 < len(kept) < len(history) and kept == history[len(history) - len(kept) :]
+    assert closing(local, local.count_tokens(kept)) <= 120

@@ -11,22 +11,30 @@ maps it one to one onto AG-UI and A2A (the table is in ``docs/agent.md``):
 * ``tool_call`` announces each call of that message (arguments complete), and
   ``tool_result`` delivers each result as soon as it exists (concurrent calls may finish
   in any order; the stored history keeps call order).
+
+Every event (the swarm's too) is a :class:`StreamEvent`: ``event.to_dict()`` is its JSON
+form (a dict of JSON values, ``"type"`` first, then its fields), ``event.to_json()`` that
+dict as a JSON string, the way ``Message.to_json()`` is a string.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Literal
+import json
+from dataclasses import dataclass, field, fields
+from typing import TYPE_CHECKING, Any, Literal, cast
+
+from pydantic_core import to_jsonable_python
 
 from ..errors import AgentError
+from ..hitl import HitlInterrupt
 from ..messages import Message, ToolCall
 
 if TYPE_CHECKING:
-    from ..hitl import HitlInterrupt
     from .result import RunResult
 
 __all__ = [
     "AgentEvent",
+    "ErrorEvent",
     "InterruptEvent",
     "MessageCompletedEvent",
     "MessageStartedEvent",
@@ -34,14 +42,81 @@ __all__ = [
     "RunErrorEvent",
     "RunFinishedEvent",
     "RunStartedEvent",
+    "StreamEvent",
     "TextDeltaEvent",
     "ToolCallEvent",
     "ToolResultEvent",
+    "error_code",
+    "json_value",
 ]
 
 
+def error_code(error: BaseException) -> str:
+    """The error's ``code`` (``"INTERNAL"`` for errors that are not AgentErrors)."""
+    return error.code if isinstance(error, AgentError) else "INTERNAL"
+
+
+def json_value(value: object) -> Any:
+    """``value`` as JSON values (what :meth:`StreamEvent.to_dict` puts in).
+
+    Events and interrupts by their own JSON form, an error as ``{"code", "message"}``,
+    anything else (messages, results, JSON) by pydantic's rules.
+    """
+    if isinstance(value, StreamEvent):
+        return value.to_dict()
+    if isinstance(value, HitlInterrupt):
+        return value.to_dict()
+    if isinstance(value, BaseException):
+        message = value.message if isinstance(value, AgentError) else str(value)
+        return {"code": error_code(value), "message": message}
+    return to_jsonable_python(value)
+
+
+class StreamEvent:
+    """What every stream event shares: its JSON form.
+
+    ``to_dict()`` is ``{"type": ..., <each field>: <its JSON>}`` (a message as its stored
+    JSON, a result as its fields, an error as ``{"code", "message"}``); an event whose JSON
+    adds or renames something says so in its own ``to_dict``. Nothing in it is
+    shortened or hidden: a server that must not show an error's text to its clients
+    (an internal error) or the whole history maps it itself.
+    """
+
+    __slots__ = ()
+    type: str
+
+    def to_dict(self) -> dict[str, Any]:
+        """This event as a dict of JSON values (``"type"`` first)."""
+        data: dict[str, Any] = {"type": self.type}
+        for f in fields(cast(Any, self)):
+            if f.name != "type":
+                data[f.name] = json_value(getattr(self, f.name))
+        return data
+
+    def to_json(self) -> str:
+        """This event as a JSON string (:meth:`to_dict`, non-ASCII kept as is)."""
+        return json.dumps(self.to_dict(), ensure_ascii=False)
+
+
+class ErrorEvent(StreamEvent):
+    """What the failing events share: the ``error`` they carry, its code and message."""
+
+    __slots__ = ()
+    error: BaseException
+
+    @property
+    def code(self) -> str:
+        """The error's ``code`` (``"INTERNAL"`` for errors that are not AgentErrors)."""
+        return error_code(self.error)
+
+    @property
+    def message(self) -> str:
+        """A human-readable description of the error."""
+        return str(self.error)
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
-class RunStartedEvent:
+class RunStartedEvent(StreamEvent):
     """A run began (AG-UI ``RUN_STARTED``; A2A task status ``working``)."""
 
     run_id: str
@@ -52,7 +127,7 @@ class RunStartedEvent:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class MessageStartedEvent:
+class MessageStartedEvent(StreamEvent):
     """The model began answering; ``message_id`` names the assistant message."""
 
     message_id: str
@@ -62,7 +137,7 @@ class MessageStartedEvent:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class TextDeltaEvent:
+class TextDeltaEvent(StreamEvent):
     """A piece of answer text (AG-UI ``TEXT_MESSAGE_CONTENT``)."""
 
     message_id: str
@@ -71,7 +146,7 @@ class TextDeltaEvent:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class ReasoningDeltaEvent:
+class ReasoningDeltaEvent(StreamEvent):
     """A piece of the model's thinking (AG-UI ``THINKING_TEXT_MESSAGE_CONTENT``)."""
 
     message_id: str
@@ -80,7 +155,7 @@ class ReasoningDeltaEvent:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class MessageCompletedEvent:
+class MessageCompletedEvent(StreamEvent):
     """The whole assistant message as the model returned it (after middleware)."""
 
     message: Message
@@ -94,7 +169,7 @@ class MessageCompletedEvent:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class ToolCallEvent:
+class ToolCallEvent(StreamEvent):
     """The model called a tool (AG-UI ``TOOL_CALL_START``/``ARGS``/``END``)."""
 
     call: ToolCall
@@ -104,7 +179,7 @@ class ToolCallEvent:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class ToolResultEvent:
+class ToolResultEvent(StreamEvent):
     """A call's result message (AG-UI ``TOOL_CALL_RESULT``)."""
 
     call_id: str
@@ -117,9 +192,13 @@ class ToolResultEvent:
         """Whether the call failed (bad arguments, unknown tool, or the tool raised)."""
         return self.message.kind == "tool_error"
 
+    def to_dict(self) -> dict[str, Any]:
+        """The fields' JSON, and ``is_error``."""
+        return {**StreamEvent.to_dict(self), "is_error": self.is_error}
+
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class InterruptEvent:
+class InterruptEvent(StreamEvent):
     """The run stopped for a human decision (A2A status ``input-required``)."""
 
     run_id: str
@@ -128,7 +207,7 @@ class InterruptEvent:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class RunFinishedEvent:
+class RunFinishedEvent(StreamEvent):
     """The run ended normally (AG-UI ``RUN_FINISHED``; A2A status ``completed``)."""
 
     run_id: str
@@ -137,22 +216,12 @@ class RunFinishedEvent:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class RunErrorEvent:
+class RunErrorEvent(ErrorEvent):
     """The run failed (AG-UI ``RUN_ERROR``; A2A status ``failed``); the error is re-raised."""
 
     run_id: str
     error: BaseException
     type: Literal["run_error"] = field(default="run_error", init=False)
-
-    @property
-    def code(self) -> str:
-        """The error's ``code`` (``"INTERNAL"`` for errors that are not AgentErrors)."""
-        return self.error.code if isinstance(self.error, AgentError) else "INTERNAL"
-
-    @property
-    def message(self) -> str:
-        """A human-readable description of the error."""
-        return str(self.error)
 
 
 AgentEvent = (

@@ -2,6 +2,7 @@
 
 from ..history import trim_dangling
 from ._base import ConversationManager
+from ._tokens import TokenCounter, estimate_tokens
 from .null import NullConversationManager
 from .sliding import SlidingWindowConversationManager
 from .summarizing import SummarizingConversationManager
@@ -11,5 +12,7 @@ __all__ = [
     "NullConversationManager",
     "SlidingWindowConversationManager",
     "SummarizingConversationManager",
+    "TokenCounter",
+    "estimate_tokens",
     "trim_dangling",
 ]

@@ -46,7 +46,7 @@ from ._document import (
     parse_document,
     parse_record,
 )
-from ._window import shape_of, window_start
+from ._window import shape_of, slide
 
 __all__ = ["Entries", "MemoryFiles", "State", "messages_of"]
 
@@ -59,12 +59,17 @@ _READ_FLAGS = os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | _CLOEXEC
 
 @dataclass(slots=True)
 class Entries:
-    """Stored messages as JSON fragments, in order, with their ids and window shapes."""
+    """Stored messages as JSON fragments, in order, with their ids and window shapes.
+
+    The entries before ``start`` were cut by the window (they stay in the files until the
+    next fold); ``idset`` holds the ids of the others, the history a load returns.
+    """
 
     frags: list[bytes] = field(default_factory=list)
     ids: list[str] = field(default_factory=list)
     shapes: bytearray = field(default_factory=bytearray)
     idset: set[str] = field(default_factory=set)
+    start: int = 0
 
     @classmethod
     def of_messages(cls, messages: Iterable[Message]) -> Entries:
@@ -74,7 +79,7 @@ class Entries:
         return out
 
     def add_messages(self, messages: Iterable[Message]) -> None:
-        """Append messages read from a file, skipping ids already present."""
+        """Append messages read from a file, skipping ids the window holds already."""
         for msg in messages:
             if msg.id not in self.idset:
                 self.add(msg.id, encode_stored(msg), shape_of(msg))
@@ -86,12 +91,22 @@ class Entries:
         self.shapes.append(shape)
         self.idset.add(msg_id)
 
+    def cut(self, max_messages: int) -> None:
+        """Window after one save (``memory._window.slide``): ``start`` moves past the cut."""
+        self.start = slide(self.shapes, self.ids, self.idset, self.start, max_messages)
+
     def copy(self) -> Entries:
         """An independent copy (the lists are new; fragments are immutable)."""
-        return Entries(list(self.frags), list(self.ids), bytearray(self.shapes), set(self.idset))
+        return Entries(
+            list(self.frags), list(self.ids), bytearray(self.shapes), set(self.idset), self.start
+        )
+
+    def kept(self) -> Entries:
+        """The entries the window holds (``self`` when it cut none)."""
+        return self.tail(self.start) if self.start else self
 
     def head(self, stop: int) -> Entries:
-        """The entries before ``stop``."""
+        """The entries before ``stop``, none of them cut (the caller windows them)."""
         ids = self.ids[:stop]
         return Entries(self.frags[:stop], ids, self.shapes[:stop], set(ids))
 
@@ -121,10 +136,15 @@ class MemoryFiles:
 
     ``max_bytes`` bounds the document plus its journal and ``max_items`` the messages
     and tool calls in the document; both are checked before parsing (``MEMORY_CORRUPT``).
+    ``max_messages`` is the window, applied after the document and after each journal
+    record (one record is one save), as every memory windows after each save.
     """
 
-    def __init__(self, directory: Path, *, max_bytes: int, max_items: int) -> None:
+    def __init__(
+        self, directory: Path, *, max_messages: int, max_bytes: int, max_items: int
+    ) -> None:
         self.dir = directory
+        self.max_messages = max_messages
         self.doc = directory / "memory.json"
         self.journal = directory / "memory.json.journal"
         self.lock = directory / "memory.json.lock"
@@ -171,7 +191,10 @@ class MemoryFiles:
     # -- reading -----------------------------------------------------------------------
 
     def read_messages(self) -> tuple[list[Message], set[str]]:
-        """Every stored message (document, then journal), parsed once, and their ids."""
+        """The stored messages the window holds (document, then journal), and their ids.
+
+        Windowed after the document and after each journal record, as the writes were.
+        """
         opened = self._open(self.doc)
         if opened is None:
             return [], set()
@@ -181,15 +204,19 @@ class MemoryFiles:
         finally:
             os.close(fd)
         messages, token = parse_document(data, self.doc, max_items=self.max_items)
-        seen = {m.id for m in messages}
-        if token is None:
-            return messages, seen
-        for payload in self._journal_payloads(token, len(data)):
+        ids = [m.id for m in messages]
+        shapes = bytearray(shape_of(m) for m in messages)
+        kept = set(ids)
+        start = slide(shapes, ids, kept, 0, self.max_messages)
+        for payload in self._journal_payloads(token, len(data)) if token is not None else ():
             for msg in parse_record(payload, self.journal):
-                if msg.id not in seen:
-                    seen.add(msg.id)
+                if msg.id not in kept:
+                    kept.add(msg.id)
                     messages.append(msg)
-        return messages, seen
+                    ids.append(msg.id)
+                    shapes.append(shape_of(msg))
+            start = slide(shapes, ids, kept, start, self.max_messages)
+        return messages[start:], kept
 
     def _journal_payloads(self, token: str, doc_bytes: int) -> list[bytes]:
         opened = self._open(self.journal)
@@ -263,6 +290,7 @@ class MemoryFiles:
             self.reparses += 1  # another writer published a new document
         messages, token = parse_document(data, self.doc, max_items=self.max_items)
         entries = Entries.of_messages(messages)
+        entries.cut(self.max_messages)  # a document another window size published
         return State(ident, token, len(data), len(entries.ids), entries, head=document_head(data))
 
     def _journal_state(self, state: State, known: State | None) -> State:
@@ -274,6 +302,7 @@ class MemoryFiles:
         warm = reused and known is not None and known.journal_key == key and not known.stale
         if reused and not warm and len(state.entries.ids) != state.doc_count:
             state.entries = state.entries.head(state.doc_count)  # only the document's part
+            state.entries.cut(self.max_messages)
         if st is None or key is None:
             return state
         start = known.journal_end if warm and known is not None else 0
@@ -293,6 +322,7 @@ class MemoryFiles:
         entries = known.entries if warm and known is not None else state.entries
         for batch in batches:
             entries.add_messages(batch)
+            entries.cut(self.max_messages)
         state.entries = entries
         state.journal_key = key
         state.journal_end = found.end
@@ -327,6 +357,7 @@ class MemoryFiles:
         entries = state.entries
         for i, msg_id in enumerate(new.ids):
             entries.add(msg_id, new.frags[i], new.shapes[i])
+        entries.cut(self.max_messages)
         return State(
             state.doc_ident,
             state.token,
@@ -338,10 +369,11 @@ class MemoryFiles:
             head=state.head,
         )
 
-    def publish(self, entries: Entries, max_messages: int) -> State:
+    def publish(self, entries: Entries) -> State:
         """Publish ``entries`` (windowed) as a new document; the journal becomes stale."""
-        start = window_start(entries.shapes, max_messages)
-        kept = entries.tail(start) if start else entries.copy()
+        kept = entries.kept().copy()
+        kept.cut(self.max_messages)
+        kept = kept.kept()
         token = uuid.uuid4().hex
         body = SEP.join(kept.frags)
         head = header(token, array_check(body))

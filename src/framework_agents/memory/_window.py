@@ -27,6 +27,7 @@ __all__ = [
     "check_max_messages",
     "check_messages",
     "shape_of",
+    "slide",
     "window",
     "window_start",
 ]
@@ -78,7 +79,7 @@ def shape_of(msg: Message) -> int:
     return OTHER
 
 
-def window_start(shapes: Sequence[int], max_messages: int) -> int:
+def window_start(shapes: Sequence[int], max_messages: int, begin: int = 0) -> int:
     """Index where the kept suffix of a history with these shapes begins.
 
     Equivalent to: keep the suffix from the first group start at or after
@@ -86,10 +87,11 @@ def window_start(shapes: Sequence[int], max_messages: int) -> int:
     suffix (either they belong to a group that began earlier, or they are orphans that
     ``trim_dangling`` would drop), so the first non-tool message at or after the cut is
     the first group start that survives. Only the messages past the cut are examined.
+    ``begin``: window ``shapes[begin:]`` only (the index returned is still into ``shapes``).
     """
     n = len(shapes)
-    if n <= max_messages:
-        return 0
+    if n - begin <= max_messages:
+        return begin
     i = n - max_messages
     while i < n and shapes[i] == TOOL:
         i += 1
@@ -103,6 +105,22 @@ def window_start(shapes: Sequence[int], max_messages: int) -> int:
         else:
             break
     return i
+
+
+def slide(
+    shapes: Sequence[int], ids: Sequence[str], kept: set[str], start: int, max_messages: int
+) -> int:
+    """The window after one more save: its new start; the ids it cuts leave ``kept``.
+
+    ``shapes[start:]`` (ids ``ids[start:]``, the set ``kept``) is the window before the
+    save plus what the save appended. Every memory windows after each save, so what a
+    memory holds depends only on its saves, never on how its backend stores them (a
+    journal appended to, a document folded now and then).
+    """
+    new = window_start(shapes, max_messages, start)
+    if new > start:
+        kept.difference_update(ids[start:new])
+    return new
 
 
 def window(messages: Sequence[Message], max_messages: int) -> list[Message]:

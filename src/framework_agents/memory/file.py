@@ -150,7 +150,12 @@ class FileMemory:
         self.path: Path = self.dir / "memory.json"
         self.journal_path: Path = self.dir / "memory.json.journal"
         self.lock_path: Path = self.dir / "memory.json.lock"
-        self._files = MemoryFiles(self.dir, max_bytes=self.max_bytes, max_items=self.max_items)
+        self._files = MemoryFiles(
+            self.dir,
+            max_messages=self.max_messages,
+            max_bytes=self.max_bytes,
+            max_items=self.max_items,
+        )
         self._state: State | None = None
         # Ids of the history this instance last loaded or wrote (the base of a merge);
         # None until it loaded or wrote anything.
@@ -398,8 +403,8 @@ class FileMemory:
             stored = state.entries
             if any(msg_id in stored.idset for msg_id in new.ids):
                 return None
-            before = window_start(stored.shapes, self.max_messages)
-            after = window_start(stored.shapes + new.shapes, self.max_messages)
+            before = stored.start
+            after = window_start(stored.shapes + new.shapes, self.max_messages, before)
             if new.ids:
                 if self._seen is not None:
                     self._seen.update(new.ids)
@@ -412,7 +417,7 @@ class FileMemory:
 
     def _stored_sync(self) -> list[Message]:
         state = self._refresh()
-        return messages_of(state.entries)
+        return messages_of(state.entries.kept())
 
     def _refresh(self) -> State:
         state = self._files.refresh(self._state)
@@ -453,13 +458,12 @@ class FileMemory:
         result = new.copy()
         # Only what a load can see is kept: entries the window already cut (they stay in
         # the file until a fold) were nobody's to merge.
-        start = window_start(stored.shapes, self.max_messages)
-        for i in range(start, len(stored.ids)):
+        for i in range(stored.start, len(stored.ids)):
             msg_id = stored.ids[i]
             if msg_id not in base and msg_id not in result.idset:
                 result.add(msg_id, stored.frags[i], stored.shapes[i])
         self._seen = set(result.ids)
-        n = len(stored.ids)
+        n = len(stored.ids) - stored.start
         if state.doc_ident is not None and _extends(result, stored):
             if len(result.ids) > n:
                 self._extend(state, result.tail(n))
@@ -489,7 +493,7 @@ class FileMemory:
 
     def _fold(self, entries: Entries) -> None:
         self._state = None  # unknown until the publish returns
-        self._state = self._files.publish(entries, self.max_messages)
+        self._state = self._files.publish(entries)
         self._folds += 1
 
     def _clear_sync(self, deadline: Deadline | None) -> None:
@@ -532,8 +536,9 @@ _Idents = tuple[FileIdent | None, FileIdent | None]
 
 
 def _extends(result: Entries, stored: Entries) -> bool:
-    """Whether ``result`` is ``stored`` (same ids, same bytes) followed by more."""
-    n = len(stored.ids)
-    if len(result.ids) < n or result.ids[:n] != stored.ids:
+    """Whether ``result`` is what ``stored`` holds (same ids, same bytes) followed by more."""
+    start = stored.start
+    n = len(stored.ids) - start
+    if len(result.ids) < n or result.ids[:n] != stored.ids[start:]:
         return False
-    return all(a is b or a == b for a, b in zip(result.frags, stored.frags, strict=False))
+    return all(a is b or a == b for a, b in zip(result.frags, stored.frags[start:], strict=False))

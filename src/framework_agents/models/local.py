@@ -35,13 +35,14 @@ from typing import Any, Self
 from ..errors import (
     InvalidArgumentError,
     ModelConnectionError,
+    ModelError,
     ModelNotFoundError,
     ModelTimeoutError,
 )
 from ..messages import Message
 from ._base import ModelChunk, StreamingModelBase, ToolSpec
 from ._common import extra_hint, require_module
-from .openai import OpenAIModel
+from .openai import OpenAIModel, to_openai_messages
 
 __all__ = ["DEFAULT_LOCAL_MODEL", "LocalModel", "local_model_path"]
 
@@ -252,3 +253,45 @@ class LocalModel(StreamingModelBase):
         inner = await self.start()
         async for chunk in inner.stream(messages, tools, system_prompt=system_prompt):
             yield chunk
+
+    async def count_tokens(self, messages: Sequence[Message]) -> int:
+        """How many tokens ``messages`` take, counted by llama.cpp as the model reads them.
+
+        The model's chat template renders the history (with the template's own default
+        system prompt when the history has none) and its tokenizer counts the result, so
+        this is a :class:`~framework_agents.conversation.TokenCounter` for
+        ``SlidingWindowConversationManager(max_tokens=..., tokenizer=model)``. Starts the
+        server like any call.
+        """
+        await self.start()
+        assert self._server is not None
+        payload = to_openai_messages(messages)
+        return await asyncio.to_thread(_count_tokens, self._server.address, payload)
+
+
+def _post(url: str, body: dict[str, Any]) -> dict[str, Any]:
+    request = urllib.request.Request(
+        url, data=json.dumps(body).encode(), headers={"Content-Type": "application/json"}
+    )
+    try:
+        with urllib.request.urlopen(request, timeout=30) as resp:
+            answer = json.loads(resp.read())
+    except (urllib.error.URLError, OSError, ValueError) as exc:
+        raise ModelConnectionError(
+            f"the local model server could not count tokens ({url}): {exc}"
+        ) from exc
+    if not isinstance(answer, dict):
+        raise ModelError(f"the local model server answered {url} with {answer!r:.100}")
+    return answer
+
+
+def _count_tokens(address: str, messages: list[dict[str, Any]]) -> int:
+    """The tokens of ``messages`` (Chat Completions shape) as llama.cpp's server reads them."""
+    prompt = _post(f"{address}/apply-template", {"messages": messages}).get("prompt")
+    if not isinstance(prompt, str):
+        raise ModelError("the local model server rendered no prompt for the history")
+    body = {"content": prompt, "add_special": True, "parse_special": True}
+    tokens = _post(f"{address}/tokenize", body).get("tokens")
+    if not isinstance(tokens, list):
+        raise ModelError("the local model server returned no tokens for the history")
+    return len(tokens)

@@ -219,8 +219,8 @@ class AguiTranslator:
                 StepFinishedEvent(step_name=event.agent),
             ]
         if isinstance(event, HandoffEvent):
-            handoff = event.handoff
-            value = {"from": handoff.from_agent, "to": handoff.to_agent, "message": handoff.message}
+            data = event.to_dict()
+            value = {name: data[name] for name in ("from", "to", "message")}
             return [CustomEvent(name="handoff", value=value)]
         if isinstance(event, ours.TextDeltaEvent):
             return self._text(event.message_id, event.delta) if event.delta else []

@@ -27,19 +27,7 @@ from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 from starlette.types import Send
 
-from ..agent.events import (
-    AgentEvent,
-    InterruptEvent,
-    MessageCompletedEvent,
-    MessageStartedEvent,
-    ReasoningDeltaEvent,
-    RunErrorEvent,
-    RunFinishedEvent,
-    RunStartedEvent,
-    TextDeltaEvent,
-    ToolCallEvent,
-    ToolResultEvent,
-)
+from ..agent.events import AgentEvent, InterruptEvent, RunErrorEvent, RunFinishedEvent
 from ..checkpoint.model import check_thread_id
 from ..messages import Message
 from ..swarm._types import HandoffEvent, MemberEvent
@@ -121,51 +109,46 @@ def message_json(message: Message) -> dict[str, Any]:
 def event_json(
     event: AgentEvent | MemberEvent | HandoffEvent, pending: Pending | None = None
 ) -> tuple[str, dict[str, Any]]:
-    """``(type, data)`` of one agent event as the API streams it."""
-    if isinstance(event, RunStartedEvent):
-        return event.type, {"run_id": event.run_id, "thread_id": event.thread_id}
-    if isinstance(event, MessageStartedEvent):
-        return event.type, {"message_id": event.message_id, "turn": event.turn}
-    if isinstance(event, TextDeltaEvent | ReasoningDeltaEvent):
-        return event.type, {"message_id": event.message_id, "delta": event.delta}
-    if isinstance(event, MessageCompletedEvent):
-        return event.type, {"message": message_json(event.message), "turn": event.turn}
-    if isinstance(event, ToolCallEvent):
-        call = {"id": event.call.id, "name": event.call.name, "args": event.call.args}
-        return event.type, {
-            "message_id": event.message_id,
-            "call": call,
-            "requires_approval": event.requires_approval,
-        }
-    if isinstance(event, ToolResultEvent):
-        return event.type, {
-            "call_id": event.call_id,
-            "tool": event.tool,
-            "message": message_json(event.message),
-            "is_error": event.is_error,
-        }
+    """``(type, data)`` of one agent event as the API streams it (``docs/server.md``).
+
+    The data is the event's own JSON (``event.to_dict()``), cut to what the API streams
+    (``_STREAMED``), except where a server knows or hides more: an interrupt carries the
+    thread's ``pending`` approval (its allowed decisions come from the checkpoint), an
+    error is described by the one error table (an internal error's text stays in the
+    log), a swarm member's run brackets become ``member_step``, and ``run_finished``
+    holds the answer, not the history the result also holds.
+    """
     if isinstance(event, InterruptEvent):
         return event.type, {
             "run_id": event.run_id,
-            "pending": pending.to_json() if pending is not None else None,
+            "pending": pending.to_json() if pending else None,
         }
-    if isinstance(event, RunFinishedEvent):
-        return event.type, {
-            "run_id": event.run_id,
-            "text": event.result.text,
-            "stop_reason": event.result.stop_reason,
-        }
+    if isinstance(event, RunErrorEvent):
+        return event.type, {"run_id": event.run_id, **error_payload(event.error)}
     if isinstance(event, MemberEvent):  # a swarm member's turn starts or ends
         return "member_step", {"agent": event.agent, "phase": _PHASES[event.event.type]}
-    if isinstance(event, HandoffEvent):
-        handoff = event.handoff
+    if isinstance(event, RunFinishedEvent):  # the answer, not the whole history it ends
+        result = event.result
         return event.type, {
-            "from": handoff.from_agent,
-            "to": handoff.to_agent,
-            "message": handoff.message,
+            "run_id": event.run_id,
+            "text": result.text,
+            "stop_reason": result.stop_reason,
         }
-    payload = error_payload(event.error)
-    return event.type, {"run_id": event.run_id, **payload}
+    data = event.to_dict()
+    return event.type, {name: data[name] for name in _STREAMED[event.type]}
+
+
+#: What the API streams of each other event's JSON.
+_STREAMED = {
+    "run_started": ("run_id", "thread_id"),
+    "message_started": ("message_id", "turn"),
+    "text_delta": ("message_id", "delta"),
+    "reasoning_delta": ("message_id", "delta"),
+    "message_completed": ("message", "turn"),
+    "tool_call": ("message_id", "call", "requires_approval"),
+    "tool_result": ("call_id", "tool", "message", "is_error"),
+    "handoff": ("from", "to", "message"),
+}
 
 
 #: The ``phase`` of a ``member_step`` event, by the type of the member's own event.

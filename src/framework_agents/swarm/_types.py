@@ -4,7 +4,8 @@ A swarm stream wraps every event of a member's run in a :class:`MemberEvent` (so
 event says which member produced it) and adds its own: ``swarm_started`` first, a
 ``handoff`` between two members, and one terminal event, ``swarm_finished`` (completed or
 stopped by a limit), ``swarm_interrupt`` (an approval inside a member) or ``swarm_error``
-(the error is raised after it). The AG-UI mapping is in ``docs/swarm.md``.
+(the error is raised after it). The AG-UI mapping is in ``docs/swarm.md``. Every event
+has ``to_dict()`` and ``to_json()`` (:class:`~framework_agents.agent.events.StreamEvent`).
 """
 
 from __future__ import annotations
@@ -12,8 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from ..agent.events import AgentEvent
-from ..errors import AgentError
+from ..agent.events import AgentEvent, ErrorEvent, StreamEvent, json_value
 from ..hitl import HitlInterrupt
 from ..messages import Message
 
@@ -74,7 +74,7 @@ class SwarmResult:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class SwarmStartedEvent:
+class SwarmStartedEvent(StreamEvent):
     """A swarm run began; ``agent`` is the member that takes the first turn."""
 
     run_id: str
@@ -86,7 +86,7 @@ class SwarmStartedEvent:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class MemberEvent:
+class MemberEvent(StreamEvent):
     """An event of one member's run, with the member (``agent``) that produced it.
 
     A member's run opens with a ``run_started`` and ends with ``run_finished``,
@@ -99,16 +99,27 @@ class MemberEvent:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class HandoffEvent:
+class HandoffEvent(StreamEvent):
     """A member handed the conversation to another (after the handing member's turn)."""
 
     handoff: Handoff
     context: dict[str, Any] = field(default_factory=dict)
     type: Literal["handoff"] = field(default="handoff", init=False)
 
+    def to_dict(self) -> dict[str, Any]:
+        """``{"type", "from", "to", "message", "context"}`` (the shape the servers send)."""
+        handoff = self.handoff
+        return {
+            "type": self.type,
+            "from": handoff.from_agent,
+            "to": handoff.to_agent,
+            "message": handoff.message,
+            "context": json_value(self.context),
+        }
+
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class SwarmFinishedEvent:
+class SwarmFinishedEvent(StreamEvent):
     """The swarm run ended: completed, or stopped by a limit (``result.status``)."""
 
     run_id: str
@@ -117,7 +128,7 @@ class SwarmFinishedEvent:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class SwarmInterruptEvent:
+class SwarmInterruptEvent(StreamEvent):
     """A member needs a human decision; ``interrupt.agent`` names it (stream ends here)."""
 
     run_id: str
@@ -127,18 +138,13 @@ class SwarmInterruptEvent:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class SwarmErrorEvent:
+class SwarmErrorEvent(ErrorEvent):
     """The swarm run failed in ``agent``; the error is raised after this event."""
 
     run_id: str
     agent: str
     error: BaseException
     type: Literal["swarm_error"] = field(default="swarm_error", init=False)
-
-    @property
-    def code(self) -> str:
-        """The error's ``code`` (``"INTERNAL"`` for errors that are not AgentErrors)."""
-        return self.error.code if isinstance(self.error, AgentError) else "INTERNAL"
 
 
 SwarmEvent = (

@@ -91,6 +91,13 @@ class FunctionModel(_WholeAnswer):
     fn: ModelFunction
     calls: list[ModelCall] = field(default_factory=list)
 
+    def __post_init__(self) -> None:
+        if not callable(self.fn):
+            raise InvalidArgumentError(
+                f"FunctionModel takes a function (messages, tools) -> Message | str, "
+                f"not {type(self.fn).__name__}: {self.fn!r:.100}"
+            )
+
     async def _complete(
         self, messages: Sequence[Message], tools: Sequence[ToolSpec], system_prompt: str | None
     ) -> Message:
