@@ -723,3 +723,74 @@ def test_an_abandoned_pending_call_is_dropped_by_a_new_prompt(
     result = arun(plain.run("never mind", checkpointer=cp, thread_id="t1"))
     assert result.text == "seen 2: go|never mind"
     assert some(arun(cp.load("t1"))).pending is None
+
+
+def test_a_pause_from_another_task_waits_for_the_lock_the_agents_own_run_holds() -> None:
+    """Only the run's own context (a tool, middleware, its stream's consumer) skips the lock.
+
+    Another task pausing the same agent's thread mid-run saved at once, with the history
+    from before the run and no record of the call running (found by a review).
+    """
+    cp = InMemoryCheckpointer(lock_timeout=0.2)
+    inside, gate = asyncio.Event(), asyncio.Event()
+
+    async def slow(messages: Sequence[Message], tools: Sequence[ToolSpec]) -> str:
+        if messages[-1].text == "second":
+            inside.set()
+            await gate.wait()
+        return f"re: {messages[-1].text}"
+
+    agent = Agent(FunctionModel(slow))
+
+    async def scenario() -> None:
+        await agent.run("first", checkpointer=cp, thread_id="t")
+        run = asyncio.create_task(agent.run("second", checkpointer=cp, thread_id="t"))
+        await inside.wait()
+        with pytest.raises(ThreadBusyError):
+            await agent.pause("t", checkpointer=cp)
+        assert [m.text for m in some(await cp.load("t")).messages] == ["first", "re: first"]
+        gate.set()
+        await run
+
+    arun(scenario())
+    assert [m.text for m in some(arun(cp.load("t"))).messages][-1] == "re: second"
+
+
+def test_a_losing_second_run_leaves_the_first_runs_own_pause_alone() -> None:
+    """Two runs of one agent started together: the one refused AGENT_BUSY must not make the
+    other's tool wait for the lock its own run holds (found by a review)."""
+    loads = asyncio.Event()
+
+    class GatedLoads(InMemoryCheckpointer):
+        async def load(self, thread_id: str) -> ThreadCheckpoint | None:
+            await loads.wait()
+            return await super().load(thread_id)
+
+    cp = GatedLoads(lock_timeout=0.5)
+    paused: list[str] = []
+
+    @tool
+    async def checkpoint_now(ctx: ToolContext) -> str:
+        """Pause the thread from inside the run."""
+        await ctx.agent.pause("t1", checkpointer=cp)
+        paused.append("ok")
+        return "saved"
+
+    model = ScriptedModel(
+        [Message("assistant", "", tool_calls=[ToolCall("c1", "checkpoint_now", {})]), "done"]
+    )
+    agent = Agent(model, tools=[checkpoint_now])
+
+    async def scenario() -> list[BaseException | Any]:
+        runs = [
+            asyncio.create_task(agent.run("go", checkpointer=cp, thread_id=t)) for t in ("t1", "t2")
+        ]
+        for _ in range(5):
+            await asyncio.sleep(0)  # both runs reach their thread's load
+        loads.set()
+        return await asyncio.gather(*runs, return_exceptions=True)
+
+    outcomes = arun(scenario())
+    assert sum(isinstance(o, AgentBusyError) for o in outcomes) == 1
+    assert [o.text for o in outcomes if not isinstance(o, BaseException)] == ["done"]
+    assert paused == ["ok"]

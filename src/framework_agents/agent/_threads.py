@@ -40,6 +40,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
 import enum
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -134,7 +135,12 @@ def checked_start(start: Sequence[Message], known: CheckedHistory | None) -> Che
 
 @dataclass(slots=True)
 class Holding:
-    """The thread whose run lock an agent's run holds (until ``released``)."""
+    """The thread whose run lock the current run holds (until ``released``).
+
+    Scoped to the run's context (:data:`_HOLDING`): a tool, middleware or the stream's
+    consumer pausing the thread is inside the run; another task is not, and waits for the
+    lock like any other writer.
+    """
 
     checkpointer: Checkpointer
     thread_id: str
@@ -145,6 +151,12 @@ class Holding:
         return (
             not self.released and self.checkpointer is checkpointer and self.thread_id == thread_id
         )
+
+
+#: The thread whose run lock the current context's run holds (set by :func:`open_thread`).
+_HOLDING: contextvars.ContextVar[Holding | None] = contextvars.ContextVar(
+    "framework_agents_thread", default=None
+)
 
 
 _UNKNOWN_REASON = (
@@ -564,7 +576,12 @@ async def open_thread(
         start = ThreadStart(run, base)
         if base is not None:
             _plan_start(start, base, admitted, opening, host.tools)
-        yield start
+        outer = _HOLDING.get()
+        _HOLDING.set(holding)
+        try:
+            yield start
+        finally:
+            _HOLDING.set(outer)  # not reset(token): the generator may close in another context
 
 
 def _plan_start(
@@ -595,7 +612,6 @@ async def pause_thread(
     checkpointer: Checkpointer,
     thread_id: str,
     history: AgentHistory,
-    holding: Holding | None,
 ) -> None:
     """Save ``history``'s messages and state as the thread's checkpoint (``pending=None``).
 
@@ -605,9 +621,9 @@ async def pause_thread(
     from inside the thread's own run, which saves the thread when it ends).
 
     Calls of unknown outcome recorded in the thread's checkpoint are kept (a pause must not
-    make the at-most-once protocol forget them). When ``holding`` says the agent's run
-    holds the thread (a tool, middleware or a stream consumer pausing it), the save does
-    not wait for the lock the run holds.
+    make the at-most-once protocol forget them). From inside the run that holds the thread
+    (a tool, middleware or the stream's consumer: the run's context), the save does not wait
+    for the lock that run holds; from anywhere else it takes the lock.
     """
 
     async def save(inside: bool) -> None:
@@ -631,6 +647,7 @@ async def pause_thread(
         state = history.state.to_dict()
         await checkpointer.save(ThreadCheckpoint(thread_id, None, messages, state, **keep))
 
+    holding = _HOLDING.get()
     if holding is not None and holding.holds(checkpointer, thread_id):
         await save(inside=True)  # the thread's own run: its end saves the thread anyway
         return

@@ -49,7 +49,6 @@ from ._loop import LoopRun, RunHooks, RunSetup, run_loop
 from ._output import output_instruction
 from ._sessions import SessionStore, SessionSync, find_message
 from ._threads import (
-    Holding,
     Opening,
     ThreadHost,
     ThreadStart,
@@ -152,7 +151,6 @@ class Agent:
         self.max_turns: int = _at_least(max_turns, "max_turns", 1)
         self.output_retries: int = _at_least(output_retries, "output_retries", 0)
         self._busy = BusyFlag(agent_id)
-        self._holding: Holding | None = None  # the thread this agent's run holds
         self._tools_by_name: dict[str, Tool] = {t.name: t for t in self.tools}
         self._tool_specs: list[ToolSpec] = [t.spec for t in self.tools]
         self._middleware = MiddlewareChain(self.middleware)
@@ -314,7 +312,7 @@ class Agent:
             # from (the session's snapshot, else the stored memory, else the seed) is what a
             # pause must save, or a resume would overwrite the stored history with it.
             await self._session.ready()
-        await pause_thread(checkpointer, thread_id, self._history, self._holding)
+        await pause_thread(checkpointer, thread_id, self._history)
 
     async def resume(
         self,
@@ -428,21 +426,15 @@ class Agent:
         host = ThreadHost(self.agent_id, self._history, self._tools_by_name, self._setup)
         async with open_thread(host, checkpointer, thread_id, decisions, opening) as start:
             run = start.run
-            self._holding = run.holding
-            try:
-                if start.surface is not None:
-                    events = self._surface(start, opening, message)
-                else:
-                    hooks = self._hooks(run.hooks(), from_thread=run.start is not None)
-                    kind: TimelineKind = "resume" if opening.resumes else "run"
-                    events = self._busy_run(
-                        message, run.decisions, thread_id, hooks, kind, run.replay
-                    )
-                async with contextlib.aclosing(events):
-                    async for event in events:
-                        yield event
-            finally:
-                self._holding = None
+            if start.surface is not None:
+                events = self._surface(start, opening, message)
+            else:
+                hooks = self._hooks(run.hooks(), from_thread=run.start is not None)
+                kind: TimelineKind = "resume" if opening.resumes else "run"
+                events = self._busy_run(message, run.decisions, thread_id, hooks, kind, run.replay)
+            async with contextlib.aclosing(events):
+                async for event in events:
+                    yield event
 
     async def _busy_run(
         self,
