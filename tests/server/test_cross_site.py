@@ -358,3 +358,37 @@ def test_a_malformed_host_or_origin_is_refused_when_the_app_is_made(
 ) -> None:
     with pytest.raises(InvalidArgumentError, match=argument):
         create_app(make_agent, store=str(tmp_path / "m"), **{argument: value})
+
+
+def test_an_allowed_origin_in_another_spelling_is_answered_as_the_browser_spells_it(
+    tmp_path: Path,
+) -> None:
+    """CORS compares strings: capitals or a default port in the list broke the preflight."""
+    app = create_app(
+        make_agent,
+        store=str(tmp_path / "o"),
+        console=False,
+        allowed_origins=["HTTP://LOCALHOST:3000", "https://app.example:443", "http://[::1]:5173"],
+    )
+    served = start_server(app)
+    try:
+        with httpx.Client(base_url=served.url, timeout=30) as client:
+            for origin in ("http://localhost:3000", "https://app.example", "http://[::1]:5173"):
+                preflight = client.options(
+                    "/api/threads/o/runs",
+                    headers={
+                        "Origin": origin,
+                        "Access-Control-Request-Method": "POST",
+                        "Access-Control-Request-Headers": "content-type",
+                    },
+                )
+                assert preflight.status_code == 200, (origin, preflight.text)
+                assert preflight.headers["access-control-allow-origin"] == origin
+                done = client.post(
+                    "/api/threads/o/runs",
+                    json={"prompt": "hi"},
+                    headers={"Origin": origin, **SUMMARY},
+                )
+                assert done.json()["status"] == "completed", done.text
+    finally:
+        served.stop()

@@ -123,7 +123,7 @@ def _origin(value: str) -> tuple[str, str, int] | None:
         return None
     if parts.path or parts.query or parts.fragment or parts.username or parts.password:
         return None
-    return parts.scheme, parts.hostname.rstrip("."), port or _DEFAULT_PORTS[parts.scheme]
+    return parts.scheme, parts.hostname.rstrip(".").lower(), port or _DEFAULT_PORTS[parts.scheme]
 
 
 def check_origins(origins: Sequence[str], name: str = "allowed_origins") -> tuple[str, ...]:
@@ -144,8 +144,18 @@ def check_origins(origins: Sequence[str], name: str = "allowed_origins") -> tupl
                 "or 'http://localhost:3000': scheme, host and port, no path)"
             )
         else:
-            checked.append(origin.strip().rstrip("/"))
+            checked.append(_spelled(*parsed))
     return tuple(checked)
+
+
+def _spelled(scheme: str, host: str, port: int) -> str:
+    """An origin as a browser sends it: lower case, no default port, IPv6 in brackets.
+
+    CORS compares the ``Origin`` header to the allowed ones as strings.
+    """
+    shown = f"[{host}]" if ":" in host else host
+    default = _DEFAULT_PORTS[scheme]
+    return f"{scheme}://{shown}" + ("" if port == default else f":{port}")
 
 
 class SiteGuard:
