@@ -107,7 +107,9 @@ def test_hook_providers_compose_into_one_set_called_in_order() -> None:
 
     async def drive() -> list[str]:
         await commit(CheckedHistory([Message("user", "x")]), True)
-        return [m.text for m in await prepare()]
+        prepared = await prepare()
+        assert prepared is not None
+        return [m.text for m in prepared]
 
     assert asyncio.run(drive()) == ["thread"]  # the last one's
     assert calls == ["session:1:True", "thread:1:True"]
