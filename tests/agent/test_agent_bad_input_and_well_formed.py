@@ -28,8 +28,8 @@ from framework_agents import (
     hitl_key,
     is_well_formed,
     tool,
-    well_formed_problems,
 )
+from framework_agents.history import well_formed_problems
 
 
 @tool(requires_approval=True)

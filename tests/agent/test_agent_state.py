@@ -13,12 +13,12 @@ from pydantic import ValidationError
 
 from framework_agents import (
     Agent,
-    AgentState,
     InvalidArgumentError,
     ScriptedModel,
     StateNotJsonError,
     TimelineEntry,
 )
+from framework_agents.agent import AgentState
 from framework_agents.agent.timeline import Timeline
 
 json_values = st.recursive(

@@ -13,29 +13,29 @@ from async_helper import arun
 from framework_agents import (
     Agent,
     FunctionModel,
-    InterruptEvent,
     Message,
-    MessageCompletedEvent,
-    MessageStartedEvent,
-    ModelDone,
     ModelError,
     ReasoningBlock,
-    ReasoningDelta,
+    ScriptedModel,
+    TextBlock,
+    ToolCall,
+    ToolSpec,
+    tool,
+)
+from framework_agents.agent import (
+    InterruptEvent,
+    MessageCompletedEvent,
+    MessageStartedEvent,
     ReasoningDeltaEvent,
     RunErrorEvent,
     RunFinishedEvent,
     RunStartedEvent,
-    ScriptedModel,
-    TextBlock,
-    TextDelta,
     TextDeltaEvent,
-    ToolCall,
     ToolCallEvent,
     ToolResultEvent,
-    ToolSpec,
-    tool,
 )
 from framework_agents.checkpoint import InMemoryCheckpointer
+from framework_agents.models import ModelDone, ReasoningDelta, TextDelta
 
 
 @tool

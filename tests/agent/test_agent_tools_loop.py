@@ -15,10 +15,10 @@ from framework_agents import (
     ToolCall,
     ToolContext,
     ToolRejection,
-    ToolResultEvent,
     is_well_formed,
     tool,
 )
+from framework_agents.agent import ToolResultEvent
 
 
 def turn(*calls: ToolCall) -> Message:

@@ -10,7 +10,6 @@ from typing import Any
 import pytest
 
 from framework_agents import (
-    COMPACTION_PREFIX,
     CompactedMemory,
     FileMemory,
     InMemoryMemory,
@@ -20,6 +19,7 @@ from framework_agents import (
     ToolCall,
     is_well_formed,
 )
+from framework_agents.memory import COMPACTION_PREFIX
 
 
 def _turn(i: int) -> list[Message]:

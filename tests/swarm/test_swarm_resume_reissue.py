@@ -19,14 +19,12 @@ from framework_agents import (
     Agent,
     FunctionModel,
     InMemoryCheckpointer,
-    InterruptEvent,
     Message,
-    RunFinishedEvent,
     Swarm,
     ToolCall,
-    ToolResultEvent,
     tool,
 )
+from framework_agents.agent import InterruptEvent, RunFinishedEvent, ToolResultEvent
 from framework_agents.swarm import MemberEvent
 
 

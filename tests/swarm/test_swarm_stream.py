@@ -16,13 +16,15 @@ from framework_agents import (
     FunctionModel,
     HitlInterrupt,
     InMemoryCheckpointer,
+    RunResult,
+    ScriptedModel,
+    Swarm,
+)
+from framework_agents.agent import (
     InterruptEvent,
     MessageCompletedEvent,
     RunFinishedEvent,
-    RunResult,
     RunStartedEvent,
-    ScriptedModel,
-    Swarm,
     ToolCallEvent,
     ToolResultEvent,
 )

@@ -224,6 +224,7 @@ class RunErrorEvent(ErrorEvent):
     type: Literal["run_error"] = field(default="run_error", init=False)
 
 
+#: What ``agent.stream()`` yields: one of the event classes above, told apart by ``event.type``.
 AgentEvent = (
     RunStartedEvent
     | MessageStartedEvent

@@ -74,7 +74,7 @@ class SummarizingConversationManager:
 
     The summary comes from ``summarizer(messages) -> str`` (sync or async) if given, else
     from ``model`` (anything with the ``Model`` protocol: one ``complete()`` call with
-    :data:`SUMMARY_PROMPT`), else from :func:`~framework_agents.extractive_summary`.
+    :data:`SUMMARY_PROMPT`), else from :func:`~framework_agents.summarize.extractive_summary`.
 
     ``apply()`` leaves the history as it is, unless built with ``max_messages=N`` and the
     history is longer than ``N``: then it reduces until it fits or nothing more can be

@@ -23,21 +23,25 @@ from ._types import (
 from .swarm import Swarm
 
 __all__ = [
-    "HANDOFF_KIND",
-    "HANDOFF_MESSAGE_KIND",
-    "HANDOFF_TOOL",
-    "SWARM_STATE_KEY",
-    "Handoff",
-    "HandoffEvent",
-    "MemberEvent",
+    # the swarm, its result and its handoffs
     "Swarm",
-    "SwarmAgentView",
-    "SwarmErrorEvent",
+    "SwarmResult",
+    "Handoff",
+    # events of swarm.stream(): their union, then one class per kind
     "SwarmEvent",
+    "SwarmStartedEvent",
+    "MemberEvent",
+    "HandoffEvent",
     "SwarmFinishedEvent",
     "SwarmInterruptEvent",
-    "SwarmResult",
-    "SwarmStartedEvent",
+    "SwarmErrorEvent",
+    # names in the shared conversation and state
+    "HANDOFF_TOOL",
+    "HANDOFF_KIND",
+    "HANDOFF_MESSAGE_KIND",
+    "SWARM_STATE_KEY",
+    # a swarm served as one agent
+    "SwarmAgentView",
     "swarm_agent_events",
     "swarm_run_result",
 ]

@@ -147,6 +147,7 @@ class SwarmErrorEvent(ErrorEvent):
     type: Literal["swarm_error"] = field(default="swarm_error", init=False)
 
 
+#: What ``swarm.stream()`` yields: one of the event classes above, told apart by ``event.type``.
 SwarmEvent = (
     SwarmStartedEvent
     | MemberEvent
