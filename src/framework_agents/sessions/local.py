@@ -482,9 +482,8 @@ class LocalFileStorage(CompareAndPut, AutoPrune):
             assert lock is not None  # created when missing
             try:
                 value = ident_or_none(name, dir_fd=dfd)
-                if value is not None and cutoff is not None:
-                    if _written_since(dfd, name, value, cutoff):
-                        return False  # written since: kept (and its lock file with it)
+                if _written_since(dfd, name, value, cutoff):
+                    return False  # written since: kept (and its lock file with it)
                 self._unlink_key(key, dfd, name)
             finally:
                 os.close(lock)
@@ -765,11 +764,14 @@ def _holds_value_file(key: str, dfd: int, name: str) -> bool:
     return stat.S_ISREG(st.st_mode)
 
 
-def _written_since(dfd: int, name: str, value: FileIdent, cutoff: float) -> bool:
+def _written_since(dfd: int, name: str, value: FileIdent | None, cutoff: float | None) -> bool:
     """Whether value ``name`` (ident ``value``) or its log was written since ``cutoff``.
 
-    ``cutoff`` is in epoch seconds; a write at that very moment counts.
+    ``cutoff`` is in epoch seconds (a write at that very moment counts); ``False`` with
+    no value or no cutoff.
     """
+    if value is None or cutoff is None:
+        return False
     log = ident_or_none(log_name(name), dir_fd=dfd)
     newest = max(value[3], log[3] if log else 0)
     return newest >= cutoff * 1e9
