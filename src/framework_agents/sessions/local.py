@@ -244,8 +244,7 @@ class LocalFileStorage(CompareAndPut, AutoPrune):
             for index, name in enumerate(dirs):
                 fds.append(self._open_dir(key, fds[-1], name, index, create=create))
         except BaseException:
-            for fd in fds:
-                os.close(fd)
+            _close_all(fds)
             raise
         return fds
 
@@ -290,8 +289,7 @@ class LocalFileStorage(CompareAndPut, AutoPrune):
                             pass  # a value is there: compared under its lock (a conflict)
                     self._swap_locked(key, tuple(dirs), fds[-1], name, data, expected, deadline)
                 finally:
-                    for fd in fds:
-                        os.close(fd)
+                    _close_all(fds)
                 return
             except _NotADir as exc:
                 parent = "/".join(segments[: exc.index + 1])
@@ -451,8 +449,7 @@ class LocalFileStorage(CompareAndPut, AutoPrune):
         try:
             return self._read_value(key, fds[-1], name)
         finally:
-            for fd in fds:
-                os.close(fd)
+            _close_all(fds)
 
     def _delete_sync(
         self,
@@ -490,8 +487,7 @@ class LocalFileStorage(CompareAndPut, AutoPrune):
             _prune_empty_dirs(dirs, fds)
             return value is not None
         finally:
-            for fd in fds:
-                os.close(fd)
+            _close_all(fds)
 
     def _unlink_key(self, key: str, dfd: int, name: str) -> None:
         """Remove the value ``name``, its log and its (held) lock file from ``dfd``."""
@@ -518,8 +514,7 @@ class LocalFileStorage(CompareAndPut, AutoPrune):
                 if k.startswith(prefix) and is_valid_key(k)
             ]
         finally:
-            for fd in fds:
-                os.close(fd)
+            _close_all(fds)
         return sorted(found)
 
     @staticmethod
@@ -632,8 +627,7 @@ class LocalFileStorage(CompareAndPut, AutoPrune):
                 key, fds[-1], name, exclusive=exclusive, create=exclusive, deadline=deadline
             )
         except BaseException as exc:
-            for fd in fds:
-                os.close(fd)
+            _close_all(fds)
             if isinstance(exc, FileNotFoundError):
                 return None  # the directory went with a concurrent delete
             raise
@@ -654,8 +648,7 @@ class LocalFileStorage(CompareAndPut, AutoPrune):
         finally:
             if lock is not None:
                 os.close(lock)
-            for fd in fds:
-                os.close(fd)
+            _close_all(fds)
 
     def _append_logged_sync(
         self,
@@ -699,8 +692,7 @@ class LocalFileStorage(CompareAndPut, AutoPrune):
         finally:
             if lock is not None:
                 os.close(lock)
-            for fd in fds:
-                os.close(fd)
+            _close_all(fds)
 
     async def _io(self, action: str, key: str, fn: Callable[..., _T], *args: object) -> _T:
         """Run ``fn`` in a thread; an ``OSError`` becomes ``STORAGE_IO`` naming key and root."""
@@ -785,3 +777,9 @@ def _prune_empty_dirs(dirs: list[str], fds: list[int]) -> None:
         except OSError:
             break
         os.fsync(fds[depth - 1])
+
+
+def _close_all(fds: list[int]) -> None:
+    """Close the directory descriptors of a walk."""
+    for fd in fds:
+        os.close(fd)
