@@ -37,6 +37,7 @@ from typing import (
 )
 
 from pydantic import BaseModel
+from pydantic.fields import FieldInfo
 
 if TYPE_CHECKING:
     from .messages import Message
@@ -102,12 +103,7 @@ def _copy_value(value: Any) -> Any:
     if cls in _ATOMS:
         return value
     if cls is dict:
-        out = {}
-        for k, v in value.items():
-            if k.__class__ not in _ATOMS:  # a key that might hold state: copy it all
-                return copy.deepcopy(value)
-            out[k] = v if v.__class__ in _ATOMS else _copy_value(v)
-        return out
+        return _copy_dict(value)
     if cls is list:
         return [v if v.__class__ in _ATOMS else _copy_value(v) for v in value] if value else []
     kind = _MODEL_KINDS.get(cls)
@@ -116,17 +112,40 @@ def _copy_value(value: Any) -> Any:
     if kind is _SHARED:
         return value
     if kind is _PLAIN:
-        fields = value.__dict__.copy()
-        for k, v in fields.items():
-            if v.__class__ not in _ATOMS:
-                fields[k] = _copy_value(v)  # replaces a value: the dict keeps its size
-        new = _new(cls)
-        _set(new, "__dict__", fields)
-        _set(new, "__pydantic_extra__", None)
-        _set(new, "__pydantic_fields_set__", value.__pydantic_fields_set__.copy())
-        _set(new, "__pydantic_private__", None)
-        return new
+        return _copy_plain_model(cls, value)
     return copy.deepcopy(value)
+
+
+def _copy_dict(value: dict[Any, Any]) -> dict[Any, Any]:
+    """A deep copy of a JSON-like dict (``copy.deepcopy`` if a key is not a plain value)."""
+    out = {}
+    for k, v in value.items():
+        if k.__class__ not in _ATOMS:  # a key that might hold state: copy it all
+            return copy.deepcopy(value)
+        out[k] = v if v.__class__ in _ATOMS else _copy_value(v)
+    return out
+
+
+def _copy_plain_model(cls: type, value: Any) -> Any:
+    """A copy of a ``_PLAIN`` model instance, field by field, built without validation."""
+    fields = value.__dict__.copy()
+    for k, v in fields.items():
+        if v.__class__ not in _ATOMS:
+            fields[k] = _copy_value(v)  # replaces a value: the dict keeps its size
+    return _assemble(cls, fields, value.__pydantic_fields_set__.copy())
+
+
+def _assemble(cls: type, fields: dict[str, Any], fields_set: set[str]) -> Any:
+    """An instance of model ``cls`` holding ``fields``, made the way pydantic makes one.
+
+    For the exact classes of the fast paths: no private attributes, extras forbidden.
+    """
+    new: Any = _new(cls)
+    _set(new, "__dict__", fields)
+    _set(new, "__pydantic_extra__", None)
+    _set(new, "__pydantic_fields_set__", fields_set)
+    _set(new, "__pydantic_private__", None)
+    return new
 
 
 _SHARED, _PLAIN, _OTHER = "shared", "plain", "other"
@@ -214,12 +233,7 @@ def copy_message(msg):
 {copies}
     except RecursionError:  # a value that contains itself: deepcopy keeps the cycle
         return msg.model_copy(deep=True)
-    new = _new(Message)
-    _set(new, "__dict__", fields)
-    _set(new, "__pydantic_extra__", None)
-    _set(new, "__pydantic_fields_set__", msg.__pydantic_fields_set__.copy())
-    _set(new, "__pydantic_private__", None)
-    return new
+    return _assemble(Message, fields, msg.__pydantic_fields_set__.copy())
 
 
 def freeze_message(msg):
@@ -243,12 +257,7 @@ def thaw_message(frozen):
     if frozen.__class__ is not tuple:
         return copy_message(frozen)
     {kept}mask = frozen
-    new = _new(Message)
-    _set(new, "__dict__", {{{thawed}}})
-    _set(new, "__pydantic_extra__", None)
-    _set(new, "__pydantic_fields_set__", set(_FIELD_SETS[mask]))
-    _set(new, "__pydantic_private__", None)
-    return new
+    return _assemble(Message, {{{thawed}}}, set(_FIELD_SETS[mask]))
 """
 
 
@@ -274,6 +283,47 @@ class _FieldSets(dict[int, frozenset[str]]):
         return made
 
 
+def _copy_lines(fields: dict[str, FieldInfo], empty: dict[str, str]) -> list[str]:
+    """The lines of ``copy_message`` that copy each mutable field of ``fields``."""
+    copies = []
+    for name, field in fields.items():
+        if name in empty:
+            kind = empty[name]
+            copies.append(
+                f"        v = fields[{name!r}]\n        fields[{name!r}] = "
+                f"{_EMPTY[kind]} if v.__class__ is {kind} and not v else _copy_value(v)"
+            )
+        elif not _immutable(field.annotation):
+            copies.append(
+                f"        v = fields[{name!r}]\n        if v.__class__ not in _ATOMS:\n"
+                f"            fields[{name!r}] = _copy_value(v)"
+            )
+    return copies
+
+
+def _layout_source(fields: dict[str, FieldInfo], empty: dict[str, str], kept: list[str]) -> str:
+    """The source of the three layout functions (:data:`_TEMPLATE` filled in for ``fields``).
+
+    ``empty`` maps the fields made by ``default_factory=list``/``dict`` to that factory's
+    name; ``kept`` names the others, the ones the tuple form keeps.
+    """
+    names = tuple(fields)
+    return _TEMPLATE.format(
+        copies="\n".join(_copy_lines(fields, empty)) or "        pass",
+        count=len(names),
+        reads="\n".join(f"        v_{name} = fields[{name!r}]" for name in names),
+        checks="\n            and ".join(
+            [f"v_{name}.__class__ in _ATOMS" for name in kept]
+            + [f"v_{name}.__class__ is {kind} and not v_{name}" for name, kind in empty.items()]
+        ),
+        kept="".join(f"v_{name}, " for name in kept),
+        thawed=", ".join(
+            f"{name!r}: {_EMPTY[empty[name]]}" if name in empty else f"{name!r}: v_{name}"
+            for name in names
+        ),
+    )
+
+
 def message_layout(message: type[Message]) -> MessageLayout:
     """Write ``copy_message``, ``freeze_message`` and ``thaw_message`` for ``message``.
 
@@ -294,41 +344,14 @@ def message_layout(message: type[Message]) -> MessageLayout:
         if field.default_factory in (list, dict)
     }
     kept = [name for name in names if name not in empty]
-    copies = []
-    for name, field in fields.items():
-        if name in empty:
-            kind = empty[name]
-            copies.append(
-                f"        v = fields[{name!r}]\n        fields[{name!r}] = "
-                f"{_EMPTY[kind]} if v.__class__ is {kind} and not v else _copy_value(v)"
-            )
-        elif not _immutable(field.annotation):
-            copies.append(
-                f"        v = fields[{name!r}]\n        if v.__class__ not in _ATOMS:\n"
-                f"            fields[{name!r}] = _copy_value(v)"
-            )
-    source = _TEMPLATE.format(
-        copies="\n".join(copies) or "        pass",
-        count=len(names),
-        reads="\n".join(f"        v_{name} = fields[{name!r}]" for name in names),
-        checks="\n            and ".join(
-            [f"v_{name}.__class__ in _ATOMS" for name in kept]
-            + [f"v_{name}.__class__ is {kind} and not v_{name}" for name, kind in empty.items()]
-        ),
-        kept="".join(f"v_{name}, " for name in kept),
-        thawed=", ".join(
-            f"{name!r}: {_EMPTY[empty[name]]}" if name in empty else f"{name!r}: v_{name}"
-            for name in names
-        ),
-    )
+    source = _layout_source(fields, empty, kept)
     namespace: dict[str, Any] = {
         "Message": message,
         "_ATOMS": _ATOMS,
         "_FIELD_BITS": {name: 1 << i for i, name in enumerate(names)},
         "_FIELD_SETS": _FieldSets(names),
+        "_assemble": _assemble,
         "_copy_value": _copy_value,
-        "_new": _new,
-        "_set": _set,
     }
     exec(compile(source, f"<{message.__name__} layout>", "exec"), namespace)
     made = MessageLayout(

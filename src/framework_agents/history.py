@@ -334,21 +334,32 @@ def repair_history(messages: Sequence[Message]) -> list[Message]:
                 append(msg)
             continue
         if calls:
-            if len(answered) != len(calls):
-                out.extend(
-                    _interrupted_result(turn, c) for c in calls.values() if c.id not in answered
-                )
+            _close_turn(out, turn, calls, answered)
             calls, answered = {}, set()
         if msg.role == "assistant" and msg.tool_calls:
             turn = msg.id
-            for call in msg.tool_calls:
-                calls.setdefault(call.id, call)
-            if len(calls) != len(msg.tool_calls):
-                msg = msg.model_copy(update={"tool_calls": list(calls.values())})
+            calls, msg = _open_turn(msg)
         append(msg)
-    if calls and len(answered) != len(calls):
-        out.extend(_interrupted_result(turn, c) for c in calls.values() if c.id not in answered)
+    _close_turn(out, turn, calls, answered)
     return out
+
+
+def _open_turn(msg: Message) -> tuple[dict[str, ToolCall], Message]:
+    """The calls of assistant turn ``msg`` by id, and ``msg`` without repeated call ids."""
+    calls: dict[str, ToolCall] = {}
+    for call in msg.tool_calls:
+        calls.setdefault(call.id, call)
+    if len(calls) != len(msg.tool_calls):
+        msg = msg.model_copy(update={"tool_calls": list(calls.values())})
+    return calls, msg
+
+
+def _close_turn(
+    out: list[Message], turn: str, calls: dict[str, ToolCall], answered: set[str]
+) -> None:
+    """Append a synthesised result to ``out`` for each of ``calls`` left unanswered."""
+    if len(answered) != len(calls):
+        out.extend(_interrupted_result(turn, c) for c in calls.values() if c.id not in answered)
 
 
 def group_bounds(messages: Sequence[Message]) -> list[tuple[int, int]]:

@@ -167,29 +167,46 @@ def json_problem(value: Any, path: str, *, max_depth: int = MAX_JSON_DEPTH) -> s
         item, where, depth = stack.pop()
         if item is None or isinstance(item, bool | str):
             continue
-        if isinstance(item, int):
-            if item.bit_length() > _SHORT_INT_BITS and _too_many_digits(item):
-                return (
-                    f"{where} is an integer of more than {int_digit_limit()} digits, "
-                    "which a JSON reader refuses (sys.get_int_max_str_digits, at most "
-                    f"{PARSER_INT_DIGITS})"
-                )
-            continue
-        if isinstance(item, float):
-            if not math.isfinite(item):
-                return f"{where} is {item!r}, which JSON cannot hold"
-            continue
-        if depth >= max_depth:
-            return f"{where} is nested deeper than {max_depth} levels"
-        if isinstance(item, list | tuple):
-            stack.extend((v, f"{where}[{i}]", depth + 1) for i, v in enumerate(item))
-        elif isinstance(item, dict):
-            for key, v in item.items():
-                if not isinstance(key, str):
-                    return f"{where} has the non-string key {key!r}"
-                stack.append((v, f"{where}[{key!r}]", depth + 1))
+        if isinstance(item, int | float):
+            problem = _number_problem(item, where)
+        elif depth >= max_depth:
+            problem = f"{where} is nested deeper than {max_depth} levels"
         else:
-            return f"{where} is a {type(item).__name__}, not a JSON value"
+            problem = _push_items(stack, item, where, depth + 1)
+        if problem is not None:
+            return problem
+    return None
+
+
+def _number_problem(item: int | float, where: str) -> str | None:
+    """Why number ``item`` is not plain JSON (too long, not finite), or ``None``."""
+    if isinstance(item, int):
+        if item.bit_length() > _SHORT_INT_BITS and _too_many_digits(item):
+            return (
+                f"{where} is an integer of more than {int_digit_limit()} digits, "
+                "which a JSON reader refuses (sys.get_int_max_str_digits, at most "
+                f"{PARSER_INT_DIGITS})"
+            )
+        return None
+    if not math.isfinite(item):
+        return f"{where} is {item!r}, which JSON cannot hold"
+    return None
+
+
+def _push_items(stack: list[tuple[Any, str, int]], item: Any, where: str, depth: int) -> str | None:
+    """Push the items of array or object ``item`` onto ``stack`` at ``depth``.
+
+    Returns why ``item`` is not plain JSON (not a container, a non-string key), or ``None``.
+    """
+    if isinstance(item, list | tuple):
+        stack.extend((v, f"{where}[{i}]", depth) for i, v in enumerate(item))
+    elif isinstance(item, dict):
+        for key, v in item.items():
+            if not isinstance(key, str):
+                return f"{where} has the non-string key {key!r}"
+            stack.append((v, f"{where}[{key!r}]", depth))
+    else:
+        return f"{where} is a {type(item).__name__}, not a JSON value"
     return None
 
 

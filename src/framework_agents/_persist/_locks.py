@@ -314,6 +314,39 @@ if hasattr(os, "register_at_fork"):
     )
 
 
+def _join_waiter(
+    key: tuple[int, int, int], fd: int, operation: int, wake: threading.Event
+) -> _Waiter | None:
+    """Have ``wake`` set when the lock ``key`` is let go; the new waiter, if one is started.
+
+    The lock's orphaned waiter sets it if there is one (then ``None``), else a new waiter
+    for ``fd``, started here and returned.
+    """
+    with _WAITERS_LOCK:
+        orphan = _ORPHANS.get(key)
+        if orphan is not None:
+            orphan.events.append(wake)
+            return None
+        helper = _Waiter(key, fd, operation)
+        helper.events.append(wake)
+    helper.start()
+    return helper
+
+
+def _await_waiter(
+    wake: threading.Event, helper: _Waiter | None, deadline: Deadline | None, name: object
+) -> None:
+    """Wait for ``wake`` within ``deadline``; a cancel or a timeout lets ``helper`` go."""
+    try:
+        if not wait_or_stop(wake, None if deadline is None else deadline.left()):
+            assert deadline is not None  # only a bounded wait ends without its event
+            raise deadline.error(name)
+    except (StopWaiting, LockTimeoutError):
+        if helper is not None:
+            helper.give_up()
+        raise
+
+
 def flock(fd: int, *, exclusive: bool, deadline: Deadline | None = None, name: object = "") -> None:
     """Wait until this process holds ``flock`` on ``fd`` (released by closing ``fd``).
 
@@ -340,24 +373,8 @@ def flock(fd: int, *, exclusive: bool, deadline: Deadline | None = None, name: o
             st = os.fstat(fd)
             key = (st.st_dev, st.st_ino, operation)
         wake = threading.Event()  # ours alone: a cancel of ours sets it, nobody else's
-        helper: _Waiter | None = None
-        with _WAITERS_LOCK:
-            orphan = _ORPHANS.get(key)
-            if orphan is not None:
-                orphan.events.append(wake)
-            else:
-                helper = _Waiter(key, fd, operation)
-                helper.events.append(wake)
-        if helper is not None:
-            helper.start()
-        try:
-            if not wait_or_stop(wake, None if deadline is None else deadline.left()):
-                assert deadline is not None  # only a bounded wait ends without its event
-                raise deadline.error(name)
-        except (StopWaiting, LockTimeoutError):
-            if helper is not None:
-                helper.give_up()
-            raise
+        helper = _join_waiter(key, fd, operation, wake)
+        _await_waiter(wake, helper, deadline, name)
         if helper is not None:  # it ended: with the lock, on our open file description
             if helper.error is not None:
                 raise helper.error

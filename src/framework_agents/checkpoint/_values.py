@@ -173,27 +173,35 @@ def messages_read_back_as_is(
     every_call = list(calls)
     free: list[object] = list(values)
     for m in messages:
-        if type(m) is not Message:
+        if type(m) is not Message or not _message_as_is(m.__dict__, every_call, free):
             return False
-        d = m.__dict__
-        if type(d["role"]) is not str or type(d["id"]) is not str:
-            return False
-        if any(d[f] is not None and type(d[f]) is not str for f in ("tool_call_id", "name")):
-            return False
-        content = d["content"]
-        if type(content) is not str:
-            if type(content) is not list or any(type(b) not in _BLOCKS for b in content):
-                return False
-            free += [dict(b.__dict__) for b in content]
-        if type(d["tool_calls"]) is not list or type(d["metadata"]) is not dict:
-            return False
-        every_call += d["tool_calls"]
-        free.append(d["metadata"])
     for c in every_call:
         if type(c) is not ToolCall or type(c.id) is not str or type(c.name) is not str:
             return False
         free.append(c.args)
     return all(map(reads_back_as_is, free))  # a dict or list subclass, empty or not: no
+
+
+def _message_as_is(d: dict[str, Any], every_call: list[ToolCall], free: list[object]) -> bool:
+    """Whether the fields ``d`` of a message are of the exact types a read makes.
+
+    Its calls go to ``every_call`` and its free-form values (metadata, blocks' fields) to
+    ``free``, for the caller to check.
+    """
+    if type(d["role"]) is not str or type(d["id"]) is not str:
+        return False
+    if any(d[f] is not None and type(d[f]) is not str for f in ("tool_call_id", "name")):
+        return False
+    content = d["content"]
+    if type(content) is not str:
+        if type(content) is not list or any(type(b) not in _BLOCKS for b in content):
+            return False
+        free += [dict(b.__dict__) for b in content]
+    if type(d["tool_calls"]) is not list or type(d["metadata"]) is not dict:
+        return False
+    every_call += d["tool_calls"]
+    free.append(d["metadata"])
+    return True
 
 
 def as_read(back: list[Message], saved: Sequence[Message]) -> list[Message]:

@@ -252,25 +252,11 @@ class EmbeddingRanker:
             raise InvalidArgumentError(f"k must be a non-negative integer, not {k!r}")
         if k == 0 or not text.strip():
             return []
-        quads = store.quads()
-        labels: dict[IRI, str] = {}
-        for q in store.quads(predicate="rdfs:label"):
-            labels.setdefault(q.subject, q.object.value)
-        facts: dict[tuple[str, str, str], Quad] = {}
-        for q in quads:
-            if q.predicate.value == "owl:sameAs" and q.subject == q.object:
-                continue
-            facts.setdefault((q.subject.key, q.predicate.key, q.object.key), q)
+        facts, labels = _facts_and_labels(store)
         if not facts:
             return []
         keys = sorted(facts)
-        sentences = [fact_sentence(facts[key], labels) for key in keys]
-        np_ = self.embedder._np
-        with self._lock:
-            cache = self._vectors(sentences)
-            matrix = np_.stack([cache[s] for s in sentences])
-        query = self.embedder.embed([text])[0]
-        cosine = matrix @ query
+        cosine = self._cosines(text, [fact_sentence(facts[key], labels) for key in keys])
         order = sorted(range(len(keys)), key=lambda i: (-float(cosine[i]), keys[i]))
         if self.mode == "embedding":
             scores = {keys[i]: float(cosine[i]) for i in order[: max(k, LEXICAL_DEPTH)]}
@@ -278,6 +264,15 @@ class EmbeddingRanker:
             scores = self._fused(store, text, keys, order)
         best = sorted(scores, key=lambda key: (-scores[key], key))[:k]
         return [self._fact(facts[key], scores[key]) for key in best]
+
+    def _cosines(self, text: str, sentences: list[str]) -> Any:
+        """The cosine similarity of ``text`` to each of ``sentences`` (an array)."""
+        np_ = self.embedder._np
+        with self._lock:
+            cache = self._vectors(sentences)
+            matrix = np_.stack([cache[s] for s in sentences])
+        query = self.embedder.embed([text])[0]
+        return matrix @ query
 
     @staticmethod
     def _fused(
@@ -295,3 +290,18 @@ class EmbeddingRanker:
     def _fact(quad: Quad, score: float) -> Fact:
         entailed = quad.graph == ENTAILED_GRAPH
         return Fact(quad.subject, quad.predicate, quad.object, quad.graph, entailed, score)
+
+
+def _facts_and_labels(
+    store: GraphStore,
+) -> tuple[dict[tuple[str, str, str], Quad], dict[IRI, str]]:
+    """The closure facts of ``store`` by key (one quad each, no reflexive sameAs), and labels."""
+    labels: dict[IRI, str] = {}
+    for q in store.quads(predicate="rdfs:label"):
+        labels.setdefault(q.subject, q.object.value)
+    facts: dict[tuple[str, str, str], Quad] = {}
+    for q in store.quads():
+        if q.predicate.value == "owl:sameAs" and q.subject == q.object:
+            continue
+        facts.setdefault((q.subject.key, q.predicate.key, q.object.key), q)
+    return facts, labels

@@ -272,6 +272,10 @@ class Resolver:
             return self._predicate(text, out)
         if predicate == LABEL.key or not text:
             return to_term(value, "object")
+        return self._plain_object(value, text, out)
+
+    def _plain_object(self, value: str, text: str, out: NaturalFact) -> Term:
+        """An object the predicate says nothing about: a known entity, or else text."""
         if _proper_name(text) or (_words(text) and self._known(entity_iri(text, self.namespace))):
             return self._entity(text, "object", out)
         if _words(text) and (found := self._labelled(text)):

@@ -111,18 +111,29 @@ def _stem(token: str) -> str:
     """
     if len(token) > 4 and token.endswith("ies"):
         return token[:-3] + "y"
-    if len(token) > 4 and token.endswith(("sses", "shes", "ches", "xes")):
-        token = token[:-2]
-    elif len(token) > 3 and token.endswith("s") and not token.endswith(("ss", "us", "is")):
+    token = _strip_verb_ending(_strip_plural(token))
+    if len(token) > 3 and token.endswith("e") and not token.endswith("ee"):
         token = token[:-1]
+    return token
+
+
+def _strip_plural(token: str) -> str:
+    """``token`` without a plural ``-es`` (after s, sh, ch, x) or ``-s``."""
+    if len(token) > 4 and token.endswith(("sses", "shes", "ches", "xes")):
+        return token[:-2]
+    if len(token) > 3 and token.endswith("s") and not token.endswith(("ss", "us", "is")):
+        return token[:-1]
+    return token
+
+
+def _strip_verb_ending(token: str) -> str:
+    """``token`` without ``-ing`` or ``-ed`` (and a consonant doubled before it)."""
     for suffix in ("ing", "ed"):
         if token.endswith(suffix) and len(token) - len(suffix) >= 3:
             token = token[: -len(suffix)]
             if _DOUBLED.search(token) and token[-1] not in "lsz":
                 token = token[:-1]
-            break
-    if len(token) > 3 and token.endswith("e") and not token.endswith("ee"):
-        token = token[:-1]
+            return token
     return token
 
 
@@ -394,29 +405,11 @@ class LexicalIndex:
         lex, parts = self.lexical(text)
         if not lex:
             return []
-        key = self._terms.key
-        so, closure = self._so_degree, self._closure
-
-        seeds = _top([n for n in lex if n in so], lex, SEEDS, key)
-        preds = _top([n for n in lex if n in closure.pso], lex, PREDICATE_SEEDS, key)
-        expansion = self._expand(seeds, lex)
-        chosen = set(seeds)
-        expanded = _top([n for n in expansion if n not in chosen], expansion, EXPANDED, key)
-        candidates: set[Triple] = set()
-        for node in (*seeds, *expanded):
-            candidates.update(self._around(node))
-        for p in preds:
-            candidates.update(self._with_predicate(p))
-
-        scores: dict[Triple, float] = {}
-        near = expansion.get
-        for t in candidates:
-            s, p, o = t
-            if p == SAMEAS and s == o:
-                continue  # a reflexive sameAs says nothing
-            scores[t] = round(_lexical_part(lex, parts, t) + near(s, 0.0) + near(o, 0.0), 9)
+        candidates, expansion = self._candidates(lex)
+        scores = _scores(candidates, lex, parts, expansion)
         if not scores:
             return []
+        key = self._terms.key
         # Canonical keys only for the facts that can still make the cut (ties included).
         cutoff = heapq.nlargest(k, scores.values())[-1]
         pool = [
@@ -425,6 +418,42 @@ class LexicalIndex:
             if score >= cutoff
         ]
         return [(-row[0], row[5]) for row in heapq.nsmallest(k, pool)]
+
+    def _candidates(self, lex: dict[int, float]) -> tuple[set[Triple], dict[int, float]]:
+        """The facts around the seed nodes, their neighbours and the seed predicates.
+
+        Also the neighbours' expansion shares (see :meth:`_expand`).
+        """
+        key = self._terms.key
+        so = self._so_degree
+        seeds = _top([n for n in lex if n in so], lex, SEEDS, key)
+        preds = _top([n for n in lex if n in self._closure.pso], lex, PREDICATE_SEEDS, key)
+        expansion = self._expand(seeds, lex)
+        chosen = set(seeds)
+        expanded = _top([n for n in expansion if n not in chosen], expansion, EXPANDED, key)
+        candidates: set[Triple] = set()
+        for node in (*seeds, *expanded):
+            candidates.update(self._around(node))
+        for p in preds:
+            candidates.update(self._with_predicate(p))
+        return candidates, expansion
+
+
+def _scores(
+    candidates: set[Triple],
+    lex: dict[int, float],
+    parts: dict[int, list[float]],
+    expansion: dict[int, float],
+) -> dict[Triple, float]:
+    """Each candidate's score: its lexical part plus its subject's and object's shares."""
+    scores: dict[Triple, float] = {}
+    near = expansion.get
+    for t in candidates:
+        s, p, o = t
+        if p == SAMEAS and s == o:
+            continue  # a reflexive sameAs says nothing
+        scores[t] = round(_lexical_part(lex, parts, t) + near(s, 0.0) + near(o, 0.0), 9)
+    return scores
 
 
 def _lexical_part(lex: dict[int, float], parts: dict[int, list[float]], t: Triple) -> float:

@@ -361,16 +361,7 @@ class GraphStore:
     def _mutate(self, quads: list[tuple[Term, Term, Term, IRI | None]], adding: bool) -> int:
         with self._lock:
             state = self._open_sync()
-            if adding:
-                ids = [state.intern(q) for q in quads]
-                todo = [q for q in dict.fromkeys(ids) if q[3] not in state.graphs.get(q[:3], ())]
-            else:
-                found = (state.lookup(q) for q in quads)
-                todo = [
-                    q
-                    for q in dict.fromkeys(f for f in found if f is not None)
-                    if q[3] in state.graphs.get(q[:3], ())
-                ]
+            todo = _new_quads(state, quads) if adding else _held_quads(state, quads)
             if not todo:
                 return 0
             if self._disk is not None:
@@ -444,41 +435,53 @@ class GraphStore:
             ids = [None if t is None else state.terms.lookup(t) for t in pattern]
             if any(i is None and t is not None for i, t in zip(ids, pattern, strict=True)):
                 return []
-            want_g: int | EllipsisType | None = ...
-            if graph is not ...:
-                named = None if graph is None else to_term(graph, "graph", prefixes=self.prefixes)
-                if isinstance(named, IRI) and named.value == ENTAILED_GRAPH:
-                    want_g = None  # however it was spelt (a str, <...>, an IRI)
-                else:
-                    g_term = self._graph(graph)
-                    want_g = 0 if g_term is None else state.terms.lookup(g_term)
-                    if want_g is None:
-                        return []
-            out: list[Quad] = []
-            for t in self._match(state, ids[0], ids[1], ids[2]):
-                graphs = state.graphs.get(t)
-                for g in sorted(graphs) if graphs else ([None] if entailed else []):
-                    if want_g is ... or want_g == g:
-                        out.append(state.quad(t, g))
+            want_g = self._wanted_graph(state, graph)
+            if want_g == _NO_SUCH_GRAPH:
+                return []
+            out = self._collect(state, ids, want_g, entailed)
         out.sort(key=lambda q: (q.subject.key, q.predicate.key, q.object.key, q.graph or ""))
+        return out
+
+    def _wanted_graph(self, state: _State, graph: object) -> int | EllipsisType | None:
+        """The graph id ``quads(graph=...)`` keeps: ``...`` any, ``None`` the entailments.
+
+        :data:`_NO_SUCH_GRAPH` when the graph named holds nothing.
+        """
+        if graph is ...:
+            return ...
+        named = None if graph is None else to_term(graph, "graph", prefixes=self.prefixes)
+        if isinstance(named, IRI) and named.value == ENTAILED_GRAPH:
+            return None  # however it was spelt (a str, <...>, an IRI)
+        g_term = self._graph(graph)
+        found = 0 if g_term is None else state.terms.lookup(g_term)
+        return _NO_SUCH_GRAPH if found is None else found
+
+    @staticmethod
+    def _collect(
+        state: _State,
+        ids: list[int | None],
+        want_g: int | EllipsisType | None,
+        entailed: bool,
+    ) -> list[Quad]:
+        """The quads of the closure triples matching ``ids`` that are in graph ``want_g``."""
+        out: list[Quad] = []
+        for t in GraphStore._match(state, ids[0], ids[1], ids[2]):
+            graphs = state.graphs.get(t)
+            for g in sorted(graphs) if graphs else ([None] if entailed else []):
+                if want_g is ... or want_g == g:
+                    out.append(state.quad(t, g))
         return out
 
     @staticmethod
     def _match(state: _State, s: int | None, p: int | None, o: int | None) -> Iterator[Triple]:
         c = state.closure
         if s is not None:
-            for p2, objs in c.spo.get(s, {}).items():
-                if p is None or p == p2:
-                    yield from ((s, p2, o2) for o2 in objs if o is None or o == o2)
-        elif o is not None:
-            for p2, subs in c.ops.get(o, {}).items():
-                if p is None or p == p2:
-                    yield from ((s2, p2, o) for s2 in subs)
-        elif p is not None:
-            for s2, objs in c.pso.get(p, {}).items():
-                yield from ((s2, p, o2) for o2 in objs)
-        else:
-            yield from c.triples
+            return _from_subject(c.spo.get(s, {}), s, p, o)
+        if o is not None:
+            return _from_object(c.ops.get(o, {}), p, o)
+        if p is not None:
+            return ((s2, p, o2) for s2, objs in c.pso.get(p, {}).items() for o2 in objs)
+        return iter(c.triples)
 
     def contains(self, subject: TermInput, predicate: TermInput, object: TermInput) -> bool:
         """Whether the closure (asserted or entailed) holds this triple."""
@@ -567,6 +570,43 @@ def _check_path(path: object) -> Path | None:
     return Path(resolved)
 
 
+_NO_SUCH_GRAPH = -1  # what GraphStore._wanted_graph answers for a graph holding nothing
+
+
+def _from_subject(
+    by_predicate: Mapping[int, Iterable[int]], s: int, p: int | None, o: int | None
+) -> Iterator[Triple]:
+    """The triples of subject ``s`` (``by_predicate``: its objects by predicate) matching."""
+    for p2, objs in by_predicate.items():
+        if p is None or p == p2:
+            yield from ((s, p2, o2) for o2 in objs if o is None or o == o2)
+
+
+def _from_object(
+    by_predicate: Mapping[int, Iterable[int]], p: int | None, o: int
+) -> Iterator[Triple]:
+    """The triples of object ``o`` (``by_predicate``: its subjects by predicate) matching."""
+    for p2, subs in by_predicate.items():
+        if p is None or p == p2:
+            yield from ((s2, p2, o) for s2 in subs)
+
+
+def _new_quads(state: _State, quads: list[tuple[Term, Term, Term, IRI | None]]) -> list[_Quad]:
+    """The distinct ``quads`` not yet asserted (their terms interned in ``state``)."""
+    ids = [state.intern(q) for q in quads]
+    return [q for q in dict.fromkeys(ids) if q[3] not in state.graphs.get(q[:3], ())]
+
+
+def _held_quads(state: _State, quads: list[tuple[Term, Term, Term, IRI | None]]) -> list[_Quad]:
+    """The distinct ``quads`` that are asserted in ``state``."""
+    found = (state.lookup(q) for q in quads)
+    return [
+        q
+        for q in dict.fromkeys(f for f in found if f is not None)
+        if q[3] in state.graphs.get(q[:3], ())
+    ]
+
+
 def _check_prefixes(prefixes: object) -> dict[str, str]:
     if prefixes is None:
         return {}
@@ -590,7 +630,14 @@ def _parse_state(state: Mapping[str, Any]) -> list[tuple[Term, Term, Term, IRI |
             f"a graph state has exactly the keys format={FORMAT!r}, version and quads; "
             f"got {sorted(state)}"
         )
-    version = state["version"]
+    _check_state_version(state["version"])
+    rows = state["quads"]
+    if not isinstance(rows, list):
+        raise GraphStateError("graph state quads must be a list")
+    return [_parse_row(i, row) for i, row in enumerate(rows)]
+
+
+def _check_state_version(version: object) -> None:
     if not isinstance(version, int) or isinstance(version, bool) or version < 1:
         raise GraphStateError(f"graph state version must be a positive integer, not {version!r}")
     if version > GRAPH_STATE_FORMAT_VERSION:
@@ -598,25 +645,21 @@ def _parse_state(state: Mapping[str, Any]) -> list[tuple[Term, Term, Term, IRI |
             f"graph state version {version} is newer than {GRAPH_STATE_FORMAT_VERSION}; "
             "upgrade to read it"
         )
-    rows = state["quads"]
-    if not isinstance(rows, list):
-        raise GraphStateError("graph state quads must be a list")
-    out: list[tuple[Term, Term, Term, IRI | None]] = []
-    for i, row in enumerate(rows):
-        if not isinstance(row, list) or len(row) != 4:
-            raise GraphStateError(f"quad {i} must be [subject, predicate, object, graph]")
-        s, p, o, g = row
-        try:
-            if g is not None and (not isinstance(g, str) or g == ENTAILED_GRAPH):
-                raise GraphTermError(f"graph: {g!r} is not an assertable graph name")
-            out.append(
-                (
-                    term_from_json(s, "subject"),
-                    term_from_json(p, "predicate"),
-                    term_from_json(o, "object"),
-                    None if g is None else IRI(term_from_json(g, "graph").key),
-                )
-            )
-        except GraphTermError as exc:
-            raise GraphStateError(f"quad {i}: {exc.message}") from exc
-    return out
+
+
+def _parse_row(i: int, row: object) -> tuple[Term, Term, Term, IRI | None]:
+    """Quad ``i`` of a graph state, ``[subject, predicate, object, graph]``, parsed."""
+    if not isinstance(row, list) or len(row) != 4:
+        raise GraphStateError(f"quad {i} must be [subject, predicate, object, graph]")
+    s, p, o, g = row
+    try:
+        if g is not None and (not isinstance(g, str) or g == ENTAILED_GRAPH):
+            raise GraphTermError(f"graph: {g!r} is not an assertable graph name")
+        return (
+            term_from_json(s, "subject"),
+            term_from_json(p, "predicate"),
+            term_from_json(o, "object"),
+            None if g is None else IRI(term_from_json(g, "graph").key),
+        )
+    except GraphTermError as exc:
+        raise GraphStateError(f"quad {i}: {exc.message}") from exc

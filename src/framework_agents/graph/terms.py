@@ -179,38 +179,47 @@ def to_term(
         term = _iri(value.value, position, prefixes)
     elif isinstance(value, Literal):
         term = _literal(value.value, value.datatype, value.lang, position)
-    elif isinstance(value, bool):
-        term = Literal("true" if value else "false", "xsd:boolean")
-    elif isinstance(value, int):
-        if value.bit_length() > _MAX_INT_BITS:
-            raise _fail(position, f"a number is limited to {MAX_TERM_LENGTH} digits")
-        term = _literal(str(value), "xsd:integer", None, position)
-    elif isinstance(value, float):
-        if not math.isfinite(value):
-            raise _fail(position, "a number must be finite")
-        term = Literal(repr(value), "xsd:double")
+    elif isinstance(value, bool | int | float):
+        term = _number(value, position)
     elif isinstance(value, str):
-        text = value.strip()
-        if not text:
-            raise _fail(position, "a term must not be empty")
-        if text.startswith("<") and text.endswith(">"):
-            term = _iri(text[1:-1], position, prefixes)
-        elif position == "predicate" and text == "a":
-            term = IRI("rdf:type")
-        elif _CURIE.match(text) or (position != "object" and not re.search(r"\s", text)):
-            term = _iri(text, position, prefixes)
-        elif position == "object":
-            term = _literal(value, None, None, position)
-        else:
-            raise _fail(
-                position,
-                f"{text[:60]!r} is not an entity name: no spaces (write names like ex:AliceSmith)",
-            )
+        term = _term_from_text(value, position, prefixes)
     else:
         raise _fail(position, f"unsupported term type {type(value).__name__}")
     if isinstance(term, Literal) and position != "object":
         raise _fail(position, "a literal may only be the object of a fact")
     return term
+
+
+def _number(value: bool | int | float, position: Position) -> Literal:
+    """The typed literal of a bool (``xsd:boolean``), int or float."""
+    if isinstance(value, bool):
+        return Literal("true" if value else "false", "xsd:boolean")
+    if isinstance(value, int):
+        if value.bit_length() > _MAX_INT_BITS:
+            raise _fail(position, f"a number is limited to {MAX_TERM_LENGTH} digits")
+        return _literal(str(value), "xsd:integer", None, position)
+    if not math.isfinite(value):
+        raise _fail(position, "a number must be finite")
+    return Literal(repr(value), "xsd:double")
+
+
+def _term_from_text(value: str, position: Position, prefixes: Mapping[str, str]) -> Term:
+    """A string as a term: ``<iri>``, ``a``, a CURIE or entity name, else a plain literal."""
+    text = value.strip()
+    if not text:
+        raise _fail(position, "a term must not be empty")
+    if text.startswith("<") and text.endswith(">"):
+        return _iri(text[1:-1], position, prefixes)
+    if position == "predicate" and text == "a":
+        return IRI("rdf:type")
+    if _CURIE.match(text) or (position != "object" and not re.search(r"\s", text)):
+        return _iri(text, position, prefixes)
+    if position == "object":
+        return _literal(value, None, None, position)
+    raise _fail(
+        position,
+        f"{text[:60]!r} is not an entity name: no spaces (write names like ex:AliceSmith)",
+    )
 
 
 def term_to_json(term: Term) -> str | dict[str, str]:

@@ -295,38 +295,45 @@ class MemoryFiles:
 
     def _journal_state(self, state: State, known: State | None) -> State:
         assert state.token is not None
-        reused = known is not None and state.entries is known.entries
         opened = self._open(self.journal)
         fd, st = opened if opened is not None else (-1, None)
         key = None if st is None else (st.st_dev, st.st_ino)
-        warm = reused and known is not None and known.journal_key == key and not known.stale
-        if reused and not warm and len(state.entries.ids) != state.doc_count:
-            state.entries = state.entries.head(state.doc_count)  # only the document's part
-            state.entries.cut(self.max_messages)
+        warm = _continued_from(state, known, key)
+        if warm is None and known is not None and state.entries is known.entries:
+            self._keep_document_part(state)
         if st is None or key is None:
             return state
-        start = known.journal_end if warm and known is not None else 0
+        start = 0 if warm is None else warm.journal_end
         try:
             data = self._read(fd, st, self.journal, start, self.max_bytes - state.doc_bytes)
         finally:
             os.close(fd)
         found = self._scan(data, start)
         payloads = found.payloads
-        if not warm:
+        if warm is None:
             if not payloads or self._header_token(payloads[0]) != state.token:
                 state.journal_key = key
                 state.stale = True
                 return state
             payloads = payloads[1:]
-        batches = [parse_record(payload, self.journal) for payload in payloads]
-        entries = known.entries if warm and known is not None else state.entries
-        for batch in batches:
-            entries.add_messages(batch)
-            entries.cut(self.max_messages)
-        state.entries = entries
+        state.entries = self._add_records(state.entries if warm is None else warm.entries, payloads)
         state.journal_key = key
         state.journal_end = found.end
         return state
+
+    def _keep_document_part(self, state: State) -> None:
+        """Cut ``state``'s entries back to the document's (journal records dropped)."""
+        if len(state.entries.ids) != state.doc_count:
+            state.entries = state.entries.head(state.doc_count)
+            state.entries.cut(self.max_messages)
+
+    def _add_records(self, entries: Entries, payloads: list[bytes]) -> Entries:
+        """``entries`` with the messages of journal record ``payloads`` added, in order."""
+        batches = [parse_record(payload, self.journal) for payload in payloads]
+        for batch in batches:
+            entries.add_messages(batch)
+            entries.cut(self.max_messages)
+        return entries
 
     # -- writing -----------------------------------------------------------------------
 
@@ -402,3 +409,15 @@ def messages_of(entries: Entries) -> list[Message]:
     """The messages of ``entries`` (one parse of canonical fragments)."""
     data = b"[" + SEP.join(entries.frags) + b"]"
     return parse_items(data, 1, len(data) - 1)
+
+
+def _continued_from(state: State, known: State | None, key: tuple[int, int] | None) -> State | None:
+    """``known`` when ``state`` holds its entries and its journal (``key``) is unchanged.
+
+    The journal is then read on from ``known.journal_end``; else (``None``) from the top.
+    """
+    if known is None or state.entries is not known.entries:
+        return None
+    if known.journal_key != key or known.stale:
+        return None
+    return known

@@ -85,6 +85,33 @@ def _assistant_blocks(msg: Message) -> list[dict[str, Any]]:
     return blocks
 
 
+def _turn_of(msg: Message) -> tuple[str, list[dict[str, Any]]]:
+    """The role and content blocks a user, tool or assistant message sends."""
+    if msg.role == "tool":
+        result: dict[str, Any] = {"type": "tool_result", "tool_use_id": msg.tool_call_id}
+        if msg.text:
+            result["content"] = msg.text
+        if msg.kind == "tool_error":
+            result["is_error"] = True
+        return "user", [result]
+    if msg.role == "user":
+        return "user", [{"type": "text", "text": msg.text}] if msg.text else []
+    return "assistant", _assistant_blocks(msg)
+
+
+def _add_turn(turns: list[dict[str, Any]], role: str, blocks: list[dict[str, Any]]) -> None:
+    """Add ``blocks`` to ``turns``: to the last turn when it has ``role``, else as a new one."""
+    if not turns or turns[-1]["role"] != role:
+        turns.append({"role": role, "content": blocks})
+    elif role == "assistant" and blocks[0]["type"] in _THINKING_TYPES:
+        # Merged, the thinking would no longer open the turn, which the API
+        # requires of the turn before the newest tool results: keep both apart.
+        turns.append({"role": "user", "content": [_continued()]})
+        turns.append({"role": role, "content": blocks})
+    else:
+        turns[-1]["content"].extend(blocks)
+
+
 def to_anthropic_messages(
     messages: Sequence[Message], *, system_prompt: str | None = None
 ) -> tuple[str | None, list[dict[str, Any]]]:
@@ -96,32 +123,9 @@ def to_anthropic_messages(
             if msg.text:
                 system.append(msg.text)
             continue
-        if msg.role == "tool":
-            role = "user"
-            result: dict[str, Any] = {"type": "tool_result", "tool_use_id": msg.tool_call_id}
-            if msg.text:
-                result["content"] = msg.text
-            if msg.kind == "tool_error":
-                result["is_error"] = True
-            blocks = [result]
-        elif msg.role == "user":
-            role = "user"
-            blocks = [{"type": "text", "text": msg.text}] if msg.text else []
-        else:
-            role = "assistant"
-            blocks = _assistant_blocks(msg)
-        if not blocks:
-            continue
-        if turns and turns[-1]["role"] == role:
-            if role == "assistant" and blocks[0]["type"] in _THINKING_TYPES:
-                # Merged, the thinking would no longer open the turn, which the API
-                # requires of the turn before the newest tool results: keep both apart.
-                turns.append({"role": "user", "content": [_continued()]})
-                turns.append({"role": role, "content": blocks})
-            else:
-                turns[-1]["content"].extend(blocks)
-        else:
-            turns.append({"role": role, "content": blocks})
+        role, blocks = _turn_of(msg)
+        if blocks:
+            _add_turn(turns, role, blocks)
     if turns and turns[0]["role"] == "assistant":
         turns.insert(0, {"role": "user", "content": [_continued()]})
     return ("\n\n".join(system) if system else None), turns
@@ -157,6 +161,38 @@ def _usage(raw: object) -> dict[str, Any] | None:
     }
 
 
+class _Blocks:
+    """The content, tool calls, argument errors and skipped kinds of response blocks."""
+
+    def __init__(self) -> None:
+        self.content: list[TextBlock | ReasoningBlock] = []
+        self.calls: list[ToolCall] = []
+        self.errors: dict[str, str] = {}
+        self.skipped: list[str] = []
+
+    def add(self, block: Mapping[str, Any]) -> None:
+        """Take in one content block of a response."""
+        kind = block.get("type")
+        if kind == "text":
+            if block.get("text"):
+                self.content.append(TextBlock(block["text"]))
+        elif kind == "thinking":
+            self.content.append(ReasoningBlock(block.get("thinking") or "", block.get("signature")))
+        elif kind == "redacted_thinking":
+            redacted = REDACTED_THINKING_PREFIX + (block.get("data") or "")
+            self.content.append(ReasoningBlock("", redacted))
+        elif kind == "tool_use":
+            self._add_call(block)
+        else:
+            self.skipped.append(str(kind))
+
+    def _add_call(self, block: Mapping[str, Any]) -> None:
+        args, problem = parse_tool_arguments(block.get("input"))
+        if problem is not None:
+            self.errors[str(block.get("id"))] = problem
+        self.calls.append(ToolCall(str(block.get("id")), str(block.get("name") or ""), args))
+
+
 def _message_from_blocks(
     blocks: Sequence[Mapping[str, Any]],
     *,
@@ -165,26 +201,10 @@ def _message_from_blocks(
     model: object,
     response_id: object,
 ) -> Message:
-    content: list[TextBlock | ReasoningBlock] = []
-    calls: list[ToolCall] = []
-    errors: dict[str, str] = {}
-    skipped: list[str] = []
+    read = _Blocks()
     for block in blocks:
-        kind = block.get("type")
-        if kind == "text":
-            if block.get("text"):
-                content.append(TextBlock(block["text"]))
-        elif kind == "thinking":
-            content.append(ReasoningBlock(block.get("thinking") or "", block.get("signature")))
-        elif kind == "redacted_thinking":
-            content.append(ReasoningBlock("", REDACTED_THINKING_PREFIX + (block.get("data") or "")))
-        elif kind == "tool_use":
-            args, problem = parse_tool_arguments(block.get("input"))
-            if problem is not None:
-                errors[str(block.get("id"))] = problem
-            calls.append(ToolCall(str(block.get("id")), str(block.get("name") or ""), args))
-        else:
-            skipped.append(str(kind))
+        read.add(block)
+    content, calls, errors, skipped = read.content, read.calls, read.errors, read.skipped
     metadata: dict[str, Any] = {"model": model, "response_id": response_id}
     metadata = {k: v for k, v in metadata.items() if v is not None}
     if stop_reason is not None:
@@ -232,7 +252,7 @@ class _StreamState:
         if kind == "message_start":
             message = event.get("message") or {}
             self.model, self.response_id = message.get("model"), message.get("id")
-            self.usage.update({k: v for k, v in (message.get("usage") or {}).items() if v})
+            self._add_usage(message.get("usage"))
         elif kind == "content_block_start":
             self.blocks[event.get("index", 0)] = dict(event.get("content_block") or {})
         elif kind == "content_block_delta":
@@ -240,8 +260,12 @@ class _StreamState:
         elif kind == "message_delta":
             delta = event.get("delta") or {}
             self.stop_reason = delta.get("stop_reason") or self.stop_reason
-            self.usage.update({k: v for k, v in (event.get("usage") or {}).items() if v})
+            self._add_usage(event.get("usage"))
         return []
+
+    def _add_usage(self, usage: Mapping[str, Any] | None) -> None:
+        """Take the set counts of a usage report (later reports update earlier ones)."""
+        self.usage.update({k: v for k, v in (usage or {}).items() if v})
 
     def _delta(self, index: int, delta: Mapping[str, Any]) -> list[ModelChunk]:
         block = self.blocks.setdefault(index, {"type": "text", "text": ""})

@@ -208,27 +208,34 @@ class _StreamState:
         if chunk.get("usage"):
             self.usage = chunk["usage"]
         for choice in chunk.get("choices") or []:
-            if choice.get("index", 0) != 0:
-                continue
-            delta = choice.get("delta") or {}
-            thinking = _reasoning_of(delta)
-            if thinking:
-                self.reasoning.append(thinking)
-                out.append(ReasoningDelta(thinking))
-            content = delta.get("content")
-            if content:
-                self.text.append(content)
-                out.append(TextDelta(content))
-            for call in delta.get("tool_calls") or []:
-                slot = self._slot(call)
-                function = call.get("function") or {}
-                slot[0] = slot[0] or call.get("id")
-                slot[1] = slot[1] or function.get("name") or ""
-                if function.get("arguments"):
-                    slot[2].append(function["arguments"])
-            if choice.get("finish_reason"):
-                self.finish_reason = choice["finish_reason"]
+            if choice.get("index", 0) == 0:
+                self._feed_choice(choice, out)
         return out
+
+    def _feed_choice(self, choice: Mapping[str, Any], out: list[ModelChunk]) -> None:
+        """Take in the first choice of a chunk; its text and reasoning pieces go to ``out``."""
+        delta = choice.get("delta") or {}
+        thinking = _reasoning_of(delta)
+        if thinking:
+            self.reasoning.append(thinking)
+            out.append(ReasoningDelta(thinking))
+        content = delta.get("content")
+        if content:
+            self.text.append(content)
+            out.append(TextDelta(content))
+        for call in delta.get("tool_calls") or []:
+            self._feed_call(call)
+        if choice.get("finish_reason"):
+            self.finish_reason = choice["finish_reason"]
+
+    def _feed_call(self, call: Mapping[str, Any]) -> None:
+        """Take in a tool-call delta: an id, a name, a piece of the arguments."""
+        slot = self._slot(call)
+        function = call.get("function") or {}
+        slot[0] = slot[0] or call.get("id")
+        slot[1] = slot[1] or function.get("name") or ""
+        if function.get("arguments"):
+            slot[2].append(function["arguments"])
 
     def _slot(self, call: Mapping[str, Any]) -> list[Any]:
         """The call a tool-call delta continues, or a new one.

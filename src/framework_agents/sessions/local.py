@@ -244,8 +244,7 @@ class LocalFileStorage(CompareAndPut, AutoPrune):
             for index, name in enumerate(dirs):
                 fds.append(self._open_dir(key, fds[-1], name, index, create=create))
         except BaseException:
-            for fd in fds:
-                os.close(fd)
+            _close_all(fds)
             raise
         return fds
 
@@ -290,8 +289,7 @@ class LocalFileStorage(CompareAndPut, AutoPrune):
                             pass  # a value is there: compared under its lock (a conflict)
                     self._swap_locked(key, tuple(dirs), fds[-1], name, data, expected, deadline)
                 finally:
-                    for fd in fds:
-                        os.close(fd)
+                    _close_all(fds)
                 return
             except _NotADir as exc:
                 parent = "/".join(segments[: exc.index + 1])
@@ -419,6 +417,7 @@ class LocalFileStorage(CompareAndPut, AutoPrune):
 
     def _read_value(self, key: str, dfd: int, name: str) -> bytes | None:
         """The bytes of ``name`` in the directory ``dfd``, or ``None`` (no value there)."""
+        # O_NONBLOCK: a FIFO planted under the root must not hang the reader.
         flags = os.O_RDONLY | os.O_NONBLOCK | _NOFOLLOW | _CLOEXEC
         try:
             fd = os.open(name, flags, dir_fd=dfd)
@@ -431,7 +430,7 @@ class LocalFileStorage(CompareAndPut, AutoPrune):
         try:
             mode = os.fstat(fd).st_mode
             if stat.S_ISDIR(mode):
-                return None
+                return None  # a directory of keys is not a value
             if not stat.S_ISREG(mode):
                 raise _odd_file_error(key)
             chunks: builtins.list[bytes] = []
@@ -448,31 +447,9 @@ class LocalFileStorage(CompareAndPut, AutoPrune):
         except (FileNotFoundError, _NotADir):
             return None
         try:
-            # O_NONBLOCK: a FIFO planted under the root must not hang the reader.
-            flags = os.O_RDONLY | os.O_NONBLOCK | _NOFOLLOW | _CLOEXEC
-            try:
-                fd = os.open(name, flags, dir_fd=fds[-1])
-            except FileNotFoundError:
-                return None
-            except OSError as exc:
-                if exc.errno == errno.ELOOP:
-                    raise _symlink_error(key, name) from None
-                raise
-            try:
-                mode = os.fstat(fd).st_mode
-                if stat.S_ISDIR(mode):
-                    return None  # a directory of keys is not a value
-                if not stat.S_ISREG(mode):
-                    raise _odd_file_error(key)
-                chunks: builtins.list[bytes] = []
-                while chunk := os.read(fd, 1 << 20):
-                    chunks.append(chunk)
-                return b"".join(chunks)
-            finally:
-                os.close(fd)
+            return self._read_value(key, fds[-1], name)
         finally:
-            for fd in fds:
-                os.close(fd)
+            _close_all(fds)
 
     def _delete_sync(
         self,
@@ -493,46 +470,33 @@ class LocalFileStorage(CompareAndPut, AutoPrune):
             return False
         try:
             dfd = fds[-1]
-            try:
-                st = os.stat(name, dir_fd=dfd, follow_symlinks=False)
-            except FileNotFoundError:
+            if not _holds_value_file(key, dfd, name):
                 return False
-            if stat.S_ISLNK(st.st_mode):
-                raise _symlink_error(key, name)
-            if not stat.S_ISREG(st.st_mode):
-                return False  # not a value
             try:
                 lock = _key_lock(key, dfd, name, exclusive=True, create=True, deadline=deadline)
             except FileNotFoundError:
                 return False  # its directory went with a concurrent delete of the key
             assert lock is not None  # created when missing
             try:
-                value, log = (
-                    ident_or_none(name, dir_fd=dfd),
-                    ident_or_none(log_name(name), dir_fd=dfd),
-                )
-                newest = max(value[3] if value else 0, log[3] if log else 0)
-                if value is not None and cutoff is not None and newest >= cutoff * 1e9:
+                value = ident_or_none(name, dir_fd=dfd)
+                if _written_since(dfd, name, value, cutoff):
                     return False  # written since: kept (and its lock file with it)
-                with contextlib.suppress(FileNotFoundError):
-                    os.unlink(name, dir_fd=dfd)
-                drop_log_at(dfd, name)
-                os.unlink(_lock_name(name), dir_fd=dfd)  # held: a waiter takes it again
-                os.fsync(dfd)
-                self._logs.pop(key, None)
+                self._unlink_key(key, dfd, name)
             finally:
                 os.close(lock)
-            # Prune directories left empty, deepest first; stop at the first non-empty one.
-            for depth in range(len(dirs), 0, -1):
-                try:
-                    os.rmdir(dirs[depth - 1], dir_fd=fds[depth - 1])
-                except OSError:
-                    break
-                os.fsync(fds[depth - 1])
+            _prune_empty_dirs(dirs, fds)
             return value is not None
         finally:
-            for fd in fds:
-                os.close(fd)
+            _close_all(fds)
+
+    def _unlink_key(self, key: str, dfd: int, name: str) -> None:
+        """Remove the value ``name``, its log and its (held) lock file from ``dfd``."""
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(name, dir_fd=dfd)
+        drop_log_at(dfd, name)
+        os.unlink(_lock_name(name), dir_fd=dfd)  # held: a waiter takes it again
+        os.fsync(dfd)
+        self._logs.pop(key, None)
 
     def _list_sync(self, prefix: str, dirs: builtins.list[str], tail: str) -> builtins.list[str]:
         key = prefix or "<root>"
@@ -550,8 +514,7 @@ class LocalFileStorage(CompareAndPut, AutoPrune):
                 if k.startswith(prefix) and is_valid_key(k)
             ]
         finally:
-            for fd in fds:
-                os.close(fd)
+            _close_all(fds)
         return sorted(found)
 
     @staticmethod
@@ -664,8 +627,7 @@ class LocalFileStorage(CompareAndPut, AutoPrune):
                 key, fds[-1], name, exclusive=exclusive, create=exclusive, deadline=deadline
             )
         except BaseException as exc:
-            for fd in fds:
-                os.close(fd)
+            _close_all(fds)
             if isinstance(exc, FileNotFoundError):
                 return None  # the directory went with a concurrent delete
             raise
@@ -686,8 +648,7 @@ class LocalFileStorage(CompareAndPut, AutoPrune):
         finally:
             if lock is not None:
                 os.close(lock)
-            for fd in fds:
-                os.close(fd)
+            _close_all(fds)
 
     def _append_logged_sync(
         self,
@@ -731,8 +692,7 @@ class LocalFileStorage(CompareAndPut, AutoPrune):
         finally:
             if lock is not None:
                 os.close(lock)
-            for fd in fds:
-                os.close(fd)
+            _close_all(fds)
 
     async def _io(self, action: str, key: str, fn: Callable[..., _T], *args: object) -> _T:
         """Run ``fn`` in a thread; an ``OSError`` becomes ``STORAGE_IO`` naming key and root."""
@@ -783,3 +743,43 @@ class LocalFileStorage(CompareAndPut, AutoPrune):
         if dirs:
             self._check_contained(prefix, dirs)
         return await self._io("list", prefix, self._list_sync, prefix, dirs, tail)
+
+
+def _holds_value_file(key: str, dfd: int, name: str) -> bool:
+    """Whether ``name`` in the directory ``dfd`` is a regular file (a symlink is an error)."""
+    try:
+        st = os.stat(name, dir_fd=dfd, follow_symlinks=False)
+    except FileNotFoundError:
+        return False
+    if stat.S_ISLNK(st.st_mode):
+        raise _symlink_error(key, name)
+    return stat.S_ISREG(st.st_mode)
+
+
+def _written_since(dfd: int, name: str, value: FileIdent | None, cutoff: float | None) -> bool:
+    """Whether value ``name`` (ident ``value``) or its log was written since ``cutoff``.
+
+    ``cutoff`` is in epoch seconds (a write at that very moment counts); ``False`` with
+    no value or no cutoff.
+    """
+    if value is None or cutoff is None:
+        return False
+    log = ident_or_none(log_name(name), dir_fd=dfd)
+    newest = max(value[3], log[3] if log else 0)
+    return newest >= cutoff * 1e9
+
+
+def _prune_empty_dirs(dirs: list[str], fds: list[int]) -> None:
+    """Remove the directories left empty, deepest first; stop at the first non-empty one."""
+    for depth in range(len(dirs), 0, -1):
+        try:
+            os.rmdir(dirs[depth - 1], dir_fd=fds[depth - 1])
+        except OSError:
+            break
+        os.fsync(fds[depth - 1])
+
+
+def _close_all(fds: list[int]) -> None:
+    """Close the directory descriptors of a walk."""
+    for fd in fds:
+        os.close(fd)
