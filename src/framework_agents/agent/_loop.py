@@ -595,19 +595,50 @@ async def _execute(setup: RunSetup, tool: Tool | None, call: ToolCall) -> Messag
     return _tool_message(call, text)
 
 
+def _preset_result(plan: _Plan) -> Message | None:
+    """The result a rejected call gets without running (``None``: the call runs)."""
+    if plan.decision is None or plan.decision.kind != "reject":
+        return None
+    reason = plan.decision.reason or ""
+    return _tool_message(plan.call, f"Rejected: {reason}", kind="rejected", reason=reason)
+
+
+def _checked_result(ctx: ToolCallContext, plan: _Plan) -> Message:
+    """``after_tool``'s result as a tool message answering ``plan.call``, arguments noted.
+
+    An edited call's result records the arguments it ran with; a call approved by bare
+    tool name (the human may never have seen these arguments: a re-issued call) records
+    which ones ran.
+    """
+    result = ctx.result
+    if not isinstance(result, Message):
+        raise InvalidArgumentError(
+            f"after_tool's ctx.result must be a Message, got {result!r:.200}"
+        )
+    if result.role != "tool" or result.tool_call_id != plan.call.id:
+        result = result.model_copy(
+            update={"role": "tool", "tool_call_id": plan.call.id, "name": plan.call.name}
+        )
+    decision = plan.decision
+    if decision is None:
+        return result
+    noted = "edited_args" if decision.kind == "edit" else None
+    if noted is None and decision.source == "wildcard":
+        noted = "ran_args"
+    if noted is None:
+        return result
+    return result.model_copy(update={"metadata": {**result.metadata, noted: plan.run_call.args}})
+
+
 async def _run_call(setup: RunSetup, run: LoopRun, plan: _Plan, turn: int) -> Message:
     """Middleware, decision and execution of one call; the result answers ``plan.call``."""
-    preset: Message | None = None
-    if plan.decision is not None and plan.decision.kind == "reject":
-        reason = plan.decision.reason or ""
-        preset = _tool_message(plan.call, f"Rejected: {reason}", kind="rejected", reason=reason)
     ctx = ToolCallContext(
         setup.owner,
         plan.run_call,
         setup.tools.get(plan.run_call.name),
         turn,
         decision=plan.decision,
-        result=preset,
+        result=_preset_result(plan),
     )
     await setup.middleware.run("before_tool", ctx)
     if not isinstance(ctx.call, ToolCall):
@@ -622,26 +653,7 @@ async def _run_call(setup: RunSetup, run: LoopRun, plan: _Plan, turn: int) -> Me
             run.ran.append(ctx.call)
         ctx.result = await trace_tool(ctx.call, _execute(setup, tool, ctx.call))
     await setup.middleware.run("after_tool", ctx)
-    result = ctx.result
-    if not isinstance(result, Message):
-        raise InvalidArgumentError(
-            f"after_tool's ctx.result must be a Message, got {result!r:.200}"
-        )
-    if result.role != "tool" or result.tool_call_id != plan.call.id:
-        result = result.model_copy(
-            update={"role": "tool", "tool_call_id": plan.call.id, "name": plan.call.name}
-        )
-    if plan.decision is not None and plan.decision.kind == "edit":
-        result = result.model_copy(
-            update={"metadata": {**result.metadata, "edited_args": plan.run_call.args}}
-        )
-    elif plan.decision is not None and plan.decision.source == "wildcard":
-        # Approved by bare tool name: the human may never have seen these arguments (a
-        # re-issued call), so the result says which ones ran.
-        result = result.model_copy(
-            update={"metadata": {**result.metadata, "ran_args": plan.run_call.args}}
-        )
-    return result
+    return _checked_result(ctx, plan)
 
 
 async def run_call(
@@ -661,14 +673,28 @@ async def run_call(
     return await _run_call(setup, run, _Plan(call, run_as, decision), 0)
 
 
+async def _cancel_all(tasks: Sequence[asyncio.Task[Message]]) -> None:
+    """Cancel the calls still running and wait until every one has stopped."""
+    for task in tasks:
+        task.cancel()
+    await asyncio.gather(*tasks, return_exceptions=True)
+
+
+def _result_event(message: Message) -> ToolResultEvent:
+    return ToolResultEvent(
+        call_id=message.tool_call_id or "", tool=message.name or "", message=message
+    )
+
+
 async def _run_tools(
     setup: RunSetup, run: LoopRun, response: Message, plans: list[_Plan], turn: int
 ) -> AsyncIterator[AgentEvent]:
     """Run a turn's calls concurrently; yield each result as it lands; store in call order."""
     history = run.visible()
     run.transcript.append(response)
-    if run.hooks.on_turn_start is not None:
-        await run.hooks.on_turn_start(list(history), response)
+    hooks = run.hooks
+    if hooks.on_turn_start is not None:
+        await hooks.on_turn_start(list(history), response)
     tasks = [asyncio.create_task(_run_call(setup, run, plan, turn)) for plan in plans]
     position = {task: i for i, task in enumerate(tasks)}
     results: list[Message | None] = [None] * len(tasks)
@@ -679,26 +705,89 @@ async def _run_tools(
             for task in sorted(done, key=position.__getitem__):
                 message = task.result()
                 results[position[task]] = message
-                yield ToolResultEvent(
-                    call_id=message.tool_call_id or "", tool=message.name or "", message=message
-                )
-                if run.hooks.on_tool_result is not None:
-                    await run.hooks.on_tool_result(
-                        ToolProgress(
-                            history,
-                            response,
-                            plans[position[task]].call,
-                            message,
-                            [r for r in results if r is not None],
-                        )
+                yield _result_event(message)
+                if hooks.on_tool_result is not None:
+                    landed = [r for r in results if r is not None]
+                    progress = ToolProgress(
+                        history, response, plans[position[task]].call, message, landed
                     )
+                    await hooks.on_tool_result(progress)
     finally:
-        for task in tasks:
-            task.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
+        await _cancel_all(tasks)
     run.transcript.extend(r for r in results if r is not None)
-    if run.hooks.on_tool_turn is not None:
-        await run.hooks.on_tool_turn(run.visible())
+    if hooks.on_tool_turn is not None:
+        await hooks.on_tool_turn(run.visible())
+
+
+def _begin(run: LoopRun) -> None:
+    """Build the transcript: the history repaired, then the prompt (if any)."""
+    run.set_transcript(CheckedHistory.repaired(run.history))
+    run.grown_from = run.checked
+    if run.prompt is not None:
+        run.transcript.append(run.prompt)
+    run.started = True
+
+
+def _next_turn(setup: RunSetup, run: LoopRun) -> int:
+    """Count one more model turn (``MAX_TURNS`` past the limit): its number."""
+    if run.turns >= setup.max_turns:
+        raise MaxTurnsError(
+            f"the run reached max_turns={setup.max_turns} model calls without a final answer"
+        )
+    run.turns += 1
+    return run.turns
+
+
+async def _manage(setup: RunSetup, run: LoopRun) -> None:
+    """Let the conversation manager shape the transcript before a model call."""
+    managed = await setup.manager().before_model(run.checked_transcript())
+    # A manager that keeps everything hands back the transcript's messages: one
+    # list-to-list comparison, and the loop goes on with its own list.
+    if not (isinstance(managed, list) and managed == run.transcript):
+        run.set_transcript(kept_checked(managed, run.checked))
+
+
+def _tool_call_events(setup: RunSetup, run: LoopRun, response: Message) -> list[ToolCallEvent]:
+    """The events announcing a tool turn's calls (``MAX_TURNS`` when no turn is left)."""
+    if run.turns >= setup.max_turns:
+        raise MaxTurnsError(
+            f"the model still called tools after max_turns={setup.max_turns} model calls"
+        )
+    events = []
+    for call in response.tool_calls:
+        tool = setup.tools.get(call.name)
+        requires_approval = bool(tool and tool.requires_approval)
+        events.append(
+            ToolCallEvent(call=call, message_id=response.id, requires_approval=requires_approval)
+        )
+    return events
+
+
+def _output_parsed(setup: RunSetup, run: LoopRun, response: Message, failures: int) -> bool:
+    """Parse a final answer's structured output into ``run.output``.
+
+    ``False`` when it is invalid and a correction was added for another answer (the
+    invalid answer and the correction are hidden from the stored history);
+    ``OUTPUT_INVALID`` once ``failures`` used up the retries.
+    """
+    if setup.response_format is None:
+        return True
+    try:
+        run.output = parse_output(setup.response_format, response.text)
+    except ValidationError as exc:
+        if failures >= setup.output_retries:
+            raise OutputInvalidError(
+                f"structured output stayed invalid after {failures + 1} "
+                f"answers: {correction_text(exc)}"
+            ) from None
+        correction = Message("user", correction_text(exc), metadata={"kind": _RETRY_KIND})
+        invalid = response.model_copy(
+            update={"metadata": {**response.metadata, "kind": _RETRY_KIND}}
+        )
+        run.retry_ids.update((invalid.id, correction.id))
+        run.transcript.extend((invalid, correction))
+        return False
+    return True
 
 
 async def run_loop(setup: RunSetup, run: LoopRun) -> AsyncGenerator[AgentEvent, None]:
@@ -706,27 +795,14 @@ async def run_loop(setup: RunSetup, run: LoopRun) -> AsyncGenerator[AgentEvent, 
     # Invariant: run.transcript is well formed at every step. It starts repaired, every
     # list a manager returns is repaired unless it is the transcript itself, and the loop
     # only appends a user prompt, complete tool groups and final assistant turns.
-    run.set_transcript(CheckedHistory.repaired(run.history))
-    run.grown_from = run.checked
-    if run.prompt is not None:
-        run.transcript.append(run.prompt)
-    run.started = True
+    _begin(run)
     output_failures = 0
     while True:
-        if run.turns >= setup.max_turns:
-            raise MaxTurnsError(
-                f"the run reached max_turns={setup.max_turns} model calls without a final answer"
-            )
-        run.turns += 1
-        turn = run.turns
+        turn = _next_turn(setup, run)
         response: Message | None = run.replay
         run.replay = None
         if response is None:
-            managed = await setup.manager().before_model(run.checked_transcript())
-            # A manager that keeps everything hands back the transcript's messages: one
-            # list-to-list comparison, and the loop goes on with its own list.
-            if not (isinstance(managed, list) and managed == run.transcript):
-                run.set_transcript(kept_checked(managed, run.checked))
+            await _manage(setup, run)
             async for item in _call_model(setup, run, turn):
                 if isinstance(item, _Reply):
                     response = item.message
@@ -734,38 +810,15 @@ async def run_loop(setup: RunSetup, run: LoopRun) -> AsyncGenerator[AgentEvent, 
                     yield item
         assert response is not None
         if response.tool_calls:
-            if run.turns >= setup.max_turns:
-                raise MaxTurnsError(
-                    f"the model still called tools after max_turns={setup.max_turns} model calls"
-                )
-            for call in response.tool_calls:
-                tool = setup.tools.get(call.name)
-                yield ToolCallEvent(
-                    call=call,
-                    message_id=response.id,
-                    requires_approval=bool(tool and tool.requires_approval),
-                )
-            plans = await _plan_turn(setup, run, response)
-            async for event in _run_tools(setup, run, response, plans, turn):
+            for event in _tool_call_events(setup, run, response):
                 yield event
+            plans = await _plan_turn(setup, run, response)
+            async for tool_event in _run_tools(setup, run, response, plans, turn):
+                yield tool_event
             continue
-        if setup.response_format is not None:
-            try:
-                run.output = parse_output(setup.response_format, response.text)
-            except ValidationError as exc:
-                if output_failures >= setup.output_retries:
-                    raise OutputInvalidError(
-                        f"structured output stayed invalid after {output_failures + 1} "
-                        f"answers: {correction_text(exc)}"
-                    ) from None
-                output_failures += 1
-                correction = Message("user", correction_text(exc), metadata={"kind": _RETRY_KIND})
-                invalid = response.model_copy(
-                    update={"metadata": {**response.metadata, "kind": _RETRY_KIND}}
-                )
-                run.retry_ids.update((invalid.id, correction.id))
-                run.transcript.extend((invalid, correction))
-                continue
+        if not _output_parsed(setup, run, response, output_failures):
+            output_failures += 1
+            continue
         run.final = _final_form(setup, response)
         run.transcript.append(run.final)
         return

@@ -437,6 +437,24 @@ def _refuse_idle_resume(base: ThreadCheckpoint, given: Mapping[str, Any]) -> Non
         )
 
 
+def _bind_decisions(
+    base: ThreadCheckpoint, given: Mapping[str, Any], tools: Mapping[str, Any]
+) -> tuple[dict[str, Any], bool, bool]:
+    """The decisions by key, the open interrupt's id-keyed one bound to its pending call.
+
+    With them: whether the request named the open interrupt, and whether it named only
+    other interrupts (a stale request). A key that is a tool's name is never an id.
+    """
+    open_id = base.open_interrupt_id()
+    ids = {k for k in given if is_interrupt_id(k) and k not in tools}
+    decisions = {k: v for k, v in given.items() if k not in ids}
+    named = open_id is not None and open_id in ids
+    pending = base.pending
+    if pending is not None and named:
+        decisions[hitl_key(pending.name, pending.args)] = given[open_id]  # type: ignore[index]
+    return decisions, named, bool(ids) and not named
+
+
 def _admit(
     base: ThreadCheckpoint, given: Mapping[str, Any], tools: Mapping[str, Any], opening: Opening
 ) -> _Admission:
@@ -452,18 +470,13 @@ def _admit(
     """
     pending, resumes = base.pending, opening.resumes
     if resumes and pending is None and not base.in_flight:
-        if base.turn is not None:
-            return _Admission({})
-        _refuse_idle_resume(base, given)
-    open_id = base.open_interrupt_id()
-    ids = {k for k in given if is_interrupt_id(k) and k not in tools}
-    decisions = {k: v for k, v in given.items() if k not in ids}
-    named = open_id is not None and open_id in ids
-    if pending is not None and named:
-        decisions[hitl_key(pending.name, pending.args)] = given[open_id]  # type: ignore[index]
+        if base.turn is None:
+            _refuse_idle_resume(base, given)  # returns only when no decision was given
+        return _Admission({})
+    decisions, named, stale = _bind_decisions(base, given, tools)
     if base.in_flight:
         return _admit_unknown(base, decisions, resumes=resumes, named=named)
-    if resumes and pending is not None and ids and not named:
+    if resumes and pending is not None and stale:
         return _Admission(decisions, surface=pending, stale=True)
     return _Admission(decisions)
 

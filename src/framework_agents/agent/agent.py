@@ -22,6 +22,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import copy
+import functools
 import inspect
 import logging
 from collections.abc import AsyncGenerator, Callable, Iterable, Mapping, Sequence
@@ -258,7 +259,7 @@ class Agent:
             self.run(prompt, checkpointer=checkpointer, thread_id=thread_id, decisions=decisions)
         )
 
-    async def stream(
+    def stream(
         self,
         prompt: Prompt | None,
         *,
@@ -273,10 +274,9 @@ class Agent:
         is busy from the first ``__anext__`` until the terminal event; if you stop
         early, close the stream (``contextlib.aclosing``) to free it at once.
         """
-        events = self._run_traced(prompt, checkpointer, thread_id, decisions)
-        async with contextlib.aclosing(until_interrupt(events)) as drained:
-            async for event in drained:
-                yield event
+        return until_interrupt(
+            functools.partial(self._run_traced, prompt, checkpointer, thread_id, decisions)
+        )
 
     def _run_traced(
         self,
@@ -338,7 +338,7 @@ class Agent:
         """
         return await _result(self._resume_traced(thread_id, decisions, checkpointer, reissue))
 
-    async def resume_stream(
+    def resume_stream(
         self,
         thread_id: str,
         decisions: Mapping[str, Any] | None = None,
@@ -352,10 +352,9 @@ class Agent:
         ``InterruptEvent`` (the interrupt is not raised), or ``RunErrorEvent`` after which
         the error is raised. A server streams a resumed run's tokens with it.
         """
-        events = self._resume_traced(thread_id, decisions, checkpointer, reissue)
-        async with contextlib.aclosing(until_interrupt(events)) as drained:
-            async for event in drained:
-                yield event
+        return until_interrupt(
+            functools.partial(self._resume_traced, thread_id, decisions, checkpointer, reissue)
+        )
 
     def _resume_traced(
         self,

@@ -107,6 +107,68 @@ def _check(console: Console, label: str, ok: bool) -> bool:
     return ok
 
 
+async def _talk(
+    console: Console, agent: Agent, session: SessionManager, storage_dir: Path
+) -> list[Message]:
+    """Process 1's conversation (step 2), shown with the snapshot it saved: that history."""
+    for prompt in PART_ONE:
+        await _turn(console, agent, prompt)
+    snapshot = await session.load_latest()
+    saved = list(snapshot.data.messages or []) if snapshot is not None else []
+    path = _snapshot_path(storage_dir)
+    size = path.stat().st_size if path.exists() else 0
+    console.print(history_table("the history process 1 saved", saved))
+    console.print(
+        f"saved as [bold]{escape(str(path))}[/bold] ({size} bytes, {len(saved)} messages)"
+    )
+    return saved
+
+
+async def _restart(console: Console, model_spec: str, data_dir: Path, max_tokens: int) -> int:
+    """Step 3: run part two in a new process; its exit status."""
+    console.rule("step 3: restart — a new process resumes the session")
+    console.print("process 1 starts process 2 (this command with --part 2) and waits for it")
+    command = [sys.executable, "-m", "framework_agents.cli", "demo", "--part", "2"]
+    command += ["--model", model_spec, "--data-dir", str(data_dir)]
+    command += ["--max-tokens", str(max_tokens)]
+    child = await asyncio.create_subprocess_exec(*command)
+    return await child.wait()
+
+
+def _final_checks(
+    console: Console, status: int, ours: list[str], saved: list[Message], final: list[Message]
+) -> bool:
+    """Step 5's checks of the stored session against what process 1 wrote (all shown)."""
+    final_ids = [m.id for m in final]
+    from_two = [m for m in final if m.id not in ours]
+    checks = [
+        _check(console, "process 2 finished its part and its own checks", status == 0),
+        _check(console, "process 1 saved its 4 messages", [m.id for m in saved] == ours),
+        _check(console, "the stored history is well formed", bool(final) and is_well_formed(final)),
+        _check(
+            console,
+            f"the window held: {len(final)} <= {PIN_FIRST} pinned + {WINDOW}",
+            0 < len(final) <= PIN_FIRST + WINDOW,
+        ),
+        _check(
+            console,
+            "the pinned first exchange (process 1) is still first",
+            final_ids[:PIN_FIRST] == ours[:PIN_FIRST],
+        ),
+        _check(
+            console,
+            "the middle exchange was trimmed away",
+            not set(ours[PIN_FIRST:]) & set(final_ids),
+        ),
+        _check(
+            console,
+            "messages of both processes are in one conversation",
+            bool(from_two) and bool(set(ours) & set(final_ids)),
+        ),
+    ]
+    return all(checks)
+
+
 async def _part_one(console: Console, model_spec: str, data_dir: Path, max_tokens: int) -> int:
     storage_dir = data_dir / "sessions"
     console.rule("[bold]framework-agents demo[/bold]: memory and sessions that survive a restart")
@@ -130,61 +192,20 @@ async def _part_one(console: Console, model_spec: str, data_dir: Path, max_token
     console.rule(f"step 2: process 1 (pid {os.getpid()}) talks, with a session")
     session = SessionManager(DEMO_SESSION, storage)
     agent = _agent(model, session)
-    for prompt in PART_ONE:
-        await _turn(console, agent, prompt)
+    saved = await _talk(console, agent, session, storage_dir)
     ours = [m.id for m in agent.messages]
-    snapshot = await session.load_latest()
-    saved = list(snapshot.data.messages or []) if snapshot is not None else []
-    path = _snapshot_path(storage_dir)
-    size = path.stat().st_size if path.exists() else 0
-    console.print(history_table("the history process 1 saved", saved))
-    console.print(
-        f"saved as [bold]{escape(str(path))}[/bold] ({size} bytes, {len(saved)} messages)"
-    )
 
-    console.rule("step 3: restart — a new process resumes the session")
-    console.print("process 1 starts process 2 (this command with --part 2) and waits for it")
-    command = [sys.executable, "-m", "framework_agents.cli", "demo", "--part", "2"]
-    command += ["--model", model_spec, "--data-dir", str(data_dir)]
-    command += ["--max-tokens", str(max_tokens)]
-    child = await asyncio.create_subprocess_exec(*command)
-    status = await child.wait()
+    status = await _restart(console, model_spec, data_dir, max_tokens)
 
     console.rule(f"step 5: back in process 1 (pid {os.getpid()}): the stored session")
     latest = await session.load_latest()
     final = list(latest.data.messages or []) if latest is not None else []
-    final_ids = [m.id for m in final]
 
     def origin(msg: Message) -> str:
         return "process 1" if msg.id in ours else "process 2"
 
     console.print(history_table("what the session holds now", final, origin=origin))
-    checks = [
-        _check(console, "process 2 finished its part and its own checks", status == 0),
-        _check(console, "process 1 saved its 4 messages", [m.id for m in saved] == ours),
-        _check(console, "the stored history is well formed", bool(final) and is_well_formed(final)),
-        _check(
-            console,
-            f"the window held: {len(final)} <= {PIN_FIRST} pinned + {WINDOW}",
-            0 < len(final) <= PIN_FIRST + WINDOW,
-        ),
-        _check(
-            console,
-            "the pinned first exchange (process 1) is still first",
-            final_ids[:PIN_FIRST] == ours[:PIN_FIRST],
-        ),
-        _check(
-            console,
-            "the middle exchange was trimmed away",
-            not set(ours[PIN_FIRST:]) & set(final_ids),
-        ),
-        _check(
-            console,
-            "messages of both processes are in one conversation",
-            any(origin(m) == "process 2" for m in final) and bool(set(ours) & set(final_ids)),
-        ),
-    ]
-    if all(checks):
+    if _final_checks(console, status, ours, saved, final):
         console.print("[bold green]demo complete[/bold green]: the conversation survived a restart")
         return 0
     console.print("[bold red]demo failed[/bold red]: see the checks above")

@@ -118,9 +118,9 @@ class _Entry:
 def _index_keys(owner: str, task: Task) -> tuple[str, ...]:
     """The keys of ``task``'s index entries."""
     name = _Entry.of(task).name
-    keys = [f"{OWNERS}{_digest(owner)}/{name}"]
+    keys = [_list_prefix(owner, "") + name]
     if task.context_id:
-        keys.append(f"{CONTEXTS}{_digest(owner)}/{_digest(task.context_id)}/{name}")
+        keys.append(_list_prefix(owner, task.context_id) + name)
     return tuple(keys)
 
 
@@ -254,40 +254,46 @@ class StorageTaskStore(TaskStore):
         are read (and a task's whose save left two names). The total leaves out the
         stale entries the page met; one past the page is counted until it is read.
         """
-        mark: tuple[bool, int, str] | None = None
-        if params.page_token:
-            cursor = decode_list_tasks_cursor(params.page_token)
-            if cursor is None:
-                raise InvalidParamsError("page token is not one this server gave")
-            mark = cursor.sort_key()
+        mark = _page_mark(params.page_token)
         await self._enter_missing()
         owner = resolve_user_scope(context)
-        prefix = f"{OWNERS}{_digest(owner)}/"
-        if params.context_id:
-            prefix = f"{CONTEXTS}{_digest(owner)}/{_digest(params.context_id)}/"
-        entries = _filtered(await self._current(await self.storage.list(prefix)), params)
+        names = await self.storage.list(_list_prefix(owner, params.context_id))
+        entries = _filtered(await self._current(names), params)
         total = len(entries)
         if mark is not None:
             entries = [e for e in entries if e.key < mark]
         size = params.page_size or _PAGE_SIZE
-        page: list[Task] = []
+        page, token, stale = await self._page(entries, size, owner, params)
+        return a2a_pb2.ListTasksResponse(
+            tasks=page, next_page_token=token, total_size=total - stale, page_size=size
+        )
+
+    async def _page(
+        self,
+        entries: builtins.list[_Entry],
+        size: int,
+        owner: str,
+        params: a2a_pb2.ListTasksRequest,
+    ) -> tuple[builtins.list[Task], str | None, int]:
+        """Up to ``size`` tasks in ``entries`` order, the next token, the stale entries met.
+
+        The token is ``None`` on the last page; a stale entry has no record, or one that
+        no longer passes the filters (changed since its entry was written).
+        """
+        page: builtins.list[Task] = []
         last: _Entry | None = None
-        token = None
+        stale = 0
         for entry in entries:
             if len(page) == size and last is not None:
-                token = encode_list_tasks_cursor(
-                    ListTasksCursor(last.nanos if last.stamped else None, last.task_id)
-                )
-                break
+                cursor = ListTasksCursor(last.nanos if last.stamped else None, last.task_id)
+                return page, encode_list_tasks_cursor(cursor), stale
             found = await self._read(f"{TASKS}{entry.task_id}.json")
             if found is not None and found[0] == owner and _passes(found[1], params):
                 page.append(found[1])
                 last = entry
-            else:  # a stale entry (no record, or one that no longer passes): not counted
-                total -= 1
-        return a2a_pb2.ListTasksResponse(
-            tasks=page, next_page_token=token, total_size=total, page_size=size
-        )
+            else:
+                stale += 1
+        return page, None, stale
 
     async def _current(self, names: builtins.list[str]) -> builtins.list[_Entry]:
         """One entry per task: the one its record names where a save left two.
@@ -317,3 +323,20 @@ class StorageTaskStore(TaskStore):
         await self.storage.delete(key)
         await self._drop(_index_keys(*found))
         self._entries.pop(task_id, None)
+
+
+def _page_mark(page_token: str) -> tuple[bool, int, str] | None:
+    """The sort key a page token resumes after (``None``: the first page)."""
+    if not page_token:
+        return None
+    cursor = decode_list_tasks_cursor(page_token)
+    if cursor is None:
+        raise InvalidParamsError("page token is not one this server gave")
+    return cursor.sort_key()
+
+
+def _list_prefix(owner: str, context_id: str) -> str:
+    """The index a listing reads: the owner's tasks, or those of one of its contexts."""
+    if context_id:
+        return f"{CONTEXTS}{_digest(owner)}/{_digest(context_id)}/"
+    return f"{OWNERS}{_digest(owner)}/"

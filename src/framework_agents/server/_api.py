@@ -75,6 +75,20 @@ def _guarded(endpoint: Endpoint) -> Endpoint:
     return handle
 
 
+async def _thread_body(request: Request) -> tuple[str, dict[str, Any]]:
+    """The path's thread id (checked before the body is even parsed) and the JSON body."""
+    thread_id = check_thread_id(request.path_params["thread_id"])
+    return thread_id, await read_json(request)
+
+
+def _field(body: dict[str, Any], name: str, kind: type, shape: str) -> Any:
+    """``body[name]`` when it is a ``kind``, else ``BAD_REQUEST`` naming the body's ``shape``."""
+    value = body.get(name)
+    if not isinstance(value, kind):
+        raise BadRequestError(f"the body must be {shape}")
+    return value
+
+
 async def read_json(request: Request) -> dict[str, Any]:
     """The request body as a JSON object, else ``BAD_REQUEST``."""
     body = await request.body()
@@ -258,22 +272,15 @@ def api_routes(runner: ThreadRunner) -> list[Route]:
 
     async def run_thread(request: Request) -> Response:
         """``POST /api/threads/{id}/runs`` with ``{"prompt"}``."""
-        thread_id = request.path_params["thread_id"]
-        check_thread_id(thread_id)  # before the body is even parsed
-        body = await read_json(request)
-        prompt = body.get("prompt")
-        if not isinstance(prompt, str):
-            raise BadRequestError('the body must be {"prompt": "<text>"}')
+        thread_id, body = await _thread_body(request)
+        prompt = _field(body, "prompt", str, '{"prompt": "<text>"}')
         handle = await runner.start_run(thread_id, prompt)
         return await _answer(request, runner, handle)
 
     async def resume_thread(request: Request) -> Response:
         """``POST /api/threads/{id}/resume`` with ``{"decisions": {name: decision}}``."""
-        thread_id = check_thread_id(request.path_params["thread_id"])
-        body = await read_json(request)
-        decisions = body.get("decisions")
-        if not isinstance(decisions, dict):
-            raise BadRequestError('the body must be {"decisions": {"<tool_call_id>": decision}}')
+        thread_id, body = await _thread_body(request)
+        decisions = _field(body, "decisions", dict, '{"decisions": {"<tool_call_id>": decision}}')
         handle = await runner.start_resume(thread_id, decisions)
         return await _answer(request, runner, handle)
 
@@ -284,18 +291,14 @@ def api_routes(runner: ThreadRunner) -> list[Route]:
 
     async def edit(request: Request) -> Response:
         """``PATCH /api/threads/{id}/messages/{message_id}`` with ``{"content": "<text>"}``."""
-        thread_id = check_thread_id(request.path_params["thread_id"])
-        body = await read_json(request)
-        content = body.get("content")
-        if not isinstance(content, str):
-            raise BadRequestError('the body must be {"content": "<text>"}')
+        thread_id, body = await _thread_body(request)
+        content = _field(body, "content", str, '{"content": "<text>"}')
         await edit_message(runner, thread_id, request.path_params["message_id"], content)
         return await read_thread(request)
 
     async def branch(request: Request) -> Response:
         """``POST /api/threads/{id}/branches`` with ``{"message_id", "thread_id"?, "label"?}``."""
-        thread_id = check_thread_id(request.path_params["thread_id"])
-        body = await read_json(request)
+        thread_id, body = await _thread_body(request)
         message_id = body.get("message_id")
         new_thread = body.get("thread_id")
         if not isinstance(message_id, str) or not isinstance(new_thread, str | None):

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import base64
 import json
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
 from datetime import UTC, datetime
 from typing import Any
 
@@ -106,39 +106,34 @@ class ThreadIndex:
         ``known`` are the checkpointer's thread ids: one without an entry is entered first
         (read with ``load``); an entry whose thread is gone is skipped.
         """
-        keys = sorted(await self.storage.list(RECENT))
-        seen = {_thread_of(k) for k in keys}
-        missing = [t for t in known if t not in seen]
-        for thread_id in missing:
-            checkpoint = await load(thread_id)
-            if checkpoint is not None:
-                await self.enter(checkpoint)
-        if missing:
-            keys = sorted(await self.storage.list(RECENT))
-        alive = set(known)
+        keys = await self._keys(known, load)
         needle = query.casefold() if query else None
         page: list[dict[str, Any]] = []
         last: str | None = None
-        taken: set[str] = set()
-        for key in keys:
-            thread_id = _thread_of(key)
-            if thread_id in taken or thread_id not in alive:
-                continue  # an older duplicate, or a thread deleted elsewhere
-            taken.add(thread_id)
-            if after is not None and key <= after:
-                continue
+        for key, thread_id in _live_entries(keys, set(known), after):
             summary = await self._read(key, thread_id)
-            if summary is None or (
-                needle
-                and needle not in thread_id.casefold()
-                and needle not in str(summary.get("title", "")).casefold()
-            ):
+            if summary is None or not _matches(summary, thread_id, needle):
                 continue
             if len(page) == limit:
                 return page, last  # one more exists: the page ends at the last key taken
             page.append(summary)
             last = key
         return page, None
+
+    async def _keys(
+        self, known: list[str], load: Callable[[str], Awaitable[ThreadCheckpoint | None]]
+    ) -> list[str]:
+        """Every entry's key in order, after entering the ``known`` threads that had none."""
+        keys = sorted(await self.storage.list(RECENT))
+        seen = {_thread_of(k) for k in keys}
+        missing = [t for t in known if t not in seen]
+        if not missing:
+            return keys
+        for thread_id in missing:
+            checkpoint = await load(thread_id)
+            if checkpoint is not None:
+                await self.enter(checkpoint)
+        return sorted(await self.storage.list(RECENT))
 
     async def _read(self, key: str, thread_id: str) -> dict[str, Any] | None:
         raw = await self.storage.get(key)
@@ -152,3 +147,23 @@ class ThreadIndex:
             return None
         summary["thread_id"] = thread_id
         return summary
+
+
+def _live_entries(keys: list[str], alive: set[str], after: str | None) -> Iterator[tuple[str, str]]:
+    """The keys (with their thread) past ``after``: each live thread's newest entry only."""
+    taken: set[str] = set()
+    for key in keys:
+        thread_id = _thread_of(key)
+        if thread_id in taken or thread_id not in alive:
+            continue  # an older duplicate, or a thread deleted elsewhere
+        taken.add(thread_id)
+        if after is None or key > after:
+            yield key, thread_id
+
+
+def _matches(summary: dict[str, Any], thread_id: str, needle: str | None) -> bool:
+    """Whether a thread's id or title holds ``needle`` (casefolded; none: every thread)."""
+    if not needle:
+        return True
+    title = str(summary.get("title", "")).casefold()
+    return needle in thread_id.casefold() or needle in title

@@ -56,7 +56,7 @@ from ..errors import (
     ThreadBusyError,
 )
 from ..hitl import HitlInterrupt, check_edit, hitl_key, parse_decision
-from ..messages import Message, new_id
+from ..messages import Message, ToolCall, new_id
 from ..sessions._base import as_logged, digest, swap
 from ..tools import DECISION_KINDS
 from ._errors import ApprovalPendingError
@@ -654,31 +654,15 @@ def replay(added: list[Message], pending: Pending, tools: Mapping[str, Any]) -> 
     turn = 0
     for message in added:
         if message.role == "assistant":
-            again = [
-                c
-                for c in message.tool_calls
-                if c.id == pending.tool_call_id or (not approved and c.name == pending.tool)
-            ]
-            if again and not message.text:
+            again = _approved_call(message, pending, approved)
+            if again is not None:
                 # The approved call, under the id the human saw, in the turn now stored.
-                approved.add(again[0].id)
-                shown = again[0].model_copy(update={"id": pending.tool_call_id})
+                approved.add(again.id)
+                shown = again.model_copy(update={"id": pending.tool_call_id})
                 events.append(ToolCallEvent(call=shown, message_id=message.id))
                 continue
             turn += 1
-            events.append(MessageStartedEvent(message_id=message.id, turn=turn))
-            if message.text:
-                events.append(TextDeltaEvent(message_id=message.id, delta=message.text))
-            events.append(MessageCompletedEvent(message=message, turn=turn))
-            for call in message.tool_calls:
-                tool = tools.get(call.name)
-                events.append(
-                    ToolCallEvent(
-                        call=call,
-                        message_id=message.id,
-                        requires_approval=bool(getattr(tool, "requires_approval", False)),
-                    )
-                )
+            events += _turn_events(message, turn, tools)
         elif message.role == "tool" and message.tool_call_id is not None:
             call_id = message.tool_call_id
             if call_id in approved:
@@ -686,4 +670,32 @@ def replay(added: list[Message], pending: Pending, tools: Mapping[str, Any]) -> 
             events.append(
                 ToolResultEvent(call_id=call_id, tool=message.name or "", message=message)
             )
+    return events
+
+
+def _approved_call(message: Message, pending: Pending, approved: set[str]) -> ToolCall | None:
+    """The pending call in a text-free assistant turn (by id, or by name before it ran)."""
+    if message.text:
+        return None
+    for call in message.tool_calls:
+        if call.id == pending.tool_call_id or (not approved and call.name == pending.tool):
+            return call
+    return None
+
+
+def _turn_events(message: Message, turn: int, tools: Mapping[str, Any]) -> list[AgentEvent]:
+    """The events of one stored assistant turn, as a run streams them."""
+    events: list[AgentEvent] = [MessageStartedEvent(message_id=message.id, turn=turn)]
+    if message.text:
+        events.append(TextDeltaEvent(message_id=message.id, delta=message.text))
+    events.append(MessageCompletedEvent(message=message, turn=turn))
+    for call in message.tool_calls:
+        tool = tools.get(call.name)
+        events.append(
+            ToolCallEvent(
+                call=call,
+                message_id=message.id,
+                requires_approval=bool(getattr(tool, "requires_approval", False)),
+            )
+        )
     return events

@@ -16,10 +16,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import warnings
-from collections.abc import AsyncGenerator, AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, cast
+from typing import Any, ParamSpec, TypeVar, cast
 
 from .._telemetry import trace_workflow
 from ..agent._drain import until_interrupt
@@ -53,6 +54,9 @@ __all__ = ["DEFAULT_THREAD", "Swarm"]
 #: The thread of a swarm run without a checkpointer and without a thread id.
 DEFAULT_THREAD = "swarm"
 
+P = ParamSpec("P")
+R = TypeVar("R")
+
 
 class _MemberTimeout(Exception):
     """A member's run outlived its time budget (raised in place of a bare TimeoutError)."""
@@ -79,6 +83,18 @@ class _Run:
     last_text: str = ""
 
 
+@dataclass(frozen=True, slots=True)
+class _Request:
+    """What a call of run, stream, resume or resume_stream asked for (checked by the driver)."""
+
+    prompt: object
+    checkpointer: object
+    thread_id: object
+    decisions: Mapping[str, Any] | None
+    resume: bool = False
+    reissue: bool = False
+
+
 def _seconds(label: str, value: object) -> float | None:
     if value is None:
         return None
@@ -93,6 +109,18 @@ def _count(label: str, value: object, low: int) -> int:
     if not isinstance(value, int) or isinstance(value, bool) or value < low:
         raise InvalidArgumentError(f"{label} must be an int >= {low}, not {value!r}")
     return value
+
+
+def _deprecated_alias(new: Callable[P, R], warning: str, doc: str) -> Callable[P, R]:
+    """``new`` under an old name that warns (``DeprecationWarning``) on every call."""
+
+    @functools.wraps(new)
+    def old(*args: P.args, **kwargs: P.kwargs) -> R:
+        warnings.warn(warning, DeprecationWarning, stacklevel=2)
+        return new(*args, **kwargs)
+
+    old.__doc__ = doc
+    return old
 
 
 class Swarm:
@@ -191,11 +219,9 @@ class Swarm:
         The thread's active member takes the first turn. Raises :class:`HitlInterrupt`
         (with ``agent`` naming the member) when a member's call needs a decision.
         """
-        return await _result(
-            self._drive(prompt, checkpointer=checkpointer, thread_id=thread_id, decisions=decisions)
-        )
+        return await _result(self._drive(_Request(prompt, checkpointer, thread_id, decisions)))
 
-    async def stream(
+    def stream(
         self,
         prompt: str | Message | None,
         *,
@@ -204,12 +230,8 @@ class Swarm:
         decisions: Mapping[str, Any] | None = None,
     ) -> AsyncIterator[SwarmEvent]:
         """Run like :meth:`run`, yielding events (the interrupt is an event, not raised)."""
-        events = self._drive(
-            prompt, checkpointer=checkpointer, thread_id=thread_id, decisions=decisions
-        )
-        async with contextlib.aclosing(until_interrupt(events)) as drained:
-            async for event in drained:
-                yield event
+        request = _Request(prompt, checkpointer, thread_id, decisions)
+        return until_interrupt(functools.partial(self._drive, request))
 
     async def resume(
         self,
@@ -227,18 +249,10 @@ class Swarm:
         arguments, without asking the member's model again, so an approval runs exactly
         the call the human saw; ``True`` asks the member's model again.
         """
-        return await _result(
-            self._drive(
-                None,
-                checkpointer=checkpointer,
-                thread_id=thread_id,
-                decisions=decisions,
-                resume=True,
-                reissue=reissue,
-            )
-        )
+        request = _Request(None, checkpointer, thread_id, decisions, resume=True, reissue=reissue)
+        return await _result(self._drive(request))
 
-    async def resume_stream(
+    def resume_stream(
         self,
         thread_id: str,
         decisions: Mapping[str, Any] | None = None,
@@ -247,33 +261,14 @@ class Swarm:
         reissue: bool = False,
     ) -> AsyncIterator[SwarmEvent]:
         """:meth:`resume`, yielding events like :meth:`stream` (the member's streamed)."""
-        events = self._drive(
-            None,
-            checkpointer=checkpointer,
-            thread_id=thread_id,
-            decisions=decisions,
-            resume=True,
-            reissue=reissue,
-        )
-        async with contextlib.aclosing(until_interrupt(events)) as drained:
-            async for event in drained:
-                yield event
+        request = _Request(None, checkpointer, thread_id, decisions, resume=True, reissue=reissue)
+        return until_interrupt(functools.partial(self._drive, request))
 
-    def stream_resume(
-        self,
-        thread_id: str,
-        decisions: Mapping[str, Any] | None = None,
-        *,
-        checkpointer: Any,
-        reissue: bool = False,
-    ) -> AsyncIterator[SwarmEvent]:
-        """Deprecated: the old name of :meth:`resume_stream` (as on ``Agent``); kept one release."""
-        warnings.warn(
-            "Swarm.stream_resume() is deprecated: use Swarm.resume_stream()",
-            DeprecationWarning,
-            stacklevel=2,
-        )
-        return self.resume_stream(thread_id, decisions, checkpointer=checkpointer, reissue=reissue)
+    stream_resume = _deprecated_alias(
+        resume_stream,
+        "Swarm.stream_resume() is deprecated: use Swarm.resume_stream()",
+        "Deprecated: the old name of :meth:`resume_stream` (as on ``Agent``); kept one release.",
+    )
 
     def as_agent(self) -> SwarmAgentView:
         """This swarm behind an agent's surface (agent events, ``RunResult``): for servers."""
@@ -286,47 +281,25 @@ class Swarm:
             return self._own_checkpointer, check_thread_id(thread_id or DEFAULT_THREAD)
         return check_target(checkpointer, thread_id), cast(str, thread_id)
 
-    def _drive(
-        self,
-        prompt: object,
-        *,
-        checkpointer: object,
-        thread_id: object,
-        decisions: Mapping[str, Any] | None,
-        resume: bool = False,
-        reissue: bool = False,
-    ) -> AsyncGenerator[SwarmEvent, None]:
+    def _drive(self, request: _Request) -> AsyncGenerator[SwarmEvent, None]:
         """The swarm's events inside an ``invoke_workflow {swarm_id}`` span (when traced).
 
         The members' ``invoke_agent`` spans are its children.
         """
-        if not isinstance(reissue, bool):
-            raise InvalidArgumentError(f"reissue must be a bool, not {type(reissue).__name__}")
-        events = self._drive_members(
-            prompt,
-            checkpointer=checkpointer,
-            thread_id=thread_id,
-            decisions=decisions,
-            resume=resume,
-            reissue=reissue,
-        )
+        if not isinstance(request.reissue, bool):
+            raise InvalidArgumentError(
+                f"reissue must be a bool, not {type(request.reissue).__name__}"
+            )
+        events = self._drive_members(request)
+        thread_id = request.thread_id
         conversation = thread_id if isinstance(thread_id, str) else None
         return trace_workflow(self.swarm_id, events, conversation_id=conversation)
 
-    async def _drive_members(
-        self,
-        prompt: object,
-        *,
-        checkpointer: object,
-        thread_id: object,
-        decisions: Mapping[str, Any] | None,
-        resume: bool = False,
-        reissue: bool = False,
-    ) -> AsyncGenerator[SwarmEvent, None]:
+    async def _drive_members(self, request: _Request) -> AsyncGenerator[SwarmEvent, None]:
         """Validate, take the instance and the thread, load the thread, run the members."""
-        message = as_prompt(prompt)
-        given = dict(check_decisions(decisions) or {})
-        cp, tid = self._target(checkpointer, thread_id)
+        message = as_prompt(request.prompt)
+        given = dict(check_decisions(request.decisions) or {})
+        cp, tid = self._target(request.checkpointer, request.thread_id)
         if self._busy:
             raise AgentBusyError(
                 f"swarm {self.swarm_id!r} is already running; one run at a time per instance"
@@ -335,7 +308,7 @@ class Swarm:
         try:
             async with thread_lock(cp, tid):
                 base = await cp.load(tid)
-                if base is None and resume:
+                if base is None and request.resume:
                     raise CheckpointMissingError(f"thread {tid!r} has no checkpoint to resume")
                 record = read_record(base, self.entry)
                 self.member(record.active)  # INVALID_ARGUMENT if the thread's member is gone
@@ -353,9 +326,9 @@ class Swarm:
                     prompt=message,
                     decisions=given,
                     base=base,
-                    resume=resume,
+                    resume=request.resume,
                     deadline=self._deadline(),
-                    reissue=reissue,
+                    reissue=request.reissue,
                 )
                 # Closed explicitly: a consumer that stops early must stop the member now.
                 async with contextlib.aclosing(self._members_loop(run)) as events:
