@@ -7,6 +7,7 @@ import weakref
 from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
 from typing import Any, TypeGuard, TypeVar, cast
+from urllib.parse import urlsplit, urlunsplit
 
 __all__ = [
     "as_utc",
@@ -15,6 +16,7 @@ __all__ = [
     "implements",
     "maybe_await",
     "protocol_methods",
+    "redact",
 ]
 
 T = TypeVar("T")
@@ -92,3 +94,16 @@ def check_collaborator(value: T | None, protocol: type, label: str) -> T | None:
         f"{label} must implement {protocol.__name__} ({', '.join(protocol_methods(protocol))}); "
         f"{value!r:.100} lacks {', '.join(missing) or 'them'}"
     )
+
+
+def redact(url: str) -> str:
+    """``url`` with its password replaced by ``***`` (for messages and reprs)."""
+    try:
+        parts = urlsplit(url)
+        if parts.password is None:
+            return url
+        netloc = parts.netloc.rsplit("@", 1)
+        user = netloc[0].split(":", 1)[0]
+        return urlunsplit(parts._replace(netloc=f"{user}:***@{netloc[1]}"))
+    except ValueError:
+        return "<unparsable url>"

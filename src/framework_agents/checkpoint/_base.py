@@ -17,6 +17,10 @@ class by ``_util.implements``); the functions below stand in for a missing one:
   Without it, :func:`hold_thread` locks, then loads, and the last save is a plain save.
   Checked on the class: a wrapper forwarding attributes (``__getattr__``) to such a
   checkpointer must not have its own save bypassed by the inner one's fused steps.
+
+The value checks every backend applies before it writes (``check_checkpoint``,
+``check_new_part``, from ``_values``) are part of the contract too: the database backends
+in ``stores/`` use them from here.
 """
 
 from __future__ import annotations
@@ -32,6 +36,7 @@ from .._persist import LoopLocks as LocalLocks
 from .._persist import check_seconds
 from .._util import implements
 from ..errors import ThreadBusyError
+from ._values import check_checkpoint, check_new_part
 from .model import ThreadCheckpoint, check_thread_id
 
 __all__ = [
@@ -42,6 +47,8 @@ __all__ = [
     "ThreadHolding",
     "ThreadLocking",
     "TimedCheckpointer",
+    "check_checkpoint",
+    "check_new_part",
     "held_then_loaded",
     "hold_thread",
     "save_progress",

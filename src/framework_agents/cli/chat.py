@@ -28,6 +28,7 @@ from typing import TextIO
 from rich.console import Console
 from rich.markup import escape
 
+from .._util import redact
 from ..agent import (
     Agent,
     MessageCompletedEvent,
@@ -43,7 +44,6 @@ from ..messages import Message
 from ..models import Model
 from ..sessions import LocalFileStorage, SessionManager
 from ..stores import open_store
-from ..stores._codec import redact
 from ._models import describe_model
 from ._render import history_table, preview, start_model
 

@@ -144,7 +144,7 @@ def _build(
     if target is not None:
         factory = load_factory(target)
         return create_app(factory, store=store, token=token, console=console, **site)
-    from ..server._builtin import builtin_factory
+    from ..server import builtin_factory
     from ._models import make_model
 
     return create_app(

@@ -14,6 +14,9 @@ the history the run started from, so turns another agent committed meanwhile are
 never overwritten, also when both agents share one memory object. A memory may also
 offer ``transact(update)``: a read-modify-write under its lock (what ``CompactedMemory``
 uses).
+
+The window helpers (``_window``) are part of the contract too: every memory backend, in
+this package or in ``stores/``, windows and checks messages with them.
 """
 
 from __future__ import annotations
@@ -24,15 +27,29 @@ from typing import NamedTuple, Protocol, runtime_checkable
 
 from ..errors import InvalidArgumentError
 from ..messages import Message
+from ._window import (
+    bounded_view,
+    check_max_messages,
+    check_messages,
+    shape_of,
+    window,
+    window_start,
+)
 
 __all__ = [
-    "Appended",
     "AppendableMemory",
+    "Appended",
     "Memory",
     "ReplaceableMemory",
     "base_ids",
+    "bounded_view",
+    "check_max_messages",
+    "check_messages",
     "new_revision",
     "replace_history",
+    "shape_of",
+    "window",
+    "window_start",
 ]
 
 

@@ -7,6 +7,7 @@ See ``docs/server.md``.
 """
 
 from ._app import DEFAULT_MAX_BODY, create_app
+from ._builtin import builtin_factory
 from ._errors import STATUS_BY_CLASS, STATUS_BY_CODE
 from ._runner import AgentFactory, Pending, ThreadRunner
 from ._store import DEFAULT_STORE, ServerStore, resolve_store
@@ -20,6 +21,7 @@ __all__ = [
     "Pending",
     "ServerStore",
     "ThreadRunner",
+    "builtin_factory",
     "create_app",
     "resolve_store",
 ]

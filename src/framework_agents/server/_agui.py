@@ -64,7 +64,7 @@ from .. import agent as ours
 from ..checkpoint.model import check_thread_id
 from ..errors import HitlDecisionError, InvalidArgumentError
 from ..messages import Message
-from ..swarm._types import HandoffEvent, MemberEvent
+from ..swarm import HandoffEvent, MemberEvent
 from ._api import KEEPALIVE, error_response, read_json
 from ._errors import BadRequestError, error_payload
 from ._runner import Pending, RunHandle, ThreadRunner

@@ -30,7 +30,7 @@ from starlette.types import Send
 from ..agent.events import AgentEvent, InterruptEvent, RunErrorEvent, RunFinishedEvent
 from ..checkpoint.model import check_thread_id
 from ..messages import Message
-from ..swarm._types import HandoffEvent, MemberEvent
+from ..swarm import HandoffEvent, MemberEvent
 from ._edits import branch_thread, edit_message, parent_of
 from ._errors import BadRequestError, UnauthorizedError, error_payload, status_for
 from ._runner import Pending, RunHandle, ThreadRunner, title_of

@@ -12,6 +12,9 @@ A storage without it (a third-party one) gets a plain ``put``: last writer wins 
 A second one, :class:`LoggedStorage` (``swap`` plus ``read_logged``/``append_logged``,
 described in ``sessions._log``), lets a writer append a record to a value instead of
 storing it again; :func:`as_logged` detects it. Every shipped storage has both.
+
+The storage-key rules (``_keys``: ``validate_key``, ``validate_prefix``) are part of the
+contract: every storage backend, here or in ``stores/``, checks keys with them.
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ import hashlib
 from typing import Any, Protocol, runtime_checkable
 
 from ..errors import CheckpointConflictError, InvalidArgumentError
+from ._keys import validate_key, validate_prefix
 
 __all__ = [
     "ArgumentTypeError",
@@ -32,6 +36,8 @@ __all__ = [
     "check_tag",
     "digest",
     "swap",
+    "validate_key",
+    "validate_prefix",
 ]
 
 

@@ -28,8 +28,7 @@ from ..errors import InvalidArgumentError
 from ..memory._base import Memory
 from ..memory.file import FileMemory
 from ..memory.in_memory import InMemoryMemory
-from ..sessions._base import Storage
-from ..sessions._keys import validate_key
+from ..sessions._base import Storage, validate_key
 from ..sessions.local import LocalFileStorage
 from ..sessions.memory_storage import InMemoryStorage
 from ._codec import AsyncClosing, check_lease, redact

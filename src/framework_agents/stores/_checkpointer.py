@@ -17,7 +17,7 @@ from types import EllipsisType
 
 from .._persist import check_seconds, shared_prefix
 from .._retention import AutoPrune, check_ttl, waits_for_approval
-from ..checkpoint._values import check_checkpoint, check_new_part
+from ..checkpoint._base import check_checkpoint, check_new_part
 from ..checkpoint.model import ThreadCheckpoint
 from ..errors import CheckpointCorruptError
 from ..messages import Message

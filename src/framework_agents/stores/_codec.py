@@ -20,12 +20,12 @@ from collections.abc import Collection, Iterator, Sequence
 from dataclasses import dataclass, field
 from types import TracebackType
 from typing import Any, Generic, Protocol, Self, TypeVar
-from urllib.parse import urlsplit, urlunsplit
 
 from pydantic import ValidationError
 from pydantic_core import PydanticSerializationError
 
 from .._persist import check_seconds, encode_message, overlong_int
+from .._util import redact
 from ..checkpoint.model import ThreadCheckpoint, to_json
 from ..errors import (
     AgentError,
@@ -34,11 +34,13 @@ from ..errors import (
     InvalidArgumentError,
     MemoryCorruptError,
 )
-from ..memory._base import Appended, base_ids, new_revision
-from ..memory._window import (
+from ..memory._base import (
+    Appended,
+    base_ids,
     bounded_view,
     check_max_messages,
     check_messages,
+    new_revision,
     shape_of,
     window,
 )
@@ -85,19 +87,6 @@ def log_tag(value_digest: str, last_seq: int | None) -> str:
 
 class SchemaTooNewError(BackendUnavailableError):
     """The store was written by a newer framework-agents (``BACKEND_UNAVAILABLE``)."""
-
-
-def redact(url: str) -> str:
-    """``url`` with its password replaced by ``***`` (for messages and reprs)."""
-    try:
-        parts = urlsplit(url)
-        if parts.password is None:
-            return url
-        netloc = parts.netloc.rsplit("@", 1)
-        user = netloc[0].split(":", 1)[0]
-        return urlunsplit(parts._replace(netloc=f"{user}:***@{netloc[1]}"))
-    except ValueError:
-        return "<unparsable url>"
 
 
 def unavailable(url: str, exc: BaseException) -> BackendUnavailableError:

@@ -31,8 +31,13 @@ from .._retention import AutoPrune, check_ttl
 from ..checkpoint.model import ThreadCheckpoint, check_thread_id
 from ..errors import CheckpointConflictError, StorageKeyInvalidError
 from ..messages import Message
-from ..sessions._base import CompareAndPut, check_expected_tag, digest
-from ..sessions._keys import validate_key, validate_prefix
+from ..sessions._base import (
+    CompareAndPut,
+    check_expected_tag,
+    digest,
+    validate_key,
+    validate_prefix,
+)
 from ..sessions.memory_storage import as_bytes
 from ._checkpointer import LeasedCheckpointer, SavePlan
 from ._codec import ClosableStore, MergingMemory, appended_by_others, memory_rows, wall_clock

@@ -21,10 +21,9 @@ from typing import Any
 
 from .._retention import check_older_than
 from ..errors import CheckpointConflictError
-from ..memory._window import check_messages
+from ..memory._base import check_messages
 from ..messages import Message
-from ..sessions._base import check_expected_tag, digest
-from ..sessions._keys import validate_key
+from ..sessions._base import check_expected_tag, digest, validate_key
 from ..sessions.memory_storage import as_bytes
 from ._base import Store, db_store
 from ._checkpointer import SavePlan

@@ -43,10 +43,15 @@ from ..errors import (
     SnapshotCorruptError,
     StorageKeyInvalidError,
 )
-from ..memory._window import check_messages
+from ..memory._base import check_messages
 from ..messages import Message
-from ..sessions._base import CompareAndPut, check_expected_tag, digest
-from ..sessions._keys import validate_key, validate_prefix
+from ..sessions._base import (
+    CompareAndPut,
+    check_expected_tag,
+    digest,
+    validate_key,
+    validate_prefix,
+)
 from ..sessions.memory_storage import as_bytes
 from . import _redis_lua as lua
 from ._base import Store, db_store

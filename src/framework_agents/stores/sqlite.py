@@ -19,10 +19,9 @@ from types import EllipsisType
 
 from .._retention import check_older_than
 from ..errors import CheckpointConflictError
-from ..memory._window import check_messages, window_start
+from ..memory._base import check_messages, window_start
 from ..messages import Message
-from ..sessions._base import check_expected_tag, check_tag, digest
-from ..sessions._keys import validate_key
+from ..sessions._base import check_expected_tag, check_tag, digest, validate_key
 from ..sessions.memory_storage import as_bytes
 from ._checkpointer import SavePlan
 from ._codec import log_tag, memory_rows, wall_clock

@@ -23,7 +23,7 @@ from typing import Any, Literal
 
 from pydantic import JsonValue
 
-from ..agent._loop import unique_call_ids
+from ..agent._base import unique_call_ids
 from ..messages import Message
 from ..models._base import Model, ModelChunk, ModelDone, StreamingModelBase, ToolSpec
 from ..tools import Tool, ToolArgumentsError, ToolContext

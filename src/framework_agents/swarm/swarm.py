@@ -23,8 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any, ParamSpec, TypeVar, cast
 
 from .._telemetry import trace_workflow
-from ..agent._drain import until_interrupt
-from ..agent._threads import check_target
+from ..agent._base import check_target, until_interrupt
 from ..agent.agent import Agent, as_prompt
 from ..agent.events import AgentEvent, InterruptEvent, RunFinishedEvent
 from ..agent.result import RunResult
