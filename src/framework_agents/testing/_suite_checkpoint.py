@@ -1,0 +1,222 @@
+"""The store conformance suite: its tests of checkpoint (mixed into ``StoreConformance``)."""
+
+from __future__ import annotations
+
+import functools
+from datetime import timedelta
+
+import pytest
+
+from ..checkpoint._base import thread_lock
+from ..checkpoint.model import ThreadCheckpoint
+from ..errors import AgentError
+from ..messages import Message, ToolCall
+from ..stores._base import Store
+from ._suite import HOSTILE_THREAD_IDS, StoreFactory, _code, _needs, _rich_history, _run
+
+__all__ = ["CheckpointSuite"]
+
+
+class CheckpointSuite:
+    """Conformance tests of checkpointers and thread locks."""
+
+    # -- checkpointer -------------------------------------------------------------------
+
+    def test_checkpoint_round_trip_keeps_every_field(self, store_factory: StoreFactory) -> None:
+        """Every field of ThreadCheckpoint comes back equal (JSON-equal), ids sorted."""
+
+        async def body(store: Store) -> None:
+            cp = store.checkpointer
+            history = _rich_history()
+            pending = ToolCall("c9", "pay", {"amount": 10.5})
+            saved = ThreadCheckpoint(
+                "t-2",
+                None,
+                history,
+                {"nested": {"a": [1, "two"]}},
+                pending,
+                decisions={"pay": "approve"},
+            )
+            await cp.save(saved)
+            await cp.save(ThreadCheckpoint("t-1", None, [], {}))
+            loaded = await cp.load("t-2")
+            assert loaded is not None
+            assert loaded.model_dump_json() == saved.model_dump_json()
+            assert await cp.list_threads() == ["t-1", "t-2"]
+            assert await cp.load("nobody") is None
+            await cp.delete("t-1")
+            await cp.delete("t-1")
+            assert await cp.list_threads() == ["t-2"]
+
+        _run(store_factory, body)
+
+    def test_an_inconsistent_checkpoint_is_refused_and_nothing_stored(
+        self, store_factory: StoreFactory
+    ) -> None:
+        """Turn fields that disagree (made with ``model_copy``, which skips validators)."""
+
+        async def body(store: Store) -> None:
+            cp = store.checkpointer
+            base = ThreadCheckpoint("t1", None, [Message("user", "q", id="q")], {})
+            await cp.save(base)
+            orphan = Message("tool", "r", tool_call_id="nobody", name="f")
+            turn = Message("assistant", "", tool_calls=[ToolCall("c1", "f", {})])
+            for bad in (
+                base.model_copy(update={"in_flight": [ToolCall("c1", "f", {})]}),
+                base.model_copy(update={"turn": turn, "results": [orphan]}),
+            ):
+                assert await _code(functools.partial(cp.save, bad))() == "INVALID_ARGUMENT"
+            loaded = await cp.load("t1")
+            assert loaded is not None and loaded.model_dump_json() == base.model_dump_json()
+
+        _run(store_factory, body)
+
+    def test_checkpoint_append_edit_and_truncate(self, store_factory: StoreFactory) -> None:
+        """A grown, an edited and a shortened history each load back exactly."""
+
+        async def body(store: Store) -> None:
+            cp = store.checkpointer
+            history = [Message("user", f"u{i}") for i in range(6)]
+            await cp.save(ThreadCheckpoint("t", None, history[:3], {"n": 1}))
+            await cp.save(ThreadCheckpoint("t", None, history, {"n": 2}))
+            edited = [
+                *history[:2],
+                history[2].model_copy(update={"content": "edited"}),
+                *history[3:],
+            ]
+            await cp.save(ThreadCheckpoint("t", None, edited, {"n": 3}))
+            loaded = await cp.load("t")
+            assert loaded is not None and [m.text for m in loaded.messages] == [
+                m.text for m in edited
+            ]
+            await cp.save(ThreadCheckpoint("t", None, edited[:2], {"n": 4}))
+            again = await cp.load("t")
+            assert again is not None and again.messages == edited[:2] and again.state == {"n": 4}
+            if store_factory.cross_process:  # what another process reads, not a cache
+                other = store_factory.open()
+                try:
+                    fresh = await other.checkpointer.load("t")
+                finally:
+                    await other.close()
+                assert fresh is not None and fresh.messages == edited[:2]
+
+        _run(store_factory, body)
+
+    @pytest.mark.parametrize("thread_id", HOSTILE_THREAD_IDS, ids=repr)
+    def test_checkpointer_refuses_hostile_thread_ids(
+        self, store_factory: StoreFactory, thread_id: str
+    ) -> None:
+        """load/delete/thread_lock refuse a hostile thread id (THREAD_ID_INVALID)."""
+
+        async def body(store: Store) -> None:
+            cp = store.checkpointer
+
+            async def lock() -> None:
+                async with thread_lock(cp, thread_id):
+                    pass
+
+            for call in (lambda: cp.load(thread_id), lambda: cp.delete(thread_id), lock):
+                assert await _code(call)() == "THREAD_ID_INVALID"
+
+        _run(store_factory, body)
+
+    def test_thread_lock_excludes_a_second_run(self, store_factory: StoreFactory) -> None:
+        """A second hold of a held thread waits, then THREAD_BUSY; saves inside still work."""
+
+        async def body(store: Store) -> None:
+            cp = store.checkpointer
+            _needs(callable(getattr(cp, "thread_lock", None)), "checkpointer.thread_lock")
+            other = store_factory.open() if store_factory.cross_process else store
+            try:
+                async with cp.thread_lock("t"):  # type: ignore[attr-defined]
+                    await cp.save(ThreadCheckpoint("t", None, [Message("user", "a")], {}))
+                    with pytest.raises(AgentError) as info:
+                        async with other.checkpointer.thread_lock("t", timeout=0.1):  # type: ignore[attr-defined]
+                            pass
+                    assert info.value.code == "THREAD_BUSY"
+                async with other.checkpointer.thread_lock("t", timeout=5):  # type: ignore[attr-defined]
+                    pass
+            finally:
+                if other is not store:
+                    await other.close()
+
+        _run(store_factory, body)
+
+    def test_thread_lock_is_not_reentrant(self, store_factory: StoreFactory) -> None:
+        """A run that holds a thread and asks for it again waits, then THREAD_BUSY."""
+
+        async def body(store: Store) -> None:
+            cp = store.checkpointer
+            _needs(callable(getattr(cp, "thread_lock", None)), "checkpointer.thread_lock")
+            async with cp.thread_lock("t"):  # type: ignore[attr-defined]
+                with pytest.raises(AgentError) as info:
+                    async with cp.thread_lock("t", timeout=0.1):  # type: ignore[attr-defined]
+                        pass
+                assert info.value.code == "THREAD_BUSY"
+                await cp.save(ThreadCheckpoint("t", None, [Message("user", "still mine")], {}))
+            loaded = await cp.load("t")
+            assert loaded is not None and loaded.messages[0].text == "still mine"
+
+        _run(store_factory, body)
+
+    def test_stale_version_is_a_conflict(self, store_factory: StoreFactory) -> None:
+        """A writer whose view of the thread is stale gets CHECKPOINT_CONFLICT, writes nothing."""
+        _needs(store_factory.cross_process, "two opens sharing data")
+
+        async def body(store: Store) -> None:
+            cp = store.checkpointer
+            _needs(callable(getattr(cp, "fence", None)), "fenced writes (checkpointer.fence)")
+            await cp.save(ThreadCheckpoint("t", None, [Message("user", "a")], {"v": 1}))
+            other = store_factory.open()
+            try:
+                assert await other.checkpointer.load("t") is not None
+                assert await cp.load("t") is not None
+                await cp.save(ThreadCheckpoint("t", None, [Message("user", "b")], {"v": 2}))
+                late = ThreadCheckpoint("t", None, [Message("user", "c")], {"v": 3})
+                assert await _code(lambda: other.checkpointer.save(late))() == "CHECKPOINT_CONFLICT"
+                # Someone else's live lock refuses an unlocked write as well.
+                async with cp.thread_lock("t"):  # type: ignore[attr-defined]
+                    code = await _code(lambda: other.checkpointer.save(late))()
+                    assert code == "CHECKPOINT_CONFLICT"
+            finally:
+                await other.close()
+            loaded = await cp.load("t")
+            assert loaded is not None and loaded.state == {"v": 2}
+
+        _run(store_factory, body)
+
+    def test_checkpointer_prune_keeps_held_and_pending_threads(
+        self, store_factory: StoreFactory
+    ) -> None:
+        """prune() removes idle threads, never a held one or one with a pending approval."""
+
+        async def body(store: Store) -> None:
+            cp = store.checkpointer
+            prune = getattr(cp, "prune", None)
+            _needs(callable(prune), "checkpointer.prune")
+            assert prune is not None
+            pending = ToolCall("c1", "pay", {})
+            await cp.save(ThreadCheckpoint("idle", None, [Message("user", "a")], {}))
+            await cp.save(ThreadCheckpoint("pending", None, [], {}, pending))
+            await cp.save(ThreadCheckpoint("held", None, [], {}))
+            async with thread_lock(cp, "held"):
+                assert await prune(timedelta(days=1)) == 0
+                assert await prune(timedelta(0)) == 1
+            assert await cp.list_threads() == ["held", "pending"]
+
+        _run(store_factory, body)
+
+    def test_corrupt_checkpoint_is_reported(self, store_factory: StoreFactory) -> None:
+        """Unreadable stored data: CHECKPOINT_CORRUPT on load, left as it is."""
+        corrupter = store_factory.corrupter
+        _needs(corrupter is not None, "a corrupter in the factory")
+        assert corrupter is not None
+
+        async def body(store: Store) -> None:
+            cp = store.checkpointer
+            await cp.save(ThreadCheckpoint("t", None, [Message("user", "a")], {}))
+            await corrupter.corrupt_checkpoint("t")
+            for _ in range(2):
+                assert await _code(lambda: cp.load("t"))() == "CHECKPOINT_CORRUPT"
+
+        _run(store_factory, body)

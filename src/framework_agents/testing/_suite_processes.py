@@ -1,0 +1,172 @@
+"""The store conformance suite: its tests across processes, marked slow (a mixin)."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import signal
+
+import pytest
+
+from ..checkpoint.model import ThreadCheckpoint
+from ..messages import Message
+from ..stores._base import Store
+from . import _store_workers as workers
+from ._suite import StoreFactory, _needs, _run, _spawn, _wait
+
+__all__ = ["ProcessSuite"]
+
+
+class ProcessSuite:
+    """Conformance tests of several processes (marked slow)."""
+
+    # -- several processes (slow) -----------------------------------------------------------
+
+    @pytest.mark.slow
+    def test_concurrent_appends_from_processes_lose_nothing(
+        self, store_factory: StoreFactory
+    ) -> None:
+        """Three processes append to one memory at once: every message once, each in order."""
+        _needs(store_factory.cross_process, "cross-process sharing")
+        procs = [
+            _spawn(workers.append_worker, store_factory.open, "mem", f"p{i}", 20) for i in range(3)
+        ]
+        for proc, conn in procs:
+            assert (got := _wait(conn, proc)) == ("ok", 20), got
+            proc.join(30)
+
+        async def body(store: Store) -> None:
+            texts = [m.text for m in await store.memory("mem", max_messages=100_000).load()]
+            assert sorted(texts) == sorted(f"p{i}-{j}" for i in range(3) for j in range(20))
+            for i in range(3):
+                mine = [t for t in texts if t.startswith(f"p{i}-")]
+                assert mine == [f"p{i}-{j}" for j in range(20)]
+
+        _run(store_factory, body)
+
+    @pytest.mark.slow
+    def test_agents_in_processes_sharing_a_memory_lose_no_turn(
+        self, store_factory: StoreFactory
+    ) -> None:
+        """Three processes run agents on one memory key at once: every turn stored once."""
+        _needs(store_factory.cross_process, "cross-process sharing")
+        turns = 8
+        procs = [
+            _spawn(workers.agent_worker, store_factory.open, "mem/agents", f"p{i}", turns)
+            for i in range(3)
+        ]
+        for proc, conn in procs:
+            assert (got := _wait(conn, proc)) == ("ok", turns), got
+            proc.join(30)
+
+        async def body(store: Store) -> None:
+            texts = [m.text for m in await store.memory("mem/agents", max_messages=100_000).load()]
+            for i in range(3):
+                for j in range(turns):
+                    assert texts.count(f"p{i}-{j}") == 1, texts
+                    assert texts.count(f"answer to p{i}-{j}") == 1, texts
+                mine = [t for t in texts if t.startswith(f"p{i}-")]
+                assert mine == [f"p{i}-{j}" for j in range(turns)]  # each agent's in order
+
+        _run(store_factory, body)
+
+    @pytest.mark.slow
+    def test_compare_and_put_loses_no_update_across_processes(
+        self, store_factory: StoreFactory
+    ) -> None:
+        """Two processes increment one stored counter 20 times each: it ends at 40."""
+        _needs(store_factory.cross_process, "cross-process sharing")
+        probe = store_factory.open()
+        able = callable(getattr(probe.storage, "compare_and_put", None))
+        asyncio.run(probe.close())
+        _needs(able, "storage.compare_and_put")
+        procs = [
+            _spawn(workers.counter_worker, store_factory.open, "counter", 20) for _ in range(2)
+        ]
+        for proc, conn in procs:
+            assert (got := _wait(conn, proc)) == ("ok", 20), got
+            proc.join(30)
+
+        async def body(store: Store) -> None:
+            assert await store.storage.get("counter") == b"40"
+
+        _run(store_factory, body)
+
+    @pytest.mark.slow
+    def test_thread_lock_excludes_runs_across_processes(self, store_factory: StoreFactory) -> None:
+        """Two processes, 10 locked turns each on one thread: no lost, duplicated or split turn."""
+        _needs(store_factory.cross_process, "cross-process sharing")
+        turns = 10
+        procs = [
+            _spawn(workers.turns_worker, store_factory.open, "t", f"p{i}", turns) for i in range(2)
+        ]
+        for proc, conn in procs:
+            assert (got := _wait(conn, proc)) == ("ok", turns), got
+            proc.join(30)
+
+        async def body(store: Store) -> None:
+            loaded = await store.checkpointer.load("t")
+            assert loaded is not None and loaded.state == {"turns": 2 * turns}
+            texts = [m.text for m in loaded.messages]
+            pairs = list(zip(texts[::2], texts[1::2], strict=True))
+            assert all(u == a for u, a in pairs)  # a turn is never split by another
+            assert sorted(u for u, _ in pairs) == sorted(
+                f"p{i}-{j}" for i in range(2) for j in range(turns)
+            )
+
+        _run(store_factory, body)
+
+    @pytest.mark.slow
+    def test_killed_holder_is_replaced_within_its_lease(self, store_factory: StoreFactory) -> None:
+        """SIGKILL the process holding a thread: another takes it once the lease runs out."""
+        _needs(store_factory.cross_process, "cross-process sharing")
+        proc, conn = _spawn(workers.hold_worker, store_factory.open, "t")
+        assert (got := _wait(conn, proc)) == ("held", None), got
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.join(30)
+        wait = 3 * (store_factory.lease or 1.0) + 5
+
+        async def body(store: Store) -> None:
+            cp = store.checkpointer
+            _needs(callable(getattr(cp, "thread_lock", None)), "checkpointer.thread_lock")
+            async with cp.thread_lock("t", timeout=wait):  # type: ignore[attr-defined]
+                await cp.save(ThreadCheckpoint("t", None, [Message("user", "next")], {}))
+
+        _run(store_factory, body)
+
+    @pytest.mark.slow
+    def test_stopped_holder_is_fenced(self, store_factory: StoreFactory) -> None:
+        """A holder stopped past its lease loses the thread; its late save: CHECKPOINT_CONFLICT."""
+        _needs(store_factory.cross_process, "cross-process sharing")
+        _needs(store_factory.lease is not None, "a lease (StoreFactory.lease)")
+        probe = store_factory.open()
+        fenced = callable(getattr(probe.checkpointer, "fence", None))
+        asyncio.run(probe.close())
+        _needs(fenced, "fenced writes (checkpointer.fence)")
+        proc, conn = _spawn(workers.stale_worker, store_factory.open, "t")
+        try:
+            assert (got := _wait(conn, proc)) == ("held", None), got
+            os.kill(proc.pid, signal.SIGSTOP)
+            wait = 3 * (store_factory.lease or 1.0) + 5
+
+            async def take(store: Store) -> None:
+                cp = store.checkpointer
+                async with cp.thread_lock("t", timeout=wait):  # type: ignore[attr-defined]
+                    await cp.load("t")
+                    await cp.save(ThreadCheckpoint("t", None, [], {"by": "successor"}))
+
+            _run(store_factory, take)
+        finally:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(proc.pid, signal.SIGCONT)
+        conn.send("go")
+        status = _wait(conn, proc)
+        proc.join(30)
+        assert status[:2] == ("error", "CHECKPOINT_CONFLICT"), status
+
+        async def check(store: Store) -> None:
+            loaded = await store.checkpointer.load("t")
+            assert loaded is not None and loaded.state == {"by": "successor"}
+
+        _run(store_factory, check)
