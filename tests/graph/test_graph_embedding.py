@@ -15,13 +15,16 @@ import importlib.util
 import json
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
 from framework_agents import InMemoryMemory
 from framework_agents.errors import InvalidArgumentError
 from framework_agents.graph import Fact, GraphMemory, GraphStore
+
+if TYPE_CHECKING:  # the embeddings extra may be missing: the tests import it lazily
+    from framework_agents.graph.embedding import EmbeddingRanker
 
 DATA = json.loads((Path(__file__).parent / "data" / "graph_questions.json").read_text())
 _MISSING = [
@@ -80,7 +83,7 @@ def minilm() -> Any:
 
 
 @pytest.fixture(scope="module")
-def hybrid(minilm: Any) -> Any:
+def hybrid(minilm: Any) -> EmbeddingRanker:
     """One hybrid ranker for the module: it embeds each fact once (~2 s for the question set)."""
     from framework_agents.graph.embedding import EmbeddingRanker
 
@@ -103,7 +106,7 @@ def test_minilm_matches_the_published_model(minilm: Any) -> None:
 
 @needs_model
 def test_embeddings_beat_bm25_recall_at_8(
-    minilm: Any, hybrid: Any, capsys: pytest.CaptureFixture[str]
+    minilm: Any, hybrid: EmbeddingRanker, capsys: pytest.CaptureFixture[str]
 ) -> None:
     from framework_agents.graph.embedding import EmbeddingRanker
 
@@ -120,7 +123,7 @@ def test_embeddings_beat_bm25_recall_at_8(
 
 
 @needs_model
-def test_graph_memory_grounds_a_paraphrase_with_the_ranker(hybrid: Any) -> None:
+def test_graph_memory_grounds_a_paraphrase_with_the_ranker(hybrid: EmbeddingRanker) -> None:
     store = _store()
 
     async def main() -> None:
@@ -137,7 +140,7 @@ def test_graph_memory_grounds_a_paraphrase_with_the_ranker(hybrid: Any) -> None:
 
 
 @needs_model
-def test_the_ranker_checks_its_arguments(minilm: Any, hybrid: Any) -> None:
+def test_the_ranker_checks_its_arguments(minilm: Any, hybrid: EmbeddingRanker) -> None:
     from framework_agents.graph.embedding import EmbeddingRanker
 
     store = _store()
