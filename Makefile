@@ -1,7 +1,8 @@
 # Entry points that work on a fresh machine with only python3 and pip:
 #   make demo   -- runs the demo
 #   make test   -- runs the test suite (the long stress runs excepted)
-#   make stress -- runs the long stress runs (the 60 s lock stress, 500 random kills)
+#   make stress -- runs the long runs (the 60 s lock stress, 500 random kills, the rest of
+#                  the browser pages, the fresh-venv install)
 PYTHON ?= python3
 VENV   ?= .venv
 BIN     = $(VENV)/bin
@@ -35,8 +36,11 @@ serve: $(STAMP)
 	$(BIN)/framework-agents serve --model local --store .data/server
 
 # `make test` runs everything but the tests marked `slow`, in two worker processes (each
-# test module stays in one: its fixtures are made once); `make stress` runs those, one at
-# a time: multi-process kill and lock stress runs, the fresh-venv install.
+# test module stays in one: its fixtures are made once); it stays under two minutes on two
+# cores. `make stress` runs the `slow` ones, one at a time: the families that need real
+# processes, servers or a browser for seconds each (multi-process kill and lock stress
+# runs, the console's browser pages, the demo with the local model, the fresh-venv
+# install), each of which keeps a quick representative case in `make test`.
 test: $(STAMP)
 	$(BIN)/python -m pytest -q -m "not slow" -n 2 --dist loadscope
 

@@ -513,13 +513,15 @@ def test_thread_lock_across_processes(
     arun(free())
 
 
+# Two kills in make test, six in make stress (a writer process each).
+@pytest.mark.parametrize("kills", [2, pytest.param(6, marks=pytest.mark.slow)])
 def test_a_writer_killed_mid_save_never_leaves_an_unreadable_checkpoint(
-    tmp_path: Path, fresh_children: list[subprocess.Popen[str]]
+    tmp_path: Path, fresh_children: list[subprocess.Popen[str]], kills: int
 ) -> None:
     cp = FileCheckpointer(tmp_path, lock_timeout=10)
     rng = random.Random(6)
     last = 0
-    for _round in range(6):
+    for _round in range(kills):
         proc = child("save-loop", str(tmp_path), "t1")
         fresh_children.append(proc)
         assert proc.stdout is not None

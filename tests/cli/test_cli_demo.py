@@ -80,6 +80,10 @@ def test_demo_rejects_a_bad_model_before_starting(tmp_path: Path) -> None:
     assert "step 1" not in result.stdout
 
 
+# Two processes each load the model and run every turn of the demo (about ten seconds): in
+# make stress. make test runs the demo with the echo model, and the local model through
+# `framework-agents chat` (tests/cli/test_cli_chat.py).
+@pytest.mark.slow
 @pytest.mark.local_model
 @pytest.mark.skipif(bool(LOCAL_MISSING), reason=f"needs the 'local' extra; missing {LOCAL_MISSING}")
 def test_demo_with_the_local_model(tmp_path: Path) -> None:

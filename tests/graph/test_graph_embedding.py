@@ -15,13 +15,16 @@ import importlib.util
 import json
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
 from framework_agents import InMemoryMemory
 from framework_agents.errors import InvalidArgumentError
 from framework_agents.graph import Fact, GraphMemory, GraphStore
+
+if TYPE_CHECKING:  # the embeddings extra may be missing: the tests import it lazily
+    from framework_agents.graph.embedding import EmbeddingRanker
 
 DATA = json.loads((Path(__file__).parent / "data" / "graph_questions.json").read_text())
 _MISSING = [
@@ -79,6 +82,14 @@ def minilm() -> Any:
     return MiniLM()
 
 
+@pytest.fixture(scope="module")
+def hybrid(minilm: Any) -> EmbeddingRanker:
+    """One hybrid ranker for the module: it embeds each fact once (~2 s for the question set)."""
+    from framework_agents.graph.embedding import EmbeddingRanker
+
+    return EmbeddingRanker(minilm)
+
+
 @needs_model
 def test_minilm_matches_the_published_model(minilm: Any) -> None:
     vectors = minilm.embed(
@@ -94,13 +105,14 @@ def test_minilm_matches_the_published_model(minilm: Any) -> None:
 
 
 @needs_model
-def test_embeddings_beat_bm25_recall_at_8(minilm: Any, capsys: pytest.CaptureFixture[str]) -> None:
+def test_embeddings_beat_bm25_recall_at_8(
+    minilm: Any, hybrid: EmbeddingRanker, capsys: pytest.CaptureFixture[str]
+) -> None:
     from framework_agents.graph.embedding import EmbeddingRanker
 
     store = _store()
     bm25, _ = recall_at_8(lambda q: store.relevant(q, 8))
     dense = EmbeddingRanker(minilm, mode="embedding")
-    hybrid = EmbeddingRanker(minilm)
     embedding, missed_dense = recall_at_8(lambda q: dense.relevant(store, q, 8))
     fused, missed_fused = recall_at_8(lambda q: hybrid.relevant(store, q, 8))
     with capsys.disabled():
@@ -111,13 +123,11 @@ def test_embeddings_beat_bm25_recall_at_8(minilm: Any, capsys: pytest.CaptureFix
 
 
 @needs_model
-def test_graph_memory_grounds_a_paraphrase_with_the_ranker(minilm: Any) -> None:
-    from framework_agents.graph.embedding import EmbeddingRanker
-
+def test_graph_memory_grounds_a_paraphrase_with_the_ranker(hybrid: EmbeddingRanker) -> None:
     store = _store()
 
     async def main() -> None:
-        memory = GraphMemory(store, InMemoryMemory(), ranker=EmbeddingRanker(minilm))
+        memory = GraphMemory(store, InMemoryMemory(), ranker=hybrid)
         grounding = await memory.grounding_for("Who employs Alice?")
         assert grounding is not None
         assert "ex:aliceSmith ex:worksFor ex:acmeCorp" in grounding.text
@@ -130,22 +140,21 @@ def test_graph_memory_grounds_a_paraphrase_with_the_ranker(minilm: Any) -> None:
 
 
 @needs_model
-def test_the_ranker_checks_its_arguments(minilm: Any) -> None:
+def test_the_ranker_checks_its_arguments(minilm: Any, hybrid: EmbeddingRanker) -> None:
     from framework_agents.graph.embedding import EmbeddingRanker
 
-    ranker = EmbeddingRanker(minilm)
     store = _store()
-    assert ranker.relevant(store, "alice", 0) == []
-    assert ranker.relevant(store, "   ", 5) == []
-    assert ranker.relevant(GraphStore(), "alice", 5) == []
+    assert hybrid.relevant(store, "alice", 0) == []
+    assert hybrid.relevant(store, "   ", 5) == []
+    assert hybrid.relevant(GraphStore(), "alice", 5) == []
     for bad in (-1, True, 2.5):
         with pytest.raises(InvalidArgumentError):
-            ranker.relevant(store, "alice", bad)  # type: ignore[arg-type]  # refused
+            hybrid.relevant(store, "alice", bad)  # type: ignore[arg-type]  # refused
     with pytest.raises(InvalidArgumentError):
-        ranker.relevant(store, b"alice", 3)  # type: ignore[arg-type]
+        hybrid.relevant(store, b"alice", 3)  # type: ignore[arg-type]
     with pytest.raises(InvalidArgumentError):
         EmbeddingRanker(minilm, mode="dense")  # type: ignore[arg-type]
-    facts = ranker.relevant(store, "Is Alice a person?", 8)
+    facts = hybrid.relevant(store, "Is Alice a person?", 8)
     inferred = [f for f in facts if f.entailed]
     assert inferred and all(f.graph == "urn:x-framework-agents:entailed" for f in inferred)
 

@@ -309,7 +309,10 @@ def test_incremental_add_remove_equals_recomputation(ops: list[tuple[str, Fact, 
     arun(_check_sequence(ops))
 
 
-@pytest.mark.parametrize("seed", range(8))
+# Two seeds in make test, six more in make stress.
+@pytest.mark.parametrize(
+    "seed", [0, 1, *(pytest.param(seed, marks=pytest.mark.slow) for seed in range(2, 8))]
+)
 def test_long_random_sequences_equal_recomputation(seed: int) -> None:
     """Longer seeded sequences than hypothesis draws, 25 ops each, 25 sequences a seed."""
     rnd = random.Random(seed)

@@ -4,6 +4,13 @@ Each test drives the page like a person would: the token prompt, a streamed answ
 approval edited then approved, a rejection with a reason, the threads list, branch, edit and
 compare, the server's errors and a connection lost mid-run. Every main view is saved as a
 screenshot under ``docs/console/`` (shown by ``docs/console.md``).
+
+A page load in Chromium costs a second or more, so ``make test`` drives one page of each
+kind (the token prompt, a streamed answer, an approval, the server's errors, a narrow
+window, the page modules) and the other pages, marked ``slow``, run in ``make stress``
+(CI runs both). The server calls those pages make are tested without a browser in
+tests/server; what only the page does there (the marks, the badges, the keyboard order,
+axe) is checked in ``make stress`` only.
 """
 
 from __future__ import annotations
@@ -251,6 +258,7 @@ def test_an_approval_is_edited_validated_and_approved(page: Page, server: str) -
     _shot(page, "tool-result")
 
 
+@pytest.mark.slow
 def test_a_run_of_another_client_shows_in_progress_then_its_answer(page: Page, server: str) -> None:
     _api(server, "POST", "api/threads/other-client/runs", {"prompt": "first words"})
     gate = StreamGate()
@@ -275,6 +283,7 @@ def test_a_run_of_another_client_shows_in_progress_then_its_answer(page: Page, s
     expect(_composer(page)).to_be_enabled()
 
 
+@pytest.mark.slow
 def test_a_rejection_with_a_reason_reaches_the_model(page: Page, server: str) -> None:
     _open_thread(page, server, "trip-rejected")
     _send(page, "book a flight to anywhere")
@@ -296,6 +305,7 @@ def test_a_rejection_with_a_reason_reaches_the_model(page: Page, server: str) ->
     expect(page.locator("#approval")).to_have_count(0)
 
 
+@pytest.mark.slow
 def test_the_threads_list_searches_pages_and_marks_waiting_threads(page: Page, server: str) -> None:
     for i in range(21):
         _api(server, "POST", f"api/threads/bulk-{i:02d}/runs", {"prompt": f"hello number {i}"})
@@ -338,6 +348,7 @@ def _assert_accessible(page: Page, view: str) -> None:
     assert results.violations_count == 0, f"{view}: {results.generate_report()}"
 
 
+@pytest.mark.slow
 def test_branch_from_a_message_edit_it_and_compare_with_the_parent(page: Page, server: str) -> None:
     _api(server, "POST", "api/threads/branch-parent/runs", {"prompt": "first question"})
     _api(server, "POST", "api/threads/branch-parent/runs", {"prompt": "second question"})
@@ -384,6 +395,7 @@ def test_branch_from_a_message_edit_it_and_compare_with_the_parent(page: Page, s
     )
 
 
+@pytest.mark.slow
 def test_framework_messages_are_marked(page: Page, server: str, store_root: Path) -> None:
     from framework_agents import FileCheckpointer, Message, ThreadCheckpoint, ToolCall
 
@@ -435,6 +447,7 @@ def test_framework_messages_are_marked(page: Page, server: str, store_root: Path
     _shot(page, "framework-messages")
 
 
+@pytest.mark.slow
 def test_a_thread_is_deleted_only_after_confirmation(page: Page, server: str) -> None:
     _api(server, "POST", "api/threads/to-delete/runs", {"prompt": "forget me"})
     _open_thread(page, server, "to-delete")
@@ -472,6 +485,7 @@ def test_errors_show_the_servers_code_and_message(page: Page, server: str) -> No
     _shot(page, "error")
 
 
+@pytest.mark.slow
 def test_a_lost_connection_keeps_what_arrived_and_offers_a_reload(page: Page, server: str) -> None:
     def cut_stream(route: Route) -> None:
         response = route.fetch()
@@ -526,6 +540,7 @@ def test_a_narrow_window_stays_readable_and_every_field_has_a_label(
     assert errors == []
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("width", [1280, 390], ids=["wide", "narrow"])
 def test_axe_finds_no_accessibility_violations(browser: Browser, server: str, width: int) -> None:
     axe_module = pytest.importorskip(

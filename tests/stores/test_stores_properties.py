@@ -64,9 +64,11 @@ def _postgres_open() -> tuple[Callable[[], Store], Callable[[], None]]:
 
 
 def _backends() -> list[object]:
+    # PostgreSQL costs about a quarter of a second per example (a schema each): its runs are
+    # in make stress; make test runs the store conformance suite against it.
     return [
         pytest.param(_sqlite_open, id="sqlite"),
-        pytest.param(_postgres_open, id="postgres", marks=pytest.mark.postgres),
+        pytest.param(_postgres_open, id="postgres", marks=[pytest.mark.postgres, pytest.mark.slow]),
         pytest.param(_redis_open, id="redis", marks=pytest.mark.redis),
     ]
 
