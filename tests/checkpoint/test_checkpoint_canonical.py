@@ -20,7 +20,9 @@ from hypothesis import strategies as st
 from framework_agents import Message, ReasoningBlock, TextBlock, ToolCall
 from framework_agents._persist import strict_loads
 from framework_agents.checkpoint import FileCheckpointer, ThreadCheckpoint
-from framework_agents.checkpoint.file import _SLICED_BYTES, _canonical, _canonical_sliced
+from framework_agents.checkpoint._file_format import SLICED_BYTES as _SLICED_BYTES
+from framework_agents.checkpoint._file_format import canonical as _canonical
+from framework_agents.checkpoint._file_format import canonical_sliced as _canonical_sliced
 from framework_agents.checkpoint.model import to_json
 from framework_agents.errors import CheckpointCorruptError
 

@@ -26,7 +26,8 @@ from framework_agents.checkpoint import (
     InMemoryCheckpointer,
     ThreadCheckpoint,
 )
-from framework_agents.checkpoint.file import _OVERLAY, _Progress
+from framework_agents.checkpoint._file_format import OVERLAY_FIELDS as _OVERLAY
+from framework_agents.checkpoint._file_format import Progress as _Progress
 from framework_agents.checkpoint.model import to_json
 from framework_agents.errors import (
     CheckpointCorruptError,

@@ -22,7 +22,8 @@ from framework_agents.checkpoint import (
     with_file_lock,
 )
 from framework_agents.checkpoint import lock as lock_module
-from framework_agents.checkpoint.file import _OVERLAY, _Progress
+from framework_agents.checkpoint._file_format import OVERLAY_FIELDS as _OVERLAY
+from framework_agents.checkpoint._file_format import Progress as _Progress
 from framework_agents.checkpoint.model import to_json
 from framework_agents.errors import (
     CheckpointCorruptError,

@@ -10,17 +10,15 @@ import os
 import time
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
+from datetime import timedelta
 from pathlib import Path
 from types import EllipsisType
 from typing import Any, TypeVar, cast
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
-from pydantic_core import PydanticSerializationError
+from pydantic import ValidationError
 
 from .._fs import atomic_write, read_bytes_or_none, sweep_temp_files
 from .._persist import (
-    PARSE_SLICE,
     FileIdent,
     OddFileError,
     TooLargeError,
@@ -29,13 +27,10 @@ from .._persist import (
     ident_or_none,
     io_error,
     mark_landed,
-    overlong_int,
     plain_messages,
     read_document,
     run_blocking,
-    split_messages,
     stored_prefix,
-    strict_loads,
 )
 from .._retention import check_older_than, check_ttl, waits_for_approval
 from ..errors import (
@@ -45,8 +40,9 @@ from ..errors import (
     LockTimeoutError,
     ThreadBusyError,
 )
-from ..messages import Message, ToolCall
+from ..messages import Message
 from ._base import HeldThread, held_then_loaded
+from ._file_format import OVERLAY_FIELDS, Progress, canonical, corrupt, strict_json
 from ._journal import OVERLAY, Delta, JournalView, append_delta, apply_deltas, read_journal
 from ._values import (
     check_checkpoint,
@@ -65,7 +61,6 @@ from .model import (
     BASE_CHECKPOINT_FORMAT_VERSION,
     CHECKPOINT_FORMAT_VERSION,
     ThreadCheckpoint,
-    check_saved_at,
     check_thread_id,
     to_json,
 )
@@ -88,21 +83,6 @@ WRITE_LOCK_FILE = "checkpoint.lock"
 RUN_LOCK_FILE = "run.lock"
 #: The steps ``hold_thread`` fuses: a subclass overriding one gets them one by one.
 _FUSED = ("load", "save", "thread_lock")
-
-#: Version of the JSON shape of ``progress.json``.
-PROGRESS_FORMAT_VERSION = 1
-
-#: Fields a progress file carries (everything of a checkpoint but its history).
-_OVERLAY = (
-    "saved_at",
-    "state",
-    "pending",
-    "turn",
-    "results",
-    "in_flight",
-    "outcome_unknown",
-    "decisions",
-)
 
 #: How many threads' paths a checkpointer keeps made (``_Files``).
 _FILES_KEPT = 4096
@@ -163,121 +143,6 @@ class _Known:
     # Whether ``messages`` are all plain (``plain_messages``): only then may a save's
     # prefix check trust them (a message class with an ``==`` of its own decides it).
     plain: bool = True
-
-
-class _Progress(BaseModel):
-    """``progress.json``: a checkpoint without its history, bound to one checkpoint.json."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    version: int = Field(PROGRESS_FORMAT_VERSION, strict=True)
-    thread_id: str
-    base: str
-    saved_at: datetime
-    state: dict[str, Any]
-    pending: ToolCall | None
-    turn: Message | None
-    results: list[Message]
-    in_flight: list[ToolCall]
-    outcome_unknown: bool
-    decisions: dict[str, Any]
-
-    @field_validator("saved_at", mode="before")
-    @classmethod
-    def _no_timestamp_numbers(cls, value: object) -> object:
-        return check_saved_at(value)
-
-    @field_validator("version")
-    @classmethod
-    def _known_version(cls, value: int) -> int:
-        if not 1 <= value <= PROGRESS_FORMAT_VERSION:
-            raise ValueError(
-                f"progress format version {value} is not one this framework-agents "
-                f"understands (1..{PROGRESS_FORMAT_VERSION})"
-            )
-        return value
-
-
-def _strict_json(path: Path, data: bytes) -> Any:
-    """Parse like ``memory.json``: what would not read back equal once saved is corrupt.
-
-    A duplicate key, NaN/Infinity, an out-of-range number or an escaped lone surrogate
-    would be accepted by a lenient parser and silently altered by the next save.
-    """
-    try:
-        return strict_loads(data)
-    except RecursionError:
-        raise CheckpointCorruptError(f"checkpoint {str(path)!r} is nested too deeply") from None
-    except ValueError as exc:
-        raise CheckpointCorruptError(
-            f"checkpoint {str(path)!r} is unreadable (document: invalid JSON: {exc})"
-        ) from None
-
-
-def _canonical(data: bytes) -> ThreadCheckpoint | None:
-    """``data`` parsed in one pass when it is exactly what saving the result writes, else None.
-
-    The strict reader (:func:`_strict_json`, then validation) is slow: a Python hook runs
-    for every JSON object. But a document that is byte for byte the serialisation of the
-    checkpoint it parses to cannot hold what the strict reader refuses: a duplicate key,
-    a NaN, an out-of-range number or a surrogate escape would each serialise differently
-    (or not at all). That is every file this checkpointer wrote; anything else (a file
-    written by hand or by another writer, or a corrupt one) goes to the strict reader,
-    which alone decides what is accepted and names the problem.
-    """
-    if overlong_int(data) is not None:
-        return None  # the strict reader applies the interpreter's lowered digit limit
-    if len(data) >= _SLICED_BYTES:
-        sliced = _canonical_sliced(data)
-        if sliced is not None:
-            return sliced
-    return _exact(data)
-
-
-#: A stored checkpoint this large has its messages parsed in slices
-#: (:func:`_canonical_sliced`); a smaller one is parsed whole, which is as fast.
-_SLICED_BYTES = 4 * PARSE_SLICE
-
-
-def _canonical_sliced(data: bytes) -> ThreadCheckpoint | None:
-    """:func:`_canonical` with the messages parsed in slices (``split_messages``).
-
-    One parse of the whole document makes a pydantic fields set per message and, for
-    the comparison, its whole serialisation again: a load peaked at 1.8x the memory of
-    the rows of a database read back. In slices, each compared with its serialisation,
-    the messages share fields sets and nothing of the document's size is made twice.
-    The rest (the document with no messages) is read and compared the same way, then
-    the checkpoint is validated whole from those values (every check of the model runs
-    on the real messages).
-    """
-    split = split_messages(data, b',"messages":[', (b'],"state":',), _exact)
-    if split is None:
-        return None
-    messages, shell = split
-    try:
-        return ThreadCheckpoint.model_validate({**shell.__dict__, "messages": messages})
-    except (ValidationError, AgentError, ValueError, RecursionError):
-        return None
-
-
-def _exact(data: bytes) -> ThreadCheckpoint | None:
-    """The checkpoint ``data`` parses to in one pass, if it serialises back to ``data``."""
-    try:
-        checkpoint = ThreadCheckpoint.model_validate_json(data)
-        if checkpoint.__pydantic_serializer__.to_json(checkpoint) == data:
-            return checkpoint
-    except (ValidationError, PydanticSerializationError, AgentError, ValueError, RecursionError):
-        pass
-    return None
-
-
-def _corrupt(path: Path, exc: ValidationError) -> CheckpointCorruptError:
-    errors = exc.errors()
-    first = next((e for e in errors if e["loc"] == ("version",)), errors[0])
-    where = ".".join(str(p) for p in first["loc"]) or "document"
-    return CheckpointCorruptError(
-        f"checkpoint {str(path)!r} is unreadable ({where}: {first['msg']})"
-    )
 
 
 class FileCheckpointer:
@@ -376,15 +241,15 @@ class FileCheckpointer:
     # -- reading -------------------------------------------------------------------------
 
     def _parse(self, thread_id: str, path: Path, data: bytes) -> ThreadCheckpoint:
-        checkpoint = _canonical(data)
+        checkpoint = canonical(data)
         versioned = True  # a canonical document has every key, version included
         try:
             if checkpoint is None:
-                doc = _strict_json(path, data)
+                doc = strict_json(path, data)
                 checkpoint = ThreadCheckpoint.model_validate(doc)
                 versioned = isinstance(doc, dict) and "version" in doc
         except ValidationError as exc:
-            raise _corrupt(path, exc) from exc
+            raise corrupt(path, exc) from exc
         except AgentError as exc:
             raise CheckpointCorruptError(f"checkpoint {str(path)!r} is unreadable: {exc}") from exc
         if checkpoint.thread_id != thread_id:
@@ -397,18 +262,18 @@ class FileCheckpointer:
             )
         return _as_value(checkpoint)
 
-    def _parse_progress(self, thread_id: str, path: Path, data: bytes) -> _Progress:
+    def _parse_progress(self, thread_id: str, path: Path, data: bytes) -> Progress:
         try:
-            progress = _Progress.model_validate(_strict_json(path, data))
+            progress = Progress.model_validate(strict_json(path, data))
         except ValidationError as exc:
-            raise _corrupt(path, exc) from exc
+            raise corrupt(path, exc) from exc
         if progress.thread_id != thread_id:
             raise CheckpointCorruptError(
                 f"checkpoint {str(path)!r} belongs to thread {progress.thread_id!r}"
             )
         return progress
 
-    def _read_progress(self, thread_id: str) -> _Progress | None:
+    def _read_progress(self, thread_id: str) -> Progress | None:
         path = self.thread_dir(thread_id) / PROGRESS_FILE
         data = read_bytes_or_none(path)
         return None if data is None else self._parse_progress(thread_id, path, data)
@@ -439,11 +304,11 @@ class FileCheckpointer:
         progress = self._read_progress(thread_id)
         if progress is not None and progress.base == digest:
             fields = {name: getattr(checkpoint, name) for name in ThreadCheckpoint.model_fields}
-            fields.update({name: getattr(progress, name) for name in _OVERLAY})
+            fields.update({name: getattr(progress, name) for name in OVERLAY_FIELDS})
             try:
                 checkpoint = ThreadCheckpoint.model_validate(fields)
             except ValidationError as exc:
-                raise _corrupt(path.with_name(PROGRESS_FILE), exc) from exc
+                raise corrupt(path.with_name(PROGRESS_FILE), exc) from exc
         journal_path = path.with_name(JOURNAL_FILE)
         view = read_journal(journal_path, digest, max_bytes=self.max_bytes - len(data))
         checkpoint = apply_deltas(checkpoint, view.deltas, journal_path)

@@ -1,0 +1,176 @@
+"""The on-disk documents of :class:`~.file.FileCheckpointer` and their readers.
+
+``checkpoint.json`` is read by :func:`canonical` (one pass, when the bytes are exactly what
+saving the parsed checkpoint writes: every file the checkpointer wrote) or else by the
+strict reader (:func:`strict_json`, then validation), which alone decides what is
+accepted and names the problem. ``progress.json`` (:class:`Progress`, written by an
+earlier release) is a checkpoint without its history, bound to one ``checkpoint.json``.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic_core import PydanticSerializationError
+
+from .._persist import (
+    PARSE_SLICE,
+    overlong_int,
+    split_messages,
+    strict_loads,
+)
+from ..errors import (
+    AgentError,
+    CheckpointCorruptError,
+)
+from ..messages import Message, ToolCall
+from .model import (
+    ThreadCheckpoint,
+    check_saved_at,
+)
+
+__all__ = [
+    "OVERLAY_FIELDS",
+    "PROGRESS_FORMAT_VERSION",
+    "SLICED_BYTES",
+    "Progress",
+    "canonical",
+    "canonical_sliced",
+    "corrupt",
+    "exact",
+    "strict_json",
+]
+
+
+#: Version of the JSON shape of ``progress.json``.
+PROGRESS_FORMAT_VERSION = 1
+
+#: Fields a progress file carries (everything of a checkpoint but its history).
+OVERLAY_FIELDS = (
+    "saved_at",
+    "state",
+    "pending",
+    "turn",
+    "results",
+    "in_flight",
+    "outcome_unknown",
+    "decisions",
+)
+
+
+class Progress(BaseModel):
+    """``progress.json``: a checkpoint without its history, bound to one checkpoint.json."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    version: int = Field(PROGRESS_FORMAT_VERSION, strict=True)
+    thread_id: str
+    base: str
+    saved_at: datetime
+    state: dict[str, Any]
+    pending: ToolCall | None
+    turn: Message | None
+    results: list[Message]
+    in_flight: list[ToolCall]
+    outcome_unknown: bool
+    decisions: dict[str, Any]
+
+    @field_validator("saved_at", mode="before")
+    @classmethod
+    def _no_timestamp_numbers(cls, value: object) -> object:
+        return check_saved_at(value)
+
+    @field_validator("version")
+    @classmethod
+    def _known_version(cls, value: int) -> int:
+        if not 1 <= value <= PROGRESS_FORMAT_VERSION:
+            raise ValueError(
+                f"progress format version {value} is not one this framework-agents "
+                f"understands (1..{PROGRESS_FORMAT_VERSION})"
+            )
+        return value
+
+
+def strict_json(path: Path, data: bytes) -> Any:
+    """Parse like ``memory.json``: what would not read back equal once saved is corrupt.
+
+    A duplicate key, NaN/Infinity, an out-of-range number or an escaped lone surrogate
+    would be accepted by a lenient parser and silently altered by the next save.
+    """
+    try:
+        return strict_loads(data)
+    except RecursionError:
+        raise CheckpointCorruptError(f"checkpoint {str(path)!r} is nested too deeply") from None
+    except ValueError as exc:
+        raise CheckpointCorruptError(
+            f"checkpoint {str(path)!r} is unreadable (document: invalid JSON: {exc})"
+        ) from None
+
+
+def canonical(data: bytes) -> ThreadCheckpoint | None:
+    """``data`` parsed in one pass when it is exactly what saving the result writes, else None.
+
+    The strict reader (:func:`strict_json`, then validation) is slow: a Python hook runs
+    for every JSON object. But a document that is byte for byte the serialisation of the
+    checkpoint it parses to cannot hold what the strict reader refuses: a duplicate key,
+    a NaN, an out-of-range number or a surrogate escape would each serialise differently
+    (or not at all). That is every file this checkpointer wrote; anything else (a file
+    written by hand or by another writer, or a corrupt one) goes to the strict reader,
+    which alone decides what is accepted and names the problem.
+    """
+    if overlong_int(data) is not None:
+        return None  # the strict reader applies the interpreter's lowered digit limit
+    if len(data) >= SLICED_BYTES:
+        sliced = canonical_sliced(data)
+        if sliced is not None:
+            return sliced
+    return exact(data)
+
+
+#: A stored checkpoint this large has its messages parsed in slices
+#: (:func:`canonical_sliced`); a smaller one is parsed whole, which is as fast.
+SLICED_BYTES = 4 * PARSE_SLICE
+
+
+def canonical_sliced(data: bytes) -> ThreadCheckpoint | None:
+    """:func:`canonical` with the messages parsed in slices (``split_messages``).
+
+    One parse of the whole document makes a pydantic fields set per message and, for
+    the comparison, its whole serialisation again: a load peaked at 1.8x the memory of
+    the rows of a database read back. In slices, each compared with its serialisation,
+    the messages share fields sets and nothing of the document's size is made twice.
+    The rest (the document with no messages) is read and compared the same way, then
+    the checkpoint is validated whole from those values (every check of the model runs
+    on the real messages).
+    """
+    split = split_messages(data, b',"messages":[', (b'],"state":',), exact)
+    if split is None:
+        return None
+    messages, shell = split
+    try:
+        return ThreadCheckpoint.model_validate({**shell.__dict__, "messages": messages})
+    except (ValidationError, AgentError, ValueError, RecursionError):
+        return None
+
+
+def exact(data: bytes) -> ThreadCheckpoint | None:
+    """The checkpoint ``data`` parses to in one pass, if it serialises back to ``data``."""
+    try:
+        checkpoint = ThreadCheckpoint.model_validate_json(data)
+        if checkpoint.__pydantic_serializer__.to_json(checkpoint) == data:
+            return checkpoint
+    except (ValidationError, PydanticSerializationError, AgentError, ValueError, RecursionError):
+        pass
+    return None
+
+
+def corrupt(path: Path, exc: ValidationError) -> CheckpointCorruptError:
+    errors = exc.errors()
+    first = next((e for e in errors if e["loc"] == ("version",)), errors[0])
+    where = ".".join(str(p) for p in first["loc"]) or "document"
+    return CheckpointCorruptError(
+        f"checkpoint {str(path)!r} is unreadable ({where}: {first['msg']})"
+    )
