@@ -45,7 +45,7 @@ from ._errors import (
     UnsupportedMediaTypeError,
 )
 from ._runner import AgentFactory, ThreadRunner
-from ._site import SiteGuard, check_hosts, check_origins
+from ._site import SiteGuard, check_hosts, check_origins, first_headers
 from ._store import DEFAULT_STORE, ServerStore, resolve_store
 
 __all__ = ["DEFAULT_MAX_BODY", "create_app"]
@@ -95,6 +95,10 @@ class _AccessLog:
             )
 
 
+#: The headers the body guard reads (one pass over them).
+_GUARD_HEADERS = frozenset({b"authorization", b"content-length", b"content-type"})
+
+
 def _is_json(content_type: bytes) -> bool:
     """``application/json`` or ``application/<something>+json``, any parameters."""
     media = content_type.split(b";", 1)[0].strip().lower()
@@ -111,22 +115,23 @@ class _Guard:
         self.expected = f"Bearer {token}".encode() if token else None
         self.max_body = max_body
 
-    def _authorized(self, scope: Scope) -> bool:
+    def _authorized(self, scope: Scope, headers: dict[bytes, bytes]) -> bool:
         if self.expected is None or _is_open(scope.get("path", "")):
             return True
-        return hmac.compare_digest(_header(scope, b"authorization") or b"", self.expected)
+        return hmac.compare_digest(headers.get(b"authorization", b""), self.expected)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        if not self._authorized(scope):
+        headers = first_headers(scope, _GUARD_HEADERS)
+        if not self._authorized(scope, headers):
             await send_error(send, UnauthorizedError("a valid 'Authorization: Bearer' is needed"))
             return
         if scope.get("method") in ("GET", "HEAD", "OPTIONS"):
             await self.app(scope, receive, send)
             return
-        refusal = self._refused_before_the_body(scope)
+        refusal = self._refused_before_the_body(headers)
         if refusal is not None:
             await send_error(send, refusal)
             return
@@ -134,17 +139,17 @@ class _Guard:
         if body is None:
             await send_error(send, self._too_large())
             return
-        if body and _header(scope, b"content-type") is None:
+        if body and b"content-type" not in headers:
             await send_error(send, _not_json(b""))
             return
         await self.app(scope, _replay(body, receive), send)
 
-    def _refused_before_the_body(self, scope: Scope) -> Exception | None:
+    def _refused_before_the_body(self, headers: dict[bytes, bytes]) -> Exception | None:
         """A declared body too large, or not JSON: refused before reading it."""
-        length = _header(scope, b"content-length")
+        length = headers.get(b"content-length")
         if length is not None and length.isdigit() and int(length) > self.max_body:
             return self._too_large()
-        content_type = _header(scope, b"content-type")
+        content_type = headers.get(b"content-type")
         if content_type is not None and not _is_json(content_type):
             return _not_json(content_type)
         return None
@@ -168,14 +173,6 @@ class _Guard:
 
     def _too_large(self) -> BodyTooLargeError:
         return BodyTooLargeError(f"the request body is larger than {self.max_body} bytes")
-
-
-def _header(scope: Scope, name: bytes) -> bytes | None:
-    """The first value of header ``name`` (lower-case), or ``None``."""
-    for key, value in scope.get("headers", ()):
-        if key == name:
-            return bytes(value)
-    return None
 
 
 def _not_json(content_type: bytes) -> UnsupportedMediaTypeError:

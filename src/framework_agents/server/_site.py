@@ -34,11 +34,11 @@ from ..errors import InvalidArgumentError
 from ._api import send_error
 from ._errors import HostNotAllowedError, OriginNotAllowedError
 
-__all__ = ["SiteGuard", "check_hosts", "check_origins", "split_host"]
+__all__ = ["SiteGuard", "check_hosts", "check_origins", "first_headers", "split_host"]
 
 _SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 _DEFAULT_PORTS = {"http": 80, "https": 443}
-_CROSS_SITE = frozenset({b"cross-site", b"same-site"})
+_CROSS_SITE = frozenset({"cross-site", "same-site"})
 #: Routes that answer any ``Host``: they tell nothing about threads (a proxy's probe).
 _ANY_HOST_PATHS = frozenset({"/healthz"})
 
@@ -70,13 +70,16 @@ def _with_port(name: str, port: str | None) -> tuple[str, int | None] | None:
     return name, int(port)
 
 
-def _site_headers(scope: Scope) -> dict[bytes, str]:
-    """The first ``Host``, ``Origin`` and ``Sec-Fetch-Site`` of a request, decoded."""
-    found: dict[bytes, str] = {}
+def first_headers(scope: Scope, names: frozenset[bytes]) -> dict[bytes, bytes]:
+    """The first value of each header of ``names`` (lower-case) the request has, in one pass."""
+    found: dict[bytes, bytes] = {}
     for name, value in scope.get("headers", ()):
-        if name in (b"host", b"origin", b"sec-fetch-site") and name not in found:
-            found[name] = value.decode("latin-1")
+        if name in names and name not in found:
+            found[name] = bytes(value)
     return found
+
+
+_SITE_HEADERS = frozenset({b"host", b"origin", b"sec-fetch-site"})
 
 
 def _is_loopback(name: str) -> bool:
@@ -184,7 +187,7 @@ class SiteGuard:
         await self.app(scope, receive, send)
 
     def _refusal(self, scope: Scope) -> Exception | None:
-        headers = _site_headers(scope)
+        headers = {k: v.decode("latin-1") for k, v in first_headers(scope, _SITE_HEADERS).items()}
         host = headers.get(b"host")
         parsed = None if host is None else split_host(host)
         if host is not None and self._foreign(parsed, scope):
@@ -196,7 +199,7 @@ class SiteGuard:
             return None
         origin = headers.get(b"origin")
         if origin is None:
-            if headers.get(b"sec-fetch-site", "").encode() in _CROSS_SITE:
+            if headers.get(b"sec-fetch-site") in _CROSS_SITE:
                 return OriginNotAllowedError(
                     "a cross-site browser request may not change anything on this server"
                 )
