@@ -69,14 +69,13 @@ class AgentHistory:
         seed: Sequence[Message] = (),
         state: Mapping[str, Any] | None = None,
         system_prompt: str | None = None,
-        timeline: Sequence[TimelineEntry] = (),
     ) -> None:
         """A history not yet started: ``messages`` is the ``seed`` (``initial_messages``)."""
         self.memory = memory
         self.seed: list[Message] = list(seed)
         self.state = AgentState(state)
         self.system_prompt = system_prompt
-        self.timeline = Timeline(list(timeline))
+        self.timeline = Timeline()
         self.origin = HistoryOrigin.SEED
         self._messages: Sequence[Message] = list(self.seed)
         # The memory's revision and the history it held then, when this history last read

@@ -203,11 +203,10 @@ class SessionSync:
         return snapshot
 
     async def load_snapshot(self, snapshot: Snapshot) -> None:
-        """Restore the fields present in ``snapshot``; memory (and the session) kept in sync."""
-        if not isinstance(snapshot, Snapshot):
-            raise InvalidArgumentError(
-                f"load_snapshot() takes a Snapshot, not {type(snapshot).__name__}"
-            )
+        """Restore the fields present in ``snapshot``; memory (and the session) kept in sync.
+
+        ``snapshot`` is checked by ``Agent.load_snapshot``, before it takes the busy flag.
+        """
         await self.ready()
         await self._apply(snapshot.data)
         await restore_state(self.history.memory, snapshot.app_data)

@@ -577,10 +577,11 @@ async def open_thread(
             link_previous_run(base.app_data.get(TRACE_APP_DATA_KEY))
         if base is None and opening.resumes:
             raise CheckpointMissingError(f"thread {thread_id!r} has no checkpoint to resume")
-        admitted = _Admission(dict(decisions)) if base is None else None
-        if base is not None:
-            admitted = _admit(base, decisions, host.tools, opening)
-        assert admitted is not None
+        admitted = (
+            _Admission(dict(decisions))
+            if base is None
+            else _admit(base, decisions, host.tools, opening)
+        )
         carried = dict(base.decisions) if base is not None and opening.resumes else {}
         book = DecisionBook({**carried, **admitted.decisions})
         run = _ThreadRun(

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import copy
 import functools
 import inspect
 import logging
@@ -665,10 +664,9 @@ class Agent:
         messages = list(self._history.messages)
         if at is not None:
             messages = messages[: find_message(messages, at, "branch(at=...)") + 1]
-        kwargs.update(
+        kwargs.update(  # the state is a deep copy already (_constructor_kwargs)
             memory=None,  # fresh default memory, seeded with the history on the first run
             session_manager=None,
-            state=copy.deepcopy(self.state.to_dict()),
             initial_messages=[m.model_copy(deep=True) for m in messages],
         )
         kwargs.update(overrides)
