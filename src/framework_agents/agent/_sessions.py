@@ -30,6 +30,7 @@ from collections.abc import Iterable
 from typing import Any, Protocol, runtime_checkable
 
 from .._telemetry import trace_store
+from .._util import check_collaborator
 from ..errors import (
     CheckpointConflictError,
     InvalidArgumentError,
@@ -82,12 +83,7 @@ class SessionSync:
 
     @manager.setter
     def manager(self, manager: SessionStore | None) -> None:
-        if manager is not None and not isinstance(manager, SessionStore):
-            raise InvalidArgumentError(
-                "session_manager must be a SessionManager (load_latest/save_latest), "
-                f"not {type(manager).__name__}"
-            )
-        self._manager = manager
+        self._manager = check_collaborator(manager, SessionStore, "session_manager")
 
     def hooks(self, *, from_thread: bool) -> RunHooks:
         """The session's run hooks: restore (or, ``from_thread``, carry) first; save at commit.

@@ -48,7 +48,7 @@ from datetime import UTC, datetime
 from typing import Any, cast
 
 from .._telemetry import TRACE_APP_DATA_KEY, link_previous_run, run_link_record, trace_store
-from .._util import implements
+from .._util import check_collaborator
 from ..checkpoint._base import Checkpointer, hold_thread, save_progress, thread_lock
 from ..checkpoint.model import ThreadCheckpoint, check_thread_id
 from ..errors import (
@@ -168,11 +168,9 @@ _UNKNOWN_REASON = (
 
 def check_target(checkpointer: object, thread_id: object) -> Checkpointer:
     """``checkpointer`` if it is one and ``thread_id`` is valid, else a coded error."""
-    if not implements(checkpointer, Checkpointer):
-        raise InvalidArgumentError(
-            "checkpointer must implement the Checkpointer protocol (async save, load, "
-            f"delete, list_threads), got {checkpointer!r:.100}"
-        )
+    if checkpointer is None:
+        raise InvalidArgumentError("checkpointer must implement Checkpointer, not None")
+    check_collaborator(checkpointer, Checkpointer, "checkpointer")
     if thread_id is None:
         raise InvalidArgumentError("a run with a checkpointer needs a thread_id")
     check_thread_id(thread_id)
