@@ -19,6 +19,7 @@ contract, the subclasses let callers ``except`` one kind::
     ├── NotFoundError                   the thing named does not exist
     │   ├── CheckpointMissingError      CHECKPOINT_MISSING
     │   ├── MessageNotFoundError        MESSAGE_NOT_FOUND
+    │   ├── MemoryNotFoundError         MEMORY_NOT_FOUND
     │   └── SnapshotMissingError        SNAPSHOT_MISSING
     ├── CorruptStoreError               stored data unreadable or wrongly shaped; left untouched
     │   ├── MemoryCorruptError          MEMORY_CORRUPT
@@ -77,6 +78,7 @@ __all__ = [
     "NotFoundError",
     "CheckpointMissingError",
     "MessageNotFoundError",
+    "MemoryNotFoundError",
     "SnapshotMissingError",
     "CorruptStoreError",
     "MemoryCorruptError",
@@ -207,6 +209,12 @@ class MemoryCorruptError(CorruptStoreError):
     """A stored memory file is unreadable or wrongly shaped; it was left untouched."""
 
     default_code = "MEMORY_CORRUPT"
+
+
+class MemoryNotFoundError(NotFoundError):
+    """A memory bank record that does not exist (``update`` of an unknown id)."""
+
+    default_code = "MEMORY_NOT_FOUND"
 
 
 class CheckpointMissingError(NotFoundError):

@@ -21,6 +21,9 @@ from typing import Any, Protocol
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 from .._retention import check_ttl
+from ..bank._backend import BankBackend, InMemoryBankBackend
+from ..bank._files import FileBankBackend
+from ..bank.bank import Embedder, MemoryBank
 from ..checkpoint._base import Checkpointer
 from ..checkpoint.file import FileCheckpointer
 from ..checkpoint.memory import InMemoryCheckpointer
@@ -54,6 +57,7 @@ class Store(AsyncClosing):
         storage: Storage,
         checkpointer: Checkpointer,
         memory: Callable[[str, int], Memory],
+        bank: BankBackend,
         close: Callable[[], Awaitable[None]] | None = None,
     ) -> None:
         """Set up the store; nothing connects before the first operation."""
@@ -61,6 +65,7 @@ class Store(AsyncClosing):
         self.storage = storage
         self.checkpointer = checkpointer
         self._memory = memory
+        self._bank = bank
         self._close = close
         self._memories: list[Memory] = []
 
@@ -75,9 +80,17 @@ class Store(AsyncClosing):
         self._memories.append(memory)
         return memory
 
+    def bank(self, *, embedder: Embedder | None = None) -> MemoryBank:
+        """The store's :class:`~framework_agents.bank.MemoryBank` (closed with the store)."""
+        return MemoryBank.over(self._bank, embedder=embedder)
+
+    def bank_backend(self) -> BankBackend:
+        """The backend the store's memory banks share (internal)."""
+        return self._bank
+
     async def close(self) -> None:
         """Close every connection and pool of the bundle (idempotent)."""
-        closers: list[Any] = [self.storage, self.checkpointer, *self._memories]
+        closers: list[Any] = [self.storage, self.checkpointer, self._bank, *self._memories]
         self._memories = []
         for item in closers:
             method = getattr(item, "close", None)
@@ -92,8 +105,13 @@ class _Db(Protocol):
     async def close(self) -> None: ...
 
 
-#: A database backend's storage, checkpointer and memory classes.
-StoreClasses = tuple[Callable[..., Storage], Callable[..., Checkpointer], Callable[..., Memory]]
+#: A database backend's storage, checkpointer, memory and memory-bank classes.
+StoreClasses = tuple[
+    Callable[..., Storage],
+    Callable[..., Checkpointer],
+    Callable[..., Memory],
+    Callable[..., BankBackend],
+]
 
 
 def db_store(
@@ -105,15 +123,34 @@ def db_store(
     ttl: float | None,
     lock_timeout: float | None,
 ) -> Store:
-    """The :class:`Store` of one database: its three stores share ``db`` (and close it)."""
-    storage, checkpointer, memory = classes
+    """The :class:`Store` of one database: its stores share ``db`` (and close it)."""
+    storage, checkpointer, memory, bank = classes
     return Store(
         url,
         storage=storage(db, ttl=ttl),
         checkpointer=checkpointer(db, lease=lease, ttl=ttl, lock_timeout=lock_timeout),
         memory=lambda key, n: memory(db, key, n),
+        bank=bank(db),
         close=db.close,
     )
+
+
+class _NoBank:
+    """Placeholder until the database bank backends land (raises on use)."""
+
+    def __init__(self, db: object) -> None:
+        self._db = db
+
+    def __getattr__(self, name: str) -> Any:
+        raise InvalidArgumentError(f"the memory bank is not available on {self._db!r} yet")
+
+    async def close(self) -> None:
+        return None
+
+
+def unavailable_bank(db: object) -> BankBackend:
+    """The bank backend of a database that has none yet (every call is refused)."""
+    return _NoBank(db)
 
 
 def _memory_store(url: str, *, ttl: float | None, lock_timeout: float | None) -> Store:
@@ -127,6 +164,7 @@ def _memory_store(url: str, *, ttl: float | None, lock_timeout: float | None) ->
         storage=InMemoryStorage(ttl=ttl),
         checkpointer=InMemoryCheckpointer(lock_timeout=lock_timeout, ttl=ttl),
         memory=memory,
+        bank=InMemoryBankBackend(),
     )
 
 
@@ -137,6 +175,7 @@ def _file_store(url: str, *, ttl: float | None, lock_timeout: float | None) -> S
         storage=LocalFileStorage(root / "storage", ttl=ttl),
         checkpointer=FileCheckpointer(root, lock_timeout=lock_timeout, ttl=ttl),
         memory=lambda key, n: FileMemory(root / "memory" / key, n),
+        bank=FileBankBackend(root),
     )
 
 
@@ -149,7 +188,7 @@ def _sqlite_store(
     if not url.startswith("sqlite:///") or url == "sqlite:///":
         raise InvalidArgumentError(f"a SQLite URL is sqlite:///<path>, not {url!r}")
     db = SqliteDb(url.removeprefix("sqlite:///"))  # sqlite:////abs/path is absolute
-    classes = (SqliteStorage, SqliteCheckpointer, SqliteMemory)
+    classes = (SqliteStorage, SqliteCheckpointer, SqliteMemory, unavailable_bank)
     return db_store(url, db, classes, lease=lease, ttl=ttl, lock_timeout=lock_timeout)
 
 

@@ -25,7 +25,7 @@ from ..memory._base import check_messages
 from ..messages import Message
 from ..sessions._base import check_expected_tag, digest, validate_key
 from ..sessions.memory_storage import as_bytes
-from ._base import Store, db_store
+from ._base import Store, db_store, unavailable_bank
 from ._checkpointer import SavePlan
 from ._codec import log_tag, memory_rows, redact, unavailable
 from ._pg_db import CONFLICT_SQLSTATE, NOW, PgDb, import_psycopg
@@ -534,5 +534,10 @@ def postgres_store(
     schema: str = "public",
 ) -> Store:
     """The :class:`Store` of a PostgreSQL URL (one pool for the whole bundle)."""
-    db, classes = PgDb(url, schema=schema), (PostgresStorage, PostgresCheckpointer, PostgresMemory)
+    db, classes = PgDb(url, schema=schema), (
+        PostgresStorage,
+        PostgresCheckpointer,
+        PostgresMemory,
+        unavailable_bank,
+    )
     return db_store(url, db, classes, lease=lease, ttl=ttl, lock_timeout=lock_timeout)

@@ -54,7 +54,7 @@ from ..sessions._base import (
 )
 from ..sessions.memory_storage import as_bytes
 from . import _redis_lua as lua
-from ._base import Store, db_store
+from ._base import Store, db_store, unavailable_bank
 from ._checkpointer import LeasedCheckpointer
 from ._codec import (
     ClosableStore,
@@ -612,5 +612,10 @@ def redis_store(
     prefix: str = "fa:",
 ) -> Store:
     """The :class:`Store` of a Redis URL (one client for the whole bundle)."""
-    db, classes = RedisDb(url, prefix=prefix), (RedisStorage, RedisCheckpointer, RedisMemory)
+    db, classes = RedisDb(url, prefix=prefix), (
+        RedisStorage,
+        RedisCheckpointer,
+        RedisMemory,
+        unavailable_bank,
+    )
     return db_store(url, db, classes, lease=lease, ttl=ttl, lock_timeout=lock_timeout)

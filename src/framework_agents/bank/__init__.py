@@ -1,0 +1,13 @@
+"""Long-term memory people can search: :class:`MemoryBank` and :class:`BankMemory`.
+
+A bank keeps records (facts, episodes, preferences, ...) in namespaces, with two clocks
+(when a record holds in the world, and when the bank learnt it), finds them by words and
+meaning, and forgets them for good. ``BankMemory`` grounds an agent on what is relevant
+and gives its model tools to search, remember and forget within the namespace the
+application chose. See ``docs/memory-bank.md``.
+"""
+
+from ._records import MemoryHit, MemoryRecord, Namespace
+from .bank import Embedder, MemoryBank
+
+__all__ = ["Embedder", "MemoryBank", "MemoryHit", "MemoryRecord", "Namespace"]

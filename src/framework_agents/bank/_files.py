@@ -1,0 +1,334 @@
+r"""The directory backend of a memory bank: one file a record, a change log, a kernel lock.
+
+Layout under ``<dir>/bank/``::
+
+    lock                 flock(LOCK_EX) for every write (dies with its holder)
+    log                  the change log: one 33-byte line a change, "<record id>\n";
+                         the entry at line n has seq n (no text, ever)
+    records/<id>.json    every revision of one record, with its vectors; replaced
+                         atomically (temp file, fsync, rename, directory fsync)
+    keys/<digest>.json   the ids of the records of one (namespace, key): the key timeline
+    jobs/<id>.json       a pending extraction job
+
+A write appends its log entries first and then publishes the records: a writer that dies
+between leaves entries whose records are absent, which every reader takes for forgotten
+records (the write did not return). Forgetting unlinks the record's file, so no byte of
+its text stays in any file of the bank. Every operation runs in a worker thread.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import contextlib
+import hashlib
+import json
+import os
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import replace
+from pathlib import Path
+from typing import Any, TypeVar
+
+from .._persist._files import atomic_publish, io_error, make_private_dirs
+from .._platform import posix_fcntl
+from ..errors import MemoryCorruptError
+from ._backend import Job, Revision
+from ._records import (
+    Row,
+    check_namespace,
+    namespace_text,
+    place_on_timeline,
+    row_from_json,
+    row_to_json,
+)
+
+__all__ = ["FileBankBackend"]
+
+T = TypeVar("T")
+
+_ENTRY = 33  # 32 hex digits and a newline
+_MAX_RECORD_FILE = 64 * 1024 * 1024
+
+
+class FileBankBackend:
+    """A bank kept as files under ``<root>/bank/`` (see the module docstring)."""
+
+    def __init__(self, root: str | os.PathLike[str]) -> None:
+        """The bank under ``root``; nothing is created before the first write."""
+        self.root = Path(root) / "bank"
+
+    def __repr__(self) -> str:
+        """The backend and its directory."""
+        return f"FileBankBackend({str(self.root)!r})"
+
+    # -- plumbing ----------------------------------------------------------------------
+
+    async def _run(self, fn: Callable[[], T], *, action: str) -> T:
+        try:
+            return await asyncio.to_thread(fn)
+        except OSError as exc:
+            raise io_error(exc, action=action, key="bank", root=self.root) from None
+
+    @contextlib.contextmanager
+    def _locked(self) -> Iterator[None]:
+        for name in ("records", "keys", "jobs"):
+            if not (self.root / name).is_dir():
+                make_private_dirs(self.root / name)
+        fcntl = posix_fcntl()
+        fd = os.open(self.root / "lock", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            yield
+        finally:
+            os.close(fd)
+
+    def _record_path(self, record_id: str) -> Path:
+        if len(record_id) != 32 or not all(c in "0123456789abcdef" for c in record_id):
+            raise FileNotFoundError(record_id)
+        return self.root / "records" / f"{record_id}.json"
+
+    def _read(self, record_id: str) -> list[Row] | None:
+        try:
+            path = self._record_path(record_id)
+            data = path.read_bytes()
+        except FileNotFoundError:
+            return None
+        where = str(path)
+        try:
+            doc = json.loads(data)
+            rows = [
+                row_from_json(r, None if v is None else base64.b64decode(v), where=where)
+                for r, v in zip(doc["revisions"], doc["vectors"], strict=True)
+            ]
+        except (ValueError, KeyError, TypeError) as exc:
+            raise MemoryCorruptError(f"{where}: unreadable memory record ({exc})") from None
+        if not rows or any(r.id != record_id for r in rows):
+            raise MemoryCorruptError(f"{where}: the record file holds another record")
+        return rows
+
+    def _write(self, rows: list[Row]) -> None:
+        doc = {
+            "revisions": [row_to_json(r) for r in rows],
+            "vectors": [
+                None if r.vector is None else base64.b64encode(r.vector).decode() for r in rows
+            ],
+        }
+        data = json.dumps(doc, ensure_ascii=False, separators=(",", ":")).encode()
+        atomic_publish(self._record_path(rows[0].id), data)
+
+    def _append_log(self, ids: Sequence[str]) -> None:
+        if not ids:
+            return
+        path = self.root / "log"
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_CLOEXEC, 0o600)
+        try:
+            size = os.fstat(fd).st_size
+            if size % _ENTRY:  # a writer died mid-line: drop the torn entry
+                os.ftruncate(fd, size - size % _ENTRY)
+                size -= size % _ENTRY
+            data = "".join(f"{i}\n" for i in ids).encode()
+            os.pwrite(fd, data, size)
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+
+    def _key_path(self, row: Row) -> Path:
+        digest = hashlib.sha256(
+            f"{namespace_text(row.namespace)}\x00{row.key}".encode()
+        ).hexdigest()
+        return self.root / "keys" / f"{digest}.json"
+
+    def _key_ids(self, path: Path) -> list[str]:
+        try:
+            ids = json.loads(path.read_bytes())
+        except FileNotFoundError:
+            return []
+        except ValueError:
+            raise MemoryCorruptError(f"{path}: unreadable key timeline") from None
+        if not isinstance(ids, list) or not all(isinstance(i, str) for i in ids):
+            raise MemoryCorruptError(f"{path}: the key timeline is not a list of ids")
+        return ids
+
+    def _set_key_ids(self, path: Path, ids: list[str]) -> None:
+        if ids:
+            atomic_publish(path, json.dumps(ids).encode())
+        else:
+            with contextlib.suppress(FileNotFoundError):
+                path.unlink()
+
+    # -- the contract ------------------------------------------------------------------
+
+    async def insert(self, rows: Sequence[Row], *, job: str | None = None) -> list[Row] | None:
+        """Store new records (see :meth:`~._backend.BankBackend.insert`)."""
+        return await self._run(lambda: self._insert(rows, job), action="write")
+
+    def _insert(self, rows: Sequence[Row], job: str | None) -> list[Row] | None:
+        with self._locked():
+            job_path = None if job is None else self._job_path(job)
+            if job_path is not None and not job_path.exists():
+                return None
+            stored: list[Row] = []
+            writes: dict[str, list[Row]] = {}
+            keys: dict[Path, list[str]] = {}
+            for row in rows:
+                existing = writes.get(row.id) or self._read(row.id)
+                if existing is not None:
+                    stored.append(existing[-1])
+                    continue
+                if row.key is not None:
+                    path = self._key_path(row)
+                    ids = keys.setdefault(path, self._key_ids(path))
+                    siblings = [r[-1] for r in (writes.get(i) or self._read(i) for i in ids) if r]
+                    row, closings = place_on_timeline(siblings, row)
+                    for record_id, valid_to in closings:
+                        before = writes.get(record_id) or self._read(record_id) or []
+                        writes[record_id] = [replace(r, valid_to=valid_to) for r in before]
+                    ids.append(row.id)
+                writes[row.id] = [row]
+                stored.append(row)
+            self._append_log(list(writes))
+            for revisions in writes.values():
+                if revisions:
+                    self._write(revisions)
+            for path, ids in keys.items():
+                self._set_key_ids(path, ids)
+            if job_path is not None:
+                job_path.unlink()
+            return stored
+
+    async def revise(self, record_id: str, change: Revision) -> Row | None:
+        """Append a revision (see :meth:`~._backend.BankBackend.revise`)."""
+
+        def revise() -> Row | None:
+            with self._locked():
+                revisions = self._read(record_id)
+                if revisions is None:
+                    return None
+                last = revisions[-1]
+                row = replace(
+                    last,
+                    revision=last.revision + 1,
+                    text=last.text if change.text is None else change.text,
+                    vector=last.vector if change.text is None else change.vector,
+                    metadata=last.metadata if change.metadata is None else change.metadata,
+                    recorded_at=change.recorded_at,
+                )
+                self._append_log([record_id])
+                self._write([*revisions, row])
+                return row
+
+        return await self._run(revise, action="write")
+
+    async def latest(self, ids: Sequence[str]) -> list[Row]:
+        """The latest revisions of the stored records among ``ids``."""
+
+        def latest() -> list[Row]:
+            out = []
+            for record_id in ids:
+                rows = self._read(record_id)
+                if rows is not None:
+                    out.append(rows[-1])
+            return out
+
+        return await self._run(latest, action="read")
+
+    async def revisions(self, record_id: str) -> list[Row]:
+        """Every revision of ``record_id``, oldest first."""
+        return await self._run(lambda: self._read(record_id) or [], action="read")
+
+    async def changes(self, after: int) -> list[tuple[int, str]]:
+        """The log entries after ``after``."""
+
+        def changes() -> list[tuple[int, str]]:
+            try:
+                with open(self.root / "log", "rb") as f:
+                    f.seek(after * _ENTRY)
+                    data = f.read()
+            except FileNotFoundError:
+                return []
+            whole = len(data) - len(data) % _ENTRY
+            out = []
+            for n, start in enumerate(range(0, whole, _ENTRY), start=after + 1):
+                entry = data[start : start + _ENTRY]
+                if entry[-1:] != b"\n":
+                    raise MemoryCorruptError(f"{self.root / 'log'}: a log entry is malformed")
+                out.append((n, entry[:-1].decode("ascii", "replace")))
+            return out
+
+        return await self._run(changes, action="read")
+
+    async def delete(self, ids: Sequence[str]) -> int:
+        """Remove the records among ``ids`` (files unlinked); how many were stored."""
+
+        def delete() -> int:
+            with self._locked():
+                found = {i: rows for i in dict.fromkeys(ids) if (rows := self._read(i))}
+                self._append_log(list(found))
+                for record_id, rows in found.items():
+                    if rows[-1].key is not None:
+                        path = self._key_path(rows[-1])
+                        self._set_key_ids(path, [i for i in self._key_ids(path) if i != record_id])
+                    self._record_path(record_id).unlink()
+                return len(found)
+
+        return await self._run(delete, action="write")
+
+    # -- jobs --------------------------------------------------------------------------
+
+    def _job_path(self, job_id: str) -> Path:
+        digest = hashlib.sha256(job_id.encode()).hexdigest()[:40]
+        return self.root / "jobs" / f"{digest}.json"
+
+    async def add_job(self, job: Job) -> None:
+        """Store a pending job (idempotent by id)."""
+
+        def add() -> None:
+            with self._locked():
+                path = self._job_path(job.id)
+                if not path.exists():
+                    doc = {
+                        "id": job.id,
+                        "namespace": list(job.namespace),
+                        "payload": base64.b64encode(job.payload).decode(),
+                    }
+                    atomic_publish(path, json.dumps(doc).encode())
+
+        await self._run(add, action="write")
+
+    async def jobs(self) -> list[Job]:
+        """The pending jobs (by the time their files were written)."""
+
+        def jobs() -> list[Job]:
+            directory = self.root / "jobs"
+            if not directory.is_dir():
+                return []
+            found: list[tuple[int, Job]] = []
+            for path in directory.glob("*.json"):
+                try:
+                    stamp = path.stat().st_mtime_ns
+                    doc: Any = json.loads(path.read_bytes())
+                    job = Job(
+                        doc["id"],
+                        check_namespace(doc["namespace"]),
+                        base64.b64decode(doc["payload"]),
+                    )
+                except FileNotFoundError:
+                    continue
+                except Exception as exc:
+                    raise MemoryCorruptError(f"{path}: unreadable extraction job ({exc})") from None
+                found.append((stamp, job))
+            return [job for _, job in sorted(found, key=lambda f: (f[0], f[1].id))]
+
+        return await self._run(jobs, action="read")
+
+    async def drop_job(self, job_id: str) -> None:
+        """Remove a pending job."""
+
+        def drop() -> None:
+            with self._locked(), contextlib.suppress(FileNotFoundError):
+                self._job_path(job_id).unlink()
+
+        await self._run(drop, action="write")
+
+    async def close(self) -> None:
+        """Nothing to release (every operation opens and closes its files)."""
