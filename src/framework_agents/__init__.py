@@ -19,6 +19,7 @@ from .agent import (
     TimelineEntry,
     ToolCallContext,
 )
+from .bank import BankMemory, MemoryBank, MemoryHit, MemoryRecord
 from .checkpoint import (
     Checkpointer,
     FileCheckpointer,
@@ -120,6 +121,7 @@ __all__ = [
     "AgentEvent",
     "AnthropicModel",
     "BackendUnavailableError",
+    "BankMemory",
     "BusyError",
     "CheckpointConflictError",
     "CheckpointCorruptError",
@@ -153,8 +155,11 @@ __all__ = [
     "LockTimeoutError",
     "MaxTurnsError",
     "Memory",
+    "MemoryBank",
     "MemoryCorruptError",
+    "MemoryHit",
     "MemoryNotFoundError",
+    "MemoryRecord",
     "Message",
     "MessageNotEditableError",
     "MessageNotFoundError",

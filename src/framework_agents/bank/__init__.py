@@ -9,5 +9,14 @@ application chose. See ``docs/memory-bank.md``.
 
 from ._records import MemoryHit, MemoryRecord, Namespace
 from .bank import Embedder, MemoryBank
+from .memory import RECALL_HEADER, BankMemory
 
-__all__ = ["Embedder", "MemoryBank", "MemoryHit", "MemoryRecord", "Namespace"]
+__all__ = [
+    "RECALL_HEADER",
+    "BankMemory",
+    "Embedder",
+    "MemoryBank",
+    "MemoryHit",
+    "MemoryRecord",
+    "Namespace",
+]

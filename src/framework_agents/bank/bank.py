@@ -482,7 +482,9 @@ class MemoryBank:
         """The pending extraction jobs, oldest first."""
         return await self._backend.jobs()
 
-    async def complete_job(self, job_id: str, rows: builtins.list[Row]) -> builtins.list[MemoryRecord] | None:
+    async def complete_job(
+        self, job_id: str, rows: builtins.list[Row]
+    ) -> builtins.list[MemoryRecord] | None:
         """Store ``rows`` and complete ``job_id`` atomically; ``None`` if it was done already."""
         stored = await self._backend.insert(await self._with_vectors(rows), job=job_id)
         return None if stored is None else [row.record() for row in stored]

@@ -14,15 +14,18 @@ from typing import Protocol, runtime_checkable
 from ..messages import Message
 from ._base import Memory
 
-__all__ = ["GROUNDING_KIND", "GroundingMemory", "is_grounding"]
+__all__ = ["GROUNDING_KIND", "RECALL_KIND", "GroundingMemory", "is_grounding"]
 
 #: ``metadata["kind"]`` of a grounding message.
 GROUNDING_KIND = "grounding"
+#: ``metadata["kind"]`` of a memory bank's recall message (``BankMemory``): grounding too.
+RECALL_KIND = "recall"
+_CONTEXT_KINDS = frozenset((GROUNDING_KIND, RECALL_KIND))
 
 
 def is_grounding(message: Message) -> bool:
-    """Whether ``message`` is a grounding message (never to be stored)."""
-    return isinstance(message, Message) and message.metadata.get("kind") == GROUNDING_KIND
+    """Whether ``message`` is context for a run (grounding or recall: never to be stored)."""
+    return isinstance(message, Message) and message.metadata.get("kind") in _CONTEXT_KINDS
 
 
 @runtime_checkable
