@@ -48,12 +48,16 @@ def test_demo_with_the_echo_model(tmp_path: Path) -> None:
     result = demo(tmp_path, "--model", "echo")
     out = result.stdout
     assert result.returncode == 0, out + result.stderr
-    for step in ("step 1", "step 2", "step 3", "step 4", "step 5"):
+    for step in ("step 1", "step 2", "step 3", "step 4", "step 5", "step 6"):
         assert step in out
     assert "✗" not in out
     assert "demo complete" in out
-    # Process 2 resumed process 1's four messages: its model saw them plus the prompt.
-    assert "echo #3: What is my name? (saw 5 messages)" in out
+    # Process 2 resumed process 1's four messages: its model saw them, the prompt and the
+    # recall message (a user turn) of the long-term memory.
+    assert "echo #4: What is my name? (saw 6 messages)" in out
+    # Step 6: a new conversation saw the recall message and its prompt, nothing else.
+    assert "echo #2: What do I study? (saw 2 messages)" in out
+    assert "I study the stars" in out.split("step 6")[1]
     assert "context manager at work" in out and "dropped #2 user" in out
     # The default data dir is ./.data; the stored history is the pinned first exchange and
     # the window's newest four messages.
@@ -69,7 +73,8 @@ def test_demo_starts_afresh_each_time(tmp_path: Path) -> None:
     assert demo(tmp_path, "--model", "echo", "--data-dir", str(data)).returncode == 0
     again = demo(tmp_path, "--model", "echo", "--data-dir", str(data))
     assert again.returncode == 0, again.stdout + again.stderr
-    assert "echo #3: What is my name? (saw 5 messages)" in again.stdout
+    assert "echo #4: What is my name? (saw 6 messages)" in again.stdout
+    assert "holds 8 remembered turns" in again.stdout  # the first run's were forgotten
     assert len(stored_texts(data)) == 6
 
 

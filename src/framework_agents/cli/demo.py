@@ -9,6 +9,9 @@
    trims the history once it grows past the window; the dropped messages are listed and
    the history is checked with ``is_well_formed``.
 5. Back in process 1: the stored session is read again and checked.
+6. Long-term memory: both processes also remembered each turn in a :class:`MemoryBank`
+   under ``<data-dir>/bank``; a new conversation (no session, an empty history) asks
+   what it learnt, and the recall message the model is given is shown and checked.
 
 The model is tiny, so what it says is shown but never relied on: every check is about
 structure (who wrote which message, what was kept, what was dropped, well-formedness),
@@ -29,8 +32,10 @@ from rich.markup import escape
 from rich.panel import Panel
 
 from ..agent import Agent, MessageStartedEvent, RunFinishedEvent, RunResult, TextDeltaEvent
+from ..bank import BankMemory, MemoryBank
 from ..conversation import SlidingWindowConversationManager
 from ..history import is_well_formed
+from ..memory import InMemoryMemory
 from ..messages import Message
 from ..models import Model
 from ..sessions import LocalFileStorage, SessionManager
@@ -46,12 +51,21 @@ WINDOW = 4
 SYSTEM_PROMPT = "You are a friendly assistant. Answer in one or two short sentences."
 PART_ONE = ("Hi! My name is Ada and I study the stars.", "Name one planet of the solar system.")
 PART_TWO = ("What is my name?", "Thank you, goodbye!")
+#: The new conversation of step 6, and the namespace of the demo's long-term memory.
+LATER = "What do I study?"
+BANK_NAMESPACE = ("ada",)
 
 
-def _agent(model: Model, session: SessionManager) -> Agent:
+def _bank(data_dir: Path) -> MemoryBank:
+    return MemoryBank(data_dir / "bank")
+
+
+def _agent(model: Model, session: SessionManager | None, bank: MemoryBank) -> Agent:
+    memory = BankMemory(bank, InMemoryMemory(), namespace=BANK_NAMESPACE, k=3, episodes=True)
     return Agent(
         model,
         system_prompt=SYSTEM_PROMPT,
+        memory=memory,
         session_manager=session,
         conversation_manager=SlidingWindowConversationManager(
             window_size=WINDOW, pin_first=PIN_FIRST
@@ -184,6 +198,8 @@ async def _part_one(console: Console, model_spec: str, data_dir: Path, max_token
     )
     storage = session_storage(data_dir)
     await _clear(storage)
+    bank = _bank(data_dir)
+    await bank.forget_namespace(BANK_NAMESPACE)
 
     console.rule("step 1: load the model")
     if await start_model(console, model) is None:
@@ -191,7 +207,7 @@ async def _part_one(console: Console, model_spec: str, data_dir: Path, max_token
 
     console.rule(f"step 2: process 1 (pid {os.getpid()}) talks, with a session")
     session = SessionManager(DEMO_SESSION, storage)
-    agent = _agent(model, session)
+    agent = _agent(model, session, bank)
     saved = await _talk(console, agent, session, storage_dir)
     ours = [m.id for m in agent.messages]
 
@@ -205,11 +221,50 @@ async def _part_one(console: Console, model_spec: str, data_dir: Path, max_token
         return "process 1" if msg.id in ours else "process 2"
 
     console.print(history_table("what the session holds now", final, origin=origin))
-    if _final_checks(console, status, ours, saved, final):
-        console.print("[bold green]demo complete[/bold green]: the conversation survived a restart")
+    ok = _final_checks(console, status, ours, saved, final)
+    ok = await _later(console, model, bank) and ok
+    await bank.close()
+    if ok:
+        console.print(
+            "[bold green]demo complete[/bold green]: the conversation survived a restart, "
+            "and what it taught was recalled in a new one"
+        )
         return 0
     console.print("[bold red]demo failed[/bold red]: see the checks above")
     return 1
+
+
+async def _later(console: Console, model: Model, bank: MemoryBank) -> bool:
+    """Step 6: a new conversation recalls what both processes remembered in the bank."""
+    console.rule("step 6: a new conversation, no session: long-term memory recalls")
+    episodes = await bank.list(BANK_NAMESPACE, kinds=["episode"])
+    console.print(
+        f"the bank under {escape(str(bank))} holds {len(episodes)} remembered turns "
+        f"of namespace {BANK_NAMESPACE!r}"
+    )
+    agent = _agent(model, None, bank)
+    memory = agent.memory
+    assert isinstance(memory, BankMemory)
+    recall = await memory.recall(LATER)
+    console.print(
+        Panel(escape(recall.text if recall else "(nothing recalled)"), title="recall", expand=False)
+    )
+    await _turn(console, agent, LATER)
+    return all(
+        [
+            _check(console, "both processes' turns are in the bank", len(episodes) >= 8),
+            _check(
+                console,
+                "the new conversation started empty and recalled the earlier one",
+                recall is not None and "stars" in recall.text,
+            ),
+            _check(
+                console,
+                "the recall message was not stored in the history",
+                not any(m.metadata.get("kind") == "recall" for m in agent.messages),
+            ),
+        ]
+    )
 
 
 def _dropped(before: Sequence[Message], result: RunResult) -> list[tuple[int, Message]]:
@@ -234,7 +289,8 @@ async def _part_two(console: Console, model_spec: str, data_dir: Path, max_token
         f"found {escape(str(_snapshot_path(data_dir / 'sessions')))}: "
         f"{len(restored)} messages saved by process 1; a fresh agent resumes from them"
     )
-    agent = _agent(model, session)
+    bank = _bank(data_dir)
+    agent = _agent(model, session, bank)
     ok = True
     before = restored
     for i, prompt in enumerate(PART_TWO):
@@ -267,6 +323,7 @@ async def _part_two(console: Console, model_spec: str, data_dir: Path, max_token
         ok &= _check(console, "the history is well formed", is_well_formed(result.messages))
         before = result.messages
     console.print(history_table("the history process 2 saved", agent.messages))
+    await bank.close()
     return 0 if ok else 1
 
 
