@@ -114,6 +114,7 @@ class InMemoryBankBackend:
         self._revisions: dict[str, list[Row]] = {}
         self._log: list[str] = []  # entry n has seq n + 1
         self._jobs: dict[str, Job] = {}
+        self._keys: dict[tuple[Namespace, str], list[str]] = {}  # a key's timeline
 
     def __repr__(self) -> str:
         """The backend and how many records it holds."""
@@ -139,14 +140,12 @@ class InMemoryBankBackend:
                     stored.append(self._revisions[row.id][-1])
                     continue
                 if row.key is not None:
-                    siblings = [
-                        revs[-1]
-                        for revs in self._revisions.values()
-                        if revs[-1].key == row.key and revs[-1].namespace == row.namespace
-                    ]
+                    timeline = self._keys.setdefault((row.namespace, row.key), [])
+                    siblings = [self._revisions[i][-1] for i in timeline]
                     row, closings = place_on_timeline(siblings, row)
                     for record_id, valid_to in closings:
                         self._set_valid_to(record_id, valid_to)
+                    timeline.append(row.id)
                 self._revisions[row.id] = [row]
                 self._touch(row.id)
                 stored.append(row)
@@ -191,9 +190,17 @@ class InMemoryBankBackend:
         with self._lock:
             removed = 0
             for record_id in dict.fromkeys(ids):
-                if self._revisions.pop(record_id, None) is not None:
-                    self._touch(record_id)
-                    removed += 1
+                revisions = self._revisions.pop(record_id, None)
+                if revisions is None:
+                    continue
+                last = revisions[-1]
+                if last.key is not None:
+                    timeline = self._keys[(last.namespace, last.key)]
+                    timeline.remove(record_id)
+                    if not timeline:
+                        del self._keys[(last.namespace, last.key)]
+                self._touch(record_id)
+                removed += 1
             return removed
 
     async def add_job(self, job: Job) -> None:

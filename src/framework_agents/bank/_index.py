@@ -248,7 +248,13 @@ class BankIndex:
 
     def missing_vectors(self) -> list[Row]:
         """Records without a vector (written by a process with no or another embedder)."""
+        if self._decode is None or len(self._docs) == self._with_vectors():
+            return []
         return [d.row for d in self._docs.values() if d.slot < 0]
+
+    def _with_vectors(self) -> int:
+        vectors = self._vectors
+        return 0 if vectors is None else vectors.used - len(vectors.free)
 
     def set_vector(self, record_id: str, vector: Any) -> None:
         """Give a record a vector computed in this process (kept in memory only)."""
@@ -276,8 +282,8 @@ class BankIndex:
 
     def rows(self, seen: Filter) -> Iterable[Row]:
         """Every held record ``seen`` passes, in the order they were first recorded."""
-        docs = sorted(self._docs.values(), key=lambda d: d.first_seq)
-        return (d.row for d in docs if seen.sees(d.row))
+        # Records enter the dict in change-log order and keep their place: no sort needed.
+        return (d.row for d in self._docs.values() if seen.sees(d.row))
 
     def after(self, record_id: str) -> int | None:
         """The log position of ``record_id`` (held or forgotten) for a list cursor."""
@@ -286,12 +292,9 @@ class BankIndex:
 
     def listing(self, seen: Filter, limit: int, after: int) -> list[Row]:
         """Up to ``limit`` records ``seen`` passes, first recorded after position ``after``."""
-        docs = sorted(
-            (d for d in self._docs.values() if d.first_seq > after), key=lambda d: d.first_seq
-        )
         out: list[Row] = []
-        for doc in docs:
-            if seen.sees(doc.row):
+        for doc in self._docs.values():  # in first_seq order (see rows())
+            if doc.first_seq > after and seen.sees(doc.row):
                 out.append(doc.row)
                 if len(out) == limit:
                     break
