@@ -75,8 +75,12 @@ class _Embedding:
             raise InvalidArgumentError(
                 f"embedder must be 'minilm' or a callable texts -> vectors, not {embedder!r:.60}"
             )
-        import numpy  # the embeddings extra
-
+        try:
+            import numpy
+        except ImportError:
+            raise ImportError(
+                "ranking by meaning needs numpy: pip install 'framework-agents[embeddings]'"
+            ) from None
         self.np = numpy
 
     async def __call__(self, texts: list[str]) -> Any:
