@@ -276,12 +276,12 @@ class MemoryBank:
             )
         if not rows:
             return []
-        known = {r.id for r in await self._backend.latest([r.id for r in rows])}
-        fresh = [r for r in rows if r.id not in known]
-        if fresh:
-            await self._insert(fresh)
+        # Known messages are not embedded again; the insert is idempotent by id anyway.
         stored = {r.id: r for r in await self._backend.latest([r.id for r in rows])}
-        return [stored[r.id].record() for r in rows if r.id in stored]
+        fresh = [r for r in rows if r.id not in stored]
+        if fresh:
+            stored.update((r.id, r) for r in await self._insert(fresh))
+        return [stored[r.id].record() for r in rows]
 
     async def update(
         self, record_id: str, *, text: str | None = None, metadata: dict[str, Any] | None = None
