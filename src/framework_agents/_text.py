@@ -112,5 +112,3 @@ def tokenize(text: str) -> list[str]:
                 if token and token not in _STOP:
                     out.append(_stem(token))
     return out
-
-

@@ -21,6 +21,7 @@ from framework_agents import (
     InMemoryMemory,
     Message,
     ScriptedModel,
+    ToolCall,
 )
 from framework_agents.bank import BankMemory, MemoryBank
 from framework_agents.errors import InvalidArgumentError
@@ -79,7 +80,7 @@ def test_the_tools_take_no_namespace_and_cannot_reach_another() -> None:
         tools = {t.name: t for t in memory.tools}
         assert sorted(tools) == ["memory_forget", "memory_remember", "memory_search"]
         for tool in tools.values():
-            schema = json.dumps(tool.spec.parameters if hasattr(tool, "spec") else tool.schema)
+            schema = json.dumps(tool.parameters)
             assert "namespace" not in schema
         answer = await tools["memory_remember"].invoke({"text": "likes tea", "key": "drink"})
         assert answer.startswith("Remembered as ")
@@ -105,11 +106,11 @@ def test_a_model_remembers_through_its_tool_and_a_later_agent_recalls_it() -> No
                     "assistant",
                     "",
                     tool_calls=[
-                        {
-                            "id": "c1",
-                            "name": "memory_remember",
-                            "args": {"text": "The user lives in Lyon", "key": "city"},
-                        }
+                        ToolCall(
+                            "c1",
+                            "memory_remember",
+                            {"text": "The user lives in Lyon", "key": "city"},
+                        )
                     ],
                 ),
                 "Noted.",

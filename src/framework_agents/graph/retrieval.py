@@ -78,6 +78,7 @@ ALPHA = 0.5
 #: Weight of a lexical match on the predicate.
 BETA = 0.5
 
+
 def _local_name(value: str) -> str:
     cut = max(value.rfind("#"), value.rfind("/"), value.rfind(":"))
     local = value[cut + 1 :]

@@ -534,10 +534,13 @@ def postgres_store(
     schema: str = "public",
 ) -> Store:
     """The :class:`Store` of a PostgreSQL URL (one pool for the whole bundle)."""
-    db, classes = PgDb(url, schema=schema), (
-        PostgresStorage,
-        PostgresCheckpointer,
-        PostgresMemory,
-        unavailable_bank,
+    db, classes = (
+        PgDb(url, schema=schema),
+        (
+            PostgresStorage,
+            PostgresCheckpointer,
+            PostgresMemory,
+            unavailable_bank,
+        ),
     )
     return db_store(url, db, classes, lease=lease, ttl=ttl, lock_timeout=lock_timeout)

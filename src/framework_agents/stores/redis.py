@@ -612,10 +612,13 @@ def redis_store(
     prefix: str = "fa:",
 ) -> Store:
     """The :class:`Store` of a Redis URL (one client for the whole bundle)."""
-    db, classes = RedisDb(url, prefix=prefix), (
-        RedisStorage,
-        RedisCheckpointer,
-        RedisMemory,
-        unavailable_bank,
+    db, classes = (
+        RedisDb(url, prefix=prefix),
+        (
+            RedisStorage,
+            RedisCheckpointer,
+            RedisMemory,
+            unavailable_bank,
+        ),
     )
     return db_store(url, db, classes, lease=lease, ttl=ttl, lock_timeout=lock_timeout)
