@@ -106,6 +106,7 @@ STATUS_BY_CLASS: dict[type[AgentError], int] = {
     NotFoundError: 404,
     errors.CheckpointMissingError: 404,
     errors.MessageNotFoundError: 404,
+    errors.MemoryNotFoundError: 404,
     errors.SnapshotMissingError: 404,
     ApprovalPendingError: 409,
     errors.ThreadBusyError: 409,
