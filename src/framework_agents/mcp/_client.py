@@ -129,7 +129,7 @@ class MCPClient:
             async with asyncio.timeout(self._start_timeout):
                 self._client = await asyncio.shield(ready)
         except BaseException as exc:
-            await self._stop()
+            await self._stop(cancel=True)
             if isinstance(exc, TimeoutError):
                 raise BackendUnavailableError(
                     f"MCP server {self.target!r} did not answer within {self._start_timeout} s"
@@ -172,11 +172,14 @@ class MCPClient:
                 return
             raise
 
-    async def _stop(self) -> None:
+    async def _stop(self, *, cancel: bool = False) -> None:
+        """Close the connection (``cancel``: stop a start that is still under way)."""
         owner, self._owner, self._client = self._owner, None, None
         if owner is None:
             return
         self._closing.set()
+        if cancel:
+            owner.cancel()
         try:
             await owner
         except asyncio.CancelledError:
