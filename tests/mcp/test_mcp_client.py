@@ -1,9 +1,10 @@
 """MCPClient against a server written with the official Python SDK (tests/mcp/server.py).
 
-Each test starts the server (a second or two of process start and stop): the quick cases
-run in ``make test``, the rest are ``slow``. Its tools are called through an agent with a scripted model: results (text, structured
+Its tools are called through an agent with a scripted model: results (text, structured
 content, images), error results, timeouts, a server that dies mid-call, a result too
-large, a tool added at run time, approvals through a checkpointer and resume.
+large, a tool added at run time, approvals through a checkpointer and resume. Each test
+starts the server (a second or two): the quick cases run in ``make test``, the rest are
+``slow``.
 """
 
 from __future__ import annotations
@@ -14,13 +15,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
 from async_helper import arun
 
 pytest.importorskip("mcp", reason="needs the 'mcp' extra (the official MCP SDK)")
 
-import mcp_types  # noqa: E402
+import mcp_types
 
-from framework_agents import (  # noqa: E402
+from framework_agents import (
     Agent,
     BackendUnavailableError,
     FileCheckpointer,
@@ -31,8 +33,8 @@ from framework_agents import (  # noqa: E402
     ToolCall,
     repair_history,
 )
-from framework_agents.mcp import MCPClient  # noqa: E402
-from framework_agents.mcp._tools import make_tool  # noqa: E402
+from framework_agents.mcp import MCPClient
+from framework_agents.mcp._tools import make_tool
 
 SERVER = str(Path(__file__).with_name("server.py"))
 
@@ -168,7 +170,7 @@ def test_a_server_that_never_answers_is_backend_unavailable_within_the_start_tim
         hang = MCPClient.stdio(
             sys.executable, ["-c", "import time; time.sleep(60)"], start_timeout=0.5
         )
-        with pytest.raises(BackendUnavailableError, match="did not answer within 0.5 s"):
+        with pytest.raises(BackendUnavailableError, match=r"did not answer within 0\.5 s"):
             async with hang:
                 pass
         assert time.monotonic() - started < 10
