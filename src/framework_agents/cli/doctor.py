@@ -44,6 +44,7 @@ _MODULES: dict[str, tuple[str, ...]] = {
     "server": ("a2a", "ag_ui", "starlette", "uvicorn"),
     "otel": ("opentelemetry.trace",),
     "embeddings": ("numpy", "tokenizers", "safetensors", "threadpoolctl"),
+    "mcp": ("mcp",),
 }
 
 
