@@ -1,0 +1,245 @@
+"""The Lua scripts of the Redis memory-bank backend: one atomic script per operation (internal).
+
+Every script takes the bank's key prefix (``<store prefix>bank:``) as ``ARGV[1]`` and
+builds the record and key-timeline keys from it; ``KEYS`` are the fixed keys it writes
+(checked for their Redis type first). A write script checks everything it will rely on
+before its first write, then appends its change-log entries, then writes the records: a
+script is not rolled back, so nothing may fail half-way.
+
+Write replies are tables whose first element is a status: ``1`` done, ``0`` nothing to do
+(the job is not pending, the record is unknown), ``-2`` what the caller read has changed
+(read again), ``-3`` stored data of the wrong shape (the second element says which).
+
+The key timeline rule (:func:`framework_agents.bank._records.place_on_timeline`) is applied
+in Python, never here: ``INSERT`` receives its result with what it was computed from, and
+refuses (``-2``) when that is no longer what is stored.
+"""
+
+from __future__ import annotations
+
+from ._redis_lua import _typed
+
+__all__ = ["ADD_JOB", "DELETE", "INSERT", "LATEST", "REVISE", "SIBLINGS"]
+
+# The latest revision of a record: {n, to, json[, vector]}, or 0 when it is not stored.
+# A field that is missing reads as '-' (never a valid value): the caller reports it.
+_LATEST = """
+local function latest(rec)
+  local head = redis.call('HMGET', rec, 'n', 'to')
+  if not head[1] then return 0 end
+  local body = redis.call('HMGET', rec, 'j' .. head[1], 'v' .. head[1])
+  local out = {head[1], head[2] or '-', body[1] or '-'}
+  if body[2] then out[4] = body[2] end
+  return out
+end
+"""
+
+# One change-log entry for the record ARGV id: INCR the counter (KEYS[1]) and add
+# '<seq>-0' to the stream (KEYS[2]). The error text when the counter or the stream is
+# broken (only the first entry of a script can meet that: then nothing else was written).
+_APPEND = """
+local function append(id)
+  local seq = redis.pcall('INCR', KEYS[1])
+  if type(seq) == 'table' then return 'the change-log counter: ' .. tostring(seq.err) end
+  local added = redis.pcall('XADD', KEYS[2], seq .. '-0', 'r', id)
+  if type(added) == 'table' and added.err then
+    return 'the change log: ' .. tostring(added.err)
+  end
+  return nil
+end
+"""
+
+# KEYS: (declared for the error text) the change log.
+# ARGV: bank prefix, record ids... Replies one latest() per id.
+LATEST = (
+    _LATEST
+    + """
+local out = {}
+for i = 2, #ARGV do out[#out + 1] = latest(ARGV[1] .. 'rec:' .. ARGV[i]) end
+return out
+"""
+)
+
+# What a keyed insert is computed from. KEYS: (declared) the change log.
+# ARGV: bank prefix, number of key digests, digests..., record ids...
+# Replies {per digest: {id, n, to, json, ...} of each id in the key's set ('-' for a
+# record that is missing)}, then {1 or 0 per record id: whether it is stored}.
+SIBLINGS = (
+    _LATEST
+    + """
+local P, n = ARGV[1], tonumber(ARGV[2])
+local out = {}
+for d = 3, 2 + n do
+  local entries = {}
+  for _, id in ipairs(redis.call('SMEMBERS', P .. 'key:' .. ARGV[d])) do
+    local row = latest(P .. 'rec:' .. id)
+    if row == 0 then row = {'-', '-', '-'} end
+    entries[#entries + 1] = id
+    for f = 1, 3 do entries[#entries + 1] = row[f] end
+  end
+  out[#out + 1] = entries
+end
+local stored = {}
+for i = 3 + n, #ARGV do stored[#stored + 1] = redis.call('EXISTS', P .. 'rec:' .. ARGV[i]) end
+out[#out + 1] = stored
+return out
+"""
+)
+
+# KEYS: change-log counter, change log, jobs hash.
+# ARGV: bank prefix, job id ('' none), number of rows, number of closings, number of
+# checks; then 7 per row: id, mode ('a' any, 'n' must be new, 'e' must be stored), key
+# digest ('' none), revision-1 JSON, valid_to ('' none), '1'/'0' has a vector, vector;
+# then 2 per closing: id, valid_to; then each check: key digest, m, m pairs (id, its
+# expected valid_to, '-' for a missing record): the key's set holds exactly those.
+# Replies {1, per row: 0 written, or latest() of the stored record}.
+INSERT = _typed(
+    "string stream hash",
+    _LATEST
+    + _APPEND
+    + """
+local P, job = ARGV[1], ARGV[2]
+local nrows, nclose, nchecks = tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5])
+local first_close = 6 + 7 * nrows
+local first_check = first_close + 2 * nclose
+if job ~= '' and redis.call('HEXISTS', KEYS[3], job) == 0 then return {0} end
+local types = {}
+for r = 0, nrows - 1 do
+  local at = 6 + 7 * r
+  types[#types + 1] = P .. 'rec:' .. ARGV[at]; types[#types + 1] = 'hash'
+  if ARGV[at + 2] ~= '' then
+    types[#types + 1] = P .. 'key:' .. ARGV[at + 2]; types[#types + 1] = 'set'
+  end
+end
+for c = first_close, first_check - 1, 2 do
+  types[#types + 1] = P .. 'rec:' .. ARGV[c]; types[#types + 1] = 'hash'
+end
+refused = wrong_types(types)
+if refused then return refused end
+local at = first_check
+for _ = 1, nchecks do
+  local set, m = P .. 'key:' .. ARGV[at], tonumber(ARGV[at + 1])
+  if redis.call('SCARD', set) ~= m then return {-2} end
+  for i = at + 2, at + 2 * m, 2 do
+    if redis.call('SISMEMBER', set, ARGV[i]) == 0 then return {-2} end
+    if (redis.call('HGET', P .. 'rec:' .. ARGV[i], 'to') or '-') ~= ARGV[i + 1] then
+      return {-2}
+    end
+  end
+  at = at + 2 + 2 * m
+end
+local fresh, seen = {}, {}
+for r = 0, nrows - 1 do
+  local at = 6 + 7 * r
+  local id, mode = ARGV[at], ARGV[at + 1]
+  local rec = P .. 'rec:' .. id
+  if redis.call('EXISTS', rec) == 1 then
+    if mode == 'n' then return {-2} end
+    local row = latest(rec)
+    if row == 0 or row[3] == '-' then return {-3, 'record ' .. id .. ' has no latest revision'} end
+  elseif not seen[id] then
+    if mode == 'e' then return {-2} end
+    fresh[r] = true
+  end
+  seen[id] = true
+end
+for r = 0, nrows - 1 do
+  if fresh[r] then
+    local broken = append(ARGV[6 + 7 * r])
+    if broken then return {-3, broken} end
+  end
+end
+for c = first_close, first_check - 1, 2 do
+  local broken = append(ARGV[c])
+  if broken then return {-3, broken} end
+end
+for r = 0, nrows - 1 do
+  if fresh[r] then
+    local at = 6 + 7 * r
+    local rec = P .. 'rec:' .. ARGV[at]
+    redis.call('HSET', rec, 'n', '1', 'to', ARGV[at + 4], 'k', ARGV[at + 2], 'j1', ARGV[at + 3])
+    if ARGV[at + 5] == '1' then redis.call('HSET', rec, 'v1', ARGV[at + 6]) end
+    if ARGV[at + 2] ~= '' then redis.call('SADD', P .. 'key:' .. ARGV[at + 2], ARGV[at]) end
+  end
+end
+for c = first_close, first_check - 1, 2 do
+  redis.call('HSET', P .. 'rec:' .. ARGV[c], 'to', ARGV[c + 1])
+end
+if job ~= '' then redis.call('HDEL', KEYS[3], job) end
+local out = {1}
+for r = 0, nrows - 1 do
+  if fresh[r] then out[#out + 1] = 0 else out[#out + 1] = latest(P .. 'rec:' .. ARGV[6 + 7 * r]) end
+end
+return out
+""",
+)
+
+# KEYS: change-log counter, change log. ARGV: bank prefix, record id, the revision the
+# caller read, the new revision's JSON, '1'/'0' has a vector, vector.
+REVISE = _typed(
+    "string stream",
+    _APPEND
+    + """
+local rec = ARGV[1] .. 'rec:' .. ARGV[2]
+refused = wrong_types({rec, 'hash'})
+if refused then return refused end
+local n = redis.call('HGET', rec, 'n')
+if not n then return {0} end
+if n ~= ARGV[3] then return {-2} end
+local broken = append(ARGV[2])
+if broken then return {-3, broken} end
+local next = tostring(tonumber(n) + 1)
+redis.call('HSET', rec, 'n', next, 'j' .. next, ARGV[4])
+if ARGV[5] == '1' then redis.call('HSET', rec, 'v' .. next, ARGV[6]) end
+return {1}
+""",
+)
+
+# KEYS: change-log counter, change log. ARGV: bank prefix, record ids (distinct)...
+# Removes each stored record's hash (every revision and vector) and its id from its key's
+# set; replies {1, how many were stored}.
+DELETE = _typed(
+    "string stream",
+    _APPEND
+    + """
+local P = ARGV[1]
+local types, found = {}, {}
+for i = 2, #ARGV do
+  types[#types + 1] = P .. 'rec:' .. ARGV[i]; types[#types + 1] = 'hash'
+end
+refused = wrong_types(types)
+if refused then return refused end
+for i = 2, #ARGV do
+  local rec = P .. 'rec:' .. ARGV[i]
+  if redis.call('EXISTS', rec) == 1 then
+    local key = redis.call('HGET', rec, 'k') or ''
+    found[#found + 1] = {ARGV[i], rec, key}
+    if key ~= '' then types[#types + 1] = P .. 'key:' .. key; types[#types + 1] = 'set' end
+  end
+end
+refused = wrong_types(types)
+if refused then return refused end
+for _, f in ipairs(found) do
+  local broken = append(f[1])
+  if broken then return {-3, broken} end
+end
+for _, f in ipairs(found) do
+  redis.call('DEL', f[2])
+  if f[3] ~= '' then redis.call('SREM', P .. 'key:' .. f[3], f[1]) end
+end
+return {1, #found}
+""",
+)
+
+# KEYS: jobs hash, jobs counter. ARGV: job id, job body. Stores '<order>\\n<body>' unless
+# the job is stored; replies {1} (or {-3, why} when the counter is not a number).
+ADD_JOB = _typed(
+    "hash string",
+    """
+if redis.call('HEXISTS', KEYS[1], ARGV[1]) == 1 then return {1} end
+local order = redis.pcall('INCR', KEYS[2])
+if type(order) == 'table' then return {-3, 'the jobs counter: ' .. tostring(order.err)} end
+redis.call('HSET', KEYS[1], ARGV[1], order .. '\\n' .. ARGV[2])
+return {1}
+""",
+)
