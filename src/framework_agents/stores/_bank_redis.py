@@ -3,23 +3,27 @@ r"""The Redis backend of a memory bank (``open_store("redis://...").bank()``).
 Keys, under the store's prefix ``<p>`` (default ``fa:``)::
 
     <p>bank:rec:<id>      hash    one record: n (its latest revision), to (valid_to in
-                                  microseconds, "" while it holds), k (its key digest, ""
-                                  without a key), j<i> (revision i as JSON, without
-                                  valid_to), v<i> (revision i's vector, float32 bytes)
-    <p>bank:key:<digest>  set     the ids of one (namespace, key): the key timeline;
-                                  digest = sha256 of the namespace's JSON, NUL, the key
+                                  microseconds, "" while it holds), k and m (its key
+                                  digest and timeline member, "" without a key), j<i>
+                                  (revision i as JSON, without valid_to), v<i> (revision
+                                  i's vector, float32 bytes)
+    <p>bank:key:<digest>  zset    the key timeline of one (namespace, key): members
+                                  "<valid_from + 2**63, 20 digits>:<id>", all scored 0, so
+                                  the lexical order is (valid_from, id); digest = sha256
+                                  of the namespace's JSON, NUL, the key
     <p>bank:log           stream  the change log: entry "<seq>-0" {r: <record id>}, no text
     <p>bank:seq           int     INCR for each log entry, inside the writing script
     <p>bank:jobs          hash    job id -> "<order>\n<JSON: namespace, payload>"
     <p>bank:jobseq        int     INCR for each job (its order)
 
 Each method is one Lua script (:mod:`._bank_redis_lua`), so it is atomic and its log
-entries are numbered in the order the scripts ran. A keyed insert takes two round trips:
-one script reads the key's timeline, :func:`~framework_agents.bank._records.place_on_timeline`
-places the new record in Python, and the writing script refuses, to be read again, when
-the timeline it was computed from changed meanwhile. Forgetting deletes the record's hash
-(every revision, its text, metadata and vectors) and its id from the key's set: only the
-log keeps its id.
+entries are numbered in the order the scripts ran. Remembering without a key is one round
+trip; with a key, two: one script reads the new record's neighbours on the key's timeline
+(only they decide where it goes),
+:func:`~framework_agents.bank._records.place_on_timeline` places it in Python, and the
+writing script refuses, to be read again, when those neighbours changed meanwhile.
+Forgetting deletes the record's hash (every revision, its text, metadata and vectors) and
+its member of the key's timeline: only the log keeps its id.
 """
 
 from __future__ import annotations
@@ -56,7 +60,7 @@ _ATTEMPTS = 100
 #: Log entries read per round trip.
 _PAGE = 10_000
 _MICROS = re.compile(rb"-?[0-9]{1,20}\Z")
-_RECORD_FIELD = re.compile(rb"(n|to|k|[jv][1-9][0-9]*)\Z")
+_RECORD_FIELD = re.compile(rb"(n|to|k|m|[jv][1-9][0-9]*)\Z")
 
 
 def _digest(row: Row) -> str:
@@ -71,6 +75,11 @@ def _revision_json(row: Row) -> bytes:
     doc = row_to_json(row)
     del doc["valid_to"]
     return json.dumps(doc, ensure_ascii=False, separators=(",", ":")).encode()
+
+
+def _member(row: Row) -> str:
+    """A keyed row's member of its timeline's sorted set: lexical order is (valid_from, id)."""
+    return f"{row.valid_from + 2**63:020d}:{row.id}"
 
 
 def _to(valid_to: int | None) -> str:
@@ -124,6 +133,8 @@ class RedisBankBackend:
     def _row(self, record_id: str, revision: bytes, to: bytes, data: bytes, vector: Any) -> Row:
         """One stored revision (its record's ``to`` and its JSON), checked."""
         where = f"memory record {record_id!r} under {self._p!r} in {redact(self._db.url)}"
+        if not revision.isdigit():
+            raise MemoryCorruptError(f"{where}: it has no revision count")
         if not _MICROS.match(to) and to != b"":
             raise MemoryCorruptError(f"{where}: its valid_to is not a number of microseconds")
         try:
@@ -219,21 +230,28 @@ class RedisBankBackend:
         return row
 
     async def _plan(self, rows: list[Row], job: str | None) -> _Plan:
-        """The ``INSERT`` arguments for ``rows``: keyed rows placed on their timelines."""
-        keyed = list(dict.fromkeys(r.id for r in rows if r.key is not None))
+        """The ``INSERT`` arguments for ``rows``: keyed rows placed on their timelines.
+
+        Only a new row's neighbours on the timeline (the records just before and after it)
+        decide where it goes, so only they are read, with the rows of this insert.
+        """
+        keyed = list({r.id: r for r in reversed(rows) if r.key is not None}.values())[::-1]
         timelines: dict[str, dict[str, Row]] = {}
         checks: list[Any] = []
         stored: set[str] = set()
         if keyed:
-            digests = list(dict.fromkeys(_digest(r) for r in rows if r.key is not None))
-            reply = await self._script(
-                "SIBLINGS", self._writes[1:], [self._p, len(digests), *digests, *keyed]
-            )
-            for digest, entries in zip(digests, reply[:-1], strict=True):
-                timelines[digest] = self._siblings(entries, checks, digest)
-            stored = {i for i, flag in zip(keyed, reply[-1], strict=True) if flag}
+            spots = [(_digest(r), _member(r)) for r in keyed]
+            args = [self._p, len(spots), *(x for spot in spots for x in spot)]
+            reply = await self._script("SIBLINGS", self._writes[1:], args + [r.id for r in keyed])
+            stored = {r.id for r, flag in zip(keyed, reply[-1], strict=True) if flag}
+            for row, (digest, member), found in zip(keyed, spots, reply[:-1], strict=True):
+                timeline = timelines.setdefault(digest, {})
+                if row.id not in stored:
+                    before, before_to = self._neighbour(found[:4], timeline)
+                    after, _ = self._neighbour(found[4:], timeline)
+                    checks.append([digest, member, before, before_to, after])
         placed: list[Row] = []
-        row_args: list[Any] = []
+        row_args: list[tuple[str, str, str]] = []
         final: dict[str, Row] = {}  # the new rows as the script writes them
         closings: dict[str, int | None] = {}
         for row in rows:
@@ -255,29 +273,31 @@ class RedisBankBackend:
                 final[row.id] = row
             placed.append(row)
             row_args.append((row.id, mode, digest))
-        args: list[Any] = [self._p, job or "", len(rows), len(closings), len(checks)]
+        args = [self._p, job or "", len(rows), len(closings), len(checks)]
         for (record_id, mode, digest), row in zip(row_args, placed, strict=True):
             written = final.get(record_id, row)
-            args += [record_id, mode, digest, _revision_json(written), _to(written.valid_to)]
-            args += _vector_args(written.vector)
+            member = _member(written) if digest else ""
+            args += [record_id, mode, digest, member, _revision_json(written)]
+            args += [_to(written.valid_to), *_vector_args(written.vector)]
         for record_id, valid_to in closings.items():
             args += [record_id, _to(valid_to)]
         for check in checks:
             args += check
         return _Plan(args, placed)
 
-    def _siblings(self, entries: Any, checks: list[Any], digest: str) -> dict[str, Row]:
-        """The stored records of one key timeline; appends what ``INSERT`` must find."""
-        expected: list[Any] = []
-        siblings: dict[str, Row] = {}
-        for at in range(0, len(entries), 4):
-            record_id = bytes(entries[at]).decode()
-            revision, to, data = (bytes(e) for e in entries[at + 1 : at + 4])
-            expected += [record_id, to]
-            if revision != b"-":
-                siblings[record_id] = self._row(record_id, revision, to, data, None)
-        checks.append([digest, len(expected) // 2, *expected])
-        return siblings
+    def _neighbour(self, found: Any, timeline: dict[str, Row]) -> tuple[bytes, bytes]:
+        """A neighbour ``SIBLINGS`` found (added to ``timeline``): its member and valid_to."""
+        member, revision, to, data = (bytes(f) for f in found)
+        if not member:
+            return b"", b""
+        record_id = member[21:].decode(errors="replace")
+        if not revision:
+            raise self._corrupt(f"the key timeline lists {record_id!r}, which is not stored")
+        row = self._row(record_id, revision, to, data, None)
+        if _member(row).encode() != member:
+            raise self._corrupt(f"record {record_id!r} is out of place on its key's timeline")
+        timeline[row.id] = row
+        return member, to
 
     async def revise(self, record_id: str, change: Revision) -> Row | None:
         """Append a revision: the latest is read, the new one written if it is still latest."""

@@ -23,10 +23,14 @@ __all__ = ["ADD_JOB", "DELETE", "INSERT", "LATEST", "REVISE", "SIBLINGS"]
 
 # The latest revision of a record: {n, to, json[, vector]}, or 0 when it is not stored.
 # A field that is missing reads as '-' (never a valid value): the caller reports it.
+# (A record never lacks n: the key exists only while its hash holds fields.)
 _LATEST = """
 local function latest(rec)
   local head = redis.call('HMGET', rec, 'n', 'to')
-  if not head[1] then return 0 end
+  if not head[1] then
+    if redis.call('EXISTS', rec) == 0 then return 0 end
+    return {'-', head[2] or '-', '-'}
+  end
   local body = redis.call('HMGET', rec, 'j' .. head[1], 'v' .. head[1])
   local out = {head[1], head[2] or '-', body[1] or '-'}
   if body[2] then out[4] = body[2] end
@@ -60,27 +64,41 @@ return out
 """
 )
 
-# What a keyed insert is computed from. KEYS: (declared) the change log.
-# ARGV: bank prefix, number of key digests, digests..., record ids...
-# Replies {per digest: {id, n, to, json, ...} of each id in the key's set ('-' for a
-# record that is missing)}, then {1 or 0 per record id: whether it is stored}.
+# A key timeline is a sorted set of members '<valid_from + 2^63, 20 digits>:<id>' (all
+# scored 0), so its lexical order is the timeline's order, (valid_from, id).
+_NEIGHBOURS = """
+local function neighbours(set, member)
+  local before = redis.call('ZREVRANGEBYLEX', set, '(' .. member, '-', 'LIMIT', 0, 1)[1]
+  local after = redis.call('ZRANGEBYLEX', set, '(' .. member, '+', 'LIMIT', 0, 1)[1]
+  return before or '', after or ''
+end
+local function id_of(member) return string.sub(member, 22) end
+"""
+
+# What a keyed insert is computed from: the records either side of each new row on its
+# key's timeline. KEYS: (declared) the change log.
+# ARGV: bank prefix, number of rows, 2 per row: key digest, timeline member; record ids...
+# Replies {per row: {member before ('' none), its latest() fields (n, to, json), member
+# after, its n, to, json}}, then {1 or 0 per record id: whether it is stored}.
 SIBLINGS = (
     _LATEST
+    + _NEIGHBOURS
     + """
 local P, n = ARGV[1], tonumber(ARGV[2])
 local out = {}
-for d = 3, 2 + n do
-  local entries = {}
-  for _, id in ipairs(redis.call('SMEMBERS', P .. 'key:' .. ARGV[d])) do
-    local row = latest(P .. 'rec:' .. id)
-    if row == 0 then row = {'-', '-', '-'} end
-    entries[#entries + 1] = id
-    for f = 1, 3 do entries[#entries + 1] = row[f] end
+for at = 3, 2 * n + 1, 2 do
+  local entry = {}
+  for _, member in ipairs({neighbours(P .. 'key:' .. ARGV[at], ARGV[at + 1])}) do
+    local row = {'', '', ''}
+    if member ~= '' then row = latest(P .. 'rec:' .. id_of(member)) end
+    if row == 0 then row = {'', '', ''} end
+    entry[#entry + 1] = member
+    for f = 1, 3 do entry[#entry + 1] = row[f] end
   end
-  out[#out + 1] = entries
+  out[#out + 1] = entry
 end
 local stored = {}
-for i = 3 + n, #ARGV do stored[#stored + 1] = redis.call('EXISTS', P .. 'rec:' .. ARGV[i]) end
+for i = 2 * n + 3, #ARGV do stored[#stored + 1] = redis.call('EXISTS', P .. 'rec:' .. ARGV[i]) end
 out[#out + 1] = stored
 return out
 """
@@ -88,27 +106,29 @@ return out
 
 # KEYS: change-log counter, change log, jobs hash.
 # ARGV: bank prefix, job id ('' none), number of rows, number of closings, number of
-# checks; then 7 per row: id, mode ('a' any, 'n' must be new, 'e' must be stored), key
-# digest ('' none), revision-1 JSON, valid_to ('' none), '1'/'0' has a vector, vector;
-# then 2 per closing: id, valid_to; then each check: key digest, m, m pairs (id, its
-# expected valid_to, '-' for a missing record): the key's set holds exactly those.
+# checks; then 8 per row: id, mode ('a' any, 'n' must be new, 'e' must be stored), key
+# digest ('' none), timeline member, revision-1 JSON, valid_to ('' none), '1'/'0' has a
+# vector, vector; then 2 per closing: id, valid_to; then 5 per check: key digest, a new
+# row's member, the member expected before it ('' none) and that record's valid_to, the
+# member expected after it ('' none).
 # Replies {1, per row: 0 written, or latest() of the stored record}.
 INSERT = _typed(
     "string stream hash",
     _LATEST
     + _APPEND
+    + _NEIGHBOURS
     + """
 local P, job = ARGV[1], ARGV[2]
 local nrows, nclose, nchecks = tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5])
-local first_close = 6 + 7 * nrows
+local first_close = 6 + 8 * nrows
 local first_check = first_close + 2 * nclose
 if job ~= '' and redis.call('HEXISTS', KEYS[3], job) == 0 then return {0} end
 local types = {}
 for r = 0, nrows - 1 do
-  local at = 6 + 7 * r
+  local at = 6 + 8 * r
   types[#types + 1] = P .. 'rec:' .. ARGV[at]; types[#types + 1] = 'hash'
   if ARGV[at + 2] ~= '' then
-    types[#types + 1] = P .. 'key:' .. ARGV[at + 2]; types[#types + 1] = 'set'
+    types[#types + 1] = P .. 'key:' .. ARGV[at + 2]; types[#types + 1] = 'zset'
   end
 end
 for c = first_close, first_check - 1, 2 do
@@ -116,27 +136,25 @@ for c = first_close, first_check - 1, 2 do
 end
 refused = wrong_types(types)
 if refused then return refused end
-local at = first_check
-for _ = 1, nchecks do
-  local set, m = P .. 'key:' .. ARGV[at], tonumber(ARGV[at + 1])
-  if redis.call('SCARD', set) ~= m then return {-2} end
-  for i = at + 2, at + 2 * m, 2 do
-    if redis.call('SISMEMBER', set, ARGV[i]) == 0 then return {-2} end
-    if (redis.call('HGET', P .. 'rec:' .. ARGV[i], 'to') or '-') ~= ARGV[i + 1] then
-      return {-2}
-    end
+for at = first_check, first_check + 5 * (nchecks - 1), 5 do
+  local before, after = neighbours(P .. 'key:' .. ARGV[at], ARGV[at + 1])
+  if before ~= ARGV[at + 2] or after ~= ARGV[at + 4] then return {-2} end
+  if before ~= '' and
+     (redis.call('HGET', P .. 'rec:' .. id_of(before), 'to') or '-') ~= ARGV[at + 3] then
+    return {-2}
   end
-  at = at + 2 + 2 * m
 end
 local fresh, seen = {}, {}
 for r = 0, nrows - 1 do
-  local at = 6 + 7 * r
+  local at = 6 + 8 * r
   local id, mode = ARGV[at], ARGV[at + 1]
   local rec = P .. 'rec:' .. id
   if redis.call('EXISTS', rec) == 1 then
     if mode == 'n' then return {-2} end
     local row = latest(rec)
-    if row == 0 or row[3] == '-' then return {-3, 'record ' .. id .. ' has no latest revision'} end
+    if row == 0 or row[1] == '-' or row[3] == '-' then
+      return {-3, 'record ' .. id .. ' has no latest revision'}
+    end
   elseif not seen[id] then
     if mode == 'e' then return {-2} end
     fresh[r] = true
@@ -145,7 +163,7 @@ for r = 0, nrows - 1 do
 end
 for r = 0, nrows - 1 do
   if fresh[r] then
-    local broken = append(ARGV[6 + 7 * r])
+    local broken = append(ARGV[6 + 8 * r])
     if broken then return {-3, broken} end
   end
 end
@@ -155,11 +173,14 @@ for c = first_close, first_check - 1, 2 do
 end
 for r = 0, nrows - 1 do
   if fresh[r] then
-    local at = 6 + 7 * r
+    local at = 6 + 8 * r
     local rec = P .. 'rec:' .. ARGV[at]
-    redis.call('HSET', rec, 'n', '1', 'to', ARGV[at + 4], 'k', ARGV[at + 2], 'j1', ARGV[at + 3])
-    if ARGV[at + 5] == '1' then redis.call('HSET', rec, 'v1', ARGV[at + 6]) end
-    if ARGV[at + 2] ~= '' then redis.call('SADD', P .. 'key:' .. ARGV[at + 2], ARGV[at]) end
+    redis.call('HSET', rec, 'n', '1', 'to', ARGV[at + 5], 'k', ARGV[at + 2], 'm', ARGV[at + 3],
+               'j1', ARGV[at + 4])
+    if ARGV[at + 6] == '1' then redis.call('HSET', rec, 'v1', ARGV[at + 7]) end
+    if ARGV[at + 2] ~= '' then
+      redis.call('ZADD', P .. 'key:' .. ARGV[at + 2], 0, ARGV[at + 3])
+    end
   end
 end
 for c = first_close, first_check - 1, 2 do
@@ -168,7 +189,7 @@ end
 if job ~= '' then redis.call('HDEL', KEYS[3], job) end
 local out = {1}
 for r = 0, nrows - 1 do
-  if fresh[r] then out[#out + 1] = 0 else out[#out + 1] = latest(P .. 'rec:' .. ARGV[6 + 7 * r]) end
+  if fresh[r] then out[#out + 1] = 0 else out[#out + 1] = latest(P .. 'rec:' .. ARGV[6 + 8 * r]) end
 end
 return out
 """,
@@ -196,8 +217,8 @@ return {1}
 )
 
 # KEYS: change-log counter, change log. ARGV: bank prefix, record ids (distinct)...
-# Removes each stored record's hash (every revision and vector) and its id from its key's
-# set; replies {1, how many were stored}.
+# Removes each stored record's hash (every revision and vector) and its member from its
+# key's timeline; replies {1, how many were stored}.
 DELETE = _typed(
     "string stream",
     _APPEND
@@ -212,9 +233,11 @@ if refused then return refused end
 for i = 2, #ARGV do
   local rec = P .. 'rec:' .. ARGV[i]
   if redis.call('EXISTS', rec) == 1 then
-    local key = redis.call('HGET', rec, 'k') or ''
-    found[#found + 1] = {ARGV[i], rec, key}
-    if key ~= '' then types[#types + 1] = P .. 'key:' .. key; types[#types + 1] = 'set' end
+    local key = redis.call('HMGET', rec, 'k', 'm')
+    found[#found + 1] = {ARGV[i], rec, key[1] or '', key[2] or ''}
+    if found[#found][3] ~= '' then
+      types[#types + 1] = P .. 'key:' .. key[1]; types[#types + 1] = 'zset'
+    end
   end
 end
 refused = wrong_types(types)
@@ -225,7 +248,7 @@ for _, f in ipairs(found) do
 end
 for _, f in ipairs(found) do
   redis.call('DEL', f[2])
-  if f[3] ~= '' then redis.call('SREM', P .. 'key:' .. f[3], f[1]) end
+  if f[3] ~= '' then redis.call('ZREM', P .. 'key:' .. f[3], f[4]) end
 end
 return {1, #found}
 """,
