@@ -59,6 +59,8 @@ __all__ = ["RedisBankBackend"]
 _ATTEMPTS = 100
 #: Log entries read per round trip.
 _PAGE = 10_000
+#: Records read or deleted per script (a script holds the server while it runs).
+_BATCH = 1000
 _MICROS = re.compile(rb"-?[0-9]{1,20}\Z")
 _RECORD_FIELD = re.compile(rb"(n|to|k|m|[jv][1-9][0-9]*)\Z")
 
@@ -158,11 +160,35 @@ class RedisBankBackend:
 
     async def latest(self, ids: Sequence[str]) -> list[Row]:
         """The latest revisions of the stored records among ``ids`` (one script)."""
-        if not ids:
-            return []
-        reply = await self._script("LATEST", self._writes[1:], [self._p, *ids])
-        rows = (self._latest(i, r) for i, r in zip(ids, reply, strict=True))
-        return [row for row in rows if row is not None]
+        out: list[Row] = []
+        for start in range(0, len(ids), _BATCH):
+            batch = ids[start : start + _BATCH]
+            reply = await self._script("LATEST", self._writes[1:], [self._p, *batch])
+            out += self._unpack(batch, bytes(reply))
+        return out
+
+    def _unpack(self, ids: Sequence[str], data: bytes) -> list[Row]:
+        """The rows of a ``LATEST`` reply (see the script)."""
+        rows: list[Row] = []
+        at = 0
+        for record_id in ids:
+            end = data.find(b"\n", at)
+            head = data[at:end].split(b" ")
+            at = end + 1
+            if head == [b"x"]:
+                continue
+            try:
+                revision, to, size, vector_size = head
+                body = data[at : at + int(size)]
+                at += int(size)
+                vector = None
+                if vector_size != b"-1":
+                    vector = data[at : at + int(vector_size)]
+                    at += int(vector_size)
+            except ValueError:
+                raise self._corrupt(f"record {record_id!r} has malformed fields") from None
+            rows.append(self._row(record_id, revision, to, body, vector))
+        return rows
 
     async def revisions(self, record_id: str) -> list[Row]:
         """Every revision of ``record_id``, oldest first (one ``HGETALL``)."""
@@ -183,18 +209,21 @@ class RedisBankBackend:
         return rows
 
     async def changes(self, after: int) -> list[tuple[int, str]]:
-        """The log entries after ``after`` (``XRANGE``, a page at a time)."""
+        """The log entries after ``after`` (a page of ``XRANGE`` a script, as one string)."""
         out: list[tuple[int, str]] = []
         start = f"{after + 1}-0"
         while True:
-            page = await self._db.call("xrange", self._writes[1], start, "+", _PAGE)
-            for entry_id, entry in page:
-                seq, _, tail = bytes(entry_id).partition(b"-")
-                record_id = entry.get(b"r")
-                if tail != b"0" or not seq.isdigit() or not record_id or len(entry) != 1:
+            page = await self._script("CHANGES", self._writes[1:], [start, _PAGE])
+            if isinstance(page, list):
+                self._status(page)
+            lines = bytes(page).decode(errors="replace").splitlines()
+            for line in lines:
+                entry_id, _, record_id = line.partition(" ")
+                seq, _, tail = entry_id.partition("-")
+                if tail != "0" or not seq.isdigit():
                     raise self._corrupt(f"change-log entry {entry_id!r:.40} has the wrong shape")
-                out.append((int(seq), bytes(record_id).decode(errors="replace")))
-            if len(page) < _PAGE:
+                out.append((int(seq), record_id))
+            if len(lines) < _PAGE:
                 return out
             start = f"{out[-1][0] + 1}-0"
 
@@ -329,8 +358,8 @@ class RedisBankBackend:
         """Remove the records among ``ids`` with every revision and vector; how many."""
         distinct = list(dict.fromkeys(ids))
         gone = 0
-        for start in range(0, len(distinct), 512):
-            batch = distinct[start : start + 512]
+        for start in range(0, len(distinct), _BATCH):
+            batch = distinct[start : start + _BATCH]
             reply = await self._script("DELETE", self._writes, [self._p, *batch])
             self._status(reply)
             gone += int(reply[1])

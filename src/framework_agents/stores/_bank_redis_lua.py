@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from ._redis_lua import _typed
 
-__all__ = ["ADD_JOB", "DELETE", "INSERT", "LATEST", "REVISE", "SIBLINGS"]
+__all__ = ["ADD_JOB", "CHANGES", "DELETE", "INSERT", "LATEST", "REVISE", "SIBLINGS"]
 
 # The latest revision of a record: {n, to, json[, vector]}, or 0 when it is not stored.
 # A field that is missing reads as '-' (never a valid value): the caller reports it.
@@ -53,14 +53,42 @@ local function append(id)
 end
 """
 
-# KEYS: (declared for the error text) the change log.
-# ARGV: bank prefix, record ids... Replies one latest() per id.
+# KEYS: the change log. ARGV: first entry id, most entries. Replies the entries as one
+# string, "<entry id> <record id>\n" each (one reply to parse, not three per entry), or
+# {-3, why} for an entry of another shape.
+CHANGES = """
+local lines = {}
+for _, entry in ipairs(redis.call('XRANGE', KEYS[1], ARGV[1], '+', 'COUNT', ARGV[2])) do
+  local fields = entry[2]
+  if #fields ~= 2 or fields[1] ~= 'r' or string.find(fields[2], '[%s]') then
+    return {-3, 'change-log entry ' .. entry[1] .. ' has the wrong shape'}
+  end
+  lines[#lines + 1] = entry[1] .. ' ' .. fields[2] .. '\\n'
+end
+return table.concat(lines)
+"""
+
+# KEYS: (declared for the error text) the change log. ARGV: bank prefix, record ids...
+# Replies one string: per id, "x\n" when it is not stored, else the header
+# "<n> <to> <JSON length> <vector length or -1>\n" then the JSON and the vector (one reply
+# to parse, not four per record).
 LATEST = (
     _LATEST
     + """
 local out = {}
-for i = 2, #ARGV do out[#out + 1] = latest(ARGV[1] .. 'rec:' .. ARGV[i]) end
-return out
+for i = 2, #ARGV do
+  local row = latest(ARGV[1] .. 'rec:' .. ARGV[i])
+  if row == 0 then
+    out[#out + 1] = 'x\\n'
+  else
+    local vector = row[4] or ''
+    local size = row[4] and #vector or -1
+    out[#out + 1] = row[1] .. ' ' .. row[2] .. ' ' .. #row[3] .. ' ' .. size .. '\\n'
+    out[#out + 1] = row[3]
+    out[#out + 1] = vector
+  end
+end
+return table.concat(out)
 """
 )
 
