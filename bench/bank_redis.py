@@ -24,7 +24,7 @@ import json
 import statistics
 import time
 import uuid
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable
 from typing import Any
 
 from framework_agents.stores import open_store
@@ -38,9 +38,10 @@ def _ms(samples: list[float]) -> dict[str, float]:
     }
 
 
-async def _timed(call: Callable[[], Awaitable[Any]]) -> float:
+async def _timed(work: Awaitable[Any]) -> float:
+    """Seconds ``work`` (a coroutine not started yet) takes to run."""
     start = time.perf_counter()
-    await call()
+    await work
     return time.perf_counter() - start
 
 
@@ -60,14 +61,13 @@ async def main(args: argparse.Namespace) -> dict[str, Any]:
         payload = json.dumps(bank.new_row(text, namespace=namespace).record().to_dict()).encode()
         floor, plain, keyed = [], [], []
         for i in range(args.n):
-            floor.append(await _timed(lambda: raw.rpush(f"{prefix}floor", payload)))
-            plain.append(await _timed(lambda: bank.remember(text.format(i), namespace=namespace)))
-            keyed.append(
-                await _timed(lambda: bank.remember(text.format(i), namespace=namespace, key="home"))
-            )
+            said = text.format(i)
+            floor.append(await _timed(raw.rpush(f"{prefix}floor", payload)))
+            plain.append(await _timed(bank.remember(said, namespace=namespace)))
+            keyed.append(await _timed(bank.remember(said, namespace=namespace, key="home")))
         fresh = store.bank()
-        catch_up = await _timed(lambda: fresh.search("river flat", namespace=namespace))
-        again = await _timed(lambda: fresh.search("river flat", namespace=namespace))
+        catch_up = await _timed(fresh.search("river flat", namespace=namespace))
+        again = await _timed(fresh.search("river flat", namespace=namespace))
         out = {
             "records": 2 * args.n + 1,
             "rpush_floor_ms": _ms(floor),

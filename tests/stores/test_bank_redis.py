@@ -591,7 +591,7 @@ def test_two_processes_remember_and_search_lose_and_duplicate_nothing(redis_pref
             return await bank.list(workers.NAMESPACE, limit=1000)
 
     records = asyncio.run(stored())
-    assert sorted(r.id for r in records) == sorted(alpha["ids"] + bravo["ids"])
+    assert sorted(r.id for r in records) == sorted(alpha + bravo)
     texts = sorted(r.text for r in records)
     assert texts == sorted(f"{who} note {i}" for who in ("alpha", "bravo") for i in range(count))
 
