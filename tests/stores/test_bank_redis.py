@@ -480,6 +480,10 @@ def test_the_backend_is_the_redis_one_and_checks_job_ids(run: Callable[[Body], N
         assert "bank:" in repr(backend)
         with pytest.raises(InvalidArgumentError):
             await backend.add_job(Job("", NS, b"[]"))
+        row = store.bank().new_row("a note", namespace=NS)
+        with pytest.raises(InvalidArgumentError):  # the change log is read as lines
+            await backend.insert([Row(**{**_fields(row), "id": "two\nlines"})])
+        assert await backend.changes(0) == []
         assert await backend.revise(new_record_id(), Revision("x", None, None, 1)) is None
         assert await backend.delete([]) == 0
         assert await backend.latest([]) == []

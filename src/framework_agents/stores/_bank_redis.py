@@ -101,7 +101,7 @@ class _Plan:
 
 
 class RedisBankBackend:
-    """A memory bank in Redis hashes, sets and a stream (see the module docstring)."""
+    """A memory bank in Redis hashes, sorted sets and a stream (see the module docstring)."""
 
     def __init__(self, db: RedisDb) -> None:
         """The bank under ``db``'s prefix; nothing connects before the first operation."""
@@ -216,13 +216,13 @@ class RedisBankBackend:
             page = await self._script("CHANGES", self._writes[1:], [start, _PAGE])
             if isinstance(page, list):
                 self._status(page)
-            lines = bytes(page).decode(errors="replace").splitlines()
+            lines = bytes(page).split(b"\n")[:-1]
             for line in lines:
-                entry_id, _, record_id = line.partition(" ")
-                seq, _, tail = entry_id.partition("-")
-                if tail != "0" or not seq.isdigit():
+                entry_id, _, record_id = line.partition(b" ")
+                seq, _, tail = entry_id.partition(b"-")
+                if tail != b"0" or not seq.isdigit():
                     raise self._corrupt(f"change-log entry {entry_id!r:.40} has the wrong shape")
-                out.append((int(seq), record_id))
+                out.append((int(seq), record_id.decode(errors="replace")))
             if len(lines) < _PAGE:
                 return out
             start = f"{out[-1][0] + 1}-0"
@@ -237,6 +237,9 @@ class RedisBankBackend:
         again).
         """
         rows = list(rows)
+        for row in rows:
+            if "\n" in row.id:  # the change log is read as lines
+                raise InvalidArgumentError(f"a record id may not hold a newline: {row.id!r:.60}")
         for _ in range(_ATTEMPTS):
             plan = await self._plan(rows, job)
             reply = await self._script("INSERT", [*self._writes, self._jobs], plan.args)
@@ -264,16 +267,19 @@ class RedisBankBackend:
         Only a new row's neighbours on the timeline (the records just before and after it)
         decide where it goes, so only they are read, with the rows of this insert.
         """
-        keyed = list({r.id: r for r in reversed(rows) if r.key is not None}.values())[::-1]
+        keyed: dict[str, Row] = {}  # each keyed row's first occurrence
+        for row in rows:
+            if row.key is not None:
+                keyed.setdefault(row.id, row)
         timelines: dict[str, dict[str, Row]] = {}
         checks: list[Any] = []
         stored: set[str] = set()
         if keyed:
-            spots = [(_digest(r), _member(r)) for r in keyed]
-            args = [self._p, len(spots), *(x for spot in spots for x in spot)]
-            reply = await self._script("SIBLINGS", self._writes[1:], args + [r.id for r in keyed])
-            stored = {r.id for r, flag in zip(keyed, reply[-1], strict=True) if flag}
-            for row, (digest, member), found in zip(keyed, spots, reply[:-1], strict=True):
+            spots = [(_digest(r), _member(r)) for r in keyed.values()]
+            args = [self._p, len(spots), *(x for spot in spots for x in spot), *keyed]
+            reply = await self._script("SIBLINGS", self._writes[1:], args)
+            stored = {i for i, flag in zip(keyed, reply[-1], strict=True) if flag}
+            for row, (digest, member), found in zip(keyed.values(), spots, reply[:-1], strict=True):
                 timeline = timelines.setdefault(digest, {})
                 if row.id not in stored:
                     before, before_to = self._neighbour(found[:4], timeline)

@@ -60,7 +60,7 @@ CHANGES = """
 local lines = {}
 for _, entry in ipairs(redis.call('XRANGE', KEYS[1], ARGV[1], '+', 'COUNT', ARGV[2])) do
   local fields = entry[2]
-  if #fields ~= 2 or fields[1] ~= 'r' or string.find(fields[2], '[%s]') then
+  if #fields ~= 2 or fields[1] ~= 'r' or string.find(fields[2], '\\n', 1, true) then
     return {-3, 'change-log entry ' .. entry[1] .. ' has the wrong shape'}
   end
   lines[#lines + 1] = entry[1] .. ' ' .. fields[2] .. '\\n'
