@@ -67,9 +67,7 @@ def bank(tmp_path: Path) -> Iterator[tuple[MemoryBank, dict[str, MemoryRecord]]]
 
 
 @pytest.fixture
-def served(
-    tmp_path: Path, bank: tuple[MemoryBank, dict[str, MemoryRecord]]
-) -> Iterator[Served]:
+def served(tmp_path: Path, bank: tuple[MemoryBank, dict[str, MemoryRecord]]) -> Iterator[Served]:
     """The test agent with the bank, behind a token."""
     app = create_app(
         make_agent, store=str(tmp_path / "s"), token=TOKEN, console=False, bank=bank[0]

@@ -17,40 +17,23 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import pytest
-
-try:
-    from console_support import (
-        CHROMIUM,
-        CHROMIUM_ARGS,
-        SCREENSHOTS,
-        TOKEN,
-        ServerThread,
-        browser_missing,
-        make_agent,
-    )
-except ImportError:  # tests/server is a package
-    from .console_support import (  # type: ignore[no-redef,import-not-found]
-        CHROMIUM,
-        CHROMIUM_ARGS,
-        SCREENSHOTS,
-        TOKEN,
-        ServerThread,
-        browser_missing,
-        make_agent,
-    )
+from console_support import (
+    SCREENSHOTS,
+    TOKEN,
+    ServerThread,
+    make_agent,
+    new_page,
+    require_browser,
+)
 
 pytestmark = pytest.mark.browser
+require_browser()
 
-_MISSING = browser_missing()
-if _MISSING:
-    pytest.skip(_MISSING, allow_module_level=True)
-
-from playwright.sync_api import Browser, Page, expect, sync_playwright  # noqa: E402
+from playwright.sync_api import Browser, Page, expect  # noqa: E402
 
 from framework_agents.bank import MemoryBank, MemoryRecord  # noqa: E402
 from framework_agents.server import create_app  # noqa: E402
 
-TOKEN_KEY = "framework-agents.console.token"
 T = TypeVar("T")
 SPRING = datetime(2026, 3, 1, 9, 0, tzinfo=UTC)
 
@@ -114,31 +97,6 @@ def _serve(app: Any) -> Iterator[str]:
 def server(tmp_path_factory: pytest.TempPathFactory, bank: tuple[MemoryBank, Any]) -> Iterator[str]:
     store = tmp_path_factory.mktemp("console-bank-store")
     yield from _serve(create_app(make_agent, store=str(store), token=TOKEN, bank=bank[0]))
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Browser]:
-    with sync_playwright() as p:
-        launched = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        yield launched
-        launched.close()
-
-
-def _page(browser: Browser, *, width: int = 1280) -> tuple[Page, list[str]]:
-    context = browser.new_context(viewport={"width": width, "height": 900})
-    context.add_init_script(f"sessionStorage.setItem({TOKEN_KEY!r}, {TOKEN!r})")
-    page = context.new_page()
-    errors: list[str] = []
-    page.on("pageerror", lambda exc: errors.append(str(exc)))
-    return page, errors
-
-
-@pytest.fixture
-def page(browser: Browser, server: str) -> Iterator[Page]:
-    page, errors = _page(browser)
-    yield page
-    page.context.close()
-    assert errors == [], f"uncaught errors in the page: {errors}"
 
 
 def _records(page: Page) -> Any:
@@ -210,12 +168,10 @@ def test_the_memory_view_lists_searches_and_forgets_after_a_confirmation(
 
 
 @pytest.mark.slow
-def test_a_server_without_a_bank_shows_no_memory_view(
-    browser: Browser, tmp_path: Path
-) -> None:
+def test_a_server_without_a_bank_shows_no_memory_view(browser: Browser, tmp_path: Path) -> None:
     app = create_app(make_agent, store=str(tmp_path), token=TOKEN)
     for url in _serve(app):
-        page, errors = _page(browser)
+        page, errors = new_page(browser, signed_in=True)
         page.goto(url)
         expect(page.locator("#threads-status")).to_contain_text("thread")
         expect(page.locator("#memories-link")).to_be_hidden()
@@ -234,7 +190,7 @@ def test_axe_finds_no_violations_in_the_memory_view(
         "axe_playwright_python.sync_playwright",
         reason="axe-playwright-python (the axe-core engine) is missing: pip install it",
     )
-    page, errors = _page(browser, width=width)
+    page, errors = new_page(browser, signed_in=True, width=width)
     page.goto(server + "#/memories/ada")
     expect(page.locator("#memory-status")).to_contain_text("records in ada")
     page.locator("#memory-list li button").first.click()  # the confirmation too

@@ -2,10 +2,10 @@
 
 Routes (shapes in ``docs/server.md``)::
 
-    GET    /api/memories?namespace=a/b&q=&k=8&kinds=&as_of=&include_past=   {"hits": [...]}
-    GET    /api/memories?namespace=a/b&limit=100&after=&kinds=              {"records", "next_after"}
-    GET    /api/memories/{record_id}                                        the record
-    DELETE /api/memories/{record_id}                                        204
+    GET    /api/memories?namespace=a/b&q=&k=8&kinds=&as_of=&include_past=  {"hits": [...]}
+    GET    /api/memories?namespace=a/b&limit=100&after=&kinds=   {"records", "next_after"}
+    GET    /api/memories/{record_id}                              the record
+    DELETE /api/memories/{record_id}                              204
 
 A namespace is written with ``/`` between its parts (a part never holds one: the bank
 refuses it). With ``q`` the route searches; without it (or with an empty ``q``) it lists a
