@@ -125,8 +125,7 @@ def register_serve(app: typer.Typer) -> None:
         hosts = [*(allowed_host or ()), *listen_names(host)]
         try:
             check_listen(host, token)
-            site = {"allowed_hosts": hosts, "allowed_origins": allowed_origin or []}
-            app_ = _build(target, model, store, token, console, bank=bank, **site)
+            app_ = _build(target, model, store, token, console, bank, hosts, allowed_origin or [])
         except ImportError as exc:
             err.print(f"framework-agents: {exc}")
             raise typer.Exit(1) from None
@@ -146,10 +145,13 @@ def _build(
     store: str,
     token: str | None,
     console: bool,
-    **options: Any,
+    bank: str | None,
+    hosts: list[str],
+    origins: list[str],
 ) -> Any:
     from ..server import create_app
 
+    options: dict[str, Any] = {"allowed_hosts": hosts, "allowed_origins": origins, "bank": bank}
     if target is not None:
         factory = load_factory(target)
         return create_app(factory, store=store, token=token, console=console, **options)

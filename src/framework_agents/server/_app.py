@@ -1,5 +1,8 @@
 """``create_app``: one Starlette application serving A2A, AG-UI, the JSON API and the console.
 
+Given a memory bank, the JSON API also serves it under ``/api/memories`` (``_memories``);
+``GET /api/info`` tells the console whether it does.
+
 Every protocol runs threads through one :class:`~._runner.ThreadRunner`, so an A2A
 ``contextId``, an AG-UI ``threadId`` and a ``/api`` thread id name the same checkpointer
 thread. Around the routes, outermost first:
