@@ -40,7 +40,7 @@ from ._backend import Job
 from ._records import MemoryHit, Namespace, check_count, check_namespace, derived_id
 from .bank import MemoryBank
 
-__all__ = ["RECALL_HEADER", "BankMemory", "Extractor"]
+__all__ = ["RECALL_HEADER", "BankMemory", "Extractor", "namespace_tools"]
 
 log = logging.getLogger(__name__)
 
@@ -127,7 +127,7 @@ class BankMemory:
         self.k = check_count(k, "k")
         self.episodes = episodes
         self.extract = extract
-        self.tools: list[Tool] = self._tools()
+        self.tools: list[Tool] = namespace_tools(bank, self.namespace, k=self.k)
         self._loaded: set[str] | None = None  # ids of the history the current run began with
         self._running: dict[str, asyncio.Task[None]] = {}
 
@@ -306,52 +306,57 @@ class BankMemory:
         for job in await self._pending():
             await self.run_job(job)
 
-    # -- tools -------------------------------------------------------------------------
 
-    def _tools(self) -> list[Tool]:
-        bank, namespace = self.bank, self.namespace
+def namespace_tools(bank: MemoryBank, namespace: Namespace, *, k: int = 8) -> list[Tool]:
+    """``memory_search``, ``memory_remember`` and ``memory_forget`` bound to ``namespace``.
 
-        async def memory_search(query: ToolText) -> str:
-            """Search long-term memory for records relevant to a question or topic.
+    No tool takes a namespace: whoever calls them (a model, an MCP client) reaches the
+    records of ``namespace`` (and, for a search, ``k`` of them at most) and no others.
+    """
+    namespace = check_namespace(namespace)
+    k = check_count(k, "k")
 
-            Args:
-                query: What to look for, e.g. "where does the user live".
-            """
-            hits = await bank.search(query, namespace=namespace, k=self.k)
-            if not hits:
-                return "No matching records."
-            return "\n".join(
-                f"{h.record.id}: {h.record.text} ({h.record.kind}, since "
-                f"{h.record.valid_from.date().isoformat()})"
-                for h in hits
-            )
+    async def memory_search(query: ToolText) -> str:
+        """Search long-term memory for records relevant to a question or topic.
 
-        async def memory_remember(text: ToolText, key: ToolKey = None) -> str:
-            """Remember a durable fact for later conversations.
+        Args:
+            query: What to look for, e.g. "where does the user live".
+        """
+        hits = await bank.search(query, namespace=namespace, k=k)
+        if not hits:
+            return "No matching records."
+        return "\n".join(
+            f"{h.record.id}: {h.record.text} ({h.record.kind}, since "
+            f"{h.record.valid_from.date().isoformat()})"
+            for h in hits
+        )
 
-            Args:
-                text: The fact in one sentence, e.g. "The user's daughter is called Mia".
-                key: A short name for what the fact is about (e.g. "home city"); a new
-                    fact with the same key replaces the old one from now on.
-            """
-            record = await bank.remember(text, namespace=namespace, key=key)
-            return f"Remembered as {record.id}."
+    async def memory_remember(text: ToolText, key: ToolKey = None) -> str:
+        """Remember a durable fact for later conversations.
 
-        async def memory_forget(
-            record_id: Annotated[str, Field(min_length=1, max_length=128)],
-        ) -> str:
-            """Forget a record of long-term memory for good (by the id a search showed).
+        Args:
+            text: The fact in one sentence, e.g. "The user's daughter is called Mia".
+            key: A short name for what the fact is about (e.g. "home city"); a new
+                fact with the same key replaces the old one from now on.
+        """
+        record = await bank.remember(text, namespace=namespace, key=key)
+        return f"Remembered as {record.id}."
 
-            Args:
-                record_id: The id of the record, as memory_search lists it.
-            """
-            record = await bank.get(record_id)
-            if record is None or record.namespace[: len(namespace)] != namespace:
-                return f"No record {record_id}."
-            await bank.forget(record_id)
-            return f"Forgot {record_id}."
+    async def memory_forget(
+        record_id: Annotated[str, Field(min_length=1, max_length=128)],
+    ) -> str:
+        """Forget a record of long-term memory for good (by the id a search showed).
 
-        return [Tool(memory_search), Tool(memory_remember), Tool(memory_forget)]
+        Args:
+            record_id: The id of the record, as memory_search lists it.
+        """
+        record = await bank.get(record_id)
+        if record is None or record.namespace[: len(namespace)] != namespace:
+            return f"No record {record_id}."
+        await bank.forget(record_id)
+        return f"Forgot {record_id}."
+
+    return [Tool(memory_search), Tool(memory_remember), Tool(memory_forget)]
 
 
 async def _ask_model(model: Any, messages: list[Message]) -> list[str]:

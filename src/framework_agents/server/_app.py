@@ -24,8 +24,8 @@ from __future__ import annotations
 import hmac
 import logging
 import time
-from collections.abc import AsyncIterator, Sequence
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator, Callable, Sequence
+from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager
 from pathlib import Path
 from typing import Any
 
@@ -39,6 +39,7 @@ from starlette.staticfiles import StaticFiles
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from ..bank import MemoryBank
+from ..bank._records import check_namespace
 from ..errors import InvalidArgumentError
 from ._agui import agui_routes
 from ._api import api_routes, error_response, send_error
@@ -53,10 +54,13 @@ from ._runner import AgentFactory, ThreadRunner
 from ._site import SiteGuard, check_hosts, check_origins, first_headers
 from ._store import DEFAULT_STORE, ServerStore, resolve_store
 
-__all__ = ["DEFAULT_MAX_BODY", "create_app"]
+__all__ = ["DEFAULT_MAX_BODY", "DEFAULT_MCP_NAMESPACE", "create_app"]
 
 #: Largest request body accepted by default (1 MiB).
 DEFAULT_MAX_BODY = 1 << 20
+
+#: The bank namespace of the MCP memory tools unless ``create_app(mcp_namespace=...)`` says.
+DEFAULT_MCP_NAMESPACE: tuple[str, ...] = ("mcp",)
 
 CONSOLE_DIR = Path(__file__).parent / "console"
 _OPEN_PATHS = frozenset({"/healthz", "/.well-known/agent-card.json", "/"})
@@ -266,6 +270,8 @@ def create_app(
     allowed_hosts: Sequence[str] = (),
     allowed_origins: Sequence[str] = (),
     bank: MemoryBank | str | None = None,
+    mcp: bool = False,
+    mcp_namespace: Sequence[str] = DEFAULT_MCP_NAMESPACE,
 ) -> Starlette:
     """The ASGI application that serves ``agent_factory``'s agents on ``store``.
 
@@ -296,6 +302,11 @@ def create_app(
             ``/api/memories`` (list, search, read, forget; the console's memory view), or a
             URL the app opens as ``MemoryBank(url)`` and closes when it stops (a bank
             passed in stays the caller's to close). ``None``: those routes answer 404.
+        mcp: serve the agent over MCP at ``/mcp`` (streamable HTTP, stateless; extra
+            ``mcp``): the tools ``ask`` and ``decide``, and with a bank ``memory_search``,
+            ``memory_remember`` and ``memory_forget`` (``docs/mcp.md``).
+        mcp_namespace: the bank namespace the MCP memory tools read and write. It is the
+            server's choice, never a client's: every holder of the token reaches it.
     """
     if token is not None and (not isinstance(token, str) or not token.strip()):
         raise InvalidArgumentError("token must be a non-empty string or None")
@@ -304,6 +315,9 @@ def create_app(
     hosts = check_hosts(allowed_hosts)
     origins = check_origins(allowed_origins) + check_origins(cors_origins, "cors_origins")
     served_bank, own_bank = _resolve_bank(bank)
+    if not isinstance(mcp, bool):
+        raise InvalidArgumentError(f"mcp must be a bool, not {mcp!r:.40}")
+    namespace = check_namespace(mcp_namespace, "mcp_namespace") if mcp else ()
     resolved = store if isinstance(store, ServerStore) else resolve_store(store)
     runner = ThreadRunner(agent_factory, resolved, keepalive=keepalive)
     routes: list[BaseRoute] = [Route("/healthz", _healthz, methods=["GET"])]
@@ -320,13 +334,25 @@ def create_app(
         a2a_list, a2a_close = a2a_routes(runner, name=name, description=description)
         routes += a2a_list
         closers.append(a2a_close)
+    running: list[Callable[[], AbstractAsyncContextManager[None]]] = []
+    if mcp:
+        from ._mcp import mcp_routes
+
+        mcp_list, mcp_running = mcp_routes(
+            runner, name=name, bank=served_bank, namespace=namespace
+        )
+        routes += mcp_list
+        running.append(mcp_running)
     if console:
         routes += _console_routes()
 
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         try:
-            yield
+            async with AsyncExitStack() as stack:
+                for run in running:
+                    await stack.enter_async_context(run())
+                yield
         finally:
             for close in closers:
                 await close()
