@@ -7,7 +7,8 @@ name the hosts clients reach the server by and the other sites whose pages may c
 (``create_app(allowed_hosts=..., allowed_origins=...)``); a ``--host`` name is allowed.
 ``--bank URL`` serves the memory bank at that URL (any URL ``MemoryBank`` takes; the
 ``--store`` URL keeps the bank beside the threads) under ``/api/memories`` and in the
-console.
+console. ``--mcp`` serves the agent over MCP at ``/mcp`` too (with ``--bank``, the memory
+tools in the bank namespace ``--mcp-namespace``, ``mcp`` unless given).
 """
 
 from __future__ import annotations
@@ -103,6 +104,13 @@ def register_serve(app: typer.Typer) -> None:
                 help="Memory bank URL to serve under /api/memories (e.g. the --store URL)."
             ),
         ] = None,
+        mcp: Annotated[
+            bool, typer.Option("--mcp", help="Serve the agent over MCP at /mcp too.")
+        ] = False,
+        mcp_namespace: Annotated[
+            str,
+            typer.Option(help="Bank namespace of the MCP memory tools, parts joined by '/'."),
+        ] = "mcp",
         allowed_host: Annotated[
             list[str] | None,
             typer.Option(
@@ -125,7 +133,16 @@ def register_serve(app: typer.Typer) -> None:
         hosts = [*(allowed_host or ()), *listen_names(host)]
         try:
             check_listen(host, token)
-            app_ = _build(target, model, store, token, console, bank, hosts, allowed_origin or [])
+            options: dict[str, Any] = {
+                "allowed_hosts": hosts,
+                "allowed_origins": allowed_origin or [],
+                "bank": bank,
+            }
+            if mcp:
+                from ..server._memories import parse_namespace
+
+                options |= {"mcp": True, "mcp_namespace": parse_namespace(mcp_namespace)}
+            app_ = _build(target, model, store, token, console, options)
         except ImportError as exc:
             err.print(f"framework-agents: {exc}")
             raise typer.Exit(1) from None
@@ -135,6 +152,7 @@ def register_serve(app: typer.Typer) -> None:
         import uvicorn
 
         served = f"store {store}" + (f", memory bank {bank}" if bank else "")
+        served += ", MCP at /mcp" if mcp else ""
         make_console(stderr=True).print(f"serving on http://{host}:{port}/ ({served})")
         uvicorn.run(app_, host=host, port=port, log_level="info")
 
@@ -145,13 +163,10 @@ def _build(
     store: str,
     token: str | None,
     console: bool,
-    bank: str | None,
-    hosts: list[str],
-    origins: list[str],
+    options: dict[str, Any],
 ) -> Any:
     from ..server import create_app
 
-    options: dict[str, Any] = {"allowed_hosts": hosts, "allowed_origins": origins, "bank": bank}
     if target is not None:
         factory = load_factory(target)
         return create_app(factory, store=store, token=token, console=console, **options)

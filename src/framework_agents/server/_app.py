@@ -338,9 +338,7 @@ def create_app(
     if mcp:
         from ._mcp import mcp_routes
 
-        mcp_list, mcp_running = mcp_routes(
-            runner, name=name, bank=served_bank, namespace=namespace
-        )
+        mcp_list, mcp_running = mcp_routes(runner, name=name, bank=served_bank, namespace=namespace)
         routes += mcp_list
         running.append(mcp_running)
     if console:

@@ -280,7 +280,7 @@ class _McpTools:
         return await self._outcome(ctx, handle)
 
     async def _open(self, thread_id: str, interrupt_id: str) -> Pending:
-        """The approval ``thread_id`` waits for, if it is ``interrupt_id`` (else ``HITL_DECISION``)."""
+        """The approval ``thread_id`` waits for, if ``interrupt_id`` (else ``HITL_DECISION``)."""
         checkpoint = await self.runner.require(thread_id)
         pending = await self.runner.pending_of(checkpoint)
         if pending is None:
@@ -357,4 +357,3 @@ def mcp_routes(
     )
     manager = StreamableHTTPSessionManager(app=server, stateless=True)
     return [Route("/mcp", endpoint=StreamableHTTPASGIApp(manager))], manager.run
-
