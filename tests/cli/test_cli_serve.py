@@ -184,3 +184,53 @@ def test_serves_the_memory_bank_named_by_bank(tmp_path: Path) -> None:
         process.wait(30)
         close_process(process)
     assert not list((tmp_path / "data" / "bank" / "records").iterdir())  # forgotten on disk
+
+
+def test_mcp_serves_the_agent_and_the_bank_in_the_namespace_given(tmp_path: Path) -> None:
+    from mcp import Client
+    from mcp.client.streamable_http import streamable_http_client
+
+    port = _free_port()
+    command = [sys.executable, "-m", "framework_agents.cli", "serve", "--model", "echo"]
+    command += ["--store", str(tmp_path / "data"), "--bank", str(tmp_path / "data"), "--mcp"]
+    command += ["--mcp-namespace", "team/ada", "--port", str(port), "--no-console"]
+    process = subprocess.Popen(command, env=_env(), stderr=subprocess.PIPE, text=True)
+    assert process.stderr is not None
+
+    async def use() -> tuple[list[str], str]:
+        async with Client(streamable_http_client(f"http://127.0.0.1:{port}/mcp")) as client:
+            names = sorted(t.name for t in (await client.list_tools()).tools)
+            await client.call_tool("memory_remember", {"text": "Ada likes tea"})
+            answer = await client.call_tool("ask", {"thread_id": "m", "text": "hi"})
+            block = answer.content[0]
+            return names, getattr(block, "text", "")
+
+    try:
+        seen = []
+        for line in process.stderr:
+            seen.append(line)
+            if "Uvicorn running on" in line:
+                break
+        assert any("MCP at /mcp" in line for line in seen), seen
+        names, answer = asyncio.run(use())
+        assert names == ["ask", "decide", "memory_forget", "memory_remember", "memory_search"]
+        assert answer  # the echo model's answer
+    finally:
+        process.terminate()
+        process.wait(30)
+        close_process(process)
+
+    async def stored() -> list[str]:
+        async with MemoryBank(tmp_path / "data") as bank:
+            return [r.text for r in await bank.list(("team", "ada"))]
+
+    assert asyncio.run(stored()) == ["Ada likes tea"]
+
+
+def test_a_bad_mcp_namespace_stops_serve_before_it_starts(tmp_path: Path) -> None:
+    command = [sys.executable, "-m", "framework_agents.cli", "serve", "--model", "echo"]
+    command += ["--store", str(tmp_path), "--mcp", "--mcp-namespace", "a//b"]
+    result = subprocess.run(command, env=_env(), capture_output=True, text=True, timeout=60)
+    assert result.returncode == 2
+    assert "mcp_namespace" in result.stderr
+    assert not any(tmp_path.iterdir())
