@@ -27,6 +27,7 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 from server_support import PUBLISHED, Served, make_agent, start_server
 
+from framework_agents import Agent, FunctionModel, Message, errors
 from framework_agents.bank import MemoryBank
 from framework_agents.errors import InvalidArgumentError
 from framework_agents.server import create_app
@@ -460,3 +461,33 @@ def test_the_memory_tools_reach_the_configured_namespace_only(
 def test_create_app_refuses_a_bad_mcp_namespace(namespace: Any) -> None:
     with pytest.raises(InvalidArgumentError, match="mcp_namespace"):
         create_app(make_agent, store="memory:", mcp=True, mcp_namespace=namespace)
+
+
+def _failing(messages: list[Message], tools: list[Any]) -> Message:
+    """A model whose provider refuses: the prompt names the error."""
+    if messages[-1].text == "rate":
+        raise errors.ModelRateLimitError("slow down")
+    raise RuntimeError("a bug in the model adapter, with secrets")
+
+
+@pytest.mark.parametrize(
+    ("prompt", "code"), [("rate", "MODEL_RATE_LIMIT"), ("bug", "INTERNAL")], ids=["model", "bug"]
+)
+def test_a_failed_run_is_a_tool_error_with_its_code_and_no_internals(
+    prompt: str, code: str
+) -> None:
+    app = create_app(
+        lambda: Agent(FunctionModel(_failing)), store="memory:", console=False, mcp=True
+    )
+    running = start_server(app)
+    try:
+
+        async def main() -> types.CallToolResult:
+            async with connect(running, headers={}) as client:
+                return await client.call_tool("ask", {"thread_id": "t", "text": prompt})
+
+        result = asyncio.run(main())
+    finally:
+        running.stop()
+    assert error_of(result) == code
+    assert "secrets" not in text_of(result)
