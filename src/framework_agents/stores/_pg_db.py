@@ -4,7 +4,10 @@ The pool holds autocommit connections (no pipeline mode); each write is one expl
 transaction. Tables live in ``schema`` (default ``public``), created idempotently under
 an advisory transaction lock, and mirror the SQLite layout (``stores._sqlite_db``) with
 server time (``clock_timestamp()``) for leases and ages, so machines need not agree
-on their clocks.
+on their clocks. The memory bank's tables (``fa_bank_*``, ``stores._sql_bank``) add
+``fa_bank_counter``, the one row whose lock serialises bank writers. Tables added since
+a schema version are created on every start (``IF NOT EXISTS``), so they need no new
+version (see ``stores._sqlite_db``).
 """
 
 from __future__ import annotations
@@ -72,6 +75,10 @@ POSTGRES = Dialect(
 
 async def execute(conn: AsyncConnection[Any], query: Query) -> Any:
     """Run one query on ``conn``; what it fetches."""
+    if query.fetch == "many":
+        async with conn.cursor() as many:
+            await many.executemany(query.sql, query.params)
+        return None
     cursor = await conn.execute(query.sql, query.params)
     if query.fetch == "one":
         return await cursor.fetchone()
@@ -115,7 +122,22 @@ CREATE TABLE IF NOT EXISTS {s}.fa_memories (
     updated_at DOUBLE PRECISION NOT NULL);
 CREATE TABLE IF NOT EXISTS {s}.fa_memory_messages (
     key TEXT NOT NULL, seq BIGINT NOT NULL, shape SMALLINT NOT NULL, body BYTEA NOT NULL,
-    PRIMARY KEY (key, seq))
+    PRIMARY KEY (key, seq));
+CREATE TABLE IF NOT EXISTS {s}.fa_bank_records (
+    id TEXT PRIMARY KEY, namespace TEXT NOT NULL, key TEXT, revision BIGINT NOT NULL,
+    valid_from BIGINT NOT NULL, valid_to BIGINT, expires_at BIGINT);
+CREATE INDEX IF NOT EXISTS fa_bank_records_key ON {s}.fa_bank_records (namespace, key);
+CREATE TABLE IF NOT EXISTS {s}.fa_bank_revisions (
+    id TEXT NOT NULL, revision BIGINT NOT NULL, body BYTEA NOT NULL, vector BYTEA,
+    PRIMARY KEY (id, revision));
+CREATE TABLE IF NOT EXISTS {s}.fa_bank_changes (
+    seq BIGINT PRIMARY KEY, record_id TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS {s}.fa_bank_counter (
+    id INTEGER PRIMARY KEY CHECK (id = 1), seq BIGINT NOT NULL);
+INSERT INTO {s}.fa_bank_counter VALUES (1, 0) ON CONFLICT DO NOTHING;
+CREATE TABLE IF NOT EXISTS {s}.fa_bank_jobs (
+    created BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY, id TEXT NOT NULL UNIQUE,
+    namespace TEXT NOT NULL, payload BYTEA NOT NULL)
 """
 
 
