@@ -7,6 +7,7 @@ server does not answer (``FA_TEST_POSTGRES``).
 from __future__ import annotations
 
 import asyncio
+import itertools
 import json
 import multiprocessing
 import sqlite3
@@ -397,7 +398,7 @@ def test_two_processes_share_one_bank(bank_url: str) -> None:
         assert len([r for r in keyed if r.valid_to is None]) == 1
         # the timeline is whole: each closed record ends where the next one starts
         ordered = sorted(keyed, key=lambda r: (r.valid_from, r.id))
-        for before, after in zip(ordered, ordered[1:], strict=False):
+        for before, after in itertools.pairwise(ordered):
             assert before.valid_to == after.valid_from
         changes = await bank._backend.changes(0)
         assert [seq for seq, _ in changes] == list(range(1, len(changes) + 1))

@@ -32,15 +32,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import Any, NamedTuple
 
+from ..bank import _records
 from ..bank._backend import Job, Revision
-from ..bank._records import (
-    Row,
-    check_namespace,
-    namespace_text,
-    place_on_timeline,
-    row_from_json,
-    row_to_json,
-)
+from ..bank._records import Row, namespace_text
 from ..errors import InvalidArgumentError, MemoryCorruptError
 from ._sql import Query, SqlDb, Steps
 
@@ -93,10 +87,6 @@ class BankSql(NamedTuple):
     #: -> ``(id, namespace, payload)`` of every pending job, oldest first.
     jobs: str
 
-    def mapped(self, edit: Callable[[str], str]) -> BankSql:
-        """The statements with ``edit`` applied to each (a schema filled in)."""
-        return BankSql(*(edit(text) for text in self))
-
 
 _ROWS = f"SELECT {ROW_COLUMNS} FROM {{s}}.fa_bank_records r JOIN {{s}}.fa_bank_revisions v "
 
@@ -144,11 +134,11 @@ def bank_sql(
         text = text.replace("{in_ids}", in_ids).replace("{s}.", prefix)
         return _PARAMETER.sub(lambda m: named.format(m.group(1)), text)
 
-    return BankSql(claim=claim, advance=advance, **_STATEMENTS).mapped(edit)
+    return BankSql(*map(edit, BankSql(claim=claim, advance=advance, **_STATEMENTS)))
 
 
 def _body(row: Row) -> bytes:
-    text = json.dumps(row_to_json(row), ensure_ascii=False, separators=(",", ":"))
+    text = json.dumps(_records.row_to_json(row), ensure_ascii=False, separators=(",", ":"))
     return text.encode("utf-8", "surrogatepass")
 
 
@@ -175,7 +165,7 @@ class SqlBankBackend:
             data = json.loads(bytes(body).decode("utf-8", "surrogatepass"))
         except (ValueError, TypeError):
             raise MemoryCorruptError(f"{where}: revision {revision} is not JSON") from None
-        row = row_from_json(data, None if vector is None else bytes(vector), where=where)
+        row = _records.row_from_json(data, None if vector is None else bytes(vector), where=where)
         if row.id != record_id or row.revision != revision:
             raise MemoryCorruptError(f"{where}: revision {revision} holds another revision")
         if valid_to is not None and not isinstance(valid_to, int):
@@ -227,7 +217,7 @@ class SqlBankBackend:
                             sql.siblings, {"namespace": group[0], "key": row.key}, "all"
                         )
                         timelines[group] = [self._row(f) for f in found]
-                    row, closings = place_on_timeline(timelines[group], row)
+                    row, closings = _records.place_on_timeline(timelines[group], row)
                     for record_id, valid_to in closings:
                         if record_id in new:
                             new[record_id] = replace(new[record_id], valid_to=valid_to)
@@ -264,15 +254,14 @@ class SqlBankBackend:
             stored = (yield from self._latest([record_id])).get(record_id)
             if stored is None:
                 return None
-            text_changes = change.text is not None
             row = replace(
                 stored,
                 revision=stored.revision + 1,
                 recorded_at=change.recorded_at,
-                text=change.text if text_changes else stored.text,
-                vector=change.vector if text_changes else stored.vector,
                 metadata=stored.metadata if change.metadata is None else change.metadata,
             )
+            if change.text is not None:  # a new text brings its own vector (or none)
+                row = replace(row, text=change.text, vector=change.vector)
             yield Query(sql.add_revision, [_revision_params(row)], "many")
             yield Query(sql.set_revision, {"id": record_id, "revision": row.revision})
             yield from self._append_log(last, [record_id])
@@ -341,7 +330,7 @@ class SqlBankBackend:
         jobs = []
         for job_id, namespace, payload in found:
             try:
-                parts = check_namespace(json.loads(namespace))
+                parts = _records.check_namespace(json.loads(namespace))
             except (ValueError, TypeError, InvalidArgumentError):
                 raise MemoryCorruptError(
                     f"extraction job {job_id!r} in {self._db.place}: its namespace is invalid"

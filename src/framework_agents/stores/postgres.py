@@ -34,7 +34,11 @@ from ._sql_bank import SqlBankBackend, bank_sql
 
 __all__ = [
     "PostgresBankBackend",
-    "PostgresCheckpointer", "PostgresMemory", "PostgresStorage", "postgres_store"]
+    "PostgresCheckpointer",
+    "PostgresMemory",
+    "PostgresStorage",
+    "postgres_store",
+]
 
 #: The tag of a value written without a digest (schema version 1): it matches no tag.
 _NO_TAG = object()
