@@ -24,7 +24,7 @@ from ._codec import DATABASE_FORMAT_VERSION, SchemaTooNewError, redact, unavaila
 from ._sql import Dialect, Query, Stepper, Steps
 
 if TYPE_CHECKING:
-    from psycopg import AsyncConnection
+    from psycopg import AsyncConnection, AsyncPipeline
     from psycopg_pool import AsyncConnectionPool
 
 __all__ = [
@@ -73,8 +73,14 @@ POSTGRES = Dialect(
 )
 
 
-async def execute(conn: AsyncConnection[Any], query: Query) -> Any:
-    """Run one query on ``conn``; what it fetches."""
+async def execute(
+    conn: AsyncConnection[Any], query: Query, pipeline: AsyncPipeline | None = None
+) -> Any:
+    """Run one query on ``conn``; what it fetches.
+
+    In ``pipeline`` mode a statement whose result is not read is only queued (sent with
+    the next one that is read, or with the transaction's end); a count syncs.
+    """
     if query.fetch == "many":
         async with conn.cursor() as many:
             await many.executemany(query.sql, query.params)
@@ -84,15 +90,21 @@ async def execute(conn: AsyncConnection[Any], query: Query) -> Any:
         return await cursor.fetchone()
     if query.fetch == "all":
         return await cursor.fetchall()
-    return cursor.rowcount if query.fetch == "count" else None
+    if query.fetch != "count":
+        return None
+    if pipeline is not None:
+        await pipeline.sync()
+    return cursor.rowcount
 
 
-async def drive(conn: AsyncConnection[Any], steps: Steps[T]) -> T:
+async def drive(
+    conn: AsyncConnection[Any], steps: Steps[T], pipeline: AsyncPipeline | None = None
+) -> T:
     """Run ``steps`` on ``conn``, one statement after the other; their outcome."""
     stepper = Stepper(steps)
     query = stepper.next()
     while query is not None:
-        query = stepper.next(await execute(conn, query))
+        query = stepper.next(await execute(conn, query, pipeline))
     return stepper.outcome
 
 
@@ -518,6 +530,24 @@ class PgDb:
         """Run ``steps()`` in one transaction on a pooled connection."""
         async with self.transaction() as conn:
             return await drive(conn, steps())
+
+    async def transact_pipelined(self, steps: Callable[[], Steps[T]]) -> T:
+        """:meth:`transact` in pipeline mode: fewer round trips.
+
+        ``BEGIN`` goes with the first statement, each statement whose result the steps do
+        not read with the next one they do, and the last ones with ``COMMIT``.
+        """
+        psycopg, _ = import_psycopg()
+        pool = await self.pool()
+        try:
+            async with (
+                pool.connection() as conn,
+                conn.pipeline() as pipeline,
+                conn.transaction(),
+            ):
+                return await drive(conn, steps(), pipeline)
+        except psycopg.OperationalError as exc:
+            raise unavailable(self.dsn, exc) from None
 
     async def snapshot(self, steps: Callable[[], Steps[T]]) -> T:
         """Run ``steps()`` in one repeatable-read transaction, retried like :meth:`read`."""

@@ -30,7 +30,7 @@ import json
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import replace
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, TypeVar
 
 from ..bank import _records
 from ..bank._backend import Job, Revision
@@ -39,6 +39,8 @@ from ..errors import InvalidArgumentError, MemoryCorruptError
 from ._sql import Query, SqlDb, Steps
 
 __all__ = ["BankSql", "SqlBankBackend", "bank_sql"]
+
+T = TypeVar("T")
 
 #: The columns every row query selects, in this order (``r``: records, ``v``: revisions).
 ROW_COLUMNS = "r.id, r.valid_to, v.revision, v.body, v.vector"
@@ -155,6 +157,10 @@ class SqlBankBackend:
         """The backend and where its tables are."""
         return f"{type(self).__name__}({self._db.place})"
 
+    async def _transact(self, steps: Callable[[], Steps[T]]) -> T:
+        """Run ``steps()`` in one write transaction (hook: how the backend runs them)."""
+        return await self._db.transact(steps)
+
     # -- rows --------------------------------------------------------------------------
 
     def _row(self, found: Sequence[Any]) -> Row:
@@ -243,7 +249,7 @@ class SqlBankBackend:
             # A closing may have changed a row returned above (two rows of one key).
             return [new.get(r.id, r) for r in out]
 
-        return await self._db.transact(write)
+        return await self._transact(write)
 
     async def revise(self, record_id: str, change: Revision) -> Row | None:
         """Append a revision (see :meth:`~framework_agents.bank._backend.BankBackend.revise`)."""
@@ -267,7 +273,7 @@ class SqlBankBackend:
             yield from self._append_log(last, [record_id])
             return row
 
-        return await self._db.transact(write)
+        return await self._transact(write)
 
     async def latest(self, ids: Sequence[str]) -> list[Row]:
         """The latest revisions of the stored records among ``ids`` (in their order)."""
@@ -305,7 +311,7 @@ class SqlBankBackend:
                 yield from self._append_log(last, found)
             return len(found)
 
-        removed = await self._db.transact(write)
+        removed = await self._transact(write)
         if removed:
             await self._forgotten()
         return removed
@@ -322,7 +328,7 @@ class SqlBankBackend:
             "namespace": namespace_text(job.namespace),
             "payload": bytes(job.payload),
         }
-        await self._db.transact(lambda: _one(Query(self._sql.add_job, params)))
+        await self._transact(lambda: _one(Query(self._sql.add_job, params)))
 
     async def jobs(self) -> list[Job]:
         """The pending jobs, oldest first (MEMORY_CORRUPT for one of the wrong shape)."""
@@ -340,7 +346,7 @@ class SqlBankBackend:
 
     async def drop_job(self, job_id: str) -> None:
         """Remove a pending job (its payload's text with it)."""
-        dropped = await self._db.transact(
+        dropped = await self._transact(
             lambda: _one(Query(self._sql.drop_job, {"id": job_id}, "count"))
         )
         if dropped:

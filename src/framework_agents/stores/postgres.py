@@ -14,10 +14,10 @@ the SQLite ones do is written once in ``stores._sql``.
 from __future__ import annotations
 
 import builtins
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import timedelta
 from types import EllipsisType
-from typing import Any
+from typing import Any, TypeVar
 
 from .._retention import check_older_than
 from ..errors import CheckpointConflictError
@@ -39,6 +39,8 @@ __all__ = [
     "PostgresStorage",
     "postgres_store",
 ]
+
+T = TypeVar("T")
 
 #: The tag of a value written without a digest (schema version 1): it matches no tag.
 _NO_TAG = object()
@@ -576,3 +578,8 @@ class PostgresBankBackend(SqlBankBackend):
             named="%({})s",
         )
         super().__init__(pg, sql, list)
+
+    async def _transact(self, steps: Callable[[], Steps[T]]) -> T:
+        # Pipelined: a remember is three round trips (claim, the ids' check, the writes
+        # with COMMIT) where one a statement would be eight.
+        return await self._db.transact_pipelined(steps)
