@@ -7,9 +7,11 @@ server does not answer (``FA_TEST_POSTGRES``).
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import itertools
 import json
 import multiprocessing
+import random
 import sqlite3
 import uuid
 from collections.abc import Awaitable, Callable, Iterator
@@ -23,7 +25,7 @@ from stores_backends import PG_URL
 
 from framework_agents.bank import MemoryBank
 from framework_agents.bank import bank as bank_module
-from framework_agents.bank._backend import Job
+from framework_agents.bank._backend import InMemoryBankBackend, Job
 from framework_agents.bank._records import new_record_id
 from framework_agents.errors import AgentError
 from framework_agents.stores import open_store
@@ -418,5 +420,41 @@ def test_unknown_ids_and_empty_calls(bank_url: str) -> None:
             await bank.update(new_record_id(), text="x")
         assert info.value.code == "MEMORY_NOT_FOUND"
         assert "fa_bank" not in repr(backend) and "Bank" in repr(backend)
+
+    _with_bank(bank_url, "store", body)
+
+
+def test_key_timelines_match_the_in_process_backend(bank_url: str) -> None:
+    """Keyed records given out of order, alone and in batches: the timelines agree."""
+    rng = random.Random(7)
+    batches = []
+    for _ in range(40):
+        size = rng.choice([1, 1, 1, 2, 3])
+        batch = []
+        for _ in range(size):
+            row = bank_module.MemoryBank().new_row(
+                f"fact {rng.random()}",
+                namespace=rng.choice([NS, ("user-2",)]),
+                key=rng.choice(["a", "b"]),
+            )
+            # valid_from anywhere in a small range: ties, earlier and later than stored
+            batch.append(dataclasses.replace(row, valid_from=rng.randrange(1_000, 1_030)))
+        batches.append(batch)
+
+    async def body(bank: MemoryBank) -> None:
+        reference = InMemoryBankBackend()
+        for batch in batches:
+            stored = await bank._backend.insert(batch) or []
+            assert [r.id for r in stored] == [r.id for r in await reference.insert(batch) or []]
+            # what a write returns is what it stored, a closing by a later row of it included
+            assert stored == await bank._backend.latest([r.id for r in batch])
+        ids = [row.id for batch in batches for row in batch]
+        assert await bank._backend.latest(ids) == await reference.latest(ids)
+        # the records in the order they first reached the log (the order bank.list keeps)
+        first = [
+            list(dict.fromkeys(i for _, i in await b.changes(0)))
+            for b in (bank._backend, reference)
+        ]
+        assert first[0] == first[1]
 
     _with_bank(bank_url, "store", body)

@@ -136,9 +136,10 @@ CREATE TABLE IF NOT EXISTS {s}.fa_memory_messages (
     key TEXT NOT NULL, seq BIGINT NOT NULL, shape SMALLINT NOT NULL, body BYTEA NOT NULL,
     PRIMARY KEY (key, seq));
 CREATE TABLE IF NOT EXISTS {s}.fa_bank_records (
-    id TEXT PRIMARY KEY, namespace TEXT NOT NULL, key TEXT, revision BIGINT NOT NULL,
+    id TEXT COLLATE "C" PRIMARY KEY, namespace TEXT NOT NULL, key TEXT, revision BIGINT NOT NULL,
     valid_from BIGINT NOT NULL, valid_to BIGINT, expires_at BIGINT);
-CREATE INDEX IF NOT EXISTS fa_bank_records_key ON {s}.fa_bank_records (namespace, key);
+CREATE INDEX IF NOT EXISTS fa_bank_records_key
+    ON {s}.fa_bank_records (namespace, key, valid_from, id);
 CREATE TABLE IF NOT EXISTS {s}.fa_bank_revisions (
     id TEXT NOT NULL, revision BIGINT NOT NULL, body BYTEA NOT NULL, vector BYTEA,
     PRIMARY KEY (id, revision));

@@ -5,7 +5,8 @@ once, as steps (``stores._sql``), over four tables (``fa_bank_`` prefixed)::
 
     fa_bank_records    (id, namespace, key, revision, valid_from, valid_to, expires_at)
                        the latest revision's number and the record's world clock and
-                       expiry; indexed on (namespace, key) for the key timeline
+                       expiry; indexed on (namespace, key, valid_from, id): a key's
+                       timeline, of which a remember reads two neighbours
     fa_bank_revisions  (id, revision, body, vector)      every revision: ``row_to_json``
                        as UTF-8 JSON bytes, and the embedder's vector
     fa_bank_changes    (seq, record_id)                  the change log (no text)
@@ -61,8 +62,9 @@ class BankSql(NamedTuple):
     latest: str
     #: ``id`` -> every revision of the record, oldest first.
     history: str
-    #: ``namespace``, ``key`` -> the latest revisions of the records of that key.
-    siblings: str
+    #: ``namespace``, ``key``, ``valid_from``, ``id`` -> the latest revisions of the
+    #: records of that key just before and just after that place on its timeline.
+    neighbours: str
     #: ``ids`` -> the ids among them that are stored.
     known: str
     #: ``id``, ``namespace``, ``key``, ``revision``, ``valid_from``, ``valid_to``,
@@ -92,13 +94,20 @@ class BankSql(NamedTuple):
 
 _ROWS = f"SELECT {ROW_COLUMNS} FROM {{s}}.fa_bank_records r JOIN {{s}}.fa_bank_revisions v "
 
+_KEYED = (
+    _ROWS + "ON v.id = r.id AND v.revision = r.revision "
+    "WHERE r.namespace = :namespace AND r.key = :key"
+)
+
 #: The statements both backends run, with ``{s}.`` before each table, ``:name`` parameters
 #: and ``{in_ids}`` for membership in the list of ids ``:ids``.
 _STATEMENTS = {
     "latest": _ROWS + "ON v.id = r.id AND v.revision = r.revision WHERE r.id {in_ids}",
     "history": _ROWS + "ON v.id = r.id WHERE r.id = :id ORDER BY v.revision",
-    "siblings": _ROWS + "ON v.id = r.id AND v.revision = r.revision "
-    "WHERE r.namespace = :namespace AND r.key = :key",
+    "neighbours": f"SELECT * FROM ({_KEYED} AND (r.valid_from < :valid_from OR "
+    "(r.valid_from = :valid_from AND r.id < :id)) ORDER BY r.valid_from DESC, r.id DESC "
+    f"LIMIT 1) AS b1 UNION ALL SELECT * FROM ({_KEYED} AND (r.valid_from > :valid_from OR "
+    "(r.valid_from = :valid_from AND r.id > :id)) ORDER BY r.valid_from, r.id LIMIT 1) AS b2",
     "known": "SELECT id FROM {s}.fa_bank_records WHERE id {in_ids}",
     "add_record": "INSERT INTO {s}.fa_bank_records "
     "(id, namespace, key, revision, valid_from, valid_to, expires_at) "
@@ -210,30 +219,18 @@ class SqlBankBackend:
             stored = yield from self._latest(list(dict.fromkeys(r.id for r in rows)))
             new: dict[str, Row] = {}
             closed: dict[str, int | None] = {}
-            timelines: dict[tuple[str, str], list[Row]] = {}
             out: list[Row] = []
             for row in rows:
                 if row.id in stored:
                     out.append(stored[row.id])
                     continue
                 if row.key is not None:
-                    group = (namespace_text(row.namespace), row.key)
-                    if group not in timelines:
-                        found = yield Query(
-                            sql.siblings, {"namespace": group[0], "key": row.key}, "all"
-                        )
-                        timelines[group] = [self._row(f) for f in found]
-                    row, closings = _records.place_on_timeline(timelines[group], row)
+                    row, closings = yield from self._place(row, new, closed)
                     for record_id, valid_to in closings:
                         if record_id in new:
                             new[record_id] = replace(new[record_id], valid_to=valid_to)
                         else:
                             closed[record_id] = valid_to
-                        timelines[group] = [
-                            replace(s, valid_to=valid_to) if s.id == record_id else s
-                            for s in timelines[group]
-                        ]
-                    timelines[group].append(row)
                 new[row.id] = stored[row.id] = row
                 out.append(row)
             if closed:
@@ -250,6 +247,29 @@ class SqlBankBackend:
             return [new.get(r.id, r) for r in out]
 
         return await self._transact(write)
+
+    def _place(
+        self, row: Row, new: dict[str, Row], closed: dict[str, int | None]
+    ) -> Steps[tuple[Row, list[tuple[str, int | None]]]]:
+        """``row`` placed on its key's timeline (``_records.place_on_timeline``).
+
+        The stored records it can touch are its two neighbours (read through the index on
+        ``(namespace, key, valid_from, id)``, not the key's whole history), as this write
+        left them (``closed``), beside the rows of its key this write adds (``new``).
+        """
+        params = {
+            "namespace": namespace_text(row.namespace),
+            "key": row.key,
+            "valid_from": row.valid_from,
+            "id": row.id,
+        }
+        found = yield Query(self._sql.neighbours, params, "all")
+        siblings = [
+            replace(s, valid_to=closed[s.id]) if s.id in closed else s
+            for s in map(self._row, found)
+        ]
+        siblings += [r for r in new.values() if (r.namespace, r.key) == (row.namespace, row.key)]
+        return _records.place_on_timeline(siblings, row)
 
     async def revise(self, record_id: str, change: Revision) -> Row | None:
         """Append a revision (see :meth:`~framework_agents.bank._backend.BankBackend.revise`)."""

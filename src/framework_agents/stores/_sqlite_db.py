@@ -73,7 +73,8 @@ CREATE TABLE IF NOT EXISTS fa_memory_messages (
 CREATE TABLE IF NOT EXISTS fa_bank_records (
     id TEXT PRIMARY KEY, namespace TEXT NOT NULL, key TEXT, revision INTEGER NOT NULL,
     valid_from INTEGER NOT NULL, valid_to INTEGER, expires_at INTEGER);
-CREATE INDEX IF NOT EXISTS fa_bank_records_key ON fa_bank_records (namespace, key);
+CREATE INDEX IF NOT EXISTS fa_bank_records_key
+    ON fa_bank_records (namespace, key, valid_from, id);
 CREATE TABLE IF NOT EXISTS fa_bank_revisions (
     id TEXT NOT NULL, revision INTEGER NOT NULL, body BLOB NOT NULL, vector BLOB,
     PRIMARY KEY (id, revision));
