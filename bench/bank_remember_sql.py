@@ -10,7 +10,8 @@ Usage: ``PYTHONPATH=src python bench/bank_remember_sql.py [--n 400] [--postgres 
   counter).
 
 Raw inserts and remembers alternate one by one so both see the same disk and load. Prints p50 and
-p99 (milliseconds) and the ratio of the p50s.
+p99 (milliseconds), the ratio of the p50s, and the p50 of a remember with a ``key`` whose
+timeline grows to ``n`` records (it reads two neighbours, not the history).
 """
 
 from __future__ import annotations
@@ -51,17 +52,24 @@ async def _compare(
     async def remember() -> object:
         return await bank.remember(TEXT, namespace=namespace)
 
-    for step in (raw, remember):  # warm up: connections, schema, caches
+    async def keyed() -> object:  # one key, which holds more records at each call
+        return await bank.remember(TEXT, namespace=namespace, key="home")
+
+    for step in (raw, remember, keyed):  # warm up: connections, schema, caches
         await _timed([], step, 20)
     raws: list[float] = []
     banks: list[float] = []
+    keys: list[float] = []
     for _ in range(max(1, n // BLOCK)):
         await _timed(raws, raw, BLOCK)
         await _timed(banks, remember, BLOCK)
+        await _timed(keys, keyed, BLOCK)
     (raw50, raw99), (bank50, bank99) = _quantiles(raws), _quantiles(banks)
+    key50, _ = _quantiles(keys)
     print(
         f"{name:10} raw insert p50 {raw50:6.3f} ms p99 {raw99:6.3f} | "
-        f"remember p50 {bank50:6.3f} ms p99 {bank99:6.3f} | ratio p50 {bank50 / raw50:4.2f}x"
+        f"remember p50 {bank50:6.3f} ms p99 {bank99:6.3f} | ratio p50 {bank50 / raw50:4.2f}x | "
+        f"keyed remember p50 {key50:6.3f} ms (key of up to {n + 20} records)"
     )
 
 
