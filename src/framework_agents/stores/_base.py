@@ -183,12 +183,12 @@ def _sqlite_store(
     url: str, *, lease: float, ttl: float | None, lock_timeout: float | None
 ) -> Store:
     from ._sqlite_db import SqliteDb
-    from .sqlite import SqliteCheckpointer, SqliteMemory, SqliteStorage
+    from .sqlite import SqliteBankBackend, SqliteCheckpointer, SqliteMemory, SqliteStorage
 
     if not url.startswith("sqlite:///") or url == "sqlite:///":
         raise InvalidArgumentError(f"a SQLite URL is sqlite:///<path>, not {url!r}")
     db = SqliteDb(url.removeprefix("sqlite:///"))  # sqlite:////abs/path is absolute
-    classes = (SqliteStorage, SqliteCheckpointer, SqliteMemory, unavailable_bank)
+    classes = (SqliteStorage, SqliteCheckpointer, SqliteMemory, SqliteBankBackend)
     return db_store(url, db, classes, lease=lease, ttl=ttl, lock_timeout=lock_timeout)
 
 
