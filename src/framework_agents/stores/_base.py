@@ -135,24 +135,6 @@ def db_store(
     )
 
 
-class _NoBank:
-    """Placeholder until the database bank backends land (raises on use)."""
-
-    def __init__(self, db: object) -> None:
-        self._db = db
-
-    def __getattr__(self, name: str) -> Any:
-        raise InvalidArgumentError(f"the memory bank is not available on {self._db!r} yet")
-
-    async def close(self) -> None:
-        return None
-
-
-def unavailable_bank(db: object) -> BankBackend:
-    """The bank backend of a database that has none yet (every call is refused)."""
-    return _NoBank(db)
-
-
 def _memory_store(url: str, *, ttl: float | None, lock_timeout: float | None) -> Store:
     memories: dict[tuple[str, int], InMemoryMemory] = {}
 

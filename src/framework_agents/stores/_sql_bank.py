@@ -280,14 +280,7 @@ class SqlBankBackend:
             stored = (yield from self._latest([record_id])).get(record_id)
             if stored is None:
                 return None
-            row = replace(
-                stored,
-                revision=stored.revision + 1,
-                recorded_at=change.recorded_at,
-                metadata=stored.metadata if change.metadata is None else change.metadata,
-            )
-            if change.text is not None:  # a new text brings its own vector (or none)
-                row = replace(row, text=change.text, vector=change.vector)
+            row = change.after(stored)
             yield Query(sql.add_revision, [_revision_params(row)], "many")
             yield Query(sql.set_revision, {"id": record_id, "revision": row.revision})
             yield from self._append_log(last, [record_id])
