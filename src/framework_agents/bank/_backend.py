@@ -145,10 +145,8 @@ class InMemoryBankBackend:
         with self._lock:
             if job is not None and self._jobs.pop(job, None) is None:
                 return None
-            stored: list[Row] = []
             for row in rows:
                 if row.id in self._revisions:
-                    stored.append(self._revisions[row.id][-1])
                     continue
                 if row.key is not None:
                     timeline = self._keys.setdefault((row.namespace, row.key), [])
@@ -159,8 +157,8 @@ class InMemoryBankBackend:
                     timeline.append(row.id)
                 self._revisions[row.id] = [row]
                 self._touch(row.id)
-                stored.append(row)
-            return stored
+            # As stored at the end: a later row of the same key may have closed an earlier one.
+            return [self._revisions[row.id][-1] for row in rows]
 
     async def revise(self, record_id: str, change: Revision) -> Row | None:
         """Append a revision (see :meth:`BankBackend.revise`)."""
