@@ -17,14 +17,18 @@ import asyncio
 import base64
 import json
 from collections.abc import Callable
+from dataclasses import replace
 from datetime import timedelta
 from pathlib import Path
 
 import numpy as np
 import pytest
 
+from framework_agents.bank import MemoryBank
 from framework_agents.bank import bank as bank_module
 from framework_agents.bank._backend import Job
+from framework_agents.bank._files import FileBankBackend
+from framework_agents.errors import AgentError
 from framework_agents.stores import open_store
 
 CANARY = "canary-3f9d2a7c-the-owl-flies-at-midnight"
@@ -152,3 +156,21 @@ def test_forgotten_canary_leaves_no_byte_in_any_file(
         assert _scan(root, forms) == [], f"{name} survived {how}"
     for text in neighbours:
         assert _scan(root, [text.encode()]), f"the kept record {text!r} is missing"
+
+
+def test_row_whose_id_names_no_file_leaves_the_log_whole(tmp_path: Path) -> None:
+    """A row the backend cannot name a file for fails before the change log grows."""
+
+    async def main() -> None:
+        backend = FileBankBackend(tmp_path)
+        async with MemoryBank.over(backend) as bank:
+            first = await bank.remember("before", namespace=("u",))
+            good = bank.new_row("odd", namespace=("u",))
+            with pytest.raises(AgentError) as info:
+                await backend.insert([replace(good, id="x" * 40)])
+            assert info.value.code == "STORAGE_IO"
+            last = await bank.remember("after", namespace=("u",))
+        async with MemoryBank(tmp_path) as fresh:
+            assert [r.id for r in await fresh.list(("u",))] == [first.id, last.id]
+
+    asyncio.run(main())

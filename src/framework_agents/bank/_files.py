@@ -186,6 +186,8 @@ class FileBankBackend:
                     ids.append(row.id)
                 writes[row.id] = [row]
                 stored.append(row)
+            for record_id in writes:  # an id with no file name fails before the log grows
+                self._record_path(record_id)
             self._append_log(list(writes))
             for revisions in writes.values():
                 if revisions:

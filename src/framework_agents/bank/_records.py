@@ -383,6 +383,22 @@ def check_ttl_seconds(ttl: object) -> float | None:
     return float(ttl)
 
 
+def check_new_record_id(record_id: object) -> str:
+    """The id of a record to store: 32 lowercase hex digits, like :func:`new_record_id`'s.
+
+    Backends rely on it (the directory backend's change log has fixed-width entries).
+    """
+    if (
+        not isinstance(record_id, str)
+        or len(record_id) != 32
+        or any(c not in "0123456789abcdef" for c in record_id)
+    ):
+        raise InvalidArgumentError(
+            f"a new record id is 32 lowercase hex digits, not {record_id!r:.60}"
+        )
+    return record_id
+
+
 def check_record_id(record_id: object) -> str:
     """A record id: a non-empty string of at most 128 characters."""
     if not isinstance(record_id, str) or not record_id or len(record_id) > 128:

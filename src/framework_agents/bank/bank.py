@@ -34,6 +34,7 @@ from ._records import (
     check_kinds,
     check_metadata,
     check_namespace,
+    check_new_record_id,
     check_record_id,
     check_short,
     check_text,
@@ -221,7 +222,7 @@ class MemoryBank:
         now = _now()
         seconds = check_ttl_seconds(ttl)
         return Row(
-            id=record_id or new_record_id(),
+            id=new_record_id() if record_id is None else check_new_record_id(record_id),
             revision=1,
             namespace=check_namespace(namespace),
             kind=check_short(kind, "kind", MAX_KIND) or "fact",

@@ -19,6 +19,7 @@ import pytest
 
 from ..bank import MemoryBank, MemoryRecord
 from ..bank._backend import Job
+from ..errors import AgentError
 from ..messages import Message
 from ..stores._base import Store
 from . import _store_workers as workers
@@ -412,6 +413,10 @@ class BankSuite(BankTimeSuite):
             ]
             for call in calls:
                 assert await _code(call)() == "INVALID_ARGUMENT", call
+            for bad_id in ("", "abc", "x" * 40, "A" * 32, 7):
+                with pytest.raises(AgentError) as info:
+                    bank.new_row("x", namespace=ns, record_id=bad_id)
+                assert info.value.code == "INVALID_ARGUMENT"
             assert await bank.list(ns) == []  # nothing was written
             edge = ("x" * 256, *("p",) * 7)
             rec = await bank.remember("at the limits", namespace=edge, ttl=0.5e9)
