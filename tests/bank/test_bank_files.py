@@ -5,7 +5,9 @@ the vector of an embedder, an extraction job's payload and the record it made), 
 is forgotten by ``forget``, ``forget_namespace``, ``prune`` or expiry, and every byte of
 every file under the store's directory is scanned for it (and for its base64 forms and
 its vector, which the files hold encoded). A scan before the forgetting finds each of
-them, so the scan is known to see what it looks for.
+them, so the scan is known to see what it looks for. A pending job is not a record:
+only ``forget_namespace`` drops it, so the other cases complete theirs first (its record
+is then forgotten with the others, and no copy of its payload may remain).
 
 The bank's clock is moved (``bank._now``, the one place it is read) instead of waiting:
 records are written "days" apart, and expire, without a sleep.

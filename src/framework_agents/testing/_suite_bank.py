@@ -8,6 +8,7 @@ marked slow.
 from __future__ import annotations
 
 import asyncio
+import importlib.util
 import itertools
 import time
 from collections.abc import Callable
@@ -43,6 +44,60 @@ HOSTILE_NAMESPACES: list[object] = [
     None,
     {"a": 1},
 ]
+
+
+_ORDER_NS = ("user-9",)
+_DAY = datetime(2026, 1, 1, tzinfo=UTC)
+#: Records for the order tests: ties in words and in time, kinds, keys, turns, namespaces.
+_ORDER_RECORDS: list[tuple[str, dict[str, Any]]] = [
+    ("the blue boat sails at dawn", {}),
+    ("the blue boat", {"valid_from": _DAY + timedelta(days=1)}),
+    ("the blue boat", {"valid_from": _DAY + timedelta(days=2)}),
+    ("the blue boat", {"valid_from": _DAY + timedelta(days=2)}),
+    ("a red boat and a blue car", {"kind": "preference"}),
+    ("boats are blue", {"key": "colour", "valid_from": _DAY}),
+    ("boats are red now", {"key": "colour", "valid_from": _DAY + timedelta(days=3)}),
+    ("did you see the harbour?", {"kind": "episode"}),
+    ("yes, the blue boat left", {"kind": "episode"}),
+    ("and then it rained", {"kind": "episode"}),
+    ("bleue bateau café élan", {"metadata": {"lang": "fr"}}),
+    ("blue", {"namespace": (*_ORDER_NS, "deep")}),
+    ("blue boat elsewhere", {"namespace": ("user-90",)}),
+]
+_ORDER_QUERIES: list[tuple[str, dict[str, Any]]] = [
+    ("blue boat", {}),
+    ("the blue boat", {"k": 3}),
+    ("boat", {"include_past": True}),
+    ("boats", {"as_of": _DAY + timedelta(days=1)}),
+    ("harbour", {}),
+    ("cafe", {}),
+    ("blue", {"kinds": ["fact", "episode"]}),
+    ("blue", {"where": {"lang": "fr"}}),
+    ("harbor bot", {"k": 20}),
+]
+
+
+def _letters(texts: list[str]) -> list[list[float]]:
+    """A deterministic embedder: how often each letter a-z occurs in the text."""
+    return [[float(t.lower().count(c)) + 0.01 for c in "abcdefghijklmnopqrstuvwxyz"] for t in texts]
+
+
+async def _same_order(bank: MemoryBank, reference: MemoryBank) -> None:
+    """Load the same records (same ids) into both banks; every query ranks them alike."""
+    rows = []
+    for n, (text, fields) in enumerate(_ORDER_RECORDS):
+        fields = {"namespace": _ORDER_NS, "valid_from": _DAY, **fields}
+        rows.append(reference.new_row(text, record_id=_fixed_id(1000 - n), **fields))
+    for target in (reference, bank):
+        await target.add_job(Job("load", _ORDER_NS, b""))
+        assert await target.complete_job("load", rows) is not None
+    for query, options in _ORDER_QUERIES:
+        want = await reference.search(query, namespace=_ORDER_NS, **options)
+        got = await bank.search(query, namespace=_ORDER_NS, **options)
+        assert [(h.record.id, round(h.score, 6)) for h in got] == [
+            (h.record.id, round(h.score, 6)) for h in want
+        ], (query, options)
+        assert [h.record for h in got] == [h.record for h in want]
 
 
 class BankSuite(BankTimeSuite):
@@ -313,53 +368,27 @@ class BankSuite(BankTimeSuite):
         Ties go to the newer ``valid_from``, then to the smaller id.
         """
 
-        async def body(bank: MemoryBank) -> None:
-            reference = MemoryBank()
-            ns = ("user-9",)
-            day = datetime(2026, 1, 1, tzinfo=UTC)
-            specs: list[tuple[str, dict[str, Any]]] = [
-                ("the blue boat sails at dawn", {}),
-                ("the blue boat", {"valid_from": day + timedelta(days=1)}),
-                ("the blue boat", {"valid_from": day + timedelta(days=2)}),
-                ("the blue boat", {"valid_from": day + timedelta(days=2)}),
-                ("a red boat and a blue car", {"kind": "preference"}),
-                ("boats are blue", {"key": "colour", "valid_from": day}),
-                ("boats are red now", {"key": "colour", "valid_from": day + timedelta(days=3)}),
-                ("did you see the harbour?", {"kind": "episode"}),
-                ("yes, the blue boat left", {"kind": "episode"}),
-                ("and then it rained", {"kind": "episode"}),
-                ("bleue bateau café élan", {"metadata": {"lang": "fr"}}),
-                ("blue", {"namespace": (*ns, "deep")}),
-                ("blue boat elsewhere", {"namespace": ("user-90",)}),
-            ]
-            rows = []
-            for n, (text, fields) in enumerate(specs):
-                fields = {"namespace": ns, "valid_from": day, **fields}
-                rows.append(reference.new_row(text, record_id=_fixed_id(1000 - n), **fields))
-            for target in (reference, bank):
-                await target.add_job(Job("load", ns, b""))
-                assert await target.complete_job("load", rows) is not None
-            queries: list[tuple[str, dict[str, Any]]] = [
-                ("blue boat", {}),
-                ("the blue boat", {"k": 3}),
-                ("boat", {"include_past": True}),
-                ("boats", {"as_of": day + timedelta(days=1)}),
-                ("harbour", {}),
-                ("cafe", {}),
-                ("blue", {"kinds": ["fact", "episode"]}),
-                ("blue", {"where": {"lang": "fr"}}),
-            ]
-            for query, options in queries:
-                want = await reference.search(query, namespace=ns, **options)
-                got = await bank.search(query, namespace=ns, **options)
-                assert [(h.record.id, round(h.score, 6)) for h in got] == [
-                    (h.record.id, round(h.score, 6)) for h in want
-                ], (query, options)
-                assert [h.record for h in got] == [h.record for h in want]
-            ties = [h.record.id for h in await bank.search("the blue boat", namespace=ns)]
+        async def body(store: Store) -> None:
+            bank = store.bank()
+            await _same_order(bank, MemoryBank())
+            ties = [h.record.id for h in await bank.search("the blue boat", namespace=_ORDER_NS)]
             assert ties[:3] == [_fixed_id(997), _fixed_id(998), _fixed_id(999)]
 
-        _bank_run(store_factory, body)
+        _run(store_factory, body)
+
+    def test_bank_search_by_meaning_order_is_the_in_process_order(
+        self, store_factory: StoreFactory
+    ) -> None:
+        """With an embedder (vectors stored with the records) too: the in-process order."""
+        _needs(importlib.util.find_spec("numpy") is not None, "numpy (the embeddings extra)")
+
+        async def body(store: Store) -> None:
+            bank = store.bank(embedder=_letters)
+            await _same_order(bank, MemoryBank(embedder=_letters))
+            by_meaning = await bank.search("harbor bot", namespace=_ORDER_NS)
+            assert by_meaning  # no word in common: found by meaning alone
+
+        _run(store_factory, body)
 
     # -- bad input -----------------------------------------------------------------------
 
