@@ -39,6 +39,17 @@ class Revision(NamedTuple):
     vector: bytes | None
     recorded_at: int
 
+    def after(self, last: Row) -> Row:
+        """The revision this change makes of ``last`` (the record's latest revision)."""
+        return replace(
+            last,
+            revision=last.revision + 1,
+            text=last.text if self.text is None else self.text,
+            vector=last.vector if self.text is None else self.vector,
+            metadata=last.metadata if self.metadata is None else self.metadata,
+            recorded_at=self.recorded_at,
+        )
+
 
 class Job(NamedTuple):
     """A pending extraction: its id, namespace and the messages it works on (JSON bytes)."""
@@ -157,15 +168,7 @@ class InMemoryBankBackend:
             revisions = self._revisions.get(record_id)
             if revisions is None:
                 return None
-            last = revisions[-1]
-            row = replace(
-                last,
-                revision=last.revision + 1,
-                text=last.text if change.text is None else change.text,
-                vector=last.vector if change.text is None else change.vector,
-                metadata=last.metadata if change.metadata is None else change.metadata,
-                recorded_at=change.recorded_at,
-            )
+            row = change.after(revisions[-1])
             revisions.append(row)
             self._touch(record_id)
             return row
