@@ -40,7 +40,7 @@ class Revision(NamedTuple):
     recorded_at: int
 
     def after(self, last: Row) -> Row:
-        """The revision that follows ``last`` (the record's latest) with this change."""
+        """The revision this change makes of ``last`` (the record's latest revision)."""
         return replace(
             last,
             revision=last.revision + 1,
@@ -166,8 +166,7 @@ class InMemoryBankBackend:
             revisions = self._revisions.get(record_id)
             if revisions is None:
                 return None
-            last = revisions[-1]
-            row = change.after(last)
+            row = change.after(revisions[-1])
             revisions.append(row)
             self._touch(record_id)
             return row

@@ -10,10 +10,26 @@ import asyncio
 import sqlite3
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Protocol, runtime_checkable
 
-__all__ = ["FileCorrupter", "PostgresCorrupter", "RedisCorrupter", "SqliteCorrupter"]
+__all__ = [
+    "BankCorrupter",
+    "FileCorrupter",
+    "PostgresCorrupter",
+    "RedisCorrupter",
+    "SqliteCorrupter",
+]
 
 _JUNK = b'{"role": "user", "content": '
+
+
+@runtime_checkable
+class BankCorrupter(Protocol):
+    """A corrupter that can also spoil a memory bank's record (the bank suite's capability)."""
+
+    async def corrupt_bank_record(self, record_id: str) -> None:
+        """Make the stored record ``record_id`` of the store's bank unreadable."""
+        ...
 
 
 @dataclass(frozen=True)
@@ -31,6 +47,11 @@ class FileCorrupter:
         """Truncate ``memory.json``."""
         path = Path(self.root, "memory", key, "memory.json")
         await asyncio.to_thread(path.write_bytes, _JUNK)
+
+    async def corrupt_bank_record(self, record_id: str) -> None:
+        """Replace the record's file with a record of the wrong shape (no revisions)."""
+        path = Path(self.root, "bank", "records", f"{record_id}.json")
+        await asyncio.to_thread(path.write_bytes, b'{"revisions": [], "vectors": []}')
 
 
 @dataclass(frozen=True)
