@@ -79,6 +79,12 @@ class SqliteCorrupter:
             self._execute, "UPDATE fa_memory_messages SET body = ? WHERE key = ?", _JUNK, key
         )
 
+    async def corrupt_bank_record(self, record_id: str) -> None:
+        """Cut the record's revision bodies in half."""
+        await asyncio.to_thread(
+            self._execute, "UPDATE fa_bank_revisions SET body = ? WHERE id = ?", _JUNK, record_id
+        )
+
 
 @dataclass(frozen=True)
 class PostgresCorrupter:
@@ -103,6 +109,12 @@ class PostgresCorrupter:
         """Cut a message row in half."""
         await self._execute(
             "UPDATE {s}.fa_memory_messages SET body = %s WHERE key = %s", _JUNK, key
+        )
+
+    async def corrupt_bank_record(self, record_id: str) -> None:
+        """Replace the record's revision bodies with JSON of the wrong shape."""
+        await self._execute(
+            "UPDATE {s}.fa_bank_revisions SET body = %s WHERE id = %s", '{"id": 3}', record_id
         )
 
 
@@ -130,5 +142,15 @@ class RedisCorrupter:
         client = aioredis.Redis.from_url(self.url)
         try:
             await client.lset(f"{self.prefix}mem:{key}", 0, "0" + _JUNK.decode())
+        finally:
+            await client.aclose()
+
+    async def corrupt_bank_record(self, record_id: str) -> None:
+        """Overwrite the record's first revision with half a revision."""
+        import redis.asyncio as aioredis
+
+        client = aioredis.Redis.from_url(self.url)
+        try:
+            await client.hset(f"{self.prefix}bank:rec:{record_id}", "j1", _JUNK.decode())
         finally:
             await client.aclose()
