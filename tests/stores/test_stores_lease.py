@@ -41,7 +41,7 @@ def test_a_lock_taken_by_a_cancelled_attempt_is_released() -> None:
         locks = LeaseLocks(lease=30.0, try_acquire=try_acquire, renew=renew, release=release)
 
         async def run() -> None:
-            async with locks.hold("t1", None, None):
+            async with locks.hold("t1", None):
                 raise AssertionError("not reached")
 
         task = asyncio.create_task(run())
@@ -125,7 +125,7 @@ def test_a_cancel_during_the_release_does_not_stop_it() -> None:
         inside = asyncio.Event()
 
         async def run() -> None:
-            async with locks.hold("t1", None, None):
+            async with locks.hold("t1", None):
                 inside.set()
                 await asyncio.Event().wait()
 

@@ -17,10 +17,7 @@ import logging
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
-from types import EllipsisType
 
-from .._persist import check_seconds
-from ..checkpoint.model import check_thread_id
 from ..errors import ThreadBusyError
 from ._codec import new_owner
 
@@ -110,15 +107,8 @@ class LeaseLocks:
                 return
 
     @contextlib.asynccontextmanager
-    async def hold(
-        self,
-        thread_id: str,
-        default_wait: float | None,
-        timeout: float | EllipsisType | None,  # noqa: ASYNC109
-    ) -> AsyncIterator[Held]:
-        """Hold ``thread_id`` for the body (THREAD_BUSY after the wait); not reentrant."""
-        check_thread_id(thread_id)
-        wait = default_wait if timeout is ... else check_seconds("timeout", timeout, optional=True)
+    async def hold(self, thread_id: str, wait: float | None) -> AsyncIterator[Held]:
+        """Hold ``thread_id`` for the body (THREAD_BUSY after ``wait``); not reentrant."""
         held = await self._acquire(thread_id, wait)
         held.renewal = asyncio.create_task(self._keep(thread_id, held))
         self.held[thread_id] = held
