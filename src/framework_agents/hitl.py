@@ -141,58 +141,30 @@ class HitlInterrupt(Exception):
 
     def to_dict(self) -> dict[str, Any]:
         """The interrupt's attributes as JSON values (what a stream event carries)."""
-        return {
-            "interrupt_id": self.interrupt_id,
-            "tool": self.tool,
-            "arguments": self.arguments,
-            "call_id": self.call_id,
-            "key": self.key,
-            "thread_id": self.thread_id,
-            "reason": self.reason,
-            "outcome_unknown": self.outcome_unknown,
-            "agent": self.agent,
-        }
+        return {name: getattr(self, name) for name in _INTERRUPT_ATTRIBUTES}
 
     def __reduce__(self) -> tuple[Any, ...]:
         # Keep every attribute across pickling (process pools, multiprocessing queues).
-        return (
-            _rebuild_interrupt,
-            (
-                self.tool,
-                self.arguments,
-                self.call_id,
-                self.key,
-                self.thread_id,
-                self.reason,
-                self.outcome_unknown,
-                self.interrupt_id,
-                self.agent,
-            ),
-        )
+        return (_rebuild_interrupt, (self.to_dict(),))
 
 
-def _rebuild_interrupt(
-    tool: str,
-    arguments: dict[str, Any],
-    call_id: str,
-    key: str,
-    thread_id: str | None,
-    reason: str | None,
-    outcome_unknown: bool = False,
-    interrupt_id: str | None = None,
-    agent: str | None = None,
-) -> HitlInterrupt:
-    return HitlInterrupt(
-        tool,
-        arguments,
-        call_id,
-        key=key,
-        thread_id=thread_id,
-        reason=reason,
-        outcome_unknown=outcome_unknown,
-        interrupt_id=interrupt_id,
-        agent=agent,
-    )
+#: The attributes of a :class:`HitlInterrupt`, in the order of its JSON form; each is also
+#: the constructor argument of that name.
+_INTERRUPT_ATTRIBUTES = (
+    "interrupt_id",
+    "tool",
+    "arguments",
+    "call_id",
+    "key",
+    "thread_id",
+    "reason",
+    "outcome_unknown",
+    "agent",
+)
+
+
+def _rebuild_interrupt(attributes: dict[str, Any]) -> HitlInterrupt:
+    return HitlInterrupt(**attributes)
 
 
 class ToolRejection(Exception):
