@@ -85,7 +85,7 @@ def check_thread_id(thread_id: object) -> str:
     if not isinstance(thread_id, str) or THREAD_ID_PATTERN.fullmatch(thread_id) is None:
         raise ThreadIdInvalidError(
             f"thread id {thread_id!r} is not a single safe directory name "
-            "(^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$)"
+            f"(^{THREAD_ID_PATTERN.pattern}$)"
         )
     return thread_id
 
