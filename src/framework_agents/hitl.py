@@ -33,11 +33,11 @@ from __future__ import annotations
 
 import json
 import uuid
-from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
-from ._util import maybe_await
+from ._util import DictMapping, maybe_await
 from .errors import HitlDecisionError
 from .tools import DECISION_KINDS, DecisionKind, Tool, ToolArgumentsError
 
@@ -195,7 +195,7 @@ class ResolvedDecision:
     key: str | None = field(default=None, compare=False)
 
 
-class DecisionBook(Mapping[str, Any]):
+class DecisionBook(DictMapping):
     """The stored decisions of one run or resume; each is spent by the turn that uses it.
 
     A read-only mapping for lookups (a copy of what was given: the caller's mapping is
@@ -203,27 +203,18 @@ class DecisionBook(Mapping[str, Any]):
     once every approval call of that turn is decided and the turn goes on to run.
     """
 
-    __slots__ = ("_items",)
+    __slots__ = ()
 
     def __init__(self, decisions: Mapping[str, Any] | None = None) -> None:
-        self._items: dict[str, Any] = dict(decisions or {})
-
-    def __getitem__(self, key: str) -> Any:
-        return self._items[key]
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self._items)
-
-    def __len__(self) -> int:
-        return len(self._items)
+        self._data = dict(decisions or {})
 
     def consume(self, keys: Iterable[str]) -> None:
         """Spend the decisions stored under ``keys`` (unknown keys are ignored)."""
         for key in keys:
-            self._items.pop(key, None)
+            self._data.pop(key, None)
 
     def __repr__(self) -> str:
-        return f"DecisionBook({self._items!r})"
+        return f"DecisionBook({self._data!r})"
 
 
 def _malformed(tool: str, value: Any, why: str) -> HitlDecisionError:
