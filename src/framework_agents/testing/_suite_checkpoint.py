@@ -12,15 +12,7 @@ from ..checkpoint.model import ThreadCheckpoint
 from ..errors import AgentError
 from ..messages import Message, ToolCall
 from ..stores._base import Store
-from ._suite import (
-    HOSTILE_THREAD_IDS,
-    StoreFactory,
-    _code,
-    _needs,
-    _present,
-    _rich_history,
-    _run,
-)
+from ._suite import HOSTILE_THREAD_IDS, StoreFactory, _code, _needs, _present, _rich_history, _run
 
 __all__ = ["CheckpointSuite"]
 
