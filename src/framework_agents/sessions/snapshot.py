@@ -182,8 +182,11 @@ def stored_messages(messages: Sequence[Message] | None) -> Iterator[None]:
 #: (``Snapshot._canonical_sliced``); a smaller one is parsed whole, which is as fast.
 _SLICED_BYTES = 4 * PARSE_SLICE
 #: What can follow the messages array of a stored snapshot (``SnapshotData``'s fields
-#: in order, absent ones left out).
-_MESSAGES_CLOSINGS = (b'],"state":', b'],"system_prompt":', b'],"timeline":', b']},"app_data":')
+#: in order, absent ones left out): another field of the data, else the data's end. The
+#: end is tried only when no field follows: a timeline, a list too, ends the same way,
+#: and cutting from the messages to its end leaves a shell that reads back.
+_MESSAGES_CLOSINGS = (b'],"state":', b'],"system_prompt":', b'],"timeline":')
+_MESSAGES_END = (b']},"app_data":',)
 
 #: The validation context of a parse of stored bytes (``Snapshot._canonical``).
 _STORED_BYTES: dict[str, bool] = {"stored_bytes": True}
@@ -441,7 +444,10 @@ class Snapshot(BaseModel):
         same way. No validator of a snapshot looks at its messages but the plain-JSON
         one, which a stored document skips (``_STORED_BYTES``).
         """
-        split = split_messages(raw, b'"data":{"messages":[', _MESSAGES_CLOSINGS, cls._shell)
+        opening = b'"data":{"messages":['
+        split = split_messages(raw, opening, _MESSAGES_CLOSINGS, cls._shell)
+        if split is None:
+            split = split_messages(raw, opening, _MESSAGES_END, cls._shell)
         if split is None:
             return None
         messages, shell = split
