@@ -167,6 +167,72 @@ def test_a_log_record_whose_timeline_goes_back_is_corrupt() -> None:
     asyncio.run(main())
 
 
+def _records(storage: InMemoryStorage, key: str) -> list[bytes]:
+    return asyncio.run(storage.read_logged(key))[1]
+
+
+def test_a_window_that_slid_appends_only_what_it_added() -> None:
+    # A window drops messages from the front: with a timeline to keep, the record keeps
+    # stored messages D to N (``D:N``) and holds only the new ones.
+    storage = InMemoryStorage()
+    sm = SessionManager("s", storage)
+    msgs = history(8)
+    timeline = entries(*range(1, 60))
+
+    async def main() -> None:
+        await sm.save_latest(Snapshot(SnapshotData(msgs[:4], timeline=timeline)))
+        await sm.save_latest(Snapshot(SnapshotData(msgs[2:6], timeline=entries(*range(1, 61)))))
+        pinned = [msgs[0], *msgs[3:7]]  # a pinned first message: not a slide
+        await sm.save_latest(Snapshot(SnapshotData(pinned, timeline=entries(*range(1, 62)))))
+
+    asyncio.run(main())
+    first, second = _records(storage, sm.latest_key)
+    head, _, body = first.partition(b"\n")
+    assert head == b"2:4"
+    assert [m["id"] for m in json.loads(body)["data"]["messages"]] == ["m4", "m5"]
+    assert second.partition(b"\n")[0] == b"0"  # the messages whole, the new entry only
+    latest = some(asyncio.run(SessionManager("s", storage).load_latest()))
+    assert [m.id for m in latest.data.messages or []] == ["m0", "m3", "m4", "m5", "m6"]
+    assert latest.data.timeline == entries(*range(1, 62))
+
+
+@pytest.mark.parametrize(
+    "head",
+    [b"x", b"1:", b":1", b"x:1", b"2:1", b"0:9"],
+    ids=["not-a-count", "no-keep", "no-drop", "bad-drop", "drop-past-keep", "keep-past-stored"],
+)
+def test_a_log_record_with_a_bad_message_count_is_corrupt(head: bytes) -> None:
+    storage = InMemoryStorage()
+    sm = SessionManager("s", storage)
+    asyncio.run(sm.save_latest(Snapshot(SnapshotData(history(2), timeline=entries(1)))))
+    body = Snapshot(SnapshotData([], timeline=entries(2))).to_json()
+
+    async def main() -> None:
+        tag = (await storage.read_logged(sm.latest_key))[2]
+        assert tag is not None
+        await storage.append_logged(sm.latest_key, head + b"\n" + body, tag)
+        with pytest.raises(SnapshotCorruptError, match="log record"):
+            await SessionManager("s", storage).load_latest()
+
+    asyncio.run(main())
+
+
+def test_a_log_record_dropping_messages_without_a_timeline_is_corrupt() -> None:
+    storage = InMemoryStorage()
+    sm = SessionManager("s", storage)
+    asyncio.run(sm.save_latest(Snapshot(SnapshotData(history(2)))))
+    body = Snapshot(SnapshotData([])).to_json()
+
+    async def main() -> None:
+        tag = (await storage.read_logged(sm.latest_key))[2]
+        assert tag is not None
+        await storage.append_logged(sm.latest_key, b"1:2\n" + body, tag)
+        with pytest.raises(SnapshotCorruptError, match="no timeline"):
+            await SessionManager("s", storage).load_latest()
+
+    asyncio.run(main())
+
+
 _TAILS: dict[str, list[Any]] = {
     "nothing": [],
     "entries": entries(7, 8),

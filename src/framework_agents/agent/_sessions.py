@@ -159,7 +159,7 @@ class SessionSync:
             return
         history = self.history
         messages, state = list(history.messages), history.state.to_dict()
-        timeline = history.timeline.entries()
+        timeline = history.timeline.shared_entries  # both below copy it
         data = (
             manager.snapshot_data(messages, state, timeline=timeline)  # checks what is new
             if isinstance(manager, SessionManager)

@@ -50,6 +50,15 @@ class Timeline:
         """A copy of the entries, oldest first."""
         return list(self._entries)
 
+    @property
+    def shared_entries(self) -> list[TimelineEntry]:
+        """The entries themselves (shared, never to be mutated: :meth:`entries` copies).
+
+        What a save hands the session, which copies what it keeps: a copy here would
+        touch every entry once more each run.
+        """
+        return self._entries
+
     def merge(self, stored: Sequence[TimelineEntry]) -> None:
         """Make this timeline ``stored`` (a session's, revs growing) followed by what it lacks.
 

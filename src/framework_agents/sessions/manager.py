@@ -12,12 +12,13 @@ Session and agent ids become key segments, so they obey the storage segment rule
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import operator
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from pydantic import TypeAdapter, ValidationError
 
-from .._persist import plain_messages, stored_prefix
+from .._persist import plain_messages, shared_prefix, stored_prefix
 from ..errors import (
     AgentError,
     InvalidArgumentError,
@@ -49,6 +50,8 @@ FOLD_RATIO = 0.5
 #: ...and this many bytes.
 FOLD_MIN_BYTES = 64 << 10
 
+_ID = operator.attrgetter("id")
+
 #: Serialises timeline entries as a snapshot stores them (to weigh a stored timeline).
 _ENTRIES: TypeAdapter[list[TimelineEntry]] = TypeAdapter(list[TimelineEntry])
 
@@ -56,19 +59,24 @@ _ENTRIES: TypeAdapter[list[TimelineEntry]] = TypeAdapter(list[TimelineEntry])
 def _apply(snapshot: Snapshot, record: bytes, source: str) -> Snapshot:
     """``snapshot`` with one log record applied: keep N messages, then the record's.
 
-    The record's other fields replace the snapshot's, but for ``timeline``: present, it
-    holds the entries appended to the snapshot's (revs growing on); absent, there is none.
+    A record opens with ``N``, the stored messages it keeps from the front, or, when it
+    holds a timeline, also ``D:N``: it keeps stored messages D to N (a window that slid).
+    Its other fields replace the snapshot's, but for ``timeline``: present, it holds the
+    entries appended to the snapshot's (revs growing on); absent, there is none.
     """
     head, sep, body = record.partition(b"\n")
-    if not sep or not head.isdigit():
+    drop_head, colon, keep_head = head.rpartition(b":")
+    if not sep or not keep_head.isdigit() or (colon and not drop_head.isdigit()):
         raise SnapshotCorruptError(f"{source}: a log record has no message count")
-    keep = int(head)
+    drop, keep = int(drop_head or b"0"), int(keep_head)
     delta = Snapshot.from_json(body, source=f"{source} (log record)")
     base = snapshot.data.messages or []
-    if keep > len(base) or delta.data.messages is None:
+    if keep > len(base) or drop > keep or delta.data.messages is None:
         raise SnapshotCorruptError(f"{source}: a log record keeps {keep} of {len(base)} messages")
-    update: dict[str, Any] = {"messages": [*base[:keep], *delta.data.messages]}
     appended = delta.data.timeline
+    if colon and appended is None:
+        raise SnapshotCorruptError(f"{source}: a log record drops messages but has no timeline")
+    update: dict[str, Any] = {"messages": [*base[drop:keep], *delta.data.messages]}
     if appended is not None:
         stored = snapshot.data.timeline or []
         if stored and appended and appended[0].rev <= stored[-1].rev:
@@ -80,23 +88,45 @@ def _apply(snapshot: Snapshot, record: bytes, source: str) -> Snapshot:
     return delta.model_copy(update={"data": delta.data.model_copy(update=update)})
 
 
+def _slid(stored: list[Message], messages: Sequence[Message]) -> int:
+    """How many stored messages a window dropped from the front (0: none, or not a window).
+
+    That is, when ``messages`` goes on with all the stored messages after those.
+    """
+    if len(stored) < 2 or not messages:
+        return 0
+    try:
+        drop = list(map(_ID, stored)).index(messages[0].id, 1)
+    except ValueError:
+        return 0
+    rest = stored[drop:]
+    return drop if shared_prefix(rest, messages) == len(rest) else 0
+
+
 def _kept_entries(
     stored: list[TimelineEntry] | None, timeline: list[TimelineEntry] | None
 ) -> int | None:
     """How many leading entries of ``timeline`` are ``stored`` (all of them), else ``None``.
 
     ``None`` also when ``timeline`` is absent but ``stored`` is not: a record cannot say
-    the timeline is gone. Entries the agent restored are the stored objects, so the list
-    comparison is by pointer.
+    the timeline is gone. ``stored`` (the manager's own list) is compared extended by the
+    new entries, in place and cut back: entries the agent restored or saved are the stored
+    objects, so two lists of pointers are compared and no entry is touched (a slice
+    would touch every one, a cache miss each on a long timeline).
     """
     if timeline is None:
         return 0 if stored is None else None
     if stored is None:
         return 0
     n = len(stored)
-    if len(timeline) < n or (n and timeline[:n] != stored):
+    if len(timeline) < n:
         return None
-    return n
+    stored += timeline[n:]
+    try:
+        same = stored == timeline
+    finally:
+        del stored[n:]
+    return n if same else None
 
 
 def _kept_list(
@@ -268,8 +298,9 @@ class SessionManager:
     async def _append_latest(self, snapshot: Snapshot) -> bool:
         """Append a delta record when the storage can and it keeps what is stored; else False.
 
-        The record keeps the stored messages (all of them: the history extends; or, to
-        keep a stored timeline, the prefix it shares) and the stored timeline entries.
+        The record keeps the stored messages: all of them (the history extends), or, to
+        keep a stored timeline, those after the front a window dropped, else the prefix
+        they share; and the stored timeline entries.
         """
         logged = self._logged
         known, messages, new = self._latest, self._messages, snapshot.data.messages
@@ -281,11 +312,15 @@ class SessionManager:
         kept = _kept_entries(self._timeline, timeline)
         if kept is None:
             return False
-        keep = stored_prefix(messages, new)
+        keep, drop = stored_prefix(messages, new), 0
         cut = keep != len(messages)
         if cut and not kept:
             return False  # nothing stored is kept: publishing costs no more
-        update: dict[str, Any] = {"messages": list(new[keep:])}
+        if cut:
+            drop = _slid(messages, new)
+            keep = len(messages) if drop else keep
+        added = new[keep - drop :]
+        update: dict[str, Any] = {"messages": list(added)}
         if timeline is not None:
             update["timeline"] = timeline[kept:]
         delta = Snapshot(
@@ -294,17 +329,19 @@ class SessionManager:
             snapshot_id=snapshot.snapshot_id,
             created_at=snapshot.created_at,
         )
-        record = b"%d\n" % keep + delta.to_json()
+        head = b"%d:%d\n" % (drop, keep) if drop else b"%d\n" % keep
+        record = head + delta.to_json()
         if self._log_bytes + len(record) > max(FOLD_RATIO * self._base_bytes, FOLD_MIN_BYTES):
             return False
         if cut and 2 * len(record) >= self._stored_timeline_bytes():
-            # Each byte appended costs about two more at the next fold: a record holding
-            # the messages whole pays only once the timeline it keeps outweighs that.
+            # Each byte appended costs about two more at the next fold: a record instead
+            # of the whole snapshot pays once the timeline it keeps outweighs that.
             return False
         self._latest = await logged.append_logged(self.latest_key, record, known)
         del messages[keep:]
-        messages += new[keep:]  # its own list: extended, never copied (the history's size)
-        self._plain = plain_messages(new[keep:])
+        del messages[:drop]
+        messages += added  # its own list: extended, never copied (the history's size)
+        self._plain = plain_messages(added)
         if timeline is not None:
             if self._timeline_bytes is not None and kept:
                 self._timeline_bytes += len(_ENTRIES.dump_json(timeline[kept:]))
