@@ -18,19 +18,10 @@ import pytest
 from pydantic import ValidationError
 
 from async_helper import some
-from framework_agents import (
-    AgentError,
-    InMemoryStorage,
-    LocalFileStorage,
-    Message,
-    SessionManager,
-    Snapshot,
-    SnapshotData,
-    TimelineEntry,
-    ToolCall,
-)
-from framework_agents.errors import SnapshotCorruptError, StateNotJsonError
-from framework_agents.sessions import Storage
+from framework_agents import Message, TimelineEntry, ToolCall
+from framework_agents.errors import AgentError, SnapshotCorruptError, StateNotJsonError
+from framework_agents.sessions import InMemoryStorage, LocalFileStorage, SessionManager, Storage
+from framework_agents.sessions.snapshot import Snapshot, SnapshotData
 
 WHEN = datetime(2026, 1, 2, 3, 4, 5, 678901, tzinfo=UTC)
 
