@@ -497,6 +497,9 @@ class Agent:
         """Start, loop, commit and the terminal event of one run (inside the busy flag)."""
         run = LoopRun([], message, decisions, thread_id, hooks=hooks, replay=replay)
         history = self._history
+        # The run's entry is recorded once, when it commits (before the commit hooks, so
+        # the session's save carries it), or else when it fails.
+        entry: TimelineEntry | None = None
         try:
             yield RunStartedEvent(
                 run_id=run.run_id, agent_id=self.agent_id, thread_id=thread_id, prompt=message
@@ -523,9 +526,9 @@ class Agent:
                 managed, base = await history.commit(
                     run.transcript, run.checked, manager, checked, run.grown_from
                 )
+            entry = history.record(timeline_kind, ran=run.ran)
             if hooks.on_commit is not None:
                 await hooks.on_commit(managed, True)
-            history.record(timeline_kind, ran=run.ran)
             logger.debug("run %s of %r (thread %s): finished", run.run_id, self.agent_id, thread_id)
             result = RunResult(
                 text=run.final.text,
@@ -543,9 +546,9 @@ class Agent:
             kept, _ = await history.commit(
                 run.kept_on_interrupt(), run.checked, self.conversation_manager
             )
+            entry = history.record(timeline_kind, "interrupted", ran=run.ran)
             if hooks.on_commit is not None:
                 await hooks.on_commit(kept, False)
-            history.record(timeline_kind, "interrupted", ran=run.ran)
             logger.debug(
                 "run %s of %r (thread %s): interrupted", run.run_id, self.agent_id, thread_id
             )
@@ -554,7 +557,8 @@ class Agent:
             raise
         except Exception as exc:
             code = getattr(exc, "code", type(exc).__name__)
-            history.record(timeline_kind, f"error:{code}", ran=run.ran)
+            if entry is None:  # a commit hook that fails leaves the committed run's entry
+                history.record(timeline_kind, f"error:{code}", ran=run.ran)
             logger.debug("run %s of %r (thread %s): %s", run.run_id, self.agent_id, thread_id, code)
             release()
             yield RunErrorEvent(run_id=run.run_id, error=exc)
