@@ -362,6 +362,7 @@ def _plants(rng: random.Random, p: dict[str, str]) -> list[list[_Plant]]:
                         "Which food gives the user a bad reaction?",
                         "Is there any ingredient they can't eat?",
                         "What should be avoided when suggesting meals for them?",
+                        "What is the user allergic to?",
                     ]
                 ),
                 (0,),
@@ -470,7 +471,16 @@ def _plants(rng: random.Random, p: dict[str, str]) -> list[list[_Plant]]:
             ("assistant", "That's a great goal. Having a teacher makes a big difference early on."),
         ],
         [
-            ("tense", "Which instrument has the user been learning?", (0,)),
+            (
+                "tense",
+                c(
+                    [
+                        "Which instrument has the user been learning?",
+                        "What lessons did the user start?",
+                    ]
+                ),
+                (0,),
+            ),
         ],
     )
     practice = _Plant(
@@ -479,7 +489,18 @@ def _plants(rng: random.Random, p: dict[str, str]) -> list[list[_Plant]]:
             ("assistant", "Steady practice pays off. How often are you playing?"),
             ("user", "Twenty minutes most evenings, more at weekends."),
         ],
-        [("paraphrase", "How much time does the user spend practising music?", (0, 2))],
+        [
+            (
+                "paraphrase",
+                c(
+                    [
+                        "How much time does the user spend practising music?",
+                        "How many evenings a week does the user practise?",
+                    ]
+                ),
+                (0, 2),
+            )
+        ],
     )
     anniversary = _Plant(
         [
@@ -491,7 +512,16 @@ def _plants(rng: random.Random, p: dict[str, str]) -> list[list[_Plant]]:
             ),
         ],
         [
-            ("multi-hop", "Which restaurant did the couple go to for their anniversary?", (0, 2)),
+            (
+                "multi-hop",
+                c(
+                    [
+                        "Which restaurant did the couple go to for their anniversary?",
+                        f"Where did the user celebrate five years with {p['partner']}?",
+                    ]
+                ),
+                (0, 2),
+            ),
             ("name", f"Where did the user and {p['partner']} eat on their first date?", (2,)),
         ],
     )
@@ -508,7 +538,13 @@ def _plants(rng: random.Random, p: dict[str, str]) -> list[list[_Plant]]:
             ),
             ("assistant", "That's great exercise built into the day."),
         ],
-        [("paraphrase", "How does the user get to work?", (0,))],
+        [
+            (
+                "paraphrase",
+                c(["How does the user get to work?", "How does the user travel to the office?"]),
+                (0,),
+            )
+        ],
     )
     book = _Plant(
         [
@@ -516,7 +552,18 @@ def _plants(rng: random.Random, p: dict[str, str]) -> list[list[_Plant]]:
             ("assistant", "What did you like most about it?"),
             ("user", "The ending. I was in tears on the train."),
         ],
-        [("tense", "Which novel was the user reading on their commute?", (0,))],
+        [
+            (
+                "tense",
+                c(
+                    [
+                        "Which novel was the user reading on their commute?",
+                        "Which book did the user finish recently?",
+                    ]
+                ),
+                (0,),
+            )
+        ],
     )
     trip = _Plant(
         [
@@ -528,7 +575,16 @@ def _plants(rng: random.Random, p: dict[str, str]) -> list[list[_Plant]]:
             ("user", f"Perfect, booked two nights for {p['trip_month']}!"),
         ],
         [
-            ("multi-hop", "Where is the user going on their seaside break?", (1, 2)),
+            (
+                "multi-hop",
+                c(
+                    [
+                        "Where is the user going on their seaside break?",
+                        "Which town did the user book for a weekend by the sea?",
+                    ]
+                ),
+                (1, 2),
+            ),
             ("tense", "Which town did the assistant recommend for the getaway?", (1,)),
         ],
     )
@@ -540,7 +596,18 @@ def _plants(rng: random.Random, p: dict[str, str]) -> list[list[_Plant]]:
             ),
             ("assistant", "Any plans to celebrate?"),
         ],
-        [("paraphrase", "When was the user born, and how old are they?", (0,))],
+        [
+            (
+                "paraphrase",
+                c(
+                    [
+                        "When was the user born, and how old are they?",
+                        "When is the user's birthday?",
+                    ]
+                ),
+                (0,),
+            )
+        ],
     )
     # Facts that change: (key, early statement, change statement, fact texts).
     city = [
@@ -560,7 +627,7 @@ def _plants(rng: random.Random, p: dict[str, str]) -> list[list[_Plant]]:
             [
                 (
                     "user",
-                    f"First week in {p['city2']} done! The new apartment is so much brighter.",
+                    f"First week living in {p['city2']} done! The new apartment is so much brighter.",
                 ),
                 ("assistant", "Congratulations on the move. Have you unpacked yet?"),
                 ("user", "Half the boxes are still in the hallway."),
@@ -587,7 +654,7 @@ def _plants(rng: random.Random, p: dict[str, str]) -> list[list[_Plant]]:
             [
                 (
                     "user",
-                    f"I handed in my notice today. I'm joining {p['company2']} as a {p['role2']}!",
+                    f"I handed in my notice today. My new job is at {p['company2']}, as a {p['role2']}!",
                 ),
                 ("assistant", "Big step, congratulations! When do you start?"),
                 ("user", "In three weeks."),
@@ -600,7 +667,10 @@ def _plants(rng: random.Random, p: dict[str, str]) -> list[list[_Plant]]:
     car = [
         _Plant(
             [
-                ("user", f"Our old {p['car1']} made a horrible noise on the motorway again."),
+                (
+                    "user",
+                    f"Our old {p['car1']} made a horrible noise on the motorway again, I don't trust that car.",
+                ),
                 ("assistant", "Might be worth getting a mechanic to look before a long trip."),
             ],
             [],
@@ -611,7 +681,7 @@ def _plants(rng: random.Random, p: dict[str, str]) -> list[list[_Plant]]:
             [
                 (
                     "user",
-                    f"We traded it in and picked up a second-hand {p['car2']}, it's so quiet.",
+                    f"We traded the old car in and picked up a second-hand {p['car2']}, it's so quiet.",
                 ),
                 ("assistant", "Nice upgrade. Quieter cars make long drives much easier."),
             ],
@@ -625,7 +695,7 @@ def _plants(rng: random.Random, p: dict[str, str]) -> list[list[_Plant]]:
             [
                 (
                     "user",
-                    "I ran 5k without stopping for the first time! Next goal is a 10k in spring.",
+                    "I ran 5k without stopping for the first time! My next running goal is a 10k in spring.",
                 ),
                 ("assistant", "Brilliant milestone. Build the distance slowly."),
             ],
@@ -666,20 +736,33 @@ def _plants(rng: random.Random, p: dict[str, str]) -> list[list[_Plant]]:
 
 _CHANGE_QUESTIONS = {
     "home_city": (
-        ["Where is the user based these days?", "Which city do they call home now?"],
-        "Which city was the user living in back in {month}?",
+        ["Where is the user based these days?", "Which city does the user live in now?"],
+        [
+            "Which city was the user living in back in {month}?",
+            "Where did the user live in {month}?",
+        ],
     ),
     "employer": (
-        ["Who does the user work for at the moment?", "What company employs them now?"],
-        "Where was the user employed in {month}?",
+        [
+            "Who does the user work for at the moment?",
+            "What company employs them now?",
+            "Where does the user work now?",
+        ],
+        [
+            "Where was the user employed in {month}?",
+            "Which company was the user working at in {month}?",
+        ],
     ),
     "car": (
-        ["What vehicle does the user currently drive?", "Which car do they have now?"],
-        "What was the user driving in {month}?",
+        ["What vehicle does the user currently drive?", "What car does the user have now?"],
+        ["What was the user driving in {month}?", "Which car did the user own in {month}?"],
     ),
     "running_goal": (
         ["What race is the user preparing for now?", "Which running event are they training for?"],
-        "What running distance was the user aiming for in {month}?",
+        [
+            "What distance was the user aiming for in {month}?",
+            "What was the user's running goal in {month}?",
+        ],
     ),
 }
 
@@ -800,7 +883,7 @@ def _person(rng: random.Random, person: str, sessions: int, corpus: Corpus) -> N
             corpus,
             namespace,
             "as-of",
-            then_text.format(month=MONTHS[between.month - 1]),
+            rng.choice(then_text).format(month=MONTHS[between.month - 1]),
             (old_id,),
             key=key,
             expected=old_text,
