@@ -332,6 +332,11 @@ class _Plant:
     fact: tuple[str, str] | None = None  # (key, fact text) remembered at the session's date
 
 
+def _change(name: str, fact: tuple[str, str], *turns: tuple[str, str]) -> _Plant:
+    """A plant stating a value of a fact that changes (``fact`` is its key and text)."""
+    return _Plant(list(turns), [], name=name, fact=fact)
+
+
 def _he(p: dict[str, str]) -> tuple[str, str]:
     return ("he", "him") if p["pet_sex"] == "m" else ("she", "her")
 
@@ -609,112 +614,87 @@ def _plants(rng: random.Random, p: dict[str, str]) -> list[list[_Plant]]:
             )
         ],
     )
-    # Facts that change: (key, early statement, change statement, fact texts).
+    # Facts that change: a plant each for the old and the new value, remembered with a key.
     city = [
-        _Plant(
-            [
-                (
-                    "user",
-                    f"Living in {p['city1']} is great, the tram stops right outside our building.",
-                ),
-                ("assistant", "A good tram connection makes such a difference."),
-            ],
-            [],
-            name="city1",
-            fact=("home_city", f"The user lives in {p['city1']}."),
+        _change(
+            "city1",
+            ("home_city", f"The user lives in {p['city1']}."),
+            (
+                "user",
+                f"Living in {p['city1']} is great, the tram stops right outside our building.",
+            ),
+            ("assistant", "A good tram connection makes such a difference."),
         ),
-        _Plant(
-            [
-                (
-                    "user",
-                    f"First week living in {p['city2']} done! The new apartment is so much brighter.",
-                ),
-                ("assistant", "Congratulations on the move. Have you unpacked yet?"),
-                ("user", "Half the boxes are still in the hallway."),
-            ],
-            [],
-            name="city2",
-            fact=("home_city", f"The user lives in {p['city2']}."),
+        _change(
+            "city2",
+            ("home_city", f"The user lives in {p['city2']}."),
+            (
+                "user",
+                f"First week living in {p['city2']} done! The new apartment is so much brighter.",
+            ),
+            ("assistant", "Congratulations on the move. Have you unpacked yet?"),
+            ("user", "Half the boxes are still in the hallway."),
         ),
     ]
     job = [
-        _Plant(
-            [
-                (
-                    "user",
-                    f"Work at {p['company1']} is hectic this quarter, the release keeps slipping.",
-                ),
-                ("assistant", "Slipping releases are stressful. Is the scope still changing?"),
-            ],
-            [],
-            name="job1",
-            fact=("employer", f"The user works at {p['company1']} as a {p['role1']}."),
+        _change(
+            "job1",
+            ("employer", f"The user works at {p['company1']} as a {p['role1']}."),
+            (
+                "user",
+                f"Work at {p['company1']} is hectic this quarter, the release keeps slipping.",
+            ),
+            ("assistant", "Slipping releases are stressful. Is the scope still changing?"),
         ),
-        _Plant(
-            [
-                (
-                    "user",
-                    f"I handed in my notice today. My new job is at {p['company2']}, as a {p['role2']}!",
-                ),
-                ("assistant", "Big step, congratulations! When do you start?"),
-                ("user", "In three weeks."),
-            ],
-            [],
-            name="job2",
-            fact=("employer", f"The user works at {p['company2']} as a {p['role2']}."),
+        _change(
+            "job2",
+            ("employer", f"The user works at {p['company2']} as a {p['role2']}."),
+            (
+                "user",
+                f"I handed in my notice today. My new job is at {p['company2']}, as a {p['role2']}!",
+            ),
+            ("assistant", "Big step, congratulations! When do you start?"),
+            ("user", "In three weeks."),
         ),
     ]
     car = [
-        _Plant(
-            [
-                (
-                    "user",
-                    f"Our old {p['car1']} made a horrible noise on the motorway again, I don't trust that car.",
-                ),
-                ("assistant", "Might be worth getting a mechanic to look before a long trip."),
-            ],
-            [],
-            name="car1",
-            fact=("car", f"The user drives a {p['car1']}."),
+        _change(
+            "car1",
+            ("car", f"The user drives a {p['car1']}."),
+            (
+                "user",
+                f"Our old {p['car1']} made a horrible noise on the motorway again, I don't trust that car.",
+            ),
+            ("assistant", "Might be worth getting a mechanic to look before a long trip."),
         ),
-        _Plant(
-            [
-                (
-                    "user",
-                    f"We traded the old car in and picked up a second-hand {p['car2']}, it's so quiet.",
-                ),
-                ("assistant", "Nice upgrade. Quieter cars make long drives much easier."),
-            ],
-            [],
-            name="car2",
-            fact=("car", f"The user drives a {p['car2']}."),
+        _change(
+            "car2",
+            ("car", f"The user drives a {p['car2']}."),
+            (
+                "user",
+                f"We traded the old car in and picked up a second-hand {p['car2']}, it's so quiet.",
+            ),
+            ("assistant", "Nice upgrade. Quieter cars make long drives much easier."),
         ),
     ]
     running = [
-        _Plant(
-            [
-                (
-                    "user",
-                    "I ran 5k without stopping for the first time! My next running goal is a 10k in spring.",
-                ),
-                ("assistant", "Brilliant milestone. Build the distance slowly."),
-            ],
-            [],
-            name="run1",
-            fact=("running_goal", "The user is training for a 10k race."),
+        _change(
+            "run1",
+            ("running_goal", "The user is training for a 10k race."),
+            (
+                "user",
+                "I ran 5k without stopping for the first time! My next running goal is a 10k in spring.",
+            ),
+            ("assistant", "Brilliant milestone. Build the distance slowly."),
         ),
-        _Plant(
-            [
-                (
-                    "user",
-                    f"Signed up for the {p['race_city']} half marathon, "
-                    "twelve weeks of training ahead.",
-                ),
-                ("assistant", "Exciting! A structured plan with one long run a week works well."),
-            ],
-            [],
-            name="run2",
-            fact=("running_goal", "The user is training for a half marathon."),
+        _change(
+            "run2",
+            ("running_goal", "The user is training for a half marathon."),
+            (
+                "user",
+                f"Signed up for the {p['race_city']} half marathon, twelve weeks of training ahead.",
+            ),
+            ("assistant", "Exciting! A structured plan with one long run a week works well."),
         ),
     ]
     return [

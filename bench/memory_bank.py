@@ -583,7 +583,8 @@ def main() -> None:
     print(
         f"python {platform.python_version()}, numpy {np.__version__}, sqlite "
         f"{sqlite3.sqlite_version}, {os.cpu_count()} cpus, {platform.machine()}, "
-        f"{datetime.now(UTC):%Y-%m-%d %H:%M} UTC\n"
+        f"{datetime.now(UTC):%Y-%m-%d %H:%M} UTC, load average "
+        f"{' '.join(f'{x:.1f}' for x in os.getloadavg())}\n"
     )
     vectors = Vectors()
     if not args.no_quality:
