@@ -380,17 +380,17 @@ def raw_sqlite_inserts(path: Path, count: int) -> list[float]:
 
 async def raw_postgres_inserts(url: str, count: int) -> list[float]:
     """Seconds per INSERT + COMMIT (one transaction each)."""
-    import asyncpg
+    import psycopg
 
-    conn = await asyncpg.connect(url)
-    await conn.execute("CREATE TEMP TABLE bank_bench (id TEXT PRIMARY KEY, body TEXT)")
     times = []
-    for i in range(count):
-        start = time.perf_counter()
-        async with conn.transaction():
-            await conn.execute("INSERT INTO bank_bench VALUES ($1, $2)", f"r{i}", "x" * 300)
-        times.append(time.perf_counter() - start)
-    await conn.close()
+    async with await psycopg.AsyncConnection.connect(url) as conn:
+        await conn.execute("CREATE TEMP TABLE bank_bench (id TEXT PRIMARY KEY, body TEXT)")
+        await conn.commit()
+        for i in range(count):
+            start = time.perf_counter()
+            await conn.execute("INSERT INTO bank_bench VALUES (%s, %s)", (f"r{i}", "x" * 300))
+            await conn.commit()
+            times.append(time.perf_counter() - start)
     return times
 
 
@@ -461,7 +461,7 @@ async def speed(args: argparse.Namespace, vectors: Vectors, root: Path) -> list[
         }
         for backend, target in backends:
             for embedder in (None, "minilm"):
-                if size > args.db_max and target is not None:
+                if size > args.db_max and target not in (None, "sqlite"):
                     continue
                 url = bank_url(target, root, f"{size}-{embedder or 'words'}")
                 bank, why = await open_bank(url, vectors if embedder else None)
@@ -496,7 +496,7 @@ async def speed(args: argparse.Namespace, vectors: Vectors, root: Path) -> list[
                 print_speed_row(row)
                 await bank.close()
                 del bank
-                await drop_redis(url)
+                await drop_scratch(url)
                 gc.collect()
         fts.db.close()
     vectors.alias, vectors.live = {}, set()
@@ -504,16 +504,25 @@ async def speed(args: argparse.Namespace, vectors: Vectors, root: Path) -> list[
 
 
 def bank_url(target: str | None, root: Path, name: str) -> str | None:
-    """A fresh bank's URL: a new SQLite file, a new Redis key prefix, or ``target``."""
+    """A fresh bank's URL: a SQLite file, a PostgreSQL schema, a Redis key prefix."""
     if target == "sqlite":
         return f"sqlite:///{root}/bank-{name}.db"
     if target is not None and target.startswith("redis"):
         return f"{target}?prefix=fa-bankbench-{uuid.uuid4().hex[:12]}:"
+    if target is not None and target.startswith("postgres"):
+        return f"{target}?schema=fa_bankbench_{uuid.uuid4().hex[:12]}"
     return target
 
 
-async def drop_redis(url: str | None) -> None:
-    """Delete the keys under a Redis bank's scratch prefix."""
+async def drop_scratch(url: str | None) -> None:
+    """Remove a database bank's scratch schema or keys (a SQLite file goes with the dir)."""
+    if url is not None and "?schema=" in url:
+        import psycopg
+
+        base, schema = url.split("?schema=")
+        async with await psycopg.AsyncConnection.connect(base, autocommit=True) as conn:
+            await conn.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
+        return
     if url is None or not url.startswith("redis") or "?prefix=" not in url:
         return
     import redis.asyncio as redis
@@ -529,7 +538,7 @@ async def drop_redis(url: str | None) -> None:
 async def raw_inserts(backend: str, root: Path, args: argparse.Namespace) -> list[float]:
     """The backend's raw insert timings (none for the in-process backend)."""
     if backend == "sqlite":
-        return raw_sqlite_inserts(root / "raw.db", args.remembers)
+        return raw_sqlite_inserts(root / f"raw-{uuid.uuid4().hex[:8]}.db", args.remembers)
     if backend == "postgres":
         return await raw_postgres_inserts(args.postgres, args.remembers)
     if backend == "redis":
@@ -568,7 +577,7 @@ def main() -> None:
     parser.add_argument("--embed-pool", type=int, default=2000)
     parser.add_argument("--no-databases", action="store_true", help="no PostgreSQL, Redis")
     parser.add_argument(
-        "--db-max", type=int, default=100_000, help="largest size run on database backends"
+        "--db-max", type=int, default=100_000, help="largest size run on PostgreSQL and Redis"
     )
     parser.add_argument("--postgres", default="postgresql://postgres@127.0.0.1:5432/test")
     parser.add_argument("--redis", default="redis://127.0.0.1:6379/0")
