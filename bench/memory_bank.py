@@ -382,15 +382,21 @@ async def raw_postgres_inserts(url: str, count: int) -> list[float]:
     """Seconds per INSERT + COMMIT (one transaction each)."""
     import psycopg
 
+    # A plain table (a TEMP one is not WAL-logged: its commit would not reach the disk).
+    table = f"fa_bankbench_raw_{uuid.uuid4().hex[:12]}"
     times = []
     async with await psycopg.AsyncConnection.connect(url) as conn:
-        await conn.execute("CREATE TEMP TABLE bank_bench (id TEXT PRIMARY KEY, body TEXT)")
+        await conn.execute(f"CREATE TABLE {table} (id TEXT PRIMARY KEY, body TEXT)")
         await conn.commit()
-        for i in range(count):
-            start = time.perf_counter()
-            await conn.execute("INSERT INTO bank_bench VALUES (%s, %s)", (f"r{i}", "x" * 300))
+        try:
+            for i in range(count):
+                start = time.perf_counter()
+                await conn.execute(f"INSERT INTO {table} VALUES (%s, %s)", (f"r{i}", "x" * 300))
+                await conn.commit()
+                times.append(time.perf_counter() - start)
+        finally:
+            await conn.execute(f"DROP TABLE {table}")
             await conn.commit()
-            times.append(time.perf_counter() - start)
     return times
 
 
