@@ -50,7 +50,6 @@ import gc
 import os
 import platform
 import re
-import shutil
 import sqlite3
 import statistics
 import sys
@@ -573,18 +572,20 @@ def print_speed_row(row: dict[str, Any]) -> None:
 def main() -> None:
     """Parse arguments, run the quality and speed parts, print the tables."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--seed", type=int, default=7)
-    parser.add_argument("--people", type=int, default=8)
-    parser.add_argument("--sessions", type=int, default=24)
+    numbers = {
+        "--seed": 7,
+        "--people": 8,
+        "--sessions": 24,
+        "--searches": 200,
+        "--remembers": 200,
+        "--k": 10,
+        "--embed-pool": 2000,
+        "--db-max": 100_000,  # the largest size run on PostgreSQL and Redis
+    }
+    for name, default in numbers.items():
+        parser.add_argument(name, type=int, default=default)
     parser.add_argument("--sizes", default="1000,10000,100000")
-    parser.add_argument("--searches", type=int, default=200)
-    parser.add_argument("--remembers", type=int, default=200)
-    parser.add_argument("--k", type=int, default=10)
-    parser.add_argument("--embed-pool", type=int, default=2000)
     parser.add_argument("--no-databases", action="store_true", help="no PostgreSQL, Redis")
-    parser.add_argument(
-        "--db-max", type=int, default=100_000, help="largest size run on PostgreSQL and Redis"
-    )
     parser.add_argument("--postgres", default="postgresql://postgres@127.0.0.1:5432/test")
     parser.add_argument("--redis", default="redis://127.0.0.1:6379/0")
     parser.add_argument("--no-quality", action="store_true")
@@ -604,17 +605,15 @@ def main() -> None:
     vectors = Vectors()
     if not args.no_quality:
         asyncio.run(quality(args, vectors))
-    if not args.no_speed:
-        root = Path(tempfile.mkdtemp(prefix=".bank-bench-", dir=args.dir or os.getcwd()))
-        try:
-            print(
-                f"\nspeed: k={args.k}, {args.searches} searches (root namespace, every record),"
-                f" {args.remembers} remembers, MiniLM vectors from a pool of "
-                f"{args.embed_pool} texts; times in ms; ratio = bank / baseline\n"
-            )
-            asyncio.run(speed(args, vectors, root))
-        finally:
-            shutil.rmtree(root, ignore_errors=True)
+    if args.no_speed:
+        return
+    print(
+        f"\nspeed: k={args.k}, {args.searches} searches (root namespace, every record),"
+        f" {args.remembers} remembers, MiniLM vectors from a pool of "
+        f"{args.embed_pool} texts; times in ms; ratio = bank / baseline\n"
+    )
+    with tempfile.TemporaryDirectory(prefix=".bank-bench-", dir=args.dir or os.getcwd()) as root:
+        asyncio.run(speed(args, vectors, Path(root)))
 
 
 if __name__ == "__main__":
