@@ -9,7 +9,9 @@ when the log has outgrown half the snapshot, the whole snapshot published again)
 and the bytes it hands the storage are counted; we print p50/p95/max per save, total bytes and the
 final history length, for ``LocalFileStorage`` (in ``--dir``, default a temp directory;
 its file system matters: fsync on tmpfs is free) and ``InMemoryStorage`` (serialisation
-cost only).
+cost only). The session also carries the agent's timeline, one entry per run: the p50 and
+the mean bytes of the first and of the last tenth of the saves (``early_*``, ``late_*``)
+show whether a save grows with it.
 
 Usage: ``.venv/bin/python bench/session_save.py [--runs 1000] [--dir PATH] [--json]``
 """
@@ -85,11 +87,14 @@ class MeasuredSessionManager(SessionManager):
         super().__init__(session_id, storage)
         self.counted = storage
         self.seconds: list[float] = []
+        self.bytes: list[int] = []
 
     async def save_latest(self, snapshot: Snapshot) -> None:
+        written = self.counted.bytes_written
         start = time.perf_counter()
         await super().save_latest(snapshot)
         self.seconds.append(time.perf_counter() - start)
+        self.bytes.append(self.counted.bytes_written - written)
 
 
 class ReplyModel:
@@ -131,12 +136,18 @@ async def _one(manager_name: str, storage: Storage, runs: int) -> dict[str, Any]
         await agent.run(f"User message number {i}: please remember that item {i} is blue.")
     wall = time.perf_counter() - start
     ms = sorted(s * 1000 for s in sm.seconds)
+    tenth = max(1, len(sm.seconds) // 10)
+    early, late = slice(0, tenth), slice(len(sm.seconds) - tenth, None)
     return {
         "manager": manager_name,
         "saves": len(ms),
         "p50_ms": round(statistics.median(ms), 3),
         "p95_ms": round(ms[int(0.95 * (len(ms) - 1))], 3),
         "max_ms": round(ms[-1], 3),
+        "early_p50_ms": round(statistics.median(sm.seconds[early]) * 1000, 3),
+        "late_p50_ms": round(statistics.median(sm.seconds[late]) * 1000, 3),
+        "early_bytes": round(statistics.mean(sm.bytes[early])),
+        "late_bytes": round(statistics.mean(sm.bytes[late])),
         "total_bytes": sm.counted.bytes_written,
         "last_snapshot_bytes": len((await storage.get(sm.latest_key)) or b""),
         "final_messages": len(agent.messages),
@@ -172,8 +183,9 @@ async def main(runs: int, directory: Path | None) -> list[dict[str, Any]]:
 
 
 def _print(results: list[dict[str, Any]]) -> None:
-    cols = ["manager", "storage", "saves", "p50_ms", "p95_ms", "max_ms", "total_bytes",
-            "last_snapshot_bytes", "final_messages", "wall_s"]  # fmt: skip
+    cols = ["manager", "storage", "saves", "p50_ms", "p95_ms", "max_ms", "early_p50_ms",
+            "late_p50_ms", "early_bytes", "late_bytes", "total_bytes", "last_snapshot_bytes",
+            "final_messages", "wall_s"]  # fmt: skip
     widths = [max(len(c), *(len(str(r[c])) for r in results)) for c in cols]
     print("  ".join(c.ljust(w) for c, w in zip(cols, widths, strict=True)))
     for r in results:

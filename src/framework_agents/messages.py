@@ -335,7 +335,7 @@ REPR_MESSAGES = 6
 
 
 class _Elided:
-    """Stands for a long list of messages in a ``repr``: its length, first and last."""
+    """Stands for a long list (messages, timeline entries) in a ``repr``: length, first, last."""
 
     __slots__ = ("messages",)
 
@@ -344,13 +344,14 @@ class _Elided:
 
     def __repr__(self) -> str:
         first, last = self.messages[0], self.messages[-1]
-        return f"[{first!r}, <{len(self.messages) - 2} more messages>, {last!r}]"
+        what = "messages" if isinstance(first, Message) else "entries"
+        return f"[{first!r}, <{len(self.messages) - 2} more {what}>, {last!r}]"
 
 
 def summary_repr_args(
     args: Iterable[tuple[str | None, Any]], names: Collection[str]
 ) -> Iterator[tuple[str | None, Any]]:
-    """A model's ``__repr_args__`` with the long message lists among ``names`` summarised.
+    """A model's ``__repr_args__`` with the long lists among ``names`` summarised.
 
     A snapshot or checkpoint of a long conversation would otherwise ``repr`` every
     message: in a log line, a debugger, or CPython 3.11's ``asyncio.run``, which formats

@@ -11,11 +11,18 @@ is testable without an ``Agent``. The rules:
   ``SNAPSHOT_CORRUPT`` and is looked up again next time (it is never overwritten).
 * **Save after every committed run** (also an interrupted one, which commits its history),
   and after ``edit_message`` / ``load_snapshot``: ``save_latest`` with ``messages`` and
-  ``state`` (the ``"session"`` preset) and the ``app_data`` of the restored snapshot, so an
-  application's data stored with the session rides along untouched. The system prompt is
-  not saved: it belongs to the code, and a changed prompt in a new release must win.
+  ``state`` (the ``"session"`` preset), the timeline, and the ``app_data`` of the restored
+  snapshot, so an application's data stored with the session rides along untouched. The
+  system prompt is not saved: it belongs to the code, and a changed prompt in a new
+  release must win.
+* **The timeline goes with the session.** A restore merges the stored timeline into the
+  history's (:meth:`~framework_agents.agent.timeline.Timeline.merge`: the stored entries
+  first, keeping their revs, then those only this history has), so a new agent goes on
+  at the next rev; entries recorded without a save (a failed run, ``take_snapshot``,
+  ``branch``) ride along with the next one. ``load_snapshot`` never touches it: the
+  timeline records the load instead.
 * A run that starts from a thread's checkpoint does not restore the session (the thread
-  is what goes on), but its app data is carried into the save.
+  is what goes on), but its app data and timeline are carried into the save.
 
 Both are run hooks (:meth:`SessionSync.hooks`: ``on_start`` restores or carries,
 ``on_commit`` saves). Snapshots (``take_snapshot``, ``load_snapshot``) and edits
@@ -110,6 +117,7 @@ class SessionSync:
             # Applying is idempotent, so a failure here (a memory that cannot save) leaves
             # ``read`` unset and the next attempt applies the same snapshot again.
             await self._apply(snapshot.data)
+            self._merge_timeline(snapshot)
             await restore_state(self.history.memory, snapshot.app_data)  # long-term memory
             if snapshot.data.messages is None and not self.history.committed:
                 # A snapshot without messages still means the seed is not used: the start
@@ -120,18 +128,24 @@ class SessionSync:
         self.read = True
 
     async def carry(self) -> None:
-        """A run starting from a thread's checkpoint: carry the session's app data only.
+        """A run starting from a thread's checkpoint: carry the session's app data and timeline.
 
-        The thread wins over the session's history and state, not over its app data, which
-        the run's save must carry instead of dropping. The session is not marked read: if
-        this run commits nothing, a later run without a thread restores it.
+        The thread wins over the session's history and state, not over its app data and
+        timeline, which the run's save must carry instead of dropping. The session is not
+        marked read: if this run commits nothing, a later run without a thread restores it.
         """
         manager = self._manager
         if self.read or manager is None:
             return
         snapshot = await manager.load_latest()
         if snapshot is not None:
+            self._merge_timeline(snapshot)
             self.app_data = snapshot.app_data
+
+    def _merge_timeline(self, snapshot: Snapshot) -> None:
+        """The session's timeline merged into the history's (idempotent; none: kept as is)."""
+        if snapshot.data.timeline is not None:
+            self.history.timeline.merge(snapshot.data.timeline)
 
     async def ready(self) -> None:
         """Before the first run: the session restored, the history what that run starts from."""
@@ -139,16 +153,17 @@ class SessionSync:
         await self.history.settle()
 
     async def save(self) -> None:
-        """``save_latest`` of the history's messages and state (a no-op without a session)."""
+        """``save_latest`` of the history's messages, state and timeline (none: a no-op)."""
         manager = self._manager
         if manager is None:
             return
         history = self.history
         messages, state = list(history.messages), history.state.to_dict()
+        timeline = history.timeline.shared_entries  # both below copy it
         data = (
-            manager.snapshot_data(messages, state)  # checks only what this run added
+            manager.snapshot_data(messages, state, timeline=timeline)  # checks what is new
             if isinstance(manager, SessionManager)
-            else SnapshotData(messages=messages, state=state)
+            else SnapshotData(messages=messages, state=state, timeline=timeline)
         )
         snapshot = Snapshot(data, app_data=app_data_with_state(history.memory, self.app_data))
         try:

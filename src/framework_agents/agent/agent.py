@@ -497,6 +497,9 @@ class Agent:
         """Start, loop, commit and the terminal event of one run (inside the busy flag)."""
         run = LoopRun([], message, decisions, thread_id, hooks=hooks, replay=replay)
         history = self._history
+        # The run's entry is recorded once, when it commits (before the commit hooks, so
+        # the session's save carries it), or else when it fails.
+        entry: TimelineEntry | None = None
         try:
             yield RunStartedEvent(
                 run_id=run.run_id, agent_id=self.agent_id, thread_id=thread_id, prompt=message
@@ -523,9 +526,9 @@ class Agent:
                 managed, base = await history.commit(
                     run.transcript, run.checked, manager, checked, run.grown_from
                 )
+            entry = history.record(timeline_kind, ran=run.ran)
             if hooks.on_commit is not None:
                 await hooks.on_commit(managed, True)
-            history.record(timeline_kind, ran=run.ran)
             logger.debug("run %s of %r (thread %s): finished", run.run_id, self.agent_id, thread_id)
             result = RunResult(
                 text=run.final.text,
@@ -543,9 +546,9 @@ class Agent:
             kept, _ = await history.commit(
                 run.kept_on_interrupt(), run.checked, self.conversation_manager
             )
+            entry = history.record(timeline_kind, "interrupted", ran=run.ran)
             if hooks.on_commit is not None:
                 await hooks.on_commit(kept, False)
-            history.record(timeline_kind, "interrupted", ran=run.ran)
             logger.debug(
                 "run %s of %r (thread %s): interrupted", run.run_id, self.agent_id, thread_id
             )
@@ -554,7 +557,8 @@ class Agent:
             raise
         except Exception as exc:
             code = getattr(exc, "code", type(exc).__name__)
-            history.record(timeline_kind, f"error:{code}", ran=run.ran)
+            if entry is None:  # a commit hook that fails leaves the committed run's entry
+                history.record(timeline_kind, f"error:{code}", ran=run.ran)
             logger.debug("run %s of %r (thread %s): %s", run.run_id, self.agent_id, thread_id, code)
             release()
             yield RunErrorEvent(run_id=run.run_id, error=exc)
@@ -598,23 +602,9 @@ class Agent:
 
     def _constructor_kwargs(self) -> dict[str, Any]:
         """This agent's constructor arguments (for clones and branches)."""
-        return {
-            "model": self.model,
-            "tools": self.tools,
-            "system_prompt": self.system_prompt,
-            "memory": self.memory,
-            "conversation_manager": self.conversation_manager,
-            "session_manager": self.session_manager,
-            "initial_messages": self.initial_messages,
-            "state": self.state.to_dict(),
-            "middleware": self.middleware,
-            "response_format": self.response_format,
-            "output_version": self.output_version,
-            "decide": self.decide,
-            "agent_id": self.agent_id,
-            "max_turns": self.max_turns,
-            "output_retries": self.output_retries,
-        }
+        kwargs = {name: getattr(self, name) for name in _CONSTRUCTOR_ATTRIBUTES}
+        kwargs["state"] = self.state.to_dict()
+        return kwargs
 
     # -- snapshots, editing, branches ---------------------------------------------------
 
@@ -686,6 +676,26 @@ class Agent:
         return (
             f"Agent(agent_id={self.agent_id!r}, model={self.model!r:.60}, tools={len(self.tools)})"
         )
+
+
+#: The constructor arguments of a clone or a branch, each read back from the agent's
+#: attribute of the same name (and ``state``, as a copy).
+_CONSTRUCTOR_ATTRIBUTES = (
+    "model",
+    "tools",
+    "system_prompt",
+    "memory",
+    "conversation_manager",
+    "session_manager",
+    "initial_messages",
+    "middleware",
+    "response_format",
+    "output_version",
+    "decide",
+    "agent_id",
+    "max_turns",
+    "output_retries",
+)
 
 
 async def _result(events: AsyncGenerator[AgentEvent, None]) -> RunResult:

@@ -1,46 +1,19 @@
-"""The agent's timeline: an append-only record of runs, edits, branches, resumes, snapshots."""
+"""The agent's timeline: an append-only record of runs, edits, branches, resumes, snapshots.
+
+Entries (:class:`~framework_agents.timeline.TimelineEntry`) are shared with the session,
+which saves them with the agent's history and gives them back on restore
+(:meth:`Timeline.merge`).
+"""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from datetime import UTC, datetime
-from typing import Literal
 
-from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, field_validator
-
-from .._util import as_utc
 from ..errors import InvalidArgumentError
 from ..messages import ToolCall
+from ..timeline import TimelineEntry, TimelineKind
 
 __all__ = ["Timeline", "TimelineEntry", "TimelineKind"]
-
-TimelineKind = Literal["run", "edit", "branch", "resume", "snapshot"]
-
-
-def _now() -> datetime:
-    return datetime.now(UTC)
-
-
-class TimelineEntry(BaseModel):
-    """One event of an agent's life: ``rev`` counts from 1, ``at`` is UTC.
-
-    ``ran`` lists the approval calls (``requires_approval`` tools a decision let run) that
-    ran during a run or resume, with the arguments they actually ran with: after a
-    bare-name approval of a re-issued call, these may differ from what a human was shown.
-    """
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    rev: int = Field(ge=1)
-    kind: TimelineKind
-    label: str | None = None
-    at: AwareDatetime = Field(default_factory=_now)
-    ran: tuple[ToolCall, ...] = ()
-
-    @field_validator("at")
-    @classmethod
-    def _utc(cls, value: datetime) -> datetime:
-        return as_utc(value, "at")
 
 
 class Timeline:
@@ -76,3 +49,34 @@ class Timeline:
     def entries(self) -> list[TimelineEntry]:
         """A copy of the entries, oldest first."""
         return list(self._entries)
+
+    @property
+    def shared_entries(self) -> list[TimelineEntry]:
+        """The entries themselves (shared, never to be mutated: :meth:`entries` copies).
+
+        What a save hands the session, which copies what it keeps: a copy here would
+        touch every entry once more each run.
+        """
+        return self._entries
+
+    def merge(self, stored: Sequence[TimelineEntry]) -> None:
+        """Make this timeline ``stored`` (a session's, revs growing) followed by what it lacks.
+
+        ``stored`` keeps its entries and their revs: others may have read them. Entries
+        of this timeline that ``stored`` lacks (recorded before a restore, or by a run
+        whose save another writer's beat) follow, in their order, each keeping its rev
+        when that still grows, else taking the next one. An entry is the same as a stored
+        one when equal in every field, so merging the same ``stored`` again changes
+        nothing. ``rev`` never shrinks: the merged timeline ends at or past both.
+        """
+        merged = list(stored)
+        at_rev = {(e.rev, e.at): e for e in merged}
+        last = merged[-1].rev if merged else 0
+        for entry in self._entries:
+            if at_rev.get((entry.rev, entry.at)) == entry:
+                continue
+            if entry.rev <= last:
+                entry = entry.model_copy(update={"rev": last + 1})
+            merged.append(entry)
+            last = entry.rev
+        self._entries = merged

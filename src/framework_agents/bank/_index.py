@@ -19,6 +19,13 @@ A query is ranked in three steps:
 Ties go to the newer ``valid_from``, then to the smaller id: the order is a pure function
 of the records, the same on every backend. Scores are rounded to 9 decimals first, so
 floating-point noise from a different insertion order never reorders them.
+
+Only what can reach the ``k`` best is worked out, and the result is the same as scoring
+every record: BM25 reads the query's terms rarest first and stops reading postings once
+the terms left could not lift a record they alone match into the best (MaxScore, see
+:meth:`BankIndex._words`); neighbours are worked out only for the turns that can reach
+the ``k``-th best score (:meth:`BankIndex._with_neighbours`); and only the records at or
+above the ``k``-th best score are sorted (:meth:`BankIndex._top`).
 """
 
 from __future__ import annotations
@@ -52,6 +59,8 @@ MAX_QUERY_TOKENS = 256
 #: How many records of each ranking take part in the fusion (at least ``4 * k``).
 FUSION_DEPTH = 200
 EPISODE = "episode"
+#: Half the step of the 9-decimal rounding that scores are compared at, and a bit more.
+_EPSILON = 1e-9
 
 
 @dataclass(slots=True)
@@ -92,6 +101,40 @@ class Filter:
             metadata = row.metadata
             return all(k in metadata and metadata[k] == v for k, v in self.where.items())
         return True
+
+
+def _nothing(record_id: str) -> float:
+    return 0.0
+
+
+@dataclass(frozen=True, slots=True)
+class _Bm25:
+    """A query's term weights (idf) over the index as it is."""
+
+    docs: dict[str, _Doc]
+    weights: dict[str, float]
+    average: float
+
+    def add(self, score: float, record_id: str, terms: list[str]) -> float:
+        """``score`` plus what ``terms`` (those of the query) add to the record's."""
+        doc = self.docs[record_id]
+        length = K1 * (1.0 - B + B * doc.length / self.average)
+        for term in terms:
+            tf = doc.terms.get(term)
+            if tf:
+                score += self.weights[term] * tf * (K1 + 1.0) / (tf + length)
+        return score
+
+
+@dataclass(frozen=True, slots=True)
+class _Scores:
+    """A ranking's scores, maybe without the records that cannot rank (see ``_words``)."""
+
+    scores: dict[str, float]
+    #: No record left out scores more than this (0.0: none left out).
+    bound: float = 0.0
+    #: The exact score of any record (only asked for records left out).
+    own: Callable[[str], float] = _nothing
 
 
 class _Vectors:
@@ -304,51 +347,127 @@ class BankIndex:
         self, query: str, seen: Filter, k: int, vector: Any | None
     ) -> list[tuple[Row, float]]:
         """The ``k`` best records for ``query`` among those ``seen`` passes."""
-        lexical = self._words(query, seen)
         meaning = self._meaning(vector, seen, k) if vector is not None else {}
         if meaning:
             depth = max(FUSION_DEPTH, 4 * k)
-            base: dict[str, float] = {}
+            lexical = self._words(query, seen, depth, 1.0).scores
+            fused: dict[str, float] = {}
             for ranking in (lexical, meaning):
-                for rank, record_id in enumerate(self._ranked(ranking)[:depth], start=1):
-                    base[record_id] = base.get(record_id, 0.0) + 1.0 / (RRF_K + rank)
+                for rank, record_id in enumerate(self._top(ranking, depth), start=1):
+                    fused[record_id] = fused.get(record_id, 0.0) + 1.0 / (RRF_K + rank)
+            scores = self._with_neighbours(_Scores(fused), seen, k)
         else:
-            base = lexical
-        scores = self._with_neighbours(base, seen)
-        ranked = self._ranked(scores)[:k]
-        return [(self._docs[i].row, scores[i]) for i in ranked]
+            # A turn left out of the k best by its own words may be lifted into them by
+            # a neighbour also left out: by at most NEIGHBOUR times as much again.
+            scores = self._with_neighbours(self._words(query, seen, k, 1.0 + NEIGHBOUR), seen, k)
+        return [(self._docs[i].row, scores[i]) for i in self._top(scores, k)]
 
-    def _ranked(self, scores: Mapping[str, float]) -> list[str]:
+    def _top(self, scores: Mapping[str, float], n: int) -> list[str]:
+        """The ``n`` best of ``scores`` in rank order (score to 9 decimals, newer, id).
+
+        Only the records whose score can reach the ``n``-th best are sorted: a cut found
+        with a heap, then the full order over the few at or above it.
+        """
         docs = self._docs
 
         def order(record_id: str) -> tuple[float, int, str]:
             return (-round(scores[record_id], 9), -docs[record_id].row.valid_from, record_id)
 
-        return sorted(scores, key=order)
+        if len(scores) <= n:
+            return sorted(scores, key=order)
+        # Rounding moves a score by at most 5e-10: nothing below the cut can tie with it.
+        cut = heapq.nlargest(n, scores.values())[-1] - _EPSILON
+        return sorted((i for i, s in scores.items() if s >= cut), key=order)[:n]
 
-    def _words(self, query: str, seen: Filter) -> dict[str, float]:
+    def _words(self, query: str, seen: Filter, n: int, lift: float) -> _Scores:
+        """BM25 scores of the records that can be among the ``n`` best.
+
+        Exact for every record that can rank in the ``n`` best even when its score is
+        raised ``lift`` times (a neighbour's lift); the others are left out. Which are
+        left out is found as in MaxScore (Turtle and Flood, 1995): a term adds less
+        than ``idf * (K1 + 1)`` to a score, so the query's terms are read rarest first,
+        and once the terms not read yet could add up to less than the ``n``-th best
+        score so far (divided by ``lift``), a record only they match cannot reach the
+        ``n`` best and their long postings are not read. The records read are completed
+        with the unread terms by lookup. A score is always summed rarest term first, so
+        it is the same number however far the reading went.
+        """
         terms = list(dict.fromkeys(tokenize(query)))[:MAX_QUERY_TOKENS]
         count = len(self._docs)
         if not terms or not count:
-            return {}
-        average = self._total_length / count or 1.0
-        docs = self._docs
-        scores: dict[str, float] = {}
-        visible: dict[str, bool] = {}
+            return _Scores({})
+        weights: dict[str, float] = {}
         for term in terms:
             posting = self._postings.get(term)
-            if not posting:
-                continue
-            idf = math.log(1.0 + (count - len(posting) + 0.5) / (len(posting) + 0.5))
-            for record_id, tf in posting.items():
-                sees = visible.get(record_id)
-                if sees is None:
-                    sees = visible[record_id] = seen.sees(docs[record_id].row)
-                if not sees:
-                    continue
+            if posting:
+                weights[term] = math.log(1.0 + (count - len(posting) + 0.5) / (len(posting) + 0.5))
+        rarest = sorted(weights, key=lambda t: (len(self._postings[t]), t))
+        bm25 = _Bm25(self._docs, weights, self._total_length / count or 1.0)
+        partial, read, rest = self._read(bm25, rarest, seen, n, lift)
+        if read == len(rarest):
+            return _Scores(partial)
+        unread = rarest[read:]
+        docs = self._docs
+
+        def own(record_id: str) -> float:
+            return bm25.add(0.0, record_id, rarest) if seen.sees(docs[record_id].row) else 0.0
+
+        scores = {i: bm25.add(s, i, unread) for i, s in partial.items()}
+        return _Scores(scores, rest, own)
+
+    def _read(
+        self, bm25: _Bm25, rarest: list[str], seen: Filter, n: int, lift: float
+    ) -> tuple[dict[str, float], int, float]:
+        """Partial scores from the postings of the first terms of ``rarest``.
+
+        Reads term after term until the terms left could not lift a record they alone
+        match into the ``n`` best; the partial scores (of records ``seen`` passes), how
+        many terms were read, and the most the unread terms can add to a score.
+        """
+        docs = self._docs
+        average = bm25.average
+        rest = sum(bm25.weights[t] * (K1 + 1.0) for t in rarest)
+        partial: dict[str, float] = {}
+        hidden: set[str] = set()
+        for read, term in enumerate(rarest, start=1):
+            idf = bm25.weights[term]
+            rest -= idf * (K1 + 1.0)
+            for record_id, tf in self._postings[term].items():
+                sofar = partial.get(record_id)
+                if sofar is None:
+                    if record_id in hidden:
+                        continue
+                    if not seen.sees(docs[record_id].row):
+                        hidden.add(record_id)
+                        continue
+                    sofar = 0.0
                 norm = tf + K1 * (1.0 - B + B * docs[record_id].length / average)
-                scores[record_id] = scores.get(record_id, 0.0) + idf * tf * (K1 + 1.0) / norm
-        return scores
+                partial[record_id] = sofar + idf * tf * (K1 + 1.0) / norm
+            if read < len(rarest) and len(partial) >= n:
+                # Partial sums are lower bounds: n records reach at least this.
+                floor = heapq.nlargest(n, partial.values())[-1]
+                if rest * lift < floor - 4 * _EPSILON:
+                    return partial, read, max(rest, 0.0)
+        return partial, len(rarest), 0.0
+
+    def _targets(self, scores: dict[str, float], floor: float, reach: float) -> set[str]:
+        """The records that may reach ``floor`` once lifted (by at most ``reach``).
+
+        Those whose own score may, and the neighbours of each record whose lift alone
+        reaches it.
+        """
+        docs = self._docs
+        targets: set[str] = set()
+        for record_id, score in scores.items():
+            if score + reach >= floor:
+                targets.add(record_id)
+            if NEIGHBOUR * score >= floor:
+                doc = docs[record_id]
+                if doc.prev is not None:
+                    targets.add(doc.prev)
+                if doc.next is not None:
+                    targets.add(doc.next)
+        return targets
 
     def _meaning(self, vector: Any, seen: Filter, k: int) -> dict[str, float]:
         vectors = self._vectors
@@ -371,24 +490,47 @@ class BankIndex:
                 break
         return out
 
-    def _with_neighbours(self, base: dict[str, float], seen: Filter) -> dict[str, float]:
-        if not base:
+    def _with_neighbours(self, base: _Scores, seen: Filter, k: int) -> dict[str, float]:
+        """``base`` with each conversation turn lifted by its best neighbour's score.
+
+        A turn's score becomes ``own + NEIGHBOUR * max(score of the turns beside it)``
+        (the lift is from its best neighbour, not the sum of both). Only the turns that
+        can reach the ``k`` best are worked out: a lift never lowers a score, so the
+        ``k``-th best base score is a floor the ``k`` best all reach, and a turn whose
+        own score plus the largest possible lift stays below it cannot be among them (it
+        keeps its base score, a lower bound). A record ``base`` left out (it scores at
+        most ``base.bound``) is scored only when that could change a lift.
+        """
+        if not base.scores:
             return {}
         docs = self._docs
-        scores = dict(base)
-        for record_id, score in base.items():
+        given = base.scores
+        best = heapq.nlargest(k, given.values())
+        floor = best[-1] - 4 * _EPSILON if len(best) == k else -math.inf
+        targets = self._targets(given, floor, NEIGHBOUR * max(best[0], base.bound))
+        scores = dict(given)
+        for record_id in targets:
             doc = docs[record_id]
             if doc.row.kind != EPISODE:
                 continue
+            lift = 0.0
+            left_out = []
             for other in (doc.prev, doc.next):
-                if other is None:
+                if other is not None:
+                    score = given.get(other)
+                    if score is None:
+                        left_out.append(other)
+                    else:
+                        lift = max(lift, score)
+            if lift < base.bound:
+                for other in left_out:
+                    lift = max(lift, base.own(other))
+            if lift <= 0.0:
+                continue
+            mine = given.get(record_id)
+            if mine is None:
+                if not seen.sees(doc.row):
                     continue
-                neighbour = docs[other]
-                if other not in base and not seen.sees(neighbour.row):
-                    continue
-                lift = NEIGHBOUR * score
-                own = base.get(other, 0.0)
-                # The lift a turn gets is from its best neighbour, not the sum of both.
-                best = max(scores.get(other, 0.0) - own, lift)
-                scores[other] = own + best
+                mine = base.own(record_id)
+            scores[record_id] = mine + NEIGHBOUR * lift
         return scores

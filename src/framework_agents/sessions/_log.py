@@ -33,7 +33,15 @@ from .._persist import (
 from ..errors import SnapshotCorruptError, StorageKeyInvalidError
 from ._base import digest
 
-__all__ = ["LogState", "append_log_at", "drop_log_at", "log_name", "read_log_at", "tag_of"]
+__all__ = [
+    "LogState",
+    "append_log_at",
+    "digest_tag",
+    "drop_log_at",
+    "log_name",
+    "read_log_at",
+    "tag_of",
+]
 
 _CLOEXEC = getattr(os, "O_CLOEXEC", 0)
 
@@ -45,9 +53,12 @@ def log_name(name: str) -> str:
 
 def tag_of(value: bytes | None, records: int, end: int) -> str | None:
     """The tag of a value with ``records`` log records ending at byte ``end``."""
-    if value is None:
-        return None
-    return digest(value) if records == 0 else f"{digest(value)}:{end}"
+    return None if value is None else digest_tag(digest(value), records, end)
+
+
+def digest_tag(value_digest: str, records: int, end: int) -> str:
+    """:func:`tag_of` a value whose digest is ``value_digest``."""
+    return value_digest if records == 0 else f"{value_digest}:{end}"
 
 
 class LogState:

@@ -52,7 +52,7 @@ from .._retention import AutoPrune, check_older_than, check_ttl
 from ..errors import InvalidArgumentError, LockTimeoutError, StorageKeyInvalidError
 from ._base import ArgumentTypeError, CompareAndPut, check_expected_tag, check_tag, digest
 from ._keys import is_valid_key, is_valid_segment, validate_key, validate_prefix
-from ._log import LogState, append_log_at, drop_log_at, log_name, read_log_at, tag_of
+from ._log import LogState, append_log_at, digest_tag, drop_log_at, log_name, read_log_at, tag_of
 from .memory_storage import as_bytes
 
 __all__ = ["LocalFileStorage"]
@@ -90,10 +90,6 @@ class _Blind:
 
 
 _BLIND = _Blind()
-
-
-def _tag(value_digest: str, records: int, end: int) -> str:
-    return value_digest if records == 0 else f"{value_digest}:{end}"
 
 
 def _lexists(dfd: int, name: str) -> bool:
@@ -678,7 +674,7 @@ class LocalFileStorage(CompareAndPut, AutoPrune):
                 log = read_log_at(key, dfd, name, value)
                 value_digest = None if value is None else digest(value)
                 count, end = len(log.records), log.end
-            found = None if value_digest is None else _tag(value_digest, count, end)
+            found = None if value_digest is None else digest_tag(value_digest, count, end)
             check_tag(key, found, expected)
             assert value_digest is not None  # a tag names a value
             end = append_log_at(dfd, name, value_digest, log, record)
@@ -688,7 +684,7 @@ class LocalFileStorage(CompareAndPut, AutoPrune):
                 count + 1,
                 end,
             )
-            return _tag(value_digest, count + 1, end)
+            return digest_tag(value_digest, count + 1, end)
         finally:
             if lock is not None:
                 os.close(lock)

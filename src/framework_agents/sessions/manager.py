@@ -12,12 +12,13 @@ Session and agent ids become key segments, so they obey the storage segment rule
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import operator
+from collections.abc import Mapping, Sequence
 from typing import Any
 
-from pydantic import ValidationError
+from pydantic import TypeAdapter, ValidationError
 
-from .._persist import plain_messages, stored_prefix
+from .._persist import plain_messages, shared_prefix, stored_prefix
 from ..errors import (
     AgentError,
     InvalidArgumentError,
@@ -25,6 +26,7 @@ from ..errors import (
     SnapshotMissingError,
 )
 from ..messages import Message
+from ..timeline import TimelineEntry
 from ._base import ArgumentTypeError, Storage, as_logged, digest, swap
 from ._keys import validate_segment
 from .snapshot import (
@@ -48,19 +50,139 @@ FOLD_RATIO = 0.5
 #: ...and this many bytes.
 FOLD_MIN_BYTES = 64 << 10
 
+_ID = operator.attrgetter("id")
+
+#: Serialises timeline entries as a snapshot stores them (to weigh a stored timeline).
+_ENTRIES: TypeAdapter[list[TimelineEntry]] = TypeAdapter(list[TimelineEntry])
+
 
 def _apply(snapshot: Snapshot, record: bytes, source: str) -> Snapshot:
-    """``snapshot`` with one log record applied: keep N messages, then the record's."""
+    """``snapshot`` with one log record applied: keep N messages, then the record's.
+
+    A record opens with ``N``, the stored messages it keeps from the front, or, when it
+    holds a timeline, also ``D:N``: it keeps stored messages D to N (a window that slid).
+    Its other fields replace the snapshot's, but for ``timeline``: present, it holds the
+    entries appended to the snapshot's (revs growing on); absent, there is none.
+    """
     head, sep, body = record.partition(b"\n")
-    if not sep or not head.isdigit():
+    drop_head, colon, keep_head = head.rpartition(b":")
+    if not sep or not keep_head.isdigit() or (colon and not drop_head.isdigit()):
         raise SnapshotCorruptError(f"{source}: a log record has no message count")
-    keep = int(head)
+    drop, keep = int(drop_head or b"0"), int(keep_head)
     delta = Snapshot.from_json(body, source=f"{source} (log record)")
     base = snapshot.data.messages or []
-    if keep > len(base) or delta.data.messages is None:
+    if keep > len(base) or drop > keep or delta.data.messages is None:
         raise SnapshotCorruptError(f"{source}: a log record keeps {keep} of {len(base)} messages")
-    messages = [*base[:keep], *delta.data.messages]
-    return delta.model_copy(update={"data": delta.data.model_copy(update={"messages": messages})})
+    appended = delta.data.timeline
+    if colon and appended is None:
+        raise SnapshotCorruptError(f"{source}: a log record drops messages but has no timeline")
+    update: dict[str, Any] = {"messages": [*base[drop:keep], *delta.data.messages]}
+    if appended is not None:
+        stored = snapshot.data.timeline or []
+        if stored and appended and appended[0].rev <= stored[-1].rev:
+            raise SnapshotCorruptError(
+                f"{source}: a log record's timeline goes back to rev {appended[0].rev} "
+                f"after {stored[-1].rev}"
+            )
+        update["timeline"] = [*stored, *appended]
+    return delta.model_copy(update={"data": delta.data.model_copy(update=update)})
+
+
+def _slid(stored: list[Message], messages: Sequence[Message]) -> int:
+    """How many stored messages a window dropped from the front (0: none, or not a window).
+
+    That is, when ``messages`` goes on with all the stored messages after those.
+    """
+    if len(stored) < 2 or not messages:
+        return 0
+    try:
+        drop = list(map(_ID, stored)).index(messages[0].id, 1)
+    except ValueError:
+        return 0
+    rest = stored[drop:]
+    return drop if shared_prefix(rest, messages) == len(rest) else 0
+
+
+def _kept_entries(
+    stored: list[TimelineEntry] | None, timeline: list[TimelineEntry] | None
+) -> int | None:
+    """How many leading entries of ``timeline`` are ``stored`` (all of them), else ``None``.
+
+    ``None`` also when ``timeline`` is absent but ``stored`` is not: a record cannot say
+    the timeline is gone. ``stored`` (the manager's own list) is compared extended by the
+    new entries, in place and cut back: entries the agent restored or saved are the stored
+    objects, so two lists of pointers are compared and no entry is touched (a slice
+    would touch every one, a cache miss each on a long timeline).
+    """
+    if timeline is None:
+        return 0 if stored is None else None
+    if stored is None:
+        return 0
+    n = len(stored)
+    if len(timeline) < n:
+        return None
+    stored += timeline[n:]
+    try:
+        same = stored == timeline
+    finally:
+        del stored[n:]
+    return n if same else None
+
+
+def _kept_list(
+    stored: list[TimelineEntry] | None, timeline: list[TimelineEntry], kept: int
+) -> list[TimelineEntry]:
+    """``stored`` (the manager's own list) extended by what ``timeline`` adds past ``kept``.
+
+    Where ``timeline`` holds equal copies of the stored entries, the list takes its
+    objects, so the next comparison is by pointer again.
+    """
+    if stored is None:
+        return list(timeline)
+    if kept and timeline[kept - 1] is not stored[-1]:
+        stored[:] = timeline[:kept]
+    stored += timeline[kept:]
+    return stored
+
+
+def _tails(
+    items: list[Message] | None,
+    keep: int,
+    entries: list[TimelineEntry] | None,
+    kept: int,
+    state: dict[str, Any] | None,
+    system_prompt: str | None,
+) -> SnapshotData | None:
+    """``SnapshotData`` validating only past the ``keep`` / ``kept`` stored list items.
+
+    ``items`` and ``entries`` are the caller's own copies, completed in place.
+
+    ``None`` when what is new does not validate, or the timeline's revs do not grow past
+    the stored ones: the caller validates the whole, which names the problem.
+    """
+    try:
+        data = SnapshotData(
+            items if items is None else items[keep:],
+            state,
+            system_prompt,
+            timeline=entries if entries is None else entries[kept:],
+        )
+    except (ValidationError, AgentError):
+        return None
+    if keep:
+        assert items is not None
+        del items[keep:]
+        items += data.messages or []
+        data.messages = items
+    if kept:
+        assert entries is not None
+        added = data.timeline or []
+        if added and added[0].rev <= entries[kept - 1].rev:
+            return None
+        del entries[kept:]
+        entries += added
+        data.timeline = entries
+    return data
 
 
 class _Unread:
@@ -93,9 +215,12 @@ class SessionManager:
         # Digest of the latest snapshot as this manager last read or wrote it (None: there
         # was none); _UNREAD until then (the first write is then a plain put).
         self._latest: str | _Unread | None = _UNREAD
-        # The messages of the latest snapshot as this manager last read or wrote them (the
-        # prefix a delta extends), and the bytes of its stored value and of its log.
+        # The messages and timeline of the latest snapshot as this manager last read or
+        # wrote them (what a delta keeps), and the bytes of its stored value and of its log.
         self._messages: list[Message] | None = None
+        self._timeline: list[TimelineEntry] | None = None
+        # The bytes of ``_timeline`` stored, once a save needed them (None: not yet weighed).
+        self._timeline_bytes: int | None = None
         # Whether ``_messages`` are all plain (``plain_messages``): only then may a prefix
         # check trust them (a message class with an ``==`` of its own decides it).
         self._plain = True
@@ -136,7 +261,11 @@ class SessionManager:
         is), and ``snapshot``'s
         messages extending the ones this manager last read or wrote, only the new messages
         and the other fields are appended (one record, one ``fdatasync`` on disk); the
-        whole snapshot is stored again once the log outgrows half of it. On by default
+        whole snapshot is stored again once the log outgrows half of it. A ``timeline``
+        is appended the same way: the record holds the entries added since, and when
+        the messages do not extend (a window cut them) the record holds the messages
+        whole but still only the new entries, so a save never writes the whole timeline
+        again but when the log is folded. On by default
         (``append=False`` turns it off): ``snapshot_latest.json`` alone then no longer
         holds the latest state (readers must go through :meth:`load_latest`, which always
         applies a log it finds), so it is stored with ``schema_version`` 2 on such a
@@ -167,40 +296,78 @@ class SessionManager:
         self._remember(snapshot, len(data), 0)
 
     async def _append_latest(self, snapshot: Snapshot) -> bool:
-        """Append a delta record when the storage can and the history extends; else False."""
+        """Append a delta record when the storage can and it keeps what is stored; else False.
+
+        The record keeps the stored messages: all of them (the history extends), or, to
+        keep a stored timeline, those after the front a window dropped, else the prefix
+        they share; and the stored timeline entries.
+        """
         logged = self._logged
         known, messages, new = self._latest, self._messages, snapshot.data.messages
         if logged is None or not isinstance(known, str) or messages is None or new is None:
             return False
         if not self._plain:  # its record cannot be trusted by a prefix check
             return False
-        keep = len(messages)
-        if stored_prefix(messages, new) != keep:
+        timeline = snapshot.data.timeline
+        kept = _kept_entries(self._timeline, timeline)
+        if kept is None:
             return False
+        keep, drop = stored_prefix(messages, new), 0
+        cut = keep != len(messages)
+        if cut and not kept:
+            return False  # nothing stored is kept: publishing costs no more
+        if cut:
+            drop = _slid(messages, new)
+            keep = len(messages) if drop else keep
+        added = new[keep - drop :]
+        update: dict[str, Any] = {"messages": list(added)}
+        if timeline is not None:
+            update["timeline"] = timeline[kept:]
         delta = Snapshot(
-            snapshot.data.model_copy(update={"messages": list(new[keep:])}),
+            snapshot.data.model_copy(update=update),
             app_data=snapshot.app_data,
             snapshot_id=snapshot.snapshot_id,
             created_at=snapshot.created_at,
         )
-        record = b"%d\n" % keep + delta.to_json()
+        head = b"%d:%d\n" % (drop, keep) if drop else b"%d\n" % keep
+        record = head + delta.to_json()
         if self._log_bytes + len(record) > max(FOLD_RATIO * self._base_bytes, FOLD_MIN_BYTES):
             return False
+        if cut and 2 * len(record) >= self._stored_timeline_bytes():
+            # Each byte appended costs about two more at the next fold: a record instead
+            # of the whole snapshot pays once the timeline it keeps outweighs that.
+            return False
         self._latest = await logged.append_logged(self.latest_key, record, known)
-        messages += new[keep:]  # its own list: extended, never copied (the history's size)
-        self._plain = plain_messages(new[keep:])
+        del messages[keep:]
+        del messages[:drop]
+        messages += added  # its own list: extended, never copied (the history's size)
+        self._plain = plain_messages(added)
+        if timeline is not None:
+            if self._timeline_bytes is not None and kept:
+                self._timeline_bytes += len(_ENTRIES.dump_json(timeline[kept:]))
+            else:
+                self._timeline_bytes = None
+            self._timeline = _kept_list(self._timeline, timeline, kept)
         self._log_bytes += len(record)
         return True
+
+    def _stored_timeline_bytes(self) -> int:
+        """The bytes the stored timeline takes in a snapshot (weighed once, then kept up)."""
+        if self._timeline_bytes is None:
+            self._timeline_bytes = len(_ENTRIES.dump_json(self._timeline or []))
+        return self._timeline_bytes
 
     def _remember(
         self, snapshot: Snapshot, base_bytes: int, log_bytes: int, *, parsed: bool = False
     ) -> None:
-        """Keep ``snapshot``'s messages as the stored ones.
+        """Keep ``snapshot``'s messages and timeline as the stored ones.
 
         ``parsed``: read from JSON, so plain by construction (no look at each of them).
         """
-        messages = snapshot.data.messages
+        messages, timeline = snapshot.data.messages, snapshot.data.timeline
         self._messages = None if messages is None else list(messages)
+        self._timeline = None if timeline is None else list(timeline)
+        self._timeline_bytes = None
         self._plain = parsed or messages is None or plain_messages(messages)
         self._base_bytes = base_bytes
         self._log_bytes = log_bytes
@@ -210,39 +377,43 @@ class SessionManager:
         messages: list[Message] | None = None,
         state: dict[str, Any] | None = None,
         system_prompt: str | None = None,
+        *,
+        timeline: list[TimelineEntry] | None = None,
     ) -> SnapshotData:
-        """``SnapshotData(messages, state, system_prompt)``, checking only what is new.
+        """``SnapshotData(messages, state, system_prompt, timeline=...)``, checking what is new.
 
-        The messages this manager last read or wrote are known plain JSON: when
-        ``messages`` starts with those same objects, only the rest is checked, so building
-        the next latest snapshot costs what the run added (what ``Agent`` does each run).
-        Same errors as the constructor (``STATE_NOT_JSON``).
+        The messages and timeline entries this manager last read or wrote are known
+        valid: when ``messages`` (``timeline``) starts with those same objects, only the
+        rest is checked, so building the next latest snapshot costs what the run added
+        (what ``Agent`` does each run). Same errors as the constructor (``STATE_NOT_JSON``).
         """
         stored = self._messages if self._plain else None
-        # The manager's own copy: user code the comparison runs (a value's ``__eq__``)
+        # The manager's own copies: user code the comparison runs (a value's ``__eq__``)
         # cannot change what was compared.
         items = list(messages) if type(messages) is list else None
+        keep = 0
         if (
             items is not None
             and stored
             and len(stored) <= len(items)
             and stored_prefix(stored, items) == len(stored)
         ):
+            keep = len(stored)
+        entries = list(timeline) if type(timeline) is list else None
+        kept = (_kept_entries(self._timeline, entries) or 0) if entries is not None else 0
+        lists = (items is not None or messages is None) and (
+            entries is not None or timeline is None
+        )
+        if (keep or kept) and lists:
             # Validated when stored: pydantic would look at every one of them again (a
             # cache miss each on a long history), a copy of the list only counts
             # references. (Not a wrap validator: in a JSON parse that would build every
             # message as a dict first.)
-            try:
-                data = SnapshotData(items[len(stored) :], state, system_prompt)
-            except (ValidationError, AgentError):
-                pass  # raised again below, naming the index in the whole list
-            else:
-                del items[len(stored) :]
-                items += data.messages or []
-                data.messages = items
-                return data
+            data = _tails(items, keep, entries, kept, state, system_prompt)
+            if data is not None:
+                return data  # else raised again below, naming the index in the whole list
         with stored_messages(stored):
-            return SnapshotData(messages, state, system_prompt)
+            return SnapshotData(messages, state, system_prompt, timeline=timeline)
 
     async def load_latest(self) -> Snapshot | None:
         """The latest snapshot, or ``None`` when the session has none (``SNAPSHOT_CORRUPT``)."""
@@ -255,6 +426,8 @@ class SessionManager:
         if raw is None:
             self._latest = None
             self._messages = None
+            self._timeline = None
+            self._timeline_bytes = None
             return None
         source = f"snapshot {self.latest_key!r}"
         snapshot = Snapshot.from_json(raw, source=source)

@@ -9,9 +9,9 @@ from datetime import timedelta
 
 from .._retention import AutoPrune, check_older_than, check_ttl
 from ..errors import StorageKeyInvalidError
-from ._base import ArgumentTypeError, CompareAndPut, check_expected_tag, check_tag
+from ._base import ArgumentTypeError, CompareAndPut, check_expected_tag, check_tag, digest
 from ._keys import validate_key, validate_prefix
-from ._log import tag_of
+from ._log import digest_tag
 
 __all__ = ["InMemoryStorage", "as_bytes"]
 
@@ -44,6 +44,9 @@ class InMemoryStorage(CompareAndPut, AutoPrune):
         self._written: dict[str, float] = {}
         # Records appended to a value since it was stored (see ``sessions._log``).
         self._logs: dict[str, builtins.list[bytes]] = {}
+        # The digest of each stored value, made once it is asked for: an append then
+        # costs its record, not a hash of the value it follows.
+        self._digests: dict[str, str] = {}
 
     @staticmethod
     def _ancestors(segments: builtins.list[str]) -> builtins.list[str]:
@@ -67,6 +70,7 @@ class InMemoryStorage(CompareAndPut, AutoPrune):
             for parent in ancestors:
                 self._dirs[parent] += 1
         self._logs.pop(key, None)  # a stored value starts a new log
+        self._digests.pop(key, None)
         self._data[key] = value
         self._written[key] = time.time()
         await self._after_write()
@@ -98,8 +102,14 @@ class InMemoryStorage(CompareAndPut, AutoPrune):
         return tag
 
     def _tag(self, key: str) -> str | None:
+        value = self._data.get(key)
+        if value is None:
+            return None
+        value_digest = self._digests.get(key)
+        if value_digest is None:
+            value_digest = self._digests[key] = digest(value)
         records = len(self._logs.get(key, ()))
-        return tag_of(self._data.get(key), records, records)
+        return digest_tag(value_digest, records, records)
 
     async def get(self, key: str) -> bytes | None:
         """The bytes under ``key``, or ``None``."""
@@ -111,6 +121,7 @@ class InMemoryStorage(CompareAndPut, AutoPrune):
         segments = validate_key(key)
         self._logs.pop(key, None)
         self._written.pop(key, None)
+        self._digests.pop(key, None)
         if self._data.pop(key, None) is None:
             return
         for parent in self._ancestors(segments):

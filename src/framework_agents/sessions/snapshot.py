@@ -5,8 +5,13 @@ Stored form (one JSON document)::
     {"schema_version": 1,
      "snapshot_id": "0190f6c2-...",           # UUIDv7: time-ordered
      "created_at": "2024-07-01T12:00:00Z",    # timezone-aware UTC
-     "data": {"messages": [...], "state": {...}, "system_prompt": "..."},  # present fields only
+     "data": {"messages": [...], "state": {...}, "system_prompt": "...",
+              "timeline": [...]},             # present fields only
      "app_data": <any JSON value or null>}
+
+``timeline`` (the agent's :class:`~framework_agents.timeline.TimelineEntry` list, revs
+growing) is what an agent's session save adds; no preset selects it and a snapshot
+without it (every one stored before it existed) reads as before.
 
 Schema-version policy: a reader accepts every version up to :data:`SNAPSHOT_FORMAT_VERSION`
 and refuses a newer one with ``SNAPSHOT_CORRUPT`` instead of guessing; unknown keys are an
@@ -60,6 +65,7 @@ from ..messages import (
     summary_repr_args,
     validate_into,
 )
+from ..timeline import TimelineEntry
 
 __all__ = [
     "PLAIN_SNAPSHOT_FORMAT_VERSION",
@@ -81,7 +87,8 @@ __all__ = [
 SNAPSHOT_FORMAT_VERSION = 2
 #: The version of every other snapshot (no log follows it): every release reads it.
 PLAIN_SNAPSHOT_FORMAT_VERSION = 1
-#: The fields a snapshot can carry.
+#: The fields a snapshot's owner selects (``select_snapshot_fields``); an agent's session
+#: save adds its ``timeline`` besides.
 SNAPSHOT_FIELDS = frozenset({"messages", "state", "system_prompt"})
 #: Named bundles of fields for ``select_snapshot_fields``.
 SNAPSHOT_PRESETS: dict[str, frozenset[str]] = {"session": frozenset({"messages", "state"})}
@@ -147,11 +154,11 @@ def _require_json(value: Any, what: str) -> Any:
     return value
 
 
-#: Messages whose metadata and tool-call arguments were found plain JSON, by ``id()``
-#: (weakly: an entry goes with its message, so an id reused later is never mistaken).
-#: Messages are immutable once made (docs/agent.md), so a message checked once stays
+#: Messages (and timeline entries) whose metadata and tool-call arguments were found plain
+#: JSON, by ``id()`` (weakly: an entry goes with its object, so an id reused later is never
+#: mistaken). Both are immutable once made (docs/agent.md), so one checked once stays
 #: checked: a session's next snapshot checks what the run added, not the history again.
-_JSON_CHECKED: dict[int, weakref.ref[Message]] = {}
+_JSON_CHECKED: dict[int, weakref.ref[BaseModel]] = {}
 
 
 #: Messages known stored, while ``stored_messages`` holds them: a prefix of a new
@@ -175,29 +182,34 @@ def stored_messages(messages: Sequence[Message] | None) -> Iterator[None]:
 #: (``Snapshot._canonical_sliced``); a smaller one is parsed whole, which is as fast.
 _SLICED_BYTES = 4 * PARSE_SLICE
 #: What can follow the messages array of a stored snapshot (``SnapshotData``'s fields
-#: in order, absent ones left out).
-_MESSAGES_CLOSINGS = (b'],"state":', b'],"system_prompt":', b']},"app_data":')
+#: in order, absent ones left out): another field of the data, else the data's end. The
+#: end is tried only when no field follows: a timeline, a list too, ends the same way,
+#: and cutting from the messages to its end leaves a shell that reads back.
+_MESSAGES_CLOSINGS = (b'],"state":', b'],"system_prompt":', b'],"timeline":')
+_MESSAGES_END = (b']},"app_data":',)
 
 #: The validation context of a parse of stored bytes (``Snapshot._canonical``).
 _STORED_BYTES: dict[str, bool] = {"stored_bytes": True}
 
 _METADATA = operator.attrgetter("metadata")
 _TOOL_CALLS = operator.attrgetter("tool_calls")
+_RAN = operator.attrgetter("ran")
+_REV = operator.attrgetter("rev")
 
 
-def _checked_before(msg: Message) -> bool:
-    ref = _JSON_CHECKED.get(id(msg))
-    return ref is not None and ref() is msg
+def _checked_before(item: BaseModel) -> bool:
+    ref = _JSON_CHECKED.get(id(item))
+    return ref is not None and ref() is item
 
 
-def _mark_checked(msg: Message) -> None:
-    key = id(msg)
+def _mark_checked(item: BaseModel) -> None:
+    key = id(item)
 
-    def gone(ref: weakref.ref[Message]) -> None:
+    def gone(ref: weakref.ref[BaseModel]) -> None:
         if _JSON_CHECKED.get(key) is ref:
             del _JSON_CHECKED[key]
 
-    _JSON_CHECKED[key] = weakref.ref(msg, gone)
+    _JSON_CHECKED[key] = weakref.ref(item, gone)
 
 
 # -- models ---------------------------------------------------------------------------
@@ -218,6 +230,7 @@ class SnapshotData(BaseModel):
     messages: list[Message] | None = Field(None, exclude_if=_absent)
     state: dict[str, Any] | None = Field(None, exclude_if=_absent)
     system_prompt: str | None = Field(None, exclude_if=_absent)
+    timeline: list[TimelineEntry] | None = Field(None, exclude_if=_absent)
 
     @constructor_only  # parsing a stored snapshot need not go through Python
     def __init__(
@@ -225,12 +238,14 @@ class SnapshotData(BaseModel):
         messages: list[Message] | None = None,
         state: dict[str, Any] | None = None,
         system_prompt: str | None = None,
+        *,
+        timeline: list[TimelineEntry] | None = None,
         **extra: Any,
     ) -> None:
         """Create it; arguments are described in the class docstring."""
         # Positionally in API.md's order or by keyword; ``extra`` only exists so that an
         # unknown field is pydantic's ValidationError.
-        extra.update(messages=messages, state=state, system_prompt=system_prompt)
+        extra.update(messages=messages, state=state, system_prompt=system_prompt, timeline=timeline)
         validate_into(self, extra)
 
     @field_validator("state")
@@ -279,14 +294,40 @@ class SnapshotData(BaseModel):
             _mark_checked(msg)
         return value
 
+    @field_validator("timeline")
+    @classmethod
+    def _timeline_grows(
+        cls, value: list[TimelineEntry] | None, info: ValidationInfo
+    ) -> list[TimelineEntry] | None:
+        # Revs grow (what ``Timeline.merge`` relies on), and the arguments of the calls an
+        # entry says ran are plain JSON, each entry looked at once (``_JSON_CHECKED``).
+        if not value:
+            return value
+        revs = list(map(_REV, value))
+        if any(map(operator.ge, revs, revs[1:])):
+            raise ValueError(f"timeline revs must grow, not {revs}")
+        if info.context is _STORED_BYTES:
+            return value
+        for i in itertools.compress(range(len(value)), map(bool, map(_RAN, value))):
+            entry = value[i]
+            if _checked_before(entry):
+                continue
+            for j, call in enumerate(entry.ran):
+                _require_json(call.args, f"timeline[{i}].ran[{j}].args")
+            _mark_checked(entry)
+        return value
+
     @property
     def fields(self) -> set[str]:
-        """The names of the fields this snapshot carries."""
+        """The names of the selectable fields (``SNAPSHOT_FIELDS``) this snapshot carries.
+
+        A ``timeline`` is not one of them: it is the agent's, added by its session save.
+        """
         return {name for name in SNAPSHOT_FIELDS if getattr(self, name) is not None}
 
     def __repr_args__(self) -> Iterator[tuple[str | None, Any]]:
         """pydantic's, with a long message list shown by its ends and length."""
-        return summary_repr_args(super().__repr_args__(), ("messages",))
+        return summary_repr_args(super().__repr_args__(), ("messages", "timeline"))
 
 
 #: ``Snapshot(...)`` arguments left out (an explicit ``None`` is invalid, as when stored).
@@ -403,7 +444,10 @@ class Snapshot(BaseModel):
         same way. No validator of a snapshot looks at its messages but the plain-JSON
         one, which a stored document skips (``_STORED_BYTES``).
         """
-        split = split_messages(raw, b'"data":{"messages":[', _MESSAGES_CLOSINGS, cls._shell)
+        opening = b'"data":{"messages":['
+        split = split_messages(raw, opening, _MESSAGES_CLOSINGS, cls._shell)
+        if split is None:
+            split = split_messages(raw, opening, _MESSAGES_END, cls._shell)
         if split is None:
             return None
         messages, shell = split

@@ -341,14 +341,7 @@ class RedisBankBackend:
             if not rows:
                 return None
             last = rows[0]
-            row = replace(
-                last,
-                revision=last.revision + 1,
-                text=last.text if change.text is None else change.text,
-                vector=last.vector if change.text is None else change.vector,
-                metadata=last.metadata if change.metadata is None else change.metadata,
-                recorded_at=change.recorded_at,
-            )
+            row = change.after(last)
             args = [self._p, record_id, last.revision, _revision_json(row)]
             reply = await self._script("REVISE", self._writes, [*args, *_vector_args(row.vector)])
             status = self._status(reply)

@@ -13,6 +13,7 @@ from typing import Any, Protocol, TypeVar
 
 import pytest
 
+from ..bank import MemoryBank
 from ..errors import AgentError
 from ..memory._base import Memory
 from ..messages import Message, ReasoningBlock, TextBlock, ToolCall
@@ -25,8 +26,11 @@ __all__ = [
     "StoreFactory",
     "T",
     "_alternating",
+    "_bank_run",
     "_code",
+    "_fixed_id",
     "_needs",
+    "_present",
     "_rich_history",
     "_run",
     "_spawn",
@@ -80,6 +84,18 @@ def _run(factory: StoreFactory, body: Callable[[Store], Awaitable[T]]) -> T:
             await store.close()
 
     return asyncio.run(main())
+
+
+def _bank_run(factory: StoreFactory, body: Callable[[MemoryBank], Awaitable[T]]) -> T:
+    async def on_store(store: Store) -> T:
+        return await body(store.bank())
+
+    return _run(factory, on_store)
+
+
+def _fixed_id(n: int) -> str:
+    """A record id fixed by ``n`` (32 hex digits, like the ids a bank makes)."""
+    return f"{n:032x}"
 
 
 def _code(call: Callable[[], Coroutine[Any, Any, Any]]) -> Callable[[], Awaitable[str | None]]:
@@ -141,6 +157,13 @@ def _alternating(n: int) -> list[Message]:
 def _needs(condition: bool, reason: str) -> None:
     if not condition:
         pytest.skip(f"capability missing: {reason}")
+
+
+def _present(value: T | None, reason: str) -> T:
+    """``value``; the test is skipped when it is ``None`` (a capability the store lacks)."""
+    if value is None:
+        pytest.skip(f"capability missing: {reason}")
+    return value
 
 
 def _spawn(target: Callable[..., None], *args: Any) -> tuple[Any, Any]:
