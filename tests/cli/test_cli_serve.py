@@ -35,6 +35,18 @@ def _free_port() -> int:
         return port
 
 
+def _started(process: subprocess.Popen[str]) -> list[str]:
+    """The server's log lines up to the one saying it listens (a failure if it never does)."""
+    assert process.stderr is not None
+    seen = []
+    for line in process.stderr:
+        seen.append(line)
+        if "Uvicorn running on" in line:
+            return seen
+    process.wait(10)
+    pytest.fail("the server did not start:\n" + "".join(seen))
+
+
 @pytest.fixture
 def server(tmp_path: Path) -> Iterator[str]:
     """``serve --model echo`` on a free port, until its log says it listens."""
@@ -44,15 +56,7 @@ def server(tmp_path: Path) -> Iterator[str]:
     process = subprocess.Popen(
         command, env=_env(), stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True
     )
-    assert process.stderr is not None
-    seen = []
-    for line in process.stderr:
-        seen.append(line)
-        if "Uvicorn running on" in line:
-            break
-    else:
-        process.wait(10)
-        pytest.fail("the server did not start:\n" + "".join(seen))
+    _started(process)
     yield f"http://127.0.0.1:{port}"
     process.terminate()
     assert process.wait(30) in (0, -signal.SIGTERM)  # uvicorn re-raises the signal it caught
@@ -163,11 +167,7 @@ def test_serves_the_memory_bank_named_by_bank(tmp_path: Path) -> None:
     process = subprocess.Popen(command, env=_env(), stderr=subprocess.PIPE, text=True)
     assert process.stderr is not None
     try:
-        seen = []
-        for line in process.stderr:
-            seen.append(line)
-            if "Uvicorn running on" in line:
-                break
+        seen = _started(process)
         assert any(f"memory bank {tmp_path / 'data'}" in line for line in seen), seen
         with httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=60) as client:
             assert client.get("/api/info").json()["bank"] is True
@@ -187,8 +187,9 @@ def test_serves_the_memory_bank_named_by_bank(tmp_path: Path) -> None:
 
 
 def test_mcp_serves_the_agent_and_the_bank_in_the_namespace_given(tmp_path: Path) -> None:
-    from mcp import Client
     from mcp.client.streamable_http import streamable_http_client
+
+    from mcp import Client
 
     port = _free_port()
     command = [sys.executable, "-m", "framework_agents.cli", "serve", "--model", "echo"]
@@ -206,11 +207,7 @@ def test_mcp_serves_the_agent_and_the_bank_in_the_namespace_given(tmp_path: Path
             return names, getattr(block, "text", "")
 
     try:
-        seen = []
-        for line in process.stderr:
-            seen.append(line)
-            if "Uvicorn running on" in line:
-                break
+        seen = _started(process)
         assert any("MCP at /mcp" in line for line in seen), seen
         names, answer = asyncio.run(use())
         assert names == ["ask", "decide", "memory_forget", "memory_remember", "memory_search"]

@@ -279,6 +279,21 @@ def test_a_client_that_cannot_elicit_reads_the_approval_and_answers_with_decide(
     assert PUBLISHED == [{"title": "Memo", "copies": 2}]
 
 
+async def _retry(
+    client: Client, thread_id: str, state: str, answer: types.ElicitResult | None
+) -> str:
+    """The error code of an ``ask`` retried with ``state`` (and ``answer``, if any)."""
+    result = await client.session.call_tool(
+        "ask",
+        {"thread_id": thread_id, "text": "publish X"},
+        input_responses={"approval": answer} if answer is not None else None,
+        request_state=state,
+        allow_input_required=True,
+    )
+    assert isinstance(result, types.CallToolResult)
+    return error_of(result)
+
+
 def test_an_answer_is_refused_unless_it_names_the_open_approval(served: Served) -> None:
     async def main() -> None:
         async with connect(served) as client:
@@ -287,36 +302,13 @@ def test_an_answer_is_refused_unless_it_names_the_open_approval(served: Served) 
             )
             # this client declared no elicitation: the approval is described
             assert isinstance(first, types.CallToolResult)
-            for state in ["not json", '{"v": 1}', '{"v": 1, "interrupt_id": "interrupt-other"}']:
-                forged = await client.session.call_tool(
-                    "ask",
-                    {"thread_id": "t", "text": "publish X"},
-                    input_responses={"approval": APPROVE},
-                    request_state=state,
-                    allow_input_required=True,
-                )
-                assert isinstance(forged, types.CallToolResult)
-                assert error_of(forged) == "HITL_DECISION", state
+            for forged in ["not json", '{"v": 1}', '{"v": 1, "interrupt_id": "interrupt-other"}']:
+                assert await _retry(client, "t", forged, APPROVE) == "HITL_DECISION", forged
             interrupt = first.structured_content["pending"]["interrupt_id"]
             state = f'{{"v": 1, "interrupt_id": "{interrupt}"}}'
-            unanswered = await client.session.call_tool(
-                "ask",
-                {"thread_id": "t", "text": "publish X"},
-                request_state=state,
-                allow_input_required=True,
-            )
-            assert isinstance(unanswered, types.CallToolResult)
-            assert error_of(unanswered) == "HITL_DECISION"
+            assert await _retry(client, "t", state, None) == "HITL_DECISION"  # no answer
             # the state of this thread's approval does not answer another thread's
-            other = await client.session.call_tool(
-                "ask",
-                {"thread_id": "elsewhere", "text": "hi"},
-                input_responses={"approval": APPROVE},
-                request_state=state,
-                allow_input_required=True,
-            )
-            assert isinstance(other, types.CallToolResult)
-            assert error_of(other) == "CHECKPOINT_MISSING"
+            assert await _retry(client, "elsewhere", state, APPROVE) == "CHECKPOINT_MISSING"
 
     asyncio.run(main())
     assert PUBLISHED == []
