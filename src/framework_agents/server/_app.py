@@ -1,7 +1,8 @@
 """``create_app``: one Starlette application serving A2A, AG-UI, the JSON API and the console.
 
 Given a memory bank, the JSON API also serves it under ``/api/memories`` (``_memories``);
-``GET /api/info`` tells the console whether it does.
+``GET /api/info`` tells the console whether it does. With ``mcp=True``, ``/mcp`` serves the
+agent over MCP (``_mcp``), behind the same guards as every other route.
 
 Every protocol runs threads through one :class:`~._runner.ThreadRunner`, so an A2A
 ``contextId``, an AG-UI ``threadId`` and a ``/api`` thread id name the same checkpointer
@@ -38,6 +39,7 @@ from starlette.routing import BaseRoute, Mount, Route
 from starlette.staticfiles import StaticFiles
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from .._install import install_hint
 from ..bank import MemoryBank
 from ..bank._records import check_namespace
 from ..errors import InvalidArgumentError
@@ -336,7 +338,12 @@ def create_app(
         closers.append(a2a_close)
     running: list[Callable[[], AbstractAsyncContextManager[None]]] = []
     if mcp:
-        from ._mcp import mcp_routes
+        try:
+            from ._mcp import mcp_routes
+        except ImportError as exc:
+            raise ImportError(
+                f"create_app(mcp=True) needs the 'mcp' extra (the MCP SDK): {install_hint('mcp')}"
+            ) from exc
 
         mcp_list, mcp_running = mcp_routes(runner, name=name, bank=served_bank, namespace=namespace)
         routes += mcp_list
