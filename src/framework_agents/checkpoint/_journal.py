@@ -52,6 +52,7 @@ OVERLAY = (
     "pending_turn",
     "finished",
     "app_data",
+    "elicitation",
 )
 
 _CLOEXEC = getattr(os, "O_CLOEXEC", 0)
@@ -78,6 +79,7 @@ class Delta(BaseModel):
     pending_turn: Message | None = None
     finished: bool = Field(False, strict=True)
     app_data: dict[str, Any] | None = None
+    elicitation: dict[str, Any] | None = None
 
     @field_validator("saved_at", mode="before")
     @classmethod
