@@ -27,15 +27,8 @@ from processes import close_process
 
 pytest.importorskip("mcp", reason="needs the 'mcp' extra (the official MCP SDK)")
 
-from framework_agents import (
-    Agent,
-    FileCheckpointer,
-    HitlInterrupt,
-    InMemoryCheckpointer,
-    Message,
-    ScriptedModel,
-    ToolCall,
-)
+from framework_agents import Agent, HitlInterrupt, Message, ScriptedModel, ToolCall
+from framework_agents.checkpoint import FileCheckpointer, InMemoryCheckpointer
 from framework_agents.errors import HitlDecisionError
 from framework_agents.mcp import MCPClient
 

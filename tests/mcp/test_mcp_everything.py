@@ -22,14 +22,8 @@ from processes import spawned
 
 pytest.importorskip("mcp", reason="needs the 'mcp' extra (the official MCP SDK)")
 
-from framework_agents import (
-    Agent,
-    HitlInterrupt,
-    InMemoryCheckpointer,
-    Message,
-    ScriptedModel,
-    ToolCall,
-)
+from framework_agents import Agent, HitlInterrupt, Message, ScriptedModel, ToolCall
+from framework_agents.checkpoint import InMemoryCheckpointer
 from framework_agents.mcp import MCPClient
 
 ROOT = Path(__file__).resolve().parents[2]
