@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import os
 import signal
 import socket
@@ -13,6 +14,7 @@ from pathlib import Path
 import httpx
 import pytest
 
+from framework_agents.bank import MemoryBank
 from framework_agents.cli.serve import listen_names
 from processes import close_process
 
@@ -145,3 +147,40 @@ def test_serves_an_app_factory_named_module_attr(tmp_path: Path) -> None:
         process.terminate()
         process.wait(30)
         close_process(process)
+
+
+def test_serves_the_memory_bank_named_by_bank(tmp_path: Path) -> None:
+    async def remember() -> str:
+        async with MemoryBank(tmp_path / "data") as bank:
+            record = await bank.remember("Ada prefers the window seat", namespace=("ada",))
+            return record.id
+
+    record_id = asyncio.run(remember())
+    port = _free_port()
+    command = [sys.executable, "-m", "framework_agents.cli", "serve", "--model", "echo"]
+    command += ["--store", str(tmp_path / "data"), "--bank", str(tmp_path / "data")]
+    command += ["--port", str(port), "--no-console"]
+    process = subprocess.Popen(command, env=_env(), stderr=subprocess.PIPE, text=True)
+    assert process.stderr is not None
+    try:
+        seen = []
+        for line in process.stderr:
+            seen.append(line)
+            if "Uvicorn running on" in line:
+                break
+        assert any(f"memory bank {tmp_path / 'data'}" in line for line in seen), seen
+        with httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=60) as client:
+            assert client.get("/api/info").json()["bank"] is True
+            found = client.get("/api/memories", params={"namespace": "ada", "q": "window"})
+            assert [hit["record"]["id"] for hit in found.json()["hits"]] == [record_id]
+            assert client.delete(f"/api/memories/{record_id}").status_code == 204
+            # the threads of the same store are served beside the bank
+            chat = client.post(
+                "/api/threads/t/runs", json={"prompt": "hi"}, headers={"Accept": "application/json"}
+            )
+            assert chat.json()["status"] == "completed"
+    finally:
+        process.terminate()
+        process.wait(30)
+        close_process(process)
+    assert not list((tmp_path / "data" / "bank" / "records").iterdir())  # forgotten on disk

@@ -4,11 +4,16 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
+from console_support import chromium, new_page
 from server_support import PUBLISHED, Served, make_agent, start_server
 
 from framework_agents.server import create_app
+
+if TYPE_CHECKING:
+    from playwright.sync_api import Browser, Page
 
 
 @pytest.fixture
@@ -24,3 +29,18 @@ def served(store_dir: Path) -> Iterator[Served]:
     running = start_server(create_app(make_agent, store=str(store_dir), console=False))
     yield running
     running.stop()
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Browser]:
+    """Chromium for a browser test module (which skips first when it is missing)."""
+    yield from chromium()
+
+
+@pytest.fixture
+def page(browser: Browser, server: str) -> Iterator[Page]:
+    """A signed-in console page beside the module's ``server``; no uncaught page error."""
+    page, errors = new_page(browser, signed_in=True)
+    yield page
+    page.context.close()
+    assert errors == [], f"uncaught errors in the page: {errors}"

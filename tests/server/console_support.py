@@ -13,9 +13,9 @@ import os
 import shutil
 import tempfile
 import threading
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Iterator, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from framework_agents import (
     Agent,
@@ -29,6 +29,9 @@ from framework_agents import (
 from framework_agents.errors import ModelError
 from framework_agents.models._base import ModelChunk, ModelDone, ReasoningDelta, TextDelta, ToolSpec
 
+if TYPE_CHECKING:
+    from playwright.sync_api import Browser, Page
+
 __all__ = [
     "CHROMIUM",
     "CHROMIUM_ARGS",
@@ -36,10 +39,14 @@ __all__ = [
     "STREAM_GATES",
     "StreamGate",
     "TOKEN",
+    "TOKEN_KEY",
     "ServerThread",
     "WordStreamingModel",
     "browser_missing",
+    "chromium",
     "make_agent",
+    "new_page",
+    "require_browser",
 ]
 
 CHROMIUM = "/usr/bin/chromium"
@@ -52,6 +59,8 @@ CHROMIUM_ARGS = [
     "--no-first-run",
 ]
 TOKEN = "console-test-token"
+#: Where the console keeps the token (the tab's session storage).
+TOKEN_KEY = "framework-agents.console.token"
 #: Where the tests save a screenshot of each main view: ``docs/console/`` (shown by
 #: docs/console.md) when ``FA_CONSOLE_SCREENSHOTS=1`` asks to refresh them, else a temporary
 #: directory, so a test run leaves the work tree clean.
@@ -95,6 +104,46 @@ def browser_missing() -> str | None:
     except ImportError as exc:
         return f"the server extra is missing ({exc}): pip install 'framework-agents[server]'"
     return None
+
+
+def require_browser() -> None:
+    """Skip the calling test module, saying why, when :func:`browser_missing` finds a reason."""
+    import pytest
+
+    missing = browser_missing()
+    if missing:
+        pytest.skip(missing, allow_module_level=True)
+
+
+def chromium() -> Iterator[Browser]:
+    """Debian's Chromium under Playwright, for a module fixture to ``yield from``."""
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        launched = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        yield launched
+        launched.close()
+
+
+def new_page(browser: Browser, *, signed_in: bool, width: int = 1280) -> tuple[Page, list[str]]:
+    """A page in a fresh context (holding the token when ``signed_in``) and its errors.
+
+    The list collects uncaught exceptions and console errors (a Content-Security-Policy
+    refusal, say); an HTTP error status the browser logs itself is left to the tests.
+    """
+    context = browser.new_context(viewport={"width": width, "height": 900})
+    if signed_in:
+        context.add_init_script(f"sessionStorage.setItem({TOKEN_KEY!r}, {TOKEN!r})")
+    page = context.new_page()
+    errors: list[str] = []
+    page.on("pageerror", lambda exc: errors.append(str(exc)))
+
+    def console_error(message: Any) -> None:
+        if message.type == "error" and "Failed to load resource" not in message.text:
+            errors.append(message.text)
+
+    page.on("console", console_error)
+    return page, errors
 
 
 class WordStreamingModel(ScriptedModel):

@@ -27,39 +27,34 @@ import pytest
 
 try:
     from console_support import (
-        CHROMIUM,
-        CHROMIUM_ARGS,
         SCREENSHOTS,
         STREAM_GATES,
         TOKEN,
+        TOKEN_KEY,
         ServerThread,
         StreamGate,
-        browser_missing,
         make_agent,
+        new_page,
+        require_browser,
     )
 except ImportError:  # tests/server is a package
     from .console_support import (  # type: ignore[no-redef,import-not-found]
-        CHROMIUM,
-        CHROMIUM_ARGS,
         SCREENSHOTS,
         STREAM_GATES,
         TOKEN,
+        TOKEN_KEY,
         ServerThread,
         StreamGate,
-        browser_missing,
         make_agent,
+        new_page,
+        require_browser,
     )
 
 pytestmark = pytest.mark.browser
-
-_MISSING = browser_missing()
-if _MISSING:
-    pytest.skip(_MISSING, allow_module_level=True)
+require_browser()
 
 import httpx  # noqa: E402
-from playwright.sync_api import Browser, Page, Route, expect, sync_playwright  # noqa: E402
-
-TOKEN_KEY = "framework-agents.console.token"
+from playwright.sync_api import Browser, Page, Route, expect  # noqa: E402
 
 
 @pytest.fixture(scope="module")
@@ -77,39 +72,6 @@ def server(store_root: Path) -> Iterator[str]:
     url = thread.start()
     yield url
     thread.stop()
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Browser]:
-    with sync_playwright() as p:
-        launched = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        yield launched
-        launched.close()
-
-
-def _new_page(browser: Browser, *, signed_in: bool, width: int = 1280) -> tuple[Page, list[str]]:
-    context = browser.new_context(viewport={"width": width, "height": 900})
-    if signed_in:
-        context.add_init_script(f"sessionStorage.setItem({TOKEN_KEY!r}, {TOKEN!r})")
-    page = context.new_page()
-    errors: list[str] = []
-    page.on("pageerror", lambda exc: errors.append(str(exc)))
-
-    def console_error(message: Any) -> None:
-        # An HTTP error status is logged by the browser itself; the tests look at those.
-        if message.type == "error" and "Failed to load resource" not in message.text:
-            errors.append(message.text)  # e.g. a Content-Security-Policy refusal
-
-    page.on("console", console_error)
-    return page, errors
-
-
-@pytest.fixture
-def page(browser: Browser, server: str) -> Iterator[Page]:
-    page, errors = _new_page(browser, signed_in=True)
-    yield page
-    page.context.close()
-    assert errors == [], f"uncaught errors in the page: {errors}"
 
 
 def _shot(page: Page, name: str) -> None:
@@ -145,7 +107,7 @@ def _assistant(page: Page) -> Any:
 
 
 def test_token_is_asked_once_and_kept_for_the_tab(browser: Browser, server: str) -> None:
-    page, errors = _new_page(browser, signed_in=False)
+    page, errors = new_page(browser, signed_in=False)
     page.goto(server)
     dialog = page.locator("#token-dialog")
     expect(dialog).to_be_visible()
@@ -517,7 +479,7 @@ def test_a_narrow_window_stays_readable_and_every_field_has_a_label(
     browser: Browser, server: str
 ) -> None:
     _api(server, "POST", "api/threads/narrow-view/runs", {"prompt": "a question on a phone"})
-    page, errors = _new_page(browser, signed_in=True, width=390)
+    page, errors = new_page(browser, signed_in=True, width=390)
     page.goto(server)
     expect(page.locator("#threads-status")).to_contain_text("thread")
     page.keyboard.press("Tab")
@@ -550,7 +512,7 @@ def test_axe_finds_no_accessibility_violations(browser: Browser, server: str, wi
     axe = axe_module.Axe()
     _api(server, "POST", f"api/threads/axe-done-{width}/runs", {"prompt": "hello axe"})
     _api(server, "POST", f"api/threads/axe-waiting-{width}/runs", {"prompt": "book for axe"})
-    page, errors = _new_page(browser, signed_in=True, width=width)
+    page, errors = new_page(browser, signed_in=True, width=width)
     views = {
         "threads list": "",
         "answered thread": f"#/t/axe-done-{width}",

@@ -24,19 +24,16 @@ import pytest
 from server_support import PUBLISHED, Served, make_agent, start_server
 
 try:
-    from console_support import CHROMIUM, CHROMIUM_ARGS, browser_missing
+    from console_support import CHROMIUM, CHROMIUM_ARGS, require_browser
 except ImportError:  # tests/server is a package
     from .console_support import (  # type: ignore[no-redef,import-not-found]
         CHROMIUM,
         CHROMIUM_ARGS,
-        browser_missing,
+        require_browser,
     )
 
 pytestmark = pytest.mark.browser
-
-_MISSING = browser_missing()
-if _MISSING:
-    pytest.skip(_MISSING, allow_module_level=True)
+require_browser()
 
 import httpx  # noqa: E402
 from playwright.sync_api import Browser, Page, Request, expect, sync_playwright  # noqa: E402

@@ -39,6 +39,17 @@ class Revision(NamedTuple):
     vector: bytes | None
     recorded_at: int
 
+    def after(self, last: Row) -> Row:
+        """The revision this change makes of ``last`` (the record's latest revision)."""
+        return replace(
+            last,
+            revision=last.revision + 1,
+            text=last.text if self.text is None else self.text,
+            vector=last.vector if self.text is None else self.vector,
+            metadata=last.metadata if self.metadata is None else self.metadata,
+            recorded_at=self.recorded_at,
+        )
+
 
 class Job(NamedTuple):
     """A pending extraction: its id, namespace and the messages it works on (JSON bytes)."""
@@ -134,10 +145,8 @@ class InMemoryBankBackend:
         with self._lock:
             if job is not None and self._jobs.pop(job, None) is None:
                 return None
-            stored: list[Row] = []
             for row in rows:
                 if row.id in self._revisions:
-                    stored.append(self._revisions[row.id][-1])
                     continue
                 if row.key is not None:
                     timeline = self._keys.setdefault((row.namespace, row.key), [])
@@ -148,8 +157,8 @@ class InMemoryBankBackend:
                     timeline.append(row.id)
                 self._revisions[row.id] = [row]
                 self._touch(row.id)
-                stored.append(row)
-            return stored
+            # As stored at the end: a later row of the same key may have closed an earlier one.
+            return [self._revisions[row.id][-1] for row in rows]
 
     async def revise(self, record_id: str, change: Revision) -> Row | None:
         """Append a revision (see :meth:`BankBackend.revise`)."""
@@ -157,15 +166,7 @@ class InMemoryBankBackend:
             revisions = self._revisions.get(record_id)
             if revisions is None:
                 return None
-            last = revisions[-1]
-            row = replace(
-                last,
-                revision=last.revision + 1,
-                text=last.text if change.text is None else change.text,
-                vector=last.vector if change.text is None else change.vector,
-                metadata=last.metadata if change.metadata is None else change.metadata,
-                recorded_at=change.recorded_at,
-            )
+            row = change.after(revisions[-1])
             revisions.append(row)
             self._touch(record_id)
             return row

@@ -186,6 +186,8 @@ class FileBankBackend:
                     ids.append(row.id)
                 writes[row.id] = [row]
                 stored.append(row)
+            for record_id in writes:  # an id with no file name fails before the log grows
+                self._record_path(record_id)
             self._append_log(list(writes))
             for revisions in writes.values():
                 if revisions:
@@ -204,15 +206,7 @@ class FileBankBackend:
                 revisions = self._read(record_id)
                 if revisions is None:
                     return None
-                last = revisions[-1]
-                row = replace(
-                    last,
-                    revision=last.revision + 1,
-                    text=last.text if change.text is None else change.text,
-                    vector=last.vector if change.text is None else change.vector,
-                    metadata=last.metadata if change.metadata is None else change.metadata,
-                    recorded_at=change.recorded_at,
-                )
+                row = change.after(revisions[-1])
                 self._append_log([record_id])
                 self._write([*revisions, row])
                 return row

@@ -202,16 +202,19 @@ def place_on_timeline(
     The records of one key in one namespace follow each other in the world: ordered by
     ``valid_from`` (then by id, so every backend agrees), each holds until the next one
     starts. ``new`` is placed among ``siblings`` (the other records of its key, latest
-    revisions): the one before it now ends where ``new`` starts, and ``new`` ends where
-    the one after it starts (``None``: it holds now). The closings are ``(id, valid_to)``
-    for each sibling whose ``valid_to`` changes.
+    revisions): the one before it, if it still holds when ``new`` starts, now ends there,
+    and ``new`` ends where the one after it starts (``None``: it holds now). A record
+    closed earlier (by a record forgotten since) stays closed where it was: a closing is
+    never moved later, so remembering never makes a past record hold where it did not.
+    The closings are ``(id, valid_to)`` for each sibling whose ``valid_to`` changes.
     """
     ordered = sorted((s for s in siblings if s.id != new.id), key=_timeline_order)
     before = [s for s in ordered if _timeline_order(s) < _timeline_order(new)]
     after = [s for s in ordered if _timeline_order(s) > _timeline_order(new)]
     closings: list[tuple[str, int | None]] = []
-    if before and before[-1].valid_to != new.valid_from:
-        closings.append((before[-1].id, new.valid_from))
+    last = before[-1] if before else None
+    if last is not None and (last.valid_to is None or last.valid_to > new.valid_from):
+        closings.append((last.id, new.valid_from))
     valid_to = after[0].valid_from if after else None
     return replace(new, valid_to=valid_to), closings
 
@@ -378,6 +381,22 @@ def check_ttl_seconds(ttl: object) -> float | None:
     if ttl <= 0:
         raise InvalidArgumentError(f"ttl must be a number of seconds > 0, not {ttl!r}")
     return float(ttl)
+
+
+def check_new_record_id(record_id: object) -> str:
+    """The id of a record to store: 32 lowercase hex digits, like :func:`new_record_id`'s.
+
+    Backends rely on it (the directory backend's change log has fixed-width entries).
+    """
+    if (
+        not isinstance(record_id, str)
+        or len(record_id) != 32
+        or any(c not in "0123456789abcdef" for c in record_id)
+    ):
+        raise InvalidArgumentError(
+            f"a new record id is 32 lowercase hex digits, not {record_id!r:.60}"
+        )
+    return record_id
 
 
 def check_record_id(record_id: object) -> str:

@@ -34,6 +34,7 @@ from ._records import (
     check_kinds,
     check_metadata,
     check_namespace,
+    check_new_record_id,
     check_record_id,
     check_short,
     check_text,
@@ -221,7 +222,7 @@ class MemoryBank:
         now = _now()
         seconds = check_ttl_seconds(ttl)
         return Row(
-            id=record_id or new_record_id(),
+            id=new_record_id() if record_id is None else check_new_record_id(record_id),
             revision=1,
             namespace=check_namespace(namespace),
             kind=check_short(kind, "kind", MAX_KIND) or "fact",
@@ -332,7 +333,8 @@ class MemoryBank:
             raise InvalidArgumentError(
                 f"older_than must be a datetime.timedelta >= 0, not {older_than!r:.60}"
             )
-        await self._catch_up()
+        async with self._lock():
+            swept = await self._catch_up_locked()
         now = _now()
         cutoff = now - (older_than // timedelta(microseconds=1))
         ids = [
@@ -342,7 +344,7 @@ class MemoryBank:
             or row.recorded_at < cutoff
             or (row.valid_to is not None and row.valid_to < cutoff)
         ]
-        return await self._backend.delete(ids) if ids else 0
+        return swept + (await self._backend.delete(ids) if ids else 0)
 
     # -- reading -----------------------------------------------------------------------
 
@@ -453,7 +455,9 @@ class MemoryBank:
         async with self._lock():
             await self._catch_up_locked()
 
-    async def _catch_up_locked(self) -> None:
+    async def _catch_up_locked(self) -> int:
+        """Catch up (the caller holds the lock); how many expired records it removed."""
+        swept = 0
         for _ in range(2):
             entries = await self._backend.changes(self._index.seq)
             if entries:
@@ -462,8 +466,9 @@ class MemoryBank:
                 self._index.apply(entries, rows)
             expired = self._index.expired(_now())
             if not expired:
-                return
-            await self._backend.delete(expired)
+                break
+            swept += await self._backend.delete(expired)
+        return swept
 
     async def _vectors_for_missing(self) -> None:
         """Embed records stored without a vector (kept in this process only)."""

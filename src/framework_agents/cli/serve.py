@@ -5,6 +5,9 @@ runs on ``--model``. Without ``--token`` the server listens on loopback only: an
 address is refused before anything starts. ``--allowed-host`` and ``--allowed-origin``
 name the hosts clients reach the server by and the other sites whose pages may call it
 (``create_app(allowed_hosts=..., allowed_origins=...)``); a ``--host`` name is allowed.
+``--bank URL`` serves the memory bank at that URL (any URL ``MemoryBank`` takes; the
+``--store`` URL keeps the bank beside the threads) under ``/api/memories`` and in the
+console.
 """
 
 from __future__ import annotations
@@ -94,6 +97,12 @@ def register_serve(app: typer.Typer) -> None:
             typer.Option(envvar="FRAMEWORK_AGENTS_TOKEN", help="Bearer token every client sends."),
         ] = None,
         console: Annotated[bool, typer.Option(help="Serve the web console at /.")] = True,
+        bank: Annotated[
+            str | None,
+            typer.Option(
+                help="Memory bank URL to serve under /api/memories (e.g. the --store URL)."
+            ),
+        ] = None,
         allowed_host: Annotated[
             list[str] | None,
             typer.Option(
@@ -116,7 +125,7 @@ def register_serve(app: typer.Typer) -> None:
         hosts = [*(allowed_host or ()), *listen_names(host)]
         try:
             check_listen(host, token)
-            app_ = _build(target, model, store, token, console, hosts, allowed_origin or [])
+            app_ = _build(target, model, store, token, console, bank, hosts, allowed_origin or [])
         except ImportError as exc:
             err.print(f"framework-agents: {exc}")
             raise typer.Exit(1) from None
@@ -125,7 +134,8 @@ def register_serve(app: typer.Typer) -> None:
             raise typer.Exit(2) from None
         import uvicorn
 
-        make_console(stderr=True).print(f"serving on http://{host}:{port}/ (store {store})")
+        served = f"store {store}" + (f", memory bank {bank}" if bank else "")
+        make_console(stderr=True).print(f"serving on http://{host}:{port}/ ({served})")
         uvicorn.run(app_, host=host, port=port, log_level="info")
 
 
@@ -135,15 +145,16 @@ def _build(
     store: str,
     token: str | None,
     console: bool,
+    bank: str | None,
     hosts: list[str],
     origins: list[str],
 ) -> Any:
     from ..server import create_app
 
-    site: dict[str, Any] = {"allowed_hosts": hosts, "allowed_origins": origins}
+    options: dict[str, Any] = {"allowed_hosts": hosts, "allowed_origins": origins, "bank": bank}
     if target is not None:
         factory = load_factory(target)
-        return create_app(factory, store=store, token=token, console=console, **site)
+        return create_app(factory, store=store, token=token, console=console, **options)
     from ..server import builtin_factory
     from ._models import make_model
 
@@ -152,7 +163,7 @@ def _build(
         store=store,
         token=token,
         console=console,
-        **site,
+        **options,
         name="framework-agents assistant",
         description="A helpful assistant; /note <text> saves a note after a human approves it.",
     )

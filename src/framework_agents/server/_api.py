@@ -37,14 +37,17 @@ from ._runner import Pending, RunHandle, ThreadRunner, title_of
 
 __all__ = [
     "KEEPALIVE",
+    "Endpoint",
     "api_routes",
     "error_response",
     "event_json",
+    "guarded",
     "read_json",
     "send_error",
     "sse",
 ]
 
+#: A route's handler.
 Endpoint = Callable[[Request], Awaitable[Response]]
 
 
@@ -63,7 +66,9 @@ async def send_error(send: Send, exc: BaseException) -> None:
     await send({"type": "http.response.body", "body": bytes(response.body)})
 
 
-def _guarded(endpoint: Endpoint) -> Endpoint:
+def guarded(endpoint: Endpoint) -> Endpoint:
+    """``endpoint`` answering any exception it raises with :func:`error_response`."""
+
     async def handle(request: Request) -> Response:
         try:
             return await endpoint(request)
@@ -310,11 +315,11 @@ def api_routes(runner: ThreadRunner) -> list[Route]:
         return JSONResponse({"thread_id": new, "parent": parent}, status_code=201)
 
     return [
-        Route("/api/threads", _guarded(list_threads), methods=["GET"]),
-        Route("/api/threads/{thread_id}/messages/{message_id}", _guarded(edit), methods=["PATCH"]),
-        Route("/api/threads/{thread_id}/branches", _guarded(branch), methods=["POST"]),
-        Route("/api/threads/{thread_id}", _guarded(read_thread), methods=["GET"]),
-        Route("/api/threads/{thread_id}", _guarded(delete_thread), methods=["DELETE"]),
-        Route("/api/threads/{thread_id}/runs", _guarded(run_thread), methods=["POST"]),
-        Route("/api/threads/{thread_id}/resume", _guarded(resume_thread), methods=["POST"]),
+        Route("/api/threads", guarded(list_threads), methods=["GET"]),
+        Route("/api/threads/{thread_id}/messages/{message_id}", guarded(edit), methods=["PATCH"]),
+        Route("/api/threads/{thread_id}/branches", guarded(branch), methods=["POST"]),
+        Route("/api/threads/{thread_id}", guarded(read_thread), methods=["GET"]),
+        Route("/api/threads/{thread_id}", guarded(delete_thread), methods=["DELETE"]),
+        Route("/api/threads/{thread_id}/runs", guarded(run_thread), methods=["POST"]),
+        Route("/api/threads/{thread_id}/resume", guarded(resume_thread), methods=["POST"]),
     ]

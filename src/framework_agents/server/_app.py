@@ -1,5 +1,8 @@
 """``create_app``: one Starlette application serving A2A, AG-UI, the JSON API and the console.
 
+Given a memory bank, the JSON API also serves it under ``/api/memories`` (``_memories``);
+``GET /api/info`` tells the console whether it does.
+
 Every protocol runs threads through one :class:`~._runner.ThreadRunner`, so an A2A
 ``contextId``, an AG-UI ``threadId`` and a ``/api`` thread id name the same checkpointer
 thread. Around the routes, outermost first:
@@ -35,6 +38,7 @@ from starlette.routing import BaseRoute, Mount, Route
 from starlette.staticfiles import StaticFiles
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from ..bank import MemoryBank
 from ..errors import InvalidArgumentError
 from ._agui import agui_routes
 from ._api import api_routes, error_response, send_error
@@ -44,6 +48,7 @@ from ._errors import (
     UnauthorizedError,
     UnsupportedMediaTypeError,
 )
+from ._memories import memory_routes
 from ._runner import AgentFactory, ThreadRunner
 from ._site import SiteGuard, check_hosts, check_origins, first_headers
 from ._store import DEFAULT_STORE, ServerStore, resolve_store
@@ -199,6 +204,26 @@ async def _healthz(request: Request) -> Response:
     return JSONResponse({"status": "ok"})
 
 
+def _info_route(name: str, *, bank: bool) -> Route:
+    """``GET /api/info``: what this server offers beside threads (the console reads it)."""
+
+    async def info(request: Request) -> Response:
+        return JSONResponse({"name": name, "bank": bank})
+
+    return Route("/api/info", info, methods=["GET"])
+
+
+def _resolve_bank(bank: MemoryBank | str | None) -> tuple[MemoryBank | None, bool]:
+    """The bank to serve, and whether the app opened it (and so closes it)."""
+    if bank is None or isinstance(bank, MemoryBank):
+        return bank, False
+    if isinstance(bank, str) and bank:
+        return MemoryBank(bank), True
+    raise InvalidArgumentError(
+        f"bank must be a MemoryBank, a URL MemoryBank takes, or None, not {bank!r:.100}"
+    )
+
+
 def _console_routes() -> list[BaseRoute]:
     async def index(request: Request) -> Response:
         page = CONSOLE_DIR / "index.html"
@@ -240,6 +265,7 @@ def create_app(
     cors_origins: Sequence[str] = (),
     allowed_hosts: Sequence[str] = (),
     allowed_origins: Sequence[str] = (),
+    bank: MemoryBank | str | None = None,
 ) -> Starlette:
     """The ASGI application that serves ``agent_factory``'s agents on ``store``.
 
@@ -266,6 +292,10 @@ def create_app(
             any): their state-changing requests pass the origin check (else 403
             ``ORIGIN_NOT_ALLOWED``) and their preflights are answered before the token
             check; every other request still needs the token.
+        bank: a :class:`~framework_agents.bank.MemoryBank` to serve under
+            ``/api/memories`` (list, search, read, forget; the console's memory view), or a
+            URL the app opens as ``MemoryBank(url)`` and closes when it stops (a bank
+            passed in stays the caller's to close). ``None``: those routes answer 404.
     """
     if token is not None and (not isinstance(token, str) or not token.strip()):
         raise InvalidArgumentError("token must be a non-empty string or None")
@@ -273,12 +303,17 @@ def create_app(
         raise InvalidArgumentError(f"max_body must be a positive int, got {max_body!r}")
     hosts = check_hosts(allowed_hosts)
     origins = check_origins(allowed_origins) + check_origins(cors_origins, "cors_origins")
+    served_bank, own_bank = _resolve_bank(bank)
     resolved = store if isinstance(store, ServerStore) else resolve_store(store)
     runner = ThreadRunner(agent_factory, resolved, keepalive=keepalive)
     routes: list[BaseRoute] = [Route("/healthz", _healthz, methods=["GET"])]
+    routes.append(_info_route(name, bank=served_bank is not None))
     routes += api_routes(runner)
+    routes += memory_routes(served_bank)
     routes += agui_routes(runner)
     closers: list[Any] = []
+    if own_bank and served_bank is not None:
+        closers.append(served_bank.close)
     if a2a:
         from ._a2a import a2a_routes
 

@@ -135,24 +135,6 @@ def db_store(
     )
 
 
-class _NoBank:
-    """Placeholder until the database bank backends land (raises on use)."""
-
-    def __init__(self, db: object) -> None:
-        self._db = db
-
-    def __getattr__(self, name: str) -> Any:
-        raise InvalidArgumentError(f"the memory bank is not available on {self._db!r} yet")
-
-    async def close(self) -> None:
-        return None
-
-
-def unavailable_bank(db: object) -> BankBackend:
-    """The bank backend of a database that has none yet (every call is refused)."""
-    return _NoBank(db)
-
-
 def _memory_store(url: str, *, ttl: float | None, lock_timeout: float | None) -> Store:
     memories: dict[tuple[str, int], InMemoryMemory] = {}
 
@@ -183,12 +165,12 @@ def _sqlite_store(
     url: str, *, lease: float, ttl: float | None, lock_timeout: float | None
 ) -> Store:
     from ._sqlite_db import SqliteDb
-    from .sqlite import SqliteCheckpointer, SqliteMemory, SqliteStorage
+    from .sqlite import SqliteBankBackend, SqliteCheckpointer, SqliteMemory, SqliteStorage
 
     if not url.startswith("sqlite:///") or url == "sqlite:///":
         raise InvalidArgumentError(f"a SQLite URL is sqlite:///<path>, not {url!r}")
     db = SqliteDb(url.removeprefix("sqlite:///"))  # sqlite:////abs/path is absolute
-    classes = (SqliteStorage, SqliteCheckpointer, SqliteMemory, unavailable_bank)
+    classes = (SqliteStorage, SqliteCheckpointer, SqliteMemory, SqliteBankBackend)
     return db_store(url, db, classes, lease=lease, ttl=ttl, lock_timeout=lock_timeout)
 
 

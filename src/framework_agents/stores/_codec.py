@@ -72,7 +72,9 @@ logger = logging.getLogger(__name__)
 
 #: Version of the tables/keys layout shared by the SQLite, PostgreSQL and Redis stores
 #: (2 added the storages' value digests and value logs; a version-1 database is migrated
-#: on first use, under the database's lock).
+#: on first use, under the database's lock). Tables that only add to the layout and are
+#: created on every open (``IF NOT EXISTS``; the memory bank's ``fa_bank_*``) need no new
+#: version: an earlier release never reads them, and a database it wrote gains them.
 DATABASE_FORMAT_VERSION = 2
 
 

@@ -4,7 +4,10 @@ The pool holds autocommit connections (no pipeline mode); each write is one expl
 transaction. Tables live in ``schema`` (default ``public``), created idempotently under
 an advisory transaction lock, and mirror the SQLite layout (``stores._sqlite_db``) with
 server time (``clock_timestamp()``) for leases and ages, so machines need not agree
-on their clocks.
+on their clocks. The memory bank's tables (``fa_bank_*``, ``stores._sql_bank``) add
+``fa_bank_counter``, the one row whose lock serialises bank writers. Tables added since
+a schema version are created on every start (``IF NOT EXISTS``), so they need no new
+version (see ``stores._sqlite_db``).
 """
 
 from __future__ import annotations
@@ -21,7 +24,7 @@ from ._codec import DATABASE_FORMAT_VERSION, SchemaTooNewError, redact, unavaila
 from ._sql import Dialect, Query, Stepper, Steps
 
 if TYPE_CHECKING:
-    from psycopg import AsyncConnection
+    from psycopg import AsyncConnection, AsyncPipeline
     from psycopg_pool import AsyncConnectionPool
 
 __all__ = [
@@ -70,22 +73,38 @@ POSTGRES = Dialect(
 )
 
 
-async def execute(conn: AsyncConnection[Any], query: Query) -> Any:
-    """Run one query on ``conn``; what it fetches."""
+async def execute(
+    conn: AsyncConnection[Any], query: Query, pipeline: AsyncPipeline | None = None
+) -> Any:
+    """Run one query on ``conn``; what it fetches.
+
+    In ``pipeline`` mode a statement whose result is not read is only queued (sent with
+    the next one that is read, or with the transaction's end); a count syncs.
+    """
+    if query.fetch == "many":
+        async with conn.cursor() as many:
+            await many.executemany(query.sql, query.params)
+        return None
     cursor = await conn.execute(query.sql, query.params)
     if query.fetch == "one":
         return await cursor.fetchone()
     if query.fetch == "all":
         return await cursor.fetchall()
-    return cursor.rowcount if query.fetch == "count" else None
+    if query.fetch != "count":
+        return None
+    if pipeline is not None:
+        await pipeline.sync()
+    return cursor.rowcount
 
 
-async def drive(conn: AsyncConnection[Any], steps: Steps[T]) -> T:
+async def drive(
+    conn: AsyncConnection[Any], steps: Steps[T], pipeline: AsyncPipeline | None = None
+) -> T:
     """Run ``steps`` on ``conn``, one statement after the other; their outcome."""
     stepper = Stepper(steps)
     query = stepper.next()
     while query is not None:
-        query = stepper.next(await execute(conn, query))
+        query = stepper.next(await execute(conn, query, pipeline))
     return stepper.outcome
 
 
@@ -115,7 +134,23 @@ CREATE TABLE IF NOT EXISTS {s}.fa_memories (
     updated_at DOUBLE PRECISION NOT NULL);
 CREATE TABLE IF NOT EXISTS {s}.fa_memory_messages (
     key TEXT NOT NULL, seq BIGINT NOT NULL, shape SMALLINT NOT NULL, body BYTEA NOT NULL,
-    PRIMARY KEY (key, seq))
+    PRIMARY KEY (key, seq));
+CREATE TABLE IF NOT EXISTS {s}.fa_bank_records (
+    id TEXT COLLATE "C" PRIMARY KEY, namespace TEXT NOT NULL, key TEXT, revision BIGINT NOT NULL,
+    valid_from BIGINT NOT NULL, valid_to BIGINT, expires_at BIGINT);
+CREATE INDEX IF NOT EXISTS fa_bank_records_key
+    ON {s}.fa_bank_records (namespace, key, valid_from, id);
+CREATE TABLE IF NOT EXISTS {s}.fa_bank_revisions (
+    id TEXT NOT NULL, revision BIGINT NOT NULL, body BYTEA NOT NULL, vector BYTEA,
+    PRIMARY KEY (id, revision));
+CREATE TABLE IF NOT EXISTS {s}.fa_bank_changes (
+    seq BIGINT PRIMARY KEY, record_id TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS {s}.fa_bank_counter (
+    id INTEGER PRIMARY KEY CHECK (id = 1), seq BIGINT NOT NULL);
+INSERT INTO {s}.fa_bank_counter VALUES (1, 0) ON CONFLICT DO NOTHING;
+CREATE TABLE IF NOT EXISTS {s}.fa_bank_jobs (
+    created BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY, id TEXT NOT NULL UNIQUE,
+    namespace TEXT NOT NULL, payload BYTEA NOT NULL)
 """
 
 
@@ -496,6 +531,24 @@ class PgDb:
         """Run ``steps()`` in one transaction on a pooled connection."""
         async with self.transaction() as conn:
             return await drive(conn, steps())
+
+    async def transact_pipelined(self, steps: Callable[[], Steps[T]]) -> T:
+        """:meth:`transact` in pipeline mode: fewer round trips.
+
+        ``BEGIN`` goes with the first statement, each statement whose result the steps do
+        not read with the next one they do, and the last ones with ``COMMIT``.
+        """
+        psycopg, _ = import_psycopg()
+        pool = await self.pool()
+        try:
+            async with (
+                pool.connection() as conn,
+                conn.pipeline() as pipeline,
+                conn.transaction(),
+            ):
+                return await drive(conn, steps(), pipeline)
+        except psycopg.OperationalError as exc:
+            raise unavailable(self.dsn, exc) from None
 
     async def snapshot(self, steps: Callable[[], Steps[T]]) -> T:
         """Run ``steps()`` in one repeatable-read transaction, retried like :meth:`read`."""

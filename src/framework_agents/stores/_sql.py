@@ -3,8 +3,9 @@
 Where the two backends do the same thing (a storage's put, get, list and delete; a
 checkpoint's load, lock check and delete; a memory's commit and clear), the logic lives
 here, in :class:`SqlStorage`, :class:`SqlCheckpointer` and :class:`SqlMemory`, as
-*steps*: a generator that yields each :class:`Query` and is sent back its result. A
-backend keeps only its dialect:
+*steps*: a generator that yields each :class:`Query` and is sent back its result (the
+memory bank's logic, in the same form, is ``stores._sql_bank``). A backend keeps only its
+dialect:
 
 * the SQL text, a :class:`Dialect` of statements with named parameters (``:name`` for
   SQLite, ``%(name)s`` and the schema for PostgreSQL). SQLite keeps time with the

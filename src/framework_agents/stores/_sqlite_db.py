@@ -16,6 +16,13 @@ Tables (schema version :data:`~._codec.DATABASE_FORMAT_VERSION`, created idempot
     fa_locks            (thread_id, fence, owner, expires_at) thread lock + fencing token
     fa_memories         (key, first_seq, next_seq, updated_at)
     fa_memory_messages  (key, seq, shape, body)              windowed by deleting old seqs
+    fa_bank_records, fa_bank_revisions, fa_bank_changes, fa_bank_jobs: the memory bank
+                        (``stores._sql_bank``)
+
+Tables added since a schema version are created on every open (``IF NOT EXISTS``): a
+database of an earlier release gains them without a migration, and an earlier release
+ignores them, so they need no new version. The connection runs with
+``secure_delete`` on: deleted rows (a forgotten memory) are overwritten with zeros.
 """
 
 from __future__ import annotations
@@ -63,6 +70,19 @@ CREATE TABLE IF NOT EXISTS fa_memories (
 CREATE TABLE IF NOT EXISTS fa_memory_messages (
     key TEXT NOT NULL, seq INTEGER NOT NULL, shape INTEGER NOT NULL, body BLOB NOT NULL,
     PRIMARY KEY (key, seq)) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS fa_bank_records (
+    id TEXT PRIMARY KEY, namespace TEXT NOT NULL, key TEXT, revision INTEGER NOT NULL,
+    valid_from INTEGER NOT NULL, valid_to INTEGER, expires_at INTEGER);
+CREATE INDEX IF NOT EXISTS fa_bank_records_key
+    ON fa_bank_records (namespace, key, valid_from, id);
+CREATE TABLE IF NOT EXISTS fa_bank_revisions (
+    id TEXT NOT NULL, revision INTEGER NOT NULL, body BLOB NOT NULL, vector BLOB,
+    PRIMARY KEY (id, revision));
+CREATE TABLE IF NOT EXISTS fa_bank_changes (
+    seq INTEGER PRIMARY KEY, record_id TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS fa_bank_jobs (
+    created INTEGER PRIMARY KEY, id TEXT NOT NULL UNIQUE, namespace TEXT NOT NULL,
+    payload BLOB NOT NULL);
 """
 
 #: A stored message's id (NULL for an unreadable body): the expression of the index a save
@@ -208,6 +228,7 @@ class SqliteDb:
             conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
             conn.execute("PRAGMA journal_mode = WAL")
             conn.execute("PRAGMA synchronous = FULL")  # an acknowledged commit survives power loss
+            conn.execute("PRAGMA secure_delete = ON")  # a forgotten memory leaves no bytes
             conn.execute("BEGIN IMMEDIATE")  # schema created under the write lock
             for statement in _SCHEMA.split(";"):
                 if statement.strip():

@@ -17,6 +17,8 @@ Only core commands and Lua scripts (the server needs no modules). Keys, under a 
     <p>lock:<thread_id>   string owner token, SET NX PX <lease>, renewed while held
     <p>fence:<thread_id>  int    INCR on every acquisition: the fencing token
     <p>mem:<key>          list   "<shape digit><message JSON>", trimmed by the save script
+    <p>bank:...                  the memory bank (records, key timelines, change log, jobs:
+                                 see ``_bank_redis``)
 
 A thread save is one Lua script: it checks that this run still owns the lock and that the
 fencing token is still its own (or that nobody holds the thread), compares the version,
@@ -54,7 +56,8 @@ from ..sessions._base import (
 )
 from ..sessions.memory_storage import as_bytes
 from . import _redis_lua as lua
-from ._base import Store, db_store, unavailable_bank
+from ._bank_redis import RedisBankBackend
+from ._base import Store, db_store
 from ._checkpointer import LeasedCheckpointer
 from ._codec import (
     ClosableStore,
@@ -140,7 +143,7 @@ class RedisDb:
         names = " ".join([*(str(k) for k in keys), text])
         p = self.prefix
         kind: type[CorruptStoreError] = SnapshotCorruptError  # the storage's values
-        if f"{p}mem" in names:
+        if f"{p}mem" in names or f"{p}bank:" in names:
             kind = MemoryCorruptError
         elif f"{p}kv:" not in names and any(
             f"{p}{k}" in names for k in ("t:", "m:", "lock:", "fence:", "threads")
@@ -187,8 +190,12 @@ class RedisDb:
                 raise self.wrong_type(exc, ()) or exc from None
         raise AssertionError("unreachable")  # pragma: no cover
 
-    async def script(self, name: str, keys: Sequence[str], args: Sequence[Any]) -> Any:
+    async def script(
+        self, name: str, keys: Sequence[str], args: Sequence[Any], *, source: str | None = None
+    ) -> Any:
         """Run the Lua script ``name`` of :mod:`._redis_lua` (loaded once, then EVALSHA).
+
+        ``source``: the text of a script kept elsewhere (the bank's), registered as ``name``.
 
         Never retried: when the connection drops the script may have run, so the failure
         surfaces as BACKEND_UNAVAILABLE (a thread save retried by the caller is safe: its
@@ -197,7 +204,7 @@ class RedisDb:
         errors = _connection_errors()
         script = self._scripts.get(name)
         if script is None:
-            script = self.client().register_script(getattr(lua, name))
+            script = self.client().register_script(source or getattr(lua, name))
             self._scripts[name] = script
         try:
             return await script(keys=list(keys), args=list(args))
@@ -612,13 +619,6 @@ def redis_store(
     prefix: str = "fa:",
 ) -> Store:
     """The :class:`Store` of a Redis URL (one client for the whole bundle)."""
-    db, classes = (
-        RedisDb(url, prefix=prefix),
-        (
-            RedisStorage,
-            RedisCheckpointer,
-            RedisMemory,
-            unavailable_bank,
-        ),
-    )
+    db = RedisDb(url, prefix=prefix)
+    classes = (RedisStorage, RedisCheckpointer, RedisMemory, RedisBankBackend)
     return db_store(url, db, classes, lease=lease, ttl=ttl, lock_timeout=lock_timeout)

@@ -11,6 +11,7 @@ SQL (the thread save, the memory append, the lock, the storage logs).
 from __future__ import annotations
 
 import builtins
+import json
 import os
 import sqlite3
 from collections.abc import Sequence
@@ -26,9 +27,10 @@ from ..sessions.memory_storage import as_bytes
 from ._checkpointer import SavePlan
 from ._codec import log_tag, memory_rows, wall_clock
 from ._sql import Query, SqlCheckpointer, SqlMemory, SqlStorage, Steps
+from ._sql_bank import SqlBankBackend, bank_sql
 from ._sqlite_db import MESSAGE_ID, SqliteDb, drive
 
-__all__ = ["SqliteCheckpointer", "SqliteMemory", "SqliteStorage"]
+__all__ = ["SqliteBankBackend", "SqliteCheckpointer", "SqliteMemory", "SqliteStorage"]
 
 #: What ``read_logged`` returns: the value, its log records, its tag.
 _Logged = tuple[bytes | None, builtins.list[bytes], str | None]
@@ -462,3 +464,37 @@ class SqliteMemory(SqlMemory):
             return drive(conn, self._append(rows, fresh=False))
 
         return await self._db.run(append)
+
+
+# -- memory bank ----------------------------------------------------------------------------
+
+#: The bank's statements (``stores._sql_bank``): ``BEGIN IMMEDIATE`` is the bank's write
+#: lock, so the log's last seq is its largest (an indexed read of the primary key).
+SQLITE_BANK = bank_sql(
+    claim="SELECT coalesce(max(seq), 0) FROM {s}.fa_bank_changes",
+    advance="",
+    in_ids="IN (SELECT value FROM json_each(:ids))",
+    schema=None,
+)
+
+
+class SqliteBankBackend(SqlBankBackend):
+    """A memory bank in the SQLite database (tables ``fa_bank_*``, see ``stores._sql_bank``).
+
+    Forgetting leaves no byte of the text in any file: the connection runs with
+    ``secure_delete`` (deleted cells, freed pages and overflow pages are zeroed), and after
+    a delete the write-ahead log, which still holds the pages as they were, is
+    checkpointed into the database and truncated (``wal_checkpoint(TRUNCATE)``).
+    """
+
+    _db: SqliteDb
+
+    def __init__(self, db: str | os.PathLike[str] | SqliteDb) -> None:
+        """The bank in the database at ``db``; nothing connects before the first operation."""
+        super().__init__(_db(db), SQLITE_BANK, json.dumps)
+
+    async def _forgotten(self) -> None:
+        def checkpoint(conn: sqlite3.Connection) -> None:
+            conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()
+
+        await self._db.run(checkpoint, write=False)

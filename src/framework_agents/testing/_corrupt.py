@@ -10,10 +10,26 @@ import asyncio
 import sqlite3
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Protocol, runtime_checkable
 
-__all__ = ["FileCorrupter", "PostgresCorrupter", "RedisCorrupter", "SqliteCorrupter"]
+__all__ = [
+    "BankCorrupter",
+    "FileCorrupter",
+    "PostgresCorrupter",
+    "RedisCorrupter",
+    "SqliteCorrupter",
+]
 
 _JUNK = b'{"role": "user", "content": '
+
+
+@runtime_checkable
+class BankCorrupter(Protocol):
+    """A corrupter that can also spoil a memory bank's record (the bank suite's capability)."""
+
+    async def corrupt_bank_record(self, record_id: str) -> None:
+        """Make the stored record ``record_id`` of the store's bank unreadable."""
+        ...
 
 
 @dataclass(frozen=True)
@@ -31,6 +47,11 @@ class FileCorrupter:
         """Truncate ``memory.json``."""
         path = Path(self.root, "memory", key, "memory.json")
         await asyncio.to_thread(path.write_bytes, _JUNK)
+
+    async def corrupt_bank_record(self, record_id: str) -> None:
+        """Replace the record's file with a record of the wrong shape (no revisions)."""
+        path = Path(self.root, "bank", "records", f"{record_id}.json")
+        await asyncio.to_thread(path.write_bytes, b'{"revisions": [], "vectors": []}')
 
 
 @dataclass(frozen=True)
@@ -56,6 +77,12 @@ class SqliteCorrupter:
         """Cut a message row in half."""
         await asyncio.to_thread(
             self._execute, "UPDATE fa_memory_messages SET body = ? WHERE key = ?", _JUNK, key
+        )
+
+    async def corrupt_bank_record(self, record_id: str) -> None:
+        """Cut the record's revision bodies in half."""
+        await asyncio.to_thread(
+            self._execute, "UPDATE fa_bank_revisions SET body = ? WHERE id = ?", _JUNK, record_id
         )
 
 
@@ -84,6 +111,12 @@ class PostgresCorrupter:
             "UPDATE {s}.fa_memory_messages SET body = %s WHERE key = %s", _JUNK, key
         )
 
+    async def corrupt_bank_record(self, record_id: str) -> None:
+        """Replace the record's revision bodies with JSON of the wrong shape."""
+        await self._execute(
+            "UPDATE {s}.fa_bank_revisions SET body = %s WHERE id = %s", '{"id": 3}', record_id
+        )
+
 
 @dataclass(frozen=True)
 class RedisCorrupter:
@@ -109,5 +142,15 @@ class RedisCorrupter:
         client = aioredis.Redis.from_url(self.url)
         try:
             await client.lset(f"{self.prefix}mem:{key}", 0, "0" + _JUNK.decode())
+        finally:
+            await client.aclose()
+
+    async def corrupt_bank_record(self, record_id: str) -> None:
+        """Overwrite the record's first revision with half a revision."""
+        import redis.asyncio as aioredis
+
+        client = aioredis.Redis.from_url(self.url)
+        try:
+            await client.hset(f"{self.prefix}bank:rec:{record_id}", "j1", _JUNK.decode())
         finally:
             await client.aclose()

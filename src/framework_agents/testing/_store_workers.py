@@ -16,7 +16,15 @@ from ..checkpoint.model import ThreadCheckpoint
 from ..errors import AgentError, CheckpointConflictError
 from ..messages import Message
 
-__all__ = ["append_worker", "counter_worker", "hold_worker", "stale_worker", "turns_worker"]
+__all__ = [
+    "append_worker",
+    "bank_forget_worker",
+    "bank_worker",
+    "counter_worker",
+    "hold_worker",
+    "stale_worker",
+    "turns_worker",
+]
 
 
 def _report(conn: Connection, body: Callable[[], Coroutine[Any, Any, Any]]) -> None:
@@ -151,5 +159,36 @@ def counter_worker(conn: Connection, open_store: Any, key: str, count: int) -> N
         finally:
             await store.close()
         return count
+
+    _report(conn, body)
+
+
+def bank_worker(
+    conn: Connection, open_store: Any, namespace: tuple[str, ...], who: str, count: int
+) -> None:
+    """Remember ``count`` records ``<who> note <i>`` in ``namespace``, all with key ``slot``."""
+
+    async def body() -> int:
+        store = open_store()
+        try:
+            bank = store.bank()
+            for i in range(count):
+                await bank.remember(f"{who} note {i}", namespace=namespace, key="slot")
+        finally:
+            await store.close()
+        return count
+
+    _report(conn, body)
+
+
+def bank_forget_worker(conn: Connection, open_store: Any, namespace: tuple[str, ...]) -> None:
+    """Forget ``namespace`` in the bank; how many records went."""
+
+    async def body() -> int:
+        store = open_store()
+        try:
+            return int(await store.bank().forget_namespace(namespace))
+        finally:
+            await store.close()
 
     _report(conn, body)

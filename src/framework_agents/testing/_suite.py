@@ -13,6 +13,7 @@ from typing import Any, Protocol, TypeVar
 
 import pytest
 
+from ..bank import MemoryBank
 from ..errors import AgentError
 from ..memory._base import Memory
 from ..messages import Message, ReasoningBlock, TextBlock, ToolCall
@@ -25,7 +26,9 @@ __all__ = [
     "StoreFactory",
     "T",
     "_alternating",
+    "_bank_run",
     "_code",
+    "_fixed_id",
     "_needs",
     "_rich_history",
     "_run",
@@ -80,6 +83,18 @@ def _run(factory: StoreFactory, body: Callable[[Store], Awaitable[T]]) -> T:
             await store.close()
 
     return asyncio.run(main())
+
+
+def _bank_run(factory: StoreFactory, body: Callable[[MemoryBank], Awaitable[T]]) -> T:
+    async def on_store(store: Store) -> T:
+        return await body(store.bank())
+
+    return _run(factory, on_store)
+
+
+def _fixed_id(n: int) -> str:
+    """A record id fixed by ``n`` (32 hex digits, like the ids a bank makes)."""
+    return f"{n:032x}"
 
 
 def _code(call: Callable[[], Coroutine[Any, Any, Any]]) -> Callable[[], Awaitable[str | None]]:

@@ -17,7 +17,9 @@ directory, schema or key prefix) and cleans it up afterwards::
 Capabilities are detected, and a test whose capability is missing is skipped with the
 reason: ``thread_lock`` and ``fence`` on the checkpointer, ``prune`` on the storage and
 the checkpointer, ``replace`` on memories, ``cross_process`` and ``lease`` and
-``corrupter`` on the factory. Tests that start OS processes (concurrent appends, lock
+``corrupter`` on the factory (a corrupter that is also a :class:`BankCorrupter` spoils
+bank records for the bank's ``MEMORY_CORRUPT`` test). The bank tests run on
+``store.bank()``. Tests that start OS processes (concurrent appends, lock
 exclusion, a killed holder, a fenced stale writer) are marked ``slow``; they use the
 ``spawn`` start method, so ``StoreFactory.open`` must be picklable (a module-level
 function or a ``functools.partial`` of one).
@@ -29,17 +31,28 @@ from __future__ import annotations
 
 import pytest
 
+from ._corrupt import BankCorrupter
 from ._suite import Corrupter, StoreFactory, overlapping_agent_runs
+from ._suite_bank import BankSuite
 from ._suite_checkpoint import CheckpointSuite
 from ._suite_memory import MemorySuite
 from ._suite_processes import ProcessSuite
 from ._suite_storage import StorageSuite
 
-__all__ = ["Corrupter", "StoreConformance", "StoreFactory", "overlapping_agent_runs"]
+__all__ = [
+    "BankCorrupter",
+    "Corrupter",
+    "StoreConformance",
+    "StoreFactory",
+    "overlapping_agent_runs",
+]
 
 
-class StoreConformance(StorageSuite, CheckpointSuite, MemorySuite, ProcessSuite):
-    """The contracts of API.md "Durable stores", for the backend of ``store_factory``."""
+class StoreConformance(StorageSuite, CheckpointSuite, MemorySuite, BankSuite, ProcessSuite):
+    """The contracts of API.md "Durable stores" and "Long-term memory: MemoryBank".
+
+    For the backend of ``store_factory``.
+    """
 
     @pytest.fixture
     def store_factory(self) -> StoreFactory:

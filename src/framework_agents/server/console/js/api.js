@@ -1,5 +1,6 @@
-// The console's only door to the server: the JSON API under api/ and AG-UI at agui,
-// both relative to the page, so the console works wherever the app is mounted.
+// The console's only door to the server: the JSON API under api/ (threads, memories, the
+// server's info) and AG-UI at agui, both relative to the page, so the console works
+// wherever the app is mounted.
 // Every call carries the token kept in this tab's session storage; errors become
 // ApiError with the server's code and message (or a NETWORK / BAD_RESPONSE code).
 
@@ -154,4 +155,7 @@ export const api = {
   resume: (id, decisions, onEvent) =>
     postStream(`api/threads/${encodeURIComponent(id)}/resume`, { decisions }, onEvent),
   agui: (input, onEvent, signal) => postStream("agui", input, onEvent, signal),
+  info: () => request("GET", "api/info"),
+  memories: (params) => request("GET", `api/memories?${new URLSearchParams(params)}`),
+  forgetMemory: (id) => request("DELETE", `api/memories/${encodeURIComponent(id)}`),
 };

@@ -1,8 +1,11 @@
-// The console's entry point: hash routes (#/t/<thread>, #/compare/<thread>), the threads
-// list and the token dialog. Everything it shows comes from the server's public endpoints.
+// The console's entry point: hash routes (#/t/<thread>, #/compare/<thread>,
+// #/memories/<namespace>), the threads list, the token dialog and what the server offers
+// (api/info). Everything it shows comes from the server's public endpoints.
 
+import { api } from "./api.js";
 import { openCompare } from "./compare.js";
 import { clear, h } from "./dom.js";
+import { openMemories } from "./memories.js";
 import { newThreadId, openThread } from "./thread.js";
 import { installThreadList, loadThreads, markCurrent } from "./threads.js";
 import { askToken, installTokenDialog, showError } from "./ui.js";
@@ -14,6 +17,12 @@ function route() {
   const id = rest.length ? decodeURIComponent(rest.join("/")) : "";
   if (view === "t" && id) return openThread(id);
   if (view === "compare" && id) return openCompare(id);
+  const memoriesLink = document.getElementById("memories-link");
+  if (view === "memories") {
+    memoriesLink.setAttribute("aria-current", "page");
+    return info.then((server) => openMemories(id, server.bank));
+  }
+  memoriesLink.removeAttribute("aria-current");
   markCurrent(null);
   const main = clear(document.getElementById("main"));
   main.append(
@@ -27,6 +36,19 @@ function route() {
   return undefined;
 }
 
+let info = Promise.resolve({ bank: false });
+
+/** What the server offers (api/info); a server that does not say offers no bank. */
+function loadInfo() {
+  info = api.info().then(
+    (body) => ({ bank: Boolean(body && body.bank) }),
+    () => ({ bank: false }),
+  );
+  return info.then((server) => {
+    document.getElementById("memories-link").hidden = !server.bank;
+  });
+}
+
 function boot() {
   installTokenDialog();
   installThreadList();
@@ -37,6 +59,7 @@ function boot() {
   document.getElementById("token-button").addEventListener("click", async () => {
     if (await askToken("Enter the server's access token.")) {
       await loadThreads();
+      await loadInfo();
       route();
     }
   });
@@ -48,7 +71,9 @@ function boot() {
   });
   window.addEventListener("unhandledrejection", (event) => showError(event.reason));
   window.addEventListener("error", (event) => showError(event.error || event.message));
-  loadThreads().then(() => route());
+  loadThreads()
+    .then(() => loadInfo())
+    .then(() => route());
 }
 
 boot();
