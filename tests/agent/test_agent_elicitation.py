@@ -3,9 +3,9 @@
 The interrupt (``kind == "elicitation"``, the message and schema) is saved like an
 approval, with the turn and the results of the turn's other calls; an answer, a decline or
 a cancel keyed by the interrupt id runs the asking call again with it (the others are not
-run again), bad answers are ``HITL_DECISION`` with nothing run, an unanswered resume raises
-the same interrupt again, and a question of a form the protocol does not allow is a tool
-error the model sees.
+run again; a crash while it runs keeps the answer for the settled re-run), bad answers are
+``HITL_DECISION`` with nothing run, an unanswered resume raises the same interrupt again,
+and a question of a form the protocol does not allow is a tool error the model sees.
 """
 
 from __future__ import annotations
@@ -260,3 +260,50 @@ def test_a_checkpoint_written_before_elicitations_loads_and_one_with_a_question_
     assert again.elicitation == saved.elicitation and again.turn == saved.turn
     with pytest.raises(ValueError, match="pending call among the calls of the turn"):
         ThreadCheckpoint("t", None, [], {}, saved.pending, elicitation=saved.elicitation)
+
+
+class Crash(BaseException):
+    """Stands in for a process dying: nothing in the framework catches it."""
+
+
+def test_a_crash_while_the_answered_call_runs_keeps_the_answer_and_the_landed_results() -> None:
+    hotel = Hotel()
+    checkpointer = InMemoryCheckpointer()
+    interrupt = interrupted(hotel, checkpointer)
+    runs: list[Any] = []
+
+    @tool(name="book")
+    def crashing_book(city: str, ctx: ToolContext) -> str:
+        """Book a room in a city."""
+        runs.append(ctx.answer)
+        if len(runs) == 1:
+            raise Crash  # the process dies while the answered call runs
+        assert ctx.answer is not None
+        return f"booked {ctx.answer.content} in {city}"
+
+    tools = [crashing_book, hotel.tools[1]]
+    agent = Agent(ScriptedModel(["done"]), tools=tools)
+    answer = {interrupt.interrupt_id: {"answer": {"nights": 6}}}
+    with pytest.raises(Crash):
+        arun(agent.resume("t", answer, checkpointer=checkpointer))
+    saved = some(arun(checkpointer.load("t")))
+    assert [c.id for c in saved.in_flight] == ["b"] and [r.text for r in saved.results] == [
+        "noted x"
+    ]
+    assert saved.elicitation is not None and saved.elicitation["answer"]["content"] == {"nights": 6}
+    # Its outcome is unknown: it runs again only on a decision for that interrupt, and
+    # then with the answer it ran with.
+    with pytest.raises(HitlInterrupt) as unknown:
+        arun(Agent(ScriptedModel([]), tools=tools).resume("t", None, checkpointer=checkpointer))
+    assert unknown.value.outcome_unknown and unknown.value.kind == "tool_call"
+    result = arun(
+        Agent(ScriptedModel(["done"]), tools=tools).resume(
+            "t", {unknown.value.key: "approve"}, checkpointer=checkpointer
+        )
+    )
+    assert [m.text for m in result.messages if m.role == "tool"] == [
+        "booked {'nights': 6} in Oslo",
+        "noted x",
+    ]
+    assert len(runs) == 2 and runs[1] is not None and runs[1].content == {"nights": 6}
+    assert hotel.notes == 1

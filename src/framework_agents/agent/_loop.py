@@ -503,14 +503,25 @@ async def run_call(
     decision: ResolvedDecision | None,
     *,
     run_args: dict[str, Any] | None = None,
+    answer: ElicitationAnswer | None = None,
 ) -> Message:
     """Run one call outside a model turn (a settled call of unknown outcome): its result.
 
     Middleware, hooks and execution as in a turn; ``run_args`` are the arguments it runs
-    with (an edit), the result answers ``call``.
+    with (an edit), ``answer`` the answer to its question it ran with; the result answers
+    ``call``. A question asked again here is a tool error (nothing can stop a settle).
     """
     run_as = call if run_args is None else call.model_copy(update={"args": run_args})
-    return await _run_call(setup, run, _Plan(call, run_as, decision), 0)
+    plan = _Plan(call, run_as, decision, answer=answer)
+    try:
+        return await _run_call(setup, run, plan, 0)
+    except ElicitationRequired as asked:
+        return _tool_message(
+            call,
+            f"Error: tool {call.name!r} asked again ({asked.elicitation.message!r}) when it "
+            "was run again after its outcome was unknown; call it again to ask the human",
+            kind="tool_error",
+        )
 
 
 async def _cancel_all(tasks: Sequence[asyncio.Task[Message]]) -> None:

@@ -205,6 +205,9 @@ class _ThreadRun:
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
     turn: _Turn | None = None
     replay: Replay | None = None
+    #: Answers to questions, by the id of the call that runs with one: kept in every save
+    #: while that call is in flight, so a settled re-run after a crash has it too.
+    answers: dict[str, ElicitationAnswer] = field(default_factory=dict)
     app_data: dict[str, Any] | None = None  # the thread's, carried from save to save
     # The run's last save (the finished run's checkpoint): nothing of the thread is
     # written after it, so a checkpointer may let the thread go in the same step.
@@ -249,6 +252,7 @@ class _ThreadRun:
             results=[turn.results[i] for i in order if i in turn.results],
             in_flight=[turn.in_flight[i] for i in order if i in turn.in_flight],
             decisions=dict(self.decisions),
+            elicitation=_answer_record(turn.in_flight, self.answers),
         )
         await trace_store(  # a delta when the history is stored
             "checkpoint", "save", self.checkpointer, save_progress(self.checkpointer, checkpoint)
@@ -276,6 +280,11 @@ class _ThreadRun:
 
     async def on_turn_start(self, history: list[Message], assistant: Message) -> None:
         self.turn = _Turn(list(history), assistant)
+        replay = self.replay
+        if replay is not None and replay.turn.id == assistant.id:
+            # The results that landed before a question stopped this turn are part of every
+            # save of it from the start (a crash now must not lose them).
+            self.turn.results.update(replay.landed)
 
     async def on_tool_start(self, call: ToolCall, decision: ResolvedDecision | None) -> None:
         turn = self.turn
@@ -380,7 +389,12 @@ class _ThreadRun:
                     await self.save_turn(turn)  # step 1 again: this re-run is guarded too
             loop_run = LoopRun([], thread_id=self.thread_id)
             result = await run_call(
-                self.host.setup(), loop_run, asked[call.id], decision, run_args=ran.args
+                self.host.setup(),
+                loop_run,
+                asked[call.id],
+                decision,
+                run_args=ran.args,
+                answer=self.answers.get(call.id),
             )
             async with self.lock:
                 turn.results[call.id] = result
@@ -565,6 +579,31 @@ async def surface_interrupt(
     )
 
 
+def _answer_record(
+    in_flight: Mapping[str, ToolCall], answers: Mapping[str, ElicitationAnswer]
+) -> dict[str, Any] | None:
+    """The checkpoint's ``elicitation`` while an answered call is in flight, else ``None``.
+
+    The question with ``call_id`` and ``answer`` (``{"action", "content"}``) added.
+    """
+    for call_id in in_flight:
+        answer = answers.get(call_id)
+        if answer is not None:
+            given = {"action": answer.action, "content": answer.content}
+            return {**answer.elicitation.to_dict(), "call_id": call_id, "answer": given}
+    return None
+
+
+def _stored_answers(base: ThreadCheckpoint) -> dict[str, ElicitationAnswer]:
+    """The answer an in-flight call of ``base`` ran with (:func:`_answer_record`), by call id."""
+    stored = base.elicitation
+    if stored is None or "answer" not in stored:
+        return {}
+    given = stored["answer"]
+    answer = ElicitationAnswer(given["action"], given["content"], Elicitation.from_dict(stored))
+    return {str(stored["call_id"]): answer}
+
+
 def _question(base: ThreadCheckpoint) -> Elicitation | None:
     """The open question of ``base`` (its pending call asked one), or ``None``."""
     stored = base.elicitation
@@ -682,9 +721,11 @@ def _plan_start(
             start.surface, start.stale = base.pending, True
             return
         landed = {r.tool_call_id or "": r for r in base.results}
-        run.replay = Replay(base.turn, landed, {base.pending.id: answer})
+        run.answers = {base.pending.id: answer}
+        run.replay = Replay(base.turn, landed, run.answers)
         run.start = list(base.messages)
     elif base.in_flight:
+        run.answers = _stored_answers(base)
         plans, undecided = _decide_unknown(tools, base, admitted.decisions)
         start.surface = undecided
         if undecided is not None and base.outcome_unknown:

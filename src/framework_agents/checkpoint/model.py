@@ -22,8 +22,10 @@ The fields beyond ``pending`` implement the at-most-once protocol (``docs/checkp
   server's elicitation) instead of waiting for an approval: ``{"message", "schema",
   "state"}``; meaningful only while ``pending`` is set. ``turn`` is then the turn being
   executed (``pending`` among its calls) and ``results`` the results of its other calls
-  that landed; an answer runs ``pending`` again with it and the turn goes on.
-  Checkpoints written before it existed load with ``None``.
+  that landed; an answer runs ``pending`` again with it and the turn goes on. While an
+  answered call is in flight it holds the question with ``call_id`` and ``answer``
+  (``{"action", "content"}``), so settling that call after a crash runs it with its
+  answer. Checkpoints written before it existed load with ``None``.
 * ``finished``: the run that saved this checkpoint ended on the model's final answer;
   resuming it (with no new prompt) has nothing to continue.
 * ``app_data``: JSON the application (or a memory with long-term state, such as an
