@@ -40,10 +40,18 @@ import logging
 import os
 import sys
 import time
-from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Iterator, Mapping, Sequence
+from collections.abc import (
+    AsyncGenerator,
+    AsyncIterator,
+    Awaitable,
+    Callable,
+    Iterator,
+    Mapping,
+    Sequence,
+)
 from contextlib import contextmanager
 from contextvars import ContextVar
-from typing import Any, TypeVar
+from typing import Any, Generic, TypeVar
 
 __all__ = [
     "CAPTURE_CONTENT_ENV",
@@ -72,16 +80,10 @@ _PROVIDERS = {
     "AnthropicModel": "anthropic",
     "LocalModel": "llama_cpp",
 }
-_OFF_TRACER_PROVIDERS = frozenset({"ProxyTracerProvider", "NoOpTracerProvider"})
-_OFF_METER_PROVIDERS = frozenset({"_ProxyMeterProvider", "NoOpMeterProvider"})
 
 T = TypeVar("T")
 E = TypeVar("E")
 
-# (provider, tracer) and (provider, duration histogram, token histogram), cached by the
-# provider they came from so a provider set later is picked up.
-_tracer_cache: tuple[Any, Any] | None = None
-_meter_cache: tuple[Any, Any, Any] | None = None
 # The invoke_agent span of the run being driven here, and whether that run is a resume.
 _run_span: ContextVar[tuple[Any, bool] | None] = ContextVar("fa_run_span", default=None)
 
@@ -90,35 +92,37 @@ _run_span: ContextVar[tuple[Any, bool] | None] = ContextVar("fa_run_span", defau
 TRACE_APP_DATA_KEY = "framework_agents.trace"
 
 
-def _tracer() -> Any | None:
-    """The tracer, or ``None`` when OpenTelemetry is absent or no tracer provider is set."""
-    global _tracer_cache
-    trace = sys.modules.get("opentelemetry.trace")
-    if trace is None:
-        return None
-    provider = trace.get_tracer_provider()
-    if type(provider).__name__ in _OFF_TRACER_PROVIDERS:
-        return None
-    cached = _tracer_cache
-    if cached is not None and cached[0] is provider:
+class _FromProvider(Generic[T]):
+    """What is made from the API's current global provider (a tracer, the histograms).
+
+    ``None`` while the application has not imported the API module or has set no provider
+    (the API's proxy or no-op one); cached by the provider it came from, so a provider set
+    later is picked up.
+    """
+
+    def __init__(
+        self, module: str, getter: str, off: frozenset[str], make: Callable[[Any], T]
+    ) -> None:
+        self._module = module
+        self._getter = getter
+        self._off = off
+        self._make = make
+        self._cached: tuple[Any, T] | None = None
+
+    def __call__(self) -> T | None:
+        api = sys.modules.get(self._module)
+        if api is None:
+            return None
+        provider = getattr(api, self._getter)()
+        if type(provider).__name__ in self._off:
+            return None
+        cached = self._cached
+        if cached is None or cached[0] is not provider:
+            cached = self._cached = (provider, self._make(provider))
         return cached[1]
-    tracer = provider.get_tracer(_SCOPE)
-    _tracer_cache = (provider, tracer)
-    return tracer
 
 
-def _instruments() -> tuple[Any, Any] | None:
-    """The (duration, token usage) histograms, or ``None`` without a meter provider."""
-    global _meter_cache
-    metrics = sys.modules.get("opentelemetry.metrics")
-    if metrics is None:
-        return None
-    provider = metrics.get_meter_provider()
-    if type(provider).__name__ in _OFF_METER_PROVIDERS:
-        return None
-    cached = _meter_cache
-    if cached is not None and cached[0] is provider:
-        return cached[1], cached[2]
+def _histograms(provider: Any) -> tuple[Any, Any]:
     meter = provider.get_meter(_SCOPE)
     duration = meter.create_histogram(
         "gen_ai.client.operation.duration", unit="s", description="GenAI operation duration"
@@ -126,8 +130,23 @@ def _instruments() -> tuple[Any, Any] | None:
     tokens = meter.create_histogram(
         "gen_ai.client.token.usage", unit="{token}", description="Number of tokens used"
     )
-    _meter_cache = (provider, duration, tokens)
     return duration, tokens
+
+
+#: The tracer, or ``None`` when OpenTelemetry is absent or no tracer provider is set.
+_tracer: _FromProvider[Any] = _FromProvider(
+    "opentelemetry.trace",
+    "get_tracer_provider",
+    frozenset({"ProxyTracerProvider", "NoOpTracerProvider"}),
+    lambda provider: provider.get_tracer(_SCOPE),
+)
+#: The (duration, token usage) histograms, or ``None`` without a meter provider.
+_instruments: _FromProvider[tuple[Any, Any]] = _FromProvider(
+    "opentelemetry.metrics",
+    "get_meter_provider",
+    frozenset({"_ProxyMeterProvider", "NoOpMeterProvider"}),
+    _histograms,
+)
 
 
 def active() -> bool:
@@ -171,6 +190,14 @@ def _fail(span: Any, exc: BaseException) -> None:
     span.set_attribute("error.type", _error_type(exc))
     span.record_exception(exc)
     span.set_status(trace.Status(trace.StatusCode.ERROR, f"{type(exc).__name__}: {exc}"[:500]))
+
+
+def _stopped(span: Any, exc: BaseException) -> None:
+    """Mark a run or workflow ``span`` interrupted, or failed by ``exc`` (a close is neither)."""
+    if type(exc).__name__ == "HitlInterrupt":
+        span.set_attribute("framework_agents.run.outcome", "interrupted")
+    elif not isinstance(exc, GeneratorExit):
+        _fail(span, exc)
 
 
 def _parts(message: Any) -> list[dict[str, Any]]:
@@ -370,10 +397,7 @@ async def _spanned_events(
             observe(span, event)
             yield event
     except BaseException as exc:
-        if type(exc).__name__ == "HitlInterrupt":
-            span.set_attribute("framework_agents.run.outcome", "interrupted")
-        elif not isinstance(exc, GeneratorExit):
-            _fail(span, exc)
+        _stopped(span, exc)
         raise
     finally:
         close = getattr(events, "aclose", None)
@@ -420,10 +444,7 @@ def workflow_span(name: str, *, conversation_id: str | None = None) -> Iterator[
         try:
             yield span
         except BaseException as exc:
-            if type(exc).__name__ == "HitlInterrupt":
-                span.set_attribute("framework_agents.run.outcome", "interrupted")
-            elif not isinstance(exc, GeneratorExit):
-                _fail(span, exc)
+            _stopped(span, exc)
             raise
 
 

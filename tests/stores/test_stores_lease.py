@@ -41,7 +41,7 @@ def test_a_lock_taken_by_a_cancelled_attempt_is_released() -> None:
         locks = LeaseLocks(lease=30.0, try_acquire=try_acquire, renew=renew, release=release)
 
         async def run() -> None:
-            async with locks.hold("t1", None, None):
+            async with locks.hold("t1", None):
                 raise AssertionError("not reached")
 
         task = asyncio.create_task(run())
@@ -69,14 +69,14 @@ def test_sqlite_waiter_cancelled_in_the_busy_handler_leaves_no_lock(tmp_path: Pa
             await cp.list_threads()  # the schema
             blocker = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
             blocker.execute("BEGIN IMMEDIATE")  # the attempt waits in SQLite's busy handler
-            real = cp._locks._try_acquire
+            real = cp._locks.try_acquire
             in_flight = asyncio.Event()
 
             async def attempt(thread_id: str, owner: str) -> int | None:
                 in_flight.set()
                 return await real(thread_id, owner)
 
-            cp._locks._try_acquire = attempt
+            cp._locks.try_acquire = attempt
 
             async def waiter() -> None:
                 async with cp.thread_lock("t1"):
@@ -125,7 +125,7 @@ def test_a_cancel_during_the_release_does_not_stop_it() -> None:
         inside = asyncio.Event()
 
         async def run() -> None:
-            async with locks.hold("t1", None, None):
+            async with locks.hold("t1", None):
                 inside.set()
                 await asyncio.Event().wait()
 

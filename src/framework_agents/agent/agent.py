@@ -599,23 +599,9 @@ class Agent:
 
     def _constructor_kwargs(self) -> dict[str, Any]:
         """This agent's constructor arguments (for clones and branches)."""
-        return {
-            "model": self.model,
-            "tools": self.tools,
-            "system_prompt": self.system_prompt,
-            "memory": self.memory,
-            "conversation_manager": self.conversation_manager,
-            "session_manager": self.session_manager,
-            "initial_messages": self.initial_messages,
-            "state": self.state.to_dict(),
-            "middleware": self.middleware,
-            "response_format": self.response_format,
-            "output_version": self.output_version,
-            "decide": self.decide,
-            "agent_id": self.agent_id,
-            "max_turns": self.max_turns,
-            "output_retries": self.output_retries,
-        }
+        kwargs = {name: getattr(self, name) for name in _CONSTRUCTOR_ATTRIBUTES}
+        kwargs["state"] = self.state.to_dict()
+        return kwargs
 
     # -- snapshots, editing, branches ---------------------------------------------------
 
@@ -687,6 +673,26 @@ class Agent:
         return (
             f"Agent(agent_id={self.agent_id!r}, model={self.model!r:.60}, tools={len(self.tools)})"
         )
+
+
+#: The constructor arguments of a clone or a branch, each read back from the agent's
+#: attribute of the same name (and ``state``, as a copy).
+_CONSTRUCTOR_ATTRIBUTES = (
+    "model",
+    "tools",
+    "system_prompt",
+    "memory",
+    "conversation_manager",
+    "session_manager",
+    "initial_messages",
+    "middleware",
+    "response_format",
+    "output_version",
+    "decide",
+    "agent_id",
+    "max_turns",
+    "output_retries",
+)
 
 
 async def _result(events: AsyncGenerator[AgentEvent, None]) -> RunResult:

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import copy
 import math
-from collections.abc import Iterator, Mapping, MutableMapping
+from collections.abc import Mapping, MutableMapping
 from typing import Any
 
 from .._persist import json_problem
+from .._util import DictMapping
 from ..errors import StateNotJsonError
 
 __all__ = ["AgentState", "check_json_value"]
@@ -49,7 +50,7 @@ def _check_shape(value: Any, path: str) -> None:
     )
 
 
-class AgentState(MutableMapping[str, Any]):
+class AgentState(DictMapping, MutableMapping[str, Any]):
     """A mutable mapping of JSON values; setting anything else raises ``STATE_NOT_JSON``.
 
     Values are deep-copied on the way in, so later changes to the caller's object do not
@@ -57,15 +58,12 @@ class AgentState(MutableMapping[str, Any]):
     values (``to_dict()`` re-checks everything and raises if a nested edit broke the rule).
     """
 
-    __slots__ = ("_data",)
+    __slots__ = ()
 
     def __init__(self, initial: Mapping[str, Any] | None = None) -> None:
-        self._data: dict[str, Any] = {}
+        self._data = {}
         if initial is not None:
             self.replace(initial)
-
-    def __getitem__(self, key: str) -> Any:
-        return self._data[key]
 
     def __setitem__(self, key: str, value: Any) -> None:
         if not isinstance(key, str):
@@ -75,12 +73,6 @@ class AgentState(MutableMapping[str, Any]):
 
     def __delitem__(self, key: str) -> None:
         del self._data[key]
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self._data)
-
-    def __len__(self) -> int:
-        return len(self._data)
 
     def __repr__(self) -> str:
         return f"AgentState({self._data!r})"

@@ -18,6 +18,10 @@ class by ``_util.implements``); the functions below stand in for a missing one:
   Checked on the class: a wrapper forwarding attributes (``__getattr__``) to such a
   checkpointer must not have its own save bypassed by the inner one's fused steps.
 
+The shipped checkpointers share :class:`ThreadLockBase`: their ``thread_lock(thread_id, *,
+timeout=...)`` and its wait are written there once, each backend holding the thread its
+own way.
+
 The value checks every backend applies before it writes (``check_checkpoint``,
 ``check_new_part``, from ``_values``) are part of the contract too: the database backends
 in ``stores/`` use them from here.
@@ -27,9 +31,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator, Awaitable, Callable
+from abc import ABC, abstractmethod
+from collections.abc import AsyncIterator, Awaitable, Callable, Hashable
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
+from types import EllipsisType
 from typing import Protocol, cast, runtime_checkable
 
 from .._persist import LoopLocks as LocalLocks
@@ -45,11 +51,13 @@ __all__ = [
     "HeldThread",
     "ProgressSaver",
     "ThreadHolding",
+    "ThreadLockBase",
     "ThreadLocking",
     "TimedCheckpointer",
     "check_checkpoint",
     "check_new_part",
     "held_then_loaded",
+    "hold_local",
     "hold_thread",
     "save_progress",
     "thread_lock",
@@ -193,18 +201,67 @@ async def _local_thread_lock(checkpointer: Checkpointer, thread_id: str) -> Asyn
     )
     wait = check_seconds("a checkpointer's lock_timeout", timeout, optional=True)
     key = f"{id(checkpointer)}/{thread_id}"
-    lock = _LOCAL.enter(key)
+    async with hold_local(_LOCAL, key, thread_id, wait, "another run in this process"):
+        yield
+
+
+@contextlib.asynccontextmanager
+async def hold_local(
+    locks: LocalLocks, key: Hashable, thread_id: str, wait: float | None, holder: str
+) -> AsyncIterator[None]:
+    """Hold the lock of ``key`` for the block; THREAD_BUSY after ``wait`` seconds.
+
+    ``None`` waits forever; the error says that ``holder`` held ``thread_id``.
+    """
+    lock = locks.enter(key)
     try:
         try:
             async with asyncio.timeout(wait):
                 await lock.acquire()
         except TimeoutError:
             raise ThreadBusyError(
-                f"thread {thread_id!r} is busy: another run in this process held it for {wait}s"
+                f"thread {thread_id!r} is busy: {holder} held it for {wait}s"
             ) from None
         try:
             yield
         finally:
             lock.release()
     finally:
-        _LOCAL.leave(key)
+        locks.leave(key)
+
+
+class ThreadLockBase(ABC):
+    """A base of the shipped checkpointers: ``thread_lock`` and its wait are written here once.
+
+    A subclass sets ``lock_timeout`` and writes ``_thread_held(thread_id, wait)``: hold the
+    (checked) thread for the block, waiting ``wait`` seconds (``None``: forever), then
+    THREAD_BUSY.
+    """
+
+    lock_timeout: float | None
+
+    @contextlib.asynccontextmanager
+    async def thread_lock(
+        self,
+        thread_id: str,
+        *,
+        timeout: float | EllipsisType | None = ...,  # noqa: ASYNC109 - a lock wait
+    ) -> AsyncIterator[None]:
+        """Hold the thread for a whole run; THREAD_BUSY after the wait.
+
+        The wait is ``lock_timeout`` unless ``timeout`` is given (``None``: forever).
+        """
+        check_thread_id(thread_id)
+        wait = (
+            self.lock_timeout
+            if timeout is ...
+            else check_seconds("timeout", timeout, optional=True)
+        )
+        async with self._thread_held(thread_id, wait):
+            yield
+
+    @abstractmethod
+    def _thread_held(
+        self, thread_id: str, wait: float | None
+    ) -> AbstractAsyncContextManager[object]:
+        """Hold ``thread_id`` for the block; THREAD_BUSY after ``wait`` seconds."""

@@ -9,7 +9,6 @@ earlier release) is a checkpoint without its history, bound to one ``checkpoint.
 
 from __future__ import annotations
 
-from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -28,8 +27,8 @@ from ..errors import (
 )
 from ..messages import Message, ToolCall
 from .model import (
+    SavedAt,
     ThreadCheckpoint,
-    check_saved_at,
 )
 
 __all__ = [
@@ -69,7 +68,7 @@ class Progress(BaseModel):
     version: int = Field(PROGRESS_FORMAT_VERSION, strict=True)
     thread_id: str
     base: str
-    saved_at: datetime
+    saved_at: SavedAt
     state: dict[str, Any]
     pending: ToolCall | None
     turn: Message | None
@@ -77,11 +76,6 @@ class Progress(BaseModel):
     in_flight: list[ToolCall]
     outcome_unknown: bool
     decisions: dict[str, Any]
-
-    @field_validator("saved_at", mode="before")
-    @classmethod
-    def _no_timestamp_numbers(cls, value: object) -> object:
-        return check_saved_at(value)
 
     @field_validator("version")
     @classmethod

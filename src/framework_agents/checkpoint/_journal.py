@@ -14,11 +14,10 @@ from __future__ import annotations
 import errno
 import os
 import stat
-from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from .._persist import (
     JournalCorruptError,
@@ -34,7 +33,7 @@ from .._persist import (
 )
 from ..errors import CheckpointCorruptError
 from ..messages import Message, ToolCall
-from .model import ThreadCheckpoint, check_saved_at
+from .model import SavedAt, ThreadCheckpoint
 
 __all__ = ["OVERLAY", "Delta", "JournalView", "append_delta", "apply_deltas", "read_journal"]
 
@@ -66,7 +65,7 @@ class Delta(BaseModel):
 
     keep: int = Field(strict=True, ge=0)
     messages: list[Message]
-    saved_at: datetime
+    saved_at: SavedAt
     state: dict[str, Any]
     pending: ToolCall | None
     turn: Message | None
@@ -80,11 +79,6 @@ class Delta(BaseModel):
     finished: bool = Field(False, strict=True)
     app_data: dict[str, Any] | None = None
     elicitation: dict[str, Any] | None = None
-
-    @field_validator("saved_at", mode="before")
-    @classmethod
-    def _no_timestamp_numbers(cls, value: object) -> object:
-        return check_saved_at(value)
 
 
 class JournalView:

@@ -12,7 +12,6 @@ from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from datetime import timedelta
 from pathlib import Path
-from types import EllipsisType
 from typing import Any, TypeVar, cast
 
 from pydantic import ValidationError
@@ -41,7 +40,7 @@ from ..errors import (
     ThreadBusyError,
 )
 from ..messages import Message
-from ._base import HeldThread, held_then_loaded
+from ._base import HeldThread, ThreadLockBase, held_then_loaded
 from ._file_format import OVERLAY_FIELDS, Progress, canonical, corrupt, strict_json
 from ._journal import OVERLAY, Delta, JournalView, append_delta, apply_deltas, read_journal
 from ._values import (
@@ -145,7 +144,7 @@ class _Known:
     plain: bool = True
 
 
-class FileCheckpointer:
+class FileCheckpointer(ThreadLockBase):
     """Thread checkpoints under ``root``, every write under :func:`with_file_lock`.
 
     Layout (directories ``0700``, files ``0600``)::
@@ -666,20 +665,6 @@ class FileCheckpointer:
         return True
 
     @contextlib.asynccontextmanager
-    async def thread_lock(
-        self,
-        thread_id: str,
-        *,
-        timeout: float | EllipsisType | None = ...,  # noqa: ASYNC109 - a lock wait
-    ) -> AsyncIterator[None]:
-        """Hold the thread for a whole run (``run.lock``); THREAD_BUSY after the wait.
-
-        The wait is ``lock_timeout`` unless ``timeout`` is given (``None``: forever).
-        """
-        async with self._run_held(thread_id, timeout, None):
-            yield
-
-    @contextlib.asynccontextmanager
     async def hold_thread(self, thread_id: str) -> AsyncIterator[HeldThread]:
         """:meth:`thread_lock` and :meth:`load` in one hand-off (``checkpoint._base``).
 
@@ -695,8 +680,9 @@ class FileCheckpointer:
             async with held_then_loaded(self, thread_id) as held:  # its own steps, each
                 yield held
             return
+        check_thread_id(thread_id)
         load = functools.partial(self._load_checked, thread_id)
-        async with self._run_held(thread_id, ..., load) as hold:
+        async with self._thread_held(thread_id, self.lock_timeout, load) as hold:
 
             async def save_last(checkpoint: ThreadCheckpoint) -> bool:
                 if checkpoint.thread_id != thread_id:
@@ -709,14 +695,10 @@ class FileCheckpointer:
             yield HeldThread(loaded, save_last)
 
     @contextlib.asynccontextmanager
-    async def _run_held(
-        self,
-        thread_id: str,
-        timeout: float | EllipsisType | None,  # noqa: ASYNC109 - a lock wait
-        then: Callable[[], object] | None,
+    async def _thread_held(
+        self, thread_id: str, wait: float | None, then: Callable[[], object] | None = None
     ) -> AsyncIterator[FileLockHold]:
-        check_thread_id(thread_id)
-        wait = self.lock_timeout if timeout is ... else timeout
+        """The thread's ``run.lock`` held for the block (``then``: see ``hold_file_lock``)."""
         async with contextlib.AsyncExitStack() as stack:
             try:
                 hold = await stack.enter_async_context(

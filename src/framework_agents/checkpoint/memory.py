@@ -2,17 +2,14 @@
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import time
-from collections.abc import AsyncIterator
+from contextlib import AbstractAsyncContextManager
 from datetime import timedelta
-from types import EllipsisType
 
 from .._persist import LoopLocks as LocalLocks
 from .._persist import check_seconds, shared_prefix
 from .._retention import AutoPrune, check_older_than, check_ttl, waits_for_approval
-from ..errors import ThreadBusyError
+from ._base import ThreadLockBase, hold_local
 from ._values import (
     check_checkpoint,
     check_new_part,
@@ -24,7 +21,7 @@ from .model import ThreadCheckpoint, check_thread_id, to_json
 __all__ = ["InMemoryCheckpointer"]
 
 
-class InMemoryCheckpointer(AutoPrune):
+class InMemoryCheckpointer(AutoPrune, ThreadLockBase):
     """The :class:`~framework_agents.checkpoint.Checkpointer` contract in a dict.
 
     Checkpoints are kept as values: messages and tool calls (immutable) are the very
@@ -110,32 +107,5 @@ class InMemoryCheckpointer(AutoPrune):
         """The ids of the threads that have a checkpoint, sorted."""
         return sorted(self._data)
 
-    @contextlib.asynccontextmanager
-    async def thread_lock(
-        self,
-        thread_id: str,
-        *,
-        timeout: float | EllipsisType | None = ...,  # noqa: ASYNC109 - a lock wait
-    ) -> AsyncIterator[None]:
-        """Hold the thread for a whole run; THREAD_BUSY after ``lock_timeout`` (or ``timeout``)."""
-        check_thread_id(thread_id)
-        wait = (
-            self.lock_timeout
-            if timeout is ...
-            else check_seconds("timeout", timeout, optional=True)
-        )
-        lock = self._locks.enter(thread_id)
-        try:
-            try:
-                async with asyncio.timeout(wait):
-                    await lock.acquire()
-            except TimeoutError:
-                raise ThreadBusyError(
-                    f"thread {thread_id!r} is busy: another run held it for {wait}s"
-                ) from None
-            try:
-                yield
-            finally:
-                lock.release()
-        finally:
-            self._locks.leave(thread_id)
+    def _thread_held(self, thread_id: str, wait: float | None) -> AbstractAsyncContextManager[None]:
+        return hold_local(self._locks, thread_id, thread_id, wait, "another run")

@@ -39,10 +39,11 @@ import re
 import threading
 from collections.abc import Iterator
 from datetime import UTC, datetime
-from typing import Any
+from typing import Annotated, Any
 
 from pydantic import (
     BaseModel,
+    BeforeValidator,
     ConfigDict,
     Field,
     ValidationError,
@@ -66,6 +67,7 @@ __all__ = [
     "BASE_CHECKPOINT_FORMAT_VERSION",
     "CHECKPOINT_FORMAT_VERSION",
     "THREAD_ID_PATTERN",
+    "SavedAt",
     "ThreadCheckpoint",
     "check_saved_at",
     "check_storable",
@@ -91,7 +93,7 @@ def check_thread_id(thread_id: object) -> str:
     if not isinstance(thread_id, str) or THREAD_ID_PATTERN.fullmatch(thread_id) is None:
         raise ThreadIdInvalidError(
             f"thread id {thread_id!r} is not a single safe directory name "
-            "(^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$)"
+            f"(^{THREAD_ID_PATTERN.pattern}$)"
         )
     return thread_id
 
@@ -105,6 +107,10 @@ def check_saved_at(value: object) -> object:
     if isinstance(value, bool | int | float):
         raise ValueError(f"saved_at must be an ISO 8601 date-time, not the number {value!r}")
     return value
+
+
+#: A stored ``saved_at``: a date-time, never read from a number (:func:`check_saved_at`).
+SavedAt = Annotated[datetime, BeforeValidator(check_saved_at)]
 
 
 def _json_problem(value: Any, path: str) -> str | None:
@@ -274,7 +280,7 @@ class ThreadCheckpoint(BaseModel):
 
     version: int = Field(BASE_CHECKPOINT_FORMAT_VERSION, strict=True)  # 1.0, "1", true: corrupt
     thread_id: str
-    saved_at: datetime = Field(default_factory=_now)
+    saved_at: SavedAt = Field(default_factory=_now)
     messages: list[Message] = Field(default_factory=list)
     state: dict[str, Any] = Field(default_factory=dict)
     pending: ToolCall | None = None
@@ -351,11 +357,6 @@ class ThreadCheckpoint(BaseModel):
     def _safe_thread_id(cls, value: object) -> str:
         # Before pydantic's coercion: bytes, numbers and None are THREAD_ID_INVALID.
         return check_thread_id(value)
-
-    @field_validator("saved_at", mode="before")
-    @classmethod
-    def _no_timestamp_numbers(cls, value: object) -> object:
-        return check_saved_at(value)
 
     @field_validator("saved_at")
     @classmethod

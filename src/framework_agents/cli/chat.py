@@ -22,6 +22,7 @@ import signal
 import sys
 import threading
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TextIO
 
@@ -57,23 +58,15 @@ def session_storage(data_dir: Path) -> LocalFileStorage:
     return LocalFileStorage(data_dir / "sessions")
 
 
+@dataclass(frozen=True, kw_only=True)
 class ChatOptions:
     """What ``chat`` was asked for."""
 
-    def __init__(
-        self,
-        *,
-        session_id: str | None,
-        data_dir: Path,
-        system_prompt: str | None,
-        window: int,
-        store: str | None = None,
-    ) -> None:
-        self.session_id = session_id
-        self.data_dir = data_dir
-        self.system_prompt = system_prompt
-        self.window = window
-        self.store = store
+    session_id: str | None
+    data_dir: Path
+    system_prompt: str | None
+    window: int
+    store: str | None = None
 
 
 class _CtrlC:

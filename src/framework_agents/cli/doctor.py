@@ -33,20 +33,6 @@ __all__ = ["POSTGRES_ENV", "REDIS_ENV", "Check", "check_extras", "check_stores",
 POSTGRES_ENV = "FRAMEWORK_AGENTS_POSTGRES_URL"
 REDIS_ENV = "FRAMEWORK_AGENTS_REDIS_URL"
 
-# What each extra's packages are imported as.
-_MODULES: dict[str, tuple[str, ...]] = {
-    "openai": ("openai",),
-    "anthropic": ("anthropic",),
-    "local": ("openai", "xllamacpp"),
-    "cli": ("typer", "rich"),
-    "postgres": ("psycopg", "psycopg_pool"),
-    "redis": ("redis.asyncio",),
-    "server": ("a2a", "ag_ui", "starlette", "uvicorn"),
-    "otel": ("opentelemetry.trace",),
-    "embeddings": ("numpy", "tokenizers", "safetensors", "threadpoolctl"),
-    "mcp": ("mcp",),
-}
-
 
 @dataclass
 class Check:
@@ -72,12 +58,12 @@ def _distribution_version(requirement: str) -> str | None:
 
 def _check_extra(extra: str) -> Check:
     missing: list[str] = []
-    for module in _MODULES[extra]:
+    for module in EXTRAS[extra].modules:
         try:
             importlib.import_module(module)
         except Exception as exc:  # ImportError, or a broken install failing on import
             missing.append(f"{module} ({type(exc).__name__}: {exc})"[:160])
-    versions = [f"{_name(p)} {_distribution_version(p) or '-'}" for p in EXTRAS[extra]]
+    versions = [f"{_name(p)} {_distribution_version(p) or '-'}" for p in EXTRAS[extra].packages]
     if not missing and extra == "local":
         from ..models.local import local_model_path
 

@@ -13,11 +13,10 @@ from __future__ import annotations
 import contextlib
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass
-from types import EllipsisType
 
 from .._persist import check_seconds, shared_prefix
 from .._retention import AutoPrune, check_ttl, waits_for_approval
-from ..checkpoint._base import check_checkpoint, check_new_part
+from ..checkpoint._base import ThreadLockBase, check_checkpoint, check_new_part
 from ..checkpoint.model import ThreadCheckpoint
 from ..errors import CheckpointCorruptError
 from ..messages import Message
@@ -51,7 +50,7 @@ class SavePlan:
     cache: ThreadCache | None
 
 
-class LeasedCheckpointer(AutoPrune):
+class LeasedCheckpointer(AutoPrune, ThreadLockBase):
     """The settings, cache and lock handling of the SQLite, PostgreSQL and Redis checkpointers."""
 
     lock_timeout: float | None
@@ -148,18 +147,9 @@ class LeasedCheckpointer(AutoPrune):
         await self.save(checkpoint)
 
     @contextlib.asynccontextmanager
-    async def thread_lock(
-        self,
-        thread_id: str,
-        *,
-        timeout: float | EllipsisType | None = ...,  # noqa: ASYNC109 - a lock wait
-    ) -> AsyncIterator[None]:
-        """Hold the thread for a whole run, across processes; THREAD_BUSY after the wait.
-
-        The wait is ``lock_timeout`` unless ``timeout`` is given (``None``: forever). A
-        holder that dies or stops is replaced once its ``lease`` runs out.
-        """
-        async with self._locks.hold(thread_id, self.lock_timeout, timeout):
+    async def _thread_held(self, thread_id: str, wait: float | None) -> AsyncIterator[None]:
+        """Held across processes; a dead or stopped holder is replaced after its ``lease``."""
+        async with self._locks.hold(thread_id, wait):
             self._forget(thread_id)  # another run may have written meanwhile
             yield
 

@@ -17,10 +17,7 @@ import logging
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
-from types import EllipsisType
 
-from .._persist import check_seconds
-from ..checkpoint.model import check_thread_id
 from ..errors import ThreadBusyError
 from ._codec import new_owner
 
@@ -41,40 +38,36 @@ class Held:
     renewal: asyncio.Task[None] | None = field(default=None, repr=False)
 
 
+@dataclass(kw_only=True, eq=False)
 class LeaseLocks:
-    """Acquire, renew and release thread locks through a backend's three operations."""
+    """Acquire, renew and release thread locks through a backend's three operations.
 
-    def __init__(
-        self,
-        *,
-        lease: float,
-        try_acquire: Callable[[str, str], Awaitable[int | None]],
-        renew: Callable[[str, str], Awaitable[bool]],
-        release: Callable[[str, str], Awaitable[None]],
-        give_up: Callable[[str, str], Awaitable[None]] | None = None,
-    ) -> None:
-        """Set up the store; nothing connects before the first operation."""
-        self.lease = lease
-        self._try_acquire = try_acquire
-        self._renew = renew
-        self._release = release
-        self._give_up = give_up
-        self.held: dict[str, Held] = {}
+    Each takes ``(thread_id, owner)``. ``give_up``, when given, is told of every acquire
+    abandoned (busy or cancelled); without it ``release`` undoes a cancelled one.
+    ``held``: this instance's holds, by thread id.
+    """
+
+    lease: float
+    try_acquire: Callable[[str, str], Awaitable[int | None]]
+    renew: Callable[[str, str], Awaitable[bool]]
+    release: Callable[[str, str], Awaitable[None]]
+    give_up: Callable[[str, str], Awaitable[None]] | None = None
+    held: dict[str, Held] = field(default_factory=dict, init=False)
 
     async def _acquire(self, thread_id: str, wait: float | None) -> Held:
         owner = new_owner()
         try:
             return await self._poll(thread_id, owner, wait)
         except ThreadBusyError:
-            if self._give_up is not None:
-                await asyncio.shield(self._give_up(thread_id, owner))
+            if self.give_up is not None:
+                await asyncio.shield(self.give_up(thread_id, owner))
             raise
         except BaseException:
             # Cancelled (or failed) while an attempt was in flight: the database may have
             # taken the lock for ``owner`` all the same (a SQLite transaction the worker
             # committed, a Redis script already sent). Nobody would release it before its
             # lease ran out, so it is released here (by owner: nothing if not taken).
-            undo = self._give_up or self._release
+            undo = self.give_up or self.release
             try:
                 await asyncio.shield(undo(thread_id, owner))
             except Exception:  # the lease runs out on its own
@@ -85,7 +78,7 @@ class LeaseLocks:
         deadline = None if wait is None else time.monotonic() + wait
         delay = _POLL_MIN
         while True:
-            fence = await self._try_acquire(thread_id, owner)
+            fence = await self.try_acquire(thread_id, owner)
             if fence is not None:
                 return Held(owner, fence)
             if deadline is not None and time.monotonic() >= deadline:
@@ -101,7 +94,7 @@ class LeaseLocks:
         while True:
             await asyncio.sleep(self.lease / 3)
             try:
-                alive = await self._renew(thread_id, held.owner)
+                alive = await self.renew(thread_id, held.owner)
             except Exception:  # a failed renewal is retried; the database fences anyway
                 logger.warning("renewing the lease of thread %r failed", thread_id, exc_info=True)
                 continue
@@ -110,15 +103,8 @@ class LeaseLocks:
                 return
 
     @contextlib.asynccontextmanager
-    async def hold(
-        self,
-        thread_id: str,
-        default_wait: float | None,
-        timeout: float | EllipsisType | None,  # noqa: ASYNC109
-    ) -> AsyncIterator[Held]:
-        """Hold ``thread_id`` for the body (THREAD_BUSY after the wait); not reentrant."""
-        check_thread_id(thread_id)
-        wait = default_wait if timeout is ... else check_seconds("timeout", timeout, optional=True)
+    async def hold(self, thread_id: str, wait: float | None) -> AsyncIterator[Held]:
+        """Hold ``thread_id`` for the body (THREAD_BUSY after ``wait``); not reentrant."""
         held = await self._acquire(thread_id, wait)
         held.renewal = asyncio.create_task(self._keep(thread_id, held))
         self.held[thread_id] = held
@@ -133,6 +119,6 @@ class LeaseLocks:
             try:
                 # Shielded: a second cancel arriving meanwhile must not stop the release
                 # half-way (the lock would be held until its lease ran out).
-                await asyncio.shield(self._release(thread_id, held.owner))
+                await asyncio.shield(self.release(thread_id, held.owner))
             except Exception:  # the lease runs out on its own
                 logger.warning("releasing thread %r failed", thread_id, exc_info=True)

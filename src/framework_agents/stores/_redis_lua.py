@@ -319,6 +319,22 @@ local function push(items, ids)
     if id then redis.call('SADD', KEYS[2], id) end
   end
 end
+-- The items of ARGV[3..] whose message id is neither stored nor given earlier in the
+-- call, their ids (false: the item has none) and how many items were left out.
+local function new_items()
+  local items, ids, given, left_out = {}, {}, {}, 0
+  for i = 3, #ARGV do
+    local id = id_of(ARGV[i])
+    if id and (given[id] or redis.call('SISMEMBER', KEYS[2], id) == 1) then
+      left_out = left_out + 1
+    else
+      items[#items + 1] = ARGV[i]
+      ids[#items] = id or false
+      if id then given[id] = true end
+    end
+  end
+  return items, ids, left_out
+end
 if redis.call('EXISTS', KEYS[2]) == 0 then
   for _, item in ipairs(redis.call('LRANGE', KEYS[1], 0, -1)) do
     local id = id_of(item)
@@ -327,10 +343,13 @@ if redis.call('EXISTS', KEYS[2]) == 0 then
 end
 """
 
-# The window of a memory list: keeps the newest ARGV[1] messages cut between groups
-# (memory._window.window_start), and forgets the ids of what it drops. The tail of the
-# memory scripts, after ``marker`` is set; returns {kept, dropped, marker}.
-_MEMORY_WINDOW = """
+# The tail of the memory scripts that write: appends ``items`` (``ids``: see push), moves
+# the marker, then windows the list: keeps the newest ARGV[1] messages cut between groups
+# (memory._window.window_start), and forgets the ids of what it drops. Returns {kept,
+# dropped, marker}.
+_MEMORY_TAIL = """
+push(items, ids)
+local marker = redis.call('INCR', KEYS[3])
 local limit = tonumber(ARGV[1])
 local n = redis.call('LLEN', KEYS[1])
 if n <= limit then return {n, 0, marker} end
@@ -375,28 +394,19 @@ if ARGV[2] == '1' then
   redis.call('DEL', KEYS[1], KEYS[2])
   for i = 3, #ARGV do items[#items + 1] = ARGV[i] end
 else
-  local given = {}
-  for i = 3, #ARGV do
-    local id = id_of(ARGV[i])
-    if not id or (not given[id] and redis.call('SISMEMBER', KEYS[2], id) == 0) then
-      items[#items + 1] = ARGV[i]
-      ids[#items] = id or false
-      if id then given[id] = true end
-    end
+  items, ids = new_items()
+  if #items == 0 then  -- nothing changes (not even the window)
+    return {redis.call('LLEN', KEYS[1]), 0, tonumber(redis.call('GET', KEYS[3]) or '0')}
   end
 end
-if ARGV[2] ~= '1' and #items == 0 then  -- nothing changes (not even the window)
-  return {redis.call('LLEN', KEYS[1]), 0, tonumber(redis.call('GET', KEYS[3]) or '0')}
-end
-push(items, ids)
-local marker = redis.call('INCR', KEYS[3])
 """
-    + _MEMORY_WINDOW,
+    + _MEMORY_TAIL,
 )
 
 # KEYS: list, id set, marker.  ARGV: max messages, the marker expected, items...
 # Appends every item if the marker is the expected one, the list within the window and
-# no item's message id stored already or repeated; else changes nothing, returns false.
+# every item's message id new (none missing, stored already or repeated); else changes
+# nothing, returns false.
 MEMORY_APPEND_IF = _typed(
     "list set string",
     _MEMORY_IDS
@@ -405,18 +415,13 @@ if tonumber(redis.call('GET', KEYS[3]) or '0') ~= tonumber(ARGV[2]) then return 
 -- More than this window stored (another instance's wider one): the caller's view (a
 -- load's) is not the list.
 if redis.call('LLEN', KEYS[1]) > tonumber(ARGV[1]) then return false end
-local items, ids, given = {}, {}, {}
-for i = 3, #ARGV do
-  local id = id_of(ARGV[i])
-  if not id or given[id] or redis.call('SISMEMBER', KEYS[2], id) == 1 then return false end
-  given[id] = true
-  items[#items + 1] = ARGV[i]
-  ids[#items] = id
+local items, ids, left_out = new_items()
+if left_out > 0 then return false end
+for j = 1, #items do
+  if not ids[j] then return false end
 end
-push(items, ids)
-local marker = redis.call('INCR', KEYS[3])
 """
-    + _MEMORY_WINDOW,
+    + _MEMORY_TAIL,
 )
 
 # KEYS: list, id set, marker. Forgets the history; returns the marker after.
@@ -449,8 +454,6 @@ for _, item in ipairs(redis.call('LRANGE', KEYS[1], 0, -1)) do
   end
 end
 redis.call('DEL', KEYS[1], KEYS[2])
-push(items, ids)
-local marker = redis.call('INCR', KEYS[3])
 """
-    + _MEMORY_WINDOW,
+    + _MEMORY_TAIL,
 )

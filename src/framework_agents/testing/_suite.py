@@ -30,6 +30,7 @@ __all__ = [
     "_code",
     "_fixed_id",
     "_needs",
+    "_present",
     "_rich_history",
     "_run",
     "_spawn",
@@ -156,6 +157,13 @@ def _alternating(n: int) -> list[Message]:
 def _needs(condition: bool, reason: str) -> None:
     if not condition:
         pytest.skip(f"capability missing: {reason}")
+
+
+def _present(value: T | None, reason: str) -> T:
+    """``value``; the test is skipped when it is ``None`` (a capability the store lacks)."""
+    if value is None:
+        pytest.skip(f"capability missing: {reason}")
+    return value
 
 
 def _spawn(target: Callable[..., None], *args: Any) -> tuple[Any, Any]:

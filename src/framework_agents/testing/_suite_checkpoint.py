@@ -12,7 +12,7 @@ from ..checkpoint.model import ThreadCheckpoint
 from ..errors import AgentError
 from ..messages import Message, ToolCall
 from ..stores._base import Store
-from ._suite import HOSTILE_THREAD_IDS, StoreFactory, _code, _needs, _rich_history, _run
+from ._suite import HOSTILE_THREAD_IDS, StoreFactory, _code, _needs, _present, _rich_history, _run
 
 __all__ = ["CheckpointSuite"]
 
@@ -231,9 +231,7 @@ class CheckpointSuite:
 
         async def body(store: Store) -> None:
             cp = store.checkpointer
-            prune = getattr(cp, "prune", None)
-            _needs(callable(prune), "checkpointer.prune")
-            assert prune is not None
+            prune = _present(getattr(cp, "prune", None), "checkpointer.prune")
             pending = ToolCall("c1", "pay", {})
             await cp.save(ThreadCheckpoint("idle", None, [Message("user", "a")], {}))
             await cp.save(ThreadCheckpoint("pending", None, [], {}, pending))
@@ -247,9 +245,7 @@ class CheckpointSuite:
 
     def test_corrupt_checkpoint_is_reported(self, store_factory: StoreFactory) -> None:
         """Unreadable stored data: CHECKPOINT_CORRUPT on load, left as it is."""
-        corrupter = store_factory.corrupter
-        _needs(corrupter is not None, "a corrupter in the factory")
-        assert corrupter is not None
+        corrupter = _present(store_factory.corrupter, "a corrupter in the factory")
 
         async def body(store: Store) -> None:
             cp = store.checkpointer

@@ -17,6 +17,7 @@ from ._suite import (
     _alternating,
     _code,
     _needs,
+    _present,
     _rich_history,
     _run,
     overlapping_agent_runs,
@@ -56,9 +57,7 @@ class MemorySuite:
 
         async def body(store: Store) -> None:
             memory = store.memory("mem", max_messages=3)
-            replace = getattr(memory, "replace", None)
-            _needs(callable(replace), "memory.replace")
-            assert replace is not None
+            replace = _present(getattr(memory, "replace", None), "memory.replace")
             await memory.save(_rich_history())
             await replace([Message("user", f"r{i}") for i in range(5)])
             assert [m.text for m in await memory.load()] == ["r2", "r3", "r4"]
@@ -346,9 +345,7 @@ class MemorySuite:
 
     def test_corrupt_memory_is_reported(self, store_factory: StoreFactory) -> None:
         """Unreadable stored messages: MEMORY_CORRUPT, never an empty history."""
-        corrupter = store_factory.corrupter
-        _needs(corrupter is not None, "a corrupter in the factory")
-        assert corrupter is not None
+        corrupter = _present(store_factory.corrupter, "a corrupter in the factory")
 
         async def body(store: Store) -> None:
             memory = store.memory("mem", max_messages=10)

@@ -14,7 +14,7 @@ from ..sessions._base import as_logged, digest
 from ..sessions.manager import SessionManager
 from ..sessions.snapshot import Snapshot, SnapshotData
 from ..stores._base import Store
-from ._suite import HOSTILE_KEYS, StoreFactory, _code, _needs, _rich_history, _run
+from ._suite import HOSTILE_KEYS, StoreFactory, _code, _present, _rich_history, _run
 
 __all__ = ["StorageSuite"]
 
@@ -96,8 +96,9 @@ class StorageSuite:
         """compare_and_put writes only over the expected value; else CHECKPOINT_CONFLICT."""
 
         async def body(store: Store) -> None:
-            cas: Any = getattr(store.storage, "compare_and_put", None)
-            _needs(callable(cas), "storage.compare_and_put")
+            cas = _present(
+                getattr(store.storage, "compare_and_put", None), "storage.compare_and_put"
+            )
             await cas("k", b"1", expected=None)
             assert await _code(lambda: cas("k", b"x", expected=None))() == "CHECKPOINT_CONFLICT"
             await cas("k", b"2", expected=b"1")
@@ -115,9 +116,7 @@ class StorageSuite:
         """prune(older_than) removes what was not written since, and keeps the rest."""
 
         async def body(store: Store) -> None:
-            prune = getattr(store.storage, "prune", None)
-            _needs(callable(prune), "storage.prune")
-            assert prune is not None
+            prune = _present(getattr(store.storage, "prune", None), "storage.prune")
             await store.storage.put("old", b"1")
             assert await prune(timedelta(days=1)) == 0
             assert await prune(timedelta(0)) == 1
@@ -129,9 +128,7 @@ class StorageSuite:
         """Records appended to a value: tags move on, a stale tag is refused, a store resets."""
 
         async def body(store: Store) -> None:
-            s = as_logged(store.storage)
-            _needs(s is not None, "logged values (read_logged/append_logged/swap)")
-            assert s is not None
+            s = _present(as_logged(store.storage), "logged values (read_logged/append_logged/swap)")
             assert await s.read_logged("v") == (None, [], None)
             assert await _code(lambda: s.append_logged("v", b"r", "x"))() == "CHECKPOINT_CONFLICT"
             await s.put("v", b"base")
@@ -176,9 +173,7 @@ class StorageSuite:
         """On a logging storage a grown session is one record; another writer is refused."""
 
         async def body(store: Store) -> None:
-            s = as_logged(store.storage)
-            _needs(s is not None, "logged values (read_logged/append_logged/swap)")
-            assert s is not None
+            s = _present(as_logged(store.storage), "logged values (read_logged/append_logged/swap)")
             manager = SessionManager("s1", store.storage)
             history = _rich_history()
             await manager.save_latest(Snapshot(SnapshotData(messages=history[:2])))
