@@ -82,11 +82,15 @@ async def list_tools(ctx: Any, params: Any) -> types.ListToolsResult:
     return types.ListToolsResult(tools=_tools())
 
 
+#: What a tool call answers: a result, or (stateless protocol) the questions it needs.
+ToolAnswer = types.CallToolResult | types.InputRequiredResult
+
+
 def _text(text: str, *, error: bool = False) -> types.CallToolResult:
     return types.CallToolResult(content=[types.TextContent(text=text)], is_error=error)
 
 
-async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
+async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> ToolAnswer:
     args = params.arguments or {}
     name = params.name
     if name == "shout":
@@ -145,7 +149,7 @@ def _questions(name: str, city: str) -> dict[str, tuple[str, dict[str, Any]]]:
     return asked
 
 
-async def _elicit_tool(ctx: Any, params: types.CallToolRequestParams) -> Any:
+async def _elicit_tool(ctx: Any, params: types.CallToolRequestParams) -> ToolAnswer:
     """Ask every question of the tool, then book with the answers (or tell why not)."""
     city = str((params.arguments or {}).get("city", "Paris"))
     asked = _questions(params.name, city)
