@@ -40,7 +40,18 @@ from datetime import UTC, datetime, timedelta
 from framework_agents import Message
 
 START = datetime(2026, 1, 5, 18, 0, tzinfo=UTC)
-MONTHS = "January February March April May June July August September October".split()
+MONTHS = [
+    "January",
+    "February",
+    "March",
+    "April",
+    "May",
+    "June",
+    "July",
+    "August",
+    "September",
+    "October",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,35 +103,131 @@ class Corpus:
 
 # -- vocabularies --------------------------------------------------------------------
 
-PEOPLE = (
-    "Alice Bruno Chloe Dmitri Elena Farid Grace Hugo Ines Jonas Keiko Liam Mara Nikhil "
-    "Olga Pablo Quinn Rosa Sven Tara Umar Vera Wen Yusuf Zoe Aaron Bianca Carlos Dana "
-    "Emil Fatima Gustav Hana Ivan Julia Kofi Lena Marco Nadia Oscar"
-).split()
-SISTERS = "Maya Clara Sofia Nina Priya Lucia Hannah Amira Greta Leila".split()
-PARTNERS = "Sam Alex Robin Jamie Chris Morgan Kai Taylor Jordan Noor".split()
-FRIENDS = "Ben Lucy Tom Aisha Pete Rachel Omar Katie Dan Mei Fran Josh".split()
-PETS = "Pepper Biscuit Luna Miso Otis Juniper Pickle Mochi Ziggy Hazel".split()
-BREEDS = "beagle,border collie,whippet,spaniel,labrador,dachshund,terrier mix".split(",")
-CITIES = (
-    "Lisbon,Porto,Leeds,Bristol,Lyon,Utrecht,Ghent,Valencia,Krakow,Edinburgh,Turin,Graz"
-).split(",")
-COMPANIES = "Northwind,Helix Labs,Bluefin,Orbital,Quarry,Lumen Health,Tidewater,Fernly".split(",")
-ROLES = "data analyst,product designer,backend developer,project manager,UX researcher".split(",")
-SIS_JOBS = "nurse,architect,primary school teacher,vet,civil engineer,pharmacist".split(",")
-ALLERGENS = "shellfish,peanuts,sesame,kiwi,walnuts,mustard".split(",")
-INSTRUMENTS = "cello,piano,guitar,violin,saxophone,drums".split(",")
-CARS = "Golf,Corolla,Clio,Yaris,Octavia,Civic,Fiesta,Polo".split(",")
-BOOKS = (
-    "The Overstory,Piranesi,Klara and the Sun,The Remains of the Day,Circe,"
-    "Station Eleven,A Gentleman in Moscow,Lincoln in the Bardo"
-).split(",")
-TOWNS = "Tavira,Whitby,Cassis,Hallstatt,Portree,Giethoorn,Collioure,Aldeburgh".split(",")
-RESTAURANTS = "Casa Lupo,The Olive Tree,Mirabelle,Nonna's Kitchen,Blue Door,Saffron House".split(
-    ","
-)
-DISHES = "risotto,curry,paella,lasagne,ramen,stir fry,shakshuka,chilli".split(",")
-SHOWS = "Severance,The Bear,Slow Horses,Shogun,Succession,Dark".split(",")
+PEOPLE = [
+    "Alice",
+    "Bruno",
+    "Chloe",
+    "Dmitri",
+    "Elena",
+    "Farid",
+    "Grace",
+    "Hugo",
+    "Ines",
+    "Jonas",
+    "Keiko",
+    "Liam",
+    "Mara",
+    "Nikhil",
+    "Olga",
+    "Pablo",
+    "Quinn",
+    "Rosa",
+    "Sven",
+    "Tara",
+    "Umar",
+    "Vera",
+    "Wen",
+    "Yusuf",
+    "Zoe",
+    "Aaron",
+    "Bianca",
+    "Carlos",
+    "Dana",
+    "Emil",
+    "Fatima",
+    "Gustav",
+    "Hana",
+    "Ivan",
+    "Julia",
+    "Kofi",
+    "Lena",
+    "Marco",
+    "Nadia",
+    "Oscar",
+]
+SISTERS = ["Maya", "Clara", "Sofia", "Nina", "Priya", "Lucia", "Hannah", "Amira", "Greta", "Leila"]
+PARTNERS = ["Sam", "Alex", "Robin", "Jamie", "Chris", "Morgan", "Kai", "Taylor", "Jordan", "Noor"]
+FRIENDS = [
+    "Ben",
+    "Lucy",
+    "Tom",
+    "Aisha",
+    "Pete",
+    "Rachel",
+    "Omar",
+    "Katie",
+    "Dan",
+    "Mei",
+    "Fran",
+    "Josh",
+]
+PETS = ["Pepper", "Biscuit", "Luna", "Miso", "Otis", "Juniper", "Pickle", "Mochi", "Ziggy", "Hazel"]
+BREEDS = ["beagle", "border collie", "whippet", "spaniel", "labrador", "dachshund", "terrier mix"]
+CITIES = [
+    "Lisbon",
+    "Porto",
+    "Leeds",
+    "Bristol",
+    "Lyon",
+    "Utrecht",
+    "Ghent",
+    "Valencia",
+    "Krakow",
+    "Edinburgh",
+    "Turin",
+    "Graz",
+]
+COMPANIES = [
+    "Northwind",
+    "Helix Labs",
+    "Bluefin",
+    "Orbital",
+    "Quarry",
+    "Lumen Health",
+    "Tidewater",
+    "Fernly",
+]
+ROLES = [
+    "data analyst",
+    "product designer",
+    "backend developer",
+    "project manager",
+    "UX researcher",
+]
+SIS_JOBS = ["nurse", "architect", "primary school teacher", "vet", "civil engineer", "pharmacist"]
+ALLERGENS = ["shellfish", "peanuts", "sesame", "kiwi", "walnuts", "mustard"]
+INSTRUMENTS = ["cello", "piano", "guitar", "violin", "saxophone", "drums"]
+CARS = ["Golf", "Corolla", "Clio", "Yaris", "Octavia", "Civic", "Fiesta", "Polo"]
+BOOKS = [
+    "The Overstory",
+    "Piranesi",
+    "Klara and the Sun",
+    "The Remains of the Day",
+    "Circe",
+    "Station Eleven",
+    "A Gentleman in Moscow",
+    "Lincoln in the Bardo",
+]
+TOWNS = [
+    "Tavira",
+    "Whitby",
+    "Cassis",
+    "Hallstatt",
+    "Portree",
+    "Giethoorn",
+    "Collioure",
+    "Aldeburgh",
+]
+RESTAURANTS = [
+    "Casa Lupo",
+    "The Olive Tree",
+    "Mirabelle",
+    "Nonna's Kitchen",
+    "Blue Door",
+    "Saffron House",
+]
+DISHES = ["risotto", "curry", "paella", "lasagne", "ramen", "stir fry", "shakshuka", "chilli"]
+SHOWS = ["Severance", "The Bear", "Slow Horses", "Shogun", "Succession", "Dark"]
 
 
 # -- small talk: the distractors ---------------------------------------------------------
@@ -182,7 +289,8 @@ def _small_talk(rng: random.Random, p: dict[str, str], count: int) -> list[list[
         [
             (
                 "user",
-                f"A colleague of mine just bought a {rng.choice(CARS)} and won't stop talking about it.",
+                f"A colleague of mine just bought a {rng.choice(CARS)} and won't stop talking "
+                "about it.",
             ),
             ("assistant", "New-car excitement usually fades after a month or two."),
         ],
@@ -223,7 +331,8 @@ def _small_talk(rng: random.Random, p: dict[str, str], count: int) -> list[list[
         [
             (
                 "user",
-                f"I booked the dentist for next {rng.choice(['Monday', 'Thursday', 'Friday'])}, finally.",
+                f"I booked the dentist for next {rng.choice(['Monday', 'Thursday', 'Friday'])}, "
+                "finally.",
             ),
             ("assistant", "Good, it's easy to keep putting that off."),
         ],
@@ -309,7 +418,8 @@ def _small_talk(rng: random.Random, p: dict[str, str], count: int) -> list[list[
         [
             (
                 "user",
-                f"The kids next door are learning the {rng.choice(INSTRUMENTS)}, every evening at seven.",
+                f"The kids next door are learning the {rng.choice(INSTRUMENTS)}, every evening "
+                "at seven.",
             ),
             ("assistant", "Hopefully they improve quickly!"),
         ],
@@ -351,9 +461,12 @@ def _plants(rng: random.Random, p: dict[str, str]) -> list[list[_Plant]]:
                 "user",
                 c(
                     [
-                        f"Just so you know, {p['allergen']} makes me really ill, I break out in hives.",
-                        f"Turns out I'm allergic to {p['allergen']}, found out the hard way at a wedding.",
-                        f"Please leave {p['allergen']} out of anything you suggest, my throat swells up.",
+                        f"Just so you know, {p['allergen']} makes me really ill, I break out in "
+                        "hives.",
+                        f"Turns out I'm allergic to {p['allergen']}, found out the hard way at a "
+                        "wedding.",
+                        f"Please leave {p['allergen']} out of anything you suggest, my throat "
+                        "swells up.",
                     ]
                 ),
             ),
@@ -396,7 +509,8 @@ def _plants(rng: random.Random, p: dict[str, str]) -> list[list[_Plant]]:
             ),
             (
                 "user",
-                f"{p['pet']}. A {p['breed']}, about five months old and already chewing everything.",
+                f"{p['pet']}. A {p['breed']}, about five months old and already chewing "
+                "everything.",
             ),
         ],
         [
@@ -436,8 +550,10 @@ def _plants(rng: random.Random, p: dict[str, str]) -> list[list[_Plant]]:
                 "user",
                 c(
                     [
-                        f"My sister {p['sister']} is a {p['sis_job']}, she's the sensible one in the family.",
-                        f"Had a long call with my older sister, {p['sister']}. Being a {p['sis_job']} "
+                        f"My sister {p['sister']} is a {p['sis_job']}, she's the sensible one in "
+                        "the family.",
+                        f"Had a long call with my older sister, {p['sister']}. Being a "
+                        f"{p['sis_job']} "
                         "is wearing her out.",
                     ]
                 ),
@@ -471,7 +587,8 @@ def _plants(rng: random.Random, p: dict[str, str]) -> list[list[_Plant]]:
         [
             (
                 "user",
-                f"I'm going to start {p['instrument']} lessons next month, I've wanted to for years.",
+                f"I'm going to start {p['instrument']} lessons next month, I've wanted to for "
+                "years.",
             ),
             ("assistant", "That's a great goal. Having a teacher makes a big difference early on."),
         ],
@@ -597,7 +714,8 @@ def _plants(rng: random.Random, p: dict[str, str]) -> list[list[_Plant]]:
         [
             (
                 "user",
-                f"It's my birthday on the {p['bday_day']}th of {p['bday_month']}, I'm turning {p['age']}.",
+                f"It's my birthday on the {p['bday_day']}th of {p['bday_month']}, I'm turning "
+                f"{p['age']}.",
             ),
             ("assistant", "Any plans to celebrate?"),
         ],
@@ -651,7 +769,8 @@ def _plants(rng: random.Random, p: dict[str, str]) -> list[list[_Plant]]:
             ("employer", f"The user works at {p['company2']} as a {p['role2']}."),
             (
                 "user",
-                f"I handed in my notice today. My new job is at {p['company2']}, as a {p['role2']}!",
+                f"I handed in my notice today. My new job is at {p['company2']}, as a "
+                f"{p['role2']}!",
             ),
             ("assistant", "Big step, congratulations! When do you start?"),
             ("user", "In three weeks."),
@@ -663,7 +782,8 @@ def _plants(rng: random.Random, p: dict[str, str]) -> list[list[_Plant]]:
             ("car", f"The user drives a {p['car1']}."),
             (
                 "user",
-                f"Our old {p['car1']} made a horrible noise on the motorway again, I don't trust that car.",
+                f"Our old {p['car1']} made a horrible noise on the motorway again, I don't trust "
+                "that car.",
             ),
             ("assistant", "Might be worth getting a mechanic to look before a long trip."),
         ),
@@ -683,7 +803,8 @@ def _plants(rng: random.Random, p: dict[str, str]) -> list[list[_Plant]]:
             ("running_goal", "The user is training for a 10k race."),
             (
                 "user",
-                "I ran 5k without stopping for the first time! My next running goal is a 10k in spring.",
+                "I ran 5k without stopping for the first time! My next running goal is a 10k in "
+                "spring.",
             ),
             ("assistant", "Brilliant milestone. Build the distance slowly."),
         ),
@@ -692,7 +813,8 @@ def _plants(rng: random.Random, p: dict[str, str]) -> list[list[_Plant]]:
             ("running_goal", "The user is training for a half marathon."),
             (
                 "user",
-                f"Signed up for the {p['race_city']} half marathon, twelve weeks of training ahead.",
+                f"Signed up for the {p['race_city']} half marathon, twelve weeks of training "
+                "ahead.",
             ),
             ("assistant", "Exciting! A structured plan with one long run a week works well."),
         ),

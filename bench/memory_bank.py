@@ -36,7 +36,8 @@ each database backend that accepts a bank (SQLite; PostgreSQL and Redis when the
 words alone and with MiniLM. With MiniLM, ``--embed-pool`` distinct texts are embedded
 by the model and record ``i`` gets the vector of text ``i mod pool`` (embedding 100k
 texts takes about 20 minutes on two cores; a search's cost does not depend on which
-vectors the rows hold, only on how many). ``remember`` p50 is timed on the filled bank (with MiniLM, the fact is embedded by the model in the timed call)
+vectors the rows hold, only on how many). ``remember`` p50 is timed on the filled bank
+(with MiniLM, the fact is embedded by the model in the timed call)
 beside the backend's raw insert (an SQLite row committed with ``synchronous=FULL``, a
 PostgreSQL INSERT + COMMIT, a Redis RPUSH). Peak memory is ``tracemalloc``'s peak while a
 bank is filled (traced Python and numpy allocations), per 100k records.
@@ -66,10 +67,9 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from bank_corpus import Corpus, Question, generate  # noqa: E402
-
-from framework_agents import Message  # noqa: E402
-from framework_agents.bank import MemoryBank  # noqa: E402
+from bank_corpus import Corpus, Question, generate
+from framework_agents import Message
+from framework_agents.bank import MemoryBank
 
 KS = (1, 5, 10, 20)
 ROOT = ("bench",)
@@ -77,9 +77,57 @@ ROOT = ("bench",)
 NOTE = "Benchmark note"
 # The baseline's stop list (a classic short English one, independent of the bank's).
 STOP = frozenset(
-    "a an and are as at be by did do does for from has have he her his how i in is it its "
-    "me my of on or she that the their them they this to was were what when where which "
-    "who why will with you your".split()  # noqa: SIM905
+    [
+        "a",
+        "an",
+        "and",
+        "are",
+        "as",
+        "at",
+        "be",
+        "by",
+        "did",
+        "do",
+        "does",
+        "for",
+        "from",
+        "has",
+        "have",
+        "he",
+        "her",
+        "his",
+        "how",
+        "i",
+        "in",
+        "is",
+        "it",
+        "its",
+        "me",
+        "my",
+        "of",
+        "on",
+        "or",
+        "she",
+        "that",
+        "the",
+        "their",
+        "them",
+        "they",
+        "this",
+        "to",
+        "was",
+        "were",
+        "what",
+        "when",
+        "where",
+        "which",
+        "who",
+        "why",
+        "will",
+        "with",
+        "you",
+        "your",
+    ]
 )
 
 

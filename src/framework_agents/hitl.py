@@ -46,6 +46,7 @@ __all__ = [
     "Decision",
     "DecisionBook",
     "HitlInterrupt",
+    "InterruptKind",
     "ResolvedDecision",
     "ToolRejection",
     "check_decisions",
@@ -66,6 +67,9 @@ Decision = str | Mapping[str, Any]
 DecideCallback = Callable[[str, dict[str, Any]], "Decision | Awaitable[Decision]"]
 
 DecisionSource = Literal["exact", "wildcard", "callback", "default"]
+
+#: What an interrupt waits for: a decision on a call, or the answer to a tool's question.
+InterruptKind = Literal["tool_call", "elicitation"]
 
 _DEFAULT_REJECTION = "The call was rejected by a human reviewer."
 
@@ -106,6 +110,12 @@ class HitlInterrupt(Exception):
     outcome is settled ONLY by a decision keyed by its interrupt's id, which is then also
     its ``key`` (so ``{interrupt.key: decision}`` always answers the interrupt at hand).
 
+    ``kind`` is ``"tool_call"`` for a call waiting for a decision and ``"elicitation"``
+    for a call that asks a human a question (an MCP server's elicitation): then
+    ``message`` and ``schema`` are the question and the requested schema, and
+    ``{interrupt_id: {"answer": {...}}}`` (or ``{"decline": True}``, ``{"cancel": True}``)
+    answers it.
+
     ``agent`` names the swarm member whose call it is (``None`` outside a swarm).
     ``code`` is ``"HITL_INTERRUPT"``, for code that reads the ``code`` of whatever a run
     raised; the interrupt is still a signal, not an :class:`~framework_agents.AgentError`.
@@ -126,6 +136,9 @@ class HitlInterrupt(Exception):
         outcome_unknown: bool = False,
         interrupt_id: str | None = None,
         agent: str | None = None,
+        kind: InterruptKind = "tool_call",
+        message: str | None = None,
+        schema: Mapping[str, Any] | None = None,
     ) -> None:
         self.tool: str = tool
         self.arguments: dict[str, Any] = dict(arguments)
@@ -136,7 +149,10 @@ class HitlInterrupt(Exception):
         self.outcome_unknown: bool = bool(outcome_unknown)
         self.interrupt_id: str = interrupt_id if interrupt_id is not None else new_interrupt_id()
         self.agent: str | None = agent
-        text = reason or "needs a human decision"
+        self.kind: InterruptKind = kind
+        self.message: str | None = message
+        self.schema: dict[str, Any] | None = dict(schema) if schema is not None else None
+        text = reason or (f"asks: {message}" if kind == "elicitation" else "needs a human decision")
         super().__init__(f"tool {tool!r} {text} (key {self.key!r})")
 
     def to_dict(self) -> dict[str, Any]:
@@ -160,6 +176,9 @@ _INTERRUPT_ATTRIBUTES = (
     "reason",
     "outcome_unknown",
     "agent",
+    "kind",
+    "message",
+    "schema",
 )
 
 

@@ -12,8 +12,9 @@ Sync functions run in a worker thread (``asyncio.to_thread``), so several calls 
 assistant turn run concurrently whether the tools are sync or async.
 
 :meth:`Tool.from_schema` makes a tool of a JSON schema and an async function of the
-arguments dict, for tools described elsewhere (an MCP server's): the arguments go to the
-function as the model sent them, and whoever runs the function validates them. A tool
+arguments dict and the call's ``ToolContext``, for tools described elsewhere (an MCP
+server's): the arguments go to the function as the model sent them, and whoever runs the
+function validates them. A tool
 returns any JSON value (the model sees it as text), or a :class:`ToolOutput` when its
 result is content blocks with metadata kept beside them in the tool message. A tool that
 raises :class:`~framework_agents.errors.BackendUnavailableError` fails the run (the agent
@@ -40,6 +41,7 @@ from .models._base import ToolSpec
 
 if TYPE_CHECKING:
     from .agent.agent import Agent
+    from .elicitation import ElicitationAnswer
 
 __all__ = [
     "DECISION_KINDS",
@@ -72,10 +74,15 @@ _PARAM_LINE = re.compile(r"^\s*\*{0,2}(\w+)\s*(?:\([^)]*\))?\s*:\s*(.*)$")
 
 @dataclass(frozen=True, slots=True)
 class ToolContext:
-    """Injected into a tool parameter annotated ``ToolContext``: who is calling, and how."""
+    """Injected into a tool parameter annotated ``ToolContext``: who is calling, and how.
+
+    ``answer`` is set when the call runs again with a human's answer to the question it
+    asked (it raised :class:`~framework_agents.elicitation.ElicitationRequired`).
+    """
 
     agent: Agent
     call: ToolCall
+    answer: ElicitationAnswer | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -240,12 +247,15 @@ class Tool:
         name: str,
         description: str,
         parameters: Mapping[str, Any],
-        fn: Callable[[dict[str, Any]], Awaitable[Any]],
+        fn: Callable[[dict[str, Any], ToolContext | None], Awaitable[Any]],
         *,
         requires_approval: bool = False,
         allowed_decisions: Sequence[DecisionKind] = DECISION_KINDS,
     ) -> Tool:
-        """A tool described by a JSON object schema; ``await fn(args)`` runs a call.
+        """A tool described by a JSON object schema; ``await fn(args, context)`` runs a call.
+
+        ``context`` is the call's :class:`ToolContext` (``None`` when the tool is invoked
+        without one).
 
         ``args`` is the arguments dict as the model sent it (or as a human edited it):
         the function (an MCP server) validates it, and its refusal is a tool error the
@@ -341,7 +351,7 @@ class Tool:
         """Validate ``args`` and run the function (sync functions in a worker thread)."""
         kwargs = self.validate(args)
         if self.args_model is None:
-            return await self.fn(kwargs)
+            return await self.fn(kwargs, context)
         if self._context_param is not None:
             if context is None:
                 raise InvalidArgumentError(f"tool {self.name!r} needs a ToolContext")

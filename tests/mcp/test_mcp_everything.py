@@ -2,8 +2,9 @@
 
 Node 20 and the package of tests/js (``npm ci --prefix tests/js``, as ``.ci/run`` does);
 skipped with a message naming what is missing. Over stdio and over streamable HTTP: every
-tool the server offers is called through an agent with a scripted model, its resources
-read and its prompts fetched.
+tool the server offers is called through an agent with a scripted model (its form
+elicitation answered through an interrupt and ``resume``, its URL elicitation refused as a
+tool error), its resources read and its prompts fetched.
 """
 
 from __future__ import annotations
@@ -21,7 +22,8 @@ from processes import spawned
 
 pytest.importorskip("mcp", reason="needs the 'mcp' extra (the official MCP SDK)")
 
-from framework_agents import Agent, Message, ScriptedModel, ToolCall
+from framework_agents import Agent, HitlInterrupt, Message, ScriptedModel, ToolCall
+from framework_agents.checkpoint import InMemoryCheckpointer
 from framework_agents.mcp import MCPClient
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -52,13 +54,45 @@ ARGS: dict[str, dict[str, Any]] = {
     "toggle-subscriber-updates": {},
     "trigger-long-running-operation": {"duration": 1, "steps": 2},
     "simulate-research-query": {"topic": "tides"},
+    "trigger-url-elicitation": {"url": "https://example.com/consent"},
 }
+#: The tool that asks a form question (answered through an interrupt, on a thread).
+ASKS = "trigger-elicitation-request"
+ANSWER = {
+    "name": "Ada Lovelace",
+    "check": True,
+    "email": "ada@example.com",
+    "birthdate": "1815-12-10",
+    "integer": 7,
+    "untitledMultipleSelectEnum": ["Piano"],
+    "titledSingleSelectEnum": "hero-2",
+}
+
+
+async def answer_the_question(tools: list[Any]) -> None:
+    """The server's form question is an interrupt; the answer completes the call."""
+    checkpointer = InMemoryCheckpointer()
+    turn = Message("assistant", "", tool_calls=[ToolCall("q", ASKS, {})])
+    agent = Agent(ScriptedModel([turn, "done"]), tools=tools)
+    try:
+        await agent.run("ask me", checkpointer=checkpointer, thread_id="t")
+    except HitlInterrupt as interrupt:
+        asked = interrupt
+    else:
+        raise AssertionError("the server did not ask")
+    assert asked.kind == "elicitation" and asked.schema is not None
+    assert asked.schema["required"] == ["name"]
+    decision = {asked.interrupt_id: {"answer": ANSWER}}
+    result = await agent.resume("t", decision, checkpointer=checkpointer)
+    (answered,) = [m for m in result.messages if m.role == "tool"]
+    assert "Name: Ada Lovelace" in answered.text and "Favorite Integer: 7" in answered.text
 
 
 async def exercise(client: MCPClient) -> None:
     async with client:
         tools = await client.tools(call_timeout=20)
-        assert sorted(t.name for t in tools) == sorted(ARGS)
+        assert sorted(t.name for t in tools) == sorted([*ARGS, ASKS])
+        await answer_the_question(tools)
         calls = [ToolCall(f"c{i}", name, args) for i, (name, args) in enumerate(ARGS.items())]
         model = ScriptedModel([Message("assistant", "", tool_calls=calls), "done"])
         result = await Agent(model, tools=tools).run("call everything")
@@ -78,6 +112,8 @@ async def exercise(client: MCPClient) -> None:
         assert "MCP_EVERYTHING_TEST" in answers["get-env"].text
         for name in ("echo", "get-sum", "get-tiny-image", "get-structured-content"):
             assert answers[name].kind is None, answers[name]
+        refused = answers["trigger-url-elicitation"]  # this client answers forms only
+        assert refused.kind == "tool_error" and "URL" in refused.text, refused
 
         resources = await client.resources()
         assert resources

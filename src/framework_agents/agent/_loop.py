@@ -22,6 +22,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from .._telemetry import tool_suspended, trace_chat, trace_chat_stream, trace_tool
+from ..elicitation import ElicitationAnswer, ElicitationRequired, schema_problem
 from ..errors import (
     AgentError,
     BackendUnavailableError,
@@ -43,7 +44,7 @@ from ..messages import Message, ReasoningBlock, TextBlock, ToolCall, new_id
 from ..models._base import ModelDone, ReasoningDelta, TextDelta, ToolSpec
 from ..tools import Tool, ToolArgumentsError, ToolContext, ToolOutput, encode_tool_result
 from ._output import correction_text, parse_output
-from ._run import LoopRun, RunHooks, RunSetup, ToolProgress
+from ._run import Asked, LoopRun, Replay, RunHooks, RunSetup, ToolProgress
 from .events import (
     AgentEvent,
     MessageCompletedEvent,
@@ -86,6 +87,8 @@ class _Plan:
     call: ToolCall  # as the model made it (its id answers the result)
     run_call: ToolCall  # as it will run (edited arguments)
     decision: ResolvedDecision | None
+    answer: ElicitationAnswer | None = None  # a human's answer to the call's question
+    landed: Message | None = None  # its result, from before a question stopped the turn
 
 
 def _same(a: Sequence[Message], b: Sequence[Message]) -> bool:
@@ -320,7 +323,9 @@ def _final_form(setup: RunSetup, message: Message) -> Message:
     return message
 
 
-async def _plan_turn(setup: RunSetup, run: LoopRun, response: Message) -> list[_Plan]:
+async def _plan_turn(
+    setup: RunSetup, run: LoopRun, response: Message, replay: Replay | None = None
+) -> list[_Plan]:
     """Decide every approval call of a turn before any call runs (raises on suspend).
 
     A turn fully decided spends the stored decisions it used (see :class:`DecisionBook`).
@@ -328,6 +333,15 @@ async def _plan_turn(setup: RunSetup, run: LoopRun, response: Message) -> list[_
     plans: list[_Plan] = []
     for call in response.tool_calls:
         tool = setup.tools.get(call.name)
+        if replay is not None and call.id in replay.landed:
+            plans.append(_Plan(call, call, None, landed=replay.landed[call.id]))
+            continue
+        if replay is not None and call.id in replay.answers:
+            # Answering is the human's decision on this call: it runs guarded, like an
+            # approved call (its result is saved before the loop goes on).
+            answered = ResolvedDecision("approve", "exact")
+            plans.append(_Plan(call, call, answered, answer=replay.answers[call.id]))
+            continue
         if tool is None or not tool.requires_approval:
             plans.append(_Plan(call, call, None))
             continue
@@ -365,12 +379,15 @@ async def _plan_turn(setup: RunSetup, run: LoopRun, response: Message) -> list[_
     return plans
 
 
-async def _execute(setup: RunSetup, tool: Tool | None, call: ToolCall) -> Message:
+async def _execute(
+    setup: RunSetup, tool: Tool | None, call: ToolCall, answer: ElicitationAnswer | None = None
+) -> Message:
     """Run one call; every failure becomes a result the model can read.
 
-    But one: a backend the tool needs is gone (``BACKEND_UNAVAILABLE``, an MCP server that
-    died). The model cannot fix that, so the run fails with it; the turn's unanswered calls
-    are then repaired as after a crash.
+    But two: a backend the tool needs is gone (``BACKEND_UNAVAILABLE``, an MCP server that
+    died): the model cannot fix that, so the run fails with it and the turn's unanswered
+    calls are repaired as after a crash; and a question the tool asks a human
+    (``ElicitationRequired``, with a schema of an allowed form), which stops the turn.
     """
     if tool is None:
         known = ", ".join(sorted(setup.tools)) or "none"
@@ -378,7 +395,16 @@ async def _execute(setup: RunSetup, tool: Tool | None, call: ToolCall) -> Messag
             call, f"Unknown tool {call.name!r}. Available tools: {known}.", kind="tool_error"
         )
     try:
-        value = await tool.invoke(call.args, context=ToolContext(setup.owner, call))
+        value = await tool.invoke(call.args, context=ToolContext(setup.owner, call, answer))
+    except ElicitationRequired as asked:
+        problem = schema_problem(asked.elicitation.schema)
+        if problem is None:
+            raise
+        return _tool_message(
+            call,
+            f"Error: tool {call.name!r} asked a question it may not ask: {problem}",
+            kind="tool_error",
+        )
     except ToolArgumentsError as exc:
         return _tool_message(
             call, f"Error: {exc.message}. Fix the arguments and try again.", kind="tool_error"
@@ -444,6 +470,8 @@ def _checked_result(ctx: ToolCallContext, plan: _Plan) -> Message:
 
 async def _run_call(setup: RunSetup, run: LoopRun, plan: _Plan, turn: int) -> Message:
     """Middleware, decision and execution of one call; the result answers ``plan.call``."""
+    if plan.landed is not None:
+        return plan.landed  # ran before a question stopped its turn: not run again
     ctx = ToolCallContext(
         setup.owner,
         plan.run_call,
@@ -463,7 +491,7 @@ async def _run_call(setup: RunSetup, run: LoopRun, plan: _Plan, turn: int) -> Me
             await run.hooks.on_tool_start(ctx.call, plan.decision)
         if plan.decision is not None:
             run.ran.append(ctx.call)
-        ctx.result = await trace_tool(ctx.call, _execute(setup, tool, ctx.call))
+        ctx.result = await trace_tool(ctx.call, _execute(setup, tool, ctx.call, plan.answer))
     await setup.middleware.run("after_tool", ctx)
     return _checked_result(ctx, plan)
 
@@ -475,14 +503,25 @@ async def run_call(
     decision: ResolvedDecision | None,
     *,
     run_args: dict[str, Any] | None = None,
+    answer: ElicitationAnswer | None = None,
 ) -> Message:
     """Run one call outside a model turn (a settled call of unknown outcome): its result.
 
     Middleware, hooks and execution as in a turn; ``run_args`` are the arguments it runs
-    with (an edit), the result answers ``call``.
+    with (an edit), ``answer`` the answer to its question it ran with; the result answers
+    ``call``. A question asked again here is a tool error (nothing can stop a settle).
     """
     run_as = call if run_args is None else call.model_copy(update={"args": run_args})
-    return await _run_call(setup, run, _Plan(call, run_as, decision), 0)
+    plan = _Plan(call, run_as, decision, answer=answer)
+    try:
+        return await _run_call(setup, run, plan, 0)
+    except ElicitationRequired as asked:
+        return _tool_message(
+            call,
+            f"Error: tool {call.name!r} asked again ({asked.elicitation.message!r}) when it "
+            "was run again after its outcome was unknown; call it again to ask the human",
+            kind="tool_error",
+        )
 
 
 async def _cancel_all(tasks: Sequence[asyncio.Task[Message]]) -> None:
@@ -510,11 +549,18 @@ async def _run_tools(
     tasks = [asyncio.create_task(_run_call(setup, run, plan, turn)) for plan in plans]
     position = {task: i for i, task in enumerate(tasks)}
     results: list[Message | None] = [None] * len(tasks)
+    asked: list[tuple[int, ElicitationRequired]] = []
     try:
         pending = set(tasks)
         while pending:
             done, pending = await asyncio.wait(pending, return_when=asyncio.FIRST_COMPLETED)
             for task in sorted(done, key=position.__getitem__):
+                error = task.exception()
+                if isinstance(error, ElicitationRequired):
+                    # The other calls finish (never cancelled half way); then the turn
+                    # stops on the first question.
+                    asked.append((position[task], error))
+                    continue
                 message = task.result()
                 results[position[task]] = message
                 yield _result_event(message)
@@ -526,9 +572,45 @@ async def _run_tools(
                     await hooks.on_tool_result(progress)
     finally:
         await _cancel_all(tasks)
+    if asked:
+        await _stop_on_question(
+            run, history, response, plans, results, min(asked, key=lambda a: a[0])
+        )
     run.transcript.extend(r for r in results if r is not None)
     if hooks.on_tool_turn is not None:
         await hooks.on_tool_turn(run.visible())
+
+
+async def _stop_on_question(
+    run: LoopRun,
+    history: list[Message],
+    response: Message,
+    plans: list[_Plan],
+    results: list[Message | None],
+    first: tuple[int, ElicitationRequired],
+) -> None:
+    """Raise the elicitation interrupt of the first call that asked (saved by the hooks).
+
+    Other calls that asked too are left without a result: a resume runs them again, and
+    they ask again.
+    """
+    index, signal = first
+    call, elicitation = plans[index].call, signal.elicitation
+    interrupt = HitlInterrupt(
+        call.name,
+        call.args,
+        call.id,
+        thread_id=run.thread_id,
+        kind="elicitation",
+        message=elicitation.message,
+        schema=elicitation.schema,
+    )
+    run.kept = list(history)
+    landed = [r for r in results if r is not None]
+    if run.hooks.on_asked is not None:
+        await run.hooks.on_asked(Asked(interrupt, elicitation, history, response, landed))
+    tool_suspended(call, interrupt)
+    raise interrupt
 
 
 def _begin(run: LoopRun) -> None:
@@ -611,8 +693,8 @@ async def run_loop(setup: RunSetup, run: LoopRun) -> AsyncGenerator[AgentEvent, 
     output_failures = 0
     while True:
         turn = _next_turn(setup, run)
-        response: Message | None = run.replay
-        run.replay = None
+        replay, run.replay = run.replay, None
+        response: Message | None = replay.turn if replay is not None else None
         if response is None:
             await _manage(setup, run)
             async for item in _call_model(setup, run, turn):
@@ -624,7 +706,7 @@ async def run_loop(setup: RunSetup, run: LoopRun) -> AsyncGenerator[AgentEvent, 
         if response.tool_calls:
             for event in _tool_call_events(setup, run, response):
                 yield event
-            plans = await _plan_turn(setup, run, response)
+            plans = await _plan_turn(setup, run, response, replay)
             async for tool_event in _run_tools(setup, run, response, plans, turn):
                 yield tool_event
             continue

@@ -9,6 +9,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from ..conversation._base import ConversationManager
+from ..elicitation import Elicitation, ElicitationAnswer
 from ..history import CheckedHistory
 from ..hitl import DecideCallback, DecisionBook, HitlInterrupt, ResolvedDecision
 from ..messages import Message, ToolCall, new_id
@@ -17,7 +18,7 @@ from ..tools import Tool
 from .middleware import MiddlewareChain
 from .result import Usage
 
-__all__ = ["LoopRun", "RunHooks", "RunSetup", "ToolProgress"]
+__all__ = ["Asked", "LoopRun", "Replay", "RunHooks", "RunSetup", "ToolProgress"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,6 +49,36 @@ class RunSetup:
         from ..conversation.null import NullConversationManager
 
         return NullConversationManager()
+
+
+@dataclass(frozen=True, slots=True)
+class Replay:
+    """An assistant turn the loop runs first instead of calling the model.
+
+    The turn of an interrupt resumed with ``reissue=False``: its calls run as they were
+    shown. After a question (an elicitation), ``landed`` holds the results of the calls
+    that finished before it (not run again) and ``answers`` the answer each asking call
+    runs again with (by call id).
+    """
+
+    turn: Message
+    landed: Mapping[str, Message] = field(default_factory=dict)
+    answers: Mapping[str, ElicitationAnswer] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class Asked:
+    """A tool turn stopped by a call's question: what an elicitation interrupt saves.
+
+    ``history`` is the transcript before ``assistant``; ``results`` the results of the
+    turn's other calls, in call order (every call but the asking ones finished).
+    """
+
+    interrupt: HitlInterrupt
+    elicitation: Elicitation
+    history: list[Message]
+    assistant: Message
+    results: list[Message]
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,6 +116,8 @@ class RunHooks:
     * ``on_tool_turn(messages)``: after a whole tool turn is in the transcript.
     * ``on_interrupt(interrupt, messages, turn)``: before :class:`HitlInterrupt` is
       raised; ``messages`` exclude the interrupted assistant turn ``turn``.
+    * ``on_asked(asked)``: before the :class:`HitlInterrupt` of a call's question
+      (``kind == "elicitation"``) is raised, every other call of the turn finished.
     * ``on_commit(history, finished)``: after memory holds what the run commits: its
       managed transcript (``finished``), or what an interrupted run keeps, as a
       :class:`~framework_agents.history.CheckedHistory` (shared: never copied to hand over).
@@ -99,6 +132,7 @@ class RunHooks:
     on_tool_result: Callable[[ToolProgress], Awaitable[None]] | None = None
     on_tool_turn: Callable[[list[Message]], Awaitable[None]] | None = None
     on_interrupt: Callable[[HitlInterrupt, list[Message], Message], Awaitable[None]] | None = None
+    on_asked: Callable[[Asked], Awaitable[None]] | None = None
     on_commit: Callable[[CheckedHistory, bool], Awaitable[None]] | None = None
 
     @classmethod
@@ -152,9 +186,9 @@ class LoopRun:
     kept: list[Message] | None = None
     retry_ids: set[str] = field(default_factory=set)
     started: bool = False  # run_loop has built the transcript
-    #: An assistant turn to run as the first turn instead of calling the model: the stored
-    #: turn of an interrupt resumed with ``reissue=False`` (its calls run as they were shown).
-    replay: Message | None = None
+    #: An assistant turn to run as the first turn instead of calling the model (see
+    #: :class:`Replay`).
+    replay: Replay | None = None
     #: Approval calls that ran, with the arguments they ran with (for the timeline).
     ran: list[ToolCall] = field(default_factory=list)
     book: DecisionBook = field(init=False)

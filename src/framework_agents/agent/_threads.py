@@ -51,6 +51,7 @@ from .._telemetry import TRACE_APP_DATA_KEY, link_previous_run, run_link_record,
 from .._util import check_collaborator
 from ..checkpoint._base import Checkpointer, hold_thread, save_progress, thread_lock
 from ..checkpoint.model import ThreadCheckpoint, check_thread_id
+from ..elicitation import Elicitation, ElicitationAnswer, parse_answer
 from ..errors import (
     CheckpointMissingError,
     HitlDecisionError,
@@ -72,6 +73,7 @@ from ..messages import Message, ToolCall
 from ..tools import Tool
 from ._history import AgentHistory
 from ._loop import LoopRun, RunHooks, RunSetup, ToolProgress, run_call
+from ._run import Asked, Replay
 
 __all__ = [
     "Holding",
@@ -202,7 +204,10 @@ class _ThreadRun:
     plans: list[tuple[ToolCall, ResolvedDecision]] = field(default_factory=list)
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
     turn: _Turn | None = None
-    replay: Message | None = None
+    replay: Replay | None = None
+    #: Answers to questions, by the id of the call that runs with one: kept in every save
+    #: while that call is in flight, so a settled re-run after a crash has it too.
+    answers: dict[str, ElicitationAnswer] = field(default_factory=dict)
     app_data: dict[str, Any] | None = None  # the thread's, carried from save to save
     # The run's last save (the finished run's checkpoint): nothing of the thread is
     # written after it, so a checkpointer may let the thread go in the same step.
@@ -217,6 +222,7 @@ class _ThreadRun:
             on_tool_result=self.on_tool_result,
             on_tool_turn=self.on_tool_turn,
             on_interrupt=self.on_interrupt,
+            on_asked=self.on_asked,
             on_commit=self.on_commit,
         )
 
@@ -246,6 +252,7 @@ class _ThreadRun:
             results=[turn.results[i] for i in order if i in turn.results],
             in_flight=[turn.in_flight[i] for i in order if i in turn.in_flight],
             decisions=dict(self.decisions),
+            elicitation=_answer_record(turn.in_flight, self.answers),
         )
         await trace_store(  # a delta when the history is stored
             "checkpoint", "save", self.checkpointer, save_progress(self.checkpointer, checkpoint)
@@ -273,6 +280,11 @@ class _ThreadRun:
 
     async def on_turn_start(self, history: list[Message], assistant: Message) -> None:
         self.turn = _Turn(list(history), assistant)
+        replay = self.replay
+        if replay is not None and replay.turn.id == assistant.id:
+            # The results that landed before a question stopped this turn are part of every
+            # save of it from the start (a crash now must not lose them).
+            self.turn.results.update(replay.landed)
 
     async def on_tool_start(self, call: ToolCall, decision: ResolvedDecision | None) -> None:
         turn = self.turn
@@ -310,6 +322,28 @@ class _ThreadRun:
             decisions=dict(self.decisions),
             interrupt_id=interrupt.interrupt_id,
             pending_turn=turn if any(c.id == pending.id for c in turn.tool_calls) else None,
+        )
+        async with self.lock:
+            await trace_store(
+                "checkpoint", "save", self.checkpointer, self.checkpointer.save(checkpoint)
+            )
+
+    async def on_asked(self, asked: Asked) -> None:
+        """Save the turn a question stopped: its landed results, the asking call pending.
+
+        Every other call of the turn finished, so nothing of it is in flight: the asking
+        call's question is its outcome (a stateless server did nothing yet).
+        """
+        self.turn = None
+        interrupt = asked.interrupt
+        checkpoint = self.checkpoint(
+            asked.history,
+            turn=asked.assistant,
+            results=asked.results,
+            pending=ToolCall(interrupt.call_id, interrupt.tool, interrupt.arguments),
+            decisions=dict(self.decisions),
+            interrupt_id=interrupt.interrupt_id,
+            elicitation=asked.elicitation.to_dict(),
         )
         async with self.lock:
             await trace_store(
@@ -355,7 +389,12 @@ class _ThreadRun:
                     await self.save_turn(turn)  # step 1 again: this re-run is guarded too
             loop_run = LoopRun([], thread_id=self.thread_id)
             result = await run_call(
-                self.host.setup(), loop_run, asked[call.id], decision, run_args=ran.args
+                self.host.setup(),
+                loop_run,
+                asked[call.id],
+                decision,
+                run_args=ran.args,
+                answer=self.answers.get(call.id),
             )
             async with self.lock:
                 turn.results[call.id] = result
@@ -524,6 +563,7 @@ async def surface_interrupt(
         if unknown:
             update.update(outcome_unknown=True, decisions=dict(carry or {}))
         await checkpointer.save(base.model_copy(update=update))  # a full save: the id
+    question = _question(base)
     return HitlInterrupt(
         call.name,
         call.args,
@@ -533,7 +573,62 @@ async def surface_interrupt(
         reason=_UNKNOWN_REASON if unknown else (_STALE_REASON if stale else None),
         outcome_unknown=unknown,
         interrupt_id=interrupt_id,
+        kind="tool_call" if question is None else "elicitation",
+        message=None if question is None else question.message,
+        schema=None if question is None else question.schema,
     )
+
+
+def _answer_record(
+    in_flight: Mapping[str, ToolCall], answers: Mapping[str, ElicitationAnswer]
+) -> dict[str, Any] | None:
+    """The checkpoint's ``elicitation`` while an answered call is in flight, else ``None``.
+
+    The question with ``call_id`` and ``answer`` (``{"action", "content"}``) added.
+    """
+    for call_id in in_flight:
+        answer = answers.get(call_id)
+        if answer is not None:
+            given = {"action": answer.action, "content": answer.content}
+            return {**answer.elicitation.to_dict(), "call_id": call_id, "answer": given}
+    return None
+
+
+def _stored_answers(base: ThreadCheckpoint) -> dict[str, ElicitationAnswer]:
+    """The answer an in-flight call of ``base`` ran with (:func:`_answer_record`), by call id."""
+    stored = base.elicitation
+    if stored is None or "answer" not in stored:
+        return {}
+    given = stored["answer"]
+    answer = ElicitationAnswer(given["action"], given["content"], Elicitation.from_dict(stored))
+    return {str(stored["call_id"]): answer}
+
+
+def _question(base: ThreadCheckpoint) -> Elicitation | None:
+    """The open question of ``base`` (its pending call asked one), or ``None``."""
+    stored = base.elicitation
+    if stored is None or base.pending is None or base.in_flight:
+        return None
+    return Elicitation.from_dict(stored)
+
+
+def _take_answer(base: ThreadCheckpoint, decisions: dict[str, Any]) -> ElicitationAnswer | None:
+    """The answer to ``base``'s open question among ``decisions`` (its key removed).
+
+    Found like a decision for the pending call (the open interrupt's id is bound to it
+    already); ``HITL_DECISION`` when it is not an answer or does not fit the schema. The
+    key leaves ``decisions``: an answer is never read as an approval of a later call.
+    """
+    question, pending = _question(base), base.pending
+    if question is None or pending is None:
+        return None
+    found = match_decision(decisions, pending.name, pending.args)
+    if found is None:
+        return None
+    key, value, _ = found
+    answer = parse_answer(value, question, pending.name)
+    del decisions[key]
+    return answer
 
 
 @dataclass(slots=True)
@@ -580,6 +675,9 @@ async def open_thread(
             if base is None
             else _admit(base, decisions, host.tools, opening)
         )
+        answer = None
+        if base is not None and admitted.surface is None:
+            answer = _take_answer(base, admitted.decisions)  # before anything runs
         carried = dict(base.decisions) if base is not None and opening.resumes else {}
         book = DecisionBook({**carried, **admitted.decisions})
         run = _ThreadRun(
@@ -587,7 +685,7 @@ async def open_thread(
         )
         start = ThreadStart(run, base)
         if base is not None:
-            _plan_start(start, base, admitted, opening, host.tools)
+            _plan_start(start, base, admitted, opening, host.tools, answer)
         outer = _HOLDING.get()
         _HOLDING.set(holding)
         try:
@@ -602,22 +700,40 @@ def _plan_start(
     admitted: _Admission,
     opening: Opening,
     tools: Mapping[str, Tool],
+    answer: ElicitationAnswer | None = None,
 ) -> None:
-    """How a run of a thread with a checkpoint goes on: an interrupt first, or its start."""
+    """How a run of a thread with a checkpoint goes on: an interrupt first, or its start.
+
+    A resume of a thread whose pending call asked a question replays the stopped turn:
+    with the answer, the asking call runs again with it (the results that landed are
+    kept); without one, the question is raised again as it stands (nothing written).
+    """
     run = start.run
+    run.state = base.state
+    run.app_data = base.app_data
+    run.start = base.resumable_history()
+    question = _question(base)
     if admitted.surface is not None:
         start.surface, start.stale = admitted.surface, admitted.stale
+    elif question is not None and opening.resumes:
+        assert base.turn is not None and base.pending is not None  # turn_problem checks it
+        if answer is None:
+            start.surface, start.stale = base.pending, True
+            return
+        landed = {r.tool_call_id or "": r for r in base.results}
+        run.answers = {base.pending.id: answer}
+        run.replay = Replay(base.turn, landed, run.answers)
+        run.start = list(base.messages)
     elif base.in_flight:
+        run.answers = _stored_answers(base)
         plans, undecided = _decide_unknown(tools, base, admitted.decisions)
         start.surface = undecided
         if undecided is not None and base.outcome_unknown:
             start.carry = admitted.decisions  # the request named the interrupt
         run.settle, run.plans = base, plans
     elif opening is Opening.RESUME:
-        run.replay = base.interrupted_turn()
-    run.state = base.state
-    run.app_data = base.app_data
-    run.start = base.resumable_history()
+        turn = base.interrupted_turn()
+        run.replay = Replay(turn) if turn is not None else None
 
 
 async def pause_thread(

@@ -47,6 +47,7 @@ from ._drain import until_interrupt
 from ._history import AgentHistory
 from ._loop import LoopRun, RunHooks, RunSetup, run_loop
 from ._output import output_instruction
+from ._run import Replay
 from ._sessions import SessionStore, SessionSync, find_message
 from ._threads import (
     Opening,
@@ -441,7 +442,7 @@ class Agent:
         thread_id: str | None,
         hooks: RunHooks,
         timeline_kind: TimelineKind,
-        replay: Message | None = None,
+        replay: Replay | None = None,
     ) -> AsyncGenerator[AgentEvent, None]:
         """One run inside the agent's busy flag (released before the terminal event)."""
         with self._busy.hold() as release:
@@ -491,7 +492,7 @@ class Agent:
         thread_id: str | None,
         hooks: RunHooks,
         timeline_kind: TimelineKind,
-        replay: Message | None,
+        replay: Replay | None,
         release: Callable[[], None],
     ) -> AsyncGenerator[AgentEvent, None]:
         """Start, loop, commit and the terminal event of one run (inside the busy flag)."""

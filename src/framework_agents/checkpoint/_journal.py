@@ -51,6 +51,7 @@ OVERLAY = (
     "pending_turn",
     "finished",
     "app_data",
+    "elicitation",
 )
 
 _CLOEXEC = getattr(os, "O_CLOEXEC", 0)
@@ -77,6 +78,7 @@ class Delta(BaseModel):
     pending_turn: Message | None = None
     finished: bool = Field(False, strict=True)
     app_data: dict[str, Any] | None = None
+    elicitation: dict[str, Any] | None = None
 
 
 class JournalView:

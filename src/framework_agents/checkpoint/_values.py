@@ -94,6 +94,7 @@ def detached(
             "state": copy.deepcopy(checkpoint.state),
             "decisions": copy.deepcopy(checkpoint.decisions),
             "app_data": copy.deepcopy(checkpoint.app_data),
+            "elicitation": copy.deepcopy(checkpoint.elicitation),
         }
     )
 
@@ -111,7 +112,7 @@ def kept_fields(
     added = checkpoint.messages[keep:]
     if _reads_back_as_is(checkpoint, added):
         fields = {name: getattr(checkpoint, name) for name in OVERLAY}
-        for name in ("state", "decisions", "app_data"):
+        for name in ("state", "decisions", "app_data", "elicitation"):
             fields[name] = copy.deepcopy(fields[name])
         fields["results"] = list(checkpoint.results)
         fields["in_flight"] = list(checkpoint.in_flight)
@@ -154,7 +155,12 @@ def _reads_back_as_is(checkpoint: ThreadCheckpoint, added: Sequence[Message]) ->
     messages = [*added, *checkpoint.results]
     messages += [m for m in (checkpoint.turn, checkpoint.pending_turn) if m is not None]
     calls = [*checkpoint.in_flight, *([checkpoint.pending] if checkpoint.pending else [])]
-    values: list[object] = [checkpoint.state, checkpoint.decisions, checkpoint.app_data]
+    values: list[object] = [
+        checkpoint.state,
+        checkpoint.decisions,
+        checkpoint.app_data,
+        checkpoint.elicitation,
+    ]
     return messages_read_back_as_is(messages, calls, values)
 
 

@@ -18,6 +18,14 @@ The fields beyond ``pending`` implement the at-most-once protocol (``docs/checkp
   ``pending`` is set. A decision keyed by another interrupt id is stale.
 * ``pending_turn``: the assistant turn that made ``pending`` (kept out of ``messages``),
   so ``resume(..., reissue=False)`` can run the very calls the human saw.
+* ``elicitation``: set when ``pending`` asked a human a question mid-call (an MCP
+  server's elicitation) instead of waiting for an approval: ``{"message", "schema",
+  "state"}``; meaningful only while ``pending`` is set. ``turn`` is then the turn being
+  executed (``pending`` among its calls) and ``results`` the results of its other calls
+  that landed; an answer runs ``pending`` again with it and the turn goes on. While an
+  answered call is in flight it holds the question with ``call_id`` and ``answer``
+  (``{"action", "content"}``), so settling that call after a crash runs it with its
+  answer. Checkpoints written before it existed load with ``None``.
 * ``finished``: the run that saved this checkpoint ended on the model's final answer;
   resuming it (with no new prompt) has nothing to continue.
 * ``app_data``: JSON the application (or a memory with long-term state, such as an
@@ -133,6 +141,7 @@ def check_storable(checkpoint: ThreadCheckpoint, *, start: int = 0) -> None:
         _json_problem(checkpoint.state, "state"),
         _json_problem(checkpoint.decisions, "decisions"),
         _json_problem(checkpoint.app_data, "app_data"),
+        _json_problem(checkpoint.elicitation, "elicitation"),
     ]
     calls = [*checkpoint.in_flight, *([checkpoint.pending] if checkpoint.pending else [])]
     problems += [_json_problem(c.args, f"call {c.id!r}.args") for c in calls]
@@ -168,6 +177,13 @@ def turn_problem(checkpoint: ThreadCheckpoint) -> str | None:
                 return f"in-flight call {call.id!r} is no open call of the turn"
     if checkpoint.outcome_unknown and not checkpoint.in_flight:
         return "outcome_unknown needs in_flight calls"
+    pending, turn = checkpoint.pending, checkpoint.turn
+    if (  # meaningful only while a call is pending
+        checkpoint.elicitation is not None
+        and pending is not None
+        and (turn is None or all(c.id != pending.id for c in turn.tool_calls))
+    ):
+        return "an elicitation needs its pending call among the calls of the turn"
     return None
 
 
@@ -277,6 +293,7 @@ class ThreadCheckpoint(BaseModel):
     pending_turn: Message | None = None
     finished: bool = False
     app_data: dict[str, Any] | None = None
+    elicitation: dict[str, Any] | None = None
 
     @constructor_only  # parsing a stored checkpoint need not go through Python
     def __init__(

@@ -13,9 +13,12 @@ arguments (a tool schema that is not an object schema) ``INVALID_ARGUMENT``; wha
 call reports (an error result, a timeout, an unreadable answer) is a tool error the model
 sees (:class:`MCPToolError`).
 
-Not here yet: elicitation (a server's question during a call), serving over MCP, and
-progress notifications as stream events (the agent's stream has no event a tool emits
-while it runs; progress is logged at DEBUG level).
+A server's question during a call (elicitation) raises
+:class:`~framework_agents.hitl.HitlInterrupt` with ``kind == "elicitation"`` through the
+agent; ``resume`` with the answer completes the call (``_elicit``).
+
+Not here yet: serving over MCP, and progress notifications as stream events (the agent's
+stream has no event a tool emits while it runs; progress is logged at DEBUG level).
 """
 
 from __future__ import annotations

@@ -6,6 +6,10 @@ may span several. Starting waits at most ``start_timeout`` seconds for the serve
 answer; a command that does not exist, exits at once or never answers, or a URL that
 does not answer, is ``BACKEND_UNAVAILABLE`` naming it.
 
+A server's questions during a call (elicitation) are ``_elicit``'s: the client declares
+the capability and raises them as
+:class:`~framework_agents.elicitation.ElicitationRequired`.
+
 ``tools()`` asks the server every time (no cache): after a server's
 ``tools/list_changed`` a new ``tools()`` gives the new list for the next agent. Tools
 already handed to an agent keep calling the server by name; one the server removed then
@@ -24,13 +28,16 @@ from typing import Any
 
 import httpx2
 from mcp.client.streamable_http import streamable_http_client
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import ValidationError
 
+from ..elicitation import ElicitationAnswer, ElicitationRequired
 from ..errors import BackendUnavailableError, InvalidArgumentError
 from ..messages import Message
 from ..tools import Tool
 from . import _convert
 from ._convert import MCPPrompt, MCPResource, ResourceContents
+from ._elicit import LiveCall, LiveCalls, Round
 from ._sdk import Client, MCPError, StdioServerParameters, types
 from ._tools import MCPToolError, approval_rule, make_tool, selected
 
@@ -44,6 +51,8 @@ DEFAULT_START_TIMEOUT = 10.0
 DEFAULT_MAX_RESULT_CHARS = 1_000_000
 #: Pages of a listing read at most (a server whose cursor never ends cannot hang a call).
 _MAX_PAGES = 100
+#: ``input_required`` answers one call may get in a row before it fails.
+_MAX_ROUNDS = 10
 
 
 class MCPClient:
@@ -72,6 +81,7 @@ class MCPClient:
         self._client: Any = None
         self._owner: asyncio.Task[None] | None = None
         self._closing = asyncio.Event()
+        self._live = LiveCalls()
 
     @classmethod
     def stdio(
@@ -156,7 +166,9 @@ class MCPClient:
                         )
                     )
                     server = streamable_http_client(server, http_client=http)
-                client = await stack.enter_async_context(Client(server))
+                client = await stack.enter_async_context(
+                    Client(server, elicitation_callback=self._live.on_elicit)
+                )
                 ready.set_result(client)
                 await self._closing.wait()
         except BaseException as exc:
@@ -177,6 +189,7 @@ class MCPClient:
         owner, self._owner, self._client = self._owner, None, None
         if owner is None:
             return
+        self._live.close()
         self._closing.set()
         if cancel:
             owner.cancel()
@@ -263,29 +276,108 @@ class MCPClient:
         ]
 
     async def call_tool(
-        self, name: str, args: dict[str, Any], *, call_timeout: float | None
+        self,
+        name: str,
+        args: dict[str, Any],
+        *,
+        call_timeout: float | None,
+        answer: ElicitationAnswer | None = None,
     ) -> Any:
-        """Call the server's tool ``name`` (its ``CallToolResult``); see the module doc."""
-        client = self._connected()
+        """Call the server's tool ``name`` (its ``CallToolResult``); see the module doc.
+
+        A question of the server raises ``ElicitationRequired``; the call made again
+        with ``answer`` (the human's, to that question) goes on from it (``_elicit``).
+        On a stateful server, whose questions do not say which call asks, the calls of
+        one client run one at a time.
+        """
+        stateful = self._connected().protocol_version not in MODERN_PROTOCOL_VERSIONS
+        async with self._live.one_at_a_time() if stateful else contextlib.nullcontext():
+            return await self._call(name, args, call_timeout, answer)
+
+    async def _call(
+        self,
+        name: str,
+        args: dict[str, Any],
+        call_timeout: float | None,
+        answer: ElicitationAnswer | None,
+    ) -> Any:
+        """:meth:`call_tool`, on either protocol era."""
+        state = answer.elicitation.state if answer is not None else {}
+        if "live" in state:
+            parked = self._live.parked(state["live"])
+            if parked is not None:
+                assert answer is not None
+                parked.answer(answer)
+                return await self._finish(name, parked, call_timeout)
+            # The call that asked is gone (a restart): sent again, the answer ready.
+            return await self._send(name, args, call_timeout, None, answer)
+        current: Round | None = None
+        if "questions" in state:
+            assert answer is not None
+            current = Round.from_state(state)
+            current.answered(answer)
+        for _ in range(_MAX_ROUNDS):
+            if current is not None:
+                question = current.next_question()
+                if question is not None:
+                    raise ElicitationRequired(question)
+            result = await self._send(name, args, call_timeout, current, None)
+            if not isinstance(result, types.InputRequiredResult):
+                return result
+            current = Round.of(result)
+        raise MCPToolError(f"the server asked for input more than {_MAX_ROUNDS} times in a row")
+
+    async def _send(
+        self,
+        name: str,
+        args: dict[str, Any],
+        call_timeout: float | None,
+        current: Round | None,
+        answered: ElicitationAnswer | None,
+    ) -> Any:
+        """One ``tools/call`` (with the answers of ``current``): a result or ``input_required``."""
+        session = self._connected().session
 
         async def progress(done: float, total: float | None, message: str | None) -> None:
             logger.debug("MCP tool %r: progress %s/%s %s", name, done, total, message or "")
 
-        try:
-            return await self._request(
-                f"a call of tool {name!r}",
-                client.call_tool(
-                    name, args, read_timeout_seconds=call_timeout, progress_callback=progress
-                ),
+        call = LiveCall(answered)
+        call.task = asyncio.create_task(
+            session.call_tool(
+                name,
+                args,
+                read_timeout_seconds=call_timeout,
+                progress_callback=progress,
+                input_responses=current.responses() if current is not None else None,
+                request_state=current.request_state if current is not None else None,
+                allow_input_required=True,
             )
+        )
+        self._live.add(call)
+        return await self._finish(name, call, call_timeout)
+
+    async def _finish(self, name: str, call: LiveCall, call_timeout: float | None = None) -> Any:
+        """The result of a live call, or its question raised (the call parked)."""
+        try:
+            outcome = await self._request(f"a call of tool {name!r}", call.wait())
         except MCPError as exc:
+            self._live.drop(call)
             if exc.code == types.REQUEST_TIMEOUT:
                 raise MCPToolError(f"no answer within {call_timeout} s") from None
             raise MCPToolError(exc.message) from None
         except ValidationError as exc:
+            self._live.drop(call)
             raise MCPToolError(
                 f"the server's answer is malformed: {exc.error_count()} errors"
             ) from None
+        except BaseException:
+            self._live.drop(call)
+            call.close()
+            raise
+        if call.parked:
+            raise ElicitationRequired(outcome)
+        self._live.drop(call)
+        return outcome
 
     # -- resources and prompts --------------------------------------------------------
 

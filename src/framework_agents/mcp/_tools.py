@@ -2,7 +2,9 @@
 
 Each tool keeps the server's description and input schema; a call sends the arguments as
 the model wrote them (the server validates them) and turns the result into the tool's
-return value (see ``_convert``). What a call reports — an error result, no answer within
+return value (see ``_convert``). A question of the server raises
+``ElicitationRequired`` (``_elicit``); the call made again with the human's answer in its
+``ToolContext`` goes on from it. What a call reports — an error result, no answer within
 the timeout, an answer too large or unreadable — raises :class:`MCPToolError`, which the
 agent shows the model as a tool error. A server that is gone raises
 ``BACKEND_UNAVAILABLE``, which fails the run.
@@ -13,8 +15,9 @@ from __future__ import annotations
 from collections.abc import Callable, Collection
 from typing import Any, Protocol
 
+from ..elicitation import ElicitationAnswer
 from ..errors import InvalidArgumentError
-from ..tools import Tool, ToolOutput
+from ..tools import Tool, ToolContext, ToolOutput
 from ._convert import error_text, tool_output
 
 __all__ = ["ApprovalRule", "MCPToolError", "approval_rule", "make_tool", "selected"]
@@ -31,7 +34,12 @@ class Caller(Protocol):
     """What a tool needs of its client: one call (``_client.MCPClient`` is one)."""
 
     async def call_tool(
-        self, name: str, args: dict[str, Any], *, call_timeout: float | None
+        self,
+        name: str,
+        args: dict[str, Any],
+        *,
+        call_timeout: float | None,
+        answer: ElicitationAnswer | None = None,
     ) -> Any: ...  # a CallToolResult
 
 
@@ -105,8 +113,9 @@ def make_tool(
     server_name: str = listed.name
     name = prefix + server_name
 
-    async def call(args: dict[str, Any]) -> str | ToolOutput:
-        result = await client.call_tool(server_name, args, call_timeout=call_timeout)
+    async def call(args: dict[str, Any], context: ToolContext | None) -> str | ToolOutput:
+        answer = context.answer if context is not None else None
+        result = await client.call_tool(server_name, args, call_timeout=call_timeout, answer=answer)
         if result.is_error:
             raise MCPToolError(error_text(result))
         value, size = tool_output(result)

@@ -80,7 +80,7 @@ class Store(AsyncClosing):
         self._memories.append(memory)
         return memory
 
-    def bank(self, *, embedder: Embedder | None = None) -> MemoryBank:
+    def bank(self, embedder: Embedder | None = None) -> MemoryBank:
         """The store's :class:`~framework_agents.bank.MemoryBank` (closed with the store)."""
         return MemoryBank.over(self._bank, embedder=embedder)
 

@@ -7,7 +7,7 @@ from datetime import timedelta
 
 import pytest
 
-from ..checkpoint._base import thread_lock
+from ..checkpoint._base import save_progress, thread_lock
 from ..checkpoint.model import ThreadCheckpoint
 from ..errors import AgentError
 from ..messages import Message, ToolCall
@@ -47,6 +47,45 @@ class CheckpointSuite:
             await cp.delete("t-1")
             await cp.delete("t-1")
             assert await cp.list_threads() == ["t-2"]
+
+        _run(store_factory, body)
+
+    def test_a_question_and_its_turn_round_trip(self, store_factory: StoreFactory) -> None:
+        """A pending question (its turn, landed results, the elicitation) round-trips.
+
+        A full save comes back equal; a progress save after it clears the question.
+        """
+
+        async def body(store: Store) -> None:
+            cp = store.checkpointer
+            asking, done = ToolCall("a", "book", {"city": "Oslo"}), ToolCall("n", "note", {})
+            turn = Message("assistant", "", tool_calls=[asking, done])
+            result = Message("tool", "noted", tool_call_id="n", name="note")
+            question = {
+                "message": "How many nights?",
+                "schema": {"type": "object", "properties": {"nights": {"type": "integer"}}},
+                "state": {"request_state": "opaque", "questions": {}, "answers": {}},
+            }
+            saved = ThreadCheckpoint(
+                "t-q",
+                None,
+                [Message("user", "book")],
+                {},
+                asking,
+                turn=turn,
+                results=[result],
+                interrupt_id="interrupt-0123456789abcdef0123456789abcdef",
+                elicitation=question,
+            )
+            await cp.save(saved)
+            loaded = await cp.load("t-q")
+            assert loaded is not None
+            assert loaded.model_dump_json() == saved.model_dump_json()
+            progress = saved.model_copy(update={"pending": None, "elicitation": None})
+            await save_progress(cp, progress)
+            again = await cp.load("t-q")
+            assert again is not None and again.elicitation is None and again.pending is None
+            assert again.results == [result]
 
         _run(store_factory, body)
 
