@@ -27,8 +27,9 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 from server_support import PUBLISHED, Served, make_agent, start_server
 
-from framework_agents import Agent, FunctionModel, Message, errors
+from framework_agents import Agent, FunctionModel, Message, ToolCall, ToolContext, errors, tool
 from framework_agents.bank import MemoryBank
+from framework_agents.elicitation import Elicitation, ElicitationRequired
 from framework_agents.errors import InvalidArgumentError
 from framework_agents.server import create_app
 from mcp import Client
@@ -483,3 +484,63 @@ def test_a_failed_run_is_a_tool_error_with_its_code_and_no_internals(
         running.stop()
     assert error_of(result) == code
     assert "secrets" not in text_of(result)
+
+
+@tool
+async def book(city: str, context: ToolContext) -> str:
+    """Book a room: asks how many nights first (as an MCP server's tool would)."""
+    if context.answer is None:
+        nights = {"type": "object", "properties": {"nights": {"type": "integer"}}}
+        raise ElicitationRequired(Elicitation(f"How many nights in {city}?", nights))
+    return f"booked {context.answer.action} {context.answer.content}"
+
+
+def _booking(messages: list[Message], tools: list[Any]) -> Message:
+    """A model that books a room in Oslo, then reports the tool's result."""
+    if messages[-1].role == "tool":
+        return Message("assistant", f"Done: {messages[-1].text}")
+    return Message("assistant", "", tool_calls=[ToolCall("b1", "book", {"city": "Oslo"})])
+
+
+@pytest.mark.parametrize(
+    ("answer", "reply"),
+    [
+        (
+            types.ElicitResult(action="accept", content={"nights": 3}),
+            "Done: booked accept {'nights': 3}",
+        ),
+        (types.ElicitResult(action="decline"), "Done: booked decline None"),
+    ],
+    ids=["accept", "decline"],
+)
+def test_a_tools_question_is_passed_on_as_it_was_asked(
+    answer: types.ElicitResult, reply: str
+) -> None:
+    app = create_app(
+        lambda: Agent(FunctionModel(_booking), tools=[book]),
+        store="memory:",
+        console=False,
+        mcp=True,
+    )
+    running = start_server(app)
+    elicit, asked = answering(answer)
+    try:
+
+        async def main() -> tuple[types.CallToolResult, types.CallToolResult]:
+            async with connect(running, headers={}, elicit=elicit) as client:
+                answered = await client.call_tool("ask", {"thread_id": "a", "text": "book"})
+            async with connect(running, headers={}, mode="legacy") as client:
+                waiting = await client.call_tool("ask", {"thread_id": "b", "text": "book"})
+            return answered, waiting
+
+        answered, waiting = asyncio.run(main())
+    finally:
+        running.stop()
+    (question,) = asked
+    assert isinstance(question, types.ElicitRequestFormParams)
+    assert question.message == "How many nights in Oslo?"
+    assert question.requested_schema["properties"] == {"nights": {"type": "integer"}}
+    assert text_of(answered) == reply
+    # a client that cannot answer reads the question and how to answer it
+    assert waiting.structured_content["elicitation"]["message"] == "How many nights in Oslo?"
+    assert '"answer"' in text_of(waiting)

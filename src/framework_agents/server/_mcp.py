@@ -15,7 +15,9 @@ stateless protocol (2026-07-28), as ``input_required``: one form elicitation (de
 reason, and the call's arguments when they are all strings, numbers or booleans and the
 tool allows an edit) and a ``requestState`` naming the thread and the interrupt. The
 client's retry carries the answer, which resumes the thread; nothing is held in memory
-between the two requests, so a restart or another replica in between changes nothing.
+between the two requests, so a restart or another replica in between changes nothing. A
+tool's own question (an MCP server's elicitation the agent met) is passed on as it was
+asked, and the answer resumes the thread as ``{"answer": ...}`` (or a decline, a cancel).
 The state is not trusted: it names an interrupt, and the answer is refused
 (``HITL_DECISION``) unless that interrupt is still the one the thread (named by the call's
 own ``thread_id``) waits for. Any other client (the 2025 protocols, which have no way to
@@ -181,8 +183,43 @@ def decision_of(answer: types.ElicitResult, pending: Pending) -> Any:
     raise HitlDecisionError(f"decision must be approve, reject or edit, not {kind!r:.40}")
 
 
-def _pending_result(pending: Pending, thread_id: str) -> types.CallToolResult:
-    """What a client that cannot answer an elicitation gets: the approval and how to answer."""
+#: Our answer to a tool's question, by the action the MCP client's human took.
+_ANSWERS: dict[str, Callable[[dict[str, Any]], Any]] = {
+    "accept": lambda content: {"answer": content},
+    "decline": lambda content: {"decline": True},
+    "cancel": lambda content: {"cancel": True},
+}
+
+
+def _passed_on(question: dict[str, Any]) -> types.ElicitRequest:
+    """A tool's question (an MCP server's elicitation the agent met), asked of our client."""
+    return types.ElicitRequest(
+        params=types.ElicitRequestFormParams(
+            message=str(question["message"]), requested_schema=dict(question["schema"])
+        )
+    )
+
+
+def _pending_result(
+    pending: Pending, thread_id: str, question: dict[str, Any] | None
+) -> types.CallToolResult:
+    """What a client that cannot answer an elicitation gets: what waits and how to answer."""
+    if question is not None:
+        text = (
+            f"Waiting for an answer: a tool of the agent asks {question['message']!r} "
+            f"(interrupt id {pending.interrupt_id}). Answer with POST "
+            f"/api/threads/{thread_id}/resume and "
+            f'{{"decisions": {{"{pending.interrupt_id}": {{"answer": {{...}}}}}}}}.'
+        )
+        return _text(
+            text,
+            {
+                "status": "interrupted",
+                "thread_id": thread_id,
+                "interrupt_id": pending.interrupt_id,
+                "elicitation": {"message": question["message"], "schema": question["schema"]},
+            },
+        )
     call = f"{pending.tool}({json.dumps(pending.args, ensure_ascii=False)})"
     text = (
         f"Waiting for approval: the agent wants to call {call} (interrupt id "
@@ -252,9 +289,13 @@ class _McpTools:
         answer = (params.input_responses or {}).get(APPROVAL_KEY)
         if not isinstance(answer, types.ElicitResult):
             raise HitlDecisionError(f"the retry carries no answer under {APPROVAL_KEY!r}")
-        decision = decision_of(answer, pending)
+        checkpoint = await self.runner.require(thread_id)
+        if checkpoint.elicitation is not None:  # a tool's question, answered as it was asked
+            decision: Any = _ANSWERS[answer.action](answer.content or {})
+        else:
+            decision = decision_of(answer, pending)
         if decision is None:
-            return _pending_result(pending, thread_id)
+            return _pending_result(pending, thread_id, None)
         handle = await self.runner.start_resume(thread_id, {pending.interrupt_id: decision})
         return await self._outcome(ctx, handle)
 
@@ -308,12 +349,12 @@ class _McpTools:
         pending = await self.runner.pending_of(checkpoint) if checkpoint else None
         if pending is None:
             return _failure(RuntimeError("the run ended without an outcome"))
+        question = checkpoint.elicitation if checkpoint else None
         if not _can_elicit(ctx):
-            return _pending_result(pending, handle.thread_id)
+            return _pending_result(pending, handle.thread_id, question)
+        form = approval_form(pending) if question is None else _passed_on(question)
         state = json.dumps({"v": 1, "interrupt_id": pending.interrupt_id})
-        return types.InputRequiredResult(
-            input_requests={APPROVAL_KEY: approval_form(pending)}, request_state=state
-        )
+        return types.InputRequiredResult(input_requests={APPROVAL_KEY: form}, request_state=state)
 
 
 def _can_elicit(ctx: Any) -> bool:

@@ -489,7 +489,8 @@ class ThreadRunner:
             agent = await self.make_agent()
             assert pending is not None
             tool = self._tools_of(agent).get(pending.tool)
-            if tool is not None:
+            # An answer to a tool's question is the agent's to check (against its schema).
+            if tool is not None and checkpoint.elicitation is None:
                 # HITL_DECISION now, before the stream starts (edited arguments too)
                 check_edit(parse_decision(decision, tool=tool, source="exact"), tool)
         except BaseException:
