@@ -534,6 +534,15 @@ def test_a_tools_question_is_passed_on_as_it_was_asked(
             return answered, waiting
 
         answered, waiting = asyncio.run(main())
+        # ... and the JSON API answers the question a client without elicitation read
+        interrupt = waiting.structured_content["interrupt_id"]
+        resumed = httpx.post(
+            f"{running.url}/api/threads/b/resume",
+            json={"decisions": {interrupt: {"answer": {"nights": 2}}}},
+            headers={"Accept": "application/json"},
+            timeout=30,
+        ).json()
+        assert resumed["text"] == "Done: booked accept {'nights': 2}", resumed
     finally:
         running.stop()
     (question,) = asked
