@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 import math
 import uuid
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -404,8 +404,3 @@ def check_record_id(record_id: object) -> str:
     if not isinstance(record_id, str) or not record_id or len(record_id) > 128:
         raise InvalidArgumentError(f"a record id is a non-empty string, not {record_id!r:.60}")
     return record_id
-
-
-def ids_of(rows: Sequence[Row]) -> list[str]:
-    """The ids of ``rows``, in order."""
-    return [row.id for row in rows]

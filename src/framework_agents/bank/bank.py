@@ -26,6 +26,7 @@ from ._index import BankIndex, Filter
 from ._records import (
     MAX_KEY,
     MAX_KIND,
+    MAX_TEXT,
     MemoryHit,
     MemoryRecord,
     Namespace,
@@ -268,7 +269,7 @@ class MemoryBank:
             record_id = derived_id("episode", *namespace, message.id)
             rows.append(
                 self._new_row(
-                    message.text[:100_000],
+                    message.text[:MAX_TEXT],
                     namespace=namespace,
                     kind="episode",
                     metadata={"message_id": message.id, "role": message.role},

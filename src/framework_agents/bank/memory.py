@@ -33,7 +33,7 @@ from pydantic import Field
 
 from ..errors import AgentError, InvalidArgumentError
 from ..memory._base import Memory, replace_history
-from ..memory.grounding import RECALL_KIND, is_grounding
+from ..memory.grounding import RECALL_KIND, without_grounding
 from ..messages import Message
 from ..tools import Tool
 from ._backend import Job
@@ -59,16 +59,6 @@ _FIELDS = frozenset(("text", "kind", "key", "metadata"))
 
 ToolText = Annotated[str, Field(min_length=1, max_length=4000)]
 ToolKey = Annotated[str, Field(min_length=1, max_length=200)] | None
-
-
-def _context_free(messages: object, where: str) -> list[Message]:
-    """``messages`` without recall or grounding; anything else than Messages: refused."""
-    if isinstance(messages, str | bytes) or not isinstance(messages, Sequence):
-        raise InvalidArgumentError(f"{where}() takes a list of Messages, not {messages!r:.40}")
-    for i, message in enumerate(messages):
-        if not isinstance(message, Message):
-            raise InvalidArgumentError(f"item {i} given to {where}() is not a Message")
-    return [m for m in messages if not is_grounding(m)]
 
 
 def _recall_message(hits: list[MemoryHit]) -> Message:
@@ -148,7 +138,7 @@ class BankMemory:
 
     async def ground(self, messages: Sequence[Message], prompt: str) -> list[Message]:
         """``messages`` without context, led by one recall message for ``prompt``."""
-        kept = _context_free(messages, "ground")
+        kept = without_grounding(messages, "ground")
         self._start_jobs()
         recall = await self.recall(prompt)
         return kept if recall is None else [recall, *kept]
@@ -157,7 +147,7 @@ class BankMemory:
 
     async def load(self) -> list[Message]:
         """The inner history led by a recall message for its latest user turn."""
-        history = _context_free(await self.inner.load(), "load")
+        history = without_grounding(await self.inner.load(), "load")
         self._loaded = {m.id for m in history}
         latest = next((m.text for m in reversed(history) if m.role == "user"), "")
         recall = await self.recall(latest)
@@ -165,7 +155,7 @@ class BankMemory:
 
     async def save(self, messages: Sequence[Message]) -> None:
         """Append ``messages`` (without context) to ``inner``; remember and extract them."""
-        kept = _context_free(messages, "save")
+        kept = without_grounding(messages, "save")
         known = await self._known()
         await self.inner.save(kept)
         await self._learn(kept, known)
@@ -173,7 +163,7 @@ class BankMemory:
 
     async def replace(self, messages: Sequence[Message]) -> None:
         """Make ``messages`` (without context) the inner history; learn from the new ones."""
-        kept = _context_free(messages, "replace")
+        kept = without_grounding(messages, "replace")
         known = await self._known()
         await replace_history(self.inner, kept)
         await self._learn(kept, known)

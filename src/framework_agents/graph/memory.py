@@ -29,7 +29,7 @@ from typing import Any, Literal, Protocol
 
 from ..errors import InvalidArgumentError
 from ..memory._base import Memory, replace_history
-from ..memory.grounding import GroundingMemory, is_grounding
+from ..memory.grounding import GroundingMemory, is_grounding, without_grounding
 from ..messages import Message
 from ..tools import Tool
 from .store import Fact, GraphStore
@@ -42,20 +42,6 @@ GROUNDING_HEADER = (
     "Facts from long-term memory that may be relevant to the conversation "
     '(subject predicate object; "(inferred)" marks facts derived by reasoning):'
 )
-
-
-def _without_grounding(messages: Sequence[Message], where: str) -> list[Message]:
-    """``messages`` minus grounding; anything but a list of Messages is INVALID_ARGUMENT."""
-    if isinstance(messages, str | bytes) or not isinstance(messages, Sequence):
-        raise InvalidArgumentError(
-            f"{where}() takes a list of Messages, not {type(messages).__name__}"
-        )
-    for i, message in enumerate(messages):
-        if not isinstance(message, Message):
-            raise InvalidArgumentError(
-                f"item {i} given to {where}() is a {type(message).__name__}, not a Message"
-            )
-    return [m for m in messages if not is_grounding(m)]
 
 
 def _text(text: object, where: str) -> str:
@@ -142,7 +128,7 @@ class GraphMemory:
 
     async def ground(self, messages: Sequence[Message], prompt: str) -> list[Message]:
         """``messages`` without grounding, led by one grounding message for ``prompt``."""
-        kept = _without_grounding(messages, "ground")
+        kept = without_grounding(messages, "ground")
         grounding = await self.grounding_for(_text(prompt, "ground"))
         return kept if grounding is None else [grounding, *kept]
 
@@ -156,11 +142,11 @@ class GraphMemory:
 
     async def save(self, messages: Sequence[Message]) -> None:
         """Append ``messages`` to ``inner``, without grounding messages."""
-        await self.inner.save(_without_grounding(messages, "save"))
+        await self.inner.save(without_grounding(messages, "save"))
 
     async def replace(self, messages: Sequence[Message]) -> None:
         """Make ``messages`` (without grounding) the inner history, atomically if it can."""
-        await replace_history(self.inner, _without_grounding(messages, "replace"))
+        await replace_history(self.inner, without_grounding(messages, "replace"))
 
     async def clear(self) -> None:
         """Clear the inner history; the long-term graph stays."""

@@ -11,10 +11,17 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Protocol, runtime_checkable
 
+from ..errors import InvalidArgumentError
 from ..messages import Message
 from ._base import Memory
 
-__all__ = ["GROUNDING_KIND", "RECALL_KIND", "GroundingMemory", "is_grounding"]
+__all__ = [
+    "GROUNDING_KIND",
+    "RECALL_KIND",
+    "GroundingMemory",
+    "is_grounding",
+    "without_grounding",
+]
 
 #: ``metadata["kind"]`` of a grounding message.
 GROUNDING_KIND = "grounding"
@@ -26,6 +33,23 @@ _CONTEXT_KINDS = frozenset((GROUNDING_KIND, RECALL_KIND))
 def is_grounding(message: Message) -> bool:
     """Whether ``message`` is context for a run (grounding or recall: never to be stored)."""
     return isinstance(message, Message) and message.metadata.get("kind") in _CONTEXT_KINDS
+
+
+def without_grounding(messages: Sequence[Message], where: str) -> list[Message]:
+    """``messages`` minus grounding; anything but a list of Messages is INVALID_ARGUMENT.
+
+    ``where`` names the method the messages were given to, for the error.
+    """
+    if isinstance(messages, str | bytes) or not isinstance(messages, Sequence):
+        raise InvalidArgumentError(
+            f"{where}() takes a list of Messages, not {type(messages).__name__}"
+        )
+    for i, message in enumerate(messages):
+        if not isinstance(message, Message):
+            raise InvalidArgumentError(
+                f"item {i} given to {where}() is a {type(message).__name__}, not a Message"
+            )
+    return [m for m in messages if not is_grounding(m)]
 
 
 @runtime_checkable
