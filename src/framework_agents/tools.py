@@ -72,17 +72,31 @@ _SECTION = re.compile(r"^\s*(Args|Arguments|Parameters|Params)\s*:\s*$", re.IGNO
 _PARAM_LINE = re.compile(r"^\s*\*{0,2}(\w+)\s*(?:\([^)]*\))?\s*:\s*(.*)$")
 
 
+async def no_thread() -> None:
+    """The ``pause`` of a context whose run has no thread: ``INVALID_ARGUMENT``."""
+    raise InvalidArgumentError(
+        "this run has no thread to pause: pausing from a tool or middleware needs a run "
+        "with checkpointer= and thread_id="
+    )
+
+
 @dataclass(frozen=True, slots=True)
 class ToolContext:
     """Injected into a tool parameter annotated ``ToolContext``: who is calling, and how.
 
     ``answer`` is set when the call runs again with a human's answer to the question it
     asked (it raised :class:`~framework_agents.elicitation.ElicitationRequired`).
+
+    ``await ctx.pause()`` saves the run's thread now (``pending=None``), through the run
+    that holds it (never waiting for the lock that run holds): the run's history so far,
+    up to and excluding the turn whose calls are running, and the agent's state. A run
+    without a checkpointer and thread has nothing to pause: ``INVALID_ARGUMENT``.
     """
 
     agent: Agent
     call: ToolCall
     answer: ElicitationAnswer | None = None
+    pause: Callable[[], Awaitable[None]] = field(default=no_thread, repr=False, compare=False)
 
 
 @dataclass(frozen=True, slots=True)

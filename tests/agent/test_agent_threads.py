@@ -725,11 +725,12 @@ def test_an_abandoned_pending_call_is_dropped_by_a_new_prompt(
     assert some(arun(cp.load("t1"))).pending is None
 
 
-def test_a_pause_from_another_task_waits_for_the_lock_the_agents_own_run_holds() -> None:
-    """Only the run's own context (a tool, middleware, its stream's consumer) skips the lock.
+def test_a_pause_from_another_task_goes_through_the_agents_own_run() -> None:
+    """``agent.pause`` of the thread its own run holds saves that run's progress at once.
 
-    Another task pausing the same agent's thread mid-run saved at once, with the history
-    from before the run and no record of the call running (found by a review).
+    It neither waits for the lock its own run holds (a tool calling it would wait for
+    itself) nor saves the history from before the run (an earlier bug found by a review):
+    it saves what ``ctx.pause()`` would, the run's history so far.
     """
     cp = InMemoryCheckpointer(lock_timeout=0.2)
     inside, gate = asyncio.Event(), asyncio.Event()
@@ -746,9 +747,10 @@ def test_a_pause_from_another_task_waits_for_the_lock_the_agents_own_run_holds()
         await agent.run("first", checkpointer=cp, thread_id="t")
         run = asyncio.create_task(agent.run("second", checkpointer=cp, thread_id="t"))
         await inside.wait()
-        with pytest.raises(ThreadBusyError):
-            await agent.pause("t", checkpointer=cp)
-        assert [m.text for m in some(await cp.load("t")).messages] == ["first", "re: first"]
+        await agent.pause("t", checkpointer=cp)
+        paused = some(await cp.load("t"))
+        assert [m.text for m in paused.messages] == ["first", "re: first", "second"]
+        assert paused.pending is None and not paused.finished
         gate.set()
         await run
 

@@ -88,6 +88,9 @@ class AgentHistory:
         # The thread this history last committed and its history: the thread's next run
         # starts from its checkpoint, checked only past what this history committed.
         self._thread_view: tuple[Checkpointer, str, CheckedHistory] | None = None
+        #: The thread whose run (or resume) left ``messages``, until a commit or a
+        #: replace makes them something else: a pause never copies it into another.
+        self.thread: tuple[Checkpointer, str] | None = None
 
     @property
     def memory(self) -> Memory:
@@ -212,6 +215,7 @@ class AgentHistory:
             history, grown_from = kept_checked(managed, checked), None
         await self._store(history, grown_from)
         self.origin = HistoryOrigin.COMMITTED
+        self.thread = None  # a thread's run binds it again (bind_thread)
         return history, grown_from
 
     async def _store(self, history: CheckedHistory, grown_from: CheckedHistory | None) -> None:
@@ -260,6 +264,7 @@ class AgentHistory:
         )
         self._memory_start = history
         self._messages = history
+        self.thread = None
 
     # -- threads and the timeline ------------------------------------------------------
 
@@ -275,6 +280,10 @@ class AgentHistory:
     ) -> None:
         """Record ``history`` as what this history last committed to the thread."""
         self._thread_view = (checkpointer, thread_id, history)
+
+    def bind_thread(self, checkpointer: Checkpointer, thread_id: str) -> None:
+        """``messages`` are now the thread's (its run committed, or it was surfaced)."""
+        self.thread = (checkpointer, thread_id)
 
     def record(
         self, kind: TimelineKind, label: str | None = None, ran: Sequence[ToolCall] = ()

@@ -259,7 +259,12 @@ async def _prepared_call(
 ) -> tuple[ModelCallContext, list[Message]]:
     """The ``before_model`` context of one call and the messages it sends (never empty)."""
     ctx = ModelCallContext(
-        setup.owner, list(run.transcript), list(setup.tool_specs), setup.system_prompt, turn
+        setup.owner,
+        list(run.transcript),
+        list(setup.tool_specs),
+        setup.system_prompt,
+        turn,
+        pause=run.pause,
     )
     await setup.middleware.run("before_model", ctx)
     _check_model_context(ctx)
@@ -380,7 +385,11 @@ async def _plan_turn(
 
 
 async def _execute(
-    setup: RunSetup, tool: Tool | None, call: ToolCall, answer: ElicitationAnswer | None = None
+    setup: RunSetup,
+    run: LoopRun,
+    tool: Tool | None,
+    call: ToolCall,
+    answer: ElicitationAnswer | None = None,
 ) -> Message:
     """Run one call; every failure becomes a result the model can read.
 
@@ -395,7 +404,8 @@ async def _execute(
             call, f"Unknown tool {call.name!r}. Available tools: {known}.", kind="tool_error"
         )
     try:
-        value = await tool.invoke(call.args, context=ToolContext(setup.owner, call, answer))
+        context = ToolContext(setup.owner, call, answer, pause=run.pause)
+        value = await tool.invoke(call.args, context=context)
     except ElicitationRequired as asked:
         problem = schema_problem(asked.elicitation.schema)
         if problem is None:
@@ -479,6 +489,7 @@ async def _run_call(setup: RunSetup, run: LoopRun, plan: _Plan, turn: int) -> Me
         turn,
         decision=plan.decision,
         result=_preset_result(plan),
+        pause=run.pause,
     )
     await setup.middleware.run("before_tool", ctx)
     if not isinstance(ctx.call, ToolCall):
@@ -491,7 +502,7 @@ async def _run_call(setup: RunSetup, run: LoopRun, plan: _Plan, turn: int) -> Me
             await run.hooks.on_tool_start(ctx.call, plan.decision)
         if plan.decision is not None:
             run.ran.append(ctx.call)
-        ctx.result = await trace_tool(ctx.call, _execute(setup, tool, ctx.call, plan.answer))
+        ctx.result = await trace_tool(ctx.call, _execute(setup, run, tool, ctx.call, plan.answer))
     await setup.middleware.run("after_tool", ctx)
     return _checked_result(ctx, plan)
 

@@ -10,6 +10,7 @@ from pydantic import BaseModel
 
 from ..conversation._base import ConversationManager
 from ..elicitation import Elicitation, ElicitationAnswer
+from ..errors import InvalidArgumentError
 from ..history import CheckedHistory
 from ..hitl import DecideCallback, DecisionBook, HitlInterrupt, ResolvedDecision
 from ..messages import Message, ToolCall, new_id
@@ -121,6 +122,9 @@ class RunHooks:
     * ``on_commit(history, finished)``: after memory holds what the run commits: its
       managed transcript (``finished``), or what an interrupted run keeps, as a
       :class:`~framework_agents.history.CheckedHistory` (shared: never copied to hand over).
+    * ``on_pause(messages)``: not called by the loop itself: :meth:`LoopRun.pause` (a
+      tool's or middleware's ``ctx.pause()``) asks the run's thread to save now, with the
+      run's well-formed history so far; only a thread provides it.
 
     Sessions and threads are hook providers: :meth:`compose` joins theirs into one.
     """
@@ -134,6 +138,7 @@ class RunHooks:
     on_interrupt: Callable[[HitlInterrupt, list[Message], Message], Awaitable[None]] | None = None
     on_asked: Callable[[Asked], Awaitable[None]] | None = None
     on_commit: Callable[[CheckedHistory, bool], Awaitable[None]] | None = None
+    on_pause: Callable[[list[Message]], Awaitable[None]] | None = None
 
     @classmethod
     def compose(cls, *providers: RunHooks) -> RunHooks:
@@ -244,6 +249,20 @@ class LoopRun:
         self.checked = checked
         self.transcript = self._source = checked.to_list()
         self.grown_from = None
+
+    async def pause(self) -> None:
+        """Save the run's thread now (``ctx.pause()``), without waiting for its lock.
+
+        What is saved is the run's history so far, well formed: up to, and excluding, a
+        tool turn whose calls are still running (as an interrupt keeps it), with the
+        agent's state. ``INVALID_ARGUMENT`` for a run without a thread (no checkpointer).
+        """
+        if self.hooks.on_pause is None:
+            raise InvalidArgumentError(
+                "this run has no thread to pause: pausing from a tool or middleware needs "
+                "a run with checkpointer= and thread_id="
+            )
+        await self.hooks.on_pause(self.kept_on_interrupt())
 
     def visible(self) -> list[Message]:
         """The transcript without the corrective exchanges of structured-output retries."""

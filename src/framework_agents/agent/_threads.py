@@ -24,6 +24,12 @@ whenever the checkpointer already holds the turn's history; with a checkpointer 
 no ``save_progress``, they are full saves. A checkpointer without ``thread_lock`` gets an
 in-process lock per thread instead (``checkpoint._base.thread_lock``).
 
+A pause made while the run holds the thread (``ctx.pause()`` of a tool or middleware, or
+``agent.pause`` of the agent's own running thread) goes through the run
+(``_ThreadRun.on_pause``, under the lock of its saves), never through the thread lock the
+run holds; ``agent.pause`` of a thread no run of the agent holds is ``_pause``'s. The run
+lets the thread go before its terminal event reaches a stream's consumer.
+
 Calls that need no approval are not guarded: a crash while one runs leaves it unanswered,
 and ``repair_history`` tells the model it was interrupted. An interrupt saves the history
 up to, and excluding, the interrupted assistant turn with that call as ``pending``, plus
@@ -40,7 +46,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import contextvars
 import enum
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -49,7 +54,7 @@ from typing import Any, cast
 
 from .._telemetry import TRACE_APP_DATA_KEY, link_previous_run, run_link_record, trace_store
 from .._util import check_collaborator
-from ..checkpoint._base import Checkpointer, hold_thread, save_progress, thread_lock
+from ..checkpoint._base import Checkpointer, hold_thread, save_progress
 from ..checkpoint.model import ThreadCheckpoint, check_thread_id
 from ..elicitation import Elicitation, ElicitationAnswer, parse_answer
 from ..errors import (
@@ -57,7 +62,7 @@ from ..errors import (
     HitlDecisionError,
     InvalidArgumentError,
 )
-from ..history import CheckedHistory, repair_history
+from ..history import CheckedHistory
 from ..hitl import (
     DecisionBook,
     HitlInterrupt,
@@ -76,13 +81,11 @@ from ._loop import LoopRun, RunHooks, RunSetup, ToolProgress, run_call
 from ._run import Asked, Replay
 
 __all__ = [
-    "Holding",
     "Opening",
     "ThreadHost",
     "ThreadStart",
     "check_target",
     "open_thread",
-    "pause_thread",
     "surface_interrupt",
 ]
 
@@ -133,32 +136,6 @@ def checked_start(start: Sequence[Message], known: CheckedHistory | None) -> Che
         except InvalidArgumentError:
             pass  # not well formed past it: repaired below, like any stored history
     return CheckedHistory.repaired(start)
-
-
-@dataclass(slots=True)
-class Holding:
-    """The thread whose run lock the current run holds (until ``released``).
-
-    Scoped to the run's context (:data:`_HOLDING`): a tool, middleware or the stream's
-    consumer pausing the thread is inside the run; another task is not, and waits for the
-    lock like any other writer.
-    """
-
-    checkpointer: Checkpointer
-    thread_id: str
-    released: bool = False  # the run's last save let the thread go
-
-    def holds(self, checkpointer: Checkpointer, thread_id: str) -> bool:
-        """Whether this still holds ``thread_id`` of ``checkpointer``."""
-        return (
-            not self.released and self.checkpointer is checkpointer and self.thread_id == thread_id
-        )
-
-
-#: The thread whose run lock the current context's run holds (set by :func:`open_thread`).
-_HOLDING: contextvars.ContextVar[Holding | None] = contextvars.ContextVar(
-    "framework_agents_thread", default=None
-)
 
 
 _UNKNOWN_REASON = (
@@ -212,7 +189,8 @@ class _ThreadRun:
     # The run's last save (the finished run's checkpoint): nothing of the thread is
     # written after it, so a checkpointer may let the thread go in the same step.
     save_last: Callable[[ThreadCheckpoint], Awaitable[bool]] | None = None
-    holding: Holding | None = None  # told when the last save let the thread go
+    ended: bool = False  # the run wrote its last checkpoint (its interrupt, question or end)
+    closed: bool = False  # the thread's block ended: the run no longer holds it
 
     def hooks(self) -> RunHooks:
         return RunHooks(
@@ -224,6 +202,7 @@ class _ThreadRun:
             on_interrupt=self.on_interrupt,
             on_asked=self.on_asked,
             on_commit=self.on_commit,
+            on_pause=self.on_pause,
         )
 
     def checkpoint(self, messages: Sequence[Message], **fields: Any) -> ThreadCheckpoint:
@@ -324,6 +303,7 @@ class _ThreadRun:
             pending_turn=turn if any(c.id == pending.id for c in turn.tool_calls) else None,
         )
         async with self.lock:
+            self.ended = True
             await trace_store(
                 "checkpoint", "save", self.checkpointer, self.checkpointer.save(checkpoint)
             )
@@ -346,14 +326,17 @@ class _ThreadRun:
             elicitation=asked.elicitation.to_dict(),
         )
         async with self.lock:
+            self.ended = True
             await trace_store(
                 "checkpoint", "save", self.checkpointer, self.checkpointer.save(checkpoint)
             )
 
     async def on_commit(self, history: CheckedHistory, finished: bool) -> None:
+        self.host.history.bind_thread(self.checkpointer, self.thread_id)
         if not finished:  # an interrupt saved its own checkpoint (on_interrupt)
             return
         async with self.lock:
+            self.ended = True
             checkpoint = self.checkpoint(history, finished=True)
             save_last, self.save_last = self.save_last, None
             if save_last is None:
@@ -361,12 +344,40 @@ class _ThreadRun:
                     "checkpoint", "save", self.checkpointer, self.checkpointer.save(checkpoint)
                 )
             else:
-                let_go = await trace_store(
-                    "checkpoint", "save", self.checkpointer, save_last(checkpoint)
-                )
-                if let_go and self.holding is not None:
-                    self.holding.released = True  # a pause from now on takes the lock
+                await trace_store("checkpoint", "save", self.checkpointer, save_last(checkpoint))
         self.host.history.remember_thread(self.checkpointer, self.thread_id, history)
+
+    def check_open(self) -> None:
+        """``INVALID_ARGUMENT`` once the run's block ended (a context kept past its run)."""
+        if self.closed:
+            raise InvalidArgumentError(
+                f"the run that held thread {self.thread_id!r} is over: "
+                "pause it with agent.pause(thread_id, checkpointer=...)"
+            )
+
+    async def on_pause(self, messages: list[Message]) -> None:
+        """Save the thread now, for a pause made during the run (``ctx.pause()``).
+
+        Under the run's save lock, never the thread lock the run holds: a pause never
+        interleaves with the at-most-once saves. While a turn with an approved call runs,
+        its progress record is what is saved (a pause must not make the protocol forget
+        the call); otherwise ``messages`` (the run's history so far, well formed) with the
+        decisions left. Once the run wrote its last checkpoint, that one already holds the
+        run: nothing is written over it (a pending call stays pending). After the run's
+        block ended, ``INVALID_ARGUMENT``: pause through ``agent.pause`` then.
+        """
+        self.check_open()
+        async with self.lock:
+            if self.ended:
+                return
+            turn = self.turn
+            if turn is not None and turn.guarded:
+                await self.save_turn(turn)
+                return
+            checkpoint = self.checkpoint(messages, decisions=dict(self.decisions))
+            await trace_store(
+                "checkpoint", "save", self.checkpointer, self.checkpointer.save(checkpoint)
+            )
 
     # -- settling calls of unknown outcome ----------------------------------------------
 
@@ -387,7 +398,7 @@ class _ThreadRun:
                 async with self.lock:
                     turn.in_flight[call.id] = ran
                     await self.save_turn(turn)  # step 1 again: this re-run is guarded too
-            loop_run = LoopRun([], thread_id=self.thread_id)
+            loop_run = LoopRun([], thread_id=self.thread_id, hooks=self.settle_hooks(turn))
             result = await run_call(
                 self.host.setup(),
                 loop_run,
@@ -406,6 +417,16 @@ class _ThreadRun:
             turn.assistant,
             *(turn.results[i] for i in order if i in turn.results),
         ]
+
+    def settle_hooks(self, turn: _Turn) -> RunHooks:
+        """The hooks of a settled call's run: a pause saves the turn being settled."""
+
+        async def pause(messages: list[Message]) -> None:
+            self.check_open()
+            async with self.lock:
+                await self.save_turn(turn)
+
+        return RunHooks(on_pause=pause)
 
 
 def _decide_unknown(
@@ -665,7 +686,6 @@ async def open_thread(
         taking = stack.enter_async_context(hold_thread(checkpointer, thread_id))
         held = await trace_store("checkpoint", "load", checkpointer, taking, key=thread_id)
         base = held.checkpoint
-        holding = Holding(checkpointer, thread_id)
         if base is not None and base.app_data is not None:
             link_previous_run(base.app_data.get(TRACE_APP_DATA_KEY))
         if base is None and opening.resumes:
@@ -680,18 +700,14 @@ async def open_thread(
             answer = _take_answer(base, admitted.decisions)  # before anything runs
         carried = dict(base.decisions) if base is not None and opening.resumes else {}
         book = DecisionBook({**carried, **admitted.decisions})
-        run = _ThreadRun(
-            host, checkpointer, thread_id, book, save_last=held.save_last, holding=holding
-        )
+        run = _ThreadRun(host, checkpointer, thread_id, book, save_last=held.save_last)
         start = ThreadStart(run, base)
         if base is not None:
             _plan_start(start, base, admitted, opening, host.tools, answer)
-        outer = _HOLDING.get()
-        _HOLDING.set(holding)
         try:
             yield start
         finally:
-            _HOLDING.set(outer)  # not reset(token): the generator may close in another context
+            run.closed = True
 
 
 def _plan_start(
@@ -734,50 +750,3 @@ def _plan_start(
     elif opening is Opening.RESUME:
         turn = base.interrupted_turn()
         run.replay = Replay(turn) if turn is not None else None
-
-
-async def pause_thread(
-    checkpointer: Checkpointer,
-    thread_id: str,
-    history: AgentHistory,
-) -> None:
-    """Save ``history``'s messages and state as the thread's checkpoint (``pending=None``).
-
-    ``history`` holds what the agent holds now (before its first run, what that run would
-    start from). Pausing a thread that has no checkpoint with no message to save would
-    store a thread nothing can continue: ``CHECKPOINT_MISSING``, nothing written (except
-    from inside the thread's own run, which saves the thread when it ends).
-
-    Calls of unknown outcome recorded in the thread's checkpoint are kept (a pause must not
-    make the at-most-once protocol forget them). From inside the run that holds the thread
-    (a tool, middleware or the stream's consumer: the run's context), the save does not wait
-    for the lock that run holds; from anywhere else it takes the lock.
-    """
-
-    async def save(inside: bool) -> None:
-        messages = repair_history(history.messages)  # a seed may be malformed; runs repair too
-        base = await checkpointer.load(thread_id)
-        if base is None and not messages and not inside:
-            raise CheckpointMissingError(
-                f"thread {thread_id!r} has no checkpoint and the agent holds no message: "
-                "nothing to pause (run it with a prompt first)"
-            )
-        keep: dict[str, Any] = {}
-        if base is not None and base.in_flight:
-            keep = {
-                "turn": base.turn,
-                "results": base.results,
-                "in_flight": base.in_flight,
-                "outcome_unknown": base.outcome_unknown,
-            }
-        app_data = app_data_with_state(history.memory, base.app_data if base else None)
-        keep["app_data"] = app_data if isinstance(app_data, dict) else None
-        state = history.state.to_dict()
-        await checkpointer.save(ThreadCheckpoint(thread_id, None, messages, state, **keep))
-
-    holding = _HOLDING.get()
-    if holding is not None and holding.holds(checkpointer, thread_id):
-        await save(inside=True)  # the thread's own run: its end saves the thread anyway
-        return
-    async with thread_lock(checkpointer, thread_id):
-        await save(inside=False)

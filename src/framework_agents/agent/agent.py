@@ -22,9 +22,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
-import inspect
 import logging
-from collections.abc import AsyncGenerator, Callable, Iterable, Mapping, Sequence
+from collections.abc import AsyncGenerator, Callable, Mapping, Sequence
 from typing import Any, Literal
 
 from pydantic import BaseModel
@@ -41,12 +40,22 @@ from ..memory.grounding import GroundingMemory, is_grounding
 from ..messages import Message, new_id
 from ..models._base import Model, ToolSpec
 from ..sessions.snapshot import Snapshot
-from ..tools import Tool, as_tool
+from ..tools import Tool
 from ._busy import BusyFlag
+from ._checks import (
+    as_prompt,
+    at_least,
+    check_options,
+    checked_overrides,
+    items_of,
+    seed_of,
+    tool_list,
+)
 from ._drain import until_interrupt
 from ._history import AgentHistory
 from ._loop import LoopRun, RunHooks, RunSetup, run_loop
 from ._output import output_instruction
+from ._pause import pause_thread
 from ._run import Replay
 from ._sessions import SessionStore, SessionSync, find_message
 from ._threads import (
@@ -55,7 +64,6 @@ from ._threads import (
     ThreadStart,
     check_target,
     open_thread,
-    pause_thread,
     surface_interrupt,
 )
 from .events import (
@@ -81,6 +89,10 @@ Prompt = str | Message
 
 #: Default bound on model calls per run.
 DEFAULT_MAX_TURNS = 25
+
+
+#: The events that end a run (each stream's last).
+_TERMINAL = (RunFinishedEvent, InterruptEvent, RunErrorEvent)
 
 
 def _latest_user(history: Sequence[Message]) -> Message | None:
@@ -131,27 +143,30 @@ class Agent:
         if model is None:
             raise InvalidArgumentError("model must implement Model (complete), not None")
         self.model: Model = check_collaborator(model, Model, "model")  # type: ignore[assignment]
-        self.tools: tuple[Tool, ...] = _tool_list(tools)
+        self.tools: tuple[Tool, ...] = tool_list(tools)
         self.conversation_manager: ConversationManager = (
             check_collaborator(conversation_manager, ConversationManager, "conversation_manager")
             or _default_manager()
         )
         self._history = AgentHistory(
             check_collaborator(memory, Memory, "memory") or _default_memory(),
-            seed=_seed(initial_messages),
+            seed=seed_of(initial_messages),
             state=state,
             system_prompt=system_prompt,
         )
         self._session = SessionSync(self._history, session_manager)
-        self.middleware: tuple[object, ...] = _items(middleware, "middleware")
-        _check_options(response_format, output_version, decide, agent_id)
+        self.middleware: tuple[object, ...] = items_of(middleware, "middleware")
+        check_options(response_format, output_version, decide, agent_id)
         self.response_format: type[BaseModel] | None = response_format
         self.output_version: OutputVersion = output_version
         self.decide: DecideCallback | None = decide
         self.agent_id: str = agent_id
-        self.max_turns: int = _at_least(max_turns, "max_turns", 1)
-        self.output_retries: int = _at_least(output_retries, "output_retries", 0)
+        self.max_turns: int = at_least(max_turns, "max_turns", 1)
+        self.output_retries: int = at_least(output_retries, "output_retries", 0)
         self._busy = BusyFlag(agent_id)
+        # The checkpointed run whose loop is going on (one: inside the busy flag), which a
+        # pause of its own thread goes through.
+        self._live: tuple[Checkpointer, LoopRun] | None = None
         self._tools_by_name: dict[str, Tool] = {t.name: t for t in self.tools}
         self._tool_specs: list[ToolSpec] = [t.spec for t in self.tools]
         self._middleware = MiddlewareChain(self.middleware)
@@ -302,11 +317,17 @@ class Agent:
     async def pause(self, thread_id: str, *, checkpointer: Checkpointer) -> None:
         """Save ``messages`` and ``state`` as the thread's checkpoint (``pending=None``).
 
-        ``CHECKPOINT_MISSING`` when the thread has no checkpoint and the agent no message.
-        From inside the thread's own run (a tool, middleware, a stream consumer), it saves
-        without waiting for the lock that run holds.
+        A thread with no checkpoint is ``CHECKPOINT_MISSING`` (nothing written) unless the
+        agent parks its own history there: one no other thread's run left, holding a
+        message. While this agent's run holds the thread (same checkpointer), the pause
+        goes through that run, as a tool's or middleware's ``ctx.pause()`` does: it saves
+        the run's history so far and never waits for the lock the run holds.
         """
         checkpointer = check_target(checkpointer, thread_id)
+        live = self._live
+        if live is not None and live[0] is checkpointer and live[1].thread_id == thread_id:
+            await live[1].pause()
+            return
         if not self._busy.held:
             # Before a first run, agent.messages is only the seed: what that run would start
             # from (the session's snapshot, else the stored memory, else the seed) is what a
@@ -423,17 +444,43 @@ class Agent:
         assert thread_id is not None  # check_target refused a missing one
         self._busy.check()  # before waiting for the thread: one run at a time per instance
         host = ThreadHost(self.agent_id, self._history, self._tools_by_name, self._setup)
-        async with open_thread(host, checkpointer, thread_id, decisions, opening) as start:
-            run = start.run
-            if start.surface is not None:
-                events = self._surface(start, opening, message)
-            else:
-                hooks = self._hooks(run.hooks(), from_thread=run.start is not None)
-                kind: TimelineKind = "resume" if opening.resumes else "run"
-                events = self._busy_run(message, run.decisions, thread_id, hooks, kind, run.replay)
-            async with contextlib.aclosing(events):
-                async for event in events:
-                    yield event
+        # The terminal event is yielded once the thread is let go: a consumer that pauses
+        # or runs the thread on it takes the lock like anyone else (never its own run's).
+        terminal: list[AgentEvent] = []
+        try:
+            async with open_thread(host, checkpointer, thread_id, decisions, opening) as start:
+                events = self._thread_events(start, opening, message, checkpointer, thread_id)
+                async with contextlib.aclosing(events):
+                    async for event in events:
+                        if isinstance(event, _TERMINAL):
+                            terminal.append(event)
+                        else:
+                            yield event
+        except Exception:
+            if not terminal:
+                raise
+            yield terminal[0]
+            raise
+        for event in terminal:
+            yield event
+
+    def _thread_events(
+        self,
+        start: ThreadStart,
+        opening: Opening,
+        message: Message | None,
+        checkpointer: Checkpointer,
+        thread_id: str,
+    ) -> AsyncGenerator[AgentEvent, None]:
+        """The events of a run of an opened thread: its interrupt first, or the run."""
+        run = start.run
+        if start.surface is not None:
+            return self._surface(start, opening, message)
+        hooks = self._hooks(run.hooks(), from_thread=run.start is not None)
+        kind: TimelineKind = "resume" if opening.resumes else "run"
+        return self._busy_run(
+            message, run.decisions, thread_id, hooks, kind, run.replay, checkpointer
+        )
 
     async def _busy_run(
         self,
@@ -443,11 +490,12 @@ class Agent:
         hooks: RunHooks,
         timeline_kind: TimelineKind,
         replay: Replay | None = None,
+        checkpointer: Checkpointer | None = None,
     ) -> AsyncGenerator[AgentEvent, None]:
         """One run inside the agent's busy flag (released before the terminal event)."""
         with self._busy.hold() as release:
             events = self._run_events(
-                message, decisions, thread_id, hooks, timeline_kind, replay, release
+                message, decisions, thread_id, hooks, timeline_kind, replay, release, checkpointer
             )
             async with contextlib.aclosing(events):
                 async for event in events:
@@ -465,6 +513,7 @@ class Agent:
             )
             self._history.state.replace(base.state)
             await self._history.replace(base.messages)
+            self._history.bind_thread(start.run.checkpointer, base.thread_id)
             label = "outcome_unknown" if interrupt.outcome_unknown else "interrupted"
             self._history.record("resume" if opening.resumes else "run", label)
         run_id = new_id()
@@ -494,6 +543,7 @@ class Agent:
         timeline_kind: TimelineKind,
         replay: Replay | None,
         release: Callable[[], None],
+        checkpointer: Checkpointer | None = None,
     ) -> AsyncGenerator[AgentEvent, None]:
         """Start, loop, commit and the terminal event of one run (inside the busy flag)."""
         run = LoopRun([], message, decisions, thread_id, hooks=hooks, replay=replay)
@@ -516,8 +566,12 @@ class Agent:
             # Closed explicitly: a consumer that stops early must not leave the loop (and a
             # tool task it awaits) running until the garbage collector finds it.
             async with contextlib.aclosing(run_loop(self._setup(), run)) as loop_events:
-                async for event in loop_events:
-                    yield event
+                self._live = None if checkpointer is None else (checkpointer, run)
+                try:
+                    async for event in loop_events:
+                        yield event
+                finally:
+                    self._live = None
             assert run.final is not None
             manager = self.conversation_manager
             if run.retry_ids:
@@ -650,7 +704,7 @@ class Agent:
         """
         if not isinstance(label, str):
             raise InvalidArgumentError(f"branch label must be a str, not {type(label).__name__}")
-        overrides = _checked_overrides(type(self), overrides)
+        overrides = checked_overrides(type(self), overrides)
         kwargs = self._constructor_kwargs()
         messages = list(self._history.messages)
         if at is not None:
@@ -708,90 +762,6 @@ async def _result(events: AsyncGenerator[AgentEvent, None]) -> RunResult:
                 result = event.result
     assert result is not None  # the driver ends with RunFinished or raises
     return result
-
-
-def _checked_overrides(cls: type, overrides: object) -> dict[str, Any]:
-    """Branch overrides: a mapping of constructor arguments, else ``INVALID_ARGUMENT``."""
-    if overrides is None:
-        return {}
-    if not isinstance(overrides, Mapping):
-        raise InvalidArgumentError("branch overrides must be a dict of constructor arguments")
-    known = set(inspect.signature(cls).parameters)
-    unknown = sorted(str(k) for k in overrides if k not in known)
-    if unknown:
-        raise InvalidArgumentError(
-            f"unknown branch override(s) {unknown}; use constructor arguments: {sorted(known)}"
-        )
-    return dict(overrides)
-
-
-def _tool_list(tools: object) -> tuple[Tool, ...]:
-    """The tools as :class:`Tool` objects, with unique names, else ``INVALID_ARGUMENT``."""
-    checked = tuple(as_tool(t) for t in _items(tools, "tools"))
-    names = [t.name for t in checked]
-    duplicates = sorted({n for n in names if names.count(n) > 1})
-    if duplicates:
-        raise InvalidArgumentError(f"duplicate tool names: {duplicates}")
-    return checked
-
-
-def _seed(initial_messages: object) -> list[Message]:
-    seed = _items(initial_messages, "initial_messages")
-    if not all(isinstance(m, Message) for m in seed):
-        raise InvalidArgumentError("initial_messages must be Message objects")
-    return list(seed)
-
-
-def _check_options(
-    response_format: object, output_version: object, decide: object, agent_id: object
-) -> None:
-    """``INVALID_ARGUMENT`` for a bad response format, output version, decide or agent id."""
-    if response_format is not None and not (
-        isinstance(response_format, type) and issubclass(response_format, BaseModel)
-    ):
-        raise InvalidArgumentError("response_format must be a pydantic model class")
-    if output_version not in ("v0", "v1"):
-        raise InvalidArgumentError(f'output_version must be "v0" or "v1", not {output_version!r}')
-    if decide is not None and not callable(decide):
-        raise InvalidArgumentError("decide must be a callable or None")
-    if not isinstance(agent_id, str) or not agent_id:
-        raise InvalidArgumentError("agent_id must be a non-empty str")
-
-
-def _at_least(value: object, label: str, low: int) -> int:
-    if not isinstance(value, int) or isinstance(value, bool) or value < low:
-        raise InvalidArgumentError(f"{label} must be an int >= {low}, not {value!r}")
-    return value
-
-
-def _items(value: object, label: str) -> tuple[Any, ...]:
-    """``value`` as a tuple (``None``: empty); ``INVALID_ARGUMENT`` unless a collection."""
-    if value is None:
-        return ()
-    if isinstance(value, str | bytes | Mapping | Message) or not isinstance(value, Iterable):
-        raise InvalidArgumentError(f"{label} must be a list or tuple, not {value!r:.100}")
-    return tuple(value)
-
-
-def as_prompt(prompt: object) -> Message | None:
-    """``prompt`` as a user message (``None`` stays ``None``: continue as is).
-
-    ``INVALID_ARGUMENT`` for anything but a str or a ``role="user"`` message, and for an
-    empty one (nothing for the model to answer, and an empty message stored for good).
-    """
-    if prompt is None:
-        return None
-    if isinstance(prompt, str):
-        message = Message("user", prompt)
-    elif isinstance(prompt, Message) and prompt.role == "user":
-        message = prompt
-    else:
-        raise InvalidArgumentError(
-            f"a prompt is a str or a role='user' Message, got {prompt!r:.100}"
-        )
-    if not message.content or (isinstance(message.content, str) and not message.content.strip()):
-        raise InvalidArgumentError("a prompt must not be empty (the model would answer nothing)")
-    return message
 
 
 def _added(managed: CheckedHistory, start: Sequence[Message]) -> list[Message]:

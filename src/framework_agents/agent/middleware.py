@@ -13,18 +13,20 @@ the call by assigning to its context:
 * ``after_tool(ctx: ToolCallContext)``: replace ``ctx.result``.
 
 Whatever a hook returns is ignored. A hook that raises fails the run (it is code of
-yours, not model input).
+yours, not model input). ``await ctx.pause()`` (either context) saves the run's thread
+now, as a tool's :class:`~framework_agents.tools.ToolContext` does.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
 from .._util import maybe_await
 from ..messages import Message, ToolCall
 from ..models._base import ToolSpec
+from ..tools import no_thread
 
 if TYPE_CHECKING:
     from ..hitl import ResolvedDecision
@@ -47,6 +49,8 @@ class ModelCallContext:
     system_prompt: str | None
     turn: int
     response: Message | None = None
+    #: ``await ctx.pause()``: save the run's thread now (see ``ToolContext.pause``).
+    pause: Callable[[], Awaitable[None]] = field(default=no_thread, repr=False, compare=False)
 
 
 @dataclass(slots=True)
@@ -60,6 +64,8 @@ class ToolCallContext:
     decision: ResolvedDecision | None = None
     result: Message | None = None
     metadata: dict[str, Any] = field(default_factory=dict)
+    #: ``await ctx.pause()``: save the run's thread now (see ``ToolContext.pause``).
+    pause: Callable[[], Awaitable[None]] = field(default=no_thread, repr=False, compare=False)
 
 
 class Middleware:
