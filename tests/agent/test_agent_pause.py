@@ -361,3 +361,11 @@ def test_a_pause_with_nothing_to_save_is_checkpoint_missing(cp: FileCheckpointer
     with pytest.raises(CheckpointMissingError):
         arun(Agent(ScriptedModel([])).pause("nope", checkpointer=cp))
     assert arun(cp.list_threads()) == []
+
+
+def test_an_edit_makes_the_history_the_agents_own(cp: FileCheckpointer) -> None:
+    agent = Agent(ScriptedModel(["a1"]))
+    arun(agent.run("u1", checkpointer=cp, thread_id="t1"))
+    arun(agent.edit_message(0, "u1, edited"))
+    arun(agent.pause("t2", checkpointer=cp))
+    assert texts(some(arun(cp.load("t2"))).messages) == ["u1, edited", "a1"]
