@@ -42,7 +42,7 @@ serve: $(STAMP)
 # runs, the console's browser pages, the demo with the local model, the fresh-venv
 # install), each of which keeps a quick representative case in `make test`.
 test: $(STAMP)
-	$(BIN)/python -m pytest -q -m "not slow" -n 2 --dist loadscope
+	$(BIN)/python -m pytest -q -m "not slow" -n 2 --dist loadscope --no-loadscope-reorder
 
 stress: $(STAMP)
 	$(BIN)/python -m pytest -q -m slow

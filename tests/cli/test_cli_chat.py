@@ -124,6 +124,7 @@ def test_bad_session_id_is_a_clear_error(tmp_path: Path) -> None:
     assert "Traceback" not in result.stderr
 
 
+@pytest.mark.slow  # loads the model in a CLI process; tests/models keeps a quick local case
 @pytest.mark.local_model
 @pytest.mark.skipif(bool(LOCAL_MISSING), reason=f"needs the 'local' extra; missing {LOCAL_MISSING}")
 def test_chat_with_the_local_model(tmp_path: Path) -> None:

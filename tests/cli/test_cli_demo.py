@@ -68,6 +68,7 @@ def test_demo_with_the_echo_model(tmp_path: Path) -> None:
     assert texts[-2] == "Thank you, goodbye!"
 
 
+@pytest.mark.slow  # two more demo processes; the echo demo above stays in make test
 def test_demo_starts_afresh_each_time(tmp_path: Path) -> None:
     data = tmp_path / "d"
     assert demo(tmp_path, "--model", "echo", "--data-dir", str(data)).returncode == 0

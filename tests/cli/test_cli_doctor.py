@@ -75,6 +75,7 @@ def test_doctor_lists_extras_with_versions_and_what_to_install() -> None:
     assert "not checked (give --postgres URL" in out
 
 
+@pytest.mark.slow  # connects to both servers from a CLI process; the failing case stays
 @pytest.mark.postgres
 @pytest.mark.redis
 def test_doctor_reports_stores_that_answer() -> None:

@@ -11,6 +11,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from framework_agents.graph import GraphStore
 from processes import close_process
 
@@ -91,6 +93,7 @@ def _open_fresh_paths(base: str, rounds: int, barrier: Any, results: Any) -> Non
             results.put(f"{type(exc).__name__}: {exc}")
 
 
+@pytest.mark.slow  # 4 spawned processes x 12 rounds; the kill above stays in make test
 def test_processes_creating_the_same_store_at_once_all_open_it(tmp_path: Path) -> None:
     """The schema is created once, whoever comes first; the others wait for the lock."""
     ctx = multiprocessing.get_context("spawn")

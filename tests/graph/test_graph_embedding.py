@@ -104,6 +104,7 @@ def test_minilm_matches_the_published_model(minilm: Any) -> None:
     assert minilm.embed([]).shape == (0, 384)
 
 
+@pytest.mark.slow  # the whole question set through MiniLM: seconds
 @needs_model
 def test_embeddings_beat_bm25_recall_at_8(
     minilm: Any, hybrid: EmbeddingRanker, capsys: pytest.CaptureFixture[str]

@@ -26,6 +26,7 @@ _MISSING = [
 ]
 
 pytestmark = [
+    pytest.mark.slow,  # seconds of generation; tests/models keeps a quick local-model case
     pytest.mark.local_model,
     pytest.mark.skipif(
         bool(_MISSING),

@@ -328,6 +328,48 @@ def _final_form(setup: RunSetup, message: Message) -> Message:
     return message
 
 
+def _replayed_plan(call: ToolCall, replay: Replay | None) -> _Plan | None:
+    """The plan of a replayed turn's call that landed or was answered, else ``None``."""
+    if replay is None:
+        return None
+    if call.id in replay.landed:
+        return _Plan(call, call, None, landed=replay.landed[call.id])
+    if call.id in replay.answers:
+        # Answering is the human's decision on this call: it runs guarded, like an
+        # approved call (its result is saved before the loop goes on).
+        answered = ResolvedDecision("approve", "exact")
+        return _Plan(call, call, answered, answer=replay.answers[call.id])
+    return None
+
+
+async def _approval_plan(
+    setup: RunSetup, run: LoopRun, response: Message, call: ToolCall, tool: Tool
+) -> _Plan:
+    """The decided plan of an approval call; a suspend saves and raises the interrupt."""
+    reason: str | None = None
+    try:
+        decision = await resolve_decision(tool, call.args, decisions=run.book, decide=setup.decide)
+    except HitlInterrupt as raised:
+        # A decide callback that raises the interrupt itself means "suspend": the loop
+        # makes the interrupt (this call's id, the thread) and saves what it must.
+        decision, reason = ResolvedDecision("suspend", "callback"), raised.reason
+    if decision.kind == "suspend":
+        interrupt = HitlInterrupt(
+            call.name, call.args, call.id, thread_id=run.thread_id, reason=reason
+        )
+        run.kept = run.visible()
+        if run.hooks.on_interrupt is not None:
+            await run.hooks.on_interrupt(interrupt, list(run.kept), response)
+        tool_suspended(call, interrupt)
+        raise interrupt
+    run_call = call
+    if decision.kind == "edit":
+        assert decision.args is not None
+        check_edit(decision, tool)
+        run_call = call.model_copy(update={"args": decision.args})
+    return _Plan(call, run_call, decision)
+
+
 async def _plan_turn(
     setup: RunSetup, run: LoopRun, response: Message, replay: Replay | None = None
 ) -> list[_Plan]:
@@ -338,42 +380,13 @@ async def _plan_turn(
     plans: list[_Plan] = []
     for call in response.tool_calls:
         tool = setup.tools.get(call.name)
-        if replay is not None and call.id in replay.landed:
-            plans.append(_Plan(call, call, None, landed=replay.landed[call.id]))
-            continue
-        if replay is not None and call.id in replay.answers:
-            # Answering is the human's decision on this call: it runs guarded, like an
-            # approved call (its result is saved before the loop goes on).
-            answered = ResolvedDecision("approve", "exact")
-            plans.append(_Plan(call, call, answered, answer=replay.answers[call.id]))
-            continue
-        if tool is None or not tool.requires_approval:
-            plans.append(_Plan(call, call, None))
-            continue
-        reason: str | None = None
-        try:
-            decision = await resolve_decision(
-                tool, call.args, decisions=run.book, decide=setup.decide
-            )
-        except HitlInterrupt as raised:
-            # A decide callback that raises the interrupt itself means "suspend": the loop
-            # makes the interrupt (this call's id, the thread) and saves what it must.
-            decision, reason = ResolvedDecision("suspend", "callback"), raised.reason
-        if decision.kind == "suspend":
-            interrupt = HitlInterrupt(
-                call.name, call.args, call.id, thread_id=run.thread_id, reason=reason
-            )
-            run.kept = run.visible()
-            if run.hooks.on_interrupt is not None:
-                await run.hooks.on_interrupt(interrupt, list(run.kept), response)
-            tool_suspended(call, interrupt)
-            raise interrupt
-        run_call = call
-        if decision.kind == "edit":
-            assert decision.args is not None
-            check_edit(decision, tool)
-            run_call = call.model_copy(update={"args": decision.args})
-        plans.append(_Plan(call, run_call, decision))
+        plan = _replayed_plan(call, replay)
+        if plan is None and (tool is None or not tool.requires_approval):
+            plan = _Plan(call, call, None)
+        if plan is None:
+            assert tool is not None
+            plan = await _approval_plan(setup, run, response, call, tool)
+        plans.append(plan)
     # Every approval call of the turn is decided and the turn goes on to run: the stored
     # decisions it used are spent now, before any call runs (so no checkpoint written
     # while the turn runs still holds them), and a later turn that calls the tool again
