@@ -40,7 +40,9 @@ serve: $(STAMP)
 # cores. `make stress` runs the `slow` ones, one at a time: the families that need real
 # processes, servers or a browser for seconds each (multi-process kill and lock stress
 # runs, the console's browser pages, the demo with the local model, the fresh-venv
-# install), each of which keeps a quick representative case in `make test`.
+# install), each of which keeps a quick representative case in `make test`. The workers
+# get the longest modules first (`LONGEST_FIRST` in tests/conftest.py, with
+# --no-loadscope-reorder), so both end together.
 test: $(STAMP)
 	$(BIN)/python -m pytest -q -m "not slow" -n 2 --dist loadscope --no-loadscope-reorder
 
