@@ -39,7 +39,7 @@ from . import _convert
 from ._convert import MCPPrompt, MCPResource, ResourceContents
 from ._elicit import LiveCall, LiveCalls, Round
 from ._sdk import Client, MCPError, StdioServerParameters, types
-from ._tools import MCPToolError, approval_rule, make_tool, selected
+from ._tools import MCPToolError, Reporter, approval_rule, make_tool, selected
 
 __all__ = ["DEFAULT_MAX_RESULT_CHARS", "DEFAULT_START_TIMEOUT", "MCPClient"]
 
@@ -282,8 +282,11 @@ class MCPClient:
         *,
         call_timeout: float | None,
         answer: ElicitationAnswer | None = None,
+        progress: Reporter | None = None,
     ) -> Any:
         """Call the server's tool ``name`` (its ``CallToolResult``); see the module doc.
+
+        ``progress`` receives the server's progress notifications of this call.
 
         A question of the server raises ``ElicitationRequired``; the call made again
         with ``answer`` (the human's, to that question) goes on from it (``_elicit``).
@@ -292,7 +295,7 @@ class MCPClient:
         """
         stateful = self._connected().protocol_version not in MODERN_PROTOCOL_VERSIONS
         async with self._live.one_at_a_time() if stateful else contextlib.nullcontext():
-            return await self._call(name, args, call_timeout, answer)
+            return await self._call(name, args, call_timeout, answer, progress)
 
     async def _call(
         self,
@@ -300,6 +303,7 @@ class MCPClient:
         args: dict[str, Any],
         call_timeout: float | None,
         answer: ElicitationAnswer | None,
+        report: Reporter | None = None,
     ) -> Any:
         """:meth:`call_tool`, on either protocol era."""
         state = answer.elicitation.state if answer is not None else {}
@@ -310,7 +314,7 @@ class MCPClient:
                 parked.answer(answer)
                 return await self._finish(name, parked, call_timeout)
             # The call that asked is gone (a restart): sent again, the answer ready.
-            return await self._send(name, args, call_timeout, None, answer)
+            return await self._send(name, args, call_timeout, None, answer, report)
         current: Round | None = None
         if "questions" in state:
             assert answer is not None
@@ -321,7 +325,7 @@ class MCPClient:
                 question = current.next_question()
                 if question is not None:
                     raise ElicitationRequired(question)
-            result = await self._send(name, args, call_timeout, current, None)
+            result = await self._send(name, args, call_timeout, current, None, report)
             if not isinstance(result, types.InputRequiredResult):
                 return result
             current = Round.of(result)
@@ -334,12 +338,23 @@ class MCPClient:
         call_timeout: float | None,
         current: Round | None,
         answered: ElicitationAnswer | None,
+        report: Reporter | None = None,
     ) -> Any:
-        """One ``tools/call`` (with the answers of ``current``): a result or ``input_required``."""
+        """One ``tools/call`` (with the answers of ``current``): a result or ``input_required``.
+
+        Its progress notifications go to ``report``; one ``report`` refuses (a number that
+        is not finite) is logged and dropped: progress never fails a call.
+        """
         session = self._connected().session
 
         async def progress(done: float, total: float | None, message: str | None) -> None:
             logger.debug("MCP tool %r: progress %s/%s %s", name, done, total, message or "")
+            if report is None:
+                return
+            try:
+                report(done, total, message)
+            except InvalidArgumentError as exc:
+                logger.info("MCP tool %r: progress dropped: %s", name, exc.message)
 
         call = LiveCall(answered)
         call.task = asyncio.create_task(
