@@ -10,6 +10,14 @@ A server's questions during a call (elicitation) are ``_elicit``'s: the client d
 the capability and raises them as
 :class:`~framework_agents.elicitation.ElicitationRequired`.
 
+Malformed JSON-RPC from a server never leaves a raw SDK exception or a hang behind it: a
+message that is not JSON-RPC ends the calls then running with a tool error; an answer
+the SDK cannot read as the call's result is a tool error; a listing it cannot read is
+``BACKEND_UNAVAILABLE``; a start whose handshake never completes is
+``BACKEND_UNAVAILABLE`` after ``start_timeout``. A response whose id matches no request
+is dropped (it may be a late answer to a call that timed out), so a server that answers
+a call only under a wrong id holds that call until its ``call_timeout``.
+
 ``tools()`` asks the server every time (no cache): after a server's
 ``tools/list_changed`` a new ``tools()`` gives the new list for the next agent. Tools
 already handed to an agent keep calling the server by name; one the server removed then
@@ -167,7 +175,11 @@ class MCPClient:
                     )
                     server = streamable_http_client(server, http_client=http)
                 client = await stack.enter_async_context(
-                    Client(server, elicitation_callback=self._live.on_elicit)
+                    Client(
+                        server,
+                        elicitation_callback=self._live.on_elicit,
+                        message_handler=self._on_message,
+                    )
                 )
                 ready.set_result(client)
                 await self._closing.wait()
@@ -200,6 +212,27 @@ class MCPClient:
                 raise
         except Exception as exc:  # the owner reports its own failures; nothing to add
             logger.info("MCP server %r: stopped: %s", self.target, _describe(exc))
+
+    async def _on_message(self, message: Any) -> None:
+        """The SDK's handler of notifications and transport faults (a malformed message).
+
+        A message that is not JSON-RPC (a line that is not JSON, JSON that is no
+        request, response or notification) cannot be matched to the call it may answer:
+        every call then running ends with a tool error naming it, rather than wait for an
+        answer that may never come. The connection stays open for the calls after it.
+        """
+        if not isinstance(message, Exception):
+            return
+        what = _malformed(message)
+        ended = self._live.fail_running(
+            MCPToolError(f"the MCP server sent a malformed message ({what})")
+        )
+        logger.warning(
+            "MCP server %r sent a malformed message (%s); %d running calls end with it",
+            self.target,
+            what,
+            ended,
+        )
 
     def _connected(self) -> Any:
         if self._client is None:
@@ -454,6 +487,15 @@ class MCPClient:
             if cursor is None:
                 break
         return items
+
+
+def _malformed(exc: Exception) -> str:
+    """What was wrong with a message the SDK could not read, in a few words."""
+    if isinstance(exc, ValidationError):
+        if any(e["type"] == "json_invalid" for e in exc.errors()):
+            return "a line that is not JSON"
+        return "JSON that is not a JSON-RPC request, response or notification"
+    return _describe(exc)
 
 
 def _describe(exc: BaseException) -> str:
