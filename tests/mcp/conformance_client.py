@@ -39,7 +39,7 @@ async def main(url: str, scenario: str) -> None:
             result = await agent.run("go", checkpointer=checkpointer, thread_id="t")
         except HitlInterrupt as asked:
             print(f"{scenario}: asked {asked.message!r} {asked.schema}")
-            answer = {asked.interrupt_id: {"answer": {}}}
+            answer: dict[str, Any] = {asked.interrupt_id: {"answer": {}}}
             result = await agent.resume("t", answer, checkpointer=checkpointer)
         for message in result.messages:
             if message.role == "tool":

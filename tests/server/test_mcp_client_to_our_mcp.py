@@ -131,6 +131,7 @@ def test_an_approval_round_trip_the_peers_approval_is_our_elicitation(
     checkpointer = FileCheckpointer(tmp_path / "caller")
     interrupt = _interrupted(served, checkpointer, "e2e-approve")
     assert interrupt.kind == "elicitation" and interrupt.tool == "peer_ask"
+    assert interrupt.message is not None
     assert "publish" in interrupt.message and "Dune" in interrupt.message
     assert interrupt.schema is not None
     assert interrupt.schema["properties"]["decision"]["enum"] == ["approve", "edit", "reject"]
