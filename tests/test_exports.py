@@ -227,6 +227,7 @@ MOVED = {
         "RunStartedEvent",
         "TextDeltaEvent",
         "ToolCallEvent",
+        "ToolProgressEvent",
         "ToolResultEvent",
         "Usage",
     ],

@@ -238,8 +238,9 @@ def content_problem(content: object, schema: Mapping[str, Any]) -> str | None:
 def parse_answer(value: object, elicitation: Elicitation, tool: str) -> ElicitationAnswer:
     """A decision for ``tool``'s question as an answer; ``HITL_DECISION`` if it is not one.
 
-    ``{"answer": {...}}`` (checked against the requested schema), ``{"decline": True}``
-    or ``{"cancel": True}``.
+    ``{"answer": {...}}`` (a property it leaves out takes the schema's ``default``, if
+    it has one; then checked against the requested schema), ``{"decline": True}`` or
+    ``{"cancel": True}``.
     """
     if not isinstance(value, Mapping) or len(value) != 1:
         raise HitlDecisionError(
@@ -255,7 +256,24 @@ def parse_answer(value: object, elicitation: Elicitation, tool: str) -> Elicitat
         raise HitlDecisionError(
             f"tool {tool!r} asks a question: answer it with {_ANSWER_FORMS}, not {value!r:.200}"
         )
+    if isinstance(payload, Mapping):
+        payload = {**_defaults(elicitation.schema), **payload}
     problem = content_problem(payload, elicitation.schema)
     if problem is not None:
         raise HitlDecisionError(f"the answer to {elicitation.message!r} is invalid: {problem}")
     return ElicitationAnswer("accept", dict(payload), elicitation)
+
+
+def _defaults(schema: Mapping[str, Any]) -> dict[str, Any]:
+    """The schema's default of each property that has one.
+
+    SEP-1034: an answer that leaves such a property out takes its default.
+    """
+    properties = schema.get("properties")
+    if not isinstance(properties, Mapping):
+        return {}
+    return {
+        name: prop["default"]
+        for name, prop in properties.items()
+        if isinstance(prop, Mapping) and "default" in prop
+    }

@@ -91,12 +91,43 @@ class ToolContext:
     that holds it (never waiting for the lock that run holds): the run's history so far,
     up to and excluding the turn whose calls are running, and the agent's state. A run
     without a checkpointer and thread has nothing to pause: ``INVALID_ARGUMENT``.
+
+    :meth:`report_progress` tells the run how far the call has got (``on_progress`` is
+    the run's receiver of it, set by the agent's loop; ``None`` where nobody listens).
     """
 
     agent: Agent
     call: ToolCall
     answer: ElicitationAnswer | None = None
     pause: Callable[[], Awaitable[None]] = field(default=no_thread, repr=False, compare=False)
+    on_progress: Callable[[float, float | None, str | None], None] | None = field(
+        default=None, repr=False, compare=False
+    )
+
+    def report_progress(
+        self, progress: float, total: float | None = None, message: str | None = None
+    ) -> None:
+        """Report progress: ``agent.stream()`` yields it as a ``ToolProgressEvent``.
+
+        ``progress`` (and ``total``, when known) are finite numbers, ``message`` a short
+        text (cut at 1,000 characters); anything else is ``INVALID_ARGUMENT``. Nothing
+        is stored; with nobody listening (``on_progress`` is ``None``) it does nothing.
+        """
+        for value, what in ((progress, "progress"), (total, "total")):
+            if value is None and what == "total":
+                continue
+            if isinstance(value, bool) or not isinstance(value, int | float):
+                raise InvalidArgumentError(f"{what} must be a number, not {value!r:.100}")
+            if value != value or value in (float("inf"), float("-inf")):
+                raise InvalidArgumentError(f"{what} must be a finite number, not {value!r}")
+        if message is not None and not isinstance(message, str):
+            raise InvalidArgumentError(f"message must be a string, not {message!r:.100}")
+        if self.on_progress is not None:
+            self.on_progress(
+                float(progress),
+                None if total is None else float(total),
+                None if message is None else message[:1000],
+            )
 
 
 @dataclass(frozen=True, slots=True)

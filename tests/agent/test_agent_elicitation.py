@@ -307,3 +307,31 @@ def test_a_crash_while_the_answered_call_runs_keeps_the_answer_and_the_landed_re
     ]
     assert len(runs) == 2 and runs[1] is not None and runs[1].content == {"nights": 6}
     assert hotel.notes == 1
+
+
+def test_an_answer_that_leaves_out_a_property_takes_its_default() -> None:
+    """SEP-1034: the schema's defaults fill what the answer leaves out; given values win."""
+    with_defaults = {
+        "type": "object",
+        "properties": {
+            "nights": {"type": "integer", "minimum": 1, "default": 2},
+            "meal": {"type": "string", "enum": ["none", "breakfast"], "default": "none"},
+            "late": {"type": "boolean", "default": True},
+            "note": {"type": "string"},
+        },
+        "required": ["nights"],
+    }
+    for answer, booked in (
+        ({}, {"nights": 2, "meal": "none", "late": True}),
+        ({"nights": 5, "late": False}, {"nights": 5, "meal": "none", "late": False}),
+    ):
+        hotel = Hotel(with_defaults)
+        checkpointer = InMemoryCheckpointer()
+        interrupt = interrupted(hotel, checkpointer)
+        agent = Agent(ScriptedModel(["ok"]), tools=hotel.tools)
+        arun(
+            agent.resume(
+                "t", {interrupt.interrupt_id: {"answer": answer}}, checkpointer=checkpointer
+            )
+        )
+        assert hotel.booked == [booked]

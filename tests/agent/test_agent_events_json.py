@@ -22,6 +22,7 @@ from framework_agents.agent.events import (
     StreamEvent,
     TextDeltaEvent,
     ToolCallEvent,
+    ToolProgressEvent,
     ToolResultEvent,
 )
 from framework_agents.agent.result import RunResult
@@ -83,6 +84,10 @@ EVENTS: list[tuple[StreamEvent, dict[str, Any]]] = [
             "message": RESULT.model_dump(mode="json"),
             "is_error": False,
         },
+    ),
+    (
+        ToolProgressEvent(call_id="c1", tool="publish", progress=1.0, total=4.0, message="1/4"),
+        {"call_id": "c1", "tool": "publish", "progress": 1.0, "total": 4.0, "message": "1/4"},
     ),
     (
         InterruptEvent(run_id="r1", interrupt=INTERRUPT),

@@ -2,9 +2,9 @@
 
 Run as ``python tests/mcp/server.py [--bad-schema] [--legacy]``, over stdio. Its tools cover
 what a reference server does not do on purpose: an error result, a slow call, a server that
-dies in the middle of a call, a 10 MB result, a tool added at run time
-(``tools/list_changed``), with ``--bad-schema`` a tool whose input schema is not an object
-schema, and elicitations (``book``, ``book_twice``, ``odd_ask``).
+dies in the middle of a call, a 10 MB result, progress notifications (``count``), a tool
+added at run time (``tools/list_changed``), with ``--bad-schema`` a tool whose input schema
+is not an object schema, and elicitations (``book``, ``book_twice``, ``odd_ask``).
 
 Elicitation follows the protocol era the client opens: on the stateless 2026-07-28
 protocol a call that needs an answer returns ``input_required`` (the question and a sealed
@@ -63,6 +63,11 @@ def _tools() -> list[types.Tool]:
             input_schema={"type": "object", "properties": {"city": {"type": "string"}}},
         ),
         types.Tool(name="odd_ask", description="Asks with a nested schema.", input_schema=EMPTY),
+        types.Tool(
+            name="count",
+            description="Counts to `to`, reporting progress at each step.",
+            input_schema={"type": "object", "properties": {"to": {"type": "integer"}}},
+        ),
     ]
     if GROWN:
         tools.append(types.Tool(name="later", description="Added at run time.", input_schema=EMPTY))
@@ -111,6 +116,11 @@ async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> ToolAnswer
         return _text("grown")
     if name == "later":
         return _text("later ran")
+    if name == "count":
+        to = int(args.get("to", 3))
+        for step in range(1, to + 1):
+            await ctx.session.report_progress(step, to, f"step {step} of {to}")
+        return _text(f"counted to {to}")
     if name in ("book", "book_twice", "odd_ask"):
         return await _elicit_tool(ctx, params)
     if name == "weather":

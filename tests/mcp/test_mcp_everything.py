@@ -4,7 +4,8 @@ Node 20 and the package of tests/js (``npm ci --prefix tests/js``, as ``.ci/run`
 skipped with a message naming what is missing. Over stdio and over streamable HTTP: every
 tool the server offers is called through an agent with a scripted model (its form
 elicitation answered through an interrupt and ``resume``, its URL elicitation refused as a
-tool error), its resources read and its prompts fetched.
+tool error, its long-running operation's progress seen as ``tool_progress`` stream events),
+its resources read and its prompts fetched.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from processes import spawned
 pytest.importorskip("mcp", reason="needs the 'mcp' extra (the official MCP SDK)")
 
 from framework_agents import Agent, HitlInterrupt, Message, ScriptedModel, ToolCall
+from framework_agents.agent.events import RunFinishedEvent, ToolProgressEvent
 from framework_agents.checkpoint import InMemoryCheckpointer
 from framework_agents.mcp import MCPClient
 
@@ -95,9 +97,14 @@ async def exercise(client: MCPClient) -> None:
         await answer_the_question(tools)
         calls = [ToolCall(f"c{i}", name, args) for i, (name, args) in enumerate(ARGS.items())]
         model = ScriptedModel([Message("assistant", "", tool_calls=calls), "done"])
-        result = await Agent(model, tools=tools).run("call everything")
-        answers = {m.name: m for m in result.messages if m.role == "tool"}
+        events = [e async for e in Agent(model, tools=tools).stream("call everything")]
+        assert isinstance(events[-1], RunFinishedEvent)
+        answers = {m.name: m for m in events[-1].result.messages if m.role == "tool"}
         assert set(answers) == set(ARGS)  # every call answered
+        # The long-running operation's progress notifications are stream events of its call.
+        progress = [e for e in events if isinstance(e, ToolProgressEvent)]
+        assert {e.tool for e in progress} == {"trigger-long-running-operation"}
+        assert [(e.progress, e.total) for e in progress] == [(1.0, 2.0), (2.0, 2.0)]
         assert answers["echo"].text == "Echo: hello"
         assert "5" in answers["get-sum"].text
         assert answers["get-structured-content"].metadata["structured_content"].keys() >= {

@@ -20,6 +20,7 @@ from .events import (
     RunStartedEvent,
     TextDeltaEvent,
     ToolCallEvent,
+    ToolProgressEvent,
     ToolResultEvent,
 )
 from .middleware import Middleware, ModelCallContext, ToolCallContext
@@ -53,6 +54,7 @@ __all__ = [
     "ToolArgumentsError",
     "ToolCallContext",
     "ToolCallEvent",
+    "ToolProgressEvent",
     "ToolContext",
     "ToolRejection",
     "ToolResultEvent",

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import AsyncGenerator, AsyncIterator, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -52,6 +52,7 @@ from .events import (
     ReasoningDeltaEvent,
     TextDeltaEvent,
     ToolCallEvent,
+    ToolProgressEvent,
     ToolResultEvent,
 )
 from .middleware import ModelCallContext, ToolCallContext
@@ -403,6 +404,7 @@ async def _execute(
     tool: Tool | None,
     call: ToolCall,
     answer: ElicitationAnswer | None = None,
+    report: _Reporter | None = None,
 ) -> Message:
     """Run one call; every failure becomes a result the model can read.
 
@@ -417,7 +419,7 @@ async def _execute(
             call, f"Unknown tool {call.name!r}. Available tools: {known}.", kind="tool_error"
         )
     try:
-        context = ToolContext(setup.owner, call, answer, pause=run.pause)
+        context = ToolContext(setup.owner, call, answer, pause=run.pause, on_progress=report)
         value = await tool.invoke(call.args, context=context)
     except ElicitationRequired as asked:
         problem = schema_problem(asked.elicitation.schema)
@@ -491,8 +493,13 @@ def _checked_result(ctx: ToolCallContext, plan: _Plan) -> Message:
     return result.model_copy(update={"metadata": {**result.metadata, noted: plan.run_call.args}})
 
 
-async def _run_call(setup: RunSetup, run: LoopRun, plan: _Plan, turn: int) -> Message:
-    """Middleware, decision and execution of one call; the result answers ``plan.call``."""
+async def _run_call(
+    setup: RunSetup, run: LoopRun, plan: _Plan, turn: int, progress: _Progress | None = None
+) -> Message:
+    """Middleware, decision and execution of one call; the result answers ``plan.call``.
+
+    ``progress`` collects what the tool reports (``ToolContext.report_progress``).
+    """
     if plan.landed is not None:
         return plan.landed  # ran before a question stopped its turn: not run again
     ctx = ToolCallContext(
@@ -515,7 +522,10 @@ async def _run_call(setup: RunSetup, run: LoopRun, plan: _Plan, turn: int) -> Me
             await run.hooks.on_tool_start(ctx.call, plan.decision)
         if plan.decision is not None:
             run.ran.append(ctx.call)
-        ctx.result = await trace_tool(ctx.call, _execute(setup, run, tool, ctx.call, plan.answer))
+        report = progress.reporter(ctx.call) if progress is not None else None
+        ctx.result = await trace_tool(
+            ctx.call, _execute(setup, run, tool, ctx.call, plan.answer, report)
+        )
     await setup.middleware.run("after_tool", ctx)
     return _checked_result(ctx, plan)
 
@@ -555,6 +565,48 @@ async def _cancel_all(tasks: Sequence[asyncio.Task[Message]]) -> None:
     await asyncio.gather(*tasks, return_exceptions=True)
 
 
+#: What ``ToolContext.on_progress`` is: ``(progress, total, message)``.
+_Reporter = Callable[[float, float | None, str | None], None]
+
+
+class _Progress:
+    """The progress the calls of one turn report, kept until the loop yields it."""
+
+    def __init__(self) -> None:
+        self.events: list[ToolProgressEvent] = []
+        self.ready = asyncio.Event()
+
+    def reporter(self, call: ToolCall) -> _Reporter:
+        """What ``call``'s tool context reports through."""
+
+        def report(progress: float, total: float | None, message: str | None) -> None:
+            self.events.append(
+                ToolProgressEvent(
+                    call_id=call.id, tool=call.name, progress=progress, total=total, message=message
+                )
+            )
+            self.ready.set()
+
+        return report
+
+    def take(self) -> list[ToolProgressEvent]:
+        """The events reported since the last take."""
+        events, self.events = self.events, []
+        self.ready.clear()
+        return events
+
+    async def wait(
+        self, pending: set[asyncio.Task[Message]]
+    ) -> tuple[set[asyncio.Task[Message]], set[asyncio.Task[Message]]]:
+        """``asyncio.wait`` for the first of ``pending`` to finish, or for some progress."""
+        waiter: asyncio.Future[Any] = asyncio.ensure_future(self.ready.wait())
+        try:
+            done, left = await asyncio.wait({*pending, waiter}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            waiter.cancel()
+        return {t for t in pending if t in done}, {t for t in pending if t in left}
+
+
 def _result_event(message: Message) -> ToolResultEvent:
     return ToolResultEvent(
         call_id=message.tool_call_id or "", tool=message.name or "", message=message
@@ -570,14 +622,17 @@ async def _run_tools(
     hooks = run.hooks
     if hooks.on_turn_start is not None:
         await hooks.on_turn_start(list(history), response)
-    tasks = [asyncio.create_task(_run_call(setup, run, plan, turn)) for plan in plans]
+    progress = _Progress()
+    tasks = [asyncio.create_task(_run_call(setup, run, plan, turn, progress)) for plan in plans]
     position = {task: i for i, task in enumerate(tasks)}
     results: list[Message | None] = [None] * len(tasks)
     asked: list[tuple[int, ElicitationRequired]] = []
     try:
         pending = set(tasks)
         while pending:
-            done, pending = await asyncio.wait(pending, return_when=asyncio.FIRST_COMPLETED)
+            done, pending = await progress.wait(pending)
+            for event in progress.take():
+                yield event
             for task in sorted(done, key=position.__getitem__):
                 error = task.exception()
                 if isinstance(error, ElicitationRequired):
@@ -590,10 +645,9 @@ async def _run_tools(
                 yield _result_event(message)
                 if hooks.on_tool_result is not None:
                     landed = [r for r in results if r is not None]
-                    progress = ToolProgress(
-                        history, response, plans[position[task]].call, message, landed
+                    await hooks.on_tool_result(
+                        ToolProgress(history, response, plans[position[task]].call, message, landed)
                     )
-                    await hooks.on_tool_result(progress)
     finally:
         await _cancel_all(tasks)
     if asked:

@@ -11,6 +11,9 @@ maps it one to one onto AG-UI and A2A (the table is in ``docs/agent.md``):
 * ``tool_call`` announces each call of that message (arguments complete), and
   ``tool_result`` delivers each result as soon as it exists (concurrent calls may finish
   in any order; the stored history keeps call order).
+* ``tool_progress`` reports how far a running call has got, as often as the tool says so
+  (``ToolContext.report_progress``; an MCP server's progress notifications), between
+  that call's ``tool_call`` and its ``tool_result``; it is never stored.
 
 Every event (the swarm's too) is a :class:`StreamEvent`: ``event.to_dict()`` is its JSON
 form (a dict of JSON values, ``"type"`` first, then its fields), ``event.to_json()`` that
@@ -45,6 +48,7 @@ __all__ = [
     "StreamEvent",
     "TextDeltaEvent",
     "ToolCallEvent",
+    "ToolProgressEvent",
     "ToolResultEvent",
     "error_code",
     "json_value",
@@ -198,6 +202,22 @@ class ToolResultEvent(StreamEvent):
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class ToolProgressEvent(StreamEvent):
+    """A running call reported progress (an MCP server's ``notifications/progress``).
+
+    ``progress`` only grows within one call; ``total`` is ``None`` when the tool does not
+    know it; ``message`` is the tool's own words, if any. Not stored in the history.
+    """
+
+    call_id: str
+    tool: str
+    progress: float
+    total: float | None = None
+    message: str | None = None
+    type: Literal["tool_progress"] = field(default="tool_progress", init=False)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class InterruptEvent(StreamEvent):
     """The run stopped for a human decision (A2A status ``input-required``)."""
 
@@ -232,6 +252,7 @@ AgentEvent = (
     | ReasoningDeltaEvent
     | MessageCompletedEvent
     | ToolCallEvent
+    | ToolProgressEvent
     | ToolResultEvent
     | InterruptEvent
     | RunFinishedEvent

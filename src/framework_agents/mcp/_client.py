@@ -10,6 +10,14 @@ A server's questions during a call (elicitation) are ``_elicit``'s: the client d
 the capability and raises them as
 :class:`~framework_agents.elicitation.ElicitationRequired`.
 
+Malformed JSON-RPC from a server never leaves a raw SDK exception or a hang behind it: a
+message that is not JSON-RPC ends the calls then running with a tool error; an answer
+the SDK cannot read as the call's result is a tool error; a listing it cannot read is
+``BACKEND_UNAVAILABLE``; a start whose handshake never completes is
+``BACKEND_UNAVAILABLE`` after ``start_timeout``. A response whose id matches no request
+is dropped (it may be a late answer to a call that timed out), so a server that answers
+a call only under a wrong id holds that call until its ``call_timeout``.
+
 ``tools()`` asks the server every time (no cache): after a server's
 ``tools/list_changed`` a new ``tools()`` gives the new list for the next agent. Tools
 already handed to an agent keep calling the server by name; one the server removed then
@@ -39,7 +47,7 @@ from . import _convert
 from ._convert import MCPPrompt, MCPResource, ResourceContents
 from ._elicit import LiveCall, LiveCalls, Round
 from ._sdk import Client, MCPError, StdioServerParameters, types
-from ._tools import MCPToolError, approval_rule, make_tool, selected
+from ._tools import MCPToolError, Reporter, approval_rule, make_tool, selected
 
 __all__ = ["DEFAULT_MAX_RESULT_CHARS", "DEFAULT_START_TIMEOUT", "MCPClient"]
 
@@ -167,7 +175,11 @@ class MCPClient:
                     )
                     server = streamable_http_client(server, http_client=http)
                 client = await stack.enter_async_context(
-                    Client(server, elicitation_callback=self._live.on_elicit)
+                    Client(
+                        server,
+                        elicitation_callback=self._live.on_elicit,
+                        message_handler=self._on_message,
+                    )
                 )
                 ready.set_result(client)
                 await self._closing.wait()
@@ -200,6 +212,27 @@ class MCPClient:
                 raise
         except Exception as exc:  # the owner reports its own failures; nothing to add
             logger.info("MCP server %r: stopped: %s", self.target, _describe(exc))
+
+    async def _on_message(self, message: Any) -> None:
+        """The SDK's handler of notifications and transport faults (a malformed message).
+
+        A message that is not JSON-RPC (a line that is not JSON, JSON that is no
+        request, response or notification) cannot be matched to the call it may answer:
+        every call then running ends with a tool error naming it, rather than wait for an
+        answer that may never come. The connection stays open for the calls after it.
+        """
+        if not isinstance(message, Exception):
+            return
+        what = _malformed(message)
+        ended = self._live.fail_running(
+            MCPToolError(f"the MCP server sent a malformed message ({what})")
+        )
+        logger.warning(
+            "MCP server %r sent a malformed message (%s); %d running calls end with it",
+            self.target,
+            what,
+            ended,
+        )
 
     def _connected(self) -> Any:
         if self._client is None:
@@ -282,8 +315,11 @@ class MCPClient:
         *,
         call_timeout: float | None,
         answer: ElicitationAnswer | None = None,
+        progress: Reporter | None = None,
     ) -> Any:
         """Call the server's tool ``name`` (its ``CallToolResult``); see the module doc.
+
+        ``progress`` receives the server's progress notifications of this call.
 
         A question of the server raises ``ElicitationRequired``; the call made again
         with ``answer`` (the human's, to that question) goes on from it (``_elicit``).
@@ -292,7 +328,7 @@ class MCPClient:
         """
         stateful = self._connected().protocol_version not in MODERN_PROTOCOL_VERSIONS
         async with self._live.one_at_a_time() if stateful else contextlib.nullcontext():
-            return await self._call(name, args, call_timeout, answer)
+            return await self._call(name, args, call_timeout, answer, progress)
 
     async def _call(
         self,
@@ -300,6 +336,7 @@ class MCPClient:
         args: dict[str, Any],
         call_timeout: float | None,
         answer: ElicitationAnswer | None,
+        report: Reporter | None = None,
     ) -> Any:
         """:meth:`call_tool`, on either protocol era."""
         state = answer.elicitation.state if answer is not None else {}
@@ -310,7 +347,7 @@ class MCPClient:
                 parked.answer(answer)
                 return await self._finish(name, parked, call_timeout)
             # The call that asked is gone (a restart): sent again, the answer ready.
-            return await self._send(name, args, call_timeout, None, answer)
+            return await self._send(name, args, call_timeout, None, answer, report)
         current: Round | None = None
         if "questions" in state:
             assert answer is not None
@@ -321,7 +358,7 @@ class MCPClient:
                 question = current.next_question()
                 if question is not None:
                     raise ElicitationRequired(question)
-            result = await self._send(name, args, call_timeout, current, None)
+            result = await self._send(name, args, call_timeout, current, None, report)
             if not isinstance(result, types.InputRequiredResult):
                 return result
             current = Round.of(result)
@@ -334,12 +371,23 @@ class MCPClient:
         call_timeout: float | None,
         current: Round | None,
         answered: ElicitationAnswer | None,
+        report: Reporter | None = None,
     ) -> Any:
-        """One ``tools/call`` (with the answers of ``current``): a result or ``input_required``."""
+        """One ``tools/call`` (with the answers of ``current``): a result or ``input_required``.
+
+        Its progress notifications go to ``report``; one ``report`` refuses (a number that
+        is not finite) is logged and dropped: progress never fails a call.
+        """
         session = self._connected().session
 
         async def progress(done: float, total: float | None, message: str | None) -> None:
             logger.debug("MCP tool %r: progress %s/%s %s", name, done, total, message or "")
+            if report is None:
+                return
+            try:
+                report(done, total, message)
+            except InvalidArgumentError as exc:
+                logger.info("MCP tool %r: progress dropped: %s", name, exc.message)
 
         call = LiveCall(answered)
         call.task = asyncio.create_task(
@@ -439,6 +487,15 @@ class MCPClient:
             if cursor is None:
                 break
         return items
+
+
+def _malformed(exc: Exception) -> str:
+    """What was wrong with a message the SDK could not read, in a few words."""
+    if isinstance(exc, ValidationError):
+        if any(e["type"] == "json_invalid" for e in exc.errors()):
+            return "a line that is not JSON"
+        return "JSON that is not a JSON-RPC request, response or notification"
+    return _describe(exc)
 
 
 def _describe(exc: BaseException) -> str:

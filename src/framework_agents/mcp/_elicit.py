@@ -137,6 +137,8 @@ class LiveCall:
         self.answered = answered
         self._question: asyncio.Future[Elicitation] = asyncio.get_running_loop().create_future()
         self._reply: asyncio.Future[Any] | None = None
+        #: Set by :meth:`fail`: the call ends with this error (the server broke the protocol).
+        self._broken: asyncio.Future[None] = asyncio.get_running_loop().create_future()
 
     async def ask(self, message: str, schema: dict[str, Any]) -> Any:
         """The callback's side: the ``ElicitResult`` once a human answered."""
@@ -164,12 +166,20 @@ class LiveCall:
         """The call's result, or :class:`ElicitationRequired`'s question when it asks one."""
         assert self.task is not None
         done, _ = await asyncio.wait(
-            {self.task, self._question}, return_when=asyncio.FIRST_COMPLETED
+            {self.task, self._question, self._broken}, return_when=asyncio.FIRST_COMPLETED
         )
         if self.task in done:
             return self.task.result()
+        if self._broken in done:
+            self.task.cancel()
+            self._broken.result()  # raises the error :meth:`fail` gave
         self.parked = True
         return self._question.result()
+
+    def fail(self, error: Exception) -> None:
+        """End the call with ``error`` (its :meth:`wait` raises it; the request is cancelled)."""
+        if not self._broken.done():
+            self._broken.set_exception(error)
 
     def close(self) -> None:
         """Dismiss a waiting question (``cancel``) and stop the call."""
@@ -217,6 +227,13 @@ class LiveCalls:
         except MCPToolError as exc:
             return types.ErrorData(code=types.INVALID_PARAMS, message=str(exc))
         return await running[0].ask(message, schema)
+
+    def fail_running(self, error: Exception) -> int:
+        """End every running call (not the parked ones) with ``error``; how many."""
+        running = [c for c in self._calls.values() if not c.parked]
+        for call in running:
+            call.fail(error)
+        return len(running)
 
     def close(self) -> None:
         """Dismiss every waiting question and stop every call."""

@@ -4,10 +4,11 @@ Each tool keeps the server's description and input schema; a call sends the argu
 the model wrote them (the server validates them) and turns the result into the tool's
 return value (see ``_convert``). A question of the server raises
 ``ElicitationRequired`` (``_elicit``); the call made again with the human's answer in its
-``ToolContext`` goes on from it. What a call reports — an error result, no answer within
-the timeout, an answer too large or unreadable — raises :class:`MCPToolError`, which the
-agent shows the model as a tool error. A server that is gone raises
-``BACKEND_UNAVAILABLE``, which fails the run.
+``ToolContext`` goes on from it; the server's progress notifications go to the context's
+``report_progress`` (a ``tool_progress`` stream event). What a call reports — an error
+result, no answer within the timeout, an answer too large or unreadable — raises
+:class:`MCPToolError`, which the agent shows the model as a tool error. A server that is
+gone raises ``BACKEND_UNAVAILABLE``, which fails the run.
 """
 
 from __future__ import annotations
@@ -20,7 +21,10 @@ from ..errors import InvalidArgumentError
 from ..tools import Tool, ToolContext, ToolOutput
 from ._convert import error_text, tool_output
 
-__all__ = ["ApprovalRule", "MCPToolError", "approval_rule", "make_tool", "selected"]
+__all__ = ["ApprovalRule", "MCPToolError", "Reporter", "approval_rule", "make_tool", "selected"]
+
+#: Where a call's progress goes: ``ToolContext.report_progress(progress, total, message)``.
+Reporter = Callable[[float, float | None, str | None], None]
 
 #: ``requires_approval`` of :meth:`MCPClient.tools`: for all, for the names given, or asked.
 ApprovalRule = bool | Collection[str] | Callable[[str], bool]
@@ -40,6 +44,7 @@ class Caller(Protocol):
         *,
         call_timeout: float | None,
         answer: ElicitationAnswer | None = None,
+        progress: Reporter | None = None,
     ) -> Any: ...  # a CallToolResult
 
 
@@ -115,7 +120,10 @@ def make_tool(
 
     async def call(args: dict[str, Any], context: ToolContext | None) -> str | ToolOutput:
         answer = context.answer if context is not None else None
-        result = await client.call_tool(server_name, args, call_timeout=call_timeout, answer=answer)
+        report = context.report_progress if context is not None else None
+        result = await client.call_tool(
+            server_name, args, call_timeout=call_timeout, answer=answer, progress=report
+        )
         if result.is_error:
             raise MCPToolError(error_text(result))
         value, size = tool_output(result)
