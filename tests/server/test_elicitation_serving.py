@@ -12,6 +12,7 @@ an interrupt of reason ``elicitation``, resumed with the same payload. A bad ans
 from __future__ import annotations
 
 import asyncio
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -19,10 +20,12 @@ import pytest
 from a2a.client import ClientConfig, create_client
 from a2a.helpers.proto_helpers import get_data_parts, get_text_parts
 from a2a.types import a2a_pb2
-from server_support import BOOKING, Served
+from server_support import BOOKING, Served, make_agent, start_server
 from test_a2a import read_thread, send, user_message
 from test_agui import agui, kinds, run_input, user
 from test_api import sse_events
+
+from framework_agents.server import create_app
 
 State = a2a_pb2.TaskState
 ACCEPT = {"Accept": "application/json"}
@@ -227,3 +230,27 @@ def test_agui_cancelled_entry_cancels_the_question(served: Served) -> None:
         entry = {"interruptId": interrupt["id"], "status": "cancelled"}
         events = agui(client, run_input("g-e2", [], resume=[entry]))
         assert events[-1]["result"] == {"text": "done: not booked (cancel)"}
+
+
+def test_a_question_is_answered_over_a2a_after_a_server_restart(store_dir: Path) -> None:
+    first = start_server(create_app(make_agent, store=str(store_dir), console=False))
+    try:
+        task = asyncio.run(send(first.url, user_message(text="book Oslo"), streaming=True))
+        asked = _elicitation_of(task)
+    finally:
+        first.stop()
+    second = start_server(create_app(make_agent, store=str(store_dir), console=False))
+    try:
+        thread = asyncio.run(read_thread(second.url, task.context_id))
+        _asked(thread["pending"])  # the question came back from the store
+        assert thread["pending"]["interrupt_id"] == asked["interruptId"]
+        answer = user_message(
+            data={"action": "accept", "content": ANSWER},
+            task_id=task.id,
+            context_id=task.context_id,
+        )
+        done = asyncio.run(send(second.url, answer, streaming=True))
+        assert done.id == task.id and done.status.state == State.TASK_STATE_COMPLETED
+        assert get_text_parts(list(done.status.message.parts)) == [f"done: {BOOKED}"]
+    finally:
+        second.stop()
