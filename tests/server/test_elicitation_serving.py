@@ -6,12 +6,16 @@ every field kind) before it books. The JSON API shows the question as the thread
 A2A puts the task in ``input-required`` with an ``elicitation`` data part, answered by an
 ``{"action", "content"}`` data part (the official a2a-sdk client); AG-UI ends the run with
 an interrupt of reason ``elicitation``, resumed with the same payload. A bad answer is
-``HITL_DECISION`` before anything runs, and the question stays open.
+``HITL_DECISION`` before anything runs, and the question stays open. The question
+survives a server restart; and a real MCP server's question (tests/mcp/server.py, the
+stateless protocol) is shown over A2A and answered by a new server process (``slow``).
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +29,7 @@ from test_a2a import read_thread, send, user_message
 from test_agui import agui, kinds, run_input, user
 from test_api import sse_events
 
+from framework_agents import Agent, FunctionModel, Message, ToolCall
 from framework_agents.server import create_app
 
 State = a2a_pb2.TaskState
@@ -254,3 +259,72 @@ def test_a_question_is_answered_over_a2a_after_a_server_restart(store_dir: Path)
         assert get_text_parts(list(done.status.message.parts)) == [f"done: {BOOKED}"]
     finally:
         second.stop()
+
+
+MCP_SERVER = str(Path(__file__).resolve().parents[1] / "mcp" / "server.py")
+
+
+def _mcp_booking(messages: list[Message], tools: list[Any]) -> Message:
+    """A model that books a room in Oslo with the MCP server's ``book``, then reports."""
+    if messages[-1].role == "tool":
+        return Message("assistant", f"done: {messages[-1].text}")
+    return Message("assistant", "", tool_calls=[ToolCall("m1", "book", {"city": "Oslo"})])
+
+
+def _serving_mcp_tools(store: Path, record: Path) -> Served:
+    """A server whose agent takes its tools from tests/mcp/server.py (stateless, over stdio).
+
+    The MCP client lives in the app's lifespan (opened before startup, closed after
+    shutdown, in the one task uvicorn runs it in).
+    """
+    from framework_agents.mcp import MCPClient
+
+    tools: list[Any] = []
+    app = create_app(
+        lambda: Agent(FunctionModel(_mcp_booking), tools=tools), store=str(store), console=False
+    )
+
+    async def with_mcp(scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] != "lifespan":
+            await app(scope, receive, send)
+            return
+        env = {"MCP_TEST_RECORD": str(record)}
+        async with MCPClient.stdio(sys.executable, [MCP_SERVER], env=env) as client:
+            tools[:] = await client.tools(include=["book"])
+            await app(scope, receive, send)
+
+    return start_server(with_mcp)
+
+
+@pytest.mark.slow  # two servers, each with an MCP server process (5 s each)
+def test_an_mcp_servers_question_is_shown_over_a2a_and_answered_after_a_restart(
+    tmp_path: Path,
+) -> None:
+    pytest.importorskip("mcp", reason="needs the 'mcp' extra (the official MCP SDK)")
+    store, record = tmp_path / "store", tmp_path / "booked.jsonl"
+    first = _serving_mcp_tools(store, record)
+    try:
+        task = asyncio.run(send(first.url, user_message(text="book a room"), streaming=True))
+    finally:
+        first.stop()
+    assert task.status.state == State.TASK_STATE_INPUT_REQUIRED
+    (asked,) = get_data_parts(list(task.status.message.parts))
+    assert asked["type"] == "elicitation" and asked["message"] == "How many nights in Oslo?"
+    assert asked["schema"]["properties"]["nights"]["maximum"] == 30
+    assert not record.exists()  # nothing booked before the answer
+    second = _serving_mcp_tools(store, record)  # a new process's server and MCP server
+    try:
+        answer = user_message(
+            data={"action": "accept", "content": {"nights": 3}},
+            task_id=task.id,
+            context_id=task.context_id,
+        )
+        done = asyncio.run(send(second.url, answer, streaming=True))
+    finally:
+        second.stop()
+    assert done.status.state == State.TASK_STATE_COMPLETED
+    (text,) = get_text_parts(list(done.status.message.parts))
+    assert text.startswith("done: booked 3 nights in Oslo")
+    assert [json.loads(line) for line in record.read_text().splitlines()] == [
+        {"tool": "book", "city": "Oslo", "nights": 3}
+    ]
