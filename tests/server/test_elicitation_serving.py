@@ -29,8 +29,21 @@ from test_a2a import read_thread, send, user_message
 from test_agui import agui, kinds, run_input, user
 from test_api import sse_events
 
-from framework_agents import Agent, FunctionModel, Message, ToolCall
+from framework_agents import (
+    Agent,
+    FunctionModel,
+    HitlInterrupt,
+    InMemoryCheckpointer,
+    InMemoryStorage,
+    Message,
+    ToolCall,
+    ToolContext,
+    tool,
+)
+from framework_agents.elicitation import Elicitation, ElicitationRequired
 from framework_agents.server import create_app
+from framework_agents.server._runner import ThreadRunner, question_of
+from framework_agents.server._store import ServerStore
 
 State = a2a_pb2.TaskState
 ACCEPT = {"Accept": "application/json"}
@@ -328,3 +341,61 @@ def test_an_mcp_servers_question_is_shown_over_a2a_and_answered_after_a_restart(
     assert [json.loads(line) for line in record.read_text().splitlines()] == [
         {"tool": "book", "city": "Oslo", "nights": 3}
     ]
+
+
+class _Crash(BaseException):
+    """Stands in for a process dying while the answered call runs (nothing catches it)."""
+
+
+def test_an_answered_call_cut_short_is_an_approval_of_unknown_outcome() -> None:
+    """After a crash mid-call the question is settled: the runner shows an approval.
+
+    The checkpoint still holds the question with its answer (so a re-run gets it), but
+    what waits is a decision on a call of unknown outcome, answered by "approve".
+    """
+    runs: list[Any] = []
+
+    @tool(name="book")
+    def crashing_book(city: str, context: ToolContext) -> str:
+        """Book a room: asks first; its first answered run dies."""
+        if context.answer is None:
+            raise ElicitationRequired(Elicitation(f"How should I book {city}?", BOOKING))
+        runs.append(context.answer.content)
+        if len(runs) == 1:
+            raise _Crash
+        return f"booked {city}: {json.dumps(context.answer.content, sort_keys=True)}"
+
+    checkpointer = InMemoryCheckpointer()
+    runner = ThreadRunner(
+        lambda: Agent(FunctionModel(_mcp_booking), tools=[crashing_book]),
+        ServerStore(checkpointer, InMemoryStorage()),
+    )
+
+    async def scenario() -> None:
+        handle = await runner.start_run("t", "book a room")
+        await handle.wait()
+        asked = await runner.pending_of(await runner.require("t"))
+        assert asked is not None and asked.kind == "elicitation"
+        agent = Agent(FunctionModel(_mcp_booking), tools=[crashing_book])
+        with pytest.raises(_Crash):
+            await agent.resume(
+                "t", {asked.interrupt_id: {"answer": ANSWER}}, checkpointer=checkpointer
+            )
+        cut = await runner.require("t")
+        assert cut.elicitation is not None and cut.in_flight  # the answer kept for a re-run
+        assert question_of(cut) is None
+        with pytest.raises(HitlInterrupt) as unknown:
+            await Agent(FunctionModel(_mcp_booking), tools=[crashing_book]).resume(
+                "t", None, checkpointer=checkpointer
+            )
+        assert unknown.value.kind == "tool_call" and unknown.value.outcome_unknown
+        pending = await runner.pending_of(await runner.require("t"))
+        assert pending is not None and pending.kind == "tool_call" and pending.outcome_unknown
+        assert pending.message is None and pending.schema is None
+        assert "approve" in pending.allowed_decisions
+        done = await runner.start_resume("t", {pending.interrupt_id: "approve"})
+        await done.wait()
+        assert (await runner.require("t")).messages[-1].text == f"done: {BOOKED}"
+        assert runs == [ANSWER, ANSWER]  # the re-run got the answer it first ran with
+
+    asyncio.run(scenario())
