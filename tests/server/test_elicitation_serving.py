@@ -42,7 +42,8 @@ from framework_agents import (
 )
 from framework_agents.elicitation import Elicitation, ElicitationRequired
 from framework_agents.server import create_app
-from framework_agents.server._runner import ThreadRunner, question_of
+from framework_agents.server._questions import question_of
+from framework_agents.server._runner import ThreadRunner
 from framework_agents.server._store import ServerStore
 
 State = a2a_pb2.TaskState
@@ -172,6 +173,15 @@ def test_a2a_answer_on_the_same_task_declines_and_a_bad_one_fails(served: Served
         assert failed.status.state == State.TASK_STATE_FAILED
         (error,) = get_data_parts(list(failed.status.message.parts))
         assert error["error"]["code"] == "HITL_DECISION" and "meal" in error["error"]["message"]
+        # an answer to another question than the one waiting is refused
+        stale = user_message(
+            data={"action": "decline", "interruptId": "an-older-one"}, context_id=task.context_id
+        )
+        failed = await send(served.url, stale, streaming=False)
+        (error,) = get_data_parts(list(failed.status.message.parts))
+        assert error["error"]["code"] == "HITL_DECISION"
+        assert "no longer open" in error["error"]["message"]
+        assert (await read_thread(served.url, task.context_id))["pending"]["kind"] == "elicitation"
         second = await send(served.url, user_message(text="book Oslo"), streaming=True)
         asked = _elicitation_of(second)
         ids = {"task_id": second.id, "context_id": second.context_id}

@@ -65,7 +65,8 @@ from ..errors import HitlDecisionError
 from ..messages import new_id
 from ._a2a_store import StorageTaskStore
 from ._errors import error_payload
-from ._runner import Pending, RunHandle, ThreadRunner, answer_decision
+from ._questions import answer_decision
+from ._runner import Pending, RunHandle, ThreadRunner
 
 __all__ = ["INTERRUPTED_TASK_TIMEOUT", "A2AExecutor", "StorageTaskStore", "a2a_routes"]
 
@@ -173,22 +174,31 @@ def check_bound(pending: Pending, task: Task | None, data: dict[str, Any] | None
             )
 
 
-def decision_of(data: dict[str, Any], pending: Pending) -> Any:
-    """Our decision for an A2A decision (or answer) data part (``HITL_DECISION`` if malformed)."""
+def _check_call(data: dict[str, Any], pending: Pending) -> None:
+    """``HITL_DECISION`` when the data part names another call than the one waiting."""
     call_id = data.get("toolCallId")
     if call_id is not None and call_id not in (pending.tool_call_id, pending.interrupt_id):
         raise HitlDecisionError(
             f"toolCallId {call_id!r:.80} is not the call waiting for a decision "
             f"({pending.tool_call_id!r})"
         )
-    if pending.asks:
-        if "action" not in data:
-            raise HitlDecisionError(
-                f"the tool {pending.tool!r} asks a question: answer it with "
-                '{"action": "accept", "content": {...}}, {"action": "decline"} or '
-                '{"action": "cancel"}'
-            )
-        return answer_decision(data["action"], integral(data.get("content")))
+
+
+def answer_of(data: dict[str, Any], pending: Pending) -> Any:
+    """Our answer to a tool's question for an A2A data part (``HITL_DECISION`` if malformed)."""
+    _check_call(data, pending)
+    if "action" not in data:
+        raise HitlDecisionError(
+            f"the tool {pending.tool!r} asks a question: answer it with "
+            '{"action": "accept", "content": {...}}, {"action": "decline"} or '
+            '{"action": "cancel"}'
+        )
+    return answer_decision(data["action"], integral(data.get("content")))
+
+
+def decision_of(data: dict[str, Any], pending: Pending) -> Any:
+    """Our decision for an A2A decision data part (``HITL_DECISION`` if malformed)."""
+    _check_call(data, pending)
     kind = data.get("decision")
     if kind == "approve":
         return "approve"
@@ -261,7 +271,8 @@ class A2AExecutor(AgentExecutor):
             if pending is None:
                 raise HitlDecisionError(f"context {thread_id!r} has no approval waiting")
             check_bound(pending, context.current_task, decisions[0])
-            decision = decision_of(decisions[0], pending)
+            read = answer_of if pending.asks else decision_of
+            decision = read(decisions[0], pending)
             return await self.runner.start_resume(thread_id, {pending.tool_call_id: decision})
         text = "\n".join(get_text_parts(parts)).strip()
         return await self.runner.start_run(thread_id, text)

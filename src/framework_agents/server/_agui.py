@@ -73,11 +73,13 @@ from ..messages import Message
 from ..swarm import HandoffEvent, MemberEvent
 from ._api import KEEPALIVE, error_response, read_json
 from ._errors import BadRequestError, error_payload
-from ._runner import Pending, RunHandle, ThreadRunner, answer_decision
+from ._questions import answer_decision
+from ._runner import Pending, RunHandle, ThreadRunner
 
 __all__ = [
     "AguiTranslator",
     "agui_routes",
+    "answer_of",
     "answer_schema",
     "decision_of",
     "to_agui_messages",
@@ -157,21 +159,24 @@ def _assistant(message_id: str, text: str, calls: list[Any]) -> AssistantMessage
     return AssistantMessage(id=message_id, content=text or None, tool_calls=tool_calls or None)
 
 
-def decision_of(entry: ResumeEntry, asks: bool = False) -> Any:
-    """Our decision for one AG-UI resume entry (``HITL_DECISION`` if malformed).
+def answer_of(entry: ResumeEntry) -> Any:
+    """Our answer to a tool's question for one AG-UI resume entry (``HITL_DECISION`` if malformed).
 
-    ``asks``: the open interrupt is a tool's question (``{"action", "content"?}`` answers).
+    ``resolved`` with the payload ``{"action", "content"?}``; ``cancelled`` cancels.
     """
-    if asks:
-        if entry.status == "cancelled":
-            return {"cancel": True}
-        answer = entry.payload
-        if not isinstance(answer, dict) or "action" not in answer:
-            raise HitlDecisionError(
-                'a tool asks a question: answer it with the payload {"action": "accept", '
-                '"content": {...}}, {"action": "decline"} or {"action": "cancel"}'
-            )
-        return answer_decision(answer["action"], answer.get("content"))
+    if entry.status == "cancelled":
+        return {"cancel": True}
+    answer = entry.payload
+    if not isinstance(answer, dict) or "action" not in answer:
+        raise HitlDecisionError(
+            'a tool asks a question: answer it with the payload {"action": "accept", '
+            '"content": {...}}, {"action": "decline"} or {"action": "cancel"}'
+        )
+    return answer_decision(answer["action"], answer.get("content"))
+
+
+def decision_of(entry: ResumeEntry) -> Any:
+    """Our decision for one AG-UI resume entry (``HITL_DECISION`` if malformed)."""
     if entry.status == "cancelled":
         return {"reject": "The request was cancelled by the user."}
     payload = entry.payload
@@ -413,9 +418,8 @@ async def _start(runner: ThreadRunner, run: RunAgentInput) -> RunHandle:
             raise HitlDecisionError(
                 f"resume must answer the open interrupt {pending.interrupt_id!r} exactly once"
             )
-        return await runner.start_resume(
-            run.thread_id, {pending.interrupt_id: decision_of(entries[0], pending.asks)}
-        )
+        read = answer_of if pending.asks else decision_of
+        return await runner.start_resume(run.thread_id, {pending.interrupt_id: read(entries[0])})
     prompt = await _new_prompt(runner, run)
     if prompt is None:
         raise InvalidArgumentError("no new user message to run and no resume entries")

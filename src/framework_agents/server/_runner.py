@@ -48,7 +48,7 @@ from ..agent.events import (
 from ..agent.result import RunResult
 from ..checkpoint._base import thread_lock
 from ..checkpoint.model import ThreadCheckpoint, check_thread_id
-from ..elicitation import Elicitation, parse_answer
+from ..elicitation import parse_answer
 from ..errors import (
     CheckpointConflictError,
     CheckpointMissingError,
@@ -62,17 +62,15 @@ from ..sessions._base import as_logged, digest, swap
 from ..tools import DECISION_KINDS
 from ._errors import ApprovalPendingError
 from ._index import ThreadIndex, decode_cursor, encode_cursor
+from ._questions import ANSWER_KINDS, question_of
 from ._store import ServerStore
 
 __all__ = [
-    "ANSWER_KINDS",
     "AgentFactory",
     "Pending",
     "RunHandle",
     "ThreadRunner",
     "ThreadSummary",
-    "answer_decision",
-    "question_of",
     "supports_reissue",
 ]
 
@@ -100,10 +98,6 @@ def supports_reissue(agent: object) -> bool:
             known = False
         _REISSUE[cls] = known
     return known
-
-
-#: What a human may do with a tool's question (``Pending.allowed_decisions`` of one).
-ANSWER_KINDS = ("answer", "decline", "cancel")
 
 
 @dataclass(frozen=True, slots=True)
@@ -152,22 +146,6 @@ class Pending:
             "message": self.message,
             "schema": self.schema,
         }
-
-
-def answer_decision(action: object, content: object = None) -> dict[str, Any]:
-    """Our decision for an answer given as ``action`` and ``content`` (MCP's ``ElicitResult``).
-
-    How A2A and AG-UI clients answer a tool's question: ``"accept"`` (or ``"answer"``)
-    with ``content`` (checked against the schema when the resume starts), ``"decline"`` or
-    ``"cancel"``; any other action is ``HITL_DECISION``.
-    """
-    if action in ("accept", "answer"):
-        return {"answer": content}
-    if action in ("decline", "cancel"):
-        return {str(action): True}
-    raise HitlDecisionError(
-        f"action must be accept (with content), decline or cancel, not {action!r:.40}"
-    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -254,22 +232,6 @@ class RunHandle:
         """Wait until the run has ended and its checkpoint is saved."""
         if self.task is not None:
             await asyncio.shield(self.task)
-
-
-def question_of(checkpoint: ThreadCheckpoint) -> Elicitation | None:
-    """The question ``checkpoint``'s pending call asked a human, or ``None`` (an approval).
-
-    The stored ``elicitation`` is a question waiting for its answer only while a call is
-    pending and none is in flight (an answered call in flight keeps it with its answer; if
-    the process died then, the call is an approval of unknown outcome).
-    """
-    stored = checkpoint.elicitation
-    if stored is None or checkpoint.pending is None or checkpoint.in_flight:
-        return None
-    try:
-        return Elicitation.from_dict(stored)
-    except (KeyError, TypeError, ValueError):
-        return None
 
 
 def parent_key(thread_id: str) -> str:
