@@ -32,3 +32,22 @@ test("a2a: interrupt with an approval data part, approved on the same task", asy
   assert.equal(second.status.state, TASK_STATE.COMPLETED);
   assert.deepEqual(textParts(second.status.message), ["done: published 'FromJS' x3"]);
 });
+
+test("a2a: a tool's question is an elicitation data part, answered on the same task", async () => {
+  const client = await new ClientFactory().createFromUrl(BASE);
+  const first = await drain(client.sendMessageStream(sendRequest(userMessage({ text: "book Bergen" }))));
+  assert.equal(first.status.state, TASK_STATE.INPUT_REQUIRED);
+  const [question] = dataParts(first.status.message);
+  assert.equal(question.type, "elicitation");
+  assert.equal(question.message, "How should I book Bergen?");
+  assert.deepEqual(question.schema.required, ["nights", "meal"]);
+  const answer = userMessage({
+    data: { action: "accept", content: { nights: 2, meal: "none" }, interruptId: question.interruptId },
+    taskId: first.taskId,
+    contextId: first.contextId,
+  });
+  const second = await drain(client.sendMessageStream(sendRequest(answer)));
+  assert.equal(second.taskId, first.taskId);
+  assert.equal(second.status.state, TASK_STATE.COMPLETED);
+  assert.deepEqual(textParts(second.status.message), ['done: booked Bergen: {"meal": "none", "nights": 2}']);
+});

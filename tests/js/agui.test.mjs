@@ -27,6 +27,25 @@ test("ag-ui: a text run, then an interrupt resumed with an approval", async () =
   assert.equal(agent.messages.at(-1).content, "done: published 'AG' x3");
 });
 
+test("ag-ui: a tool's question is an interrupt of reason elicitation, resumed with the answer", async () => {
+  const agent = new HttpAgent({ url: `${BASE}/agui`, threadId: `js-agui-${randomUUID()}` });
+  agent.messages = [{ id: randomUUID(), role: "user", content: "book Rome" }];
+  await agent.runAgent({ runId: randomUUID() });
+  assert.equal(agent.pendingInterrupts.length, 1);
+  const [interrupt] = agent.pendingInterrupts;
+  assert.equal(interrupt.reason, "elicitation");
+  assert.equal(interrupt.message, "How should I book Rome?");
+  assert.deepEqual(interrupt.responseSchema.properties.action.enum, ["accept", "decline", "cancel"]);
+  assert.deepEqual(interrupt.metadata.requestedSchema.required, ["nights", "meal"]);
+
+  const payload = { action: "accept", content: { nights: 4, meal: "half board", pets: true } };
+  await agent.runAgent({ runId: randomUUID(), resume: [{ interruptId: interrupt.id, status: "resolved", payload }] });
+  assert.equal(agent.pendingInterrupts.length, 0);
+  const tool = agent.messages.find((m) => m.role === "tool");
+  assert.equal(tool.toolCallId, interrupt.toolCallId);
+  assert.equal(tool.content, 'booked Rome: {"meal": "half board", "nights": 4, "pets": true}');
+});
+
 test("ag-ui: a new prompt while an interrupt is open is a RUN_ERROR with its code", async () => {
   const threadId = `js-agui-${randomUUID()}`;
   const agent = new HttpAgent({ url: `${BASE}/agui`, threadId });

@@ -2,13 +2,15 @@
 
 The server is the real ``create_app`` (a directory store, a token) under uvicorn on 127.0.0.1 in a
 background thread; the agent answers from a scripted model that streams its text word by word
-and calls ``book_flight``, a tool that needs approval, when the prompt asks to book.
+and calls ``book_flight``, a tool that needs approval, when the prompt asks to book, and
+``reserve_room``, a tool that asks a question (an elicitation), when it asks for a hotel.
 """
 
 from __future__ import annotations
 
 import asyncio
 import itertools
+import json
 import os
 import shutil
 import tempfile
@@ -24,8 +26,10 @@ from framework_agents import (
     ScriptedModel,
     TextBlock,
     ToolCall,
+    ToolContext,
     tool,
 )
+from framework_agents.elicitation import Elicitation, ElicitationRequired
 from framework_agents.errors import ModelError
 from framework_agents.models._base import ModelChunk, ModelDone, ReasoningDelta, TextDelta, ToolSpec
 
@@ -35,6 +39,7 @@ if TYPE_CHECKING:
 __all__ = [
     "CHROMIUM",
     "CHROMIUM_ARGS",
+    "ROOM",
     "SCREENSHOTS",
     "STREAM_GATES",
     "StreamGate",
@@ -182,6 +187,52 @@ async def book_flight(city: str, seats: int) -> str:
     return f"booked {seats} seat(s) to {city}"
 
 
+#: What ``reserve_room`` asks: a field of every kind a question's schema may hold.
+ROOM: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "nights": {"type": "integer", "title": "Nights", "minimum": 1, "maximum": 14},
+        "meal": {"type": "string", "title": "Meal", "enum": ["none", "breakfast", "half board"]},
+        "view": {
+            "type": "string",
+            "title": "View",
+            "oneOf": [
+                {"const": "sea", "title": "Sea view"},
+                {"const": "city", "title": "City view"},
+            ],
+        },
+        "budget": {"type": "number", "title": "Budget per night", "minimum": 0},
+        "pets": {"type": "boolean", "title": "Travelling with a pet"},
+        "arrival": {"type": "string", "title": "Arrival", "format": "date"},
+        "call_at": {"type": "string", "title": "Call me at", "format": "date-time"},
+        "extras": {
+            "type": "array",
+            "title": "Extras",
+            "items": {"enum": ["parking", "late checkout", "crib"]},
+            "maxItems": 2,
+        },
+        "note": {
+            "type": "string",
+            "title": "Note",
+            "description": "Anything the hotel should know.",
+            "maxLength": 40,
+        },
+    },
+    "required": ["nights", "meal"],
+}
+
+
+@tool
+async def reserve_room(city: str, context: ToolContext) -> str:
+    """Reserve a hotel room: asks the human how first (as an MCP server's tool would)."""
+    answer = context.answer
+    if answer is None:
+        raise ElicitationRequired(Elicitation(f"How should I reserve your room in {city}?", ROOM))
+    if answer.action != "accept":
+        return f"no room reserved ({answer.action})"
+    return f"reserved in {city}: {json.dumps(answer.content, sort_keys=True)}"
+
+
 def _reply(messages: list[Message], tools: list[ToolSpec]) -> Message:
     """The scripted agent: books when asked, reports tool results, fails on request."""
     last = messages[-1]
@@ -191,6 +242,9 @@ def _reply(messages: list[Message], tools: list[ToolSpec]) -> Message:
     if "book" in prompt.lower():
         call = ToolCall(f"call-{next(_call_ids)}", "book_flight", {"city": "Paris", "seats": 1})
         return Message("assistant", "I will book that for you.", tool_calls=[call])
+    if "hotel" in prompt.lower():
+        call = ToolCall(f"call-{next(_call_ids)}", "reserve_room", {"city": "Lisbon"})
+        return Message("assistant", "", tool_calls=[call])
     if "fail" in prompt.lower():
         raise ModelError("the scripted model was asked to fail")
     return Message(
@@ -206,7 +260,7 @@ def make_agent() -> Agent:
     """A fresh agent for one run (the server asks for one per run)."""
     return Agent(
         WordStreamingModel([_reply] * 20),
-        tools=[book_flight],
+        tools=[book_flight, reserve_room],
         system_prompt="You are a test agent.",
         output_version="v1",
         state={"traveller": {"name": "Ada", "seats": 1, "tags": ["test", "console"]}, "vip": False},

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -18,9 +19,11 @@ from framework_agents import (
     ReasoningBlock,
     TextBlock,
     ToolCall,
+    ToolContext,
     errors,
     tool,
 )
+from framework_agents.elicitation import Elicitation, ElicitationRequired
 
 PUBLISHED: list[dict[str, Any]] = []
 
@@ -49,6 +52,31 @@ def publish(title: str, copies: int = 1) -> str:
     return f"published {title!r} x{copies}"
 
 
+#: What ``book`` asks (every kind of field a form built from a schema shows).
+BOOKING: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "nights": {"type": "integer", "title": "Nights", "minimum": 1, "maximum": 30},
+        "meal": {"type": "string", "title": "Meal", "enum": ["none", "breakfast", "half board"]},
+        "pets": {"type": "boolean", "title": "Travelling with pets"},
+        "budget": {"type": "number", "title": "Budget per night", "minimum": 0},
+        "note": {"type": "string", "title": "Note", "maxLength": 200},
+    },
+    "required": ["nights", "meal"],
+}
+
+
+@tool
+def book(city: str, context: ToolContext) -> str:
+    """Book a room: asks the human how (as an MCP server's tool asks by elicitation)."""
+    answer = context.answer
+    if answer is None:
+        raise ElicitationRequired(Elicitation(f"How should I book {city}?", BOOKING))
+    if answer.action != "accept":
+        return f"not booked ({answer.action})"
+    return f"booked {city}: {json.dumps(answer.content, sort_keys=True)}"
+
+
 @tool
 def shout(text: str) -> str:
     """Upper-case a text."""
@@ -60,6 +88,7 @@ def answer(messages: list[Message], tools: list[Any]) -> Message:
 
     * last message from the user containing ``publish X`` -> calls ``publish(title=X, copies=3)``;
     * containing ``shout X`` -> calls ``shout(text=X)``;
+    * ``book X`` -> calls ``book(city=X)``, which asks a question first;
     * ``think X`` -> reasoning ``"pondering"``, then ``"thought: X"``;
     * a tool result last -> ``"done: <result>"``;
     * otherwise -> ``"echo: <text>"``.
@@ -76,6 +105,10 @@ def answer(messages: list[Message], tools: list[Any]) -> Message:
         return Message(
             role="assistant", tool_calls=[ToolCall(f"s-{turn}", "shout", {"text": text[6:]})]
         )
+    if text.startswith("book "):
+        return Message(
+            role="assistant", tool_calls=[ToolCall(f"b-{turn}", "book", {"city": text[5:]})]
+        )
     if text.startswith("think "):
         blocks: list[TextBlock | ReasoningBlock] = [
             ReasoningBlock("pondering"),
@@ -87,7 +120,7 @@ def answer(messages: list[Message], tools: list[Any]) -> Message:
 
 def make_agent() -> Agent:
     """A fresh agent per run, as the server wants."""
-    return Agent(FunctionModel(answer), tools=[publish, shout], system_prompt="Test agent.")
+    return Agent(FunctionModel(answer), tools=[publish, shout, book], system_prompt="Test agent.")
 
 
 @dataclass

@@ -29,4 +29,4 @@ def test_js_clients_drive_a2a_agui_and_the_json_api(served: Served) -> None:
         [node, "--test", *tests], cwd=JS_DIR, env=env, capture_output=True, text=True, timeout=240
     )
     assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-2000:]
-    assert "# fail 0" in result.stdout and "# pass 5" in result.stdout
+    assert "# fail 0" in result.stdout and "# pass 7" in result.stdout

@@ -13,6 +13,13 @@ Routes: ``POST /a2a`` (JSON-RPC), ``/a2a/rest/...`` (HTTP+JSON) and the agent ca
   "toolCallId", "editedArgs"?, "reason"?}``. Arguments come from our checkpoint; edited
   arguments come back through protobuf ``Value`` (every number a float), so integral
   floats are turned back into ints.
+* A tool's question (an MCP server's elicitation) puts the task in
+  ``TASK_STATE_INPUT_REQUIRED`` too: a text part (the question) and a data part
+  ``{"type": "elicitation", "message", "schema", "interruptId", "toolCallId", "tool",
+  "args", "allowedActions"}``. The client answers on the same task with ``{"action":
+  "accept", "content": {...}}`` (checked against the schema), ``{"action": "decline"}`` or
+  ``{"action": "cancel"}`` (``interruptId`` optional, as for a decision); cancelling the
+  task answers ``cancel``.
 * A failure ends the task in ``TASK_STATE_FAILED`` with a text part ``[CODE] message`` and
   a data part ``{"error": {"code", "message"}}``.
 * Tasks live in :class:`StorageTaskStore` (our ``Storage``, no SQLAlchemy); a task idle in
@@ -58,6 +65,7 @@ from ..errors import HitlDecisionError
 from ..messages import new_id
 from ._a2a_store import StorageTaskStore
 from ._errors import error_payload
+from ._questions import answer_decision
 from ._runner import Pending, RunHandle, ThreadRunner
 
 __all__ = ["INTERRUPTED_TASK_TIMEOUT", "A2AExecutor", "StorageTaskStore", "a2a_routes"]
@@ -99,6 +107,32 @@ def approval_request(pending: Pending) -> dict[str, Any]:
     }
 
 
+def elicitation_request(pending: Pending) -> dict[str, Any]:
+    """The data part of an ``input-required`` status for a tool's question."""
+    return {
+        "type": "elicitation",
+        "message": pending.message,
+        "schema": pending.schema,
+        "interruptId": pending.interrupt_id,
+        "toolCallId": pending.tool_call_id,
+        "tool": pending.tool,
+        "args": pending.args,
+        "allowedActions": ["accept", "decline", "cancel"],
+    }
+
+
+def input_request(pending: Pending) -> list[Part]:
+    """The parts of the status message that shows ``pending``: a text and a data part."""
+    if pending.asks:
+        text = f"The tool {pending.tool} asks: {pending.message}"
+        return [new_text_part(text), new_data_part(elicitation_request(pending))]
+    text = f"The call {pending.tool}({json.dumps(pending.args)}) needs approval."
+    return [new_text_part(text), new_data_part(approval_request(pending))]
+
+
+#: The ``type`` of the data parts that show what a task waits for.
+_REQUESTS = ("tool_approval_request", "elicitation")
+
 #: Task states after which a task never changes.
 _FINAL = frozenset(
     {
@@ -117,7 +151,7 @@ def shown_interrupt(task: Task | None) -> str | None:
     if not task.status.HasField("message"):
         return None
     for data in get_data_parts(list(task.status.message.parts)):
-        if isinstance(data, dict) and data.get("type") == "tool_approval_request":
+        if isinstance(data, dict) and data.get("type") in _REQUESTS:
             shown = data.get("interruptId")
             return shown if isinstance(shown, str) else None
     return None
@@ -140,15 +174,32 @@ def check_bound(pending: Pending, task: Task | None, data: dict[str, Any] | None
             )
 
 
-def decision_of(data: dict[str, Any], pending: Pending) -> Any:
-    """Our decision for an A2A decision data part (``HITL_DECISION`` if malformed)."""
-    kind = data.get("decision")
+def _check_call(data: dict[str, Any], pending: Pending) -> None:
+    """``HITL_DECISION`` when the data part names another call than the one waiting."""
     call_id = data.get("toolCallId")
     if call_id is not None and call_id not in (pending.tool_call_id, pending.interrupt_id):
         raise HitlDecisionError(
             f"toolCallId {call_id!r:.80} is not the call waiting for a decision "
             f"({pending.tool_call_id!r})"
         )
+
+
+def answer_of(data: dict[str, Any], pending: Pending) -> Any:
+    """Our answer to a tool's question for an A2A data part (``HITL_DECISION`` if malformed)."""
+    _check_call(data, pending)
+    if "action" not in data:
+        raise HitlDecisionError(
+            f"the tool {pending.tool!r} asks a question: answer it with "
+            '{"action": "accept", "content": {...}}, {"action": "decline"} or '
+            '{"action": "cancel"}'
+        )
+    return answer_decision(data["action"], integral(data.get("content")))
+
+
+def decision_of(data: dict[str, Any], pending: Pending) -> Any:
+    """Our decision for an A2A decision data part (``HITL_DECISION`` if malformed)."""
+    _check_call(data, pending)
+    kind = data.get("decision")
     if kind == "approve":
         return "approve"
     if kind == "edit":
@@ -209,14 +260,19 @@ class A2AExecutor(AgentExecutor):
         thread_id = check_thread_id(task.context_id)
         message = context.message
         parts = list(message.parts) if message is not None else []
-        decisions = [d for d in get_data_parts(parts) if isinstance(d, dict) and "decision" in d]
+        decisions = [
+            d
+            for d in get_data_parts(parts)
+            if isinstance(d, dict) and ("decision" in d or "action" in d)
+        ]
         if decisions:
             checkpoint = await self.runner.require(thread_id)
             pending = await self.runner.pending_of(checkpoint)
             if pending is None:
                 raise HitlDecisionError(f"context {thread_id!r} has no approval waiting")
             check_bound(pending, context.current_task, decisions[0])
-            decision = decision_of(decisions[0], pending)
+            read = answer_of if pending.asks else decision_of
+            decision = read(decisions[0], pending)
             return await self.runner.start_resume(thread_id, {pending.tool_call_id: decision})
         text = "\n".join(get_text_parts(parts)).strip()
         return await self.runner.start_run(thread_id, text)
@@ -256,13 +312,7 @@ class A2AExecutor(AgentExecutor):
             checkpoint = await self.runner.load(handle.thread_id)
             pending = await self.runner.pending_of(checkpoint) if checkpoint else None
             if pending is not None:
-                parts = [
-                    new_text_part(
-                        f"The call {pending.tool}({json.dumps(pending.args)}) needs approval."
-                    ),
-                    new_data_part(approval_request(pending)),
-                ]
-                await updater.requires_input(_agent_message(task, parts))
+                await updater.requires_input(_agent_message(task, input_request(pending)))
                 return
         if isinstance(last, ours.RunFinishedEvent):
             text = last.result.text or ""
@@ -281,7 +331,10 @@ class A2AExecutor(AgentExecutor):
         await updater.failed(_agent_message(task, parts))
 
     async def cancel(self, context: RequestContext, event_queue: EventQueue) -> None:
-        """Cancel the task; an approval it waits for is rejected so the thread can go on."""
+        """Cancel the task; an approval it waits for is rejected (a question: cancelled).
+
+        So the thread can go on.
+        """
         task = context.current_task
         task_id = context.task_id or (task.id if task else "")
         context_id = task.context_id if task else (context.context_id or "")
@@ -293,12 +346,11 @@ class A2AExecutor(AgentExecutor):
             if (
                 pending is not None
                 and pending.interrupt_id == shown  # the approval this task showed, still open
-                and "reject" in pending.allowed_decisions
+                and ("reject" in pending.allowed_decisions or pending.asks)
                 and not self.runner.busy(context_id)
             ):
-                handle = await self.runner.start_resume(
-                    context_id, {pending.tool_call_id: {"reject": "The task was cancelled."}}
-                )
+                undo = {"cancel": True} if pending.asks else {"reject": "The task was cancelled."}
+                handle = await self.runner.start_resume(context_id, {pending.tool_call_id: undo})
                 await handle.wait()
         await updater.cancel()
 

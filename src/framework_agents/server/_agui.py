@@ -7,6 +7,12 @@ prompt (it keeps the client's id, so the next request reconciles by id); the cli
 interrupt: ``resolved`` with ``{"approved": true}`` approves, with ``editedArgs`` edits,
 with ``{"approved": false, "reason"?}`` rejects; ``cancelled`` rejects.
 
+A tool's question (an MCP server's elicitation) is an interrupt with ``reason ==
+"elicitation"``: ``message`` is the question, ``responseSchema`` asks for ``{"action":
+"accept" | "decline" | "cancel", "content"?}`` with ``content`` of the requested schema
+(also in ``metadata.requestedSchema``). A ``resolved`` entry answers with that payload;
+``cancelled`` answers ``cancel``.
+
 Every run ends with ``STATE_SNAPSHOT`` and ``MESSAGES_SNAPSHOT``, then ``RUN_FINISHED``
 (an interrupt: ``outcome = {"type": "interrupt", "interrupts": [...]}``) or ``RUN_ERROR``
 with our error code. A request that cannot run (a bad thread id, a busy thread, a new
@@ -67,9 +73,17 @@ from ..messages import Message
 from ..swarm import HandoffEvent, MemberEvent
 from ._api import KEEPALIVE, error_response, read_json
 from ._errors import BadRequestError, error_payload
+from ._questions import answer_decision
 from ._runner import Pending, RunHandle, ThreadRunner
 
-__all__ = ["AguiTranslator", "agui_routes", "decision_of", "to_agui_messages"]
+__all__ = [
+    "AguiTranslator",
+    "agui_routes",
+    "answer_of",
+    "answer_schema",
+    "decision_of",
+    "to_agui_messages",
+]
 
 #: What an interrupt's answer looks like (``Interrupt.responseSchema``).
 RESPONSE_SCHEMA: dict[str, Any] = {
@@ -81,6 +95,18 @@ RESPONSE_SCHEMA: dict[str, Any] = {
     },
     "required": ["approved"],
 }
+
+
+def answer_schema(requested: dict[str, Any] | None) -> dict[str, Any]:
+    """``Interrupt.responseSchema`` of a tool's question whose requested schema is ``requested``."""
+    return {
+        "type": "object",
+        "properties": {
+            "action": {"type": "string", "enum": ["accept", "decline", "cancel"]},
+            "content": requested or {"type": "object"},
+        },
+        "required": ["action"],
+    }
 
 
 def _now_ms() -> int:
@@ -131,6 +157,22 @@ def _assistant(message_id: str, text: str, calls: list[Any]) -> AssistantMessage
         for c in calls
     ]
     return AssistantMessage(id=message_id, content=text or None, tool_calls=tool_calls or None)
+
+
+def answer_of(entry: ResumeEntry) -> Any:
+    """Our answer to a tool's question for one AG-UI resume entry (``HITL_DECISION`` if malformed).
+
+    ``resolved`` with the payload ``{"action", "content"?}``; ``cancelled`` cancels.
+    """
+    if entry.status == "cancelled":
+        return {"cancel": True}
+    answer = entry.payload
+    if not isinstance(answer, dict) or "action" not in answer:
+        raise HitlDecisionError(
+            'a tool asks a question: answer it with the payload {"action": "accept", '
+            '"content": {...}}, {"action": "decline"} or {"action": "cancel"}'
+        )
+    return answer_decision(answer["action"], answer.get("content"))
 
 
 def decision_of(entry: ResumeEntry) -> Any:
@@ -281,23 +323,7 @@ class AguiTranslator:
         events.append(StateSnapshotEvent(snapshot=checkpoint.state if checkpoint else {}))
         events.append(MessagesSnapshotEvent(messages=to_agui_messages(messages, open_turn)))
         if isinstance(event, ours.InterruptEvent) and pending is not None:
-            outcome = RunFinishedInterruptOutcome(
-                interrupts=[
-                    Interrupt(
-                        id=pending.interrupt_id,
-                        reason="tool_call",
-                        tool_call_id=pending.tool_call_id,
-                        message=_question(pending),
-                        response_schema=RESPONSE_SCHEMA,
-                        metadata={
-                            "tool": pending.tool,
-                            "args": pending.args,
-                            "allowedDecisions": list(pending.allowed_decisions),
-                            **({"outcomeUnknown": True} if pending.outcome_unknown else {}),
-                        },
-                    )
-                ]
-            )
+            outcome = RunFinishedInterruptOutcome(interrupts=[_interrupt(pending)])
             events.append(
                 RunFinishedEvent(
                     thread_id=self.thread_id,
@@ -317,6 +343,36 @@ class AguiTranslator:
                 )
             )
         return events
+
+
+def _interrupt(pending: Pending) -> Interrupt:
+    """The AG-UI interrupt of the open approval or question."""
+    if pending.asks:
+        return Interrupt(
+            id=pending.interrupt_id,
+            reason="elicitation",
+            tool_call_id=pending.tool_call_id,
+            message=pending.message,
+            response_schema=answer_schema(pending.schema),
+            metadata={
+                "tool": pending.tool,
+                "args": pending.args,
+                "requestedSchema": pending.schema,
+            },
+        )
+    return Interrupt(
+        id=pending.interrupt_id,
+        reason="tool_call",
+        tool_call_id=pending.tool_call_id,
+        message=_question(pending),
+        response_schema=RESPONSE_SCHEMA,
+        metadata={
+            "tool": pending.tool,
+            "args": pending.args,
+            "allowedDecisions": list(pending.allowed_decisions),
+            **({"outcomeUnknown": True} if pending.outcome_unknown else {}),
+        },
+    )
 
 
 def _question(pending: Pending) -> str:
@@ -362,9 +418,8 @@ async def _start(runner: ThreadRunner, run: RunAgentInput) -> RunHandle:
             raise HitlDecisionError(
                 f"resume must answer the open interrupt {pending.interrupt_id!r} exactly once"
             )
-        return await runner.start_resume(
-            run.thread_id, {pending.interrupt_id: decision_of(entries[0])}
-        )
+        read = answer_of if pending.asks else decision_of
+        return await runner.start_resume(run.thread_id, {pending.interrupt_id: read(entries[0])})
     prompt = await _new_prompt(runner, run)
     if prompt is None:
         raise InvalidArgumentError("no new user message to run and no resume entries")

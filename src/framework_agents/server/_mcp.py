@@ -289,8 +289,7 @@ class _McpTools:
         answer = (params.input_responses or {}).get(APPROVAL_KEY)
         if not isinstance(answer, types.ElicitResult):
             raise HitlDecisionError(f"the retry carries no answer under {APPROVAL_KEY!r}")
-        checkpoint = await self.runner.require(thread_id)
-        if checkpoint.elicitation is not None:  # a tool's question, answered as it was asked
+        if pending.asks:  # a tool's question, answered as it was asked
             decision: Any = _ANSWERS[answer.action](answer.content or {})
         else:
             decision = decision_of(answer, pending)
@@ -349,7 +348,7 @@ class _McpTools:
         pending = await self.runner.pending_of(checkpoint) if checkpoint else None
         if pending is None:
             return _failure(RuntimeError("the run ended without an outcome"))
-        question = checkpoint.elicitation if checkpoint else None
+        question = {"message": pending.message, "schema": pending.schema} if pending.asks else None
         if not _can_elicit(ctx):
             return _pending_result(pending, handle.thread_id, question)
         form = approval_form(pending) if question is None else _passed_on(question)

@@ -48,6 +48,7 @@ from ..agent.events import (
 from ..agent.result import RunResult
 from ..checkpoint._base import thread_lock
 from ..checkpoint.model import ThreadCheckpoint, check_thread_id
+from ..elicitation import parse_answer
 from ..errors import (
     CheckpointConflictError,
     CheckpointMissingError,
@@ -55,12 +56,13 @@ from ..errors import (
     InvalidArgumentError,
     ThreadBusyError,
 )
-from ..hitl import HitlInterrupt, check_edit, hitl_key, parse_decision
+from ..hitl import HitlInterrupt, InterruptKind, check_edit, hitl_key, parse_decision
 from ..messages import Message, ToolCall, new_id
 from ..sessions._base import as_logged, digest, swap
 from ..tools import DECISION_KINDS
 from ._errors import ApprovalPendingError
 from ._index import ThreadIndex, decode_cursor, encode_cursor
+from ._questions import ANSWER_KINDS, question_of
 from ._store import ServerStore
 
 __all__ = [
@@ -100,7 +102,13 @@ def supports_reissue(agent: object) -> bool:
 
 @dataclass(frozen=True, slots=True)
 class Pending:
-    """The approval a thread waits for, as every protocol shows it."""
+    """The approval (or the tool's question) a thread waits for, as every protocol shows it.
+
+    ``kind`` is ``"tool_call"`` for an approval and ``"elicitation"`` for a question a
+    tool asked mid-call (an MCP server's elicitation): then ``message`` and ``schema`` are
+    the question and the requested schema (the tool's own state stays in the checkpoint),
+    and ``allowed_decisions`` are :data:`ANSWER_KINDS`.
+    """
 
     interrupt_id: str
     tool_call_id: str
@@ -111,21 +119,32 @@ class Pending:
     outcome_unknown: bool = False
     #: The key the agent's decisions use for this interrupt.
     decision_key: str = ""
+    kind: InterruptKind = "tool_call"
+    message: str | None = None
+    schema: dict[str, Any] | None = None
+
+    @property
+    def asks(self) -> bool:
+        """Whether this is a tool's question (``kind == "elicitation"``), not an approval."""
+        return self.kind == "elicitation"
 
     def names(self) -> set[str]:
         """Every key a client may use to name this approval."""
         return {self.interrupt_id, self.tool_call_id, self.key, self.tool}
 
     def to_json(self) -> dict[str, Any]:
-        """The JSON API shape (``server-notes``/``docs/server.md``)."""
+        """The JSON API shape (``docs/server.md``)."""
         return {
             "interrupt_id": self.interrupt_id,
+            "kind": self.kind,
             "tool_call_id": self.tool_call_id,
             "tool": self.tool,
             "args": self.args,
             "key": self.key,
             "allowed_decisions": list(self.allowed_decisions),
             "outcome_unknown": self.outcome_unknown,
+            "message": self.message,
+            "schema": self.schema,
         }
 
 
@@ -322,15 +341,21 @@ class ThreadRunner:
         allowed = tuple(getattr(tool, "allowed_decisions", DECISION_KINDS))
         key = hitl_key(call.name, call.args)
         interrupt_id = getattr(checkpoint, "interrupt_id", None)
+        question = question_of(checkpoint)
         return Pending(
             interrupt_id=str(interrupt_id or call.id),
             tool_call_id=call.id,
             tool=call.name,
             args=dict(call.args),
             key=key,
-            allowed_decisions=tuple(d for d in allowed if d != "suspend"),
+            allowed_decisions=(
+                ANSWER_KINDS if question else tuple(d for d in allowed if d != "suspend")
+            ),
             outcome_unknown=checkpoint.outcome_unknown,
             decision_key=str(interrupt_id) if interrupt_id else key,
+            kind="elicitation" if question else "tool_call",
+            message=question.message if question else None,
+            schema=question.schema if question else None,
         )
 
     async def list_threads(
@@ -489,9 +514,12 @@ class ThreadRunner:
             agent = await self.make_agent()
             assert pending is not None
             tool = self._tools_of(agent).get(pending.tool)
-            # An answer to a tool's question is the agent's to check (against its schema).
-            if tool is not None and checkpoint.elicitation is None:
-                # HITL_DECISION now, before the stream starts (edited arguments too)
+            # HITL_DECISION now, before the stream starts: an answer against the question's
+            # schema (the agent checks it again), a decision against the tool (edits too).
+            question = question_of(checkpoint)
+            if question is not None:
+                parse_answer(decision, question, pending.tool)
+            elif tool is not None:
                 check_edit(parse_decision(decision, tool=tool, source="exact"), tool)
         except BaseException:
             self.release(handle)

@@ -1,14 +1,17 @@
 // One thread: its conversation, state tree and timeline, the composer that streams a run
-// over AG-UI, the pending approval (approve, edit, reject), edit and branch of a message.
+// over AG-UI, the pending approval (approve, edit, reject) or a tool's question (a form built
+// from its schema: answer, decline, cancel), edit and branch of a message.
 
 import { ApiError, api } from "./api.js";
 import { clear, h, uid } from "./dom.js";
+import { buildForm } from "./elicit.js";
 import { isEditable, jsonText, messageText, renderConversation, renderJsonTree, renderTimeline } from "./render.js";
 import { LiveRun } from "./live.js";
 import { loadThreads, markCurrent } from "./threads.js";
 import { clearError, showError, withAuth } from "./ui.js";
 
-const view = { id: null, data: null, interrupt: null, running: false };
+// draft: the last answer sent to a question ({interruptId, content}), shown again if refused.
+const view = { id: null, data: null, interrupt: null, running: false, draft: null };
 
 function randomId() {
   if (globalThis.crypto && crypto.randomUUID) return crypto.randomUUID();
@@ -21,8 +24,8 @@ export function newThreadId() {
 }
 
 /**
- * The thread's pending approval (the stored truth: `data.pending`), completed with what the
- * run's AG-UI interrupt said; a thread with nothing pending shows no approval.
+ * The thread's pending approval or question (the stored truth: `data.pending`), completed
+ * with what the run's AG-UI interrupt said; a thread with nothing pending shows neither.
  */
 function pendingOf(data, interrupt) {
   const p = data && data.pending;
@@ -39,8 +42,10 @@ function pendingOf(data, interrupt) {
     key: (p && p.key) || tool,
     interruptId: (p && (p.interrupt_id || p.interruptId)) || (interrupt && interrupt.id) || null,
     allowed: Array.isArray(allowed) && allowed.length ? allowed : ["approve", "edit", "reject"],
-    message: (interrupt && interrupt.message) || (p && p.reason) || null,
+    message: (p && p.message) || (interrupt && interrupt.message) || (p && p.reason) || null,
     outcomeUnknown: Boolean(p && p.outcome_unknown),
+    asks: p.kind === "elicitation" || Boolean(interrupt && interrupt.reason === "elicitation"),
+    schema: p.schema || meta.requestedSchema || { type: "object", properties: {} },
   };
 }
 
@@ -100,7 +105,7 @@ function render(focus) {
         "div",
         {},
         heading,
-        pending ? h("span", { class: "badge badge-wait" }, "Waiting for approval") : null,
+        pending ? h("span", { class: "badge badge-wait" }, pending.asks ? "Waiting for an answer" : "Waiting for approval") : null,
         data && data.running ? h("span", { class: "badge badge-kind", id: "running-badge" }, "Run in progress") : null,
         parent
           ? h(
@@ -131,8 +136,9 @@ function render(focus) {
   if (messages.length === 0) conversation.append(h("li", { class: "muted", id: "empty-note" }, "No messages yet."));
   const column = h("div", { class: "thread-main" }, conversation, h("div", { id: "run-notice" }));
   const busy = Boolean(data && data.running) && !view.running;
-  if (pending) column.append(renderApproval(pending));
-  column.append(renderComposer(pending ? "Answer the approval above first" : busy ? "A run of this thread is in progress" : null));
+  if (pending) column.append(pending.asks ? renderQuestion(pending) : renderApproval(pending));
+  const waiting = pending ? `Answer the ${pending.asks ? "question" : "approval"} above first` : null;
+  column.append(renderComposer(waiting || (busy ? "A run of this thread is in progress" : null)));
   const side = h(
     "div",
     { class: "side" },
@@ -369,6 +375,64 @@ function renderApproval(pending) {
   return section;
 }
 
+function renderQuestion(pending) {
+  const draft = view.draft && view.draft.interruptId === pending.interruptId ? view.draft.content : {};
+  const form = buildForm(pending.schema, draft);
+  const section = h(
+    "form",
+    { class: "approval elicitation", id: "elicitation", "aria-labelledby": "elicitation-title", novalidate: true },
+    h("h3", { id: "elicitation-title" }, `Question from ${pending.tool}`),
+    h("p", { id: "elicitation-message", class: "question" }, pending.message || `The tool ${pending.tool} asks for input.`),
+    form.elements,
+    h(
+      "div",
+      { class: "row" },
+      h("button", { type: "submit", id: "elicit-answer" }, "Answer"),
+      h("button", { type: "button", id: "elicit-decline", class: "secondary", onclick: () => settle({ action: "decline" }) }, "Decline"),
+      h("button", { type: "button", id: "elicit-cancel", class: "secondary", onclick: () => settle({ action: "cancel" }) }, "Cancel"),
+    ),
+  );
+  section.addEventListener("submit", (event) => {
+    event.preventDefault();
+    const got = form.read();
+    if (got.invalid) {
+      if (got.invalid.control) got.invalid.control.focus();
+      return;
+    }
+    view.draft = { interruptId: pending.interruptId, content: got.content };
+    settle({ action: "accept", content: got.content });
+  });
+  async function settle(answer) {
+    for (const el of section.querySelectorAll("button, input, select")) el.disabled = true;
+    await sendAnswer(pending, answer);
+  }
+  return section;
+}
+
+/** A tool's question answered: over AG-UI when the interrupt is known, else the JSON API. */
+async function sendAnswer(pending, answer) {
+  if (pending.interruptId) {
+    const entry =
+      answer.action === "cancel"
+        ? { interruptId: pending.interruptId, status: "cancelled" }
+        : { interruptId: pending.interruptId, status: "resolved", payload: answer };
+    const input = {
+      threadId: view.id,
+      runId: randomId(),
+      messages: [],
+      state: {},
+      tools: [],
+      context: [],
+      forwardedProps: {},
+      resume: [entry],
+    };
+    await runStream((onEvent) => api.agui(input, onEvent), null);
+    return;
+  }
+  const value = answer.action === "accept" ? { answer: answer.content } : { [answer.action]: true };
+  await runStream((onEvent) => api.resume(view.id, { [pending.key]: value }, onEvent), null);
+}
+
 async function sendDecision(pending, decision) {
   if (pending.interruptId) {
     let payload = { approved: true };
@@ -481,11 +545,13 @@ async function runStream(start, userMessage) {
   view.interrupt = live.interrupt;
   await reloadThread();
   const status = document.getElementById("run-status");
-  if (status) status.textContent = live.error ? "The run failed" : live.interrupt ? "Waiting for your approval" : "Answer complete";
+  const asked = live.interrupt && live.interrupt.reason === "elicitation";
+  const waitingFor = asked ? "Waiting for your answer" : "Waiting for your approval";
+  if (status) status.textContent = live.error ? "The run failed" : live.interrupt ? waitingFor : "Answer complete";
   const composer = document.getElementById("composer-input");
   const stored = ((view.data && view.data.messages) || []).some((m) => userMessage && m.id === userMessage.id);
   if (live.error && userMessage && !stored && composer) composer.value = userMessage.content; // not kept: offer it again
-  const approve = document.getElementById("approve");
+  const approve = document.getElementById("approve") || document.querySelector("#elicitation input, #elicitation select, #elicit-answer");
   if (approve) approve.focus();
   else if (composer) composer.focus();
 }
@@ -493,7 +559,8 @@ async function runStream(start, userMessage) {
 function setRunning(running, text) {
   const status = document.getElementById("run-status");
   if (status) status.textContent = text;
-  for (const el of document.querySelectorAll("#composer textarea, #composer button, #approval button")) el.disabled = running;
+  const controls = "#composer textarea, #composer button, #approval button, #elicitation button, #elicitation input, #elicitation select";
+  for (const el of document.querySelectorAll(controls)) el.disabled = running;
 }
 
 function showLost(failure) {
