@@ -110,6 +110,16 @@ def test_a_malformed_redis_database_is_refused_when_opened(url: str) -> None:
     assert _code(lambda: open_store(url)) == "INVALID_ARGUMENT"
 
 
+def test_a_redis_url_option_the_driver_lacks_is_refused_when_opened() -> None:
+    """redis-py handed ``?prefx=`` to its connection: a raw TypeError at the first command."""
+    pytest.importorskip("redis")
+    assert _code(lambda: open_store("redis://127.0.0.1:1/0?prefx=app:")) == "INVALID_ARGUMENT"
+    url = "redis://127.0.0.1:1/0?prefix=app:"  # open_store's parameter, not the class's
+    assert _code(lambda: RedisStorage(url)) == "INVALID_ARGUMENT"
+    store = open_store("redis://127.0.0.1:1/0?socket_timeout=2&client_name=a&prefix=app:")
+    asyncio.run(store.close())  # the driver's own options are still taken
+
+
 @pytest.mark.redis
 def test_a_database_the_redis_server_lacks_is_backend_unavailable(redis_prefix: str) -> None:
     from stores_backends import REDIS_URL

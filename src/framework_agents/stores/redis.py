@@ -29,6 +29,7 @@ nothing written, otherwise). ``ttl=`` maps onto ``PEXPIRE`` (never for a pending
 from __future__ import annotations
 
 import builtins
+import inspect
 import re
 from collections.abc import Callable, Collection, Sequence
 from datetime import timedelta
@@ -77,6 +78,30 @@ _PREFIX = re.compile(r"[A-Za-z0-9_.:{}-]{1,64}\Z")
 _DATABASE = re.compile(r"(?:/(?P<db>[0-9]{1,9})?)?\Z")
 
 
+def _unknown_options(scheme: str, names: builtins.set[str]) -> builtins.list[str]:
+    """The query parameters among ``names`` that redis-py's connection would not take.
+
+    redis-py passes every parameter of the URL to the connection's constructor, so a typo
+    (``?prefx=``) was a raw ``TypeError`` at the first command. Asked of the installed
+    driver (its parameters change between releases), only when there are any: nothing is
+    imported otherwise, and nothing when the driver is missing (that error comes first).
+    """
+    if not names:
+        return []
+    try:
+        from redis.asyncio import connection as rc
+    except ImportError:
+        return []
+    kinds = {"rediss": rc.SSLConnection, "unix": rc.UnixDomainSocketConnection}
+    known = {*rc.URL_QUERY_ARGUMENT_PARSERS, "max_connections"}
+    for klass in kinds.get(scheme, rc.Connection).__mro__:
+        init = klass.__dict__.get("__init__")
+        if init is not None:
+            known.update(inspect.signature(init).parameters)
+    known -= {"self", "args", "kwargs"}
+    return sorted(names - known)
+
+
 def _check_url(url: str) -> None:
     """Refuse a Redis URL whose database redis-py would misread (INVALID_ARGUMENT).
 
@@ -84,9 +109,17 @@ def _check_url(url: str) -> None:
     that is not a number as database 0.
     """
     parts = urlsplit(url)
+    pairs = parse_qsl(parts.query, keep_blank_values=True)
+    unknown = _unknown_options(parts.scheme, {k for k, _ in pairs} - {"db"})
+    if unknown:
+        raise InvalidArgumentError(
+            f"{redact(url)!r} has the query parameter(s) {', '.join(map(repr, unknown))}, "
+            "which are not options of a Redis connection (open_store's own is ?prefix=; "
+            "the Redis classes take prefix= as an argument)"
+        )
     if parts.scheme == "unix":
         return
-    bad = [v for k, v in parse_qsl(parts.query, keep_blank_values=True) if k == "db"]
+    bad = [v for k, v in pairs if k == "db"]
     bad = ["?db=" + v for v in bad if not (v.isascii() and v.isdigit())]
     if not _DATABASE.match(parts.path):
         bad.append(parts.path)
