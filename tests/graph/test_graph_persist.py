@@ -226,3 +226,38 @@ def test_a_cancelled_open_waiting_for_the_lock_stops_and_takes_nothing(tmp_path:
         await other.close()
 
     arun(body(), timeout=60)
+
+
+def _damage(file: Path, how: str) -> None:
+    data = bytearray(file.read_bytes())
+    if how == "garbage":
+        data = bytearray(b"not a database at all " * 300)
+    elif how == "truncated":
+        data = data[: len(data) // 2 + 7]
+    elif how == "header":
+        data[:16] = b"SQLite format 9\x00"
+    else:  # the pages after the schema: the quads' b-tree
+        for i in range(4096, len(data), 7):
+            data[i] ^= 0x5A
+    file.write_bytes(bytes(data))
+
+
+@pytest.mark.parametrize("how", ["garbage", "truncated", "header", "pages"])
+def test_a_damaged_database_is_corrupt_and_left_byte_identical(tmp_path: Path, how: str) -> None:
+    path = tmp_path / "g"
+
+    async def made() -> None:
+        store = GraphStore(path)
+        await store.add_many([(f"ex:e{i}", "ex:name", f'"name {i}"') for i in range(400)])
+        await store.close()
+
+    arun(made(), timeout=30)
+    with sqlite3.connect(path / DB_NAME) as conn:  # everything in the database file
+        conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    conn.close()
+    _damage(path / DB_NAME, how)
+    before = (path / DB_NAME).read_bytes()
+    with pytest.raises(GraphStoreCorruptError) as info:
+        _open(path)
+    assert info.value.code == "GRAPH_STORE_CORRUPT"
+    assert (path / DB_NAME).read_bytes() == before
