@@ -116,6 +116,8 @@ def test_a_redis_url_option_the_driver_lacks_is_refused_when_opened() -> None:
     assert _code(lambda: open_store("redis://127.0.0.1:1/0?prefx=app:")) == "INVALID_ARGUMENT"
     url = "redis://127.0.0.1:1/0?prefix=app:"  # open_store's parameter, not the class's
     assert _code(lambda: RedisStorage(url)) == "INVALID_ARGUMENT"
+    decoding = "redis://127.0.0.1:1/0?decode_responses=true"  # every read a TypeError
+    assert _code(lambda: open_store(decoding)) == "INVALID_ARGUMENT"
     store = open_store("redis://127.0.0.1:1/0?socket_timeout=2&client_name=a&prefix=app:")
     asyncio.run(store.close())  # the driver's own options are still taken
 

@@ -66,6 +66,6 @@ def resolve_store(url: str) -> ServerStore:
     if where.kind != "directory" or where.path is None:
         raise InvalidArgumentError(
             f"store {url!r} needs framework_agents.stores (SQLite, PostgreSQL, Redis); "
-            "this installation serves 'memory:' and a directory path or file:// URL"
+            "this installation serves 'memory:' and a directory path or file:/// URL"
         )
     return ServerStore(FileCheckpointer(where.path), LocalFileStorage(where.path))

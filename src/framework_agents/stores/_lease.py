@@ -26,6 +26,7 @@ __all__ = ["Held", "LeaseLocks"]
 logger = logging.getLogger(__name__)
 
 _POLL_MIN = 0.02
+_POLL_MAX = 0.25
 
 
 def _log_failure(doing: str, thread_id: str, failure: Exception, *, quiet: bool = False) -> None:
@@ -40,9 +41,6 @@ def _log_failure(doing: str, thread_id: str, failure: Exception, *, quiet: bool 
         logger.log(level, "%s thread %r failed (%s); its lease runs out", doing, thread_id, failure)
     else:
         logger.warning("%s thread %r failed", doing, thread_id, exc_info=failure)
-
-
-_POLL_MAX = 0.25
 
 
 @dataclass(slots=True)

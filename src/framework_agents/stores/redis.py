@@ -74,8 +74,8 @@ from ._codec import (
 __all__ = ["RedisCheckpointer", "RedisDb", "RedisMemory", "RedisStorage", "redis_store"]
 
 _PREFIX = re.compile(r"[A-Za-z0-9_.:{}-]{1,64}\Z")
-#: The database of a ``redis://`` URL: its path (``/`` and a number, or nothing) or ``?db=``.
-_DATABASE = re.compile(r"(?:/(?P<db>[0-9]{1,9})?)?\Z")
+#: The path of a ``redis://`` URL: nothing, ``/`` or ``/`` and a database number.
+_DATABASE = re.compile(r"(?:/[0-9]{0,9})?\Z")
 
 
 def _unknown_options(scheme: str, names: builtins.set[str]) -> builtins.list[str]:
@@ -103,10 +103,12 @@ def _unknown_options(scheme: str, names: builtins.set[str]) -> builtins.list[str
 
 
 def _check_url(url: str) -> None:
-    """Refuse a Redis URL whose database redis-py would misread (INVALID_ARGUMENT).
+    """Refuse a Redis URL redis-py would misread or fail on later (INVALID_ARGUMENT).
 
-    redis-py takes the digits of the whole path (``/1/2`` is database 12) and a path
-    that is not a number as database 0.
+    redis-py takes the digits of the whole path (``/1/2`` is database 12), a path that is
+    not a number as database 0, and hands a query parameter it does not know to the
+    connection (a ``TypeError`` at the first command); ``decode_responses`` would make
+    every read a ``TypeError``.
     """
     parts = urlsplit(url)
     pairs = parse_qsl(parts.query, keep_blank_values=True)
@@ -116,6 +118,12 @@ def _check_url(url: str) -> None:
             f"{redact(url)!r} has the query parameter(s) {', '.join(map(repr, unknown))}, "
             "which are not options of a Redis connection (open_store's own is ?prefix=; "
             "the Redis classes take prefix= as an argument)"
+        )
+    decoded = [v for k, v in pairs if k == "decode_responses"]
+    if any(v.upper() not in ("", "0", "F", "FALSE", "N", "NO") for v in decoded):
+        raise InvalidArgumentError(
+            f"{redact(url)!r} asks redis-py to decode replies (decode_responses); the stores "
+            "read bytes: leave it out"
         )
     if parts.scheme == "unix":
         return
