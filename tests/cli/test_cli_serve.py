@@ -231,3 +231,25 @@ def test_a_bad_mcp_namespace_stops_serve_before_it_starts(tmp_path: Path) -> Non
     assert result.returncode == 2
     assert "mcp_namespace" in result.stderr
     assert not any(tmp_path.iterdir())
+
+
+@pytest.mark.parametrize(
+    ("url", "says"),
+    [
+        ("memory", "'memory:'"),
+        ("file://elsewhere/srv/agents", "file:///"),
+        ("sqlite", "sqlite:///"),
+    ],
+)
+def test_a_store_url_open_store_refuses_stops_serve_before_it_starts(
+    tmp_path: Path, url: str, says: str
+) -> None:
+    """``--store memory`` (for ``memory:``) served from a ``./memory`` directory store."""
+    command = [sys.executable, "-m", "framework_agents.cli", "serve", "--model", "echo"]
+    command += ["--store", url]
+    result = subprocess.run(
+        command, env=_env(), capture_output=True, text=True, timeout=60, cwd=tmp_path
+    )
+    assert result.returncode == 2
+    assert says in result.stderr and "Traceback" not in result.stderr
+    assert not any(tmp_path.iterdir())

@@ -18,9 +18,11 @@ space or a lock is ``GRAPH_STORE_IO``.
 from __future__ import annotations
 
 import contextlib
+import errno
 import json
 import os
 import sqlite3
+import stat
 import time
 from collections.abc import Iterable
 from pathlib import Path
@@ -109,15 +111,38 @@ _IO_CODES = frozenset(
 _CORRUPT_CODES = frozenset({sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB})
 
 
+#: The ``errno`` a SQLite result code stands for (SQLite does not pass the OS's on).
+_ERRNO = {
+    sqlite3.SQLITE_FULL: errno.ENOSPC,
+    sqlite3.SQLITE_IOERR: errno.EIO,
+    sqlite3.SQLITE_READONLY: errno.EROFS,
+    sqlite3.SQLITE_PERM: errno.EACCES,
+    sqlite3.SQLITE_AUTH: errno.EACCES,
+    sqlite3.SQLITE_BUSY: errno.EBUSY,
+    sqlite3.SQLITE_LOCKED: errno.EBUSY,
+    sqlite3.SQLITE_NOMEM: errno.ENOMEM,
+}
+
+
 def _failure(file: Path, exc: sqlite3.Error, *, opening: bool) -> AgentError:
-    """The AgentError for a SQLite failure on ``file`` (on open, unknown means corrupt)."""
+    """The AgentError for a SQLite failure on ``file`` (on open, unknown means corrupt).
+
+    An I/O failure is ``GRAPH_STORE_IO`` with the ``errno`` its SQLite code stands for
+    (``ENOSPC`` for a full disk); SQLite rolls a failed transaction back, so nothing of
+    it landed.
+    """
     code = (getattr(exc, "sqlite_errorcode", None) or 0) & 0xFF
-    if file.is_dir():
-        return InvalidArgumentError(f"graph store database {file} is a directory, not a file")
+    with contextlib.suppress(OSError):
+        if stat.S_ISDIR(os.lstat(file).st_mode):
+            return InvalidArgumentError(f"graph store database {file} is a directory, not a file")
     if code in _IO_CODES or (not opening and code not in _CORRUPT_CODES):
         doing = "open" if opening else "write to"
-        return GraphStoreIOError(f"cannot {doing} graph store {file}: {exc}")  # no errno: SQLite
-    return GraphStoreCorruptError(f"{file} is unreadable: {exc}")
+        return GraphStoreIOError(
+            f"cannot {doing} graph store {file}: {exc}; nothing was written",
+            errno=_ERRNO.get(code),
+            may_have_landed=False,
+        )
+    return GraphStoreCorruptError(f"{file} is unreadable: {exc}; it was left untouched")
 
 
 def _upgrade(conn: sqlite3.Connection) -> None:
@@ -164,21 +189,29 @@ class Disk:
             raise graph_io_error(
                 exc, f"cannot create graph store directory {self.directory}"
             ) from exc
-        if self.file.is_symlink() or (
-            self.file.exists() and not self.file.is_file() and not self.file.is_dir()
-        ):
-            raise GraphStoreCorruptError(
-                f"graph store database {self.file} is not a regular file (a symlink, FIFO "
-                "or device); it was left untouched"
-            )
-        if self.file.is_dir():
-            raise InvalidArgumentError(f"graph store database {self.file} is not a file")
+        self._check_file()
         self._lock.acquire(self._lock_timeout)
         try:
             self._conn = self._connect()
         except BaseException:
             self._lock.release()
             raise
+
+    def _check_file(self) -> None:
+        """Refuse what is not a regular file (or nothing) where the database belongs."""
+        try:
+            mode = os.lstat(self.file).st_mode
+        except FileNotFoundError:
+            return
+        except OSError as exc:
+            raise graph_io_error(exc, f"cannot look at graph store {self.file}") from exc
+        if stat.S_ISDIR(mode):
+            raise InvalidArgumentError(f"graph store database {self.file} is not a file")
+        if not stat.S_ISREG(mode):
+            raise GraphStoreCorruptError(
+                f"graph store database {self.file} is not a regular file (a symlink, FIFO "
+                "or device); it was left untouched"
+            )
 
     def _connect(self) -> sqlite3.Connection:
         try:

@@ -4,19 +4,30 @@ An advisory lock on ``<path>/graph.lock`` (``flock`` on POSIX, ``msvcrt.locking`
 Windows), held from open to close. The operating system releases it when the holder
 dies, so a killed process never leaves a store locked. Other openers wait up to their
 timeout, then get ``GRAPH_STORE_BUSY``.
+
+On POSIX the lock file is opened and waited for by the persistence layer, as every file
+store's lock is (:func:`~framework_agents._persist.open_lock_file`,
+:func:`~framework_agents._persist.flock`): the waiter is woken the moment the holder lets
+go, and a cancelled ``await store.open()`` stops waiting at once, taking nothing.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 import time
 import weakref
 from pathlib import Path
 
-from .._persist import OddFileError, open_lock_file
+from .._persist import Deadline, OddFileError, flock, open_lock_file
 from .._platform import posix_fcntl
-from ..errors import GraphStoreBusyError, GraphStoreCorruptError, GraphStoreIOError
+from ..errors import (
+    GraphStoreBusyError,
+    GraphStoreCorruptError,
+    GraphStoreIOError,
+    LockTimeoutError,
+)
 
 __all__ = ["LOCK_NAME", "StoreLock", "graph_io_error"]
 
@@ -54,17 +65,20 @@ if sys.platform == "win32":  # pragma: no cover - exercised on Windows only
     def _unlock(fd: int) -> None:
         msvcrt.locking(fd, msvcrt.LK_UNLCK, 1)
 
+    def _wait(fd: int, timeout: float, file: Path) -> None:
+        deadline, delay = time.monotonic() + max(timeout, 0.0), 0.005
+        while not _try_lock(fd):
+            if time.monotonic() >= deadline:
+                raise LockTimeoutError(f"lock {str(file)!r} not acquired within {timeout}s")
+            time.sleep(min(delay, max(deadline - time.monotonic(), 0.0)))
+            delay = min(delay * 2, 0.1)
+
 else:
     # fcntl is looked up when a store is opened, not at import: ``import framework_agents``
     # works where the platform has neither (FILE_LOCK_UNSUPPORTED then names the way out).
 
-    def _try_lock(fd: int) -> bool:
-        fcntl = posix_fcntl()
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            return False
-        return True
+    def _wait(fd: int, timeout: float, file: Path) -> None:
+        flock(fd, exclusive=True, deadline=Deadline.after(timeout), name=file)
 
     def _unlock(fd: int) -> None:
         fcntl = posix_fcntl()
@@ -93,16 +107,20 @@ class StoreLock:
             ) from None
         except OSError as exc:
             raise graph_io_error(exc, f"cannot open the lock {self.file}") from exc
-        deadline, delay = time.monotonic() + max(timeout, 0.0), 0.005
-        while not _try_lock(fd):
-            if time.monotonic() >= deadline:
-                os.close(fd)
-                raise GraphStoreBusyError(
-                    f"graph store {self.file.parent} is open in another process (or another "
-                    "GraphStore of this one); close it there, or pass lock_timeout= to wait"
-                )
-            time.sleep(min(delay, max(deadline - time.monotonic(), 0.0)))
-            delay = min(delay * 2, 0.1)
+        try:
+            _wait(fd, timeout, self.file)
+        except LockTimeoutError:
+            os.close(fd)
+            raise GraphStoreBusyError(
+                f"graph store {self.file.parent} is open in another process (or another "
+                "GraphStore of this one); close it there, or pass lock_timeout= to wait"
+            ) from None
+        except OSError as exc:
+            os.close(fd)
+            raise graph_io_error(exc, f"cannot lock {self.file}") from exc
+        except BaseException:  # cancelled while waiting: nothing taken
+            os.close(fd)
+            raise
         self._fd = fd
         # A store dropped without close() must not hold the path until the process ends:
         # closing the descriptor when the lock is collected lets it go.
@@ -113,7 +131,9 @@ class StoreLock:
         fd, self._fd = self._fd, None
         if fd is not None:
             self._finalizer.detach()
-            try:
+            # Closing the descriptor lets the lock go whatever the unlock said; neither
+            # failing leaves anything to undo, so neither is raised at a close.
+            with contextlib.suppress(OSError):
                 _unlock(fd)
-            finally:
+            with contextlib.suppress(OSError):
                 os.close(fd)

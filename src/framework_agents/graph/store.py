@@ -10,7 +10,6 @@ the closure is read back from a snapshot (:mod:`._snapshot`) or rebuilt on open.
 
 from __future__ import annotations
 
-import asyncio
 import json
 import logging
 import os
@@ -23,6 +22,7 @@ from pathlib import Path
 from types import EllipsisType
 from typing import Any, NamedTuple
 
+from .._persist import run_blocking, strict_loads
 from ..errors import GraphStateError, GraphStoreCorruptError, GraphTermError, InvalidArgumentError
 from ._disk import FORMAT, Disk, Row, encode_object
 from ._snapshot import read_snapshot, write_snapshot
@@ -58,6 +58,9 @@ GRAPH_STATE_FORMAT_VERSION = 1
 SNAPSHOT_MIN = 20_000
 
 logger = logging.getLogger(__name__)
+
+#: A str as JSON text, non-ASCII kept (what ``encode_object`` writes for an entity).
+_json_string = json.encoder.encode_basestring
 
 _Quad = tuple[int, int, int, int]  # subject, predicate, object, graph (0 = default graph)
 
@@ -202,7 +205,8 @@ class GraphStore:
         <path>/graph.lock         the opener's lock                                    0600
         <path>/closure.snapshot   closure + indexes at one generation (a cache)        0600
 
-    Mutations are ``async`` (their work runs in a thread); reads are synchronous and
+    Mutations are ``async`` (their work runs in a thread, which a cancel waits for: a
+    write is never cut in half); reads are synchronous and
     fast. An on-disk store opens on ``await store.open()`` or on the first mutation; a
     synchronous read of a store that is not open yet opens it on the spot (blocking), and
     a read waits while a mutation holds the lock: async callers run reads in a thread, as
@@ -251,9 +255,12 @@ class GraphStore:
                 self._snapshot_at = disk.generation if state is not None else None
                 if state is None:
                     state = _State.build(self._decode_row(row) for row in disk.rows())
-            except (GraphTermError, ValueError, TypeError) as exc:
+            except (GraphTermError, ValueError, TypeError, RecursionError) as exc:
                 disk.close()
-                raise GraphStoreCorruptError(f"{disk.file} holds a malformed quad: {exc}") from exc
+                reason = "nested too deeply" if isinstance(exc, RecursionError) else exc
+                raise GraphStoreCorruptError(
+                    f"{disk.file} holds a malformed quad: {reason}; it was left untouched"
+                ) from exc
             except BaseException:
                 disk.close()
                 raise
@@ -288,7 +295,7 @@ class GraphStore:
 
     async def open(self) -> None:
         """Load the store (an on-disk store reads its snapshot, or its quads and reasons)."""
-        await asyncio.to_thread(self._open_sync)
+        await run_blocking(self._open_sync)
 
     async def close(self) -> None:
         """Save the closure snapshot if due, close the database and let the lock go.
@@ -308,7 +315,7 @@ class GraphStore:
                     disk.close()
                     self._disk, self._state = None, None
 
-        await asyncio.to_thread(close)
+        await run_blocking(close)
 
     async def __aenter__(self) -> GraphStore:
         """Open the store."""
@@ -345,16 +352,34 @@ class GraphStore:
         return term
 
     def _decode_row(self, row: Row) -> tuple[Term, Term, Term, IRI | None]:
+        """The terms of a stored row, read strictly (``ValueError``: not as the store writes).
+
+        The object is read by the persistence layer's strict reader (no duplicate key,
+        NaN or lone surrogate) and must be the canonical text the store writes, as the
+        names must be the terms' keys: a row in any other spelling would never match the
+        row a later remove deletes, and the fact would come back on the next open.
+        """
         s, p, o, g = row
         graph = None if g == "" else term_from_json(g, "graph")
         if graph is not None and graph.key == ENTAILED_GRAPH:
             raise GraphTermError(f"graph: {ENTAILED_GRAPH} holds entailments, never stored")
-        return (
-            term_from_json(s, "subject"),
-            term_from_json(p, "predicate"),
-            term_from_json(json.loads(o), "object"),
-            IRI(graph.key) if graph is not None else None,
-        )
+        if not isinstance(o, str):
+            raise ValueError(f"a stored object is JSON text, not {type(o).__name__}")
+        subject = term_from_json(s, "subject")
+        predicate = term_from_json(p, "predicate")
+        value = strict_loads(o.encode())
+        obj = term_from_json(value, "object")
+        # An entity's text is its key as a JSON string (the common case, and a fast check).
+        text = _json_string(obj.key) if isinstance(value, str) else encode_object(value)
+        if (
+            subject.key != s
+            or predicate.key != p
+            or (graph is not None and graph.key != g)
+            or text != o
+            or (not isinstance(value, str) and term_to_json(obj) != value)
+        ):
+            raise ValueError(f"the row {row!r:.200} is not in the form the store writes")
+        return subject, predicate, obj, IRI(graph.key) if graph is not None else None
 
     # -- mutations ---------------------------------------------------------------------
 
@@ -379,7 +404,7 @@ class GraphStore:
     async def add_many(self, facts: Iterable[Sequence[Any]]) -> int:
         """Assert ``(subject, predicate, object[, graph])`` facts in one durable step."""
         quads = [self._parse(f) for f in _batch(facts, "add_many")]
-        return await asyncio.to_thread(self._mutate, quads, True)
+        return await run_blocking(self._mutate, quads, True)
 
     async def remove(
         self, subject: TermInput, predicate: TermInput, object: TermInput, graph: str | None = None
@@ -390,7 +415,7 @@ class GraphStore:
     async def remove_many(self, facts: Iterable[Sequence[Any]]) -> int:
         """Retract asserted facts in one durable step; unknown facts are ignored."""
         quads = [self._parse(f) for f in _batch(facts, "remove_many")]
-        return await asyncio.to_thread(self._mutate, quads, False)
+        return await run_blocking(self._mutate, quads, False)
 
     def _replace(self, quads: list[tuple[Term, Term, Term, IRI | None]]) -> None:
         state = _State.build(quads)  # built outside the lock: readers go on meanwhile
@@ -402,7 +427,7 @@ class GraphStore:
 
     async def clear(self) -> None:
         """Forget every fact."""
-        await asyncio.to_thread(self._replace, [])
+        await run_blocking(self._replace, [])
 
     # -- reads -------------------------------------------------------------------------
 
@@ -544,7 +569,7 @@ class GraphStore:
     async def import_state(self, state: Mapping[str, Any]) -> None:
         """Replace every fact by those of an exported state and recompute the closure."""
         quads = _parse_state(state)
-        await asyncio.to_thread(self._replace, quads)
+        await run_blocking(self._replace, quads)
 
 
 def _batch(facts: object, where: str) -> Iterable[Sequence[Any]]:

@@ -5,8 +5,10 @@
 and a :class:`~framework_agents.sessions.Storage` for the server's records (thread
 timelines, A2A tasks). When ``framework_agents.stores`` is installed, its ``open_store``
 resolves every URL (SQLite, PostgreSQL, Redis, ...). Without it, ``"memory:"`` and a
-directory (a path or ``file://``) are served by the in-process and file backends, and a
-database URL is refused with ``INVALID_ARGUMENT``.
+directory (a path or ``file:///``) are served by the in-process and file backends, and a
+database URL is refused with ``INVALID_ARGUMENT``. Both read the URL with the same parser
+(:func:`framework_agents._store_url.parse_store_url`), so they take and refuse the same
+URLs.
 
 Layout of a directory store::
 
@@ -20,10 +22,9 @@ from __future__ import annotations
 import importlib
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
-from urllib.parse import unquote, urlsplit
 
+from .._store_url import parse_store_url
 from ..checkpoint import FileCheckpointer, InMemoryCheckpointer
 from ..errors import InvalidArgumentError
 from ..sessions import InMemoryStorage, LocalFileStorage
@@ -47,15 +48,6 @@ class ServerStore:
     close: Callable[[], Awaitable[None]] = _nothing
 
 
-def _directory(url: str) -> Path | None:
-    if url.startswith("file://"):
-        parts = urlsplit(url)
-        return Path(unquote(parts.netloc + parts.path))
-    if "://" in url or url.endswith(":"):
-        return None
-    return Path(url)
-
-
 def resolve_store(url: str) -> ServerStore:
     """The :class:`ServerStore` that ``url`` names (see the module docstring)."""
     if not isinstance(url, str) or not url:
@@ -66,15 +58,14 @@ def resolve_store(url: str) -> ServerStore:
         stores = None
     open_store = getattr(stores, "open_store", None)
     if open_store is not None:
-        directory = _directory(url) if url.startswith("file://") else None
-        store = open_store(str(directory) if directory is not None else url)
+        store = open_store(url)
         return ServerStore(store.checkpointer, store.storage, store.close)
-    if url == "memory:":
+    where = parse_store_url(url)  # the parser open_store uses
+    if where.kind == "memory":
         return ServerStore(InMemoryCheckpointer(), InMemoryStorage())
-    directory = _directory(url)
-    if directory is None:
+    if where.kind != "directory" or where.path is None:
         raise InvalidArgumentError(
             f"store {url!r} needs framework_agents.stores (SQLite, PostgreSQL, Redis); "
-            "this installation serves 'memory:' and a directory path or file:// URL"
+            "this installation serves 'memory:' and a directory path or file:/// URL"
         )
-    return ServerStore(FileCheckpointer(directory), LocalFileStorage(directory))
+    return ServerStore(FileCheckpointer(where.path), LocalFileStorage(where.path))

@@ -5,10 +5,14 @@
 =========================  ==========================================================
 ``memory:``                in this process only (tests, demos)
 a directory path           files: LocalFileStorage, FileCheckpointer, FileMemory
+``file:///<abs path>``     the same directory store
 ``sqlite:///<path>``       one SQLite file shared by the processes of one machine
 ``postgresql://...``       PostgreSQL, shared by every machine (extra ``postgres``)
 ``redis://...``            Redis, shared by every machine (extra ``redis``)
 =========================  ==========================================================
+
+The URL is parsed by :func:`framework_agents._store_url.parse_store_url`, which the
+server shares: a ``~`` is expanded, and a bare scheme name (``"memory"``) is refused.
 """
 
 from __future__ import annotations
@@ -21,6 +25,7 @@ from typing import Any, Protocol
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 from .._retention import check_ttl
+from .._store_url import parse_store_url
 from ..bank._backend import BankBackend, InMemoryBankBackend
 from ..bank._files import FileBankBackend
 from ..bank.bank import Embedder, MemoryBank
@@ -37,8 +42,6 @@ from ..sessions.memory_storage import InMemoryStorage
 from ._codec import AsyncClosing, check_lease, redact
 
 __all__ = ["Store", "db_store", "open_store"]
-
-_SCHEMES = ("memory:", "sqlite://", "postgresql://", "postgres://", "redis://", "rediss://")
 
 
 class Store(AsyncClosing):
@@ -150,8 +153,7 @@ def _memory_store(url: str, *, ttl: float | None, lock_timeout: float | None) ->
     )
 
 
-def _file_store(url: str, *, ttl: float | None, lock_timeout: float | None) -> Store:
-    root = Path(url.removeprefix("file://"))
+def _file_store(url: str, root: Path, *, ttl: float | None, lock_timeout: float | None) -> Store:
     return Store(
         url,
         storage=LocalFileStorage(root / "storage", ttl=ttl),
@@ -162,14 +164,12 @@ def _file_store(url: str, *, ttl: float | None, lock_timeout: float | None) -> S
 
 
 def _sqlite_store(
-    url: str, *, lease: float, ttl: float | None, lock_timeout: float | None
+    url: str, path: Path, *, lease: float, ttl: float | None, lock_timeout: float | None
 ) -> Store:
     from ._sqlite_db import SqliteDb
     from .sqlite import SqliteBankBackend, SqliteCheckpointer, SqliteMemory, SqliteStorage
 
-    if not url.startswith("sqlite:///") or url == "sqlite:///":
-        raise InvalidArgumentError(f"a SQLite URL is sqlite:///<path>, not {url!r}")
-    db = SqliteDb(url.removeprefix("sqlite:///"))  # sqlite:////abs/path is absolute
+    db = SqliteDb(path)  # sqlite:////abs/path is absolute
     classes = (SqliteStorage, SqliteCheckpointer, SqliteMemory, SqliteBankBackend)
     return db_store(url, db, classes, lease=lease, ttl=ttl, lock_timeout=lock_timeout)
 
@@ -194,42 +194,40 @@ def open_store(
 ) -> Store:
     """The :class:`Store` for ``url`` (memory, a directory, SQLite, PostgreSQL or Redis).
 
-    ``url`` is ``"memory:"``, a directory path, ``"sqlite:///<path>"``,
-    ``"postgresql://..."`` or ``"redis://..."``.
+    ``url`` is ``"memory:"``, a directory path (``~`` expanded) or ``"file:///<path>"``,
+    ``"sqlite:///<path>"``, ``"postgresql://..."`` or ``"redis://..."``. A bare scheme
+    name (``"memory"``, ``"sqlite"``, ...) is ``INVALID_ARGUMENT``: a directory of that
+    name is ``"./memory"`` (or ``Path("memory")``).
 
     A PostgreSQL URL may name the schema to use (``?schema=agents``, default ``public``)
-    and a Redis URL the key prefix (``?prefix=app1:``, default ``fa:``); the parameter is
+    and a Redis URL the key prefix (``?prefix=app1:``, default ``fa:``; an empty one is
+    ``INVALID_ARGUMENT``: it would mix the store's keys with others'); the parameter is
     removed before the URL reaches the driver. ``lease`` (seconds) is how long a dead
     holder keeps a thread; ``ttl`` (seconds, ``None``: forever) how long unsaved data is
     kept; ``lock_timeout`` how long a run waits for a busy thread. Nothing connects
     until the first operation.
     """
-    if isinstance(url, os.PathLike):
-        url = os.fspath(url)
-    if not isinstance(url, str) or not url:
-        raise InvalidArgumentError(f"open_store() takes a URL or a directory path, not {url!r}")
+    where = parse_store_url(url, redact=redact)
     check_lease(lease)
     check_ttl(ttl)
-    if url == "memory:":
+    url = where.url
+    if where.kind == "memory":
         return _memory_store(url, ttl=ttl, lock_timeout=lock_timeout)
-    if url.startswith("sqlite:"):
-        return _sqlite_store(url, lease=lease, ttl=ttl, lock_timeout=lock_timeout)
-    if url.startswith(("postgresql://", "postgres://")):
+    if where.kind == "sqlite":
+        assert where.path is not None
+        return _sqlite_store(url, where.path, lease=lease, ttl=ttl, lock_timeout=lock_timeout)
+    if where.kind == "postgres":
         from .postgres import postgres_store
 
         dsn, schema = _pop_query(url, "schema", "public")
         return postgres_store(dsn, lease=lease, ttl=ttl, lock_timeout=lock_timeout, schema=schema)
-    if url.startswith(("redis://", "rediss://", "unix://")):
+    if where.kind == "redis":
         from .redis import redis_store
 
         plain, prefix = _pop_query(url, "prefix", "fa:")
         return redis_store(plain, lease=lease, ttl=ttl, lock_timeout=lock_timeout, prefix=prefix)
-    if "://" in url or url.endswith(":"):
-        raise InvalidArgumentError(
-            f"open_store() does not know {redact(url)!r}; use one of {', '.join(_SCHEMES)} "
-            "or a directory path"
-        )
+    assert where.path is not None
     with contextlib.suppress(OSError):
-        if Path(url).exists() and not Path(url).is_dir():
+        if where.path.exists() and not where.path.is_dir():
             raise InvalidArgumentError(f"open_store({url!r}): a file is in the way")
-    return _file_store(url, ttl=ttl, lock_timeout=lock_timeout)
+    return _file_store(url, where.path, ttl=ttl, lock_timeout=lock_timeout)

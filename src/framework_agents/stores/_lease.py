@@ -18,7 +18,7 @@ import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 
-from ..errors import ThreadBusyError
+from ..errors import AgentError, ThreadBusyError
 from ._codec import new_owner
 
 __all__ = ["Held", "LeaseLocks"]
@@ -27,6 +27,20 @@ logger = logging.getLogger(__name__)
 
 _POLL_MIN = 0.02
 _POLL_MAX = 0.25
+
+
+def _log_failure(doing: str, thread_id: str, failure: Exception, *, quiet: bool = False) -> None:
+    """Log a lock operation that failed where nobody can be told (its lease runs out).
+
+    A coded error (the backend is down: ``BACKEND_UNAVAILABLE``) is one line, at DEBUG
+    when ``quiet`` (the caller is raising the same failure); anything else, which would
+    be a bug, keeps its traceback.
+    """
+    if isinstance(failure, AgentError):
+        level = logging.DEBUG if quiet else logging.WARNING
+        logger.log(level, "%s thread %r failed (%s); its lease runs out", doing, thread_id, failure)
+    else:
+        logger.warning("%s thread %r failed", doing, thread_id, exc_info=failure)
 
 
 @dataclass(slots=True)
@@ -62,7 +76,7 @@ class LeaseLocks:
             if self.give_up is not None:
                 await asyncio.shield(self.give_up(thread_id, owner))
             raise
-        except BaseException:
+        except BaseException as exc:
             # Cancelled (or failed) while an attempt was in flight: the database may have
             # taken the lock for ``owner`` all the same (a SQLite transaction the worker
             # committed, a Redis script already sent). Nobody would release it before its
@@ -70,8 +84,11 @@ class LeaseLocks:
             undo = self.give_up or self.release
             try:
                 await asyncio.shield(undo(thread_id, owner))
-            except Exception:  # the lease runs out on its own
-                logger.warning("giving up thread %r failed", thread_id, exc_info=True)
+            except Exception as failure:  # the lease runs out on its own
+                # A failed acquire already tells the caller why (the same backend that
+                # is down again): only a cancelled one says so here.
+                quiet = not isinstance(exc, asyncio.CancelledError)
+                _log_failure("giving up", thread_id, failure, quiet=quiet)
             raise
 
     async def _poll(self, thread_id: str, owner: str, wait: float | None) -> Held:
@@ -95,8 +112,8 @@ class LeaseLocks:
             await asyncio.sleep(self.lease / 3)
             try:
                 alive = await self.renew(thread_id, held.owner)
-            except Exception:  # a failed renewal is retried; the database fences anyway
-                logger.warning("renewing the lease of thread %r failed", thread_id, exc_info=True)
+            except Exception as failure:  # retried; the database fences anyway
+                _log_failure("renewing the lease of", thread_id, failure)
                 continue
             if not alive:
                 logger.warning("thread %r: lease lost; later writes will conflict", thread_id)
@@ -120,5 +137,5 @@ class LeaseLocks:
                 # Shielded: a second cancel arriving meanwhile must not stop the release
                 # half-way (the lock would be held until its lease ran out).
                 await asyncio.shield(self.release(thread_id, held.owner))
-            except Exception:  # the lease runs out on its own
-                logger.warning("releasing thread %r failed", thread_id, exc_info=True)
+            except Exception as failure:  # the lease runs out on its own
+                _log_failure("releasing", thread_id, failure)

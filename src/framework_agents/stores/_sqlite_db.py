@@ -39,6 +39,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, TypeVar
 
+from .._persist import FILE_MODE, fsync_dir, make_private_dirs
 from ..errors import InvalidArgumentError, LockTimeoutError, StorageIOError
 from ._codec import DATABASE_FORMAT_VERSION, SchemaTooNewError
 from ._sql import Dialect, Query, Stepper, Steps
@@ -179,6 +180,25 @@ def _io_error(path: Path, exc: sqlite3.Error, *, write: bool) -> Exception:
     )
 
 
+def _create_private(path: Path) -> None:
+    """Create ``path`` empty and owner-only (``0600``), and missing parents ``0700``.
+
+    SQLite would create the file with its default mode (``0644`` less the umask); it
+    gives the ``-wal`` and ``-shm`` files the database file's mode, so creating the file
+    first makes all three owner-only, like the file stores' files. An existing file keeps
+    the mode its owner gave it.
+    """
+    if str(path) == ":memory:":
+        return
+    make_private_dirs(path.parent)
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
+    try:
+        os.close(os.open(path, flags | getattr(os, "O_CLOEXEC", 0), FILE_MODE))
+    except FileExistsError:
+        return
+    fsync_dir(path.parent)
+
+
 class SqliteDb:
     """A connection to one database file, used from its own thread only."""
 
@@ -208,8 +228,13 @@ class SqliteDb:
     def _connect(self) -> sqlite3.Connection:
         if self._conn is not None:
             return self._conn
-        if self.path.parent and not self.path.parent.exists():
-            self.path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            _create_private(self.path)
+        except OSError as exc:
+            raise StorageIOError(
+                f"cannot create SQLite database {str(self.path)!r}: {exc.strerror or exc}",
+                errno=exc.errno,
+            ) from exc
         # Processes opening a new database at once can get "database is locked" from the
         # switch to WAL without SQLite's busy handler being called: try again a while.
         deadline = time.monotonic() + BUSY_TIMEOUT_MS / 1000

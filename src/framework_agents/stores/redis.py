@@ -29,14 +29,17 @@ nothing written, otherwise). ``ttl=`` maps onto ``PEXPIRE`` (never for a pending
 from __future__ import annotations
 
 import builtins
+import inspect
 import re
 from collections.abc import Callable, Collection, Sequence
 from datetime import timedelta
 from typing import Any
+from urllib.parse import parse_qsl, urlsplit
 
 from .._retention import AutoPrune, check_older_than, check_ttl
 from ..checkpoint.model import ThreadCheckpoint, check_thread_id
 from ..errors import (
+    BackendUnavailableError,
     CheckpointConflictError,
     CheckpointCorruptError,
     CorruptStoreError,
@@ -70,7 +73,69 @@ from ._codec import (
 
 __all__ = ["RedisCheckpointer", "RedisDb", "RedisMemory", "RedisStorage", "redis_store"]
 
-_PREFIX = re.compile(r"[A-Za-z0-9_.:{}-]{0,64}\Z")
+_PREFIX = re.compile(r"[A-Za-z0-9_.:{}-]{1,64}\Z")
+#: The path of a ``redis://`` URL: nothing, ``/`` or ``/`` and a database number.
+_DATABASE = re.compile(r"(?:/[0-9]{0,9})?\Z")
+
+
+def _unknown_options(scheme: str, names: builtins.set[str]) -> builtins.list[str]:
+    """The query parameters among ``names`` that redis-py's connection would not take.
+
+    redis-py passes every parameter of the URL to the connection's constructor, so a typo
+    (``?prefx=``) was a raw ``TypeError`` at the first command. Asked of the installed
+    driver (its parameters change between releases), only when there are any: nothing is
+    imported otherwise, and nothing when the driver is missing (that error comes first).
+    """
+    if not names:
+        return []
+    try:
+        from redis.asyncio import connection as rc
+    except ImportError:
+        return []
+    kinds = {"rediss": rc.SSLConnection, "unix": rc.UnixDomainSocketConnection}
+    known = {*rc.URL_QUERY_ARGUMENT_PARSERS, "max_connections"}
+    for klass in kinds.get(scheme, rc.Connection).__mro__:
+        init = klass.__dict__.get("__init__")
+        if init is not None:
+            known.update(inspect.signature(init).parameters)
+    known -= {"self", "args", "kwargs"}
+    return sorted(names - known)
+
+
+def _check_url(url: str) -> None:
+    """Refuse a Redis URL redis-py would misread or fail on later (INVALID_ARGUMENT).
+
+    redis-py takes the digits of the whole path (``/1/2`` is database 12), a path that is
+    not a number as database 0, and hands a query parameter it does not know to the
+    connection (a ``TypeError`` at the first command); ``decode_responses`` would make
+    every read a ``TypeError``.
+    """
+    parts = urlsplit(url)
+    pairs = parse_qsl(parts.query, keep_blank_values=True)
+    unknown = _unknown_options(parts.scheme, {k for k, _ in pairs} - {"db"})
+    if unknown:
+        raise InvalidArgumentError(
+            f"{redact(url)!r} has the query parameter(s) {', '.join(map(repr, unknown))}, "
+            "which are not options of a Redis connection (open_store's own is ?prefix=; "
+            "the Redis classes take prefix= as an argument)"
+        )
+    decoded = [v for k, v in pairs if k == "decode_responses"]
+    if any(v.upper() not in ("", "0", "F", "FALSE", "N", "NO") for v in decoded):
+        raise InvalidArgumentError(
+            f"{redact(url)!r} asks redis-py to decode replies (decode_responses); the stores "
+            "read bytes: leave it out"
+        )
+    if parts.scheme == "unix":
+        return
+    bad = [v for k, v in pairs if k == "db"]
+    bad = ["?db=" + v for v in bad if not (v.isascii() and v.isdigit())]
+    if not _DATABASE.match(parts.path):
+        bad.append(parts.path)
+    if bad:
+        raise InvalidArgumentError(
+            f"a Redis URL names its database as /<number> (0, 1, ...), not {bad[0]!r} "
+            f"in {redact(url)!r}"
+        )
 
 
 def _import_redis() -> Any:
@@ -102,8 +167,14 @@ class RedisDb:
         """Set up the store; nothing connects before the first operation."""
         if not isinstance(url, str) or not url:
             raise InvalidArgumentError(f"a Redis URL must be a non-empty str, not {url!r:.40}")
+        if prefix == "":
+            raise InvalidArgumentError(
+                "an empty Redis key prefix would mix the store's keys with every other key "
+                "of the database; give one (default 'fa:')"
+            )
         if not isinstance(prefix, str) or not _PREFIX.match(prefix):
             raise InvalidArgumentError(f"invalid Redis key prefix {prefix!r}")
+        _check_url(url)
         self.url = url
         self.prefix = prefix
         self._client: Any = None
@@ -154,6 +225,30 @@ class RedisDb:
             f"store writes there ({text}); it was left untouched"
         )
 
+    def refused(self, exc: BaseException, keys: Sequence[object]) -> BaseException:
+        """The error to raise for an error reply ``exc`` of the server.
+
+        A key of the wrong Redis type is the store's ``*_CORRUPT`` (:meth:`wrong_type`); a
+        database the server does not have (the URL's ``/<n>`` past its ``databases``) is
+        BACKEND_UNAVAILABLE, refused on connecting, before any command ran; any other
+        reply is ``exc`` itself.
+        """
+        found = self.wrong_type(exc, keys)
+        if found is not None:
+            return found
+        if "DB index is out of range" in str(exc) or "invalid DB index" in str(exc):
+            return BackendUnavailableError(
+                f"cannot use {redact(self.url)}: the Redis server has no database "
+                f"{self._database()} ({exc}); it has as many as its 'databases' setting, "
+                "numbered from 0"
+            )
+        return exc
+
+    def _database(self) -> str:
+        parts = urlsplit(self.url)
+        dbs = [v for k, v in parse_qsl(parts.query) if k == "db"]
+        return dbs[0] if dbs else parts.path.strip("/") or "0"
+
     async def call(self, method: str, *args: Any) -> Any:
         """``client.<method>(*args)`` for a read or an idempotent write.
 
@@ -168,7 +263,7 @@ class RedisDb:
                 if attempt:
                     raise unavailable(self.url, exc) from None
             except _response_error() as exc:
-                raise self.wrong_type(exc, args) or exc from None
+                raise self.refused(exc, args) from None
         raise AssertionError("unreachable")  # pragma: no cover
 
     async def run(self, build: Callable[[Any], object]) -> Any:
@@ -187,7 +282,7 @@ class RedisDb:
                 if attempt:
                     raise unavailable(self.url, exc) from None
             except _response_error() as exc:  # its text names the command and its keys
-                raise self.wrong_type(exc, ()) or exc from None
+                raise self.refused(exc, ()) from None
         raise AssertionError("unreachable")  # pragma: no cover
 
     async def script(
@@ -211,7 +306,7 @@ class RedisDb:
         except errors as exc:
             raise unavailable(self.url, exc) from None
         except _response_error() as exc:
-            raise self.wrong_type(exc, keys) or exc from None
+            raise self.refused(exc, keys) from None
 
     async def close(self) -> None:
         """Close the client's connections (idempotent)."""
