@@ -39,7 +39,7 @@ edited, never overwritten with the seed.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import Any, Protocol, runtime_checkable
 
 from .._telemetry import trace_store
@@ -95,7 +95,7 @@ class SessionSync:
         self.app_data: Any = None
         # The message ids and state the session held when this history last read or
         # wrote it: the base a save another writer beat is merged from.
-        self._base_ids: set[str] = set()
+        self._base_messages: Sequence[Message] = ()
         self._base_state: dict[str, Any] = {}
 
     @property
@@ -181,7 +181,11 @@ class SessionSync:
         if manager is None:
             return
         history = self.history
-        messages, state = list(history.messages), history.state.to_dict()
+        # The history's own list (replaced by a commit, never changed): a copy would
+        # touch every message, each save.
+        held = history.messages
+        messages = held if type(held) is list else list(held)
+        state = history.state.to_dict()
         try:
             await self._save(manager, messages, state)
         except CheckpointConflictError:
@@ -199,11 +203,13 @@ class SessionSync:
     ) -> None:
         """One ``save_latest`` of ``messages``, ``state`` and the timeline; the base moves."""
         history = self.history
-        timeline = history.timeline.shared_entries  # both below copy it
+        timeline = history.timeline.shared_entries
         data = (
-            manager.snapshot_data(messages, state, timeline=timeline)  # checks what is new
+            # Checks what is new; the snapshot holds these very lists (not kept past the
+            # save, which copies what it keeps).
+            manager._snapshot_data(messages, state, None, timeline, owned=True)
             if isinstance(manager, SessionManager)
-            else SnapshotData(messages=messages, state=state, timeline=timeline)
+            else SnapshotData(messages=messages, state=state, timeline=timeline)  # copies
         )
         snapshot = Snapshot(data, app_data=app_data_with_state(history.memory, self.app_data))
         await trace_store("session", "save", manager, manager.save_latest(snapshot))
@@ -229,7 +235,8 @@ class SessionSync:
                 theirs_messages, theirs_state = latest.data.messages, latest.data.state
                 self._merge_timeline(latest)
                 self.app_data = latest.app_data
-            messages = merge_messages(messages, self._base_ids, theirs_messages)
+            base_ids = {m.id for m in self._base_messages}
+            messages = merge_messages(messages, base_ids, theirs_messages)
             state = merge_state(state, self._base_state, theirs_state, where=where) or {}
             # What the other writer stored is now part of this history's base.
             self._base(theirs_messages or [], theirs_state or {})
@@ -248,9 +255,13 @@ class SessionSync:
             await history.replace(messages)
         history.state.replace(state)
 
-    def _base(self, messages: Iterable[Message], state: dict[str, Any]) -> None:
-        """Remember what the session holds as this history last read or wrote it."""
-        self._base_ids = {m.id for m in messages}
+    def _base(self, messages: Sequence[Message], state: dict[str, Any]) -> None:
+        """Remember what the session holds as this history last read or wrote it.
+
+        The list itself (one the history replaces, never changes): its ids are only
+        needed by a merge, so a save does not pay for them.
+        """
+        self._base_messages = messages
         self._base_state = state
 
     async def _apply(self, data: SnapshotData) -> None:
