@@ -17,18 +17,29 @@ def _msgs(ids: list[str]) -> list[Message]:
     return [Message("user", f"text {i}", id=i) for i in ids]
 
 
-def test_the_other_writers_additions_follow_the_savers_messages() -> None:
+def test_the_savers_additions_follow_the_stored_messages() -> None:
     base = ["m1", "m2"]
     ours = _msgs([*base, "a1", "a2"])
     theirs = _msgs([*base, "b1", "b2"])
     merged = merge_messages(ours, set(base), theirs)
-    assert [m.id for m in merged] == ["m1", "m2", "a1", "a2", "b1", "b2"]
+    assert [m.id for m in merged] == ["m1", "m2", "b1", "b2", "a1", "a2"]
+    assert merged[:4] == theirs  # the stored history, extended: its save appends
+
+
+def test_a_message_the_saver_edited_keeps_the_edit() -> None:
+    ours = [Message("user", "edited", id="m1"), *_msgs(["a1"])]
+    merged = merge_messages(ours, {"m1"}, _msgs(["m1", "b1"]))
+    assert [(m.id, m.text) for m in merged] == [
+        ("m1", "edited"),
+        ("b1", "text b1"),
+        ("a1", "text a1"),
+    ]
 
 
 def test_what_the_saver_dropped_from_its_base_stays_gone() -> None:
     # The saver's window cut m1: the stored m1 is in its base, so it is not brought back.
     merged = merge_messages(_msgs(["m2", "a1"]), {"m1", "m2"}, _msgs(["m1", "m2", "b1"]))
-    assert [m.id for m in merged] == ["m2", "a1", "b1"]
+    assert [m.id for m in merged] == ["m2", "b1", "a1"]
 
 
 def test_nothing_stored_keeps_the_savers_messages() -> None:
@@ -50,8 +61,7 @@ def test_merge_loses_no_turn_and_repeats_none(
     theirs = _msgs([*base, *other])
     merged = [m.id for m in merge_messages(ours, set(base), theirs)]
     assert len(merged) == len(set(merged))
-    assert merged[: len(ours)] == [m.id for m in ours]
-    assert merged[len(ours) :] == other  # every turn the other added, in its order
+    assert merged == [*base[cut:], *other, *mine]  # every turn of both, each in its order
     assert set(base[:cut]).isdisjoint(merged)
 
 

@@ -25,10 +25,10 @@ is testable without an ``Agent``. The rules:
   is what goes on), but its app data and timeline are carried into the save.
 * **Two agents on one session merge.** A save another writer beat (``CHECKPOINT_CONFLICT``
   from ``save_latest``) loads the latest snapshot and saves again with the messages merged
-  by id (this history's, then those the other added since this history last read or
-  wrote the session) and the state merged key by key (``sessions._merge``); the history
-  then holds the merged messages. Only a state key both changed is refused
-  (``CHECKPOINT_CONFLICT``, nothing written): the next run restores the latest snapshot.
+  by id (the stored ones, then this history's that are not stored, so the save appends
+  them) and the state merged key by key (``sessions._merge``); the history then holds
+  the merged messages. Only a state key both changed is refused (``CHECKPOINT_CONFLICT``,
+  nothing written): the next run restores the latest snapshot.
 
 Both are run hooks (:meth:`SessionSync.hooks`: ``on_start`` restores or carries,
 ``on_commit`` saves). Snapshots (``take_snapshot``, ``load_snapshot``) and edits
@@ -39,6 +39,8 @@ edited, never overwritten with the seed.
 
 from __future__ import annotations
 
+import asyncio
+import random
 from collections.abc import Iterable, Sequence
 from typing import Any, Protocol, runtime_checkable
 
@@ -62,7 +64,11 @@ from ._loop import RunHooks
 __all__ = ["SessionStore", "SessionSync", "find_message"]
 
 #: Loads and saves a save another writer beat is merged in, before its conflict stands.
-_MERGE_ATTEMPTS = 5
+_MERGE_ATTEMPTS = 50
+#: The pause before merge attempt n (n >= 1) is random, up to ``min(cap, base * 2**n)``
+#: seconds: a writer saving in a tight loop can win every race for a while (its cycle
+#: is shorter than a load and a save), never for seconds.
+_MERGE_BACKOFF_BASE, _MERGE_BACKOFF_CAP = 0.002, 0.1
 
 
 @runtime_checkable
@@ -220,14 +226,18 @@ class SessionSync:
     ) -> None:
         """Merge this history's save into the latest snapshot another writer stored; save.
 
-        Messages merge by id (this history's, then those the other writer added since
-        this history's base), state key by key (a key both changed: ``CHECKPOINT_CONFLICT``),
-        the timelines as a restore merges them; the other writer's app data is kept.
-        Retried while other writers keep saving in between (a few times, then the
-        conflict stands). The history then holds the merged messages and state.
+        Messages merge by id (the stored ones, then this history's that are not stored:
+        the save appends them), state key by key (a key both changed:
+        ``CHECKPOINT_CONFLICT``), the timelines as a restore merges them; the other
+        writer's app data is kept. Retried while other writers keep saving in between
+        (after a random pause growing to 0.1 s; after ``_MERGE_ATTEMPTS``, a few seconds,
+        the conflict stands). The history then holds the merged messages and state.
         """
         where = f"session {getattr(manager, 'session_id', '?')!r}"
-        for _ in range(_MERGE_ATTEMPTS):
+        for attempt in range(_MERGE_ATTEMPTS):
+            if attempt:  # writers racing each other: one lets the other finish
+                pause = min(_MERGE_BACKOFF_CAP, _MERGE_BACKOFF_BASE * 2**attempt)
+                await asyncio.sleep(random.uniform(0, pause))
             latest = await manager.load_latest()
             if latest is None:
                 theirs_messages, theirs_state = None, None

@@ -2,12 +2,14 @@
 
 Two agents on one session (two processes, two tabs) each save the latest snapshot with a
 compare-and-swap; the second is refused (``CHECKPOINT_CONFLICT``) because it did not see
-the first. Instead of dropping its turn, the agent merges, as a shared memory's
-``commit(messages, base=...)`` does:
+the first. Instead of dropping its turn, the agent merges, by id as a shared memory's
+``commit(messages, base=...)`` does, in the order the saves were acknowledged:
 
-* messages, by id: the saver's messages, then the stored ones another writer added since
-  the saver's base (stored, not in the base, not in the saver's); stored ones in the
-  base the saver no longer holds (a window cut them, an edit replaced them) stay gone;
+* messages, by id: the stored messages (the other writer's save was acknowledged first),
+  then the saver's that are not stored; a stored message the saver also holds is taken
+  in the saver's version (an edit), and one in the saver's base it no longer holds (a
+  window cut it, an edit replaced it) stays gone. The merged history usually extends
+  the stored one, so its save appends what the saver added;
 * state, by key: a key only the other writer changed takes its value, a key only the
   saver changed takes the saver's; a key both changed, to different values, is a real
   conflict: :func:`merge_latest` raises ``CHECKPOINT_CONFLICT`` naming the keys, and
@@ -32,12 +34,13 @@ _MISSING: Any = object()
 def merge_messages(
     ours: Sequence[Message], base_ids: Collection[str], theirs: Sequence[Message] | None
 ) -> list[Message]:
-    """``ours``, then the messages of ``theirs`` another writer added since ``base_ids``."""
+    """``theirs`` (less what ``ours`` dropped from ``base_ids``), then the rest of ``ours``."""
     if not theirs:
         return list(ours)
-    own = {m.id for m in ours}
-    added = [m for m in theirs if m.id not in base_ids and m.id not in own]
-    return [*ours, *added]
+    own = {m.id: m for m in ours}
+    kept = [own.get(m.id, m) for m in theirs if m.id in own or m.id not in base_ids]
+    stored = {m.id for m in theirs}
+    return [*kept, *(m for m in ours if m.id not in stored)]
 
 
 def merge_state(
