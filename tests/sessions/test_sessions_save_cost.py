@@ -56,3 +56,16 @@ def test_an_owned_history_that_is_not_the_stored_one_is_validated_whole() -> Non
     other = _history(3)
     data = manager._snapshot_data(other, {}, None, None, owned=True)
     assert data.messages == other
+
+
+def test_a_save_of_the_checked_list_appends_what_is_new() -> None:
+    manager, history = _stored(6)
+    grown = [*history, *_history(2)]
+    arun(manager.save_latest(Snapshot(manager._snapshot_data(grown, {}, None, None, owned=True))))
+    # The manager's record moved on: a list checked before it did is looked at again.
+    stale = [*history, Message("user", "other")]
+    data = manager._snapshot_data(stale, {}, None, None, owned=True)
+    arun(manager.load_latest())  # the record is read again: no check of before holds
+    arun(manager.save_latest(Snapshot(data)))
+    latest = arun(SessionManager("s", manager.storage).load_latest())
+    assert latest is not None and latest.data.messages == stale

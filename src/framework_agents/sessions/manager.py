@@ -232,6 +232,9 @@ class SessionManager:
         self._plain = True
         self._base_bytes = 0
         self._log_bytes = 0
+        # An owned list (never changed) whose first messages _snapshot_data found to be
+        # all of ``_messages``, with that very list: the save then needs no second look.
+        self._extends: tuple[list[Message], list[Message]] | None = None
 
     def __repr__(self) -> str:
         """A developer-facing description."""
@@ -318,7 +321,11 @@ class SessionManager:
         kept = _kept_entries(self._timeline, timeline)
         if kept is None:
             return False
-        keep, drop = stored_prefix(messages, new), 0
+        proof, self._extends = self._extends, None
+        if proof is not None and proof[0] is new and proof[1] is messages:
+            keep, drop = len(messages), 0  # found by _snapshot_data; nothing changed since
+        else:
+            keep, drop = stored_prefix(messages, new), 0
         cut = keep != len(messages)
         if cut and not kept:
             return False  # nothing stored is kept: publishing costs no more
@@ -371,6 +378,7 @@ class SessionManager:
         ``parsed``: read from JSON, so plain by construction (no look at each of them).
         """
         messages, timeline = snapshot.data.messages, snapshot.data.timeline
+        self._extends = None
         self._messages = None if messages is None else list(messages)
         self._timeline = None if timeline is None else list(timeline)
         self._timeline_bytes = None
@@ -428,6 +436,8 @@ class SessionManager:
             and stored_prefix(stored, items) == len(stored)
         ):
             keep = len(stored)
+        # Only a list never changed may skip the save's own check (``_append_latest``).
+        self._extends = (items, stored) if owned and keep and items is not None else None
         if type(timeline) is list:
             entries: list[TimelineEntry] | None = timeline if owned else list(timeline)
         else:
@@ -457,6 +467,7 @@ class SessionManager:
             records, tag = [], None if raw is None else digest(raw)
         if raw is None:
             self._latest = None
+            self._extends = None
             self._messages = None
             self._timeline = None
             self._timeline_bytes = None
