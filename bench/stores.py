@@ -9,7 +9,9 @@ For each backend (SQLite, PostgreSQL, Redis; the file checkpointer for reference
   Target: within 2x of the floor, and flat in L (the save writes O(turn)).
 * session save: ``SessionManager.save_latest`` of a snapshot that gained one turn, at
   10 and 1,000 messages (on these storages an appended record), beside the same floor.
-* load of a 10,000-message thread (ms), beside the raw driver fetching the same rows.
+* load of 10,000 messages (ms) from the checkpointer (a thread), a memory (filled by
+  saves of 50) and a session (``load_latest``), beside the raw driver fetching the
+  thread's rows and ``json.loads``-ing each (the peers' load: rows back as dicts).
 * agent runs on the store's memory (``max_messages=5,000``, no conversation manager):
   ``Agent.run`` p50 with 10 and 1,000 messages stored, appending each run
   (``AppendableMemory.save_if``), and the same agent on the same memory seen through a
@@ -172,20 +174,34 @@ async def bench_agent_runs(store: Store, runs: int) -> dict[str, Any]:
 
 async def bench_load(
     store: Store, floor: Callable[[str], Awaitable[Any]] | None
-) -> tuple[float, float | None]:
-    """ms to load a thread of 10,000 messages, and for the raw driver to read its rows and
-    ``json.loads`` each (best of 3 each, interleaved)."""
+) -> dict[str, float | None]:
+    """ms to load 10,000 messages from the checkpointer, a memory and a session, and for
+    the raw driver to read the thread's rows and ``json.loads`` each (best of 5 each,
+    interleaved: one of each per round)."""
     cp = store.checkpointer
     tid = f"load-{uuid.uuid4().hex[:6]}"
-    await cp.save(ThreadCheckpoint(tid, None, _history(10_000), {}))
-    samples: list[float] = []
-    raw: list[float] = []
-    for _ in range(3):
-        await _timed(samples, lambda: cp.load(tid))
-        if floor is not None:
-            await _timed(raw, lambda: floor(tid))
+    history = _history(10_000)
+    await cp.save(ThreadCheckpoint(tid, None, history, {}))
+    memory = store.memory(f"load-{uuid.uuid4().hex[:6]}", 10_000)
+    for k in range(0, len(history), 50):  # saves of a few turns each, as a run makes them
+        await memory.save(history[k : k + 50])
+    session = SessionManager(f"load-{uuid.uuid4().hex[:6]}", store.storage)
+    await session.save_latest(Snapshot(session.snapshot_data(history, {"k": 1})))
+    loaders: dict[str, Callable[[], Awaitable[Any]]] = {
+        "checkpointer": lambda: cp.load(tid),
+        "memory": lambda: store.memory(memory.key, 10_000).load(),
+        "session": lambda: SessionManager(session.session_id, store.storage).load_latest(),
+    }
+    if floor is not None:
+        loaders["floor"] = lambda: floor(tid)
+    samples: dict[str, list[float]] = {name: [] for name in loaders}
+    for _ in range(5):
+        for name, load in loaders.items():
+            await _timed(samples[name], load)
     await cp.delete(tid)
-    return min(samples) * 1000, (min(raw) * 1000 if raw else None)
+    await memory.clear()
+    await store.storage.delete(session.latest_key)
+    return {name: min(v) * 1000 for name, v in samples.items()}
 
 
 def load_floor_sqlite(path: Path) -> Callable[[str], Awaitable[Any]]:
@@ -333,7 +349,7 @@ async def run_backend(
         timings = await bench_saves(store, raw, saves)
         out["floor"] = timings.get("floor")
         out["save_at_10"], out["save_at_1000"] = timings["10"], timings["1000"]
-        out["load_10k_ms"], out["load_floor_ms"] = await bench_load(store, load_floor)
+        out["load_10k_ms"] = await bench_load(store, load_floor)
         out["session"] = await bench_session_saves(store, saves)
         out["agent"] = await bench_agent_runs(store, max(20, saves // 4))
     finally:
@@ -381,11 +397,13 @@ def _report(name: str, r: dict[str, Any]) -> None:
         print(line)
     growth = r["agent"]["append_1000"]["p50_ms"] / r["agent"]["append_10"]["p50_ms"]
     print(f"  Agent.run appending, p50 at 1,000 / p50 at 10: {growth:.2f}x")
-    line = f"  load 10,000 messages: {r['load_10k_ms']:.1f} ms"
-    if r.get("load_floor_ms"):
-        ratio = r["load_10k_ms"] / r["load_floor_ms"]
-        line += f"   (raw read + json.loads {r['load_floor_ms']:.1f} ms: {ratio:.2f}x)"
-    print(line)
+    loads = r["load_10k_ms"]
+    base = loads.get("floor")
+    for what in ("checkpointer", "memory", "session"):
+        line = f"  load 10,000 messages, {what:<12}: {loads[what]:6.1f} ms"
+        if base:
+            line += f"   (raw read + json.loads {base:.1f} ms: {loads[what] / base:.2f}x)"
+        print(line)
     for n in (1, 8, 32):
         c = r.get(f"turns_per_s_n{n}")
         if c:

@@ -1,9 +1,10 @@
-"""Sessions shared by replicas: a stale ``save_latest`` is refused on every shared storage.
+"""Sessions shared by replicas, on every shared storage (API.md, *Sessions and snapshots*).
 
 Two ``SessionManager`` instances (two replicas) over one SQLite file, PostgreSQL schema or
-Redis prefix: once each has read the latest snapshot, the first save wins and the second,
-which did not see it, gets ``CHECKPOINT_CONFLICT`` and writes nothing; after reading
-again it saves. Agents on two replicas therefore never lose an acknowledged turn.
+Redis prefix: the manager's ``save_latest`` is a compare-and-swap (a replica that did not
+see the latest update gets ``CHECKPOINT_CONFLICT`` and writes nothing). Agents on two
+replicas merge on top of it: their messages by id, their state key by key, so neither
+loses a turn nor gets an error; only a state key both changed is refused.
 """
 
 from __future__ import annotations
@@ -62,33 +63,68 @@ def test_a_replica_that_did_not_see_the_latest_update_is_refused(make_storage: F
     _run(body)
 
 
-def test_two_replicas_running_one_session_lose_no_acknowledged_turn(
-    make_storage: Factory,
-) -> None:
+def test_two_replicas_running_one_session_merge_their_turns(make_storage: Factory) -> None:
     async def body() -> None:
         first, second = make_storage(), make_storage()
         try:
             a = Agent(ScriptedModel(["a1", "a2", "a3"]), session_manager=SessionManager("s", first))
-            b = Agent(ScriptedModel(["b1"]), session_manager=SessionManager("s", second))
+            b = Agent(ScriptedModel(["b1", "b2"]), session_manager=SessionManager("s", second))
             await a.run("from a")
             await b.run("from b")  # restores a's turn first, then adds its own
-            with pytest.raises(CheckpointConflictError):
-                await a.run("a again")  # a never saw b's turn: refused, nothing written
+            result = await a.run("a again")  # a never saw b's turn: merged, no error
+            assert result.text == "a2"
             stored = await SessionManager("s", first).load_latest()
             assert stored is not None and stored.data.messages is not None
-            assert [m.text for m in stored.data.messages] == ["from a", "a1", "from b", "b1"]
-            # The refused replica is not stuck: its next run starts from the latest snapshot.
-            await a.run("a once more")
+            # b's turn was acknowledged first: a's follows it (appended to b's save).
+            merged = ["from a", "a1", "from b", "b1", "a again", "a2"]
+            assert [m.text for m in stored.data.messages] == merged
+            assert [m.text for m in a.messages] == merged  # a's history holds b's turn now
+            await b.run("b again")  # b never saw a's merged save: merged again
             stored = await SessionManager("s", second).load_latest()
             assert stored is not None and stored.data.messages is not None
-            assert [m.text for m in stored.data.messages] == [
-                "from a",
-                "a1",
-                "from b",
-                "b1",
-                "a once more",
-                "a3",
-            ]
+            assert [m.text for m in stored.data.messages] == [*merged, "b again", "b2"]
+            await a.run("a once more")  # and a goes on from there
+            stored = await SessionManager("s", first).load_latest()
+            assert stored is not None and stored.data.messages is not None
+            texts = [m.text for m in stored.data.messages]
+            assert sorted(texts) == sorted([*merged, "b again", "b2", "a once more", "a3"])
+            assert len({m.id for m in stored.data.messages}) == len(texts)
+        finally:
+            await first.close()
+            await second.close()
+
+    _run(body)
+
+
+def test_two_replicas_changing_one_state_key_are_refused(make_storage: Factory) -> None:
+    async def body() -> None:
+        first, second = make_storage(), make_storage()
+        try:
+            a = Agent(ScriptedModel(["a1", "a2", "a3"]), session_manager=SessionManager("s", first))
+            b = Agent(ScriptedModel(["b1", "b2"]), session_manager=SessionManager("s", second))
+            a.state["mood"] = "calm"
+            a.state["a_only"] = 1
+            await a.run("from a")
+            await b.run("from b")
+            b.state["mood"] = "busy"
+            b.state["b_only"] = 2
+            await b.run("b sets")
+            a.state["mood"] = "sleepy"  # the same key b changed, to another value
+            with pytest.raises(CheckpointConflictError):
+                await a.run("a clashes")  # refused: nothing written
+            stored = await SessionManager("s", first).load_latest()
+            assert stored is not None and stored.data.state == {
+                "mood": "busy",
+                "a_only": 1,
+                "b_only": 2,
+            }
+            assert "a clashes" not in [m.text for m in stored.data.messages or []]
+            # What a caller does then: run again; the run restores the latest snapshot.
+            await a.run("a retries")
+            stored = await SessionManager("s", first).load_latest()
+            assert stored is not None and stored.data.state is not None
+            assert stored.data.state["mood"] == "busy"
+            assert [m.text for m in stored.data.messages or []][-2:] == ["a retries", "a3"]
         finally:
             await first.close()
             await second.close()

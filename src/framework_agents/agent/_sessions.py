@@ -23,6 +23,12 @@ is testable without an ``Agent``. The rules:
   timeline records the load instead.
 * A run that starts from a thread's checkpoint does not restore the session (the thread
   is what goes on), but its app data and timeline are carried into the save.
+* **Two agents on one session merge.** A save another writer beat (``CHECKPOINT_CONFLICT``
+  from ``save_latest``) loads the latest snapshot and saves again with the messages merged
+  by id (the stored ones, then this history's that are not stored, so the save appends
+  them) and the state merged key by key (``sessions._merge``); the history then holds
+  the merged messages. Only a state key both changed is refused (``CHECKPOINT_CONFLICT``,
+  nothing written): the next run restores the latest snapshot.
 
 Both are run hooks (:meth:`SessionSync.hooks`: ``on_start`` restores or carries,
 ``on_commit`` saves). Snapshots (``take_snapshot``, ``load_snapshot``) and edits
@@ -33,7 +39,9 @@ edited, never overwritten with the seed.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import asyncio
+import random
+from collections.abc import Iterable, Sequence
 from typing import Any, Protocol, runtime_checkable
 
 from .._telemetry import trace_store
@@ -47,12 +55,20 @@ from ..errors import (
 from ..history import CheckedHistory, repair_history
 from ..memory.carry import app_data_with_state, restore_state
 from ..messages import Message
+from ..sessions._merge import merge_messages, merge_state
 from ..sessions.manager import SessionManager
 from ..sessions.snapshot import Snapshot, SnapshotData, select_snapshot_fields
 from ._history import AgentHistory
 from ._loop import RunHooks
 
 __all__ = ["SessionStore", "SessionSync", "find_message"]
+
+#: Loads and saves a save another writer beat is merged in, before its conflict stands.
+_MERGE_ATTEMPTS = 50
+#: The pause before merge attempt n (n >= 1) is random, up to ``min(cap, base * 2**n)``
+#: seconds: a writer saving in a tight loop can win every race for a while (its cycle
+#: is shorter than a load and a save), never for seconds.
+_MERGE_BACKOFF_BASE, _MERGE_BACKOFF_CAP = 0.002, 0.1
 
 
 @runtime_checkable
@@ -72,8 +88,9 @@ class SessionSync:
     """One history kept in step with a session manager (or with none: then it does nothing).
 
     ``read``: the session's latest snapshot was looked up (and applied), or what it stores
-    now is this history's own save; a save refused as stale clears it, so the next run
-    looks again. ``app_data``: the latest snapshot's app data, carried into every save.
+    now is this history's own save; a save refused (a state conflict) clears it, so the
+    next run looks again. ``app_data``: the latest snapshot's app data, carried into
+    every save.
     """
 
     def __init__(self, history: AgentHistory, manager: SessionStore | None = None) -> None:
@@ -82,6 +99,10 @@ class SessionSync:
         self.manager = manager
         self.read = False
         self.app_data: Any = None
+        # The message ids and state the session held when this history last read or
+        # wrote it: the base a save another writer beat is merged from.
+        self._base_messages: Sequence[Message] = ()
+        self._base_state: dict[str, Any] = {}
 
     @property
     def manager(self) -> SessionStore | None:
@@ -125,6 +146,7 @@ class SessionSync:
                 self.history.take_start(await self.history.stored())
             self.history.mark_snapshot()
             self.app_data = snapshot.app_data
+            self._base(snapshot.data.messages or [], snapshot.data.state or {})
         self.read = True
 
     async def carry(self) -> None:
@@ -141,6 +163,7 @@ class SessionSync:
         if snapshot is not None:
             self._merge_timeline(snapshot)
             self.app_data = snapshot.app_data
+            self._base(snapshot.data.messages or [], snapshot.data.state or {})
 
     def _merge_timeline(self, snapshot: Snapshot) -> None:
         """The session's timeline merged into the history's (idempotent; none: kept as is)."""
@@ -153,27 +176,103 @@ class SessionSync:
         await self.history.settle()
 
     async def save(self) -> None:
-        """``save_latest`` of the history's messages, state and timeline (none: a no-op)."""
+        """``save_latest`` of the history's messages, state and timeline (none: a no-op).
+
+        A save another writer beat (``CHECKPOINT_CONFLICT``: another agent saved the
+        session since this history read it) is merged and saved again
+        (:meth:`_merge_latest`): no turn is lost. Only a state key both changed stays
+        refused (``CHECKPOINT_CONFLICT``); the next run then restores the latest snapshot.
+        """
         manager = self._manager
         if manager is None:
             return
         history = self.history
-        messages, state = list(history.messages), history.state.to_dict()
-        timeline = history.timeline.shared_entries  # both below copy it
+        # The history's own list (replaced by a commit, never changed): a copy would
+        # touch every message, each save.
+        held = history.messages
+        messages = held if type(held) is list else list(held)
+        state = history.state.to_dict()
+        try:
+            await self._save(manager, messages, state)
+        except CheckpointConflictError:
+            try:
+                await self._merge_latest(manager, messages, state)
+            except CheckpointConflictError:
+                # A state key both changed (or the session kept changing): this run's
+                # turn was not stored. The next run restores the latest snapshot.
+                self.read = False
+                raise
+        self.read = True  # what is stored now is ours: never restore over it
+
+    async def _save(
+        self, manager: SessionStore, messages: list[Message], state: dict[str, Any]
+    ) -> None:
+        """One ``save_latest`` of ``messages``, ``state`` and the timeline; the base moves."""
+        history = self.history
+        timeline = history.timeline.shared_entries
         data = (
-            manager.snapshot_data(messages, state, timeline=timeline)  # checks what is new
+            # Checks what is new; the snapshot holds these very lists (not kept past the
+            # save, which copies what it keeps).
+            manager._snapshot_data(messages, state, None, timeline, owned=True)
             if isinstance(manager, SessionManager)
-            else SnapshotData(messages=messages, state=state, timeline=timeline)
+            else SnapshotData(messages=messages, state=state, timeline=timeline)  # copies
         )
         snapshot = Snapshot(data, app_data=app_data_with_state(history.memory, self.app_data))
-        try:
-            await trace_store("session", "save", manager, manager.save_latest(snapshot))
-        except CheckpointConflictError:
-            # Another replica saved since this history read the session: this run's turn
-            # was not acknowledged. The next run restores the latest snapshot and goes on.
-            self.read = False
-            raise
-        self.read = True  # what is stored now is ours: never restore over it
+        await trace_store("session", "save", manager, manager.save_latest(snapshot))
+        self._base(messages, state)
+
+    async def _merge_latest(
+        self, manager: SessionStore, messages: list[Message], state: dict[str, Any]
+    ) -> None:
+        """Merge this history's save into the latest snapshot another writer stored; save.
+
+        Messages merge by id (the stored ones, then this history's that are not stored:
+        the save appends them), state key by key (a key both changed:
+        ``CHECKPOINT_CONFLICT``), the timelines as a restore merges them; the other
+        writer's app data is kept. Retried while other writers keep saving in between
+        (after a random pause growing to 0.1 s; after ``_MERGE_ATTEMPTS``, a few seconds,
+        the conflict stands). The history then holds the merged messages and state.
+        """
+        where = f"session {getattr(manager, 'session_id', '?')!r}"
+        for attempt in range(_MERGE_ATTEMPTS):
+            if attempt:  # writers racing each other: one lets the other finish
+                pause = min(_MERGE_BACKOFF_CAP, _MERGE_BACKOFF_BASE * 2**attempt)
+                await asyncio.sleep(random.uniform(0, pause))
+            latest = await manager.load_latest()
+            if latest is None:
+                theirs_messages, theirs_state = None, None
+            else:
+                theirs_messages, theirs_state = latest.data.messages, latest.data.state
+                self._merge_timeline(latest)
+                self.app_data = latest.app_data
+            base_ids = {m.id for m in self._base_messages}
+            messages = merge_messages(messages, base_ids, theirs_messages)
+            state = merge_state(state, self._base_state, theirs_state, where=where) or {}
+            # What the other writer stored is now part of this history's base.
+            self._base(theirs_messages or [], theirs_state or {})
+            try:
+                await self._save(manager, messages, state)
+            except CheckpointConflictError:
+                continue
+            break
+        else:
+            raise CheckpointConflictError(
+                f"{where} kept changing while this run's turn was merged into it "
+                f"({_MERGE_ATTEMPTS} attempts); nothing was written"
+            )
+        history = self.history
+        if [m.id for m in history.messages] != [m.id for m in messages]:
+            await history.replace(messages)
+        history.state.replace(state)
+
+    def _base(self, messages: Sequence[Message], state: dict[str, Any]) -> None:
+        """Remember what the session holds as this history last read or wrote it.
+
+        The list itself (one the history replaces, never changes): its ids are only
+        needed by a merge, so a save does not pay for them.
+        """
+        self._base_messages = messages
+        self._base_state = state
 
     async def _apply(self, data: SnapshotData) -> None:
         """Apply the fields present in ``data``; absent ones keep their current values.

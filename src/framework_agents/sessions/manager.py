@@ -155,7 +155,10 @@ def _tails(
 ) -> SnapshotData | None:
     """``SnapshotData`` validating only past the ``keep`` / ``kept`` stored list items.
 
-    ``items`` and ``entries`` are the caller's own copies, completed in place.
+    ``items`` and ``entries`` become the data's lists as they are (never changed): when
+    validating the new items kept their objects (the usual case: pydantic keeps a
+    model instance as it is), the whole list needs no copy; otherwise a list of the
+    stored items and the validated new ones is made.
 
     ``None`` when what is new does not validate, or the timeline's revs do not grow past
     the stored ones: the caller validates the whole, which names the problem.
@@ -171,18 +174,21 @@ def _tails(
         return None
     if keep:
         assert items is not None
-        del items[keep:]
-        items += data.messages or []
-        data.messages = items
+        data.messages = _whole(items, keep, data.messages or [])
     if kept:
         assert entries is not None
         added = data.timeline or []
         if added and added[0].rev <= entries[kept - 1].rev:
             return None
-        del entries[kept:]
-        entries += added
-        data.timeline = entries
+        data.timeline = _whole(entries, kept, added)
     return data
+
+
+def _whole(given: list[Any], keep: int, validated: list[Any]) -> list[Any]:
+    """``given`` when its items past ``keep`` are the ``validated`` objects, else a new list."""
+    if len(validated) == len(given) - keep and all(map(operator.is_, validated, given[keep:])):
+        return given
+    return [*given[:keep], *validated]
 
 
 class _Unread:
@@ -226,6 +232,9 @@ class SessionManager:
         self._plain = True
         self._base_bytes = 0
         self._log_bytes = 0
+        # An owned list (never changed) whose first messages _snapshot_data found to be
+        # all of ``_messages``, with that very list: the save then needs no second look.
+        self._extends: tuple[list[Message], list[Message]] | None = None
 
     def __repr__(self) -> str:
         """A developer-facing description."""
@@ -312,7 +321,11 @@ class SessionManager:
         kept = _kept_entries(self._timeline, timeline)
         if kept is None:
             return False
-        keep, drop = stored_prefix(messages, new), 0
+        proof, self._extends = self._extends, None
+        if proof is not None and proof[0] is new and proof[1] is messages:
+            keep, drop = len(messages), 0  # found by _snapshot_data; nothing changed since
+        else:
+            keep, drop = stored_prefix(messages, new), 0
         cut = keep != len(messages)
         if cut and not kept:
             return False  # nothing stored is kept: publishing costs no more
@@ -365,6 +378,7 @@ class SessionManager:
         ``parsed``: read from JSON, so plain by construction (no look at each of them).
         """
         messages, timeline = snapshot.data.messages, snapshot.data.timeline
+        self._extends = None
         self._messages = None if messages is None else list(messages)
         self._timeline = None if timeline is None else list(timeline)
         self._timeline_bytes = None
@@ -387,10 +401,33 @@ class SessionManager:
         rest is checked, so building the next latest snapshot costs what the run added
         (what ``Agent`` does each run). Same errors as the constructor (``STATE_NOT_JSON``).
         """
+        return self._snapshot_data(messages, state, system_prompt, timeline, owned=False)
+
+    def _snapshot_data(
+        self,
+        messages: list[Message] | None,
+        state: dict[str, Any] | None,
+        system_prompt: str | None,
+        timeline: list[TimelineEntry] | None,
+        *,
+        owned: bool,
+    ) -> SnapshotData:
+        """:meth:`snapshot_data`; ``owned``: the caller's lists are never changed again.
+
+        An agent's save passes its history and timeline (lists it replaces, never
+        changes, but for a timeline's entries recorded after the save): the data then
+        holds those very lists, so a save makes no list of the history's size (a copy
+        touches every message object, a cache miss each on a long history, and hands
+        the collector a list it traverses). Otherwise the data holds copies, so that
+        changing a list afterwards cannot change what was checked.
+        """
         stored = self._messages if self._plain else None
-        # The manager's own copies: user code the comparison runs (a value's ``__eq__``)
-        # cannot change what was compared.
-        items = list(messages) if type(messages) is list else None
+        # The manager's own copies (unless ``owned``): user code the comparison runs (a
+        # value's ``__eq__``) cannot change what was compared.
+        if type(messages) is list:
+            items: list[Message] | None = messages if owned else list(messages)
+        else:
+            items = None
         keep = 0
         if (
             items is not None
@@ -399,7 +436,12 @@ class SessionManager:
             and stored_prefix(stored, items) == len(stored)
         ):
             keep = len(stored)
-        entries = list(timeline) if type(timeline) is list else None
+        # Only a list never changed may skip the save's own check (``_append_latest``).
+        self._extends = (items, stored) if owned and keep and items is not None else None
+        if type(timeline) is list:
+            entries: list[TimelineEntry] | None = timeline if owned else list(timeline)
+        else:
+            entries = None
         kept = (_kept_entries(self._timeline, entries) or 0) if entries is not None else 0
         lists = (items is not None or messages is None) and (
             entries is not None or timeline is None
@@ -425,6 +467,7 @@ class SessionManager:
             records, tag = [], None if raw is None else digest(raw)
         if raw is None:
             self._latest = None
+            self._extends = None
             self._messages = None
             self._timeline = None
             self._timeline_bytes = None

@@ -119,7 +119,7 @@ class PostgresStorage(SqlStorage):
             async with conn.transaction():
                 await conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY")
                 cur = await conn.execute(
-                    sql("SELECT data, digest FROM {s}.fa_kv WHERE key = %s"), (key,)
+                    sql("SELECT data, digest FROM {s}.fa_kv WHERE key = %s"), (key,), binary=True
                 )
                 row = await cur.fetchone()
                 if row is None:
@@ -127,6 +127,7 @@ class PostgresStorage(SqlStorage):
                 cur = await conn.execute(
                     sql("SELECT seq, record FROM {s}.fa_kv_log WHERE key = %s ORDER BY seq"),
                     (key,),
+                    binary=True,
                 )
                 return row, await cur.fetchall()
 

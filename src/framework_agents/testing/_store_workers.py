@@ -22,6 +22,7 @@ __all__ = [
     "bank_worker",
     "counter_worker",
     "hold_worker",
+    "session_agent_worker",
     "stale_worker",
     "turns_worker",
 ]
@@ -74,6 +75,41 @@ def agent_worker(conn: Connection, open_store: Any, key: str, who: str, turns: i
                 conversation_manager=NullConversationManager(),
             )
             for i in range(turns):
+                await agent.run(f"{who}-{i}")
+        finally:
+            await store.close()
+        return turns
+
+    _report(conn, body)
+
+
+def session_agent_worker(
+    conn: Connection, open_store: Any, session_id: str, who: str, turns: int
+) -> None:
+    """Run ``turns`` agent runs ``<who>-<i>`` on session ``session_id`` (the README's two tabs).
+
+    Each run also sets the state key ``<who>`` to its turn: the agents' keys differ, so
+    every save merges (messages by id, state by key) and none is refused.
+    """
+    from ..agent import Agent
+    from ..conversation import NullConversationManager
+    from ..sessions.manager import SessionManager
+    from .models import FunctionModel
+
+    async def reply(history: list[Message], tools: object) -> str:
+        await asyncio.sleep(0.002)  # a model call: the other processes run meanwhile
+        return f"answer to {history[-1].text}"
+
+    async def body() -> int:
+        store = open_store()
+        try:
+            agent = Agent(
+                FunctionModel(reply),
+                session_manager=SessionManager(session_id, store.storage),
+                conversation_manager=NullConversationManager(),
+            )
+            for i in range(turns):
+                agent.state[who] = i
                 await agent.run(f"{who}-{i}")
         finally:
             await store.close()

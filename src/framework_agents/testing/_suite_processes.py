@@ -11,6 +11,7 @@ import pytest
 
 from ..checkpoint.model import ThreadCheckpoint
 from ..messages import Message
+from ..sessions.manager import SessionManager
 from ..stores._base import Store
 from . import _store_workers as workers
 from ._suite import StoreFactory, _needs, _run, _spawn, _wait
@@ -68,6 +69,41 @@ class ProcessSuite:
                     assert texts.count(f"answer to p{i}-{j}") == 1, texts
                 mine = [t for t in texts if t.startswith(f"p{i}-")]
                 assert mine == [f"p{i}-{j}" for j in range(turns)]  # each agent's in order
+
+        _run(store_factory, body)
+
+    @pytest.mark.slow
+    def test_agents_in_processes_sharing_a_session_merge_every_turn(
+        self, store_factory: StoreFactory
+    ) -> None:
+        """Three processes run agents on one session at once: every turn stored once, no error.
+
+        Each agent's save that another's beat merges (messages by id, state by key).
+        """
+        _needs(store_factory.cross_process, "cross-process sharing")
+        turns = 6
+        procs = [
+            _spawn(workers.session_agent_worker, store_factory.open, "shared", f"p{i}", turns)
+            for i in range(3)
+        ]
+        for proc, conn in procs:
+            assert (got := _wait(conn, proc)) == ("ok", turns), got
+            proc.join(30)
+
+        async def body(store: Store) -> None:
+            latest = await SessionManager("shared", store.storage).load_latest()
+            assert latest is not None and latest.data.messages is not None
+            texts = [m.text for m in latest.data.messages]
+            assert len({m.id for m in latest.data.messages}) == len(texts)
+            for i in range(3):
+                for j in range(turns):
+                    assert texts.count(f"p{i}-{j}") == 1, texts
+                    assert texts.count(f"answer to p{i}-{j}") == 1, texts
+                    at = texts.index(f"p{i}-{j}")
+                    assert texts[at + 1] == f"answer to p{i}-{j}", texts  # turns stay whole
+                mine = [t for t in texts if t.startswith(f"p{i}-")]
+                assert mine == [f"p{i}-{j}" for j in range(turns)]  # each agent's in order
+            assert latest.data.state == {f"p{i}": turns - 1 for i in range(3)}
 
         _run(store_factory, body)
 
