@@ -59,7 +59,7 @@ from ..hitl import HitlInterrupt, check_edit, hitl_key, parse_decision
 from ..messages import Message, ToolCall, new_id
 from ..sessions._base import as_logged, digest, swap
 from ..tools import DECISION_KINDS
-from ._errors import ApprovalPendingError
+from ._errors import ApprovalPendingError, ShuttingDownError
 from ._index import ThreadIndex, decode_cursor, encode_cursor
 from ._store import ServerStore
 
@@ -264,6 +264,8 @@ class ThreadRunner:
         self.keepalive = float(keepalive)
         self._active: dict[str, RunHandle] = {}
         self._tools: dict[str, Any] | None = None
+        #: ``time.monotonic()`` by which runs in flight must end once :meth:`drain` ran.
+        self.drain_deadline: float | None = None
 
     @property
     def checkpointer(self) -> Any:
@@ -435,9 +437,30 @@ class ThreadRunner:
         """Whether a run of ``thread_id`` is in progress in this process."""
         return thread_id in self._active
 
+    def drain(self, grace: float) -> None:
+        """Stop taking runs (``SHUTTING_DOWN``); those in flight have ``grace`` seconds left."""
+        if self.drain_deadline is None:
+            grace = max(0.0, grace)
+            self.drain_deadline = time.monotonic() + grace
+            logger.info("draining: %d run(s) in flight, %.1f s to end", len(self._active), grace)
+            with contextlib.suppress(RuntimeError):  # no loop here: aclose stops the runs
+                loop = asyncio.get_running_loop()
+                # Safe from a signal handler: scheduled from the loop, not from here.
+                loop.call_soon_threadsafe(loop.call_later, grace, self._stop_runs)
+
+    def _stop_runs(self) -> None:
+        """Stop the runs still going: each ends at its last checkpoint with ``SHUTTING_DOWN``."""
+        for handle in list(self._active.values()):
+            if handle.task is not None and not handle.task.done():
+                handle.task.cancel()
+
     def claim(self, thread_id: str, resume: bool) -> RunHandle:
         """Hold ``thread_id`` for one run or edit in this process (``THREAD_BUSY`` if held)."""
         check_thread_id(thread_id)
+        if self.drain_deadline is not None:
+            raise ShuttingDownError(
+                "this server is shutting down and takes no new runs; retry on another replica"
+            )
         if thread_id in self._active:
             raise ThreadBusyError(
                 f"thread {thread_id!r} is running; wait for its run to end (HTTP 409)"
@@ -561,6 +584,14 @@ class ThreadRunner:
             label = f"error:{getattr(exc, 'code', 'INTERNAL')}"
             if not sent_error:
                 handle.emit(RunErrorEvent(run_id=run_id, error=exc))
+        except asyncio.CancelledError:  # the server stops (drain, aclose): a coded end
+            label = "error:SHUTTING_DOWN"
+            stopped = ShuttingDownError(
+                "the server stopped this run at its last checkpoint while shutting down; "
+                "the thread is resumable on another replica"
+            )
+            handle.emit(RunErrorEvent(run_id=run_id, error=stopped))
+            raise
         finally:
             await self._finish(handle, label)
 
@@ -631,7 +662,14 @@ class ThreadRunner:
         return await resume(thread_id, {pending.key: decision}, checkpointer=self.checkpointer)
 
     async def aclose(self, grace: float = 5.0) -> None:
-        """Let runs in progress end (up to ``grace`` seconds), cancel the rest, close the store."""
+        """Let runs in progress end (up to ``grace`` seconds), cancel the rest, close the store.
+
+        After :meth:`drain`, up to what is left of its grace instead. A cancelled run stops
+        at its last checkpoint: its thread is resumable (a call in flight then is one of
+        unknown outcome, settled by a decision), and its lock is released.
+        """
+        if self.drain_deadline is not None:
+            grace = max(0.0, self.drain_deadline - time.monotonic())
         tasks = [h.task for h in self._active.values() if h.task is not None]
         if tasks:
             _done, late = await asyncio.wait(tasks, timeout=grace)

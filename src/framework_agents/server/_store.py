@@ -17,6 +17,7 @@ Layout of a directory store::
 
 from __future__ import annotations
 
+import asyncio
 import importlib
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -24,11 +25,12 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urlsplit
 
+from .._util import redact
 from ..checkpoint import FileCheckpointer, InMemoryCheckpointer
-from ..errors import InvalidArgumentError
+from ..errors import AgentError, BackendUnavailableError, InvalidArgumentError
 from ..sessions import InMemoryStorage, LocalFileStorage
 
-__all__ = ["DEFAULT_STORE", "ServerStore", "resolve_store"]
+__all__ = ["DEFAULT_STORE", "PROBE_KEY", "ServerStore", "probe_store", "resolve_store"]
 
 #: The default store of :func:`create_app`: an embedded SQLite file under ``./.data/``.
 DEFAULT_STORE = "sqlite:///./.data/agents.db"
@@ -56,8 +58,12 @@ def _directory(url: str) -> Path | None:
     return Path(url)
 
 
-def resolve_store(url: str) -> ServerStore:
-    """The :class:`ServerStore` that ``url`` names (see the module docstring)."""
+def resolve_store(url: str, *, lease: float | None = None) -> ServerStore:
+    """The :class:`ServerStore` that ``url`` names (see the module docstring).
+
+    ``lease`` (seconds; ``None``: the store's default) is how long a thread stays locked
+    by a process that died holding it (``open_store(lease=...)``; a database store's).
+    """
     if not isinstance(url, str) or not url:
         raise InvalidArgumentError(f"store must be a non-empty URL string, got {url!r:.100}")
     try:  # the stores package (SQLite, PostgreSQL, Redis) when installed
@@ -67,7 +73,8 @@ def resolve_store(url: str) -> ServerStore:
     open_store = getattr(stores, "open_store", None)
     if open_store is not None:
         directory = _directory(url) if url.startswith("file://") else None
-        store = open_store(str(directory) if directory is not None else url)
+        options = {} if lease is None else {"lease": lease}
+        store = open_store(str(directory) if directory is not None else url, **options)
         return ServerStore(store.checkpointer, store.storage, store.close)
     if url == "memory:":
         return ServerStore(InMemoryCheckpointer(), InMemoryStorage())
@@ -78,3 +85,27 @@ def resolve_store(url: str) -> ServerStore:
             "this installation serves 'memory:' and a directory path or file:// URL"
         )
     return ServerStore(FileCheckpointer(directory), LocalFileStorage(directory))
+
+
+#: The storage key a readiness probe reads (never written: reading it costs one lookup).
+PROBE_KEY = "server/ready-probe"
+
+
+async def probe_store(store: ServerStore, seconds: float) -> None:
+    """Read ``store`` once within ``seconds``: it is reachable and its schema is current.
+
+    The first read of a database store connects and creates its schema, or refuses a
+    newer one than this code knows. An error of the store is raised as it is; an
+    unexpected one, or no answer within ``seconds``, is ``BACKEND_UNAVAILABLE``.
+    """
+    try:
+        async with asyncio.timeout(seconds):
+            await store.storage.get(PROBE_KEY)
+    except AgentError:
+        raise
+    except TimeoutError as exc:
+        raise BackendUnavailableError(f"the store did not answer within {seconds:g} s") from exc
+    except Exception as exc:  # an OSError of a directory, a driver's own error
+        raise BackendUnavailableError(
+            f"the store cannot be read: {redact(str(exc))[:300]}"
+        ) from exc
