@@ -20,14 +20,22 @@ from __future__ import annotations
 
 import base64
 import json
+import logging
 from collections.abc import Awaitable, Callable, Iterator
 from datetime import UTC, datetime
 from typing import Any
 
-from ..checkpoint.model import ThreadCheckpoint
-from ..errors import InvalidArgumentError
+from ..checkpoint.model import ThreadCheckpoint, check_thread_id
+from ..errors import (
+    CorruptStoreError,
+    InvalidArgumentError,
+    StorageKeyInvalidError,
+    ThreadIdInvalidError,
+)
 
 __all__ = ["ThreadIndex", "decode_cursor", "encode_cursor"]
+
+logger = logging.getLogger(__name__)
 
 RECENT = "server/recent/"
 #: Microseconds are inverted against this bound so that later times sort first.
@@ -106,6 +114,7 @@ class ThreadIndex:
         ``known`` are the checkpointer's thread ids: one without an entry is entered first
         (read with ``load``); an entry whose thread is gone is skipped.
         """
+        known = [t for t in known if _listable(t)]
         keys = await self._keys(known, load)
         needle = query.casefold() if query else None
         page: list[dict[str, Any]] = []
@@ -130,9 +139,14 @@ class ThreadIndex:
         if not missing:
             return keys
         for thread_id in missing:
-            checkpoint = await load(thread_id)
-            if checkpoint is not None:
-                await self.enter(checkpoint)
+            try:
+                checkpoint = await load(thread_id)
+                if checkpoint is not None:
+                    await self.enter(checkpoint)
+            except (ThreadIdInvalidError, StorageKeyInvalidError, CorruptStoreError) as exc:
+                # One thread that cannot be listed (an id stored before the id rule refused
+                # it, a damaged checkpoint) is left out, never the whole list for everyone.
+                logger.warning("thread list: leaving out thread %r: %s", thread_id, exc)
         return sorted(await self.storage.list(RECENT))
 
     async def _read(self, key: str, thread_id: str) -> dict[str, Any] | None:
@@ -147,6 +161,16 @@ class ThreadIndex:
             return None
         summary["thread_id"] = thread_id
         return summary
+
+
+def _listable(thread_id: str) -> bool:
+    """Whether ``thread_id`` passes today's id rule (a store may hold older ones: logged)."""
+    try:
+        check_thread_id(thread_id)
+    except ThreadIdInvalidError as exc:
+        logger.warning("thread list: leaving out thread %r: %s", thread_id, exc)
+        return False
+    return True
 
 
 def _live_entries(keys: list[str], alive: set[str], after: str | None) -> Iterator[tuple[str, str]]:
