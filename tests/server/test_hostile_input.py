@@ -101,7 +101,8 @@ def test_a_thread_stored_under_an_id_the_rule_now_refuses_is_left_out_of_the_lis
 
     async def body() -> list[str]:
         index = ThreadIndex(InMemoryStorage(), _summary_json)
-        rows, _ = await index.page(limit=10, after=None, query=None, known=["CON", "ok"], load=load)
+        await index.reconcile(["CON", "ok"], load)
+        rows, _ = await index.page(limit=10, after=None)
         return [str(r["thread_id"]) for r in rows]
 
     with caplog.at_level(logging.WARNING, logger="framework_agents.server._index"):

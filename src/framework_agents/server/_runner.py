@@ -60,7 +60,7 @@ from ..messages import Message, ToolCall, new_id
 from ..sessions._base import as_logged, digest, swap
 from ..tools import DECISION_KINDS
 from ._errors import ApprovalPendingError, ShuttingDownError
-from ._index import ThreadIndex, decode_cursor, encode_cursor
+from ._index import MAX_LIMIT, STATES, ThreadIndex, decode_cursor, encode_cursor, state_of
 from ._store import ServerStore
 
 __all__ = [
@@ -83,6 +83,9 @@ _TITLE_LENGTH = 80
 _TIMELINE_FOLD = 256
 #: Conditional timeline writes retried on a conflict before the entry is given up (logged).
 _TIMELINE_ATTEMPTS = 8
+#: A first page of the thread list looks for threads the server never recorded (written
+#: by another tool: every thread id listed, O(threads)) at most this often.
+RECONCILE_SECONDS = 30.0
 
 
 def supports_reissue(agent: object) -> bool:
@@ -138,6 +141,8 @@ class ThreadSummary:
     title: str
     message_count: int
     pending: bool
+    #: ``running``, ``waiting`` (an approval is open) or ``finished``.
+    state: str = "finished"
 
     def to_json(self) -> dict[str, Any]:
         """The JSON API shape."""
@@ -147,6 +152,7 @@ class ThreadSummary:
             "title": self.title,
             "message_count": self.message_count,
             "pending": self.pending,
+            "state": self.state,
         }
 
 
@@ -239,6 +245,7 @@ def _summary_from_json(row: dict[str, Any]) -> ThreadSummary | None:
             str(row["title"]),
             int(row["message_count"]),
             bool(row["pending"]),
+            state_of(row),
         )
     except (KeyError, TypeError, ValueError):
         return None
@@ -264,6 +271,7 @@ class ThreadRunner:
         self.keepalive = float(keepalive)
         self._active: dict[str, RunHandle] = {}
         self._tools: dict[str, Any] | None = None
+        self._reconciled = -RECONCILE_SECONDS  # the first listing looks for new threads
         #: ``time.monotonic()`` by which runs in flight must end once :meth:`drain` ran.
         self.drain_deadline: float | None = None
 
@@ -336,21 +344,47 @@ class ThreadRunner:
         )
 
     async def list_threads(
-        self, *, limit: int = 50, cursor: str | None = None, query: str | None = None
+        self,
+        *,
+        limit: int = 50,
+        cursor: str | None = None,
+        query: str | None = None,
+        state: str | None = None,
+        updated_after: datetime | None = None,
+        updated_before: datetime | None = None,
     ) -> tuple[list[ThreadSummary], str | None]:
         """A page of threads, newest first, and the cursor of the next page.
 
         Reads the page's summaries only (see ``_index``), never the threads' histories.
+        ``state``: ``running``, ``waiting`` or ``finished`` only; ``updated_after`` /
+        ``updated_before``: last updated after / before that time.
         """
-        if not 1 <= limit <= 200:
-            raise InvalidArgumentError(f"limit must be between 1 and 200, got {limit}")
+        if not 1 <= limit <= MAX_LIMIT:
+            raise InvalidArgumentError(f"limit must be between 1 and {MAX_LIMIT}, got {limit}")
+        if state is not None and state not in STATES:
+            raise InvalidArgumentError(f"state must be one of {', '.join(STATES)}, got {state!r}")
         after = decode_cursor(cursor) if cursor else None
-        known = await self.checkpointer.list_threads()
+        if after is None and time.monotonic() >= self._reconciled + RECONCILE_SECONDS:
+            self._reconciled = time.monotonic()
+            await self.index.reconcile(await self.checkpointer.list_threads(), self.load)
         rows, last = await self.index.page(
-            limit=limit, after=after, query=query, known=known, load=self.load
+            limit=limit,
+            after=after,
+            query=query,
+            state=state,
+            updated_after=updated_after,
+            updated_before=updated_before,
         )
         page = [s for s in map(_summary_from_json, rows) if s is not None]
         return page, (encode_cursor(last) if last is not None else None)
+
+    async def _enter_running(self, thread_id: str, prompt: str | Message) -> None:
+        """List the thread as ``running`` while its run goes (a failure is only logged)."""
+        text = prompt if isinstance(prompt, str) else prompt.text
+        try:
+            await self.index.enter_running(thread_id, title_of([Message("user", text)]))
+        except Exception:
+            logger.exception("could not list thread %s as running", thread_id)
 
     # -- timeline -----------------------------------------------------------------------
 
@@ -412,6 +446,8 @@ class ThreadRunner:
         checkpoint = await self.load(thread_id)
         if checkpoint is not None:  # the thread list's line for it, as it now stands
             await self.index.enter(checkpoint)
+        else:  # a first run that saved nothing: no line (it was listed as running)
+            await self.index.drop(thread_id)
 
     # -- deleting -----------------------------------------------------------------------
 
@@ -563,6 +599,7 @@ class ThreadRunner:
             handle.queue.put_nowait(_END)
 
     async def _drive_run(self, handle: RunHandle, agent: Any, prompt: str | Message) -> None:
+        await self._enter_running(handle.thread_id, prompt)
         events = agent.stream(prompt, checkpointer=self.checkpointer, thread_id=handle.thread_id)
         await self._pump(handle, events)
 
@@ -603,6 +640,7 @@ class ThreadRunner:
         pending: Pending,
         decision: Any,
     ) -> None:
+        await self._enter_running(handle.thread_id, "")
         if supports_reissue(agent) and callable(getattr(agent, "resume_stream", None)):
             # The stored call runs as the human saw it, its events streamed as they come
             # (tokens included) under the pending call's own id.
