@@ -298,7 +298,6 @@ class ThreadIndex:
                 # never the whole list for everyone.
                 logger.warning("thread list: leaving out thread %r: %s", thread_id, exc)
 
-
     async def _running_lately(self, thread_id: str) -> bool:
         """Whether the thread was entered as running within ``STALE_RUNNING`` seconds.
 
