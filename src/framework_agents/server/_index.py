@@ -13,10 +13,10 @@ open) or ``finished``. A page asks the storage for the next keys after the curso
 last key's ``<inverted time>-<thread_id>``), ``limit`` of them: on the SQL and Redis
 stores one range read of the key index (``list_after``, O(log n + page)); on the others
 their sorted key list (names only, cut with a bisection). It then reads the page's
-summaries and the threads' pointers: an entry its pointer does not name (two replicas
-recording one thread at once may leave one) is skipped. A search (``q=``)
-reads entries in order until its page is full. ``updated_after`` / ``updated_before``
-bound the keys' time part, so they cost nothing more.
+summaries and the threads' pointers (one ``get_many`` on those stores): an entry its
+pointer does not name (two replicas recording one thread at once may leave one) is
+skipped. A search (``q=``) reads entries in order until its page is full.
+``updated_after`` / ``updated_before`` bound the keys' time part: they cost nothing more.
 
 The entries are written whenever the server records a run, resume, edit or branch (the
 checkpoint is read then), with ``running`` when a run starts, and dropped when the thread
@@ -224,7 +224,7 @@ class ThreadIndex:
             want = limit + 1 - len(page)
             keys = await list_after(self.storage, prefix, start, want)
             entries = [(k, k[len(prefix) :]) for k in keys if stop is None or k < stop]
-            rows = await asyncio.gather(*(self._entry(k, s) for k, s in entries))
+            rows = await self._entries(entries)
             for (_key, suffix), summary in zip(entries, rows, strict=True):
                 thread_id = suffix[20:]
                 if summary is None or thread_id in seen:
@@ -241,32 +241,27 @@ class ThreadIndex:
                 return page, None
             start = keys[-1]
 
-    async def _entry(self, key: str, suffix: str) -> dict[str, Any] | None:
-        """The summary under ``key`` if the thread's pointer names it, else ``None``.
+    async def _entries(self, entries: list[tuple[str, str]]) -> list[dict[str, Any] | None]:
+        """The summaries of ``(key, suffix)`` entries whose thread's pointer names them.
 
         An entry no longer pointed at (a thread deleted elsewhere, or entered twice at
-        once by two replicas) is skipped.
+        once by two replicas) is ``None``: skipped, not removed (an entry being written
+        has no pointer yet, or the old one). One read for the entries and the pointers.
         """
-        thread_id = suffix[20:]
-        summary: dict[str, Any] | None
-        summary, pointed = await asyncio.gather(
-            self._read(key, thread_id), self._pointed(thread_id)
-        )
-        # Not removed here: an entry being written has no pointer yet (or the old one).
-        return summary if key in pointed else None
+        pointers = [self._pointer(suffix[20:]) for _key, suffix in entries]
+        values = await get_many(self.storage, [k for k, _s in entries] + pointers)
+        summaries: list[dict[str, Any] | None] = []
+        for (key, suffix), pointer in zip(entries, pointers, strict=True):
+            pointed = values.get(pointer, b"").decode(errors="replace").splitlines()
+            raw = values.get(key)
+            summaries.append(
+                _parsed(raw, suffix[20:]) if raw is not None and key in pointed else None
+            )
+        return summaries
 
     async def _read(self, key: str, thread_id: str) -> dict[str, Any] | None:
         raw = await self.storage.get(key)
-        if raw is None:
-            return None
-        try:
-            summary = json.loads(raw)
-        except ValueError:
-            return None
-        if not isinstance(summary, dict):
-            return None
-        summary["thread_id"] = thread_id
-        return summary
+        return None if raw is None else _parsed(raw, thread_id)
 
     async def reconcile(
         self, known: list[str], load: Callable[[str], Awaitable[ThreadCheckpoint | None]]
@@ -312,6 +307,39 @@ class ThreadIndex:
                     started = datetime.fromtimestamp(micros / 1_000_000, UTC)
                     return datetime.now(UTC) - started < timedelta(seconds=STALE_RUNNING)
         return False
+
+
+def _parsed(raw: bytes, thread_id: str) -> dict[str, Any] | None:
+    """A stored summary with its thread id (``None``: damaged, skipped)."""
+    try:
+        summary = json.loads(raw)
+    except ValueError:
+        return None
+    if not isinstance(summary, dict):
+        return None
+    summary["thread_id"] = thread_id
+    return summary
+
+
+#: Reads in flight at once where a storage has no ``get_many`` (a pool's size or less).
+_READS = 8
+
+
+async def get_many(storage: Any, keys: list[str]) -> dict[str, bytes]:
+    """The stored values of ``keys``: one read where the storage has ``get_many``."""
+    many = getattr(storage, "get_many", None)
+    if callable(many):
+        found: dict[str, bytes] = await many(keys)
+        return found
+    gate = asyncio.Semaphore(_READS)
+
+    async def one(key: str) -> bytes | None:
+        async with gate:
+            value: bytes | None = await storage.get(key)
+            return value
+
+    values = await asyncio.gather(*(one(k) for k in keys))
+    return {k: v for k, v in zip(keys, values, strict=True) if v is not None}
 
 
 def _strip(page: list[dict[str, Any]]) -> str:

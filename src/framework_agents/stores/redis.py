@@ -363,6 +363,15 @@ class RedisStorage(_Closable, AutoPrune, CompareAndPut):
         keys = await self._db.call("zrangebylex", self._index, low, high)
         return [k.decode() for k in keys]
 
+    async def get_many(self, keys: Sequence[str]) -> dict[str, bytes]:
+        """The values of those ``keys`` that are stored, in one ``HMGET``."""
+        for key in keys:
+            validate_key(key)
+        if not keys:
+            return {}
+        values = await self._db.call("hmget", self._data, list(keys))
+        return {k: bytes(v) for k, v in zip(keys, values, strict=True) if v is not None}
+
     async def list_after(self, prefix: str, after: str | None, limit: int) -> builtins.list[str]:
         """Up to ``limit`` keys starting with ``prefix`` and greater than ``after``, sorted.
 
