@@ -8,6 +8,7 @@ that a page after the first costs its own keys and entries: no listing of every 
 from __future__ import annotations
 
 import asyncio
+import builtins
 import contextlib
 import os
 import socket
@@ -106,14 +107,14 @@ class Counting:
         keys: list[str] = await self.inner.list(prefix)
         return keys
 
-    async def _get_many(self, keys: list[str]) -> dict[str, bytes]:
+    async def _get_many(self, keys: builtins.list[str]) -> dict[str, bytes]:
         self.count("get_many")
         found: dict[str, bytes] = await self.inner.get_many(keys)
         return found
 
-    async def _list_after(self, prefix: str, after: str | None, limit: int) -> list[str]:
+    async def _list_after(self, prefix: str, after: str | None, limit: int) -> builtins.list[str]:
         self.count("list_after")
-        keys: list[str] = await self.inner.list_after(prefix, after, limit)
+        keys: builtins.list[str] = await self.inner.list_after(prefix, after, limit)
         return keys
 
 
@@ -153,6 +154,7 @@ def _agent() -> Agent:
     return Agent(FunctionModel(_answer), tools=[hold, publish])
 
 
+@contextlib.asynccontextmanager
 async def _runner(url: str) -> AsyncIterator[tuple[ThreadRunner, Counting]]:
     store = open_store(url)
     counting = Counting(store.storage)
@@ -172,8 +174,7 @@ def test_keyset_pages_by_state_and_time_read_only_their_page(store_url: str) -> 
     async def body() -> None:
         global GATE, STARTED
         GATE, STARTED = asyncio.Event(), asyncio.Event()
-        async with contextlib.aclosing(_runner(store_url)) as opened:
-            runner, counting = await anext(opened)
+        async with _runner(store_url) as (runner, counting):
             for i in range(12):
                 await _run(runner, f"f{i:02d}", f"question {i}")
             middle = datetime.now(UTC)
@@ -272,7 +273,7 @@ def test_list_after_is_a_keyset_range_of_the_key_index(kind: str, tmp_path: Path
 
     async def body() -> None:
         async with open_store(url) as store:
-            storage = store.storage
+            storage: Any = store.storage
             for key in ("a/1", "a/2", "a/3", "a/30", "a/4", "b/1", "a0"):
                 await storage.put(key, b"x")
             assert await storage.list_after("a/", None, 2) == ["a/1", "a/2"]
