@@ -5,6 +5,8 @@ Usage::
     PYTHONPATH=src python bench/server_load.py [--runs 256] [--clients 1,16,64]
     PYTHONPATH=src python bench/server_load.py --listing [--threads 100000]
         [--stores sqlite,postgres,redis]
+    PYTHONPATH=src python bench/server_load.py --replicas 1,2,3 --store-url URL
+        [--clients 16] [--runs 256]
 
 The server runs in a child process (uvicorn, one worker) with a scripted model that answers
 at once, on a directory store, so what is measured is the framework: protocol parsing,
@@ -13,6 +15,11 @@ client owns one thread (an AG-UI ``threadId`` / an A2A ``contextId``) and runs i
 of ``--runs`` one after another. The floor is a bare Starlette handler that echoes the
 request body, served the same way: the ratio says what one agent run costs on top of an
 HTTP round trip. Figures are printed, never asserted.
+
+``--replicas 1,2,3`` serves the agent from that many processes on ``--store-url``
+(PostgreSQL or Redis) behind HAProxy (Debian's package, round robin, loopback) and runs
+AG-UI turns through it, beside one replica reached directly (the proxy's own hop is the
+difference) and the echo floor, in the same run.
 
 ``--listing`` measures the thread list instead: ``--threads`` thread entries are written
 through the server's own index (``ThreadIndex.enter_summary``, a fifth of them waiting for
@@ -163,6 +170,80 @@ def _start(kind: str, store: str) -> tuple[subprocess.Popen[str], str]:
         if "Uvicorn running on" in line:
             return child, f"http://127.0.0.1:{port}"
     raise RuntimeError(f"the {kind} server did not start")
+
+
+_HAPROXY = """
+global
+    maxconn 1024
+defaults
+    mode http
+    timeout connect 2s
+    timeout client 120s
+    timeout server 120s
+frontend agents
+    bind 127.0.0.1:{port}
+    default_backend replicas
+backend replicas
+    balance roundrobin
+{servers}
+"""
+
+
+def _proxy(ports: list[int], tmp: str) -> tuple[subprocess.Popen[str], str]:
+    """HAProxy (Debian's package) round robin over ``ports`` on loopback; its URL."""
+    import shutil
+    import socket
+
+    haproxy = shutil.which("haproxy") or "/usr/sbin/haproxy"
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        front = sock.getsockname()[1]
+    servers = "\n".join(f"    server r{i} 127.0.0.1:{p}" for i, p in enumerate(ports))
+    config = Path(tmp) / f"haproxy-{front}.cfg"
+    config.write_text(_HAPROXY.format(port=front, servers=servers))
+    child = subprocess.Popen(
+        [haproxy, "-db", "-f", str(config)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        text=True,
+    )
+    url = f"http://127.0.0.1:{front}"
+    for _ in range(100):
+        try:
+            if httpx.get(f"{url}/healthz", timeout=2).status_code == 200:
+                return child, url
+        except httpx.TransportError:
+            pass
+        time.sleep(0.05)
+    raise RuntimeError("haproxy did not start")
+
+
+def _replicas(store_url: str, counts: list[int], clients: int, runs: int) -> None:
+    """AG-UI runs through HAProxy to 1..3 replicas, beside one replica direct and the floor."""
+    with tempfile.TemporaryDirectory() as tmp:
+        children: list[subprocess.Popen[str]] = []
+        try:
+            echo, echo_url = _start("echo", tmp)
+            children.append(echo)
+            started = [_start("agent", store_url) for _ in range(max(counts))]
+            children += [c for c, _ in started]
+            ports = [int(u.rsplit(":", 1)[1]) for _, u in started]
+            print(f"{runs} AG-UI runs, {clients} clients; store {store_url.split('?')[0]}")
+            header = f"{'route':<8} {'clients':>4} {'runs':>6} {'runs/s':>9} {'p50 ms':>8}"
+            print(f"{header} {'p99 ms':>8} {'errors':>6}  floor / rate")
+            floor = asyncio.run(_level(echo_url, "echo", clients, runs))
+            print(floor.line(None))
+            direct = asyncio.run(_level(started[0][1], "agui", clients, runs))
+            print(direct.line(floor).replace("agui    ", "direct  "))
+            for count in counts:
+                proxy, url = _proxy(ports[:count], tmp)
+                children.append(proxy)
+                result = asyncio.run(_level(url, "agui", clients, runs))
+                print(result.line(floor).replace("agui    ", f"proxy x{count}"))
+        finally:
+            for child in children:
+                child.terminate()
+                child.wait(30)
 
 
 _LISTING_URLS = {
@@ -341,12 +422,21 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=100_000, help="threads (--listing)")
     parser.add_argument("--pages", type=int, default=200, help="pages timed (--listing)")
     parser.add_argument("--stores", default="sqlite,postgres,redis", help="(--listing)")
+    parser.add_argument(
+        "--replicas", default=None, help="e.g. 1,2,3: AG-UI through HAProxy to that many"
+    )
     parser.add_argument("--serve", choices=["agent", "echo"], help=argparse.SUPPRESS)
     parser.add_argument("--port", type=int, help=argparse.SUPPRESS)
     parser.add_argument("--store", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.serve:
         _serve(args.serve, args.port, args.store)
+        return
+    if args.replicas:
+        if not args.store_url:
+            parser.error("--replicas needs a shared --store-url (postgresql://... or redis://...)")
+        counts = [int(n) for n in args.replicas.split(",")]
+        _replicas(args.store_url, counts, int(args.clients.split(",")[-1]), args.runs)
         return
     if args.listing:
         with tempfile.TemporaryDirectory() as tmp:
