@@ -39,6 +39,8 @@ SRC = str(Path(__file__).resolve().parents[2] / "src")
 PG_URL = os.environ.get("FA_POSTGRES_URL", "postgresql://postgres@127.0.0.1:5432/test")
 REDIS_URL = os.environ.get("FA_REDIS_URL", "redis://127.0.0.1:6379/0")
 JSON = {"Accept": "application/json"}
+#: Seconds a dead or frozen replica keeps its threads.
+LEASE = 2
 #: Codes a client may meet while a replica dies, and retry.
 RETRYABLE = {"THREAD_BUSY", "SHUTTING_DOWN", "BACKEND_UNAVAILABLE", "LOCK_TIMEOUT"}
 
@@ -77,7 +79,7 @@ defaults
     mode http
     timeout connect 2s
     timeout client 60s
-    timeout server 60s
+    timeout server 20s
     option redispatch
     retries 2
 frontend agents
@@ -109,7 +111,7 @@ def _start_replica(tmp_path: Path, store: str, port: int) -> subprocess.Popen[st
     env["PUBLISH_LOG"] = str(tmp_path / "published.log")
     env.pop("FRAMEWORK_AGENTS_TOKEN", None)
     command = [sys.executable, "-m", "framework_agents.cli", "serve", "replicaapp:factory"]
-    command += ["--store", store, "--port", str(port), "--no-console", "--lease", "2"]
+    command += ["--store", store, "--port", str(port), "--no-console", "--lease", str(LEASE)]
     command += ["--allowed-host", "*"]
     process = subprocess.Popen(
         command, env=env, cwd=tmp_path, stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True
@@ -287,6 +289,10 @@ def test_conversations_survive_a_replica_killed_behind_the_proxy(
         futures = [pool.submit(_conversation, url, t) for t in threads]
         futures[len(futures) // 3].result()  # a third under way: one replica dies
         replicas[1].kill()
+        futures[2 * len(futures) // 3].result()  # two thirds: another freezes past its lease
+        replicas[2].send_signal(signal.SIGSTOP)
+        threading.Event().wait(LEASE * 1.5)  # the lease is wall-clock time: let it run out
+        replicas[2].send_signal(signal.SIGCONT)  # it wakes holding nothing it may write
         outcomes = {t: f.result() for t, f in zip(threads, futures, strict=True)}
     # Every client got its answer, or a coded error (the approval's outcome unknown after
     # the kill is settled by the next decision, not run again on its own).
