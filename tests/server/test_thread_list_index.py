@@ -182,7 +182,9 @@ def test_keyset_pages_by_state_and_time_read_only_their_page(store_url: str) -> 
                 await _run(runner, f"w{i}", f"publish post {i}")  # waits for an approval
             held = await runner.start_run("r0", "hold")
             assert STARTED is not None
-            await STARTED.wait()  # the tool runs: its run entered itself as running before
+            await STARTED.wait()  # the tool runs
+            assert held.listing is not None
+            await held.listing  # the write that lists it as running, beside the run
             every, _ = await runner.list_threads(limit=100)
             assert [s.thread_id for s in every][:6] == ["r0", "w4", "w3", "w2", "w1", "w0"]
             assert {s.thread_id: s.state for s in every}["f03"] == "finished"

@@ -147,28 +147,26 @@ class ThreadIndex:
 
     async def enter_running(self, thread_id: str, title: str) -> None:
         """Enter the thread as ``running`` now (its summary kept, else titled ``title``)."""
-        summary = await self.current(thread_id) or {
-            "title": title,
-            "message_count": 0,
-            "pending": False,
-        }
+        old = await self._pointed(thread_id)
+        current = await self._read(old[0], thread_id) if old else None
+        summary = current or {"title": title, "message_count": 0, "pending": False}
         summary = {**summary, "state": "running", "pending": False}
         now = datetime.now(UTC)
         summary["saved_at"] = now.isoformat()
         summary.pop("thread_id", None)
-        await self.enter_summary(thread_id, now, summary)
-
-    async def current(self, thread_id: str) -> dict[str, Any] | None:
-        """The thread's summary as its entry holds it (``None``: not entered)."""
-        keys = await self._pointed(thread_id)
-        if not keys:
-            return None
-        return await self._read(keys[0], thread_id)
+        await self.enter_summary(thread_id, now, summary, old)
 
     async def enter_summary(
-        self, thread_id: str, saved_at: datetime, summary: dict[str, Any]
+        self,
+        thread_id: str,
+        saved_at: datetime,
+        summary: dict[str, Any],
+        old: list[str] | None = None,
     ) -> None:
-        """Write ``summary`` as the thread's entries, then drop the ones it replaces."""
+        """Write ``summary`` as the thread's entries, then drop the ones it replaces.
+
+        ``old``: the thread's current keys when the caller just read them.
+        """
         state = state_of(summary)
         summary = {**summary, "state": state}
         suffix = _suffix(saved_at, thread_id)
@@ -176,7 +174,8 @@ class ThreadIndex:
         data = json.dumps(summary).encode()
         for key in keys:
             await self.storage.put(key, data)
-        old = await self._pointed(thread_id)
+        if old is None:
+            old = await self._pointed(thread_id)
         await self.storage.put(self._pointer(thread_id), "\n".join(keys).encode())
         for key in old:
             if key not in keys:

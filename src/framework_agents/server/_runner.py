@@ -185,6 +185,8 @@ class RunHandle:
     #: so a client that sends its next turn as soon as it sees the end never finds the
     #: thread busy.
     held: list[Any] = field(default_factory=list)
+    #: The write that lists the thread as running, done beside the run (awaited at its end).
+    listing: asyncio.Task[None] | None = None
 
     def emit(self, event: AgentEvent) -> None:
         """Queue ``event`` for the reader (from the terminal one on: once released)."""
@@ -588,6 +590,8 @@ class ThreadRunner:
             (time.perf_counter() - handle.started) * 1000,
         )
         try:
+            if handle.listing is not None:  # the running line first, then the final one
+                await asyncio.shield(handle.listing)
             await self.record(handle.thread_id, "resume" if handle.resume else "run", label)
         except Exception:  # the run itself is saved; a lost timeline line is only logged
             logger.exception("could not record the timeline of thread %s", handle.thread_id)
@@ -599,7 +603,7 @@ class ThreadRunner:
             handle.queue.put_nowait(_END)
 
     async def _drive_run(self, handle: RunHandle, agent: Any, prompt: str | Message) -> None:
-        await self._enter_running(handle.thread_id, prompt)
+        handle.listing = asyncio.create_task(self._enter_running(handle.thread_id, prompt))
         events = agent.stream(prompt, checkpointer=self.checkpointer, thread_id=handle.thread_id)
         await self._pump(handle, events)
 
@@ -640,7 +644,7 @@ class ThreadRunner:
         pending: Pending,
         decision: Any,
     ) -> None:
-        await self._enter_running(handle.thread_id, "")
+        handle.listing = asyncio.create_task(self._enter_running(handle.thread_id, ""))
         if supports_reissue(agent) and callable(getattr(agent, "resume_stream", None)):
             # The stored call runs as the human saw it, its events streamed as they come
             # (tokens included) under the pending call's own id.
