@@ -3,6 +3,10 @@
 Usage::
 
     PYTHONPATH=src python bench/server_load.py [--runs 256] [--clients 1,16,64]
+    PYTHONPATH=src python bench/server_load.py --listing [--threads 100000]
+        [--stores sqlite,postgres,redis]
+    PYTHONPATH=src python bench/server_load.py --replicas 1,2,3 --store-url URL
+        [--clients 16] [--runs 256]
 
 The server runs in a child process (uvicorn, one worker) with a scripted model that answers
 at once, on a directory store, so what is measured is the framework: protocol parsing,
@@ -11,6 +15,19 @@ client owns one thread (an AG-UI ``threadId`` / an A2A ``contextId``) and runs i
 of ``--runs`` one after another. The floor is a bare Starlette handler that echoes the
 request body, served the same way: the ratio says what one agent run costs on top of an
 HTTP round trip. Figures are printed, never asserted.
+
+``--replicas 1,2,3`` serves the agent from that many processes on ``--store-url``
+(PostgreSQL or Redis) behind HAProxy (Debian's package, round robin, loopback) and runs
+AG-UI turns through it, beside one replica reached directly (the proxy's own hop is the
+difference) and the echo floor, in the same run.
+
+``--listing`` measures the thread list instead: ``--threads`` thread entries are written
+through the server's own index (``ThreadIndex.enter_summary``, a fifth of them waiting for
+an approval) on each store (on PostgreSQL the same rows in one ``COPY``: a put is a
+transaction, 100k of them take minutes), then 50-item pages are read at random cursors, for all
+threads and for one state, through ``ThreadRunner.list_threads`` (the route's work but
+HTTP). The baseline, in the same run on the same data, is the listing before the keyset
+index: every entry's key listed, then the page's 50 entries read.
 """
 
 from __future__ import annotations
@@ -155,6 +172,242 @@ def _start(kind: str, store: str) -> tuple[subprocess.Popen[str], str]:
     raise RuntimeError(f"the {kind} server did not start")
 
 
+_HAPROXY = """
+global
+    maxconn 1024
+defaults
+    mode http
+    timeout connect 2s
+    timeout client 120s
+    timeout server 120s
+frontend agents
+    bind 127.0.0.1:{port}
+    default_backend replicas
+backend replicas
+    balance roundrobin
+{servers}
+"""
+
+
+def _proxy(ports: list[int], tmp: str) -> tuple[subprocess.Popen[str], str]:
+    """HAProxy (Debian's package) round robin over ``ports`` on loopback; its URL."""
+    import shutil
+    import socket
+
+    haproxy = shutil.which("haproxy") or "/usr/sbin/haproxy"
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        front = sock.getsockname()[1]
+    servers = "\n".join(f"    server r{i} 127.0.0.1:{p}" for i, p in enumerate(ports))
+    config = Path(tmp) / f"haproxy-{front}.cfg"
+    config.write_text(_HAPROXY.format(port=front, servers=servers))
+    child = subprocess.Popen(
+        [haproxy, "-db", "-f", str(config)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        text=True,
+    )
+    url = f"http://127.0.0.1:{front}"
+    for _ in range(100):
+        try:
+            if httpx.get(f"{url}/healthz", timeout=2).status_code == 200:
+                return child, url
+        except httpx.TransportError:
+            pass
+        time.sleep(0.05)
+    raise RuntimeError("haproxy did not start")
+
+
+def _replicas(store_url: str, counts: list[int], clients: int, runs: int) -> None:
+    """AG-UI runs through HAProxy to 1..3 replicas, beside one replica direct and the floor."""
+    with tempfile.TemporaryDirectory() as tmp:
+        children: list[subprocess.Popen[str]] = []
+        try:
+            echo, echo_url = _start("echo", tmp)
+            children.append(echo)
+            started = [_start("agent", store_url) for _ in range(max(counts))]
+            children += [c for c, _ in started]
+            ports = [int(u.rsplit(":", 1)[1]) for _, u in started]
+            print(f"{runs} AG-UI runs, {clients} clients; store {store_url.split('?')[0]}")
+            header = f"{'route':<8} {'clients':>4} {'runs':>6} {'runs/s':>9} {'p50 ms':>8}"
+            print(f"{header} {'p99 ms':>8} {'errors':>6}  floor / rate")
+            floor = asyncio.run(_level(echo_url, "echo", clients, runs))
+            print(floor.line(None))
+            direct = asyncio.run(_level(started[0][1], "agui", clients, runs))
+            print(direct.line(floor).replace("agui    ", "direct  "))
+            for count in counts:
+                proxy, url = _proxy(ports[:count], tmp)
+                children.append(proxy)
+                result = asyncio.run(_level(url, "agui", clients, runs))
+                print(result.line(floor).replace("agui    ", f"proxy x{count}"))
+        finally:
+            for child in children:
+                child.terminate()
+                child.wait(30)
+
+
+_LISTING_URLS = {
+    "postgres": os.environ.get("FA_POSTGRES_URL", "postgresql://postgres@127.0.0.1:5432/test"),
+    "redis": os.environ.get("FA_REDIS_URL", "redis://127.0.0.1:6379/0"),
+}
+
+
+def _listing_url(kind: str, scratch: str, tmp: str) -> str:
+    if kind == "sqlite":
+        fast = Path("/dev/shm") if Path("/dev/shm").is_dir() else Path(tmp)
+        return f"sqlite:///{fast / (scratch + '.db')}"
+    if kind == "postgres":
+        return f"{_LISTING_URLS['postgres']}?schema={scratch}"
+    return f"{_LISTING_URLS['redis']}?prefix={scratch}:"
+
+
+def _thread(i: int) -> tuple[str, object, dict[str, object]]:
+    from datetime import UTC, datetime, timedelta
+
+    saved = datetime(2026, 1, 1, tzinfo=UTC) + timedelta(seconds=i)
+    summary: dict[str, object] = {
+        "saved_at": saved.isoformat(),
+        "title": f"question {i}",
+        "message_count": 2,
+        "pending": i % 5 == 0,
+    }
+    return f"t{i:07d}", saved, summary
+
+
+async def _copy_seed(url: str, scratch: str, threads: int) -> list[str]:
+    """PostgreSQL: the rows ``enter_summary`` writes, in one COPY (a put is a transaction).
+
+    Same keys and values as the index writes (``_index``'s layout), so the timed pages
+    read exactly what a served store holds; only the writing is batched.
+    """
+    import psycopg
+
+    from framework_agents.server._index import BY_STATE, RECENT, _suffix, state_of
+    from framework_agents.sessions._base import digest
+
+    suffixes = []
+    async with await psycopg.AsyncConnection.connect(_LISTING_URLS["postgres"]) as conn:
+        copy_sql = f"COPY {scratch}.fa_kv (key, data, updated_at, digest) FROM STDIN"
+        async with conn.cursor() as cursor, cursor.copy(copy_sql) as copy:
+            for i in range(1, threads):
+                thread_id, saved, summary = _thread(i)
+                suffix = _suffix(saved, thread_id)  # type: ignore[arg-type]
+                suffixes.append(suffix)
+                state = state_of(summary)
+                data = json.dumps({**summary, "state": state}).encode()
+                keys = [f"{RECENT}{suffix}", f"{BY_STATE}{state}/{suffix}"]
+                rows = [(k, data) for k in keys]
+                rows.append((f"server/threads/{thread_id}/recent", "\n".join(keys).encode()))
+                for key, value in rows:
+                    await copy.write_row((key, value, time.time(), digest(value)))
+        await conn.commit()
+    return suffixes
+
+
+async def _seed(index: object, threads: int, copy: tuple[str, str] | None = None) -> list[str]:
+    """Enter ``threads`` threads through the index; their entries' suffixes, newest first."""
+    from framework_agents.server._index import _suffix
+
+    suffixes = []
+    batch: list[object] = []
+    for i in range(1 if copy else threads):
+        thread_id, saved, summary = _thread(i)
+        suffixes.append(_suffix(saved, thread_id))  # type: ignore[arg-type]
+        batch.append(index.enter_summary(thread_id, saved, summary))  # type: ignore[attr-defined]
+        if len(batch) == 64:
+            await asyncio.gather(*batch)  # type: ignore[arg-type]
+            batch = []
+    await asyncio.gather(*batch)  # type: ignore[arg-type]
+    if copy is not None:  # the schema exists now: the rest in one COPY
+        suffixes += await _copy_seed(*copy, threads)
+    return sorted(suffixes)
+
+
+def _p50(samples: list[float]) -> float:
+    return statistics.median(samples) * 1000
+
+
+async def _listing(kind: str, threads: int, pages: int, tmp: str) -> None:
+    """Seed one store, then time keyset pages against the list-every-key baseline."""
+    import random
+
+    from framework_agents import Agent, FunctionModel
+    from framework_agents.server._index import RECENT, encode_cursor
+    from framework_agents.server._runner import ThreadRunner
+    from framework_agents.server._store import ServerStore
+    from framework_agents.stores import open_store
+
+    scratch = f"bench_list_{uuid.uuid4().hex[:8]}"
+    url = _listing_url(kind, scratch, tmp)
+    store = open_store(url)
+    model = FunctionModel(lambda messages, tools: "ok")
+    runner = ThreadRunner(
+        lambda: Agent(model), ServerStore(store.checkpointer, store.storage, store.close)
+    )
+    runner._reconciled = time.monotonic()  # seeded entries only: no look for others
+    try:
+        started = time.perf_counter()
+        copy = (url, scratch) if kind == "postgres" else None
+        suffixes = await _seed(runner.index, threads, copy)
+        seeded = time.perf_counter() - started
+        rng = random.Random(7)
+        cursors = [encode_cursor(rng.choice(suffixes)) for _ in range(pages)]
+        timings: dict[str, list[float]] = {"page": [], "waiting": [], "baseline": []}
+        for cursor in cursors:
+            t0 = time.perf_counter()
+            page, _ = await runner.list_threads(limit=50, cursor=cursor)
+            t1 = time.perf_counter()
+            await runner.list_threads(limit=50, cursor=cursor, state="waiting")
+            t2 = time.perf_counter()
+            keys = sorted(await store.storage.list(RECENT))  # the listing before the index
+            after = RECENT + cursor_suffix(cursor)
+            cut = [k for k in keys if k > after][:50]
+            await asyncio.gather(*(store.storage.get(k) for k in cut))
+            t3 = time.perf_counter()
+            assert len(page) == len(cut) or len(page) < 50
+            timings["page"].append(t1 - t0)
+            timings["waiting"].append(t2 - t1)
+            timings["baseline"].append(t3 - t2)
+        base = _p50(timings["baseline"])
+        print(f"{kind}: {threads} threads seeded in {seeded:.1f} s; {pages} pages of 50")
+        for label in ("page", "waiting", "baseline"):
+            p50 = _p50(timings[label])
+            p99 = statistics.quantiles(timings[label], n=100)[98] * 1000
+            ratio = base / p50
+            print(f"  {label:<9} p50 {p50:8.2f} ms  p99 {p99:8.2f} ms  baseline/p50 {ratio:6.1f}x")
+    finally:
+        await runner.aclose()
+        await _drop_scratch(kind, url, scratch)
+
+
+def cursor_suffix(cursor: str) -> str:
+    """The entry suffix a cursor names."""
+    from framework_agents.server._index import decode_cursor
+
+    return decode_cursor(cursor)
+
+
+async def _drop_scratch(kind: str, url: str, scratch: str) -> None:
+    if kind == "sqlite":
+        for suffix in ("", "-wal", "-shm"):
+            path = Path(url.removeprefix("sqlite:///") + suffix)
+            await asyncio.to_thread(path.unlink, missing_ok=True)
+    elif kind == "postgres":
+        import psycopg
+
+        async with await psycopg.AsyncConnection.connect(
+            _LISTING_URLS["postgres"], autocommit=True
+        ) as conn:
+            await conn.execute(f"DROP SCHEMA IF EXISTS {scratch} CASCADE")
+    else:
+        import redis.asyncio as aioredis
+
+        client = aioredis.Redis.from_url(_LISTING_URLS["redis"])
+        async for key in client.scan_iter(f"{scratch}:*", count=1000):
+            await client.delete(key)
+        await client.aclose()
+
+
 def main() -> None:
     """Measure every level and print the table."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
@@ -165,12 +418,31 @@ def main() -> None:
         default=None,
         help="the agent server's store (default: a fresh directory; e.g. sqlite:///<path>)",
     )
+    parser.add_argument("--listing", action="store_true", help="measure the thread list")
+    parser.add_argument("--threads", type=int, default=100_000, help="threads (--listing)")
+    parser.add_argument("--pages", type=int, default=200, help="pages timed (--listing)")
+    parser.add_argument("--stores", default="sqlite,postgres,redis", help="(--listing)")
+    parser.add_argument(
+        "--replicas", default=None, help="e.g. 1,2,3: AG-UI through HAProxy to that many"
+    )
     parser.add_argument("--serve", choices=["agent", "echo"], help=argparse.SUPPRESS)
     parser.add_argument("--port", type=int, help=argparse.SUPPRESS)
     parser.add_argument("--store", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.serve:
         _serve(args.serve, args.port, args.store)
+        return
+    if args.replicas:
+        if not args.store_url:
+            parser.error("--replicas needs a shared --store-url (postgresql://... or redis://...)")
+        counts = [int(n) for n in args.replicas.split(",")]
+        _replicas(args.store_url, counts, int(args.clients.split(",")[-1]), args.runs)
+        return
+    if args.listing:
+        with tempfile.TemporaryDirectory() as tmp:
+            for kind in args.stores.split(","):
+                asyncio.run(_listing(kind, args.threads, args.pages, tmp))
+        print(json.dumps({"python": sys.version.split()[0], "cpus": os.cpu_count()}))
         return
     levels = [int(n) for n in args.clients.split(",")]
     with tempfile.TemporaryDirectory() as tmp:

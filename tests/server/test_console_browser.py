@@ -475,6 +475,39 @@ def test_a_lost_connection_keeps_what_arrived_and_offers_a_reload(page: Page, se
     expect(lost).to_have_count(0)
 
 
+def test_compare_a_branch_without_edits_at_390_px_prints_no_null_and_fits(
+    browser: Browser, server: str
+) -> None:
+    """It printed a stray ``null`` (the DOM's append of no edited section) and was 409 px."""
+    _api(server, "POST", "api/threads/plain-parent/runs", {"prompt": "a question on a phone"})
+    first = _api(server, "GET", "api/threads/plain-parent")["messages"][1]["id"]
+    branch = {"message_id": first, "thread_id": "plain-branch"}
+    _api(server, "POST", "api/threads/plain-parent/branches", branch)
+    page, errors = new_page(browser, signed_in=True, width=390)
+    page.goto(f"{server}#/compare/plain-branch")
+    expect(page.locator("#compare-summary")).to_contain_text("messages in common")
+    expect(page.locator("#compare-edited")).to_have_count(0)
+    assert "null" not in page.locator("#main").inner_text()
+    widths = page.evaluate("[document.documentElement.scrollWidth, window.innerWidth]")
+    assert widths[0] <= widths[1], widths
+    user = _api(server, "GET", "api/threads/plain-branch")["messages"][0]["id"]
+    long_words = "a-rather-long-unbroken-word-that-a-phone-must-wrap " * 3
+    _api(server, "PATCH", f"api/threads/plain-branch/messages/{user}", {"content": long_words})
+    page.goto(f"{server}#/t/plain-branch")
+    expect(page.locator("#thread-title")).to_have_text("Thread plain-branch")
+    page.goto(f"{server}#/compare/plain-branch")
+    expect(page.locator("#compare-edited")).to_have_count(1)
+    widths = page.evaluate("[document.documentElement.scrollWidth, window.innerWidth]")
+    assert widths[0] <= widths[1], ("compare with an edit", widths)
+    for route in ("", "#/t/plain-parent", "#/t/plain-branch"):
+        page.goto(server + route)
+        expect(page.locator("#threads-status")).to_contain_text("thread")
+        widths = page.evaluate("[document.documentElement.scrollWidth, window.innerWidth]")
+        assert widths[0] <= widths[1], (route, widths)
+    page.context.close()
+    assert errors == []
+
+
 def test_a_narrow_window_stays_readable_and_every_field_has_a_label(
     browser: Browser, server: str
 ) -> None:

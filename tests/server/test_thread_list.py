@@ -71,7 +71,11 @@ def test_pages_cover_every_thread_once_newest_first_without_loading_a_history() 
     arun(body())
 
 
-def test_a_search_a_deleted_thread_and_a_thread_written_elsewhere() -> None:
+def test_a_search_a_deleted_thread_and_a_thread_written_elsewhere(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(runner_module, "RECONCILE_SECONDS", 0.0)  # look on every first page
+
     async def body() -> None:
         cp = CountingCheckpointer()
         runner = _runner(cp)
@@ -97,7 +101,7 @@ def test_a_bad_cursor_or_limit_is_invalid_argument() -> None:
     async def body() -> list[Any]:
         runner = _runner(CountingCheckpointer())
         errors = []
-        for kwargs in ({"cursor": "not-a-cursor"}, {"limit": 0}, {"limit": 500}):
+        for kwargs in ({"cursor": "not-a-cursor"}, {"limit": 0}, {"limit": 501}):
             try:
                 await runner.list_threads(**kwargs)
             except InvalidArgumentError as exc:

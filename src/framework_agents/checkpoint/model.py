@@ -89,11 +89,25 @@ THREAD_ID_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
 
 
 def check_thread_id(thread_id: object) -> str:
-    """Return ``thread_id`` if it is a single safe directory name, else raise THREAD_ID_INVALID."""
+    """Return ``thread_id`` if it is a single safe directory name, else raise THREAD_ID_INVALID.
+
+    Besides :data:`THREAD_ID_PATTERN`, a thread id is a valid storage key segment: no
+    trailing dot and no Windows device name (``CON``, ``nul``, ``com1``, ``LPT9.txt``...),
+    so every record kept under the thread's id (a server's timeline, its list entry) can
+    be stored. One rule for ids everywhere.
+    """
     if not isinstance(thread_id, str) or THREAD_ID_PATTERN.fullmatch(thread_id) is None:
         raise ThreadIdInvalidError(
             f"thread id {thread_id!r} is not a single safe directory name "
             f"(^{THREAD_ID_PATTERN.pattern}$)"
+        )
+    # Imported here: the sessions package imports this module (through retention).
+    from ..sessions._keys import is_valid_segment
+
+    if not is_valid_segment(thread_id):
+        raise ThreadIdInvalidError(
+            f"thread id {thread_id!r} is not a single safe directory name (it ends with a "
+            "dot or is a reserved device name such as CON, NUL, COM1 or LPT1)"
         )
     return thread_id
 

@@ -9,21 +9,59 @@ name the hosts clients reach the server by and the other sites whose pages may c
 ``--store`` URL keeps the bank beside the threads) under ``/api/memories`` and in the
 console. ``--mcp`` serves the agent over MCP at ``/mcp`` too (with ``--bank``, the memory
 tools in the bank namespace ``--mcp-namespace``, ``mcp`` unless given).
+
+The command needs the ``server`` extra only: its options are read with ``argparse`` and
+its messages printed plainly, so it runs without the ``cli`` extra's typer and rich
+(``framework-agents`` hands ``serve`` to :func:`run_serve` before loading them).
+
+Before it listens, ``serve`` reads its store once (connecting, creating or checking the
+schema) and refuses to start on one it cannot reach (exit status 1). ``--lease`` is how
+long a thread stays locked by a server that died holding it. ``--workers N`` runs N
+uvicorn worker processes on one socket (refused for ``memory:``, which one process
+holds). On SIGTERM the server stops taking runs (503 ``SHUTTING_DOWN``), lets the runs in
+flight finish within ``--grace`` seconds, stops the rest at their last checkpoint (a
+resumable thread) and exits 0.
 """
 
 from __future__ import annotations
 
+import argparse
+import asyncio
 import importlib
 import ipaddress
+import json
+import logging
+import os
+import signal
 import sys
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Any
 
-import typer
+from .._util import redact
+from ..errors import AgentError, InvalidArgumentError
 
-from ..errors import InvalidArgumentError
+if TYPE_CHECKING:
+    import typer
 
-__all__ = ["check_listen", "listen_names", "load_factory", "register_serve"]
+__all__ = [
+    "check_listen",
+    "check_store",
+    "listen_names",
+    "load_factory",
+    "register_serve",
+    "run_serve",
+    "serve_parser",
+    "worker_app",
+]
+
+#: The environment variable that carries ``serve``'s options to its worker processes.
+_WORKER_OPTIONS = "FRAMEWORK_AGENTS_SERVE_OPTIONS"
+#: Seconds ``serve`` waits for its store at start-up before refusing to start.
+STORE_CHECK_SECONDS = 10.0
+#: Seconds past the grace that uvicorn lets the streams of stopped runs send their end.
+_STREAM_END_SECONDS = 5.0
+_LOG_LEVELS = ("debug", "info", "warning", "error", "critical")
 
 
 def check_listen(host: str, token: str | None) -> None:
@@ -77,108 +115,262 @@ def load_factory(spec: str) -> Any:
     return target
 
 
-def register_serve(app: typer.Typer) -> None:
-    """Add the ``serve`` command to ``app``."""
-
-    @app.command()
-    def serve(
-        target: Annotated[
-            str | None, typer.Argument(metavar="[APP]", help="module:attr of an agent factory.")
-        ] = None,
-        model: Annotated[
-            str, typer.Option("--model", "-m", help="local, openai:NAME or anthropic:NAME.")
-        ] = "local",
-        store: Annotated[
-            str, typer.Option(help="Store URL (memory:, a directory, sqlite:///...).")
-        ] = ("sqlite:///./.data/agents.db"),
-        host: Annotated[str, typer.Option(help="Address to listen on.")] = "127.0.0.1",
-        port: Annotated[int, typer.Option(min=0, max=65535, help="Port to listen on.")] = 8000,
-        token: Annotated[
-            str | None,
-            typer.Option(envvar="FRAMEWORK_AGENTS_TOKEN", help="Bearer token every client sends."),
-        ] = None,
-        console: Annotated[bool, typer.Option(help="Serve the web console at /.")] = True,
-        bank: Annotated[
-            str | None,
-            typer.Option(
-                help="Memory bank URL to serve under /api/memories (e.g. the --store URL)."
-            ),
-        ] = None,
-        mcp: Annotated[
-            bool, typer.Option("--mcp", help="Serve the agent over MCP at /mcp too.")
-        ] = False,
-        mcp_namespace: Annotated[
-            str,
-            typer.Option(help="Bank namespace of the MCP memory tools, parts joined by '/'."),
-        ] = "mcp",
-        allowed_host: Annotated[
-            list[str] | None,
-            typer.Option(
-                help="A host name clients use, e.g. behind a proxy (repeatable; '*' for any)."
-            ),
-        ] = None,
-        allowed_origin: Annotated[
-            list[str] | None,
-            typer.Option(
-                "--allowed-origin",
-                "--cors-origin",
-                help="An origin (https://app.example) whose pages may call it (repeatable).",
-            ),
-        ] = None,
-    ) -> None:
-        """Serve an agent over A2A, AG-UI and a JSON API (with the web console)."""
-        from ._render import make_console
-
-        err = make_console(stderr=True)
-        hosts = [*(allowed_host or ()), *listen_names(host)]
-        try:
-            check_listen(host, token)
-            options: dict[str, Any] = {
-                "allowed_hosts": hosts,
-                "allowed_origins": allowed_origin or [],
-                "bank": bank,
-            }
-            if mcp:
-                from ..server._memories import parse_namespace
-
-                options |= {"mcp": True, "mcp_namespace": parse_namespace(mcp_namespace)}
-            app_ = _build(target, model, store, token, console, options)
-        except ImportError as exc:
-            err.print(f"framework-agents: {exc}")
-            raise typer.Exit(1) from None
-        except InvalidArgumentError as exc:
-            err.print(f"framework-agents: {exc}")
-            raise typer.Exit(2) from None
-        import uvicorn
-
-        served = f"store {store}" + (f", memory bank {bank}" if bank else "")
-        served += ", MCP at /mcp" if mcp else ""
-        make_console(stderr=True).print(f"serving on http://{host}:{port}/ ({served})")
-        uvicorn.run(app_, host=host, port=port, log_level="info")
+def _seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
+    if not value >= 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds >= 0")
+    return value
 
 
-def _build(
-    target: str | None,
-    model: str,
-    store: str,
-    token: str | None,
-    console: bool,
-    options: dict[str, Any],
-) -> Any:
+def _port(text: str) -> int:
+    if not text.isdigit() or not 0 <= int(text) <= 65535:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a port (0 to 65535)")
+    return int(text)
+
+
+def _workers(text: str) -> int:
+    if not text.isdigit() or not 1 <= int(text) <= 64:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of workers (1 to 64)")
+    return int(text)
+
+
+def serve_parser() -> argparse.ArgumentParser:
+    """The options of ``framework-agents serve`` (standard library only)."""
+    parser = argparse.ArgumentParser(
+        prog="framework-agents serve",
+        description="Serve an agent over A2A, AG-UI and a JSON API (with the web console).",
+    )
+    add = parser.add_argument
+    add("target", nargs="?", metavar="APP", help="module:attr of an agent factory.")
+    add("--model", "-m", default="local", help="local, echo, openai:NAME or anthropic:NAME.")
+    add(
+        "--store",
+        default="sqlite:///./.data/agents.db",
+        help="Store URL (memory:, a directory, sqlite:///..., postgresql://..., redis://...).",
+    )
+    add("--host", default="127.0.0.1", help="Address to listen on.")
+    add("--port", type=_port, default=8000, help="Port to listen on.")
+    add(
+        "--token",
+        default=os.environ.get("FRAMEWORK_AGENTS_TOKEN") or None,
+        help="Bearer token every client sends (default: $FRAMEWORK_AGENTS_TOKEN).",
+    )
+    add(
+        "--console",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="Serve the web console at /.",
+    )
+    add("--bank", help="Memory bank URL to serve under /api/memories (e.g. the --store URL).")
+    add("--mcp", action="store_true", help="Serve the agent over MCP at /mcp too.")
+    add("--mcp-namespace", default="mcp", help="Bank namespace of the MCP tools, parts by '/'.")
+    add(
+        "--allowed-host",
+        action="append",
+        default=[],
+        help="A host name clients use, e.g. behind a proxy (repeatable; '*' for any).",
+    )
+    add(
+        "--allowed-origin",
+        "--cors-origin",
+        dest="allowed_origin",
+        action="append",
+        default=[],
+        help="An origin (https://app.example) whose pages may call it (repeatable).",
+    )
+    add("--workers", type=_workers, default=1, help="uvicorn worker processes (not memory:).")
+    add(
+        "--lease",
+        type=_seconds,
+        default=30.0,
+        help="Seconds a thread stays locked by a server that died running it (default 30).",
+    )
+    add(
+        "--grace",
+        type=_seconds,
+        default=30.0,
+        help="On SIGTERM, seconds runs in flight have to finish (default 30).",
+    )
+    add(
+        "--log-level",
+        choices=_LOG_LEVELS,
+        default=None,
+        help="Log to stderr from this level (default: $FRAMEWORK_AGENTS_LOG_LEVEL, else "
+        "warning for the library and info for uvicorn's lines).",
+    )
+    return parser
+
+
+def _say(message: str) -> None:
+    print(f"framework-agents: {message}", file=sys.stderr, flush=True)
+
+
+async def check_store(url: str, *, lease: float, seconds: float = STORE_CHECK_SECONDS) -> None:
+    """Open the store ``url`` names, read it once and close it (``BACKEND_UNAVAILABLE`` &c.).
+
+    The read connects, creates the schema if there is none and refuses a newer one, so
+    a server that passes this can serve; one that does not, never listens.
+    """
+    from ..server._store import probe_store, resolve_store
+
+    store = resolve_store(url, lease=lease)
+    try:
+        await probe_store(store, seconds)
+    finally:
+        await store.close()
+
+
+def _options(args: argparse.Namespace) -> dict[str, Any]:
+    """What the workers need to build the app: plain JSON (it crosses processes)."""
+    return {
+        "target": args.target,
+        "model": args.model,
+        "store": args.store,
+        "token": args.token,
+        "console": args.console,
+        "bank": args.bank,
+        "mcp": args.mcp,
+        "mcp_namespace": args.mcp_namespace,
+        "allowed_hosts": [*args.allowed_host, *listen_names(args.host)],
+        "allowed_origins": list(args.allowed_origin),
+        "lease": args.lease,
+        "grace": args.grace,
+    }
+
+
+def _build(options: dict[str, Any]) -> Any:
+    """The ASGI app ``options`` describe (``INVALID_ARGUMENT`` or ``ImportError`` first)."""
     from ..server import create_app
+    from ..server._store import resolve_store
 
-    if target is not None:
-        factory = load_factory(target)
-        return create_app(factory, store=store, token=token, console=console, **options)
+    extra: dict[str, Any] = {
+        "allowed_hosts": options["allowed_hosts"],
+        "allowed_origins": options["allowed_origins"],
+        "bank": options["bank"],
+        "shutdown_grace": options["grace"],
+    }
+    if options["mcp"]:
+        from ..server._memories import parse_namespace
+
+        extra |= {"mcp": True, "mcp_namespace": parse_namespace(options["mcp_namespace"])}
+    store = resolve_store(options["store"], lease=options["lease"])
+    common = {"store": store, "token": options["token"], "console": options["console"]}
+    if options["target"] is not None:
+        return create_app(load_factory(options["target"]), **common, **extra)
     from ..server import builtin_factory
     from ._models import make_model
 
     return create_app(
-        builtin_factory(make_model(model)),
-        store=store,
-        token=token,
-        console=console,
-        **options,
+        builtin_factory(make_model(options["model"])),
+        **common,
+        **extra,
         name="framework-agents assistant",
         description="A helpful assistant; /note <text> saves a note after a human approves it.",
     )
+
+
+def worker_app() -> Any:
+    """The app of one ``--workers`` process, built from the options ``serve`` passed on."""
+    return _build(json.loads(os.environ[_WORKER_OPTIONS]))
+
+
+def _uvicorn() -> Any:
+    try:
+        import uvicorn
+    except ImportError as exc:
+        from .._install import install_hint
+
+        raise ImportError(
+            f"framework-agents serve needs the 'server' extra: {install_hint('server')}",
+            name=exc.name,
+        ) from exc
+    return uvicorn
+
+
+def run_serve(argv: Sequence[str]) -> int:
+    """Run ``framework-agents serve`` with ``argv`` (its options); the exit status."""
+    args = serve_parser().parse_args(list(argv))
+    level = args.log_level or os.environ.get("FRAMEWORK_AGENTS_LOG_LEVEL", "").lower() or None
+    if level not in (None, *_LOG_LEVELS):
+        _say(f"FRAMEWORK_AGENTS_LOG_LEVEL={level!r} is not one of {', '.join(_LOG_LEVELS)}")
+        return 2
+    logging.basicConfig(
+        level=(level or "warning").upper(),
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+        force=True,
+    )
+    options = _options(args)
+    try:
+        check_listen(args.host, args.token)
+        if args.workers > 1 and args.store == "memory:":
+            raise InvalidArgumentError(
+                "--workers needs a store the worker processes share: 'memory:' lives in one "
+                "process (use a directory, sqlite:///..., postgresql://... or redis://...)"
+            )
+        uvicorn = _uvicorn()
+        app = _build(options)  # bad options and missing extras stop here, before the store
+    except ImportError as exc:
+        _say(str(exc))
+        return 1
+    except InvalidArgumentError as exc:
+        _say(str(exc))
+        return 2
+    try:
+        asyncio.run(check_store(args.store, lease=args.lease))
+    except (AgentError, OSError) as exc:
+        _say(f"refusing to start: the store {redact(args.store)} cannot be used: {exc}")
+        return 1
+    served = f"store {redact(args.store)}" + (f", memory bank {args.bank}" if args.bank else "")
+    served += ", MCP at /mcp" if args.mcp else ""
+    served += f", {args.workers} workers" if args.workers > 1 else ""
+    _say(f"serving on http://{args.host}:{args.port}/ ({served})")
+    common = {"host": args.host, "port": args.port, "log_level": level or "info"}
+    if args.workers > 1:
+        os.environ[_WORKER_OPTIONS] = json.dumps(options)
+        # uvicorn's supervisor passes SIGTERM on to every worker (each drains as below).
+        uvicorn.run(
+            f"{__name__}:worker_app",
+            factory=True,
+            workers=args.workers,
+            timeout_graceful_shutdown=args.grace + _STREAM_END_SECONDS,
+            **common,
+        )
+        return 0
+    server = _drained_server(uvicorn)(
+        uvicorn.Config(app, timeout_graceful_shutdown=args.grace + _STREAM_END_SECONDS, **common)
+    )
+    server.run()
+    return 0 if server.started else 1
+
+
+def _drained_server(uvicorn: Any) -> Any:
+    """Uvicorn's server, exiting 0 after a SIGTERM it drained (it re-raises it otherwise)."""
+
+    class DrainedServer(uvicorn.Server):  # type: ignore[misc]
+        def handle_exit(self, sig: int, frame: Any) -> None:
+            super().handle_exit(sig, frame)
+            captured = getattr(self, "_captured_signals", None)
+            if sig == signal.SIGTERM and isinstance(captured, list) and sig in captured:
+                captured.remove(sig)  # a drained stop is a clean exit, not a death by signal
+
+    return DrainedServer
+
+
+def register_serve(app: typer.Typer) -> None:
+    """Add ``serve`` to the typer ``app``: its options are read by :func:`run_serve`."""
+    import typer
+
+    def serve(ctx: Any) -> None:
+        """Serve an agent over A2A, AG-UI and a JSON API (with the web console)."""
+        raise typer.Exit(run_serve(ctx.args))
+
+    # typer finds its context by the annotation, evaluated here (this module's typer is
+    # imported only for the type checker).
+    serve.__annotations__["ctx"] = typer.Context
+    app.command(
+        context_settings={"allow_extra_args": True, "ignore_unknown_options": True},
+        add_help_option=False,
+    )(serve)

@@ -36,7 +36,6 @@ os.environ.setdefault("OTEL_INSTRUMENTATION_A2A_SDK_ENABLED", "false")
 
 import json
 import logging
-import sys
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -385,31 +384,72 @@ def agent_card(base_url: str, *, name: str, description: str) -> a2a_pb2.AgentCa
 
 
 def _parsed_first(route: Route) -> Route:
-    """``route`` answering a body nested too deeply to parse with JSON-RPC -32700.
+    """``route`` answering a body it cannot parse with JSON-RPC -32700 Parse error.
 
-    The SDK's dispatcher lets the parser's ``RecursionError`` through as an internal
-    error (-32603, with a traceback in the log). The body is read once: starlette keeps
-    it for the SDK's endpoint. Only a body with brackets enough to nest that deep is
-    parsed here (the SDK parses every body again).
+    The SDK's dispatcher lets some parser failures through as an internal error (-32603,
+    Python's exception text as the message, a traceback in the log): a body nested too
+    deeply (``RecursionError``), one that is not UTF-8, an integer longer than Python's
+    4,300 digits. The body is parsed here first (starlette keeps it for the SDK's
+    endpoint, which parses it again); one that does not parse is answered here, with a
+    fixed message.
     """
     endpoint = route.endpoint
 
     async def parsed_first(request: Request) -> Response:
         body = await request.body()
-        # Fewer brackets than a quarter of the recursion limit cannot nest deep enough
-        # to stop the parser (it recurses once per level, within that limit).
-        if body.count(b"[") + body.count(b"{") < sys.getrecursionlimit() // 4:
-            return await endpoint(request)  # type: ignore[no-any-return]
         try:
             json.loads(body)
         except RecursionError:
-            error = {"code": -32700, "message": "Parse error: the body is nested too deeply"}
-            return JSONResponse({"jsonrpc": "2.0", "id": None, "error": error})
-        except ValueError:
-            pass  # the SDK answers what it cannot parse itself
+            return _parse_error("the body is nested too deeply")
+        except ValueError:  # not JSON, not UTF-8, an integer too long to convert
+            return _parse_error("the body is not valid JSON in UTF-8")
         return await endpoint(request)  # type: ignore[no-any-return]
 
     return Route(route.path, parsed_first, methods=sorted(route.methods or ("POST",)))
+
+
+def _rest_parsed_first(routes: list[BaseRoute]) -> list[BaseRoute]:
+    """The REST binding's ``routes``, a POST body that does not parse answered 400 here.
+
+    The SDK answers a body that is not UTF-8 with 500 "unknown exception" and a traceback
+    in the log; here it is 400 ``INVALID_ARGUMENT`` (the binding's error shape) with a
+    fixed message. An empty body goes on (``:cancel`` needs none).
+    """
+    wrapped: list[BaseRoute] = []
+    for route in routes:
+        if isinstance(route, Mount):
+            inner = _rest_parsed_first(list(route.routes))
+            wrapped.append(Mount(route.path, routes=inner, name=route.name))
+        elif isinstance(route, Route) and "POST" in (route.methods or ()):
+            wrapped.append(_rest_route(route))
+        else:
+            wrapped.append(route)
+    return wrapped
+
+
+def _rest_route(route: Route) -> Route:
+    endpoint = route.endpoint
+
+    async def parsed_first(request: Request) -> Response:
+        body = await request.body()
+        if body.strip():
+            try:
+                json.loads(body)
+            except (ValueError, RecursionError):
+                error = {
+                    "code": 400,
+                    "status": "INVALID_ARGUMENT",
+                    "message": "the body is not valid JSON in UTF-8",
+                }
+                return JSONResponse({"error": error}, status_code=400)
+        return await endpoint(request)  # type: ignore[no-any-return]
+
+    return Route(route.path, parsed_first, methods=sorted(route.methods or ("POST",)))
+
+
+def _parse_error(reason: str) -> Response:
+    error = {"code": -32700, "message": f"Parse error: {reason}"}
+    return JSONResponse({"jsonrpc": "2.0", "id": None, "error": error})
 
 
 def a2a_routes(
@@ -432,7 +472,7 @@ def a2a_routes(
         Route("/.well-known/agent-card.json", card_route, methods=["GET"]),
         *(_parsed_first(route) for route in create_jsonrpc_routes(handler, "/a2a")),
         # Mounted rather than prefixed: the SDK's tenant routes would otherwise sit at /{tenant}.
-        Mount("/a2a/rest", routes=create_rest_routes(handler)),
+        Mount("/a2a/rest", routes=_rest_parsed_first(create_rest_routes(handler))),
     ]
 
     async def close() -> None:

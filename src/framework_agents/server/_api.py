@@ -19,7 +19,8 @@ can be refused is refused before the stream starts, with a status from the one t
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from datetime import UTC, datetime
 from typing import Any
 
 from starlette.requests import Request
@@ -29,10 +30,12 @@ from starlette.types import Send
 
 from ..agent.events import AgentEvent, InterruptEvent, RunErrorEvent, RunFinishedEvent
 from ..checkpoint.model import check_thread_id
+from ..errors import InvalidArgumentError
 from ..messages import Message
 from ..swarm import HandoffEvent, MemberEvent
 from ._edits import branch_thread, edit_message, parent_of
 from ._errors import BadRequestError, UnauthorizedError, error_payload, status_for
+from ._index import MAX_LIMIT
 from ._runner import Pending, RunHandle, ThreadRunner, title_of
 
 __all__ = [
@@ -241,20 +244,49 @@ async def _answer(request: Request, runner: ThreadRunner, handle: RunHandle) -> 
     )
 
 
+def _page_limit(text: str) -> tuple[int, str | None]:
+    """A page's ``limit``, clamped to ``MAX_LIMIT`` (with the notice that says so)."""
+    try:
+        limit = int(text)
+    except ValueError as exc:
+        raise BadRequestError("limit must be an integer") from exc
+    if limit > MAX_LIMIT:
+        return MAX_LIMIT, f"limit {limit} is more than {MAX_LIMIT}: clamped to {MAX_LIMIT}"
+    return limit, None
+
+
+def _moment(params: Mapping[str, str], name: str) -> datetime | None:
+    """The ISO 8601 time of query parameter ``name`` (naive: UTC), or ``None``."""
+    text = params.get(name)
+    if not text:
+        return None
+    try:
+        moment = datetime.fromisoformat(text)
+    except ValueError as exc:
+        raise InvalidArgumentError(f"{name} must be an ISO 8601 time, got {text!r:.60}") from exc
+    return moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
+
+
 def api_routes(runner: ThreadRunner) -> list[Route]:
     """The JSON API's routes over ``runner``."""
 
     async def list_threads(request: Request) -> Response:
         """``GET /api/threads``: a page of threads, newest first."""
         params = request.query_params
-        try:
-            limit = int(params.get("limit", "50"))
-        except ValueError as exc:
-            raise BadRequestError("limit must be an integer") from exc
+        limit, notice = _page_limit(params.get("limit", "50"))
         page, cursor = await runner.list_threads(
-            limit=limit, cursor=params.get("cursor") or None, query=params.get("q") or None
+            limit=limit,
+            cursor=params.get("cursor") or None,
+            query=params.get("q") or None,
+            state=params.get("state") or None,
+            updated_after=_moment(params, "updated_after"),
+            updated_before=_moment(params, "updated_before"),
         )
-        return JSONResponse({"threads": [s.to_json() for s in page], "next_cursor": cursor})
+        body: dict[str, Any] = {"threads": [s.to_json() for s in page], "next_cursor": cursor}
+        body["limit"] = limit
+        if notice:
+            body["notice"] = notice
+        return JSONResponse(body)
 
     async def read_thread(request: Request) -> Response:
         """``GET /api/threads/{id}``: messages, state, pending approval and timeline."""

@@ -24,6 +24,8 @@ from __future__ import annotations
 
 import hmac
 import logging
+import signal
+import threading
 import time
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager
@@ -42,21 +44,22 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from .._install import install_hint
 from ..bank import MemoryBank
 from ..bank._records import check_namespace
-from ..errors import InvalidArgumentError
+from ..errors import AgentError, InvalidArgumentError
 from ._agui import agui_routes
 from ._api import api_routes, error_response, send_error
 from ._errors import (
     BodyTooLargeError,
     NotFoundError,
+    ShuttingDownError,
     UnauthorizedError,
     UnsupportedMediaTypeError,
 )
 from ._memories import memory_routes
 from ._runner import AgentFactory, ThreadRunner
 from ._site import SiteGuard, check_hosts, check_origins, first_headers
-from ._store import DEFAULT_STORE, ServerStore, resolve_store
+from ._store import DEFAULT_STORE, ServerStore, probe_store, resolve_store
 
-__all__ = ["DEFAULT_MAX_BODY", "DEFAULT_MCP_NAMESPACE", "create_app"]
+__all__ = ["DEFAULT_MAX_BODY", "DEFAULT_MCP_NAMESPACE", "DEFAULT_SHUTDOWN_GRACE", "create_app"]
 
 #: Largest request body accepted by default (1 MiB).
 DEFAULT_MAX_BODY = 1 << 20
@@ -64,8 +67,13 @@ DEFAULT_MAX_BODY = 1 << 20
 #: The bank namespace of the MCP memory tools unless ``create_app(mcp_namespace=...)`` says.
 DEFAULT_MCP_NAMESPACE: tuple[str, ...] = ("mcp",)
 
+#: Seconds runs in flight have to end once the server is told to stop (SIGTERM).
+DEFAULT_SHUTDOWN_GRACE = 30.0
+#: Seconds ``/readyz`` waits for the store before answering 503.
+READY_SECONDS = 5.0
+
 CONSOLE_DIR = Path(__file__).parent / "console"
-_OPEN_PATHS = frozenset({"/healthz", "/.well-known/agent-card.json", "/"})
+_OPEN_PATHS = frozenset({"/healthz", "/readyz", "/.well-known/agent-card.json", "/"})
 
 
 def _is_open(path: str) -> bool:
@@ -210,6 +218,52 @@ async def _healthz(request: Request) -> Response:
     return JSONResponse({"status": "ok"})
 
 
+def _readyz_route(runner: ThreadRunner) -> Route:
+    """``GET /readyz``: 200 when the store answers and its schema is current, else 503.
+
+    A draining server (SIGTERM) is not ready: 503 ``SHUTTING_DOWN``, so a proxy's health
+    check sends no more work its way.
+    """
+
+    async def readyz(request: Request) -> Response:
+        try:
+            if runner.drain_deadline is not None:
+                raise ShuttingDownError("this server is shutting down")
+            await probe_store(runner.store, READY_SECONDS)
+        except AgentError as exc:
+            return error_response(exc)
+        return JSONResponse({"status": "ready"})
+
+    return Route("/readyz", readyz, methods=["GET"])
+
+
+@asynccontextmanager
+async def _drained_on_sigterm(runner: ThreadRunner, grace: float) -> AsyncIterator[None]:
+    """While the app runs, SIGTERM first drains ``runner`` (then the server's own handler).
+
+    Only where a server (uvicorn) handles SIGTERM in Python, from the main thread: the
+    handler it set is kept and called after the runner stops taking runs.
+    """
+    previous = None
+    if threading.current_thread() is threading.main_thread():
+        previous = signal.getsignal(signal.SIGTERM)
+    if not callable(previous):
+        yield
+        return
+    handler = previous
+
+    def on_sigterm(sig: int, frame: Any) -> None:
+        runner.drain(grace)
+        handler(sig, frame)
+
+    signal.signal(signal.SIGTERM, on_sigterm)
+    try:
+        yield
+    finally:
+        if signal.getsignal(signal.SIGTERM) is on_sigterm:
+            signal.signal(signal.SIGTERM, handler)
+
+
 def _info_route(name: str, *, bank: bool) -> Route:
     """``GET /api/info``: what this server offers beside threads (the console reads it)."""
 
@@ -274,6 +328,7 @@ def create_app(
     bank: MemoryBank | str | None = None,
     mcp: bool = False,
     mcp_namespace: Sequence[str] = DEFAULT_MCP_NAMESPACE,
+    shutdown_grace: float = DEFAULT_SHUTDOWN_GRACE,
 ) -> Starlette:
     """The ASGI application that serves ``agent_factory``'s agents on ``store``.
 
@@ -309,6 +364,10 @@ def create_app(
             ``memory_remember`` and ``memory_forget`` (``docs/mcp.md``).
         mcp_namespace: the bank namespace the MCP memory tools read and write. It is the
             server's choice, never a client's: every holder of the token reaches it.
+        shutdown_grace: seconds runs in flight have to end when the server stops. Under a
+            server that handles SIGTERM (uvicorn), the signal first stops the app taking
+            runs (503 ``SHUTTING_DOWN``, ``/readyz`` 503); at the app's shutdown the runs
+            still going after the grace are stopped at their last checkpoint (resumable).
     """
     if token is not None and (not isinstance(token, str) or not token.strip()):
         raise InvalidArgumentError("token must be a non-empty string or None")
@@ -320,9 +379,13 @@ def create_app(
     if not isinstance(mcp, bool):
         raise InvalidArgumentError(f"mcp must be a bool, not {mcp!r:.40}")
     namespace = check_namespace(mcp_namespace, "mcp_namespace") if mcp else ()
+    if not isinstance(shutdown_grace, int | float) or not 0 <= shutdown_grace < float("inf"):
+        raise InvalidArgumentError(
+            f"shutdown_grace must be a number of seconds >= 0, got {shutdown_grace!r:.40}"
+        )
     resolved = store if isinstance(store, ServerStore) else resolve_store(store)
     runner = ThreadRunner(agent_factory, resolved, keepalive=keepalive)
-    routes: list[BaseRoute] = [Route("/healthz", _healthz, methods=["GET"])]
+    routes: list[BaseRoute] = [Route("/healthz", _healthz, methods=["GET"]), _readyz_route(runner)]
     routes.append(_info_route(name, bank=served_bank is not None))
     routes += api_routes(runner)
     routes += memory_routes(served_bank)
@@ -331,7 +394,14 @@ def create_app(
     if own_bank and served_bank is not None:
         closers.append(served_bank.close)
     if a2a:
-        from ._a2a import a2a_routes
+        try:
+            from ._a2a import a2a_routes
+        except ImportError as exc:
+            raise ImportError(
+                f"create_app(a2a=True) needs the 'server' extra's a2a-sdk ({exc.name} is "
+                f"missing): {install_hint('server')}",
+                name=exc.name,
+            ) from exc
 
         a2a_list, a2a_close = a2a_routes(runner, name=name, description=description)
         routes += a2a_list
@@ -355,13 +425,14 @@ def create_app(
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         try:
             async with AsyncExitStack() as stack:
+                await stack.enter_async_context(_drained_on_sigterm(runner, shutdown_grace))
                 for run in running:
                     await stack.enter_async_context(run())
                 yield
         finally:
             for close in closers:
                 await close()
-            await runner.aclose()
+            await runner.aclose(shutdown_grace)
 
     app = Starlette(
         routes=routes,

@@ -31,6 +31,7 @@ __all__ = [
     "HostNotAllowedError",
     "NotFoundError",
     "OriginNotAllowedError",
+    "ShuttingDownError",
     "UnauthorizedError",
     "UnsupportedMediaTypeError",
     "error_code",
@@ -92,6 +93,12 @@ class ApprovalPendingError(AgentError):
     default_code = "APPROVAL_PENDING"
 
 
+class ShuttingDownError(AgentError):
+    """A run asked of a server that is stopping (HTTP 503): retry it on another replica."""
+
+    default_code = "SHUTTING_DOWN"
+
+
 #: The one error class -> HTTP status table for every route; an error gets the status of
 #: the first of its classes (most specific first) listed here, else 500.
 STATUS_BY_CLASS: dict[type[AgentError], int] = {
@@ -130,6 +137,7 @@ STATUS_BY_CLASS: dict[type[AgentError], int] = {
     errors.OutputInvalidError: 500,
     errors.ScriptExhaustedError: 500,
     errors.BackendUnavailableError: 503,
+    ShuttingDownError: 503,
     errors.LockTimeoutError: 503,
     errors.StorageIOError: 503,
     errors.GraphStoreIOError: 500,  # a StorageIOError of the server's own graph store

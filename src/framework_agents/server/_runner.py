@@ -60,8 +60,8 @@ from ..hitl import HitlInterrupt, InterruptKind, check_edit, hitl_key, parse_dec
 from ..messages import Message, ToolCall, new_id
 from ..sessions._base import as_logged, digest, swap
 from ..tools import DECISION_KINDS
-from ._errors import ApprovalPendingError
-from ._index import ThreadIndex, decode_cursor, encode_cursor
+from ._errors import ApprovalPendingError, ShuttingDownError
+from ._index import MAX_LIMIT, STATES, ThreadIndex, decode_cursor, encode_cursor, state_of
 from ._questions import ANSWER_KINDS, question_of
 from ._store import ServerStore
 
@@ -85,6 +85,9 @@ _TITLE_LENGTH = 80
 _TIMELINE_FOLD = 256
 #: Conditional timeline writes retried on a conflict before the entry is given up (logged).
 _TIMELINE_ATTEMPTS = 8
+#: A first page of the thread list looks for threads the server never recorded (written
+#: by another tool: every thread id listed, O(threads)) at most this often.
+RECONCILE_SECONDS = 30.0
 
 
 def supports_reissue(agent: object) -> bool:
@@ -157,6 +160,8 @@ class ThreadSummary:
     title: str
     message_count: int
     pending: bool
+    #: ``running``, ``waiting`` (an approval is open) or ``finished``.
+    state: str = "finished"
 
     def to_json(self) -> dict[str, Any]:
         """The JSON API shape."""
@@ -166,6 +171,7 @@ class ThreadSummary:
             "title": self.title,
             "message_count": self.message_count,
             "pending": self.pending,
+            "state": self.state,
         }
 
 
@@ -198,6 +204,8 @@ class RunHandle:
     #: so a client that sends its next turn as soon as it sees the end never finds the
     #: thread busy.
     held: list[Any] = field(default_factory=list)
+    #: The write that lists the thread as running, done beside the run (awaited at its end).
+    listing: asyncio.Task[None] | None = None
 
     def emit(self, event: AgentEvent) -> None:
         """Queue ``event`` for the reader (from the terminal one on: once released)."""
@@ -258,6 +266,7 @@ def _summary_from_json(row: dict[str, Any]) -> ThreadSummary | None:
             str(row["title"]),
             int(row["message_count"]),
             bool(row["pending"]),
+            state_of(row),
         )
     except (KeyError, TypeError, ValueError):
         return None
@@ -283,6 +292,9 @@ class ThreadRunner:
         self.keepalive = float(keepalive)
         self._active: dict[str, RunHandle] = {}
         self._tools: dict[str, Any] | None = None
+        self._reconciled = -RECONCILE_SECONDS  # the first listing looks for new threads
+        #: ``time.monotonic()`` by which runs in flight must end once :meth:`drain` ran.
+        self.drain_deadline: float | None = None
 
     @property
     def checkpointer(self) -> Any:
@@ -359,21 +371,47 @@ class ThreadRunner:
         )
 
     async def list_threads(
-        self, *, limit: int = 50, cursor: str | None = None, query: str | None = None
+        self,
+        *,
+        limit: int = 50,
+        cursor: str | None = None,
+        query: str | None = None,
+        state: str | None = None,
+        updated_after: datetime | None = None,
+        updated_before: datetime | None = None,
     ) -> tuple[list[ThreadSummary], str | None]:
         """A page of threads, newest first, and the cursor of the next page.
 
         Reads the page's summaries only (see ``_index``), never the threads' histories.
+        ``state``: ``running``, ``waiting`` or ``finished`` only; ``updated_after`` /
+        ``updated_before``: last updated after / before that time.
         """
-        if not 1 <= limit <= 200:
-            raise InvalidArgumentError(f"limit must be between 1 and 200, got {limit}")
+        if not 1 <= limit <= MAX_LIMIT:
+            raise InvalidArgumentError(f"limit must be between 1 and {MAX_LIMIT}, got {limit}")
+        if state is not None and state not in STATES:
+            raise InvalidArgumentError(f"state must be one of {', '.join(STATES)}, got {state!r}")
         after = decode_cursor(cursor) if cursor else None
-        known = await self.checkpointer.list_threads()
+        if after is None and time.monotonic() >= self._reconciled + RECONCILE_SECONDS:
+            self._reconciled = time.monotonic()
+            await self.index.reconcile(await self.checkpointer.list_threads(), self.load)
         rows, last = await self.index.page(
-            limit=limit, after=after, query=query, known=known, load=self.load
+            limit=limit,
+            after=after,
+            query=query,
+            state=state,
+            updated_after=updated_after,
+            updated_before=updated_before,
         )
         page = [s for s in map(_summary_from_json, rows) if s is not None]
         return page, (encode_cursor(last) if last is not None else None)
+
+    async def _enter_running(self, thread_id: str, prompt: str | Message) -> None:
+        """List the thread as ``running`` while its run goes (a failure is only logged)."""
+        text = prompt if isinstance(prompt, str) else prompt.text
+        try:
+            await self.index.enter_running(thread_id, title_of([Message("user", text)]))
+        except Exception:
+            logger.exception("could not list thread %s as running", thread_id)
 
     # -- timeline -----------------------------------------------------------------------
 
@@ -435,6 +473,8 @@ class ThreadRunner:
         checkpoint = await self.load(thread_id)
         if checkpoint is not None:  # the thread list's line for it, as it now stands
             await self.index.enter(checkpoint)
+        else:  # a first run that saved nothing: no line (it was listed as running)
+            await self.index.drop(thread_id)
 
     # -- deleting -----------------------------------------------------------------------
 
@@ -460,9 +500,30 @@ class ThreadRunner:
         """Whether a run of ``thread_id`` is in progress in this process."""
         return thread_id in self._active
 
+    def drain(self, grace: float) -> None:
+        """Stop taking runs (``SHUTTING_DOWN``); those in flight have ``grace`` seconds left."""
+        if self.drain_deadline is None:
+            grace = max(0.0, grace)
+            self.drain_deadline = time.monotonic() + grace
+            logger.info("draining: %d run(s) in flight, %.1f s to end", len(self._active), grace)
+            with contextlib.suppress(RuntimeError):  # no loop here: aclose stops the runs
+                loop = asyncio.get_running_loop()
+                # Safe from a signal handler: scheduled from the loop, not from here.
+                loop.call_soon_threadsafe(loop.call_later, grace, self._stop_runs)
+
+    def _stop_runs(self) -> None:
+        """Stop the runs still going: each ends at its last checkpoint with ``SHUTTING_DOWN``."""
+        for handle in list(self._active.values()):
+            if handle.task is not None and not handle.task.done():
+                handle.task.cancel()
+
     def claim(self, thread_id: str, resume: bool) -> RunHandle:
         """Hold ``thread_id`` for one run or edit in this process (``THREAD_BUSY`` if held)."""
         check_thread_id(thread_id)
+        if self.drain_deadline is not None:
+            raise ShuttingDownError(
+                "this server is shutting down and takes no new runs; retry on another replica"
+            )
         if thread_id in self._active:
             raise ThreadBusyError(
                 f"thread {thread_id!r} is running; wait for its run to end (HTTP 409)"
@@ -557,6 +618,8 @@ class ThreadRunner:
             (time.perf_counter() - handle.started) * 1000,
         )
         try:
+            if handle.listing is not None:  # the running line first, then the final one
+                await asyncio.shield(handle.listing)
             await self.record(handle.thread_id, "resume" if handle.resume else "run", label)
         except Exception:  # the run itself is saved; a lost timeline line is only logged
             logger.exception("could not record the timeline of thread %s", handle.thread_id)
@@ -568,6 +631,7 @@ class ThreadRunner:
             handle.queue.put_nowait(_END)
 
     async def _drive_run(self, handle: RunHandle, agent: Any, prompt: str | Message) -> None:
+        handle.listing = asyncio.create_task(self._enter_running(handle.thread_id, prompt))
         events = agent.stream(prompt, checkpointer=self.checkpointer, thread_id=handle.thread_id)
         await self._pump(handle, events)
 
@@ -589,6 +653,14 @@ class ThreadRunner:
             label = f"error:{getattr(exc, 'code', 'INTERNAL')}"
             if not sent_error:
                 handle.emit(RunErrorEvent(run_id=run_id, error=exc))
+        except asyncio.CancelledError:  # the server stops (drain, aclose): a coded end
+            label = "error:SHUTTING_DOWN"
+            stopped = ShuttingDownError(
+                "the server stopped this run at its last checkpoint while shutting down; "
+                "the thread is resumable on another replica"
+            )
+            handle.emit(RunErrorEvent(run_id=run_id, error=stopped))
+            raise
         finally:
             await self._finish(handle, label)
 
@@ -600,6 +672,7 @@ class ThreadRunner:
         pending: Pending,
         decision: Any,
     ) -> None:
+        handle.listing = asyncio.create_task(self._enter_running(handle.thread_id, ""))
         if supports_reissue(agent) and callable(getattr(agent, "resume_stream", None)):
             # The stored call runs as the human saw it, its events streamed as they come
             # (tokens included) under the pending call's own id.
@@ -659,7 +732,14 @@ class ThreadRunner:
         return await resume(thread_id, {pending.key: decision}, checkpointer=self.checkpointer)
 
     async def aclose(self, grace: float = 5.0) -> None:
-        """Let runs in progress end (up to ``grace`` seconds), cancel the rest, close the store."""
+        """Let runs in progress end (up to ``grace`` seconds), cancel the rest, close the store.
+
+        After :meth:`drain`, up to what is left of its grace instead. A cancelled run stops
+        at its last checkpoint: its thread is resumable (a call in flight then is one of
+        unknown outcome, settled by a decision), and its lock is released.
+        """
+        if self.drain_deadline is not None:
+            grace = max(0.0, self.drain_deadline - time.monotonic())
         tasks = [h.task for h in self._active.values() if h.task is not None]
         if tasks:
             _done, late = await asyncio.wait(tasks, timeout=grace)

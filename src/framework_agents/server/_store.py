@@ -19,17 +19,19 @@ Layout of a directory store::
 
 from __future__ import annotations
 
+import asyncio
 import importlib
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
 from .._store_url import parse_store_url
+from .._util import redact
 from ..checkpoint import FileCheckpointer, InMemoryCheckpointer
-from ..errors import InvalidArgumentError
+from ..errors import AgentError, BackendUnavailableError, InvalidArgumentError
 from ..sessions import InMemoryStorage, LocalFileStorage
 
-__all__ = ["DEFAULT_STORE", "ServerStore", "resolve_store"]
+__all__ = ["DEFAULT_STORE", "PROBE_KEY", "ServerStore", "probe_store", "resolve_store"]
 
 #: The default store of :func:`create_app`: an embedded SQLite file under ``./.data/``.
 DEFAULT_STORE = "sqlite:///./.data/agents.db"
@@ -48,8 +50,12 @@ class ServerStore:
     close: Callable[[], Awaitable[None]] = _nothing
 
 
-def resolve_store(url: str) -> ServerStore:
-    """The :class:`ServerStore` that ``url`` names (see the module docstring)."""
+def resolve_store(url: str, *, lease: float | None = None) -> ServerStore:
+    """The :class:`ServerStore` that ``url`` names (see the module docstring).
+
+    ``lease`` (seconds; ``None``: the store's default) is how long a thread stays locked
+    by a process that died holding it (``open_store(lease=...)``; a database store's).
+    """
     if not isinstance(url, str) or not url:
         raise InvalidArgumentError(f"store must be a non-empty URL string, got {url!r:.100}")
     try:  # the stores package (SQLite, PostgreSQL, Redis) when installed
@@ -58,7 +64,8 @@ def resolve_store(url: str) -> ServerStore:
         stores = None
     open_store = getattr(stores, "open_store", None)
     if open_store is not None:
-        store = open_store(url)
+        options = {} if lease is None else {"lease": lease}
+        store = open_store(url, **options)
         return ServerStore(store.checkpointer, store.storage, store.close)
     where = parse_store_url(url)  # the parser open_store uses
     if where.kind == "memory":
@@ -69,3 +76,27 @@ def resolve_store(url: str) -> ServerStore:
             "this installation serves 'memory:' and a directory path or file:/// URL"
         )
     return ServerStore(FileCheckpointer(where.path), LocalFileStorage(where.path))
+
+
+#: The storage key a readiness probe reads (never written: reading it costs one lookup).
+PROBE_KEY = "server/ready-probe"
+
+
+async def probe_store(store: ServerStore, seconds: float) -> None:
+    """Read ``store`` once within ``seconds``: it is reachable and its schema is current.
+
+    The first read of a database store connects and creates its schema, or refuses a
+    newer one than this code knows. An error of the store is raised as it is; an
+    unexpected one, or no answer within ``seconds``, is ``BACKEND_UNAVAILABLE``.
+    """
+    try:
+        async with asyncio.timeout(seconds):
+            await store.storage.get(PROBE_KEY)
+    except AgentError:
+        raise
+    except TimeoutError as exc:
+        raise BackendUnavailableError(f"the store did not answer within {seconds:g} s") from exc
+    except Exception as exc:  # an OSError of a directory, a driver's own error
+        raise BackendUnavailableError(
+            f"the store cannot be read: {redact(str(exc))[:300]}"
+        ) from exc

@@ -30,7 +30,7 @@ from typing import Any, Generic, Literal, NamedTuple, Protocol, TypeVar
 
 from .._retention import AutoPrune, check_ttl
 from ..checkpoint.model import ThreadCheckpoint, check_thread_id
-from ..errors import CheckpointConflictError, StorageKeyInvalidError
+from ..errors import CheckpointConflictError, InvalidArgumentError, StorageKeyInvalidError
 from ..messages import Message
 from ..sessions._base import (
     CompareAndPut,
@@ -259,6 +259,40 @@ class SqlStorage(ClosableStore[SqlDb], AutoPrune, CompareAndPut):
         validate_prefix(prefix)
         bounds = {"low": prefix, "high": prefix + KEY_END}
         rows = await self._db.query(Query(self._db.dialect.kv_keys, bounds, "all"))
+        return [r[0] for r in rows]
+
+    async def get_many(self, keys: Sequence[str]) -> dict[str, bytes]:
+        """The values of those ``keys`` that are stored, in one read.
+
+        What a page of entries needs: one statement (``key IN (...)``), not one per key.
+        """
+        for key in keys:
+            validate_key(key)
+        if not keys:
+            return {}
+        head, _, placeholder = self._db.dialect.kv_get.partition(" WHERE key = ")
+        table = head.removeprefix("SELECT data FROM ")
+        marks = ", ".join(placeholder.replace("key", f"k{i}") for i in range(len(keys)))
+        params = {f"k{i}": key for i, key in enumerate(keys)}
+        sql = f"SELECT key, data FROM {table} WHERE key IN ({marks})"
+        rows = await self._db.query(Query(sql, params, "all"))
+        return {str(r[0]): bytes(r[1]) for r in rows}
+
+    async def list_after(self, prefix: str, after: str | None, limit: int) -> builtins.list[str]:
+        """Up to ``limit`` keys starting with ``prefix`` and greater than ``after``, sorted.
+
+        One range read of the key index (O(log n + limit)): what a keyset page needs.
+        """
+        validate_prefix(prefix)
+        if after is not None:
+            validate_prefix(after)
+        if not isinstance(limit, int) or isinstance(limit, bool) or limit < 1:
+            raise InvalidArgumentError(f"limit must be a positive int, got {limit!r:.40}")
+        # Keys use characters above \x01 only: "key > after" is "key >= after + \x01".
+        low = prefix if after is None or after < prefix else after + "\x01"
+        bounds = {"low": low, "high": prefix + KEY_END}
+        query = Query(f"{self._db.dialect.kv_keys} LIMIT {limit}", bounds, "all")
+        rows = await self._db.query(query)
         return [r[0] for r in rows]
 
 

@@ -458,6 +458,33 @@ class RedisStorage(_Closable, AutoPrune, CompareAndPut):
         keys = await self._db.call("zrangebylex", self._index, low, high)
         return [k.decode() for k in keys]
 
+    async def get_many(self, keys: Sequence[str]) -> dict[str, bytes]:
+        """The values of those ``keys`` that are stored, in one ``HMGET``."""
+        for key in keys:
+            validate_key(key)
+        if not keys:
+            return {}
+        values = await self._db.call("hmget", self._data, list(keys))
+        return {k: bytes(v) for k, v in zip(keys, values, strict=True) if v is not None}
+
+    async def list_after(self, prefix: str, after: str | None, limit: int) -> builtins.list[str]:
+        """Up to ``limit`` keys starting with ``prefix`` and greater than ``after``, sorted.
+
+        One ``ZRANGEBYLEX ... LIMIT`` of the key index (O(log n + limit)): a keyset page.
+        """
+        validate_prefix(prefix)
+        if after is not None:
+            validate_prefix(after)
+        if not isinstance(limit, int) or isinstance(limit, bool) or limit < 1:
+            raise InvalidArgumentError(f"limit must be a positive int, got {limit!r:.40}")
+        if after is not None and after >= prefix:
+            low = b"(" + after.encode()
+        else:
+            low = b"[" + prefix.encode() if prefix else b"-"
+        high = b"(" + prefix.encode() + b"\x7f" if prefix else b"+"
+        keys = await self._db.call("zrangebylex", self._index, low, high, 0, limit)
+        return [k.decode() for k in keys]
+
     async def prune(self, older_than: timedelta | None = None) -> int:
         """Remove values (and logs) not written for ``older_than`` (default: ``ttl``).
 

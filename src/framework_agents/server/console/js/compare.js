@@ -39,8 +39,9 @@ function column(title, id, messages) {
   return h("section", { id, "aria-label": title }, h("h3", {}, title), list);
 }
 
+/** The edited pairs' section, as a list to spread (empty without edits: DOM append prints null). */
 function editedSection(edited) {
-  if (edited.length === 0) return null;
+  if (edited.length === 0) return [];
   const rows = edited.map(({ before, after }) =>
     h(
       "div",
@@ -54,7 +55,7 @@ function editedSection(edited) {
       ),
     ),
   );
-  return h("section", { id: "compare-edited", "aria-label": "Edited messages" }, h("h3", {}, "Edited messages"), rows);
+  return [h("section", { id: "compare-edited", "aria-label": "Edited messages" }, h("h3", {}, "Edited messages"), rows)];
 }
 
 export async function openCompare(id) {
@@ -103,7 +104,7 @@ export async function openCompare(id) {
         h("a", { href: `#/t/${encodeURIComponent(parentId)}` }, "Open parent"),
       ),
     ),
-    editedSection(diff.edited),
+    ...editedSection(diff.edited),
     h(
       "div",
       { class: "compare" },

@@ -1,0 +1,296 @@
+"""The thread list's index: keyset pages by state and time that read O(page) on every store.
+
+Runs on SQLite, PostgreSQL (a scratch schema) and Redis (a scratch prefix) through
+``open_store``, and on the directory store. A counting wrapper around the storage shows
+that a page after the first costs its own keys and entries: no listing of every key.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import builtins
+import contextlib
+import os
+import socket
+import uuid
+from collections.abc import AsyncIterator, Iterator
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from server_support import make_agent
+
+from async_helper import arun
+from framework_agents import Agent, FunctionModel, Message, ToolCall, tool
+from framework_agents.server import create_app
+from framework_agents.server._runner import ThreadRunner
+from framework_agents.server._store import ServerStore
+from framework_agents.stores import open_store
+
+PG_URL = os.environ.get("FA_POSTGRES_URL", "postgresql://postgres@127.0.0.1:5432/test")
+REDIS_URL = os.environ.get("FA_REDIS_URL", "redis://127.0.0.1:6379/0")
+JSON = {"Accept": "application/json"}
+
+
+def _reachable(port: int) -> bool:
+    with socket.socket() as sock:
+        sock.settimeout(1)
+        return sock.connect_ex(("127.0.0.1", port)) == 0
+
+
+@pytest.fixture(
+    params=[
+        pytest.param("sqlite", id="sqlite"),
+        pytest.param("postgres", id="postgres", marks=pytest.mark.postgres),
+        pytest.param("redis", id="redis", marks=pytest.mark.redis),
+        pytest.param("directory", id="directory"),
+    ]
+)
+def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
+    """A fresh store URL of each kind (a scratch schema or prefix on the servers)."""
+    scratch = f"h35list_{uuid.uuid4().hex[:10]}"
+    if request.param == "sqlite":
+        yield f"sqlite:///{tmp_path / 'agents.db'}"
+        return
+    if request.param == "directory":
+        yield str(tmp_path / "store")
+        return
+    port = 5432 if request.param == "postgres" else 6379
+    if not _reachable(port):
+        pytest.skip(f"no {request.param} server on 127.0.0.1:{port}")
+    if request.param == "redis":
+        yield f"{REDIS_URL}?prefix={scratch}:"
+        import redis
+
+        client = redis.Redis.from_url(REDIS_URL)
+        for key in client.scan_iter(f"{scratch}:*"):
+            client.delete(key)
+        client.close()
+        return
+    yield f"{PG_URL}?schema={scratch}"
+    import psycopg
+
+    with psycopg.connect(PG_URL, autocommit=True) as conn:
+        conn.execute(f"DROP SCHEMA IF EXISTS {scratch} CASCADE")
+
+
+class Counting:
+    """A storage that counts the calls a listing makes (and forwards ``list_after``)."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+        self.calls: dict[str, int] = {}
+        if hasattr(inner, "list_after"):
+            self.list_after = self._list_after
+            self.get_many = self._get_many
+
+    def count(self, name: str) -> None:
+        self.calls[name] = self.calls.get(name, 0) + 1
+
+    async def get(self, key: str) -> bytes | None:
+        self.count("get")
+        value: bytes | None = await self.inner.get(key)
+        return value
+
+    async def put(self, key: str, data: bytes) -> None:
+        self.count("put")
+        await self.inner.put(key, data)
+
+    async def delete(self, key: str) -> None:
+        self.count("delete")
+        await self.inner.delete(key)
+
+    async def list(self, prefix: str = "") -> list[str]:
+        self.count("list")
+        keys: list[str] = await self.inner.list(prefix)
+        return keys
+
+    async def _get_many(self, keys: builtins.list[str]) -> dict[str, bytes]:
+        self.count("get_many")
+        found: dict[str, bytes] = await self.inner.get_many(keys)
+        return found
+
+    async def _list_after(self, prefix: str, after: str | None, limit: int) -> builtins.list[str]:
+        self.count("list_after")
+        keys: builtins.list[str] = await self.inner.list_after(prefix, after, limit)
+        return keys
+
+
+GATE: asyncio.Event | None = None
+STARTED: asyncio.Event | None = None
+
+
+@tool
+async def hold() -> str:
+    """Wait until the test lets the run go on."""
+    assert GATE is not None and STARTED is not None
+    STARTED.set()
+    await GATE.wait()
+    return "held"
+
+
+@tool(requires_approval=True)
+def publish(title: str) -> str:
+    """Publish (needs an approval)."""
+    return f"published {title}"
+
+
+def _answer(messages: list[Message], tools: list[Any]) -> Message:
+    last = messages[-1]
+    if last.role == "tool":
+        return Message("assistant", f"done: {last.text}")
+    turn = sum(1 for m in messages if m.role == "user")
+    if last.text == "hold":
+        return Message("assistant", tool_calls=[ToolCall(f"h{turn}", "hold", {})])
+    if last.text.startswith("publish "):
+        call = ToolCall(f"p{turn}", "publish", {"title": last.text[8:]})
+        return Message("assistant", tool_calls=[call])
+    return Message("assistant", f"echo: {last.text}")
+
+
+def _agent() -> Agent:
+    return Agent(FunctionModel(_answer), tools=[hold, publish])
+
+
+@contextlib.asynccontextmanager
+async def _runner(url: str) -> AsyncIterator[tuple[ThreadRunner, Counting]]:
+    store = open_store(url)
+    counting = Counting(store.storage)
+    runner = ThreadRunner(_agent, ServerStore(store.checkpointer, counting, store.close))
+    try:
+        yield runner, counting
+    finally:
+        await runner.aclose()
+
+
+async def _run(runner: ThreadRunner, thread_id: str, prompt: str) -> None:
+    handle = await runner.start_run(thread_id, prompt)
+    await handle.wait()
+
+
+def test_keyset_pages_by_state_and_time_read_only_their_page(store_url: str) -> None:
+    async def body() -> None:
+        global GATE, STARTED
+        GATE, STARTED = asyncio.Event(), asyncio.Event()
+        async with _runner(store_url) as (runner, counting):
+            for i in range(12):
+                await _run(runner, f"f{i:02d}", f"question {i}")
+            middle = datetime.now(UTC)
+            for i in range(5):
+                await _run(runner, f"w{i}", f"publish post {i}")  # waits for an approval
+            held = await runner.start_run("r0", "hold")
+            assert STARTED is not None
+            await STARTED.wait()  # the tool runs
+            assert held.listing is not None
+            await held.listing  # the write that lists it as running, beside the run
+            every, _ = await runner.list_threads(limit=100)
+            assert [s.thread_id for s in every][:6] == ["r0", "w4", "w3", "w2", "w1", "w0"]
+            assert {s.thread_id: s.state for s in every}["f03"] == "finished"
+            waiting: list[str] = []
+            cursor: str | None = None
+            while True:
+                page, cursor = await runner.list_threads(limit=2, cursor=cursor, state="waiting")
+                assert all(s.pending and s.state == "waiting" for s in page)
+                waiting += [s.thread_id for s in page]
+                if cursor is None:
+                    break
+            assert waiting == ["w4", "w3", "w2", "w1", "w0"]
+            finished: list[str] = []
+            counting.calls.clear()
+            page, cursor = await runner.list_threads(limit=5, state="finished")
+            while cursor is not None:
+                finished += [s.thread_id for s in page]
+                page, cursor = await runner.list_threads(limit=5, cursor=cursor, state="finished")
+            finished += [s.thread_id for s in page]
+            assert finished == [f"f{i:02d}" for i in reversed(range(12))]
+            if hasattr(counting, "list_after"):  # the SQL and Redis stores: O(page)
+                assert counting.calls.get("list", 0) == 0, counting.calls
+                pages = counting.calls["list_after"]
+                assert counting.calls["get_many"] == pages, counting.calls  # one read a page
+                assert counting.calls.get("get", 0) == 0, counting.calls
+            recent, _ = await runner.list_threads(updated_after=middle)
+            assert [s.thread_id for s in recent] == ["r0", "w4", "w3", "w2", "w1", "w0"]
+            older, _ = await runner.list_threads(updated_before=middle, limit=3)
+            assert [s.thread_id for s in older] == ["f11", "f10", "f09"]
+            GATE.set()
+            await held.wait()
+            running, _ = await runner.list_threads(state="running")
+            assert running == []
+            (top,), _ = await runner.list_threads(limit=1, state="finished")
+            assert (top.thread_id, top.title) == ("r0", "hold")
+            await runner.delete("f05")
+            rest, _ = await runner.list_threads(limit=100, state="finished")
+            assert "f05" not in [s.thread_id for s in rest]
+
+    arun(body())
+
+
+def test_the_json_api_clamps_the_limit_refuses_a_foreign_cursor_and_bad_filters(
+    tmp_path: Path,
+) -> None:
+    app = create_app(make_agent, store=f"sqlite:///{tmp_path / 'a.db'}", console=False)
+
+    async def body() -> None:
+        transport = httpx.ASGITransport(app=app)
+        async with httpx.AsyncClient(transport=transport, base_url="http://127.0.0.1") as client:
+            for i in range(3):
+                await client.post(f"/api/threads/t{i}/runs", json={"prompt": "hi"}, headers=JSON)
+            big = (await client.get("/api/threads", params={"limit": "1000"})).json()
+            assert big["limit"] == 500 and "clamped to 500" in big["notice"]
+            assert [t["thread_id"] for t in big["threads"]] == ["t2", "t1", "t0"]
+            assert big["threads"][0]["state"] == "finished"
+            first = (await client.get("/api/threads", params={"limit": "2"})).json()
+            assert "notice" not in first and first["limit"] == 2
+            second = await client.get(
+                "/api/threads", params={"limit": "2", "cursor": first["next_cursor"]}
+            )
+            assert [t["thread_id"] for t in second.json()["threads"]] == ["t0"]
+            for params in (
+                {"cursor": "bm90LW91cnM"},  # base64 of "not-ours"
+                {"cursor": "%%%"},
+                {"state": "sleeping"},
+                {"updated_after": "yesterday"},
+                {"limit": "0"},
+            ):
+                refused = await client.get("/api/threads", params=params)
+                assert refused.status_code == 400, (params, refused.text)
+                assert refused.json()["error"]["code"] == "INVALID_ARGUMENT"
+            await app.state.runner.aclose()
+
+    arun(body())
+
+
+@pytest.mark.parametrize("kind", ["sqlite", "postgres", "redis"])
+def test_list_after_is_a_keyset_range_of_the_key_index(kind: str, tmp_path: Path) -> None:
+    if kind != "sqlite" and not _reachable(5432 if kind == "postgres" else 6379):
+        pytest.skip(f"no {kind} server")
+    scratch = f"h35ka_{uuid.uuid4().hex[:10]}"
+    url = {
+        "sqlite": f"sqlite:///{tmp_path / 'k.db'}",
+        "postgres": f"{PG_URL}?schema={scratch}",
+        "redis": f"{REDIS_URL}?prefix={scratch}:",
+    }[kind]
+
+    async def body() -> None:
+        async with open_store(url) as store:
+            storage: Any = store.storage
+            for key in ("a/1", "a/2", "a/3", "a/30", "a/4", "b/1", "a0"):
+                await storage.put(key, b"x")
+            assert await storage.list_after("a/", None, 2) == ["a/1", "a/2"]
+            assert await storage.list_after("a/", "a/2", 2) == ["a/3", "a/30"]
+            assert await storage.list_after("a/", "a/30", 10) == ["a/4"]
+            assert await storage.list_after("a/", "a/4", 10) == []
+            assert await storage.list_after("a/", "0", 1) == ["a/1"]  # before the prefix
+            for key in ("a/1", "a/2", "a/3", "a/30", "a/4", "b/1", "a0"):
+                await storage.delete(key)
+
+    try:
+        arun(body())
+    finally:
+        if kind == "postgres":
+            import psycopg
+
+            with psycopg.connect(PG_URL, autocommit=True) as conn:
+                conn.execute(f"DROP SCHEMA IF EXISTS {scratch} CASCADE")
