@@ -4,7 +4,7 @@ The client is the ``mcp`` SDK's own ``Client`` over its streamable HTTP transpor
 protocol eras: ``auto`` (2026-07-28: an approval comes back as an ``input_required``
 elicitation, answered by the client's elicitation callback) and ``legacy`` (2025-11-25,
 which a stateless server cannot ask back: the approval is reported and ``decide``
-answers it). One thread is continued across MCP, the JSON API and A2A.
+answers it). One thread is continued across MCP, the JSON API, A2A and AG-UI.
 """
 
 from __future__ import annotations
@@ -128,7 +128,7 @@ async def _a2a_turn(url: str, context_id: str, text: str) -> str:
         await client.close()
 
 
-def test_one_thread_goes_from_mcp_to_the_json_api_and_a2a_and_back(tmp_path: Path) -> None:
+def test_one_thread_goes_from_mcp_to_the_json_api_a2a_and_agui_and_back(tmp_path: Path) -> None:
     # A2A's own client reads the agent card without a token: this server has none.
     running = start_server(
         create_app(make_agent, store=str(tmp_path / "s"), console=False, mcp=True)
@@ -148,6 +148,26 @@ def test_one_thread_goes_from_mcp_to_the_json_api_and_a2a_and_back(tmp_path: Pat
                     )
                     assert api.json()["text"] == "echo: over the api"
                     assert await _a2a_turn(running.url, thread, "over a2a") == "echo: over a2a"
+                    known = (await http.get(f"/api/threads/{thread}")).json()["messages"]
+                    agui = await http.post(
+                        "/agui",
+                        json={
+                            "threadId": thread,
+                            "runId": str(uuid.uuid4()),
+                            "messages": [
+                                *(
+                                    {"id": m["id"], "role": m["role"], "content": m["content"]}
+                                    for m in known
+                                ),
+                                {"id": str(uuid.uuid4()), "role": "user", "content": "over ag-ui"},
+                            ],
+                            "state": {},
+                            "tools": [],
+                            "context": [],
+                            "forwardedProps": {},
+                        },
+                    )
+                    assert agui.status_code == 200 and "echo: over ag-ui" in agui.text
                     last = await client.call_tool("ask", {"thread_id": thread, "text": "back"})
                     assert text_of(last) == "echo: back"
                     read = (await http.get(f"/api/threads/{thread}")).json()
@@ -159,10 +179,12 @@ def test_one_thread_goes_from_mcp_to_the_json_api_and_a2a_and_back(tmp_path: Pat
                     "echo: over the api",
                     "over a2a",
                     "echo: over a2a",
+                    "over ag-ui",
+                    "echo: over ag-ui",
                     "back",
                     "echo: back",
                 ]
-                assert [e["kind"] for e in read["timeline"]] == ["run"] * 4
+                assert [e["kind"] for e in read["timeline"]] == ["run"] * 5
 
         asyncio.run(main())
     finally:
