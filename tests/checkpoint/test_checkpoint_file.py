@@ -339,7 +339,9 @@ def _old_progress(cp: FileCheckpointer, step: ThreadCheckpoint) -> Path:
     base = hashlib.blake2b(path.read_bytes(), digest_size=16).hexdigest()
     fields = {name: getattr(step, name) for name in _OVERLAY}
     progress = path.with_name("progress.json")
-    progress.write_bytes(to_json(_Progress(version=1, thread_id=step.thread_id, base=base, **fields)))
+    progress.write_bytes(
+        to_json(_Progress(version=1, thread_id=step.thread_id, base=base, **fields))
+    )
     return progress
 
 

@@ -162,18 +162,18 @@ def _scan_records(data: bytes, start: int, version: int) -> Scan:
             if isinstance(found, str):
                 raise JournalCorruptError(f"damaged record at byte {offset}: {found}")
             payloads.append(bytes(view[offset + FRAME_BYTES : found - len(COMMIT)]))
-        else:
-            found = _v1_record_at(view, offset)
-            if found is None:
-                after = _v1_valid_after(data, offset)
-                if after is not None:
-                    raise JournalCorruptError(
-                        f"damaged record at byte {offset} with a valid record at byte "
-                        f"{after} after it"
-                    )
-                return Scan(payloads, offset, torn=True, version=version)
-            payloads.append(bytes(view[offset + FRAME_BYTES : found]))
-        offset = found
+            offset = found
+            continue
+        end = _v1_record_at(view, offset)
+        if end is None:
+            after = _v1_valid_after(data, offset)
+            if after is not None:
+                raise JournalCorruptError(
+                    f"damaged record at byte {offset} with a valid record at byte {after} after it"
+                )
+            return Scan(payloads, offset, torn=True, version=version)
+        payloads.append(bytes(view[offset + FRAME_BYTES : end]))
+        offset = end
     return Scan(payloads, offset, torn=False, version=version)
 
 

@@ -77,7 +77,9 @@ def envelope(token: str, folded: str, payload: bytes) -> tuple[bytes, bytes]:
         token.encode("ascii"),
         folded.encode("ascii"),
     )
-    crc = zlib.crc32(_ENVELOPE_END, zlib.crc32(payload, zlib.crc32(_ENVELOPE_TAIL, zlib.crc32(prefix))))
+    crc = zlib.crc32(
+        _ENVELOPE_END, zlib.crc32(payload, zlib.crc32(_ENVELOPE_TAIL, zlib.crc32(prefix)))
+    )
     return b"%s%08x%s" % (prefix, crc, _ENVELOPE_TAIL), _ENVELOPE_END
 
 
@@ -111,6 +113,7 @@ def _looks_enveloped(data: bytes) -> bool:
     """Whether ``data`` opens like an envelope damaged in its first bytes (a bit flip)."""
     head = data[:80]
     return b'"journal":"' in head and b'"folded":"' in head
+
 
 #: Fields a progress file carries (everything of a checkpoint but its history).
 OVERLAY_FIELDS = (

@@ -5,10 +5,13 @@
 blake2b digest of the document's bytes). A journal bound to another document is stale
 and ignored only when the document names it as the journal it folded (version 3; a
 version-2 document named none, so any other journal was stale); else the thread is
-``CHECKPOINT_CORRUPT`` and left as it is. Each further record is a :class:`Delta`: keep the first ``keep`` messages, append ``messages``, and
-replace every other field (``saved_at``, ``state``, ``pending``, ``turn``, ``results``,
-``in_flight``, ``outcome_unknown``, ``decisions``). Framing, checksums and the torn-tail
-rule are the persistence layer's (:mod:`framework_agents._persist._journal`).
+``CHECKPOINT_CORRUPT`` and left as it is. Each further record is a :class:`Delta`: keep
+the first ``keep`` messages, append ``messages``, and replace every other field
+(``saved_at``, ``state``, ``pending``, ``turn``, ``results``, ``in_flight``,
+``outcome_unknown``, ``decisions``). Records are read as strictly as documents (a record
+not byte for byte its delta's serialisation goes to the strict reader). Framing,
+checksums and the torn-tail rule are the persistence layer's
+(:mod:`framework_agents._persist._journal`).
 """
 
 from __future__ import annotations
@@ -262,9 +265,7 @@ def append_delta(path: Path, token: str, view: JournalView, payload: bytes) -> J
             st = os.stat(path, follow_symlinks=False)
         except OSError as exc:
             raise mark_landed(exc) from None
-        return JournalView(
-            [], (st.st_dev, st.st_ino), len(head) + len(record), _stamp(st), token
-        )
+        return JournalView([], (st.st_dev, st.st_ino), len(head) + len(record), _stamp(st), token)
     record = frame(payload, view.version)
     fd = os.open(path, os.O_RDWR | os.O_NOFOLLOW | _CLOEXEC)
     try:

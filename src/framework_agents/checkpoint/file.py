@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import contextlib
+import errno
 import functools
 import hashlib
-import errno
 import logging
 import os
 import stat

@@ -263,7 +263,9 @@ def parse_document(data: bytes, path: Path, *, max_items: int = DEFAULT_MAX_ITEM
     return Document(_validate_items(doc["messages"], corrupt), 1, None, None)
 
 
-def parse_record(payload: bytes, path: Path, *, max_items: int = DEFAULT_MAX_ITEMS) -> list[Message]:
+def parse_record(
+    payload: bytes, path: Path, *, max_items: int = DEFAULT_MAX_ITEMS
+) -> list[Message]:
     """The messages of one journal record (a JSON array of messages), read strictly.
 
     A record that is byte for byte the serialisation of the messages it parses to (every

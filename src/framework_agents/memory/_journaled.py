@@ -274,7 +274,7 @@ class MemoryFiles:
             return None
         if opened is None:
             return None
-        fd, st = opened
+        fd = opened[0]
         try:
             data = os.pread(fd, 4096, 0)
         finally:
