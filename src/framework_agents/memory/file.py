@@ -358,13 +358,13 @@ class FileMemory:
         (a writer makes the file when it is missing, a reader does not need to). A wait
         past ``deadline`` is ``LOCK_TIMEOUT``; a cancel of the caller ends it.
         """
-        fd = open_lock_file(self.lock_path, create=False)
+        exclusive = create if exclusive is None else exclusive
+        fd = open_lock_file(self.lock_path, create=False, shared=not exclusive)
         if fd is None and create:
             make_private_dirs(self.dir)
             fd = open_lock_file(self.lock_path, create=True)
         if fd is not None:
             try:
-                exclusive = create if exclusive is None else exclusive
                 flock(fd, exclusive=exclusive, deadline=deadline, name=self.lock_path)
             except BaseException:
                 os.close(fd)

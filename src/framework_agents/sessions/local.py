@@ -142,7 +142,9 @@ def _key_lock(
     it holds it, so a lock taken on a file that is no longer the one at its name is
     dropped and taken again on the current one: two writers never hold different inodes.
     """
-    flags = os.O_RDWR | _NOFOLLOW | _CLOEXEC | (os.O_CREAT if create else 0)
+    # A shared lock needs no write access: a reader works on a read-only file system.
+    access = os.O_RDWR if exclusive or create else os.O_RDONLY
+    flags = access | _NOFOLLOW | _CLOEXEC | (os.O_CREAT if create else 0)
     while True:
         try:
             lock = os.open(_lock_name(name), flags, _FILE_MODE, dir_fd=dfd)
