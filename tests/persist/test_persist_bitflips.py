@@ -36,12 +36,12 @@ _Load = Callable[[], Awaitable[Any]]
 
 def _read(path: Path) -> bytes:
     """The bytes of a small file (blocking on purpose: the test's loop does nothing else)."""
-    with open(path, "rb") as fh:  # noqa: ASYNC230
+    with open(path, "rb") as fh:
         return fh.read()
 
 
 def _write(path: Path, data: bytes) -> None:
-    with open(path, "wb") as fh:  # noqa: ASYNC230
+    with open(path, "wb") as fh:
         fh.write(data)
 
 
