@@ -288,20 +288,14 @@ def _inspect_without_flock(
 def _acquire_once(path: Path, token: str, stale_after: float) -> _Held | _Busy:
     """One non-blocking attempt (blocking I/O; runs in a worker thread).
 
-    Raises ``STORAGE_IO`` for an operating system failure (a full or read-only disk)
-    and ``INVALID_ARGUMENT`` for something other than a regular file at ``path``.
+    Raises ``INVALID_ARGUMENT`` for something other than a regular file at ``path``.
     """
-    try:
-        for _ in range(8):
-            created = _create(path, token)
-            outcome = _inspect(path, token, stale_after) if created is None else created
-            if not isinstance(outcome, _Again):
-                return outcome
-        return _BUSY
-    except AgentError:
-        raise
-    except OSError as exc:
-        raise io_error(exc, action="take the lock", key=path.name, root=path.parent) from exc
+    for _ in range(8):
+        created = _create(path, token)
+        outcome = _inspect(path, token, stale_after) if created is None else created
+        if not isinstance(outcome, _Again):
+            return outcome
+    return _BUSY
 
 
 def _release(held: _Held) -> None:
@@ -365,8 +359,18 @@ class _Taken:
 def _acquire_then(
     path: Path, token: str, stale_after: float, then: Callable[[], object] | None
 ) -> _Taken | _Busy:
-    """One attempt and, when it took the lock, ``then()`` (an error releases it again)."""
-    outcome = _acquire_once(path, token, stale_after)
+    """One attempt and, when it took the lock, ``then()`` (an error releases it again).
+
+    An operating system failure taking the lock (a full or read-only disk) is
+    ``STORAGE_IO`` naming the lock file. (``call_with_file_lock``'s fast path leaves it an
+    ``OSError``: its caller names the file the call writes.)
+    """
+    try:
+        outcome = _acquire_once(path, token, stale_after)
+    except AgentError:
+        raise
+    except OSError as exc:
+        raise io_error(exc, action="take the lock", key=path.name, root=path.parent) from exc
     if not isinstance(outcome, _Held):
         return outcome
     try:
