@@ -264,7 +264,11 @@ def test_layout_and_format(tmp_path: Path) -> None:
     arun(cp.save(sample()))
     path = tmp_path / "threads" / "t1" / "checkpoint.json"
     assert cp.path("t1") == path
-    doc = json.loads(path.read_bytes())
+    envelope = json.loads(path.read_bytes())
+    # Layout v3: the checkpoint in a checksummed envelope naming its journal tokens.
+    assert list(envelope) == ["version", "journal", "folded", "check", "checkpoint"]
+    assert envelope["version"] == 3
+    doc = envelope["checkpoint"]
     assert doc["version"] == 2  # a journal may follow it: a release without journals refuses it
     assert some(arun(cp.load("t1"))).version == 1  # the value's version
     assert doc["thread_id"] == "t1"
@@ -335,7 +339,9 @@ def _old_progress(cp: FileCheckpointer, step: ThreadCheckpoint) -> Path:
     base = hashlib.blake2b(path.read_bytes(), digest_size=16).hexdigest()
     fields = {name: getattr(step, name) for name in _OVERLAY}
     progress = path.with_name("progress.json")
-    progress.write_bytes(to_json(_Progress(thread_id=step.thread_id, base=base, **fields)))
+    progress.write_bytes(
+        to_json(_Progress(version=1, thread_id=step.thread_id, base=base, **fields))
+    )
     return progress
 
 

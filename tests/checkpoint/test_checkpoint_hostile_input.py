@@ -104,7 +104,7 @@ def test_a_progress_file_that_would_not_read_back_equal_is_corrupt(
     step = base.model_copy(update={"state": {"x": 1}})
     fields = {name: getattr(step, name) for name in _OVERLAY}
     progress = path.with_name("progress.json")  # as the release before the journal wrote it
-    progress.write_bytes(to_json(_Progress(thread_id="t1", base=digest, **fields)))
+    progress.write_bytes(to_json(_Progress(version=1, thread_id="t1", base=digest, **fields)))
     text = progress.read_bytes().replace(b'"state":{"x":1}', data)
     assert text != progress.read_bytes()
     progress.write_bytes(text)

@@ -35,7 +35,7 @@ def _stored(tmp_path: Path, **changes: object) -> Path:
     when = datetime(2026, 1, 1, tzinfo=UTC)
     asyncio.run(cp.save(ThreadCheckpoint("t1", when, [Message("user", "hi", id="u")])))
     path = cp.path("t1")
-    doc = json.loads(path.read_bytes())
+    doc = json.loads(path.read_bytes())["checkpoint"]  # as a version-2 file holds it
     for key, value in changes.items():
         if value is ...:
             del doc[key]

@@ -16,6 +16,8 @@ from pathlib import Path
 
 import pytest
 
+from framework_agents.sessions._log import open_value
+
 pytest.importorskip("typer", reason="needs the 'cli' extra")
 pytest.importorskip("rich", reason="needs the 'cli' extra")
 
@@ -39,7 +41,8 @@ def demo(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
 
 
 def stored_texts(data_dir: Path) -> list[str]:
-    document = json.loads((data_dir / SNAPSHOT).read_text())
+    # Layout v3: the value's bytes follow the header line LocalFileStorage writes.
+    document = json.loads(open_value(SNAPSHOT, (data_dir / SNAPSHOT).read_bytes()).data)
     messages = document["data"]["messages"]
     return [m["content"] if isinstance(m["content"], str) else "" for m in messages]
 

@@ -93,7 +93,7 @@ _DEFECTS = [
     pytest.param(b'"metadata":{"x":1,', b'"metadata":{"x":1e999,', id="out-of-range"),
     pytest.param(b'"hello \xf0\x9f\x98\x80"', b'"hello \\udc00"', id="lone-surrogate"),
     pytest.param(b'"role":"user",', b'"role":"user","role":"user",', id="duplicate-field"),
-    pytest.param(b'{"version":2,', b'{"version":2,"version":2,', id="duplicate-top"),
+    pytest.param(b'{"version":3,', b'{"version":3,"version":3,', id="duplicate-top"),
 ]
 
 

@@ -60,8 +60,8 @@ def test_missing_file_is_fresh_memory_and_save_creates_the_layout(tmp_path: Path
     asyncio.run(main())
     assert sorted(os.listdir(directory)) == ["memory.json", "memory.json.lock"]
     doc = json.loads((directory / "memory.json").read_bytes())
-    assert list(doc) == ["version", "journal", "check", "messages"]
-    assert doc["version"] == 2
+    assert list(doc) == ["version", "journal", "folded", "check", "messages"]
+    assert doc["version"] == 3
     assert os.stat(directory).st_mode & 0o777 == 0o700  # conversations are private
     for name in ("memory.json", "memory.json.lock"):
         assert os.stat(directory / name).st_mode & 0o777 == 0o600
@@ -245,7 +245,7 @@ def test_a_foreign_but_valid_layout_is_read_and_rewritten_canonically(tmp_path: 
         assert [m.id for m in await memory.load()] == ["p", "n"]
 
     asyncio.run(main())
-    assert (tmp_path / "memory.json").read_bytes().startswith(b'{"version":2,"journal":"')
+    assert (tmp_path / "memory.json").read_bytes().startswith(b'{"version":3,"journal":"')
 
 
 def test_concurrent_tasks_lose_no_append(tmp_path: Path) -> None:
@@ -271,7 +271,7 @@ def test_replace_and_clear(tmp_path: Path) -> None:
         await memory.clear()
         assert await FileMemory(tmp_path).load() == []
         doc = json.loads(memory.path.read_bytes())
-        assert (doc["version"], doc["messages"]) == (2, [])
+        assert (doc["version"], doc["messages"]) == (3, [])
 
     asyncio.run(main())
 

@@ -16,6 +16,7 @@ from async_helper import arun
 from framework_agents.errors import StorageKeyInvalidError
 from framework_agents.sessions import InMemoryStorage, LocalFileStorage
 from framework_agents.sessions._keys import is_valid_key
+from framework_agents.sessions._log import open_value
 
 T = TypeVar("T")
 SECRET = b"TOP-SECRET-SENTINEL-BYTES"
@@ -231,7 +232,7 @@ def test_root_given_through_a_symlink_is_resolved_once(tmp_path: Path) -> None:
     storage = LocalFileStorage(tmp_path / "alias")
     assert storage.dir == (tmp_path / "real").resolve()
     arun(storage.put("k", b"v"))
-    assert (tmp_path / "real" / "k").read_bytes() == b"v"
+    assert open_value("k", (tmp_path / "real" / "k").read_bytes()).data == b"v"
 
 
 def test_root_swapped_for_a_symlink_later_is_refused(tmp_path: Path) -> None:
@@ -252,7 +253,7 @@ def test_layout_modes_and_no_leftover_temp_files(tmp_path: Path) -> None:
     storage = LocalFileStorage(tmp_path / "root")
     arun(storage.put("session/s1/x.json", b"{}"))
     target = tmp_path / "root" / "session" / "s1" / "x.json"
-    assert target.read_bytes() == b"{}"
+    assert open_value("x.json", target.read_bytes()).data == b"{}"
     assert stat.S_IMODE(target.stat().st_mode) & 0o077 == 0
     assert stat.S_IMODE(target.parent.stat().st_mode) & 0o077 == 0
     assert sorted(p.name for p in target.parent.iterdir()) == ["x.json"]

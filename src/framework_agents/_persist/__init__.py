@@ -39,11 +39,13 @@ from ._files import (
 )
 from ._io import run_blocking
 from ._journal import (
+    COMMIT,
     FRAME_BYTES,
     JOURNAL_FORMAT_VERSION,
     JournalCorruptError,
     Scan,
     append_record,
+    bound,
     frame,
     header_payload,
     parse_header,
@@ -74,6 +76,7 @@ from ._messages import (
 from ._version import version_problem
 
 __all__ = [
+    "COMMIT",
     "DIR_MODE",
     "FILE_MODE",
     "FRAME_BYTES",
@@ -91,6 +94,7 @@ __all__ = [
     "TooLargeError",
     "append_record",
     "atomic_publish",
+    "bound",
     "check_seconds",
     "encode_message",
     "file_ident",

@@ -1,21 +1,32 @@
 """The journal: framed, checksummed records appended with one ``fdatasync`` each.
 
 A journal sits beside a pinned document and holds what was appended since the document
-was last published. Its first record is a header ``{"journal": 1, "token": T}`` binding
-it to the document whose token is ``T``; a journal whose token differs from its
-document's is stale (left by a writer that published the document and died before
-removing the journal) and is ignored.
+was last published. Its first record is a header ``{"journal": V, "token": T}``: ``V`` is
+the framing version (below) and ``T`` binds the journal to the document whose token is
+``T``. A journal is created holding its header and its first record at once (atomic
+publish), so a damaged or missing header is corruption, never a torn write.
 
-Record frame (big-endian)::
+Which journals a document may ignore is its store's rule (:func:`bound`): a version-3
+document names both its own token and the token of the journal it folded, and a journal
+bound to neither is corruption (``*_CORRUPT``), never a stale file that is silently
+dropped; an older document (which named no folded journal) ignores any journal whose
+token differs.
 
-    length (4) | crc32(length) (4) | crc32(payload) (4) | payload (length bytes)
+Record frame, version 2 (written since layout v3; big-endian)::
 
-The header checksum makes a damaged length detectable on its own. A record is
-acknowledged once its append's ``fdatasync`` returned. A crash mid-append leaves at most
-one incomplete or damaged record at the end: the *torn tail*. A damaged record that no
-valid record follows is that tail (an unacknowledged append) and is ignored, and the next
-writer truncates it under the store's lock before appending; a damaged record followed by
-a valid one is corruption (the store's ``*_CORRUPT`` code).
+    length (4) | crc32(length) (4) | crc32(payload) (4) | payload | commit (4)
+
+``commit`` is the constant :data:`COMMIT`, written with the record and made durable by
+its ``fdatasync``. It tells a torn write from a damaged record: a crash mid-append leaves
+at most one incomplete record at the end, whose missing bytes read as nothing (the file
+is shorter) or as zeros (blocks never written). So the last record is a *torn tail*,
+ignored and cut by the next writer under the store's lock, only when the file ends
+inside it or its commit marker is all zeros; a complete record that fails any check
+(its length's checksum, its payload's, its marker), last or not, is corruption.
+
+Version 1 (read only; appended to only while its version-2 document is not folded yet)
+had no commit marker: a damaged record that no valid record follows was taken for the
+torn tail.
 """
 
 from __future__ import annotations
@@ -30,50 +41,59 @@ from ._json import strict_loads
 from ._version import version_problem
 
 __all__ = [
+    "COMMIT",
     "FRAME_BYTES",
     "JOURNAL_FORMAT_VERSION",
     "JournalCorruptError",
     "Scan",
     "append_record",
+    "bound",
     "frame",
     "header_payload",
     "parse_header",
     "scan",
 ]
 
-#: Version of the journal's framing and header.
-JOURNAL_FORMAT_VERSION = 1
+#: Version of the journal's framing and header (2: records end with :data:`COMMIT`).
+JOURNAL_FORMAT_VERSION = 2
 #: Bytes of a record's frame before its payload.
 FRAME_BYTES = 12
+#: The commit marker ending every version-2 record (no single bit flip makes it zero).
+COMMIT = b"\xc0\x4d\x17\xfa"
 _HEAD = struct.Struct(">II")
 _CRC = struct.Struct(">I")
-#: How far past a damaged record a scan looks for a valid one (bounds the error path).
+#: How far past a damaged record a version-1 scan looks for a valid one (error path).
 _RESYNC_LIMIT = 1 << 24
 
 
 class JournalCorruptError(ValueError):
-    """A damaged record with valid records after it, or a bad header."""
+    """A damaged record (a complete one, or one with valid records after it), or a bad header."""
 
 
 @dataclass(frozen=True, slots=True)
 class Scan:
-    """What a scan found: the payloads, where valid data ends, and whether a torn tail follows."""
+    """What a scan found: the payloads, where valid data ends, whether a torn tail follows.
+
+    ``version`` is the journal's framing version (from its header, or as given).
+    """
 
     payloads: list[bytes]
     end: int
     torn: bool
+    version: int = JOURNAL_FORMAT_VERSION
 
 
-def frame(payload: bytes) -> bytes:
-    """The framed record of ``payload``."""
+def frame(payload: bytes, version: int = JOURNAL_FORMAT_VERSION) -> bytes:
+    """The framed record of ``payload`` (``version``: of the journal it goes to)."""
     length = len(payload).to_bytes(4, "big")
-    return b"".join(
-        (length, _CRC.pack(zlib.crc32(length)), _CRC.pack(zlib.crc32(payload)), payload)
-    )
+    parts = [length, _CRC.pack(zlib.crc32(length)), _CRC.pack(zlib.crc32(payload)), payload]
+    if version >= 2:
+        parts.append(COMMIT)
+    return b"".join(parts)
 
 
-def _record_at(data: bytes | memoryview, offset: int) -> int | None:
-    """End offset of the valid record at ``offset``, or ``None`` if there is none."""
+def _v1_record_at(data: bytes | memoryview, offset: int) -> int | None:
+    """End offset of the valid version-1 record at ``offset``, or ``None`` if there is none."""
     if len(data) - offset < FRAME_BYTES:
         return None
     length, head_crc = _HEAD.unpack_from(data, offset)
@@ -88,43 +108,120 @@ def _record_at(data: bytes | memoryview, offset: int) -> int | None:
     return end
 
 
-def _valid_record_after(data: bytes, offset: int) -> int | None:
-    """Offset of a valid record starting after ``offset``, if any (error path only)."""
+def _v1_valid_after(data: bytes, offset: int) -> int | None:
+    """Offset of a valid version-1 record starting after ``offset``, if any (error path)."""
     stop = min(len(data) - FRAME_BYTES, offset + _RESYNC_LIMIT)
     for candidate in range(offset + 1, stop + 1):
-        if _record_at(data, candidate) is not None:
+        if _v1_record_at(data, candidate) is not None:
             return candidate
     return None
 
 
-def scan(data: bytes, *, start: int = 0) -> Scan:
-    """The records of ``data`` from ``start`` (a record boundary).
+def _zeros(view: memoryview) -> bool:
+    return not any(view)
 
-    Raises:
-        JournalCorruptError: a damaged record is followed by a valid one.
-    """
+
+#: What a version-2 record at an offset is: its end (valid), torn, or why it is damaged.
+_TORN = -1
+
+
+def _v2_record_at(view: memoryview, offset: int) -> int | str:
+    """End of the valid version-2 record at ``offset``, :data:`_TORN`, or why it is damaged."""
+    size = len(view)
+    if size - offset < FRAME_BYTES:
+        return _TORN  # the file ends inside the frame
+    length, head_crc = _HEAD.unpack_from(view, offset)
+    if zlib.crc32(view[offset : offset + 4]) != head_crc:
+        if _zeros(view[offset:]):
+            return _TORN  # blocks allocated, never written
+        return "its length is damaged"
+    end: int = offset + FRAME_BYTES + length + len(COMMIT)
+    if end > size:
+        return _TORN  # the file ends inside the record
+    marker = view[end - len(COMMIT) : end]
+    if end == size and _zeros(marker):
+        return _TORN  # complete in size, never committed (its last bytes not written)
+    (crc,) = _CRC.unpack_from(view, offset + 8)
+    if zlib.crc32(view[offset + FRAME_BYTES : end - len(COMMIT)]) != crc:
+        return "its payload fails its checksum"
+    if marker != COMMIT:
+        return "its commit marker is damaged"
+    return end
+
+
+def _scan_records(data: bytes, start: int, version: int) -> Scan:
     view = memoryview(data)
     payloads: list[bytes] = []
     offset = start
-    while offset < len(data):
-        end = _record_at(view, offset)
+    size = len(data)
+    while offset < size:
+        if version >= 2:
+            found = _v2_record_at(view, offset)
+            if found == _TORN:
+                return Scan(payloads, offset, torn=True, version=version)
+            if isinstance(found, str):
+                raise JournalCorruptError(f"damaged record at byte {offset}: {found}")
+            payloads.append(bytes(view[offset + FRAME_BYTES : found - len(COMMIT)]))
+            offset = found
+            continue
+        end = _v1_record_at(view, offset)
         if end is None:
-            found = _valid_record_after(data, offset)
-            if found is not None:
+            after = _v1_valid_after(data, offset)
+            if after is not None:
                 raise JournalCorruptError(
-                    f"damaged record at byte {offset} with a valid record at byte {found} after it"
+                    f"damaged record at byte {offset} with a valid record at byte {after} after it"
                 )
-            return Scan(payloads, offset, torn=True)
+            return Scan(payloads, offset, torn=True, version=version)
         payloads.append(bytes(view[offset + FRAME_BYTES : end]))
         offset = end
-    return Scan(payloads, offset, torn=False)
+    return Scan(payloads, offset, torn=False, version=version)
 
 
-def header_payload(token: str) -> bytes:
+def _header_version(data: bytes) -> tuple[bytes, int, int]:
+    """The header payload of a whole journal, its framing version and where it ends."""
+    end = _v1_record_at(data, 0)
+    if end is None:
+        raise JournalCorruptError("its header record is damaged or incomplete")
+    payload = data[FRAME_BYTES:end]
+    try:
+        doc = strict_loads(payload)
+    except (ValueError, RecursionError) as exc:
+        raise JournalCorruptError(f"unreadable journal header: {exc}") from None
+    version = doc.get("journal") if isinstance(doc, dict) else None
+    problem = version_problem(version, JOURNAL_FORMAT_VERSION)
+    if problem is not None:
+        raise JournalCorruptError(f"journal {problem}")
+    assert isinstance(version, int)
+    if version >= 2:
+        if data[end : end + len(COMMIT)] != COMMIT:
+            raise JournalCorruptError("its header record has no commit marker")
+        end += len(COMMIT)
+    return payload, version, end
+
+
+def scan(data: bytes, *, version: int | None = None) -> Scan:
+    """The records of ``data``.
+
+    Without ``version``, ``data`` is a whole journal: its header record (returned as the
+    first payload) says the framing. With it, ``data`` is the part of a journal after a
+    record boundary (a journal read on from where a previous scan ended). Empty ``data``
+    has no records.
+
+    Raises:
+        JournalCorruptError: a damaged record (see the module docstring) or header.
+    """
+    if version is not None:
+        return _scan_records(data, 0, version)
+    if not data:
+        return Scan([], 0, torn=False)
+    head, found_version, end = _header_version(data)
+    rest = _scan_records(data, end, found_version)
+    return Scan([head, *rest.payloads], rest.end, rest.torn, found_version)
+
+
+def header_payload(token: str, version: int = JOURNAL_FORMAT_VERSION) -> bytes:
     """The payload of a journal's first record, binding it to the document ``token``."""
-    return json.dumps(
-        {"journal": JOURNAL_FORMAT_VERSION, "token": token}, separators=(",", ":")
-    ).encode()
+    return json.dumps({"journal": version, "token": token}, separators=(",", ":")).encode()
 
 
 def parse_header(payload: bytes) -> str:
@@ -146,6 +243,28 @@ def parse_header(payload: bytes) -> str:
     if not isinstance(token, str) or not token:
         raise JournalCorruptError("journal header has no token")
     return token
+
+
+def bound(found: str, token: str, folded: str | None) -> bool:
+    """Whether a journal whose header names ``found`` extends the document ``token``.
+
+    ``False``: the journal is stale (left by a writer that published the document and
+    died before removing it) and is ignored. ``folded`` is the token of the journal the
+    document says it folded; ``None`` for a document of a layout that named none (any
+    other journal is stale then).
+
+    Raises:
+        JournalCorruptError: the document names a folded journal and this is not it: the
+            document or the journal is damaged, and ignoring the journal would drop saves
+            that were acknowledged.
+    """
+    if found == token:
+        return True
+    if folded is None or found == folded:
+        return False
+    raise JournalCorruptError(
+        "its header binds it to neither this document nor the journal the document folded"
+    )
 
 
 def append_record(fd: int, offset: int, record: bytes) -> None:

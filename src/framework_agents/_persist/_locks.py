@@ -120,18 +120,19 @@ class LoopLocks:
             self.leave(key)
 
 
-def open_lock_file(path: Path, *, create: bool) -> int | None:
+def open_lock_file(path: Path, *, create: bool, shared: bool = False) -> int | None:
     """Open the sidecar lock file ``path`` (``0600``, never a symlink); ``None`` if absent.
 
     Opened without blocking (a FIFO there never waits for a writer) and kept only if it
-    is a regular file.
+    is a regular file. ``shared``: for a shared ``flock`` only, opened read-only (a
+    reader then works on a read-only file system); never with ``create``.
 
     Raises:
         OddFileError: a symlink, directory, FIFO or device is where the lock file belongs.
         FileNotFoundError: ``create`` and the directory does not exist.
     """
-    flags = os.O_RDWR | os.O_CLOEXEC | os.O_NOFOLLOW | os.O_NONBLOCK
-    flags |= os.O_CREAT if create else 0
+    flags = (os.O_RDONLY if shared and not create else os.O_RDWR) | os.O_CLOEXEC
+    flags |= os.O_NOFOLLOW | os.O_NONBLOCK | (os.O_CREAT if create else 0)
     try:
         fd = os.open(path, flags, FILE_MODE)
     except FileNotFoundError:

@@ -1,6 +1,15 @@
 """The on-disk documents of :class:`~.file.FileCheckpointer` and their readers.
 
-``checkpoint.json`` is read by :func:`canonical` (one pass, when the bytes are exactly what
+``checkpoint.json`` of layout v3 is an envelope (:func:`envelope`)::
+
+    {"version":3,"journal":"<token>","folded":"<token or empty>","check":"<crc32>",
+     "checkpoint":<the checkpoint, version 2>}
+
+``journal`` binds the journal beside it, ``folded`` names the journal it folded (the
+only one a reader may ignore) and ``check`` is the CRC32 of every other byte of the file
+(:func:`open_envelope`): a bit flip anywhere is ``CHECKPOINT_CORRUPT``, never a journal
+taken for stale. The checkpoint inside (and a version-1 or version-2 file, which is the
+checkpoint alone) is read by :func:`canonical` (one pass, when the bytes are exactly what
 saving the parsed checkpoint writes: every file the checkpointer wrote) or else by the
 strict reader (:func:`strict_json`, then validation), which alone decides what is
 accepted and names the problem. ``progress.json`` (:class:`Progress`, written by an
@@ -9,6 +18,8 @@ earlier release) is a checkpoint without its history, bound to one ``checkpoint.
 
 from __future__ import annotations
 
+import re
+import zlib
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +43,7 @@ from .model import (
 )
 
 __all__ = [
+    "ENVELOPE_FORMAT_VERSION",
     "OVERLAY_FIELDS",
     "PROGRESS_FORMAT_VERSION",
     "SLICED_BYTES",
@@ -39,13 +51,69 @@ __all__ = [
     "canonical",
     "canonical_sliced",
     "corrupt",
+    "envelope",
     "exact",
+    "open_envelope",
     "strict_json",
 ]
 
 
 #: Version of the JSON shape of ``progress.json``.
 PROGRESS_FORMAT_VERSION = 1
+#: Version of ``checkpoint.json``'s envelope (the layout: tokens and checksum).
+ENVELOPE_FORMAT_VERSION = 3
+
+_ENVELOPE = re.compile(
+    rb'\{"version":3,"journal":"([0-9a-f]{32})","folded":"((?:[0-9a-f]{32})?)",'
+    rb'"check":"([0-9a-f]{8})","checkpoint":'
+)
+_ENVELOPE_TAIL = b'","checkpoint":'
+_ENVELOPE_END = b"}"
+
+
+def envelope(token: str, folded: str, payload: bytes) -> tuple[bytes, bytes]:
+    """The bytes before and after ``payload`` (a checkpoint's JSON) in a version-3 file."""
+    prefix = b'{"version":3,"journal":"%s","folded":"%s","check":"' % (
+        token.encode("ascii"),
+        folded.encode("ascii"),
+    )
+    crc = zlib.crc32(
+        _ENVELOPE_END, zlib.crc32(payload, zlib.crc32(_ENVELOPE_TAIL, zlib.crc32(prefix)))
+    )
+    return b"%s%08x%s" % (prefix, crc, _ENVELOPE_TAIL), _ENVELOPE_END
+
+
+def open_envelope(path: Path, data: bytes) -> tuple[bytes, str, str] | None:
+    """The checkpoint bytes, token and folded token of a version-3 file; ``None``: older.
+
+    Raises:
+        CheckpointCorruptError: a version-3 file that is not exactly as written (its
+            checksum fails, or it is not the envelope byte for byte).
+    """
+    match = _ENVELOPE.match(data)
+    if match is None or not data.endswith(_ENVELOPE_END) or match.end() >= len(data):
+        if data.startswith(b'{"version":3,') or _looks_enveloped(data):
+            raise CheckpointCorruptError(
+                f"checkpoint {str(path)!r} is unreadable (document: a version-3 checkpoint "
+                "must be exactly as FileCheckpointer wrote it); it was left untouched"
+            )
+        return None
+    view = memoryview(data)
+    at = match.start(3)
+    if zlib.crc32(view[at + 8 :], zlib.crc32(view[:at])) != int(match.group(3), 16):
+        raise CheckpointCorruptError(
+            f"checkpoint {str(path)!r} is unreadable (document: checksum mismatch, the "
+            "file is not the bytes that were written); it was left untouched"
+        )
+    inner = data[match.end() : len(data) - len(_ENVELOPE_END)]
+    return inner, match.group(1).decode("ascii"), match.group(2).decode("ascii")
+
+
+def _looks_enveloped(data: bytes) -> bool:
+    """Whether ``data`` opens like an envelope damaged in its first bytes (a bit flip)."""
+    head = data[:80]
+    return b'"journal":"' in head and b'"folded":"' in head
+
 
 #: Fields a progress file carries (everything of a checkpoint but its history).
 OVERLAY_FIELDS = (
@@ -65,7 +133,8 @@ class Progress(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    version: int = Field(PROGRESS_FORMAT_VERSION, strict=True)
+    # Required: every release that wrote progress.json wrote its version.
+    version: int = Field(strict=True)
     thread_id: str
     base: str
     saved_at: SavedAt

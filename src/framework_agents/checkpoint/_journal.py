@@ -1,12 +1,17 @@
 """The journal beside ``checkpoint.json``: one delta record per save (internal).
 
-``checkpoint.journal`` starts with a header record whose token is the blake2b digest of
-the ``checkpoint.json`` it extends (so a journal left beside a newer document is stale
-and ignored; digests survive copying a directory, inode numbers would not). Each further
-record is a :class:`Delta`: keep the first ``keep`` messages, append ``messages``, and
-replace every other field (``saved_at``, ``state``, ``pending``, ``turn``, ``results``,
-``in_flight``, ``outcome_unknown``, ``decisions``). Framing, checksums and the torn-tail
-rule are the persistence layer's (:mod:`framework_agents._persist._journal`).
+``checkpoint.journal`` starts with a header record whose token is the token of the
+``checkpoint.json`` it extends (version 3: the token the document names; version 2: the
+blake2b digest of the document's bytes). A journal bound to another document is stale
+and ignored only when the document names it as the journal it folded (version 3; a
+version-2 document named none, so any other journal was stale); else the thread is
+``CHECKPOINT_CORRUPT`` and left as it is. Each further record is a :class:`Delta`: keep
+the first ``keep`` messages, append ``messages``, and replace every other field
+(``saved_at``, ``state``, ``pending``, ``turn``, ``results``, ``in_flight``,
+``outcome_unknown``, ``decisions``). Records are read as strictly as documents (a record
+not byte for byte its delta's serialisation goes to the strict reader). Framing,
+checksums and the torn-tail rule are the persistence layer's
+(:mod:`framework_agents._persist._journal`).
 """
 
 from __future__ import annotations
@@ -20,9 +25,11 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from .._persist import (
+    JOURNAL_FORMAT_VERSION,
     JournalCorruptError,
     append_record,
     atomic_publish,
+    bound,
     frame,
     header_payload,
     mark_landed,
@@ -30,12 +37,21 @@ from .._persist import (
     parse_header,
     read_bounded,
     scan,
+    strict_loads,
 )
 from ..errors import CheckpointCorruptError
 from ..messages import Message, ToolCall
 from .model import SavedAt, ThreadCheckpoint
 
-__all__ = ["OVERLAY", "Delta", "JournalView", "append_delta", "apply_deltas", "read_journal"]
+__all__ = [
+    "OVERLAY",
+    "Delta",
+    "JournalView",
+    "append_delta",
+    "apply_deltas",
+    "journal_token",
+    "read_journal",
+]
 
 #: Fields a delta replaces (everything of a checkpoint but its history).
 OVERLAY = (
@@ -90,28 +106,69 @@ class JournalView:
         key: tuple[int, int] | None,
         end: int,
         stamp: tuple[int, int, int] | None = None,
+        token: str | None = None,
+        version: int = JOURNAL_FORMAT_VERSION,
     ) -> None:
         self.deltas = deltas
         self.key = key
         self.end = end
         self.stamp = stamp  # (size, mtime_ns, ctime_ns) when last read or written
+        self.token = token  # the token its header names (None: no journal, or unread)
+        self.version = version  # its framing
 
 
 def _corrupt(path: Path, reason: str) -> CheckpointCorruptError:
     return CheckpointCorruptError(f"checkpoint journal {str(path)!r} is unreadable ({reason})")
 
 
-def read_journal(path: Path, digest: str, *, max_bytes: int) -> JournalView:
-    """The deltas of the journal at ``path`` bound to the document ``digest``.
+def read_journal(
+    path: Path, token: str, folded: str | None, *, max_bytes: int, max_items: int
+) -> JournalView:
+    """The deltas of the journal at ``path`` bound to the document ``token``.
 
-    A missing or stale journal has no deltas (``key`` is ``None`` when missing). Raises
-    ``CHECKPOINT_CORRUPT`` for a symlink or odd file, a damaged record before the tail, a
-    newer journal version or a record that is not a delta.
+    ``folded``: the token of the journal the document folded (``None``: a version-2
+    document, which named none). A missing or stale journal has no deltas (``key`` is
+    ``None`` when missing). Raises ``CHECKPOINT_CORRUPT`` for a symlink or odd file, a
+    damaged record (a complete one, or one before the tail), a journal bound to neither
+    the document nor the journal it folded, a newer journal version, more than
+    ``max_items`` messages and tool calls, or a record that is not a delta.
     """
+    found_bytes = _read_bytes(path, max_bytes)
+    if found_bytes is None:
+        return JournalView([], None, 0)
+    data, st = found_bytes
+    key = (st.st_dev, st.st_ino)
+    try:
+        found = scan(data)
+        if not found.payloads:  # empty: nothing was ever acknowledged in it
+            return JournalView([], key, -1, _stamp(st))
+        header = parse_header(found.payloads[0])
+        if not bound(header, token, folded):
+            # stale: replaced by the next append
+            return JournalView([], key, -1, _stamp(st), header, found.version)
+    except JournalCorruptError as exc:
+        raise _corrupt(path, str(exc)) from None
+    items = data.count(b'"id":')
+    if items > max_items:
+        raise _corrupt(
+            path,
+            f"{items} messages and tool calls, more than the bound of {max_items} "
+            "(FileCheckpointer(max_items=...))",
+        )
+    deltas = []
+    for payload in found.payloads[1:]:
+        overlong = overlong_int(payload)
+        if overlong is not None:
+            raise _corrupt(path, f"a record holds {overlong}")
+        deltas.append(_delta(path, payload))
+    return JournalView(deltas, key, found.end, _stamp(st), header, found.version)
+
+
+def _read_bytes(path: Path, max_bytes: int) -> tuple[bytes, os.stat_result] | None:
     try:
         fd = os.open(path, _READ_FLAGS)
     except FileNotFoundError:
-        return JournalView([], None, 0)
+        return None
     except OSError as exc:
         if exc.errno in (errno.ELOOP, errno.EISDIR):
             raise _corrupt(path, "not a regular file") from None
@@ -122,26 +179,54 @@ def read_journal(path: Path, digest: str, *, max_bytes: int) -> JournalView:
             raise _corrupt(path, "not a regular file")
         if st.st_size > max_bytes:
             raise _corrupt(path, f"{st.st_size} bytes, more than the bound of {max_bytes}")
-        data = read_bounded(fd, st.st_size, max_bytes, path)
+        return read_bounded(fd, st.st_size, max_bytes, path), st
     finally:
         os.close(fd)
-    key = (st.st_dev, st.st_ino)
+
+
+def _delta(path: Path, payload: bytes) -> Delta:
+    """The delta of a record, read strictly.
+
+    A record that is byte for byte the serialisation of the delta it parses to (every
+    record this checkpointer wrote) cannot hold what the strict reader refuses (a
+    duplicate key, NaN, an infinite or out-of-range number each serialise otherwise);
+    anything else is read by the strict reader, which names the problem.
+    """
     try:
-        found = scan(data)
-        if not found.payloads or parse_header(found.payloads[0]) != digest:
-            return JournalView([], key, -1, _stamp(st))  # stale: replaced by the next append
-    except JournalCorruptError as exc:
-        raise _corrupt(path, str(exc)) from None
-    deltas = []
-    for payload in found.payloads[1:]:
-        overlong = overlong_int(payload)
-        if overlong is not None:
-            raise _corrupt(path, f"a record holds {overlong}")
-        try:
-            deltas.append(Delta.model_validate_json(payload))
-        except ValidationError as exc:
-            raise _corrupt(path, f"a record is not a delta: {exc.errors()[0]['msg']}") from None
-    return JournalView(deltas, key, found.end, _stamp(st))
+        delta = Delta.model_validate_json(payload)
+        if delta.__pydantic_serializer__.to_json(delta) == payload:
+            return delta
+    except (ValidationError, ValueError, RecursionError):
+        pass
+    try:
+        doc = strict_loads(payload)
+    except RecursionError:
+        raise _corrupt(path, "a record is nested too deeply") from None
+    except ValueError as exc:
+        raise _corrupt(path, f"a record is not strict JSON: {exc}") from None
+    try:
+        return Delta.model_validate(doc)
+    except ValidationError as exc:
+        raise _corrupt(path, f"a record is not a delta: {exc.errors()[0]['msg']}") from None
+
+
+def journal_token(path: Path) -> str | None:
+    """The token in the header of the journal at ``path`` (``None``: none, or unreadable)."""
+    try:
+        fd = os.open(path, _READ_FLAGS)
+    except OSError:
+        return None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None
+        data = os.pread(fd, 4096, 0)
+    finally:
+        os.close(fd)
+    try:
+        head = scan(data[: 16 + int.from_bytes(data[:4], "big")] if len(data) >= 4 else data)
+        return parse_header(head.payloads[0])
+    except (JournalCorruptError, IndexError):
+        return None
 
 
 def _stamp(st: os.stat_result) -> tuple[int, int, int]:
@@ -170,17 +255,18 @@ def apply_deltas(checkpoint: ThreadCheckpoint, deltas: list[Delta], path: Path) 
         ) from None
 
 
-def append_delta(path: Path, digest: str, view: JournalView, payload: bytes) -> JournalView:
+def append_delta(path: Path, token: str, view: JournalView, payload: bytes) -> JournalView:
     """Append one delta record (creating the journal, or replacing a stale one, first)."""
-    record = frame(payload)
     if view.key is None or view.end < 0:
-        head = frame(header_payload(digest))
+        record = frame(payload)
+        head = frame(header_payload(token))
         atomic_publish(path, [head, record])
         try:
             st = os.stat(path, follow_symlinks=False)
         except OSError as exc:
             raise mark_landed(exc) from None
-        return JournalView([], (st.st_dev, st.st_ino), len(head) + len(record), _stamp(st))
+        return JournalView([], (st.st_dev, st.st_ino), len(head) + len(record), _stamp(st), token)
+    record = frame(payload, view.version)
     fd = os.open(path, os.O_RDWR | os.O_NOFOLLOW | _CLOEXEC)
     try:
         st = os.fstat(fd)
@@ -193,4 +279,6 @@ def append_delta(path: Path, digest: str, view: JournalView, payload: bytes) -> 
             raise mark_landed(exc) from None
     finally:
         os.close(fd)
-    return JournalView([], view.key, view.end + len(record), _stamp(after))
+    return JournalView(
+        [], view.key, view.end + len(record), _stamp(after), view.token, view.version
+    )

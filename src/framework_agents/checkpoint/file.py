@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import contextlib
+import errno
 import functools
 import hashlib
 import logging
 import os
+import stat
 import time
+import uuid
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from datetime import timedelta
@@ -16,7 +19,7 @@ from typing import Any, TypeVar, cast
 
 from pydantic import ValidationError
 
-from .._fs import atomic_write, read_bytes_or_none, sweep_temp_files
+from .._fs import atomic_write, sweep_temp_files
 from .._persist import (
     FileIdent,
     OddFileError,
@@ -41,8 +44,24 @@ from ..errors import (
 )
 from ..messages import Message
 from ._base import HeldThread, ThreadLockBase, held_then_loaded
-from ._file_format import OVERLAY_FIELDS, Progress, canonical, corrupt, strict_json
-from ._journal import OVERLAY, Delta, JournalView, append_delta, apply_deltas, read_journal
+from ._file_format import (
+    OVERLAY_FIELDS,
+    Progress,
+    canonical,
+    corrupt,
+    envelope,
+    open_envelope,
+    strict_json,
+)
+from ._journal import (
+    OVERLAY,
+    Delta,
+    JournalView,
+    append_delta,
+    apply_deltas,
+    journal_token,
+    read_journal,
+)
 from ._values import (
     check_checkpoint,
     check_new_part,
@@ -73,6 +92,9 @@ CHECKPOINT_FILE = "checkpoint.json"
 JOURNAL_FILE = "checkpoint.journal"
 #: Default bound on the bytes of a thread's checkpoint plus its journal.
 DEFAULT_MAX_BYTES = 256 << 20
+#: Default bound on the messages and tool calls (objects with an ``"id"``) of a thread's
+#: checkpoint, and of its journal, each (counted before parsing).
+DEFAULT_MAX_ITEMS = 200_000
 #: The journal is folded once it outgrows this fraction of checkpoint.json...
 FOLD_RATIO = 0.5
 #: ...and this many bytes.
@@ -130,7 +152,7 @@ class _Known:
     """A thread's files as this instance last wrote or read them (under the write lock)."""
 
     signature: FileIdent
-    digest: str
+    digest: str  # the token the journal binds to (version 3) or the file's digest (older)
     messages: list[Message] = field(default_factory=list)  # the objects last saved or loaded
     journal: JournalView = field(default_factory=lambda: JournalView([], None, 0))
     doc_bytes: int = 0
@@ -142,6 +164,17 @@ class _Known:
     # Whether ``messages`` are all plain (``plain_messages``): only then may a save's
     # prefix check trust them (a message class with an ``==`` of its own decides it).
     plain: bool = True
+    # A file of a layout before v3 (no checksum, no folded journal): the next save folds.
+    legacy: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class _Parsed:
+    """A ``checkpoint.json`` as read: the checkpoint and the journal tokens it names."""
+
+    checkpoint: ThreadCheckpoint
+    token: str
+    folded: str | None  # None: a layout before v3, which named no folded journal
 
 
 class FileCheckpointer(ThreadLockBase):
@@ -163,12 +196,17 @@ class FileCheckpointer(ThreadLockBase):
 
     A save whose history extends the stored one appends a delta to ``checkpoint.journal``
     (framed, checksummed, one ``fdatasync``; see ``_journal``): the new messages and the
-    other fields, checked alone. The journal's header names the blake2b digest of the
-    ``checkpoint.json`` it extends; a publish of a new ``checkpoint.json`` (another
-    history, or the journal past half its size) makes it stale, and it is removed. A torn
-    last record is an unacknowledged save and is ignored; a damaged earlier one is
-    CHECKPOINT_CORRUPT. A ``progress.json`` left by the previous release still applies
-    when its ``base`` digest matches, until the next save folds it in.
+    other fields, checked alone. ``checkpoint.json`` (layout v3, see ``_file_format``)
+    carries a CRC32 of all its bytes, its own token and the token of the journal it
+    folded; the journal's header names the token of the document it extends. A publish
+    of a new ``checkpoint.json`` (another history, or the journal past half its size)
+    makes the journal stale, and it is removed; a journal bound to neither the document
+    nor the one it folded is CHECKPOINT_CORRUPT, never dropped in silence. A torn last
+    record (the file ends inside it, or its commit marker was never written) is an
+    unacknowledged save and is ignored; a complete damaged one is CHECKPOINT_CORRUPT. A
+    version-2 ``checkpoint.json`` (and its journal) is read as before and folded into
+    layout v3 by the next save. A ``progress.json`` left by the previous release still
+    applies when its ``base`` digest matches, until the next save folds it in.
 
     Reads take no lock (a published file is always complete). A write never replaces a
     corrupt file: when a file changed since this instance last read or wrote it, it is
@@ -185,11 +223,14 @@ class FileCheckpointer(ThreadLockBase):
         stale_after: float = 30.0,
         max_bytes: int = DEFAULT_MAX_BYTES,
         ttl: float | None = None,
+        max_items: int = DEFAULT_MAX_ITEMS,
     ) -> None:
         """``lock_timeout``: how long a save or a run waits for the thread (``None``: forever).
 
-        ``max_bytes`` bounds a stored checkpoint plus its journal (checked before reading).
-        ``ttl``: seconds an idle thread is kept after its last save (see :meth:`prune`).
+        ``max_bytes`` bounds a stored checkpoint plus its journal, ``max_items`` the
+        messages and tool calls in the checkpoint and in its journal, each (both checked
+        before parsing: CHECKPOINT_CORRUPT). ``ttl``: seconds an idle thread is kept
+        after its last save (see :meth:`prune`).
         """
         if not isinstance(root, str | os.PathLike) or not isinstance(os.fspath(root), str):
             raise InvalidArgumentError(
@@ -203,6 +244,9 @@ class FileCheckpointer(ThreadLockBase):
         if isinstance(max_bytes, bool) or not isinstance(max_bytes, int) or max_bytes < 1:
             raise InvalidArgumentError(f"max_bytes must be a positive int, not {max_bytes!r}")
         self.max_bytes = max_bytes
+        if isinstance(max_items, bool) or not isinstance(max_items, int) or max_items < 1:
+            raise InvalidArgumentError(f"max_items must be a positive int, not {max_items!r}")
+        self.max_items = max_items
         self.ttl = check_ttl(ttl)
         self._known: dict[str, _Known] = {}
         self._files_of: dict[str, _Files] = {}
@@ -239,6 +283,21 @@ class FileCheckpointer(ThreadLockBase):
 
     # -- reading -------------------------------------------------------------------------
 
+    def _parse_file(self, thread_id: str, path: Path, data: bytes) -> _Parsed:
+        """The checkpoint of a ``checkpoint.json`` of any layout and the tokens it names."""
+        items = data.count(b'"id":')
+        if items > self.max_items:
+            raise CheckpointCorruptError(
+                f"checkpoint {str(path)!r} holds {items} messages and tool calls, more than "
+                f"the bound of {self.max_items} (FileCheckpointer(max_items=...)); "
+                "it was left untouched"
+            )
+        opened = open_envelope(path, data)
+        if opened is None:
+            return _Parsed(self._parse(thread_id, path, data), _digest(data), None)
+        inner, token, folded = opened
+        return _Parsed(self._parse(thread_id, path, inner), token, folded)
+
     def _parse(self, thread_id: str, path: Path, data: bytes) -> ThreadCheckpoint:
         checkpoint = canonical(data)
         versioned = True  # a canonical document has every key, version included
@@ -274,8 +333,18 @@ class FileCheckpointer(ThreadLockBase):
 
     def _read_progress(self, thread_id: str) -> Progress | None:
         path = self.thread_dir(thread_id) / PROGRESS_FILE
-        data = read_bytes_or_none(path)
-        return None if data is None else self._parse_progress(thread_id, path, data)
+        try:
+            found = read_document(path, max_bytes=self.max_bytes)
+        except OddFileError as exc:
+            raise CheckpointCorruptError(
+                f"checkpoint {str(path)!r} is unreadable ({exc.reason}); it was left untouched"
+            ) from None
+        except TooLargeError as exc:
+            raise CheckpointCorruptError(
+                f"checkpoint {str(path)!r} holds {exc.size} bytes, more than the bound of "
+                f"{exc.bound} (FileCheckpointer(max_bytes=...))"
+            ) from None
+        return None if found is None else self._parse_progress(thread_id, path, found[0])
 
     def _read(self, thread_id: str) -> ThreadCheckpoint | None:
         path = self.path(thread_id)
@@ -298,10 +367,10 @@ class FileCheckpointer(ThreadLockBase):
             self._known.pop(thread_id, None)
             return None
         data, st = found
-        checkpoint = self._parse(thread_id, path, data)
-        digest = _digest(data)
+        parsed = self._parse_file(thread_id, path, data)
+        checkpoint = parsed.checkpoint
         progress = self._read_progress(thread_id)
-        if progress is not None and progress.base == digest:
+        if progress is not None and progress.base == _digest(data):
             fields = {name: getattr(checkpoint, name) for name in ThreadCheckpoint.model_fields}
             fields.update({name: getattr(progress, name) for name in OVERLAY_FIELDS})
             try:
@@ -309,11 +378,17 @@ class FileCheckpointer(ThreadLockBase):
             except ValidationError as exc:
                 raise corrupt(path.with_name(PROGRESS_FILE), exc) from exc
         journal_path = path.with_name(JOURNAL_FILE)
-        view = read_journal(journal_path, digest, max_bytes=self.max_bytes - len(data))
+        view = read_journal(
+            journal_path,
+            parsed.token,
+            parsed.folded,
+            max_bytes=self.max_bytes - len(data),
+            max_items=self.max_items,
+        )
         checkpoint = apply_deltas(checkpoint, view.deltas, journal_path)
         self._known[thread_id] = _Known(
             file_ident(st),
-            digest,
+            parsed.token,
             list(checkpoint.messages),
             view,
             len(data),
@@ -321,6 +396,7 @@ class FileCheckpointer(ThreadLockBase):
             # The record holds the messages just read: the view counts them.
             _View(checkpoint.model_copy(update={"messages": []}), len(checkpoint.messages)),
             exact=True,
+            legacy=parsed.folded is None,
         )
         return detached(checkpoint)
 
@@ -467,13 +543,14 @@ class FileCheckpointer(ThreadLockBase):
         files = self._files(thread_id)
         path, journal = files.doc, files.journal
         known = self._current(thread_id)
-        digest = _digest(payload)
-        if known is not None and known.digest == digest:
-            # The same bytes again: the old journal would still match them. It describes
-            # changes this save undoes, so it goes first (a crash then leaves this state).
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(journal)
-        atomic_write(path, payload)
+        # The journal on disk (if any) is the one this document folds: named in it, it is
+        # the only journal a reader may take for stale if removing it below fails.
+        folded = known.journal.token if known is not None and known.journal.key else None
+        if folded is None:
+            folded = journal_token(journal)
+        token = uuid.uuid4().hex
+        head, tail = envelope(token, folded or "", payload)
+        atomic_write(path, [head, payload, tail])
         try:
             st = os.stat(path)
         except OSError as exc:
@@ -482,9 +559,9 @@ class FileCheckpointer(ThreadLockBase):
         fields, messages, exact = kept_fields(checkpoint, 0, read)
         self._known[thread_id] = _Known(
             file_ident(st),
-            digest,
+            token,
             list(checkpoint.messages),
-            doc_bytes=len(payload),
+            doc_bytes=len(head) + len(payload) + len(tail),
             view=_counted_view(checkpoint, fields, len(messages))
             if exact
             else _own_view(checkpoint, fields, messages),
@@ -508,7 +585,7 @@ class FileCheckpointer(ThreadLockBase):
         thread_id = checkpoint.thread_id
         known = self._current(thread_id)
         new = checkpoint.messages
-        if known is None or known.progress or not known.plain:
+        if known is None or known.progress or not known.plain or known.legacy:
             self._fold(checkpoint)
             return
         keep = len(known.messages)
@@ -523,8 +600,18 @@ class FileCheckpointer(ThreadLockBase):
         fields = {name: getattr(checkpoint, name) for name in OVERLAY}
         payload = to_json(Delta(keep=keep, messages=list(added), **fields))
         if known.journal.end + len(payload) > max(FOLD_RATIO * known.doc_bytes, FOLD_MIN_BYTES):
-            self._fold(checkpoint)
-            return
+            try:
+                self._fold(checkpoint)
+                return
+            except OSError as exc:
+                # No room for the whole checkpoint (nothing published): the delta needs only
+                # its own bytes; a later save folds once there is room.
+                if exc.errno not in (errno.ENOSPC, errno.EDQUOT) or getattr(
+                    exc, "may_have_landed", False
+                ):
+                    raise
+                logger.warning("thread %s: no room to fold (%s); appending", thread_id, exc)
+                self._known[thread_id] = known
         journal = self._files(thread_id).journal
         view = known.journal
         self._known.pop(thread_id, None)  # unknown until the append returns
@@ -592,7 +679,15 @@ class FileCheckpointer(ThreadLockBase):
 
     def _unlink(self, thread_id: str) -> None:
         path = self.path(thread_id)
-        for target in (path, path.with_name(PROGRESS_FILE), path.with_name(JOURNAL_FILE)):
+        targets = (path, path.with_name(PROGRESS_FILE), path.with_name(JOURNAL_FILE))
+        for target in targets:  # all checked first: a delete never stops half-way
+            try:
+                mode = os.stat(target, follow_symlinks=False).st_mode
+            except FileNotFoundError:
+                continue
+            if stat.S_ISDIR(mode):
+                raise _not_a_file(target)
+        for target in targets:
             try:
                 os.unlink(target)
             except FileNotFoundError:

@@ -58,6 +58,7 @@ import logging
 import os
 import random
 import socket
+import stat
 import time
 import uuid
 from collections.abc import AsyncIterator, Callable
@@ -66,9 +67,9 @@ from pathlib import Path
 from typing import Any, TypeVar, cast
 
 from .._persist import LoopLocks as LocalLocks
-from .._persist import check_seconds, run_blocking
+from .._persist import check_seconds, io_error, run_blocking
 from .._platform import posix_fcntl
-from ..errors import InvalidArgumentError, LockTimeoutError
+from ..errors import AgentError, InvalidArgumentError, LockTimeoutError
 
 __all__ = [
     "FileLockHold",
@@ -81,7 +82,8 @@ __all__ = [
 
 #: errno values meaning "this filesystem does not do flock" (degraded mode).
 _NO_FLOCK = frozenset({errno.ENOLCK, errno.EOPNOTSUPP, errno.ENOTSUP, errno.ENOSYS, errno.EINVAL})
-_OPEN_FLAGS = os.O_RDWR | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+# O_NONBLOCK: a FIFO in the lock file's place never waits for a peer (no effect on a file).
+_OPEN_FLAGS = os.O_RDWR | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
 _MIN_DELAY = 0.001
 _MAX_DELAY = 0.05
 
@@ -230,10 +232,15 @@ def _inspect(path: Path, token: str, stale_after: float) -> _Held | _Busy | _Aga
         raise
     keep = False
     try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise InvalidArgumentError(
+                f"lock path {str(path)!r} is not a regular file (a FIFO, device or socket); "
+                "it was left untouched"
+            )
         locked = _try_kernel_lock(fd)
         if locked is None:
             return _BUSY
-        st = os.fstat(fd)
         if not locked:
             return _inspect_without_flock(path, fd, st, stale_after)
         if not _names(path, st):
@@ -279,7 +286,10 @@ def _inspect_without_flock(
 
 
 def _acquire_once(path: Path, token: str, stale_after: float) -> _Held | _Busy:
-    """One non-blocking attempt (blocking I/O; runs in a worker thread)."""
+    """One non-blocking attempt (blocking I/O; runs in a worker thread).
+
+    Raises ``INVALID_ARGUMENT`` for something other than a regular file at ``path``.
+    """
     for _ in range(8):
         created = _create(path, token)
         outcome = _inspect(path, token, stale_after) if created is None else created
@@ -349,8 +359,18 @@ class _Taken:
 def _acquire_then(
     path: Path, token: str, stale_after: float, then: Callable[[], object] | None
 ) -> _Taken | _Busy:
-    """One attempt and, when it took the lock, ``then()`` (an error releases it again)."""
-    outcome = _acquire_once(path, token, stale_after)
+    """One attempt and, when it took the lock, ``then()`` (an error releases it again).
+
+    An operating system failure taking the lock (a full or read-only disk) is
+    ``STORAGE_IO`` naming the lock file. (``call_with_file_lock``'s fast path leaves it an
+    ``OSError``: its caller names the file the call writes.)
+    """
+    try:
+        outcome = _acquire_once(path, token, stale_after)
+    except AgentError:
+        raise
+    except OSError as exc:
+        raise io_error(exc, action="take the lock", key=path.name, root=path.parent) from exc
     if not isinstance(outcome, _Held):
         return outcome
     try:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import errno
 import logging
 import os
+import re
 import stat
 import uuid
 from collections.abc import Iterable
@@ -20,11 +21,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .._persist import (
+    JOURNAL_FORMAT_VERSION,
     FileIdent,
     JournalCorruptError,
     TooLargeError,
     append_record,
     atomic_publish,
+    bound,
     file_ident,
     frame,
     header_payload,
@@ -38,8 +41,9 @@ from ..errors import MemoryCorruptError
 from ..messages import Message
 from ._document import (
     FOOTER,
+    MEMORY_FORMAT_VERSION,
     SEP,
-    array_check,
+    Document,
     document_head,
     encode_stored,
     header,
@@ -129,6 +133,14 @@ class State:
     journal_end: int = 0
     stale: bool = False
     head: bytes = b""  # the document's header (token and checksum): proof it is unchanged
+    version: int = 0  # the document's layout version (0: no document)
+    folded: str | None = None  # the journal the document folded (None: it names none)
+    journal_token: str | None = None  # the token of the journal on disk, when known
+    journal_version: int = JOURNAL_FORMAT_VERSION  # its framing
+
+    def appendable(self) -> bool:
+        """Whether a save may append to the journal (else it folds: no or an older document)."""
+        return self.token is not None and self.version == MEMORY_FORMAT_VERSION
 
 
 class MemoryFiles:
@@ -203,13 +215,14 @@ class MemoryFiles:
             data = self._read(fd, st, self.doc, 0, self.max_bytes)
         finally:
             os.close(fd)
-        messages, token = parse_document(data, self.doc, max_items=self.max_items)
+        doc = parse_document(data, self.doc, max_items=self.max_items)
+        messages = doc.messages
         ids = [m.id for m in messages]
         shapes = bytearray(shape_of(m) for m in messages)
         kept = set(ids)
         start = slide(shapes, ids, kept, 0, self.max_messages)
-        for payload in self._journal_payloads(token, len(data)) if token is not None else ():
-            for msg in parse_record(payload, self.journal):
+        for payload in self._journal_payloads(doc, len(data)) if doc.token is not None else ():
+            for msg in parse_record(payload, self.journal, max_items=self.max_items):
                 if msg.id not in kept:
                     kept.add(msg.id)
                     messages.append(msg)
@@ -218,7 +231,7 @@ class MemoryFiles:
             start = slide(shapes, ids, kept, start, self.max_messages)
         return messages[start:], kept
 
-    def _journal_payloads(self, token: str, doc_bytes: int) -> list[bytes]:
+    def _journal_payloads(self, doc: Document, doc_bytes: int) -> list[bytes]:
         opened = self._open(self.journal)
         if opened is None:
             return []
@@ -227,23 +240,49 @@ class MemoryFiles:
             data = self._read(fd, st, self.journal, 0, self.max_bytes - doc_bytes)
         finally:
             os.close(fd)
-        found = self._scan(data, 0)
-        if not found.payloads or self._header_token(found.payloads[0]) != token:
-            return []  # stale: bound to an earlier document
+        found = self._scan(data, 0, None)
+        assert doc.token is not None
+        if not found.payloads or not self._bound(found.payloads[0], doc.token, doc.folded):
+            return []  # stale: bound to the journal this document folded
         return found.payloads[1:]
 
-    def _scan(self, data: bytes, start: int) -> _Scanned:
+    def _scan(self, data: bytes, start: int, version: int | None) -> _Scanned:
         try:
-            result = scan(data)
+            result = scan(data, version=version)
         except JournalCorruptError as exc:
             raise self.corrupt(self.journal, str(exc)) from None
-        return _Scanned(result.payloads, start + result.end)
+        return _Scanned(result.payloads, start + result.end, result.version)
 
     def _header_token(self, payload: bytes) -> str:
         try:
             return parse_header(payload)
         except JournalCorruptError as exc:
             raise self.corrupt(self.journal, str(exc)) from None
+
+    def _bound(self, header: bytes, token: str, folded: str | None) -> bool:
+        """Whether the journal whose header is ``header`` extends the document (see ``bound``)."""
+        try:
+            return bound(parse_header(header), token, folded)
+        except JournalCorruptError as exc:
+            raise self.corrupt(self.journal, str(exc)) from None
+
+    def _journal_token_or_none(self) -> str | None:
+        """The token in the header of the journal on disk (``None``: none, or unreadable)."""
+        try:
+            opened = self._open(self.journal)
+        except MemoryCorruptError:
+            return None
+        if opened is None:
+            return None
+        fd = opened[0]
+        try:
+            data = os.pread(fd, 4096, 0)
+        finally:
+            os.close(fd)
+        try:
+            return parse_header(scan(data[: _header_end(data)]).payloads[0])
+        except (JournalCorruptError, IndexError):
+            return None
 
     def refresh(self, known: State | None) -> State:
         """What the files hold now, reusing ``known`` where the files did not change."""
@@ -254,6 +293,8 @@ class MemoryFiles:
             state = self._doc_state(opened, known)
         if state.token is None:
             state.stale = self._exists(self.journal)
+            if state.stale:
+                state.journal_token = self._journal_token_or_none()
             return state
         return self._journal_state(state, known)
 
@@ -282,16 +323,27 @@ class MemoryFiles:
                     known.doc_count,
                     known.entries,
                     head=known.head,
+                    version=known.version,
+                    folded=known.folded,
                 )
             data = self._read(fd, st, self.doc, 0, self.max_bytes)
         finally:
             os.close(fd)
         if known is not None:
             self.reparses += 1  # another writer published a new document
-        messages, token = parse_document(data, self.doc, max_items=self.max_items)
-        entries = Entries.of_messages(messages)
+        doc = parse_document(data, self.doc, max_items=self.max_items)
+        entries = Entries.of_messages(doc.messages)
         entries.cut(self.max_messages)  # a document another window size published
-        return State(ident, token, len(data), len(entries.ids), entries, head=document_head(data))
+        return State(
+            ident,
+            doc.token,
+            len(data),
+            len(entries.ids),
+            entries,
+            head=document_head(data),
+            version=doc.version,
+            folded=doc.folded,
+        )
 
     def _journal_state(self, state: State, known: State | None) -> State:
         assert state.token is not None
@@ -308,14 +360,22 @@ class MemoryFiles:
             data = self._read(fd, st, self.journal, start, self.max_bytes - state.doc_bytes)
         finally:
             os.close(fd)
-        found = self._scan(data, start)
+        found = self._scan(data, start, None if warm is None else warm.journal_version)
         payloads = found.payloads
         if warm is None:
-            if not payloads or self._header_token(payloads[0]) != state.token:
+            if not payloads:  # an empty file: nothing was ever acknowledged in it
+                state.journal_key = key
+                state.stale = True
+                return state
+            state.journal_token = self._header_token(payloads[0])
+            if not self._bound(payloads[0], state.token, state.folded):
                 state.journal_key = key
                 state.stale = True
                 return state
             payloads = payloads[1:]
+        else:
+            state.journal_token = warm.journal_token
+        state.journal_version = found.version
         state.entries = self._add_records(state.entries if warm is None else warm.entries, payloads)
         state.journal_key = key
         state.journal_end = found.end
@@ -329,7 +389,7 @@ class MemoryFiles:
 
     def _add_records(self, entries: Entries, payloads: list[bytes]) -> Entries:
         """``entries`` with the messages of journal record ``payloads`` added, in order."""
-        batches = [parse_record(payload, self.journal) for payload in payloads]
+        batches = [parse_record(p, self.journal, max_items=self.max_items) for p in payloads]
         for batch in batches:
             entries.add_messages(batch)
             entries.cut(self.max_messages)
@@ -340,8 +400,10 @@ class MemoryFiles:
     def append(self, state: State, new: Entries) -> State:
         """Append ``new`` to the journal (one record, one ``fdatasync``); the new state."""
         assert state.token is not None
-        record = frame(b"[" + SEP.join(new.frags) + b"]")
-        if state.journal_key is None or state.stale:
+        fresh = state.journal_key is None or state.stale
+        version = JOURNAL_FORMAT_VERSION if fresh else state.journal_version
+        record = frame(b"[" + SEP.join(new.frags) + b"]", version)
+        if fresh:
             head = frame(header_payload(state.token))
             atomic_publish(self.journal, [head, record])
             try:
@@ -374,16 +436,26 @@ class MemoryFiles:
             key,
             end,
             head=state.head,
+            version=state.version,
+            folded=state.folded,
+            journal_token=state.token,
+            journal_version=version,
         )
 
-    def publish(self, entries: Entries) -> State:
-        """Publish ``entries`` (windowed) as a new document; the journal becomes stale."""
+    def publish(self, entries: Entries, folded: str | None) -> State:
+        """Publish ``entries`` (windowed) as a new document; the journal becomes stale.
+
+        ``folded`` is the token of the journal on disk (``None``: there is none), which
+        the document names: a writer that dies before removing it leaves the one journal
+        a reader may ignore.
+        """
         kept = entries.kept().copy()
         kept.cut(self.max_messages)
         kept = kept.kept()
         token = uuid.uuid4().hex
         body = SEP.join(kept.frags)
-        head = header(token, array_check(body))
+        folded = folded if folded is not None and _TOKEN.fullmatch(folded) else ""
+        head = header(token, folded, body)
         atomic_publish(self.doc, [head, body, FOOTER])
         try:
             st = os.stat(self.doc, follow_symlinks=False)
@@ -396,13 +468,33 @@ class MemoryFiles:
         except OSError as exc:  # harmless: its token no longer matches the document
             logger.warning("could not remove the stale journal %s: %s", self.journal, exc)
         size = len(head) + len(body) + len(FOOTER)
-        return State(file_ident(st), token, size, len(kept.ids), kept, head=head)
+        return State(
+            file_ident(st),
+            token,
+            size,
+            len(kept.ids),
+            kept,
+            head=head,
+            version=MEMORY_FORMAT_VERSION,
+            folded=folded,
+        )
+
+
+_TOKEN = re.compile("[0-9a-f]{32}")
+
+
+def _header_end(data: bytes) -> int:
+    """Where the header record of journal bytes ``data`` ends (a bound: its frame's length)."""
+    if len(data) < 4:
+        return len(data)
+    return min(len(data), 12 + int.from_bytes(data[:4], "big") + 4)
 
 
 @dataclass(frozen=True, slots=True)
 class _Scanned:
     payloads: list[bytes]
     end: int
+    version: int
 
 
 def messages_of(entries: Entries) -> list[Message]:

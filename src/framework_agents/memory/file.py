@@ -14,6 +14,7 @@ cancelled save still finishes or fails whole before the lock is let go. POSIX on
 from __future__ import annotations
 
 import contextlib
+import errno
 import logging
 import math
 import os
@@ -83,16 +84,23 @@ class FileMemory:
     Layout of ``dir`` (created ``0700`` on the first save if missing; files ``0600``)::
 
         <dir>/
-          memory.json             {"version": 2, "journal": "<token>", "messages": [...]}
+          memory.json             {"version": 3, "journal": "<token>", "folded": "<token>",
+                                  "check": "<crc32>", "messages": [...]}
           memory.json.journal     header record {"journal": 1, "token": "<token>"}, then
                                   one record per save: a JSON array of the new messages
           memory.json.lock        sidecar locked with flock(); never deleted
           .memory.json.<uuid>.tmp a writer's temp file, renamed over its target
 
-    The memory is ``memory.json`` plus the records of a journal whose token matches it
-    (a journal with another token is stale and ignored). A torn last record is a save
-    that was never acknowledged: it is ignored, and cut by the next save. A version-1
-    ``memory.json`` (no journal) is read and upgraded by the first write.
+    The memory is ``memory.json`` plus the records of a journal whose token matches it.
+    A journal with the token ``memory.json`` names as ``folded`` is stale (left by a writer
+    that died before removing it) and ignored; one bound to neither is ``MEMORY_CORRUPT``
+    (a damaged document or journal: its saves are never dropped in silence). The
+    document's ``check`` covers every other byte of it, tokens included. A torn last
+    record (the file ends inside it, or its commit marker was never written) is a save
+    that was never acknowledged: it is ignored, and cut by the next save; a complete
+    record that fails its checks is ``MEMORY_CORRUPT``. A version-1 or version-2
+    ``memory.json`` (layouts before v3) is read and folded into version 3 by the first
+    write.
 
     Saves are idempotent by message id: a message whose id is stored already is not
     appended again, so a retried save (after ``STORAGE_IO`` with ``may_have_landed``)
@@ -350,13 +358,13 @@ class FileMemory:
         (a writer makes the file when it is missing, a reader does not need to). A wait
         past ``deadline`` is ``LOCK_TIMEOUT``; a cancel of the caller ends it.
         """
-        fd = open_lock_file(self.lock_path, create=False)
+        exclusive = create if exclusive is None else exclusive
+        fd = open_lock_file(self.lock_path, create=False, shared=not exclusive)
         if fd is None and create:
             make_private_dirs(self.dir)
             fd = open_lock_file(self.lock_path, create=True)
         if fd is not None:
             try:
-                exclusive = create if exclusive is None else exclusive
                 flock(fd, exclusive=exclusive, deadline=deadline, name=self.lock_path)
             except BaseException:
                 os.close(fd)
@@ -475,25 +483,37 @@ class FileMemory:
         self._observe(self._idents_now())
 
     def _extend(self, state: State, fresh: Entries) -> None:
-        """Append ``fresh`` to the journal, or fold when the journal has grown enough."""
-        size = sum(len(f) for f in fresh.frags) + len(fresh.frags) + 13
+        """Append ``fresh`` to the journal, or fold when the journal has grown enough.
+
+        A fold the disk has no room for (``ENOSPC``, ``EDQUOT``: nothing published) is
+        not retried at every save: the journal takes the record instead, which needs
+        only its own bytes, and a later save folds once there is room.
+        """
+        size = sum(len(f) for f in fresh.frags) + len(fresh.frags) + 17
         count = len(state.entries.ids) + len(fresh.ids)
         if (
-            state.token is None
+            not state.appendable()
             or state.journal_end + size > max(FOLD_RATIO * state.doc_bytes, FOLD_MIN_BYTES)
             or count > 2 * self.max_messages + 64
         ):
             entries = state.entries.copy()
             for i, msg_id in enumerate(fresh.ids):
                 entries.add(msg_id, fresh.frags[i], fresh.shapes[i])
-            self._fold(entries)
-            return
+            try:
+                self._fold(entries)
+                return
+            except OSError as exc:
+                if not (_no_room(exc) and state.appendable()):
+                    raise
+                logger.warning("%s: no room to fold (%s); appending instead", self.path, exc)
         self._state = None  # unknown until the append returns
         self._state = self._files.append(state, fresh)
 
     def _fold(self, entries: Entries) -> None:
+        state = self._state
+        folded = None if state is None else state.journal_token
         self._state = None  # unknown until the publish returns
-        self._state = self._files.publish(entries)
+        self._state = self._files.publish(entries, folded)
         self._folds += 1
 
     def _clear_sync(self, deadline: Deadline | None) -> None:
@@ -533,6 +553,12 @@ class FileMemory:
 
 #: The idents of the document and the journal (``None``: the file does not exist).
 _Idents = tuple[FileIdent | None, FileIdent | None]
+
+
+def _no_room(exc: OSError) -> bool:
+    """Whether ``exc`` says the disk (or quota) is full, and nothing was published."""
+    full = exc.errno in (errno.ENOSPC, errno.EDQUOT)
+    return full and not getattr(exc, "may_have_landed", False)
 
 
 def _extends(result: Entries, stored: Entries) -> bool:

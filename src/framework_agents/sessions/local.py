@@ -1,6 +1,10 @@
 """``LocalFileStorage``: keys as files under one directory, traversal- and symlink-safe.
 
-Layout: the value of key ``a/b/c.json`` is the file ``<dir>/a/b/c.json``. Writes are atomic
+Layout: the value of key ``a/b/c.json`` is the file ``<dir>/a/b/c.json``: a header line
+(layout v3: the tokens binding the value's log and a CRC32 of the whole file, see
+``sessions._log``), then the value's bytes; a file of layout v2 or before (the bytes
+alone) is still read. A file that fails its checksum is ``SNAPSHOT_CORRUPT``, left as it
+is; a directory or a FIFO where a value belongs is ``STORAGE_KEY_INVALID``. Writes are atomic
 and durable: a uniquely named temp file ``.<name>.<hex>.tmp`` in the target's directory is
 written and fsynced, renamed over the target and the directory is fsynced, so a reader (or
 a process that restarts after a crash) sees the old value or the new one, never a torn one.
@@ -38,6 +42,7 @@ from pathlib import Path
 from typing import TypeVar
 
 from .._persist import (
+    JOURNAL_FORMAT_VERSION,
     TEMP_SUFFIX,
     Deadline,
     FileIdent,
@@ -52,7 +57,19 @@ from .._retention import AutoPrune, check_older_than, check_ttl
 from ..errors import InvalidArgumentError, LockTimeoutError, StorageKeyInvalidError
 from ._base import ArgumentTypeError, CompareAndPut, check_expected_tag, check_tag, digest
 from ._keys import is_valid_key, is_valid_segment, validate_key, validate_prefix
-from ._log import LogState, append_log_at, digest_tag, drop_log_at, log_name, read_log_at, tag_of
+from ._log import (
+    LogState,
+    Value,
+    append_log_at,
+    digest_tag,
+    drop_log_at,
+    log_name,
+    log_token_at,
+    open_value,
+    read_log_at,
+    tag_of,
+    value_header,
+)
 from .memory_storage import as_bytes
 
 __all__ = ["LocalFileStorage"]
@@ -125,7 +142,9 @@ def _key_lock(
     it holds it, so a lock taken on a file that is no longer the one at its name is
     dropped and taken again on the current one: two writers never hold different inodes.
     """
-    flags = os.O_RDWR | _NOFOLLOW | _CLOEXEC | (os.O_CREAT if create else 0)
+    # A shared lock needs no write access: a reader works on a read-only file system.
+    access = os.O_RDWR if exclusive or create else os.O_RDONLY
+    flags = access | _NOFOLLOW | _CLOEXEC | (os.O_CREAT if create else 0)
     while True:
         try:
             lock = os.open(_lock_name(name), flags, _FILE_MODE, dir_fd=dfd)
@@ -191,9 +210,11 @@ class LocalFileStorage(CompareAndPut, AutoPrune):
         self._root = os.path.realpath(os.fspath(dir))
         self.ttl = check_ttl(ttl)
         self.lock_timeout = check_seconds("lock_timeout", lock_timeout, optional=True)
-        # Key -> (signatures of its value and log files, the value's digest, the log) as
-        # this instance last appended: the next append reads neither file again.
-        self._logs: dict[str, tuple[tuple[FileIdent | None, FileIdent | None], str, int, int]] = {}
+        # Key -> (signatures of its value and log files, the value's digest and token, the
+        # log) as this instance last appended: the next append reads neither file again.
+        self._logs: dict[
+            str, tuple[tuple[FileIdent | None, FileIdent | None], str, str, LogState]
+        ] = {}
         # Directory (as key segments) -> monotonic time of its next temp-file sweep.
         self._next_sweep: dict[tuple[str, ...], float] = {}
 
@@ -279,7 +300,10 @@ class LocalFileStorage(CompareAndPut, AutoPrune):
                 try:
                     if isinstance(expected, _Blind) or expected is None:
                         try:  # a new key needs no lock (and leaves no lock file)
-                            self._publish(key, tuple(dirs), fds[-1], name, data, new_only=True)
+                            folded = log_token_at(fds[-1], name)  # a log left by a removal
+                            self._publish(
+                                key, tuple(dirs), fds[-1], name, data, folded, new_only=True
+                            )
                             return
                         except _Exists:
                             pass  # a value is there: compared under its lock (a conflict)
@@ -315,15 +339,16 @@ class LocalFileStorage(CompareAndPut, AutoPrune):
         assert lock is not None  # created when missing (its directory gone: an error)
         try:
             if isinstance(expected, _Blind) and not _lexists(dfd, log_name(name)):
-                self._publish(key, dirs, dfd, name, data)  # a plain put: nothing to compare
+                self._publish(key, dirs, dfd, name, data, None)  # a plain put: no compare
                 return
-            current = self._read_value(key, dfd, name)
+            current = self._read_stored(key, dfd, name)
             log = read_log_at(key, dfd, name, current)
             if not isinstance(expected, _Blind):
-                check_tag(key, tag_of(current, len(log.records), log.end), expected)
-            if log.records and current is not None and digest(current) == digest(data):
-                drop_log_at(dfd, name)  # it would still match the same bytes: drop it first
-            self._publish(key, dirs, dfd, name, data)
+                value = None if current is None else current.data
+                check_tag(key, tag_of(value, len(log.records), log.end), expected)
+            # The new value names the log it replaces: if removing it below fails, that
+            # log is the one a reader may take for stale.
+            self._publish(key, dirs, dfd, name, data, log.token)
             if log.exists:
                 drop_log_at(dfd, name)  # bound to the replaced value: stale either way
         finally:
@@ -336,13 +361,16 @@ class LocalFileStorage(CompareAndPut, AutoPrune):
         dfd: int,
         name: str,
         data: bytes,
+        folded: str | None,
         *,
         new_only: bool = False,
     ) -> None:
         """Write ``data`` to a temp file, fsync, rename it over ``name``, fsync the dir.
 
-        ``new_only``: link it in only where no value exists (``_Exists`` otherwise), which
-        needs no lock: no other writer's value can be replaced.
+        The file opens with its header (a new token, ``folded``: the token of the log on
+        disk, if any, and the CRC32). ``new_only``: link it in only where no value exists
+        (``_Exists`` otherwise), which needs no lock: no other writer's value can be
+        replaced.
         """
         try:
             st = os.stat(name, dir_fd=dfd, follow_symlinks=False)
@@ -368,11 +396,13 @@ class LocalFileStorage(CompareAndPut, AutoPrune):
         tmp = f".{name}.{uuid.uuid4().hex}{TEMP_SUFFIX}"
         flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW | _CLOEXEC
         fd = os.open(tmp, flags, _FILE_MODE, dir_fd=dfd)
+        head = value_header(uuid.uuid4().hex, folded or "", data)
         try:
             try:
-                view = memoryview(data)
-                while view:
-                    view = view[os.write(fd, view) :]
+                for part in (head, data):
+                    view = memoryview(part)
+                    while view:
+                        view = view[os.write(fd, view) :]
                 os.fsync(fd)
             finally:
                 os.close(fd)
@@ -412,7 +442,12 @@ class LocalFileStorage(CompareAndPut, AutoPrune):
                 os.unlink(name, dir_fd=dfd)
 
     def _read_value(self, key: str, dfd: int, name: str) -> bytes | None:
-        """The bytes of ``name`` in the directory ``dfd``, or ``None`` (no value there)."""
+        """The value of ``name`` in the directory ``dfd``, or ``None`` (no value there)."""
+        stored = self._read_stored(key, dfd, name)
+        return None if stored is None else stored.data
+
+    def _read_stored(self, key: str, dfd: int, name: str) -> Value | None:
+        """The value file ``name`` in the directory ``dfd`` as stored, or ``None``."""
         # O_NONBLOCK: a FIFO planted under the root must not hang the reader.
         flags = os.O_RDONLY | os.O_NONBLOCK | _NOFOLLOW | _CLOEXEC
         try:
@@ -426,15 +461,20 @@ class LocalFileStorage(CompareAndPut, AutoPrune):
         try:
             mode = os.fstat(fd).st_mode
             if stat.S_ISDIR(mode):
-                return None  # a directory of keys is not a value
+                if _holds_keys(fd):
+                    return None  # a directory of other keys: no value at this one
+                raise StorageKeyInvalidError(
+                    f"storage key {key!r}: a directory holding no keys is where its value "
+                    "belongs; it was left untouched"
+                )
             if not stat.S_ISREG(mode):
                 raise _odd_file_error(key)
             chunks: builtins.list[bytes] = []
             while chunk := os.read(fd, 1 << 20):
                 chunks.append(chunk)
-            return b"".join(chunks)
         finally:
             os.close(fd)
+        return open_value(key, b"".join(chunks))
 
     def _get_sync(self, key: str, segments: builtins.list[str]) -> bytes | None:
         *dirs, name = segments
@@ -638,8 +678,9 @@ class LocalFileStorage(CompareAndPut, AutoPrune):
         fds, lock = held
         try:
             name = segments[-1]
-            value = self._read_value(key, fds[-1], name)
-            log = read_log_at(key, fds[-1], name, value)
+            stored = self._read_stored(key, fds[-1], name)
+            log = read_log_at(key, fds[-1], name, stored)
+            value = None if stored is None else stored.data
             return value, log.records, tag_of(value, len(log.records), log.end)
         finally:
             if lock is not None:
@@ -665,24 +706,35 @@ class LocalFileStorage(CompareAndPut, AutoPrune):
             sigs = (ident_or_none(name, dir_fd=dfd), ident_or_none(log_name(name), dir_fd=dfd))
             known = self._logs.get(key)
             value_digest: str | None
+            token = ""
             if known is not None and known[0] == sigs:
                 # Both files are as this instance left them: read neither again.
-                _, value_digest, count, end = known
-                log = LogState([], end, exists=True, stale=False)
+                _, value_digest, token, log = known
+                count = len(log.records)
             else:
-                value = self._read_value(key, dfd, name)
-                log = read_log_at(key, dfd, name, value)
-                value_digest = None if value is None else digest(value)
-                count, end = len(log.records), log.end
-            found = None if value_digest is None else digest_tag(value_digest, count, end)
+                stored = self._read_stored(key, dfd, name)
+                log = read_log_at(key, dfd, name, stored)
+                value_digest = None if stored is None else digest(stored.data)
+                token = "" if stored is None else stored.token
+                count = len(log.records)
+            found = None if value_digest is None else digest_tag(value_digest, count, log.end)
             check_tag(key, found, expected)
             assert value_digest is not None  # a tag names a value
-            end = append_log_at(dfd, name, value_digest, log, record)
+            fresh = not log.exists or log.stale
+            end = append_log_at(dfd, name, token, log, record)
+            after = LogState(
+                [b""] * (count + 1),  # only their number counts here
+                end,
+                exists=True,
+                stale=False,
+                token=token,
+                version=JOURNAL_FORMAT_VERSION if fresh else log.version,
+            )
             self._logs[key] = (
                 (sigs[0], ident_or_none(log_name(name), dir_fd=dfd)),
                 value_digest,
-                count + 1,
-                end,
+                token,
+                after,
             )
             return digest_tag(value_digest, count + 1, end)
         finally:
@@ -739,6 +791,12 @@ class LocalFileStorage(CompareAndPut, AutoPrune):
         if dirs:
             self._check_contained(prefix, dirs)
         return await self._io("list", prefix, self._list_sync, prefix, dirs, tail)
+
+
+def _holds_keys(fd: int) -> bool:
+    """Whether the directory ``fd`` holds anything a key could be (a valid segment)."""
+    with os.scandir(fd) as entries:
+        return any(is_valid_segment(e.name) for e in entries)
 
 
 def _holds_value_file(key: str, dfd: int, name: str) -> bool:
