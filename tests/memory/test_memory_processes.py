@@ -47,7 +47,7 @@ def test_eight_processes_appending_lose_nothing(tmp_path: Path) -> None:
     run_to_the_end(procs, timeout=120)
 
     doc = json.loads((tmp_path / "memory.json").read_bytes())
-    assert doc["version"] == 2
+    assert doc["version"] == 3
     ids = _stored_ids(tmp_path)
     assert len(ids) == len(set(ids)) == WRITERS * SAVES
     for w in range(WRITERS):
