@@ -185,8 +185,9 @@ def _approval(task: Any) -> dict[str, Any]:
     from a2a.types import a2a_pb2
 
     assert task.status.state == a2a_pb2.TaskState.TASK_STATE_INPUT_REQUIRED, task.status
-    (data,) = get_data_parts(list(task.status.message.parts))
-    approval: dict[str, Any] = data
+    parts = get_data_parts(list(task.status.message.parts))
+    assert len(parts) == 1, task
+    approval: dict[str, Any] = parts[0]
     return approval
 
 

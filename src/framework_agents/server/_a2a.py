@@ -465,13 +465,15 @@ def a2a_routes(
     card = agent_card("http://127.0.0.1", name=name, description=description)
 
     async def revive(task: Task) -> Task | None:
-        """A working task whose run died in a call of unknown outcome: input-required."""
+        """A task whose run died in a call of unknown outcome: input-required, showing it."""
         if not task.context_id or runner.busy(task.context_id):
             return None
         checkpoint = await runner.load(check_thread_id(task.context_id))
         pending = await runner.pending_of(checkpoint) if checkpoint else None
         if pending is None or not pending.outcome_unknown:
             return None
+        if shown_interrupt(task) == pending.interrupt_id:
+            return None  # shown already
         revived = Task()
         revived.CopyFrom(task)
         revived.status.state = TaskState.TASK_STATE_INPUT_REQUIRED

@@ -62,8 +62,15 @@ __all__ = ["StorageTaskStore"]
 logger = logging.getLogger(__name__)
 
 Task = a2a_pb2.Task
-#: States of a task whose run is (or was, if it died) working on it.
-_WORKING = frozenset({a2a_pb2.TaskState.TASK_STATE_SUBMITTED, a2a_pb2.TaskState.TASK_STATE_WORKING})
+#: States of a task a run may have died in (a task is saved as it was before the run
+#: took it: a decision's task may still read input-required when its call starts).
+_OPEN = frozenset(
+    {
+        a2a_pb2.TaskState.TASK_STATE_SUBMITTED,
+        a2a_pb2.TaskState.TASK_STATE_WORKING,
+        a2a_pb2.TaskState.TASK_STATE_INPUT_REQUIRED,
+    }
+)
 
 TASKS = "a2a/tasks/"
 OWNERS = "a2a/owners/"
@@ -175,8 +182,8 @@ class StorageTaskStore(TaskStore):
     ) -> None:
         """Keep tasks in ``storage``.
 
-        ``revive``: given a task read in a working state, the task as it stands now when
-        the run that was working on it died (then saved), else ``None``.
+        ``revive``: given a task read in a state a run may have died in, the task as it
+        stands now when that run died (then saved), else ``None``.
         """
         self.storage = storage
         self.revive = revive
@@ -237,7 +244,7 @@ class StorageTaskStore(TaskStore):
         if found is None or found[0] != resolve_user_scope(context):
             return None
         task = found[1]
-        if self.revive is not None and task.status.state in _WORKING:
+        if self.revive is not None and task.status.state in _OPEN:
             revived = await self.revive(task)
             if revived is not None:
                 await self.save(revived, context)
