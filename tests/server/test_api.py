@@ -279,16 +279,23 @@ def test_a_call_of_unknown_outcome_is_shown_and_settled_by_a_decision(
     with httpx.Client(base_url=served.url, timeout=30) as client:
         pending = client.get("/api/threads/u1").json()["pending"]
         assert pending["outcome_unknown"] is True and pending["tool_call_id"] == "call-9"
-        for _ in range(2):  # a core that binds decisions to interrupt ids asks once more
-            done = client.post(
-                "/api/threads/u1/resume",
-                json={"decisions": {"call-9": "approve"}},
-                headers={"Accept": "application/json"},
-            ).json()
-            if done["status"] != "interrupted":
-                break
-            assert done["pending"]["outcome_unknown"] is True
-            assert PUBLISHED == []
+        # Shown under an interrupt id of its own (the checkpoint had none).
+        assert pending["interrupt_id"].startswith("interrupt-")
+        # The approval given before the crash, replayed: it names the call, not the
+        # interrupt, so it must not run the call again.
+        replayed = client.post(
+            "/api/threads/u1/resume",
+            json={"decisions": {"call-9": "approve"}},
+            headers={"Accept": "application/json"},
+        )
+        assert (replayed.status_code, replayed.json()["error"]["code"]) == (422, "HITL_DECISION")
+        assert pending["interrupt_id"] in replayed.json()["error"]["message"]
+        assert PUBLISHED == []
+        done = client.post(
+            "/api/threads/u1/resume",
+            json={"decisions": {pending["interrupt_id"]: "approve"}},
+            headers={"Accept": "application/json"},
+        ).json()
         assert done["status"] == "completed", done
         assert PUBLISHED == [{"title": "Maybe", "copies": 1}]
         roles = [m["role"] for m in client.get("/api/threads/u1").json()["messages"]]

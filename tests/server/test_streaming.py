@@ -351,3 +351,122 @@ def test_a_client_that_leaves_mid_resume_leaves_a_whole_thread(tmp_path: Path) -
         )
         # The thread takes a new turn (the model asks for the tool again).
         assert again.json()["status"] == "interrupted"
+
+
+def _agui_body(thread_id: str, **extra: Any) -> dict[str, Any]:
+    return {
+        "threadId": thread_id,
+        "runId": "r",
+        "messages": [],
+        "state": {},
+        "tools": [],
+        "context": [],
+        "forwardedProps": {},
+        **extra,
+    }
+
+
+def test_an_agui_resume_streams_its_events_as_they_come(tmp_path: Path) -> None:
+    with _interrupted(tmp_path, "r3") as (client, gate):
+        shown = client.get("/api/threads/r3").json()["pending"]
+        entry = {"interruptId": shown["interrupt_id"], "status": "resolved"}
+        body = _agui_body("r3", resume=[{**entry, "payload": {"approved": True}}])
+        with client.stream("POST", "/agui", json=body) as response:
+            lines = response.iter_lines()
+            seen: list[dict[str, Any]] = []
+            for line in lines:
+                if line.startswith("data: "):
+                    seen.append(json.loads(line[6:]))
+                    if seen[-1]["type"] == "TEXT_MESSAGE_CONTENT":
+                        break
+            # The model is still held: the tool's events and the first token came live.
+            assert not gate.is_set() and seen[-1]["delta"] == "first "
+            gate.set()
+            seen += [json.loads(line[6:]) for line in lines if line.startswith("data: ")]
+    kinds = [e["type"] for e in seen]
+    # The order @ag-ui/client's verifier accepts: the run opens, the snapshot the client
+    # drops its open turn for, the call under the id the human saw, its result, the text.
+    assert kinds == [
+        "RUN_STARTED",
+        "MESSAGES_SNAPSHOT",
+        "TOOL_CALL_START",
+        "TOOL_CALL_ARGS",
+        "TOOL_CALL_END",
+        "TOOL_CALL_RESULT",
+        "TEXT_MESSAGE_START",
+        "TEXT_MESSAGE_CONTENT",
+        "TEXT_MESSAGE_CONTENT",
+        "TEXT_MESSAGE_END",
+        "STATE_SNAPSHOT",
+        "MESSAGES_SNAPSHOT",
+        "RUN_FINISHED",
+    ], kinds
+    assert seen[2]["toolCallId"] == "c-shown" and seen[5]["toolCallId"] == "c-shown"
+    assert [e["delta"] for e in seen if e["type"] == "TEXT_MESSAGE_CONTENT"] == ["first ", "second"]
+
+
+def test_an_a2a_resume_streams_task_updates_as_they_come(tmp_path: Path) -> None:
+    from a2a.client import ClientConfig, create_client
+    from a2a.helpers.proto_helpers import (
+        get_data_parts,
+        get_text_parts,
+        new_data_part,
+        new_text_part,
+    )
+    from a2a.types import a2a_pb2
+
+    gate = threading.Event()
+    app = create_app(
+        lambda: Agent(GatedAfterApprovalModel(gate), tools=[publish]),
+        store=str(tmp_path / "s"),
+        console=False,
+    )
+    served = start_server(app)
+
+    async def scenario() -> None:
+        client = await create_client(served.url, client_config=ClientConfig(streaming=True))
+        ask = a2a_pb2.Message(
+            message_id="m1", role=a2a_pb2.Role.ROLE_USER, parts=[new_text_part("go")]
+        )
+        task = None
+        async for response in client.send_message(a2a_pb2.SendMessageRequest(message=ask)):
+            if response.HasField("task"):
+                task = response.task
+        assert task is not None
+        task = await client.get_task(a2a_pb2.GetTaskRequest(id=task.id))
+        assert task.status.state == a2a_pb2.TaskState.TASK_STATE_INPUT_REQUIRED
+        (approval,) = get_data_parts(list(task.status.message.parts))
+        decision = {"decision": "approve", "toolCallId": approval["toolCallId"]}
+        answer = a2a_pb2.Message(
+            message_id="m2",
+            role=a2a_pb2.Role.ROLE_USER,
+            parts=[new_data_part(decision)],
+            task_id=task.id,
+            context_id=task.context_id,
+        )
+        stream = client.send_message(a2a_pb2.SendMessageRequest(message=answer))
+        states = []
+        async with contextlib.aclosing(stream):  # type: ignore[type-var]
+            async for response in stream:
+                if response.HasField("status_update"):
+                    states.append(response.status_update.status.state)
+                if response.HasField("artifact_update"):
+                    chunk = response.artifact_update.artifact
+                    assert get_text_parts(list(chunk.parts)) == ["first "]
+                    break
+            # The model is still held: the task went to work and the first token came live.
+            assert not gate.is_set()
+            assert a2a_pb2.TaskState.TASK_STATE_WORKING in states
+            gate.set()
+            rest = [r async for r in stream]
+        final = [r.status_update.status.state for r in rest if r.HasField("status_update")]
+        assert final[-1] == a2a_pb2.TaskState.TASK_STATE_COMPLETED
+        done = await client.get_task(a2a_pb2.GetTaskRequest(id=task.id))
+        assert get_text_parts(list(done.status.message.parts)) == ["first second"]
+        await client.close()
+
+    try:
+        asyncio.run(scenario())
+    finally:
+        gate.set()
+        served.stop()

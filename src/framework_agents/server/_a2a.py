@@ -270,9 +270,15 @@ class A2AExecutor(AgentExecutor):
             if pending is None:
                 raise HitlDecisionError(f"context {thread_id!r} has no approval waiting")
             check_bound(pending, context.current_task, decisions[0])
+            if pending.outcome_unknown and decisions[0].get("interruptId") != pending.interrupt_id:
+                raise HitlDecisionError(
+                    f"the call of {pending.tool!r} was approved and started, whether it ran "
+                    "is unknown: settle it by a decision naming its interruptId "
+                    f"{pending.interrupt_id!r}"
+                )
             read = answer_of if pending.asks else decision_of
             decision = read(decisions[0], pending)
-            return await self.runner.start_resume(thread_id, {pending.tool_call_id: decision})
+            return await self.runner.start_resume(thread_id, {pending.interrupt_id: decision})
         text = "\n".join(get_text_parts(parts)).strip()
         return await self.runner.start_run(thread_id, text)
 
@@ -457,9 +463,26 @@ def a2a_routes(
 ) -> tuple[list[BaseRoute], Callable[[], Awaitable[None]]]:
     """The A2A routes over ``runner``, and how to close the SDK's handler."""
     card = agent_card("http://127.0.0.1", name=name, description=description)
+
+    async def revive(task: Task) -> Task | None:
+        """A task whose run died in a call of unknown outcome: input-required, showing it."""
+        if not task.context_id or runner.busy(task.context_id):
+            return None
+        checkpoint = await runner.load(check_thread_id(task.context_id))
+        pending = await runner.pending_of(checkpoint) if checkpoint else None
+        if pending is None or not pending.outcome_unknown:
+            return None
+        if shown_interrupt(task) == pending.interrupt_id:
+            return None  # shown already
+        revived = Task()
+        revived.CopyFrom(task)
+        revived.status.state = TaskState.TASK_STATE_INPUT_REQUIRED
+        revived.status.message.CopyFrom(_agent_message(task, input_request(pending)))
+        return revived
+
     handler = DefaultRequestHandler(
         agent_executor=A2AExecutor(runner),
-        task_store=StorageTaskStore(runner.store.storage),
+        task_store=StorageTaskStore(runner.store.storage, revive),
         agent_card=card,
         interrupted_task_timeout=INTERRUPTED_TASK_TIMEOUT,
     )

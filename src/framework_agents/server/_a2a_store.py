@@ -41,6 +41,7 @@ import json
 import logging
 import re
 from collections import OrderedDict
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -61,6 +62,15 @@ __all__ = ["StorageTaskStore"]
 logger = logging.getLogger(__name__)
 
 Task = a2a_pb2.Task
+#: States of a task a run may have died in (a task is saved as it was before the run
+#: took it: a decision's task may still read input-required when its call starts).
+_OPEN = frozenset(
+    {
+        a2a_pb2.TaskState.TASK_STATE_SUBMITTED,
+        a2a_pb2.TaskState.TASK_STATE_WORKING,
+        a2a_pb2.TaskState.TASK_STATE_INPUT_REQUIRED,
+    }
+)
 
 TASKS = "a2a/tasks/"
 OWNERS = "a2a/owners/"
@@ -165,9 +175,18 @@ def _filtered(entries: list[_Entry], params: a2a_pb2.ListTasksRequest) -> list[_
 class StorageTaskStore(TaskStore):
     """A2A tasks in our ``Storage`` (see the module docstring for the layout)."""
 
-    def __init__(self, storage: Any) -> None:
-        """Keep tasks in ``storage``."""
+    def __init__(
+        self,
+        storage: Any,
+        revive: Callable[[Task], Awaitable[Task | None]] | None = None,
+    ) -> None:
+        """Keep tasks in ``storage``.
+
+        ``revive``: given a task read in a state a run may have died in, the task as it
+        stands now when that run died (then saved), else ``None``.
+        """
         self.storage = storage
+        self.revive = revive
         self._entries: OrderedDict[str, tuple[str, ...]] = OrderedDict()
         self._entered = False
 
@@ -224,7 +243,13 @@ class StorageTaskStore(TaskStore):
         found = await self._read(key) if key else None
         if found is None or found[0] != resolve_user_scope(context):
             return None
-        return found[1]
+        task = found[1]
+        if self.revive is not None and task.status.state in _OPEN:
+            revived = await self.revive(task)
+            if revived is not None:
+                await self.save(revived, context)
+                return revived
+        return task
 
     async def _enter_missing(self) -> None:
         """Index the records that have no owner entry (written before the index existed).

@@ -18,7 +18,10 @@ Every run ends with ``STATE_SNAPSHOT`` and ``MESSAGES_SNAPSHOT``, then ``RUN_FIN
 with our error code. A request that cannot run (a bad thread id, a busy thread, a new
 prompt while an approval is open, a decision for another interrupt) is answered with
 ``RUN_STARTED`` then ``RUN_ERROR``; only a body that is not a ``RunAgentInput`` at all is
-an HTTP 400.
+an HTTP 400. A request with no new user message and no ``resume`` on a thread that waits
+for a decision (a client catching up, say after the server that ran the thread died in an
+approved call: a call of unknown outcome) runs nothing: the snapshots, then
+``RUN_FINISHED`` with the open interrupt.
 """
 
 from __future__ import annotations
@@ -310,8 +313,11 @@ class AguiTranslator:
             RunErrorEvent(message=payload["message"], code=payload["code"], timestamp=_now_ms()),
         ]
 
-    async def finish(self, runner: ThreadRunner, event: ours.AgentEvent) -> list[BaseEvent]:
-        """The two snapshots, then ``RUN_FINISHED`` (with an interrupt outcome if one)."""
+    async def finish(self, runner: ThreadRunner, event: ours.AgentEvent | None) -> list[BaseEvent]:
+        """The two snapshots, then ``RUN_FINISHED`` (with an interrupt outcome if one).
+
+        ``event=None``: no run ran; the outcome is the interrupt the thread waits for.
+        """
         events = self._close_reasoning() + self._close_text()
         checkpoint = await runner.load(self.thread_id)
         pending = await runner.pending_of(checkpoint) if checkpoint else None
@@ -322,7 +328,7 @@ class AguiTranslator:
             open_turn = (parent, pending)
         events.append(StateSnapshotEvent(snapshot=checkpoint.state if checkpoint else {}))
         events.append(MessagesSnapshotEvent(messages=to_agui_messages(messages, open_turn)))
-        if isinstance(event, ours.InterruptEvent) and pending is not None:
+        if (event is None or isinstance(event, ours.InterruptEvent)) and pending is not None:
             outcome = RunFinishedInterruptOutcome(interrupts=[_interrupt(pending)])
             events.append(
                 RunFinishedEvent(
@@ -406,6 +412,10 @@ async def _new_prompt(runner: ThreadRunner, run: RunAgentInput) -> Message | Non
     return None
 
 
+class _Waiting(Exception):
+    """A run with nothing new to run on a thread that waits for a decision."""
+
+
 async def _start(runner: ThreadRunner, run: RunAgentInput) -> RunHandle:
     check_thread_id(run.thread_id)
     if run.resume:
@@ -422,6 +432,9 @@ async def _start(runner: ThreadRunner, run: RunAgentInput) -> RunHandle:
         return await runner.start_resume(run.thread_id, {pending.interrupt_id: read(entries[0])})
     prompt = await _new_prompt(runner, run)
     if prompt is None:
+        current = await runner.load(run.thread_id)
+        if current is not None and current.pending is not None:
+            raise _Waiting  # a client catching up: shown the interrupt the thread waits for
         raise InvalidArgumentError("no new user message to run and no resume entries")
     return await runner.start_run(run.thread_id, prompt)
 
@@ -431,6 +444,10 @@ async def _events(runner: ThreadRunner, run: RunAgentInput) -> AsyncIterator[str
     yield _encode(tr.started())
     try:
         handle = await _start(runner, run)
+    except _Waiting:
+        for event in await tr.finish(runner, None):
+            yield _encode(event)
+        return
     except Exception as exc:
         for event in tr.error(exc):
             yield _encode(event)

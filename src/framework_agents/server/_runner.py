@@ -132,7 +132,14 @@ class Pending:
         return self.kind == "elicitation"
 
     def names(self) -> set[str]:
-        """Every key a client may use to name this approval."""
+        """Every key a client may use to name this approval.
+
+        A call of unknown outcome only by its ``interrupt_id``: a decision given before it
+        ran (a replayed request, a double click) names the call or the tool, and must not
+        run it again.
+        """
+        if self.outcome_unknown:
+            return {self.interrupt_id}
         return {self.interrupt_id, self.tool_call_id, self.key, self.tool}
 
     def to_json(self) -> dict[str, Any]:
@@ -331,15 +338,75 @@ class ThreadRunner:
 
     # -- reading ------------------------------------------------------------------------
 
-    async def load(self, thread_id: str) -> ThreadCheckpoint | None:
-        """The thread's checkpoint (``THREAD_ID_INVALID`` before any store call)."""
+    async def load(self, thread_id: str, *, claimed: bool = False) -> ThreadCheckpoint | None:
+        """The thread's checkpoint (``THREAD_ID_INVALID`` before any store call).
+
+        A call of unknown outcome left by a dead run comes back shown as the open
+        interrupt (:meth:`_show_unknown`) unless a run of the thread is in progress in
+        this process (``claimed``: the caller's own claim, taken to run it, is not one).
+        """
         check_thread_id(thread_id)
         checkpoint: ThreadCheckpoint | None = await self.checkpointer.load(thread_id)
+        if checkpoint is not None and (claimed or not self.busy(thread_id)):
+            checkpoint = await self._show_unknown(checkpoint)
         return checkpoint
 
-    async def require(self, thread_id: str) -> ThreadCheckpoint:
-        """The thread's checkpoint, or ``CHECKPOINT_MISSING``."""
-        checkpoint = await self.load(thread_id)
+    async def _show_unknown(self, checkpoint: ThreadCheckpoint) -> ThreadCheckpoint:
+        """``checkpoint`` with a dead run's call of unknown outcome as its open interrupt.
+
+        A call saved as about to run (``in_flight``) with nothing pending is either
+        running now (its run holds the thread lock, maybe on another replica) or was left
+        by a run that died in it. Only in the second case (the lock is free) the agent
+        surfaces it as it would on the next prompt: a pending ``outcome_unknown``
+        interrupt with a fresh id, settled by a decision naming that id (approve or edit
+        runs the call again, reject answers it with a rejection). One shown without an id
+        (written before interrupts had ids) gets its id the same way. The thread list's
+        line follows. Nothing runs: the call is never run again without a decision.
+        """
+        if not checkpoint.in_flight or checkpoint.open_interrupt_id() is not None:
+            return checkpoint  # nothing in flight, or shown already under its id
+        thread_id = checkpoint.thread_id
+        try:
+            async with self._probe_lock(thread_id):
+                pass
+        except ThreadBusyError:
+            return checkpoint  # a run holds the thread: the call may be running now
+        agent = await self.make_agent()
+        try:
+            await self._resume(agent, thread_id, None, {})
+        except HitlInterrupt as interrupt:
+            if not interrupt.outcome_unknown:  # pragma: no cover - the agent's contract
+                logger.warning("thread %s: a call in flight surfaced as %r", thread_id, interrupt)
+        except ThreadBusyError:  # a run took the thread since the probe: it surfaces it
+            return checkpoint
+        except Exception:
+            logger.exception("thread %s: could not show its call of unknown outcome", thread_id)
+            return checkpoint
+        shown: ThreadCheckpoint | None = await self.checkpointer.load(thread_id)
+        if shown is None:
+            return checkpoint
+        try:
+            await self.index.enter(shown)
+        except Exception:
+            logger.exception("could not list thread %s as waiting", thread_id)
+        return shown
+
+    def _probe_lock(self, thread_id: str) -> Any:
+        """The thread lock taken without waiting (``THREAD_BUSY`` when a run holds it)."""
+        lock = self.checkpointer.thread_lock
+        try:
+            takes_timeout = "timeout" in inspect.signature(lock).parameters
+        except (TypeError, ValueError):
+            takes_timeout = False
+        return (
+            lock(thread_id, timeout=0)
+            if takes_timeout
+            else thread_lock(self.checkpointer, thread_id)
+        )
+
+    async def require(self, thread_id: str, *, claimed: bool = False) -> ThreadCheckpoint:
+        """The thread's checkpoint, or ``CHECKPOINT_MISSING`` (``claimed``: see :meth:`load`)."""
+        checkpoint = await self.load(thread_id, claimed=claimed)
         if checkpoint is None:
             raise CheckpointMissingError(f"thread {thread_id!r} does not exist")
         return checkpoint
@@ -403,7 +470,29 @@ class ThreadRunner:
             updated_before=updated_before,
         )
         page = [s for s in map(_summary_from_json, rows) if s is not None]
+        page = list(await asyncio.gather(*map(self._settled, page)))
+        if state is not None:
+            page = [s for s in page if s.state == state]
         return page, (encode_cursor(last) if last is not None else None)
+
+    async def _settled(self, summary: ThreadSummary) -> ThreadSummary:
+        """``summary``, or a line listed running whose run died in a call: now waiting.
+
+        A line stays ``running`` when its run is in progress here or elsewhere; one left by
+        a dead run in an approved call shows that call as an open interrupt (see
+        :meth:`_show_unknown`). Costs a checkpoint read per line listed running elsewhere.
+        """
+        if summary.state != "running" or self.busy(summary.thread_id):
+            return summary
+        try:
+            checkpoint = await self.load(summary.thread_id)
+        except Exception:  # the line is shown as it was; the thread's own GET says why
+            logger.exception("thread list: could not read thread %s", summary.thread_id)
+            return summary
+        if checkpoint is None or checkpoint.pending is None:
+            return summary
+        shown = _summary_from_json({**_summary_json(checkpoint), "thread_id": summary.thread_id})
+        return shown or summary
 
     async def _enter_running(self, thread_id: str, prompt: str | Message) -> None:
         """List the thread as ``running`` while its run goes (a failure is only logged)."""
@@ -547,7 +636,7 @@ class ThreadRunner:
             raise InvalidArgumentError("prompt must be a non-empty string")
         handle = self.claim(thread_id, resume=False)
         try:
-            checkpoint = await self.load(thread_id)
+            checkpoint = await self.load(thread_id, claimed=True)
             if checkpoint is not None and checkpoint.pending is not None:
                 raise ApprovalPendingError(
                     f"thread {thread_id!r} waits for a decision on "
@@ -569,7 +658,7 @@ class ThreadRunner:
         """
         handle = self.claim(thread_id, resume=True)
         try:
-            checkpoint = await self.require(thread_id)
+            checkpoint = await self.require(thread_id, claimed=True)
             pending = await self.pending_of(checkpoint)
             decision = self._one_decision(thread_id, pending, decisions)
             agent = await self.make_agent()
@@ -602,6 +691,12 @@ class ThreadRunner:
             )
         ((key, decision),) = decisions.items()
         if key not in pending.names():
+            if pending.outcome_unknown:
+                raise HitlDecisionError(
+                    f"thread {thread_id!r} waits for a decision on a call of unknown outcome "
+                    f"({pending.tool!r}: it was approved and started, whether it ran is "
+                    f"unknown); settle it by its interrupt_id {pending.interrupt_id!r}"
+                )
             raise HitlDecisionError(
                 f"{key!r:.100} does not name the approval thread {thread_id!r} waits for "
                 f"(tool_call_id {pending.tool_call_id!r})"
@@ -718,18 +813,18 @@ class ThreadRunner:
             await self._finish(handle, label)
 
     async def _resume(
-        self, agent: Any, thread_id: str, pending: Pending, decision: Any
+        self, agent: Any, thread_id: str, pending: Pending | None, decision: Any
     ) -> RunResult:
-        """The one place that calls ``agent.resume`` (see the module docstring)."""
+        """The one place that calls ``agent.resume`` (see the module docstring).
+
+        ``pending=None``: a resume with no decision (it surfaces what the thread waits for).
+        """
         resume: Callable[..., Awaitable[RunResult]] = agent.resume
         if supports_reissue(agent):
-            return await resume(
-                thread_id,
-                {pending.decision_key: decision},
-                checkpointer=self.checkpointer,
-                reissue=False,
-            )
-        return await resume(thread_id, {pending.key: decision}, checkpointer=self.checkpointer)
+            decisions = {} if pending is None else {pending.decision_key: decision}
+            return await resume(thread_id, decisions, checkpointer=self.checkpointer, reissue=False)
+        decisions = {} if pending is None else {pending.key: decision}
+        return await resume(thread_id, decisions, checkpointer=self.checkpointer)
 
     async def aclose(self, grace: float = 5.0) -> None:
         """Let runs in progress end (up to ``grace`` seconds), cancel the rest, close the store.
