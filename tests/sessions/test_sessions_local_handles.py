@@ -16,6 +16,7 @@ import pytest
 from async_helper import arun
 from framework_agents import LocalFileStorage
 from framework_agents.errors import AgentError
+from framework_agents.sessions._log import Value
 
 KEY = "agents/a1/snapshots/snapshot_latest.json"
 
@@ -24,7 +25,7 @@ def _reads(storage: LocalFileStorage, monkeypatch: pytest.MonkeyPatch) -> list[s
     seen: list[str] = []
     real = storage._read_stored
 
-    def counted(key: str, dfd: int, name: str):  # type: ignore[no-untyped-def]
+    def counted(key: str, dfd: int, name: str) -> Value | None:
         seen.append(key)
         return real(key, dfd, name)
 
@@ -33,10 +34,11 @@ def _reads(storage: LocalFileStorage, monkeypatch: pytest.MonkeyPatch) -> list[s
 
 
 def _appended(storage: LocalFileStorage, records: list[bytes]) -> str:
-    tag = arun(storage.read_logged(KEY))[2]
+    tag: str | None = arun(storage.read_logged(KEY))[2]
     assert tag is not None
     for record in records:
         tag = arun(storage.append_logged(KEY, record, tag))
+        assert tag is not None
     return tag
 
 
