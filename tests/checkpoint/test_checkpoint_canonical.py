@@ -22,6 +22,7 @@ from framework_agents._persist import strict_loads
 from framework_agents.checkpoint import FileCheckpointer, ThreadCheckpoint
 from framework_agents.checkpoint._file_format import SLICED_BYTES as _SLICED_BYTES
 from framework_agents.checkpoint._file_format import canonical as _canonical
+from framework_agents.checkpoint._file_format import canonical_enveloped, envelope, find_envelope
 from framework_agents.checkpoint._file_format import canonical_sliced as _canonical_sliced
 from framework_agents.checkpoint.model import to_json
 from framework_agents.errors import CheckpointCorruptError
@@ -210,6 +211,13 @@ def test_a_large_checkpoint_reads_in_slices_as_the_strict_reader_reads_it(
     assert to_json(sliced) == data
     # The messages of a slice share one fields set (a load's peak memory).
     assert sliced.messages[0].__pydantic_fields_set__ is sliced.messages[1].__pydantic_fields_set__
+    # Inside its version-3 envelope, read in place (no copy of the checkpoint's bytes).
+    head, tail = envelope("a" * 32, "", data)
+    found = find_envelope(Path("checkpoint.json"), head + data + tail)
+    assert found is not None
+    inside = canonical_enveloped(head + data + tail, found)
+    assert inside == checkpoint
+    assert inside.messages[0].__pydantic_fields_set__ is inside.messages[1].__pydantic_fields_set__
 
 
 @pytest.mark.parametrize(

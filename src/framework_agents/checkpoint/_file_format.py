@@ -21,7 +21,7 @@ from __future__ import annotations
 import re
 import zlib
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 from pydantic_core import PydanticSerializationError
@@ -47,12 +47,15 @@ __all__ = [
     "OVERLAY_FIELDS",
     "PROGRESS_FORMAT_VERSION",
     "SLICED_BYTES",
+    "Enveloped",
     "Progress",
     "canonical",
+    "canonical_enveloped",
     "canonical_sliced",
     "corrupt",
     "envelope",
     "exact",
+    "find_envelope",
     "open_envelope",
     "strict_json",
 ]
@@ -83,8 +86,17 @@ def envelope(token: str, folded: str, payload: bytes) -> tuple[bytes, bytes]:
     return b"%s%08x%s" % (prefix, crc, _ENVELOPE_TAIL), _ENVELOPE_END
 
 
-def open_envelope(path: Path, data: bytes) -> tuple[bytes, str, str] | None:
-    """The checkpoint bytes, token and folded token of a version-3 file; ``None``: older.
+class Enveloped(NamedTuple):
+    """Where a version-3 file's checkpoint lies (``data[start:stop]``) and its tokens."""
+
+    start: int
+    stop: int
+    token: str
+    folded: str
+
+
+def find_envelope(path: Path, data: bytes) -> Enveloped | None:
+    """Where the checkpoint of a version-3 file lies, and its tokens; ``None``: older.
 
     Raises:
         CheckpointCorruptError: a version-3 file that is not exactly as written (its
@@ -105,8 +117,49 @@ def open_envelope(path: Path, data: bytes) -> tuple[bytes, str, str] | None:
             f"checkpoint {str(path)!r} is unreadable (document: checksum mismatch, the "
             "file is not the bytes that were written); it was left untouched"
         )
-    inner = data[match.end() : len(data) - len(_ENVELOPE_END)]
-    return inner, match.group(1).decode("ascii"), match.group(2).decode("ascii")
+    return Enveloped(
+        match.end(),
+        len(data) - len(_ENVELOPE_END),
+        match.group(1).decode("ascii"),
+        match.group(2).decode("ascii"),
+    )
+
+
+def open_envelope(path: Path, data: bytes) -> tuple[bytes, str, str] | None:
+    """The checkpoint bytes, token and folded token of a version-3 file; ``None``: older.
+
+    The checkpoint's bytes are copied out; :func:`find_envelope` gives where they lie.
+
+    Raises:
+        CheckpointCorruptError: as :func:`find_envelope`.
+    """
+    found = find_envelope(path, data)
+    if found is None:
+        return None
+    return data[found.start : found.stop], found.token, found.folded
+
+
+def canonical_enveloped(data: bytes, found: Enveloped) -> ThreadCheckpoint | None:
+    """:func:`canonical` of the checkpoint inside the version-3 file ``data``, uncopied.
+
+    A large one is parsed in slices straight from ``data`` (its messages) and only the
+    rest, which holds none, is cut out of its envelope; a small one (or one not in its
+    canonical form) is copied out and read as :func:`canonical` reads it.
+    """
+    tail = len(data) - found.stop
+    if found.stop - found.start >= SLICED_BYTES and overlong_int(data) is None:
+
+        def rest(doc: bytes) -> ThreadCheckpoint | None:
+            return exact(doc[found.start : len(doc) - tail])
+
+        split = split_messages(data, b',"messages":[', (b'],"state":',), rest)
+        if split is not None:
+            messages, shell = split
+            try:
+                return ThreadCheckpoint.model_validate({**shell.__dict__, "messages": messages})
+            except (ValidationError, AgentError, ValueError, RecursionError):
+                pass
+    return canonical(data[found.start : found.stop])
 
 
 def _looks_enveloped(data: bytes) -> bool:

@@ -48,9 +48,10 @@ from ._file_format import (
     OVERLAY_FIELDS,
     Progress,
     canonical,
+    canonical_enveloped,
     corrupt,
     envelope,
-    open_envelope,
+    find_envelope,
     strict_json,
 )
 from ._journal import (
@@ -292,14 +293,26 @@ class FileCheckpointer(ThreadLockBase):
                 f"the bound of {self.max_items} (FileCheckpointer(max_items=...)); "
                 "it was left untouched"
             )
-        opened = open_envelope(path, data)
-        if opened is None:
+        found = find_envelope(path, data)
+        if found is None:
             return _Parsed(self._parse(thread_id, path, data), _digest(data), None)
-        inner, token, folded = opened
-        return _Parsed(self._parse(thread_id, path, inner), token, folded)
+        # Parsed from the file's bytes as they are: no copy of the checkpoint's.
+        known = canonical_enveloped(data, found)
+        if known is not None:
+            checkpoint = self._parse(thread_id, path, b"", known)
+        else:
+            checkpoint = self._parse(thread_id, path, data[found.start : found.stop])
+        return _Parsed(checkpoint, found.token, found.folded)
 
-    def _parse(self, thread_id: str, path: Path, data: bytes) -> ThreadCheckpoint:
-        checkpoint = canonical(data)
+    def _parse(
+        self,
+        thread_id: str,
+        path: Path,
+        data: bytes,
+        known: ThreadCheckpoint | None = None,
+    ) -> ThreadCheckpoint:
+        """The checkpoint ``data`` holds (``known``: already read in its canonical form)."""
+        checkpoint = known if known is not None else canonical(data)
         versioned = True  # a canonical document has every key, version included
         try:
             if checkpoint is None:

@@ -60,6 +60,7 @@ __all__ = [
     "log_name",
     "log_token_at",
     "open_value",
+    "open_value_parts",
     "read_log_at",
     "tag_of",
     "value_header",
@@ -117,6 +118,22 @@ def open_value(key: str, raw: bytes) -> Value:
         raise _corrupt_value(key, "checksum mismatch: the file is not the bytes that were written")
     folded = match.group(2).decode("ascii")
     return Value(raw[VALUE_HEADER_BYTES:], match.group(1).decode("ascii"), folded.strip("-"))
+
+
+def open_value_parts(key: str, head: bytes, body: bytes) -> Value:
+    """:func:`open_value` of a file read as its first :data:`VALUE_HEADER_BYTES` and the rest.
+
+    A layout-v3 file's value is ``body`` itself (checked, never copied); any other file
+    is joined and read as :func:`open_value` reads it.
+    """
+    match = _HEADER.fullmatch(head)
+    if match is None:
+        return open_value(key, head + body)
+    crc = zlib.crc32(body, zlib.crc32(head[_CHECK_AT + 8 :], zlib.crc32(head[:_CHECK_AT])))
+    if crc != int(match.group(3), 16):
+        raise _corrupt_value(key, "checksum mismatch: the file is not the bytes that were written")
+    folded = match.group(2).decode("ascii")
+    return Value(body, match.group(1).decode("ascii"), folded.strip("-"))
 
 
 def _corrupt_value(key: str, reason: str) -> SnapshotCorruptError:

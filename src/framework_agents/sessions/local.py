@@ -34,8 +34,11 @@ import errno
 import logging
 import os
 import stat
+import threading
 import time
 import uuid
+import weakref
+from collections import OrderedDict
 from collections.abc import Callable
 from datetime import timedelta
 from pathlib import Path
@@ -58,6 +61,7 @@ from ..errors import InvalidArgumentError, LockTimeoutError, StorageKeyInvalidEr
 from ._base import ArgumentTypeError, CompareAndPut, check_expected_tag, check_tag, digest
 from ._keys import is_valid_key, is_valid_segment, validate_key, validate_prefix
 from ._log import (
+    VALUE_HEADER_BYTES,
     LogState,
     Value,
     append_log_at,
@@ -65,7 +69,7 @@ from ._log import (
     drop_log_at,
     log_name,
     log_token_at,
-    open_value,
+    open_value_parts,
     read_log_at,
     tag_of,
     value_header,
@@ -88,6 +92,11 @@ _TEMP_GRACE_SECONDS = 60.0
 _SWEEP_INTERVAL_SECONDS = 60.0
 #: A concurrent ``delete`` may prune a directory a ``put`` has just created; retry then.
 _PUT_ATTEMPTS = 8
+#: Keys whose directory and lock file one instance keeps open between appends (two
+#: descriptors each; the least recently appended go first).
+_OPEN_KEYS = 32
+#: Keys whose checked path segments one instance remembers.
+_CHECKED_KEYS = 1024
 
 
 class _NotADir(Exception):
@@ -171,6 +180,79 @@ def _key_lock(
         os.close(lock)  # unlinked by a remover while we waited: take the current one
 
 
+class _Handles:
+    """The open directories of keys appended lately (one instance's), by key.
+
+    A directory is taken out while in use and put back after; one opened in another
+    process (before a ``fork``) is dropped, never used; one is used again only while
+    the path still names it (one ``stat``, against the walk's ``openat`` of every
+    component). Lock files are not kept: an open lock file is open for writing, which
+    would keep a file system from being remounted read-only, and each call's own open
+    file description is what makes ``flock`` exclude two threads of one instance.
+    """
+
+    def __init__(self) -> None:
+        self._open: OrderedDict[str, tuple[str, int, tuple[int, int]]] = OrderedDict()
+        self._mutex = threading.Lock()
+        self._pid = os.getpid()
+
+    def take(self, key: str, path: str) -> int | None:
+        """The directory fd of ``key`` if the path ``path`` still names it, else ``None``."""
+        with self._mutex:
+            if self._pid != os.getpid():
+                self._drop_all()
+                self._pid = os.getpid()
+            entry = self._open.pop(key, None)
+        if entry is None:
+            return None
+        held_path, dfd, ident = entry
+        try:
+            st = os.stat(held_path)
+            valid = held_path == path and (st.st_dev, st.st_ino) == ident
+        except OSError:
+            valid = False
+        if not valid:
+            os.close(dfd)
+            return None
+        return dfd
+
+    def give(self, key: str, path: str, dfd: int) -> None:
+        """Keep ``dfd``, the directory at ``path``, for the next append of ``key``."""
+        try:
+            st = os.fstat(dfd)
+        except BaseException:
+            os.close(dfd)
+            raise
+        evicted: builtins.list[tuple[str, int, tuple[int, int]]] = []
+        with self._mutex:
+            old = self._open.pop(key, None)
+            if old is not None:
+                evicted.append(old)
+            self._open[key] = (path, dfd, (st.st_dev, st.st_ino))
+            while len(self._open) > _OPEN_KEYS:
+                evicted.append(self._open.popitem(last=False)[1])
+        for _, old_dfd, _ in evicted:
+            os.close(old_dfd)
+
+    def drop(self, key: str) -> None:
+        """Close the directory kept for ``key`` (removed)."""
+        with self._mutex:
+            entry = self._open.pop(key, None)
+        if entry is not None:
+            os.close(entry[1])
+
+    def close(self) -> None:
+        """Close every directory kept."""
+        with self._mutex:
+            self._drop_all()
+
+    def _drop_all(self) -> None:
+        for _, dfd, _ in self._open.values():
+            with contextlib.suppress(OSError):
+                os.close(dfd)
+        self._open.clear()
+
+
 def _symlink_error(key: str, part: str) -> StorageKeyInvalidError:
     return StorageKeyInvalidError(f"storage key {key!r}: {part!r} is a symlink; not followed")
 
@@ -217,6 +299,27 @@ class LocalFileStorage(CompareAndPut, AutoPrune):
         ] = {}
         # Directory (as key segments) -> monotonic time of its next temp-file sweep.
         self._next_sweep: dict[tuple[str, ...], float] = {}
+        # The directory and lock file of keys appended lately, kept open between appends.
+        self._handles = _Handles()
+        self._closer = weakref.finalize(self, self._handles.close)
+        # Key -> its segments, checked (allowlist and containment) once.
+        self._checked: OrderedDict[str, builtins.list[str]] = OrderedDict()
+
+    async def close(self) -> None:
+        """Close the descriptors kept open between appends (the storage stays usable)."""
+        self._handles.close()
+
+    def _segments(self, key: str) -> builtins.list[str]:
+        """The checked segments of ``key`` (``STORAGE_KEY_INVALID`` when it is not one)."""
+        segments = self._checked.get(key)
+        if segments is None:
+            segments = validate_key(key)
+            self._check_contained(key, segments)
+            self._checked[key] = segments
+            if len(self._checked) > _CHECKED_KEYS:
+                with contextlib.suppress(KeyError, StopIteration):
+                    del self._checked[next(iter(self._checked))]
+        return segments
 
     @property
     def dir(self) -> Path:
@@ -339,7 +442,8 @@ class LocalFileStorage(CompareAndPut, AutoPrune):
         assert lock is not None  # created when missing (its directory gone: an error)
         try:
             if isinstance(expected, _Blind) and not _lexists(dfd, log_name(name)):
-                self._publish(key, dirs, dfd, name, data, None)  # a plain put: no compare
+                token = self._publish(key, dirs, dfd, name, data, None)  # a plain put
+                self._remember_value(key, dfd, name, data, token)
                 return
             current = self._read_stored(key, dfd, name)
             log = read_log_at(key, dfd, name, current)
@@ -348,11 +452,26 @@ class LocalFileStorage(CompareAndPut, AutoPrune):
                 check_tag(key, tag_of(value, len(log.records), log.end), expected)
             # The new value names the log it replaces: if removing it below fails, that
             # log is the one a reader may take for stale.
-            self._publish(key, dirs, dfd, name, data, log.token)
+            token = self._publish(key, dirs, dfd, name, data, log.token)
             if log.exists:
                 drop_log_at(dfd, name)  # bound to the replaced value: stale either way
+            self._remember_value(key, dfd, name, data, token)
         finally:
             os.close(lock)
+
+    def _remember_value(self, key: str, dfd: int, name: str, data: bytes, token: str) -> None:
+        """Note the value just stored under the key's lock: an append reads it not again.
+
+        Its log, if one is still there (its removal failed), is stale: it is bound to the
+        value replaced. Any other writer changes a file's signature, so this is dropped.
+        Only for a key this instance appended to (a fold): other values are not hashed.
+        """
+        if key not in self._logs:
+            return
+        value = ident_or_none(name, dir_fd=dfd)
+        log = ident_or_none(log_name(name), dir_fd=dfd)
+        state = LogState([], 0, exists=log is not None, stale=log is not None)
+        self._logs[key] = ((value, log), digest(data), token, state)
 
     def _publish(
         self,
@@ -364,8 +483,10 @@ class LocalFileStorage(CompareAndPut, AutoPrune):
         folded: str | None,
         *,
         new_only: bool = False,
-    ) -> None:
+    ) -> str:
         """Write ``data`` to a temp file, fsync, rename it over ``name``, fsync the dir.
+
+        Returns the new value's token.
 
         The file opens with its header (a new token, ``folded``: the token of the log on
         disk, if any, and the CRC32). ``new_only``: link it in only where no value exists
@@ -396,7 +517,8 @@ class LocalFileStorage(CompareAndPut, AutoPrune):
         tmp = f".{name}.{uuid.uuid4().hex}{TEMP_SUFFIX}"
         flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW | _CLOEXEC
         fd = os.open(tmp, flags, _FILE_MODE, dir_fd=dfd)
-        head = value_header(uuid.uuid4().hex, folded or "", data)
+        token = uuid.uuid4().hex
+        head = value_header(token, folded or "", data)
         try:
             try:
                 for part in (head, data):
@@ -423,6 +545,7 @@ class LocalFileStorage(CompareAndPut, AutoPrune):
             os.fsync(dfd)
         except OSError as exc:
             raise mark_landed(exc) from None
+        return token
 
     @staticmethod
     def _sweep(dfd: int) -> None:
@@ -469,12 +592,12 @@ class LocalFileStorage(CompareAndPut, AutoPrune):
                 )
             if not stat.S_ISREG(mode):
                 raise _odd_file_error(key)
-            chunks: builtins.list[bytes] = []
-            while chunk := os.read(fd, 1 << 20):
-                chunks.append(chunk)
+            # The header apart, then the value into its own buffer: no copy of the value.
+            head = os.read(fd, VALUE_HEADER_BYTES)
+            body = _read_whole(fd, max(os.fstat(fd).st_size - len(head), 0))
         finally:
             os.close(fd)
-        return open_value(key, b"".join(chunks))
+        return open_value_parts(key, head, body)
 
     def _get_sync(self, key: str, segments: builtins.list[str]) -> bytes | None:
         *dirs, name = segments
@@ -533,6 +656,7 @@ class LocalFileStorage(CompareAndPut, AutoPrune):
         os.unlink(_lock_name(name), dir_fd=dfd)  # held: a waiter takes it again
         os.fsync(dfd)
         self._logs.pop(key, None)
+        self._handles.drop(key)
 
     def _list_sync(self, prefix: str, dirs: builtins.list[str], tail: str) -> builtins.list[str]:
         key = prefix or "<root>"
@@ -596,8 +720,7 @@ class LocalFileStorage(CompareAndPut, AutoPrune):
 
     async def put(self, key: str, data: bytes) -> None:
         """Atomically and durably store ``data`` at ``<dir>/<key>``."""
-        segments = validate_key(key)
-        self._check_contained(key, segments)
+        segments = self._segments(key)
         value = as_bytes(data)
         deadline = Deadline.after(self.lock_timeout)
         await self._io("write", key, self._put_sync, key, segments, value, deadline)
@@ -610,8 +733,7 @@ class LocalFileStorage(CompareAndPut, AutoPrune):
         Under ``flock`` of a sidecar ``.<name>.lock`` beside the value (never a key), so
         it is atomic across processes; ``CHECKPOINT_CONFLICT`` otherwise, nothing written.
         """
-        segments = validate_key(key)
-        self._check_contained(key, segments)
+        segments = self._segments(key)
         value = as_bytes(data)
         check_expected_tag(expected, optional=True)
         deadline = Deadline.after(self.lock_timeout)
@@ -621,8 +743,7 @@ class LocalFileStorage(CompareAndPut, AutoPrune):
 
     async def read_logged(self, key: str) -> tuple[bytes | None, builtins.list[bytes], str | None]:
         """The value of ``key``, the records appended since it was stored, and its tag."""
-        segments = validate_key(key)
-        self._check_contained(key, segments)
+        segments = self._segments(key)
         deadline = Deadline.after(self.lock_timeout)
         return await self._io("read", key, self._read_logged_sync, key, segments, deadline)
 
@@ -632,8 +753,7 @@ class LocalFileStorage(CompareAndPut, AutoPrune):
         ``CHECKPOINT_CONFLICT`` (nothing written) when another writer stored or appended
         since; returns the new tag.
         """
-        segments = validate_key(key)
-        self._check_contained(key, segments)
+        segments = self._segments(key)
         data = as_bytes(record)
         check_expected_tag(expected, optional=False)
         deadline = Deadline.after(self.lock_timeout)
@@ -695,52 +815,74 @@ class LocalFileStorage(CompareAndPut, AutoPrune):
         expected: str,
         deadline: Deadline | None,
     ) -> str:
-        held = self._locked_dir(key, segments, exclusive=True, deadline=deadline)
-        if held is None:
-            check_tag(key, None, expected)
-            raise AssertionError("unreachable")  # pragma: no cover
-        fds, lock = held
-        try:
-            name = segments[-1]
-            dfd = fds[-1]
-            sigs = (ident_or_none(name, dir_fd=dfd), ident_or_none(log_name(name), dir_fd=dfd))
-            known = self._logs.get(key)
-            value_digest: str | None
-            token = ""
-            if known is not None and known[0] == sigs:
-                # Both files are as this instance left them: read neither again.
-                _, value_digest, token, log = known
-                count = len(log.records)
-            else:
-                stored = self._read_stored(key, dfd, name)
-                log = read_log_at(key, dfd, name, stored)
-                value_digest = None if stored is None else digest(stored.data)
-                token = "" if stored is None else stored.token
-                count = len(log.records)
-            found = None if value_digest is None else digest_tag(value_digest, count, log.end)
-            check_tag(key, found, expected)
-            assert value_digest is not None  # a tag names a value
-            fresh = not log.exists or log.stale
-            end = append_log_at(dfd, name, token, log, record)
-            after = LogState(
-                [b""] * (count + 1),  # only their number counts here
-                end,
-                exists=True,
-                stale=False,
-                token=token,
-                version=JOURNAL_FORMAT_VERSION if fresh else log.version,
-            )
-            self._logs[key] = (
-                (sigs[0], ident_or_none(log_name(name), dir_fd=dfd)),
-                value_digest,
-                token,
-                after,
-            )
-            return digest_tag(value_digest, count + 1, end)
-        finally:
-            if lock is not None:
-                os.close(lock)
+        *dirs, name = segments
+        path = os.path.join(self._root, *dirs)
+        dfd = self._handles.take(key, path)
+        lock: int | None = None
+        if dfd is not None:
+            try:
+                lock = _key_lock(key, dfd, name, exclusive=True, create=True, deadline=deadline)
+            except FileNotFoundError:
+                os.close(dfd)  # removed with a delete of its last key: walk again
+                dfd = None
+            except BaseException:
+                os.close(dfd)
+                raise
+        if dfd is None:
+            held = self._locked_dir(key, segments, exclusive=True, deadline=deadline)
+            if held is None:
+                check_tag(key, None, expected)
+                raise AssertionError("unreachable")  # pragma: no cover
+            fds, lock = held
+            dfd = fds.pop()
             _close_all(fds)
+        assert lock is not None  # created when missing
+        try:
+            tag = self._append_at(key, dfd, name, record, expected)
+        except BaseException:
+            os.close(dfd)
+            raise
+        finally:
+            os.close(lock)
+        self._handles.give(key, path, dfd)
+        return tag
+
+    def _append_at(self, key: str, dfd: int, name: str, record: bytes, expected: str) -> str:
+        """Append ``record`` to the log of ``name`` in ``dfd``, its lock held; the new tag."""
+        sigs = (ident_or_none(name, dir_fd=dfd), ident_or_none(log_name(name), dir_fd=dfd))
+        known = self._logs.get(key)
+        value_digest: str | None
+        token = ""
+        if known is not None and known[0] == sigs:
+            # Both files are as this instance left them: read neither again.
+            _, value_digest, token, log = known
+            count = len(log.records)
+        else:
+            stored = self._read_stored(key, dfd, name)
+            log = read_log_at(key, dfd, name, stored)
+            value_digest = None if stored is None else digest(stored.data)
+            token = "" if stored is None else stored.token
+            count = len(log.records)
+        found = None if value_digest is None else digest_tag(value_digest, count, log.end)
+        check_tag(key, found, expected)
+        assert value_digest is not None  # a tag names a value
+        fresh = not log.exists or log.stale
+        end = append_log_at(dfd, name, token, log, record)
+        after = LogState(
+            [b""] * (count + 1),  # only their number counts here
+            end,
+            exists=True,
+            stale=False,
+            token=token,
+            version=JOURNAL_FORMAT_VERSION if fresh else log.version,
+        )
+        self._logs[key] = (
+            (sigs[0], ident_or_none(log_name(name), dir_fd=dfd)),
+            value_digest,
+            token,
+            after,
+        )
+        return digest_tag(value_digest, count + 1, end)
 
     async def _io(self, action: str, key: str, fn: Callable[..., _T], *args: object) -> _T:
         """Run ``fn`` in a thread; an ``OSError`` becomes ``STORAGE_IO`` naming key and root."""
@@ -751,14 +893,12 @@ class LocalFileStorage(CompareAndPut, AutoPrune):
 
     async def get(self, key: str) -> bytes | None:
         """The bytes of ``<dir>/<key>``, or ``None`` when it does not exist."""
-        segments = validate_key(key)
-        self._check_contained(key, segments)
+        segments = self._segments(key)
         return await self._io("read", key, self._get_sync, key, segments)
 
     async def delete(self, key: str) -> None:
         """Remove ``<dir>/<key>`` (no-op when missing) and prune emptied directories."""
-        segments = validate_key(key)
-        self._check_contained(key, segments)
+        segments = self._segments(key)
         deadline = Deadline.after(self.lock_timeout)
         await self._io("delete", key, self._delete_sync, key, segments, deadline)
 
@@ -791,6 +931,14 @@ class LocalFileStorage(CompareAndPut, AutoPrune):
         if dirs:
             self._check_contained(prefix, dirs)
         return await self._io("list", prefix, self._list_sync, prefix, dirs, tail)
+
+
+def _read_whole(fd: int, size: int) -> bytes:
+    """The rest of the file ``fd`` (``size`` bytes expected): one buffer, no join then."""
+    parts = [os.read(fd, size + 1)]  # one more: a file that grew meanwhile is still read
+    while chunk := os.read(fd, 1 << 20):
+        parts.append(chunk)
+    return parts[0] if len(parts) == 1 else b"".join(parts)
 
 
 def _holds_keys(fd: int) -> bool:
