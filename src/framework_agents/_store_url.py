@@ -88,18 +88,8 @@ def _file_url(url: str) -> Path:
     return Path(path)
 
 
-def parse_store_url(url: object, *, redact: Callable[[str], str] | None = None) -> StoreURL:
-    """The :class:`StoreURL` that ``url`` names (see the module docstring).
-
-    ``redact``: a function hiding a password in messages (the database URLs carry one).
-    """
-    if isinstance(url, os.PathLike):
-        text = os.fspath(url)
-        if not isinstance(text, str) or not text:
-            raise InvalidArgumentError(f"a store path must be a non-empty text path, not {url!r}")
-        return StoreURL("directory", text, _home(text))
-    if not isinstance(url, str) or not url:
-        raise InvalidArgumentError(f"a store is a URL or a directory path, not {url!r:.100}")
+def _scheme_url(url: str) -> StoreURL | None:
+    """The :class:`StoreURL` of a URL with a known scheme; ``None`` for anything else."""
     if url == "memory:":
         return StoreURL("memory", url)
     if url.startswith("sqlite:"):
@@ -112,6 +102,24 @@ def parse_store_url(url: object, *, redact: Callable[[str], str] | None = None) 
         return StoreURL("redis", url)
     if url.startswith("file:"):
         return StoreURL("directory", url, _file_url(url))
+    return None
+
+
+def parse_store_url(url: object, *, redact: Callable[[str], str] | None = None) -> StoreURL:
+    """The :class:`StoreURL` that ``url`` names (see the module docstring).
+
+    ``redact``: a function hiding a password in messages (the database URLs carry one).
+    """
+    if isinstance(url, os.PathLike):
+        text = os.fspath(url)
+        if not isinstance(text, str) or not text:
+            raise InvalidArgumentError(f"a store path must be a non-empty text path, not {url!r}")
+        return StoreURL("directory", text, _home(text))
+    if not isinstance(url, str) or not url:
+        raise InvalidArgumentError(f"a store is a URL or a directory path, not {url!r:.100}")
+    known = _scheme_url(url)
+    if known is not None:
+        return known
     shown = url if redact is None else redact(url)
     if "://" in url or url.endswith(":"):
         raise InvalidArgumentError(

@@ -90,14 +90,7 @@ def _problem_of_property(name: str, prop: object) -> str | None:
         return f"property {name!r} is not a schema object"
     kind = prop.get("type")
     if kind == "string":
-        fmt = prop.get("format")
-        if fmt is not None and fmt not in _STRING_FORMATS:
-            return f"property {name!r}: format {fmt!r} is not one of {list(_STRING_FORMATS)}"
-        if "enum" in prop and not _strings(prop["enum"]):
-            return f"property {name!r}: enum must be a list of strings"
-        if "oneOf" in prop and not _titled(prop["oneOf"]):
-            return f"property {name!r}: oneOf must be a list of {{const, title}} strings"
-        return _bounds(name, prop, ("minLength", "maxLength"), int)
+        return _problem_of_string_property(name, prop)
     if kind in ("number", "integer"):
         return _bounds(name, prop, ("minimum", "maximum"), float)
     if kind == "boolean":
@@ -113,6 +106,17 @@ def _problem_of_property(name: str, prop: object) -> str | None:
         f"property {name!r} has type {kind!r}: only flat string, number, integer, boolean "
         "and enumerated array properties may be asked for"
     )
+
+
+def _problem_of_string_property(name: str, prop: Mapping[str, Any]) -> str | None:
+    fmt = prop.get("format")
+    if fmt is not None and fmt not in _STRING_FORMATS:
+        return f"property {name!r}: format {fmt!r} is not one of {list(_STRING_FORMATS)}"
+    if "enum" in prop and not _strings(prop["enum"]):
+        return f"property {name!r}: enum must be a list of strings"
+    if "oneOf" in prop and not _titled(prop["oneOf"]):
+        return f"property {name!r}: oneOf must be a list of {{const, title}} strings"
+    return _bounds(name, prop, ("minLength", "maxLength"), int)
 
 
 def _strings(value: object) -> bool:

@@ -643,11 +643,8 @@ async def _run_tools(
                 message = task.result()
                 results[position[task]] = message
                 yield _result_event(message)
-                if hooks.on_tool_result is not None:
-                    landed = [r for r in results if r is not None]
-                    await hooks.on_tool_result(
-                        ToolProgress(history, response, plans[position[task]].call, message, landed)
-                    )
+                call = plans[position[task]].call
+                await _report_result(hooks, history, response, call, message, results)
     finally:
         await _cancel_all(tasks)
     if asked:
@@ -657,6 +654,20 @@ async def _run_tools(
     run.transcript.extend(r for r in results if r is not None)
     if hooks.on_tool_turn is not None:
         await hooks.on_tool_turn(run.visible())
+
+
+async def _report_result(
+    hooks: RunHooks,
+    history: list[Message],
+    response: Message,
+    call: ToolCall,
+    message: Message,
+    results: list[Message | None],
+) -> None:
+    """Tell ``on_tool_result`` a call's result landed, with the results landed so far."""
+    if hooks.on_tool_result is not None:
+        landed = [r for r in results if r is not None]
+        await hooks.on_tool_result(ToolProgress(history, response, call, message, landed))
 
 
 async def _stop_on_question(

@@ -55,7 +55,7 @@ from ..errors import (
 from ..history import CheckedHistory, repair_history
 from ..memory.carry import app_data_with_state, restore_state
 from ..messages import Message
-from ..sessions._merge import merge_messages, merge_state
+from ..sessions._base import merge_messages, merge_state
 from ..sessions.manager import SessionManager
 from ..sessions.snapshot import Snapshot, SnapshotData, select_snapshot_fields
 from ._history import AgentHistory

@@ -176,27 +176,38 @@ class FileBankBackend:
                     stored.append(existing[-1])
                     continue
                 if row.key is not None:
-                    path = self._key_path(row)
-                    ids = keys.setdefault(path, self._key_ids(path))
-                    siblings = [r[-1] for r in (writes.get(i) or self._read(i) for i in ids) if r]
-                    row, closings = place_on_timeline(siblings, row)
-                    for record_id, valid_to in closings:
-                        before = writes.get(record_id) or self._read(record_id) or []
-                        writes[record_id] = [replace(r, valid_to=valid_to) for r in before]
-                    ids.append(row.id)
+                    row = self._place(row, writes, keys)
                 writes[row.id] = [row]
                 stored.append(row)
-            for record_id in writes:  # an id with no file name fails before the log grows
-                self._record_path(record_id)
-            self._append_log(list(writes))
-            for revisions in writes.values():
-                if revisions:
-                    self._write(revisions)
-            for path, ids in keys.items():
-                self._set_key_ids(path, ids)
-            if job_path is not None:
-                job_path.unlink()
+            self._publish_insert(writes, keys, job_path)
             return stored
+
+    def _place(self, row: Row, writes: dict[str, list[Row]], keys: dict[Path, list[str]]) -> Row:
+        """Place a new keyed ``row`` on its key's timeline: the closed siblings go to ``writes``."""
+        path = self._key_path(row)
+        ids = keys.setdefault(path, self._key_ids(path))
+        siblings = [r[-1] for r in (writes.get(i) or self._read(i) for i in ids) if r]
+        row, closings = place_on_timeline(siblings, row)
+        for record_id, valid_to in closings:
+            before = writes.get(record_id) or self._read(record_id) or []
+            writes[record_id] = [replace(r, valid_to=valid_to) for r in before]
+        ids.append(row.id)
+        return row
+
+    def _publish_insert(
+        self, writes: dict[str, list[Row]], keys: dict[Path, list[str]], job_path: Path | None
+    ) -> None:
+        """Write an insert's records and key timelines after its log entries; end its job."""
+        for record_id in writes:  # an id with no file name fails before the log grows
+            self._record_path(record_id)
+        self._append_log(list(writes))
+        for revisions in writes.values():
+            if revisions:
+                self._write(revisions)
+        for path, ids in keys.items():
+            self._set_key_ids(path, ids)
+        if job_path is not None:
+            job_path.unlink()
 
     async def revise(self, record_id: str, change: Revision) -> Row | None:
         """Append a revision (see :meth:`~._backend.BankBackend.revise`)."""

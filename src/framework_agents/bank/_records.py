@@ -266,6 +266,30 @@ def _int(value: object, *, optional: bool = False) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
+def _content_ok(data: Mapping[str, Any]) -> bool:
+    """Whether a stored record's id, revision, kind, key, text and metadata have their types."""
+    return (
+        isinstance(data["id"], str)
+        and bool(data["id"])
+        and _int(data["revision"])
+        and data["revision"] >= 1
+        and isinstance(data["kind"], str)
+        and (data["key"] is None or isinstance(data["key"], str))
+        and isinstance(data["text"], str)
+        and isinstance(data["metadata"], dict)
+    )
+
+
+def _times_ok(data: Mapping[str, Any]) -> bool:
+    """Whether a stored record's four times are integers (the two ends may be null)."""
+    return (
+        _int(data["valid_from"])
+        and _int(data["valid_to"], optional=True)
+        and _int(data["recorded_at"])
+        and _int(data["expires_at"], optional=True)
+    )
+
+
 def row_from_json(data: object, vector: bytes | None = None, *, where: str = "bank") -> Row:
     """The :class:`Row` stored as ``data``; ``MEMORY_CORRUPT`` for any other shape."""
     if not isinstance(data, Mapping) or set(data) != _FIELDS:
@@ -275,18 +299,8 @@ def row_from_json(data: object, vector: bytes | None = None, *, where: str = "ba
     except InvalidArgumentError:
         raise MemoryCorruptError(f"{where}: a stored record's namespace is invalid") from None
     well_formed = (
-        isinstance(data["id"], str)
-        and bool(data["id"])
-        and _int(data["revision"])
-        and data["revision"] >= 1
-        and isinstance(data["kind"], str)
-        and (data["key"] is None or isinstance(data["key"], str))
-        and isinstance(data["text"], str)
-        and isinstance(data["metadata"], dict)
-        and _int(data["valid_from"])
-        and _int(data["valid_to"], optional=True)
-        and _int(data["recorded_at"])
-        and _int(data["expires_at"], optional=True)
+        _content_ok(data)
+        and _times_ok(data)
         and (vector is None or isinstance(vector, bytes | bytearray | memoryview))
     )
     if not well_formed:

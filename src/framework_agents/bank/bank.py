@@ -258,24 +258,9 @@ class MemoryBank:
         namespace = check_namespace(namespace)
         if isinstance(messages, Message) or not isinstance(messages, Sequence):
             raise InvalidArgumentError("messages must be a list of Message")
-        rows: list[Row] = []
-        for message in messages:
-            if not isinstance(message, Message):
-                raise InvalidArgumentError(f"messages must hold Message, not {message!r:.60}")
-            if message.role not in ("user", "assistant") or not message.text.strip():
-                continue
-            if message.metadata.get("kind") in ("grounding", "recall"):
-                continue
-            record_id = derived_id("episode", *namespace, message.id)
-            rows.append(
-                self._new_row(
-                    message.text[:MAX_TEXT],
-                    namespace=namespace,
-                    kind="episode",
-                    metadata={"message_id": message.id, "role": message.role},
-                    record_id=record_id,
-                )
-            )
+        rows = [
+            self._episode_row(message, namespace) for message in messages if _is_episode(message)
+        ]
         if not rows:
             return []
         # Known messages are not embedded again; the insert is idempotent by id anyway.
@@ -284,6 +269,16 @@ class MemoryBank:
         if fresh:
             stored.update((r.id, r) for r in await self._insert(fresh))
         return [stored[r.id].record() for r in rows]
+
+    def _episode_row(self, message: Message, namespace: Namespace) -> Row:
+        """The ``"episode"`` row of ``message`` (its id derived from the message id)."""
+        return self._new_row(
+            message.text[:MAX_TEXT],
+            namespace=namespace,
+            kind="episode",
+            metadata={"message_id": message.id, "role": message.role},
+            record_id=derived_id("episode", *namespace, message.id),
+        )
 
     async def update(
         self, record_id: str, *, text: str | None = None, metadata: dict[str, Any] | None = None
@@ -506,3 +501,12 @@ class MemoryBank:
 
 def _with_vector(row: Row, vector: bytes) -> Row:
     return replace(row, vector=vector)
+
+
+def _is_episode(message: object) -> bool:
+    """Whether ``message`` is remembered as an episode: user or assistant text, not recalled."""
+    if not isinstance(message, Message):
+        raise InvalidArgumentError(f"messages must hold Message, not {message!r:.60}")
+    if message.role not in ("user", "assistant") or not message.text.strip():
+        return False
+    return message.metadata.get("kind") not in ("grounding", "recall")

@@ -102,7 +102,7 @@ def check_thread_id(thread_id: object) -> str:
             f"(^{THREAD_ID_PATTERN.pattern}$)"
         )
     # Imported here: the sessions package imports this module (through retention).
-    from ..sessions._keys import is_valid_segment
+    from ..sessions._base import is_valid_segment
 
     if not is_valid_segment(thread_id):
         raise ThreadIdInvalidError(
@@ -179,16 +179,9 @@ def turn_problem(checkpoint: ThreadCheckpoint) -> str | None:
         if checkpoint.results or checkpoint.in_flight:
             return "results and in_flight need the turn they belong to"
     else:
-        calls = {c.id for c in checkpoint.turn.tool_calls}
-        answered: set[str] = set()
-        for result in checkpoint.results:
-            cid = result.tool_call_id
-            if result.role != "tool" or cid not in calls or cid in answered:
-                return f"result {result.id!r} answers no open call of the turn"
-            answered.add(cid)
-        for call in checkpoint.in_flight:
-            if call.id not in calls or call.id in answered:
-                return f"in-flight call {call.id!r} is no open call of the turn"
+        problem = _open_calls_problem(checkpoint)
+        if problem:
+            return problem
     if checkpoint.outcome_unknown and not checkpoint.in_flight:
         return "outcome_unknown needs in_flight calls"
     pending, turn = checkpoint.pending, checkpoint.turn
@@ -198,6 +191,22 @@ def turn_problem(checkpoint: ThreadCheckpoint) -> str | None:
         and (turn is None or all(c.id != pending.id for c in turn.tool_calls))
     ):
         return "an elicitation needs its pending call among the calls of the turn"
+    return None
+
+
+def _open_calls_problem(checkpoint: ThreadCheckpoint) -> str | None:
+    """Why ``results`` and ``in_flight`` do not each answer a distinct call of ``turn``."""
+    assert checkpoint.turn is not None
+    calls = {c.id for c in checkpoint.turn.tool_calls}
+    answered: set[str] = set()
+    for result in checkpoint.results:
+        cid = result.tool_call_id
+        if result.role != "tool" or cid not in calls or cid in answered:
+            return f"result {result.id!r} answers no open call of the turn"
+        answered.add(cid)
+    for call in checkpoint.in_flight:
+        if call.id not in calls or call.id in answered:
+            return f"in-flight call {call.id!r} is no open call of the turn"
     return None
 
 

@@ -214,7 +214,7 @@ async def check_store(url: str, *, lease: float, seconds: float = STORE_CHECK_SE
     The read connects, creates the schema if there is none and refuses a newer one, so
     a server that passes this can serve; one that does not, never listens.
     """
-    from ..server._store import probe_store, resolve_store
+    from ..server._base import probe_store, resolve_store
 
     store = resolve_store(url, lease=lease)
     try:
@@ -244,7 +244,7 @@ def _options(args: argparse.Namespace) -> dict[str, Any]:
 def _build(options: dict[str, Any]) -> Any:
     """The ASGI app ``options`` describe (``INVALID_ARGUMENT`` or ``ImportError`` first)."""
     from ..server import create_app
-    from ..server._store import resolve_store
+    from ..server._base import resolve_store
 
     extra: dict[str, Any] = {
         "allowed_hosts": options["allowed_hosts"],
@@ -253,7 +253,7 @@ def _build(options: dict[str, Any]) -> Any:
         "shutdown_grace": options["grace"],
     }
     if options["mcp"]:
-        from ..server._memories import parse_namespace
+        from ..server._base import parse_namespace
 
         extra |= {"mcp": True, "mcp_namespace": parse_namespace(options["mcp_namespace"])}
     store = resolve_store(options["store"], lease=options["lease"])
@@ -323,10 +323,7 @@ def run_serve(argv: Sequence[str]) -> int:
     except (AgentError, OSError) as exc:
         _say(f"refusing to start: the store {redact(args.store)} cannot be used: {exc}")
         return 1
-    served = f"store {redact(args.store)}" + (f", memory bank {args.bank}" if args.bank else "")
-    served += ", MCP at /mcp" if args.mcp else ""
-    served += f", {args.workers} workers" if args.workers > 1 else ""
-    _say(f"serving on http://{args.host}:{args.port}/ ({served})")
+    _say(f"serving on http://{args.host}:{args.port}/ ({_served(args)})")
     common = {"host": args.host, "port": args.port, "log_level": level or "info"}
     if args.workers > 1:
         os.environ[_WORKER_OPTIONS] = json.dumps(options)
@@ -344,6 +341,14 @@ def run_serve(argv: Sequence[str]) -> int:
     )
     server.run()
     return 0 if server.started else 1
+
+
+def _served(args: argparse.Namespace) -> str:
+    """What the server serves, for the line it says at start."""
+    served = f"store {redact(args.store)}" + (f", memory bank {args.bank}" if args.bank else "")
+    served += ", MCP at /mcp" if args.mcp else ""
+    served += f", {args.workers} workers" if args.workers > 1 else ""
+    return served
 
 
 def _drained_server(uvicorn: Any) -> Any:

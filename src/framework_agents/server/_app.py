@@ -27,7 +27,7 @@ import logging
 import signal
 import threading
 import time
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager
 from pathlib import Path
 from typing import Any
@@ -43,7 +43,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from .._install import install_hint
 from ..bank import MemoryBank
-from ..bank._records import check_namespace
+from ..bank._base import check_namespace
 from ..errors import AgentError, InvalidArgumentError
 from ._agui import agui_routes
 from ._api import api_routes, error_response, send_error
@@ -311,6 +311,55 @@ async def _http_error(request: Request, exc: Exception) -> Response:
     return error_response(NotFoundError(f"no route {request.url.path!r}"))
 
 
+def _check_token_and_body(token: object, max_body: object) -> None:
+    if token is not None and (not isinstance(token, str) or not token.strip()):
+        raise InvalidArgumentError("token must be a non-empty string or None")
+    if not isinstance(max_body, int) or max_body < 1:
+        raise InvalidArgumentError(f"max_body must be a positive int, got {max_body!r}")
+
+
+def _check_mcp(mcp: object, mcp_namespace: Sequence[str]) -> Sequence[str]:
+    """The namespace the MCP memory tools use (``()`` when MCP is off)."""
+    if not isinstance(mcp, bool):
+        raise InvalidArgumentError(f"mcp must be a bool, not {mcp!r:.40}")
+    return check_namespace(mcp_namespace, "mcp_namespace") if mcp else ()
+
+
+def _check_grace(shutdown_grace: object) -> None:
+    if not isinstance(shutdown_grace, int | float) or not 0 <= shutdown_grace < float("inf"):
+        raise InvalidArgumentError(
+            f"shutdown_grace must be a number of seconds >= 0, got {shutdown_grace!r:.40}"
+        )
+
+
+def _a2a_routes(
+    runner: ThreadRunner, *, name: str, description: str
+) -> tuple[list[BaseRoute], Callable[[], Awaitable[None]]]:
+    """The A2A routes and their closer (the ``server`` extra's a2a-sdk imported here)."""
+    try:
+        from ._a2a import a2a_routes
+    except ImportError as exc:
+        raise ImportError(
+            f"create_app(a2a=True) needs the 'server' extra's a2a-sdk ({exc.name} is "
+            f"missing): {install_hint('server')}",
+            name=exc.name,
+        ) from exc
+    return a2a_routes(runner, name=name, description=description)
+
+
+def _mcp_routes(
+    runner: ThreadRunner, *, name: str, bank: MemoryBank | None, namespace: Sequence[str]
+) -> tuple[list[Route], Callable[[], AbstractAsyncContextManager[None]]]:
+    """The MCP routes and their running context (the ``mcp`` extra imported here)."""
+    try:
+        from ._mcp import mcp_routes
+    except ImportError as exc:
+        raise ImportError(
+            f"create_app(mcp=True) needs the 'mcp' extra (the MCP SDK): {install_hint('mcp')}"
+        ) from exc
+    return mcp_routes(runner, name=name, bank=bank, namespace=namespace)
+
+
 def create_app(
     agent_factory: AgentFactory,
     *,
@@ -369,20 +418,12 @@ def create_app(
             runs (503 ``SHUTTING_DOWN``, ``/readyz`` 503); at the app's shutdown the runs
             still going after the grace are stopped at their last checkpoint (resumable).
     """
-    if token is not None and (not isinstance(token, str) or not token.strip()):
-        raise InvalidArgumentError("token must be a non-empty string or None")
-    if not isinstance(max_body, int) or max_body < 1:
-        raise InvalidArgumentError(f"max_body must be a positive int, got {max_body!r}")
+    _check_token_and_body(token, max_body)
     hosts = check_hosts(allowed_hosts)
     origins = check_origins(allowed_origins) + check_origins(cors_origins, "cors_origins")
     served_bank, own_bank = _resolve_bank(bank)
-    if not isinstance(mcp, bool):
-        raise InvalidArgumentError(f"mcp must be a bool, not {mcp!r:.40}")
-    namespace = check_namespace(mcp_namespace, "mcp_namespace") if mcp else ()
-    if not isinstance(shutdown_grace, int | float) or not 0 <= shutdown_grace < float("inf"):
-        raise InvalidArgumentError(
-            f"shutdown_grace must be a number of seconds >= 0, got {shutdown_grace!r:.40}"
-        )
+    namespace = _check_mcp(mcp, mcp_namespace)
+    _check_grace(shutdown_grace)
     resolved = store if isinstance(store, ServerStore) else resolve_store(store)
     runner = ThreadRunner(agent_factory, resolved, keepalive=keepalive)
     routes: list[BaseRoute] = [Route("/healthz", _healthz, methods=["GET"]), _readyz_route(runner)]
@@ -394,28 +435,14 @@ def create_app(
     if own_bank and served_bank is not None:
         closers.append(served_bank.close)
     if a2a:
-        try:
-            from ._a2a import a2a_routes
-        except ImportError as exc:
-            raise ImportError(
-                f"create_app(a2a=True) needs the 'server' extra's a2a-sdk ({exc.name} is "
-                f"missing): {install_hint('server')}",
-                name=exc.name,
-            ) from exc
-
-        a2a_list, a2a_close = a2a_routes(runner, name=name, description=description)
+        a2a_list, a2a_close = _a2a_routes(runner, name=name, description=description)
         routes += a2a_list
         closers.append(a2a_close)
     running: list[Callable[[], AbstractAsyncContextManager[None]]] = []
     if mcp:
-        try:
-            from ._mcp import mcp_routes
-        except ImportError as exc:
-            raise ImportError(
-                f"create_app(mcp=True) needs the 'mcp' extra (the MCP SDK): {install_hint('mcp')}"
-            ) from exc
-
-        mcp_list, mcp_running = mcp_routes(runner, name=name, bank=served_bank, namespace=namespace)
+        mcp_list, mcp_running = _mcp_routes(
+            runner, name=name, bank=served_bank, namespace=namespace
+        )
         routes += mcp_list
         running.append(mcp_running)
     if console:

@@ -128,6 +128,23 @@ async def list_after(storage: Any, prefix: str, after: str | None, limit: int) -
     return every[start : start + limit]
 
 
+def _key_range(
+    prefix: str,
+    after: str | None,
+    updated_after: datetime | None,
+    updated_before: datetime | None,
+) -> tuple[str | None, str | None]:
+    """The keys a page lists between: after ``start`` and before ``stop`` (``None``: open)."""
+    start = None if after is None else prefix + after
+    if updated_before is not None:  # past every entry at or after that time
+        bound = f"{prefix}{_inverted(updated_before):019d}."
+        start = bound if start is None else max(start, bound)
+    stop = None
+    if updated_after is not None:  # entries at or before that time end the listing
+        stop = f"{prefix}{_inverted(updated_after):019d}-"
+    return start, stop
+
+
 class ThreadIndex:
     """The summaries of a server's threads in its storage (see the module docstring)."""
 
@@ -209,13 +226,7 @@ class ThreadIndex:
         only threads last updated after / before that time (both exclusive).
         """
         prefix = RECENT if state is None else f"{BY_STATE}{state}/"
-        start = None if after is None else prefix + after
-        if updated_before is not None:  # past every entry at or after that time
-            bound = f"{prefix}{_inverted(updated_before):019d}."
-            start = bound if start is None else max(start, bound)
-        stop = None
-        if updated_after is not None:  # entries at or before that time end the listing
-            stop = f"{prefix}{_inverted(updated_after):019d}-"
+        start, stop = _key_range(prefix, after, updated_after, updated_before)
         needle = query.casefold() if query else None
         page: list[dict[str, Any]] = []
         seen: set[str] = set()

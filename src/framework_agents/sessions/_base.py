@@ -13,8 +13,11 @@ A second one, :class:`LoggedStorage` (``swap`` plus ``read_logged``/``append_log
 described in ``sessions._log``), lets a writer append a record to a value instead of
 storing it again; :func:`as_logged` detects it. Every shipped storage has both.
 
-The storage-key rules (``_keys``: ``validate_key``, ``validate_prefix``) are part of the
-contract: every storage backend, here or in ``stores/``, checks keys with them.
+The storage-key rules (``_keys``: ``validate_key``, ``validate_prefix``,
+``is_valid_segment``) are part of the contract: every storage backend, here or in
+``stores/``, checks keys with them. So are the rules for merging a session's history and
+state with a newer stored one (``_merge``: ``merge_messages``, ``merge_state``), which
+the agent's session sync applies.
 """
 
 from __future__ import annotations
@@ -24,7 +27,8 @@ import hashlib
 from typing import Any, Protocol, runtime_checkable
 
 from ..errors import CheckpointConflictError, InvalidArgumentError
-from ._keys import validate_key, validate_prefix
+from ._keys import is_valid_segment, validate_key, validate_prefix
+from ._merge import merge_messages, merge_state
 
 __all__ = [
     "ArgumentTypeError",
@@ -35,6 +39,9 @@ __all__ = [
     "check_expected_tag",
     "check_tag",
     "digest",
+    "is_valid_segment",
+    "merge_messages",
+    "merge_state",
     "swap",
     "validate_key",
     "validate_prefix",

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import operator
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, TypeVar
 
 from pydantic import TypeAdapter, ValidationError
 
@@ -51,6 +51,7 @@ FOLD_RATIO = 0.5
 FOLD_MIN_BYTES = 64 << 10
 
 _ID = operator.attrgetter("id")
+_Item = TypeVar("_Item")
 
 #: Serialises timeline entries as a snapshot stores them (to weigh a stored timeline).
 _ENTRIES: TypeAdapter[list[TimelineEntry]] = TypeAdapter(list[TimelineEntry])
@@ -64,28 +65,39 @@ def _apply(snapshot: Snapshot, record: bytes, source: str) -> Snapshot:
     Its other fields replace the snapshot's, but for ``timeline``: present, it holds the
     entries appended to the snapshot's (revs growing on); absent, there is none.
     """
-    head, sep, body = record.partition(b"\n")
-    drop_head, colon, keep_head = head.rpartition(b":")
-    if not sep or not keep_head.isdigit() or (colon and not drop_head.isdigit()):
-        raise SnapshotCorruptError(f"{source}: a log record has no message count")
-    drop, keep = int(drop_head or b"0"), int(keep_head)
+    drop, keep, slid, body = _split_record(record, source)
     delta = Snapshot.from_json(body, source=f"{source} (log record)")
     base = snapshot.data.messages or []
     if keep > len(base) or drop > keep or delta.data.messages is None:
         raise SnapshotCorruptError(f"{source}: a log record keeps {keep} of {len(base)} messages")
     appended = delta.data.timeline
-    if colon and appended is None:
+    if slid and appended is None:
         raise SnapshotCorruptError(f"{source}: a log record drops messages but has no timeline")
     update: dict[str, Any] = {"messages": [*base[drop:keep], *delta.data.messages]}
     if appended is not None:
-        stored = snapshot.data.timeline or []
-        if stored and appended and appended[0].rev <= stored[-1].rev:
-            raise SnapshotCorruptError(
-                f"{source}: a log record's timeline goes back to rev {appended[0].rev} "
-                f"after {stored[-1].rev}"
-            )
-        update["timeline"] = [*stored, *appended]
+        update["timeline"] = _grown_timeline(snapshot.data.timeline or [], appended, source)
     return delta.model_copy(update={"data": delta.data.model_copy(update=update)})
+
+
+def _split_record(record: bytes, source: str) -> tuple[int, int, bool, bytes]:
+    """A log record's front it drops, stored messages it keeps, whether ``D:N``, and body."""
+    head, sep, body = record.partition(b"\n")
+    drop_head, colon, keep_head = head.rpartition(b":")
+    if not sep or not keep_head.isdigit() or (colon and not drop_head.isdigit()):
+        raise SnapshotCorruptError(f"{source}: a log record has no message count")
+    return int(drop_head or b"0"), int(keep_head), bool(colon), body
+
+
+def _grown_timeline(
+    stored: list[TimelineEntry], appended: list[TimelineEntry], source: str
+) -> list[TimelineEntry]:
+    """``stored`` followed by a record's ``appended`` entries, whose revs must grow on."""
+    if stored and appended and appended[0].rev <= stored[-1].rev:
+        raise SnapshotCorruptError(
+            f"{source}: a log record's timeline goes back to rev {appended[0].rev} "
+            f"after {stored[-1].rev}"
+        )
+    return [*stored, *appended]
 
 
 def _slid(stored: list[Message], messages: Sequence[Message]) -> int:
@@ -189,6 +201,47 @@ def _whole(given: list[Any], keep: int, validated: list[Any]) -> list[Any]:
     if len(validated) == len(given) - keep and all(map(operator.is_, validated, given[keep:])):
         return given
     return [*given[:keep], *validated]
+
+
+def _delta_record(
+    snapshot: Snapshot,
+    added: Sequence[Message],
+    timeline: list[TimelineEntry] | None,
+    kept: int,
+    keep: int,
+    drop: int,
+) -> bytes:
+    """The log record of ``snapshot`` keeping stored messages ``drop:keep`` and entries."""
+    update: dict[str, Any] = {"messages": list(added)}
+    if timeline is not None:
+        update["timeline"] = timeline[kept:]
+    delta = Snapshot(
+        snapshot.data.model_copy(update=update),
+        app_data=snapshot.app_data,
+        snapshot_id=snapshot.snapshot_id,
+        created_at=snapshot.created_at,
+    )
+    head = b"%d:%d\n" % (drop, keep) if drop else b"%d\n" % keep
+    return head + delta.to_json()
+
+
+def _own_list(given: list[_Item] | None, owned: bool) -> list[_Item] | None:
+    """``given`` when a list (itself when ``owned``, else a copy); ``None`` for anything else."""
+    if type(given) is not list:
+        return None
+    return given if owned else list(given)
+
+
+def _kept_messages(stored: list[Message] | None, items: list[Message] | None) -> int:
+    """How many leading ``items`` are the ``stored`` messages (all of them), else 0."""
+    if (
+        items is not None
+        and stored
+        and len(stored) <= len(items)
+        and stored_prefix(stored, items) == len(stored)
+    ):
+        return len(stored)
+    return 0
 
 
 class _Unread:
@@ -321,29 +374,13 @@ class SessionManager:
         kept = _kept_entries(self._timeline, timeline)
         if kept is None:
             return False
-        proof, self._extends = self._extends, None
-        if proof is not None and proof[0] is new and proof[1] is messages:
-            keep, drop = len(messages), 0  # found by _snapshot_data; nothing changed since
-        else:
-            keep, drop = stored_prefix(messages, new), 0
-        cut = keep != len(messages)
-        if cut and not kept:
+        span = self._kept_span(messages, new, kept)
+        if span is None:
             return False  # nothing stored is kept: publishing costs no more
-        if cut:
-            drop = _slid(messages, new)
-            keep = len(messages) if drop else keep
+        keep, drop = span
+        cut = drop > 0 or keep < len(messages)  # the history does not extend the stored one
         added = new[keep - drop :]
-        update: dict[str, Any] = {"messages": list(added)}
-        if timeline is not None:
-            update["timeline"] = timeline[kept:]
-        delta = Snapshot(
-            snapshot.data.model_copy(update=update),
-            app_data=snapshot.app_data,
-            snapshot_id=snapshot.snapshot_id,
-            created_at=snapshot.created_at,
-        )
-        head = b"%d:%d\n" % (drop, keep) if drop else b"%d\n" % keep
-        record = head + delta.to_json()
+        record = _delta_record(snapshot, added, timeline, kept, keep, drop)
         if self._log_bytes + len(record) > max(FOLD_RATIO * self._base_bytes, FOLD_MIN_BYTES):
             return False
         if cut and 2 * len(record) >= self._stored_timeline_bytes():
@@ -351,6 +388,35 @@ class SessionManager:
             # of the whole snapshot pays once the timeline it keeps outweighs that.
             return False
         self._latest = await logged.append_logged(self.latest_key, record, known)
+        self._appended(messages, keep, drop, added, timeline, kept)
+        self._log_bytes += len(record)
+        return True
+
+    def _kept_span(
+        self, messages: list[Message], new: list[Message], kept: int
+    ) -> tuple[int, int] | None:
+        """The stored messages a record keeps, as ``(keep, drop)``; ``None``: none worth it."""
+        proof, self._extends = self._extends, None
+        if proof is not None and proof[0] is new and proof[1] is messages:
+            return len(messages), 0  # found by _snapshot_data; nothing changed since
+        keep = stored_prefix(messages, new)
+        if keep == len(messages):
+            return keep, 0
+        if not kept:
+            return None
+        drop = _slid(messages, new)
+        return (len(messages) if drop else keep), drop
+
+    def _appended(
+        self,
+        messages: list[Message],
+        keep: int,
+        drop: int,
+        added: Sequence[Message],
+        timeline: list[TimelineEntry] | None,
+        kept: int,
+    ) -> None:
+        """Bring the stored messages and timeline up to an appended record."""
         del messages[keep:]
         del messages[:drop]
         messages += added  # its own list: extended, never copied (the history's size)
@@ -361,8 +427,6 @@ class SessionManager:
             else:
                 self._timeline_bytes = None
             self._timeline = _kept_list(self._timeline, timeline, kept)
-        self._log_bytes += len(record)
-        return True
 
     def _stored_timeline_bytes(self) -> int:
         """The bytes the stored timeline takes in a snapshot (weighed once, then kept up)."""
@@ -424,25 +488,14 @@ class SessionManager:
         stored = self._messages if self._plain else None
         # The manager's own copies (unless ``owned``): user code the comparison runs (a
         # value's ``__eq__``) cannot change what was compared.
-        if type(messages) is list:
-            items: list[Message] | None = messages if owned else list(messages)
-        else:
-            items = None
-        keep = 0
-        if (
-            items is not None
-            and stored
-            and len(stored) <= len(items)
-            and stored_prefix(stored, items) == len(stored)
-        ):
-            keep = len(stored)
+        items = _own_list(messages, owned)
+        keep = _kept_messages(stored, items)
         # Only a list never changed may skip the save's own check (``_append_latest``).
-        self._extends = (items, stored) if owned and keep and items is not None else None
-        if type(timeline) is list:
-            entries: list[TimelineEntry] | None = timeline if owned else list(timeline)
-        else:
-            entries = None
-        kept = (_kept_entries(self._timeline, entries) or 0) if entries is not None else 0
+        self._extends = (
+            (items, stored) if owned and keep and items is not None and stored is not None else None
+        )
+        entries = _own_list(timeline, owned)
+        kept = _kept_entries(self._timeline, entries) or 0  # 0 without a timeline
         lists = (items is not None or messages is None) and (
             entries is not None or timeline is None
         )

@@ -36,8 +36,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
-from ..bank._backend import Job, Revision
-from ..bank._records import (
+from ..bank._base import (
+    Job,
+    Revision,
     Row,
     check_namespace,
     namespace_text,
@@ -98,6 +99,40 @@ class _Plan:
 
     args: list[Any]
     placed: list[Row]
+
+
+def _place(
+    timeline: dict[str, Row],
+    row: Row,
+    final: dict[str, Row],
+    closings: dict[str, int | None],
+) -> Row:
+    """Place a new keyed ``row`` on ``timeline``: the records it closes.
+
+    A closed record of this insert changes in ``final``; a stored one goes to ``closings``.
+    """
+    row, closed = place_on_timeline(timeline.values(), row)
+    for record_id, valid_to in closed:
+        timeline[record_id] = replace(timeline[record_id], valid_to=valid_to)
+        if record_id in final:
+            final[record_id] = replace(final[record_id], valid_to=valid_to)
+        else:
+            closings[record_id] = valid_to
+    timeline[row.id] = row
+    return row
+
+
+def _row_args(
+    row_args: list[tuple[str, str, str]], placed: list[Row], final: dict[str, Row]
+) -> list[Any]:
+    """The ``INSERT`` arguments of each row: id, mode, digest, member, revision, end, vector."""
+    args: list[Any] = []
+    for (record_id, mode, digest), row in zip(row_args, placed, strict=True):
+        written = final.get(record_id, row)
+        member = _member(written) if digest else ""
+        args += [record_id, mode, digest, member, _revision_json(written)]
+        args += [_to(written.valid_to), *_vector_args(written.vector)]
+    return args
 
 
 class RedisBankBackend:
@@ -271,20 +306,7 @@ class RedisBankBackend:
         for row in rows:
             if row.key is not None:
                 keyed.setdefault(row.id, row)
-        timelines: dict[str, dict[str, Row]] = {}
-        checks: list[Any] = []
-        stored: set[str] = set()
-        if keyed:
-            spots = [(_digest(r), _member(r)) for r in keyed.values()]
-            args = [self._p, len(spots), *(x for spot in spots for x in spot), *keyed]
-            reply = await self._script("SIBLINGS", self._writes[1:], args)
-            stored = {i for i, flag in zip(keyed, reply[-1], strict=True) if flag}
-            for row, (digest, member), found in zip(keyed.values(), spots, reply[:-1], strict=True):
-                timeline = timelines.setdefault(digest, {})
-                if row.id not in stored:
-                    before, before_to = self._neighbour(found[:4], timeline)
-                    after, _ = self._neighbour(found[4:], timeline)
-                    checks.append([digest, member, before, before_to, after])
+        timelines, checks, stored = await self._neighbours(keyed)
         placed: list[Row] = []
         row_args: list[tuple[str, str, str]] = []
         final: dict[str, Row] = {}  # the new rows as the script writes them
@@ -295,30 +317,42 @@ class RedisBankBackend:
                 digest = _digest(row)
                 mode = "e" if row.id in stored else "n"
             if mode == "n":
-                timeline = timelines[digest]
-                row, closed = place_on_timeline(timeline.values(), row)
-                for record_id, valid_to in closed:
-                    timeline[record_id] = replace(timeline[record_id], valid_to=valid_to)
-                    if record_id in final:
-                        final[record_id] = replace(final[record_id], valid_to=valid_to)
-                    else:
-                        closings[record_id] = valid_to
-                timeline[row.id] = row
+                row = _place(timelines[digest], row, final, closings)
             if row.id not in final and mode != "e":
                 final[row.id] = row
             placed.append(row)
             row_args.append((row.id, mode, digest))
         args = [self._p, job or "", len(rows), len(closings), len(checks)]
-        for (record_id, mode, digest), row in zip(row_args, placed, strict=True):
-            written = final.get(record_id, row)
-            member = _member(written) if digest else ""
-            args += [record_id, mode, digest, member, _revision_json(written)]
-            args += [_to(written.valid_to), *_vector_args(written.vector)]
+        args += _row_args(row_args, placed, final)
         for record_id, valid_to in closings.items():
             args += [record_id, _to(valid_to)]
         for check in checks:
             args += check
         return _Plan(args, placed)
+
+    async def _neighbours(
+        self, keyed: dict[str, Row]
+    ) -> tuple[dict[str, dict[str, Row]], list[Any], set[str]]:
+        """The keyed rows' timelines as far as read, the checks the script makes, the stored ids.
+
+        Each new row's neighbours (read with ``SIBLINGS``) go on its key's timeline and
+        into a check that the script finds them still there.
+        """
+        timelines: dict[str, dict[str, Row]] = {}
+        checks: list[Any] = []
+        if not keyed:
+            return timelines, checks, set()
+        spots = [(_digest(r), _member(r)) for r in keyed.values()]
+        args = [self._p, len(spots), *(x for spot in spots for x in spot), *keyed]
+        reply = await self._script("SIBLINGS", self._writes[1:], args)
+        stored = {i for i, flag in zip(keyed, reply[-1], strict=True) if flag}
+        for row, (digest, member), found in zip(keyed.values(), spots, reply[:-1], strict=True):
+            timeline = timelines.setdefault(digest, {})
+            if row.id not in stored:
+                before, before_to = self._neighbour(found[:4], timeline)
+                after, _ = self._neighbour(found[4:], timeline)
+                checks.append([digest, member, before, before_to, after])
+        return timelines, checks, stored
 
     def _neighbour(self, found: Any, timeline: dict[str, Row]) -> tuple[bytes, bytes]:
         """A neighbour ``SIBLINGS`` found (added to ``timeline``): its member and valid_to."""

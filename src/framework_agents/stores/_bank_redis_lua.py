@@ -17,7 +17,7 @@ refuses (``-2``) when that is no longer what is stored.
 
 from __future__ import annotations
 
-from ._redis_lua import _typed
+from ._redis_lua import typed_script
 
 __all__ = ["ADD_JOB", "CHANGES", "DELETE", "INSERT", "LATEST", "REVISE", "SIBLINGS"]
 
@@ -140,7 +140,7 @@ return out
 # row's member, the member expected before it ('' none) and that record's valid_to, the
 # member expected after it ('' none).
 # Replies {1, per row: 0 written, or latest() of the stored record}.
-INSERT = _typed(
+INSERT = typed_script(
     "string stream hash",
     _LATEST
     + _APPEND
@@ -225,7 +225,7 @@ return out
 
 # KEYS: change-log counter, change log. ARGV: bank prefix, record id, the revision the
 # caller read, the new revision's JSON, '1'/'0' has a vector, vector.
-REVISE = _typed(
+REVISE = typed_script(
     "string stream",
     _APPEND
     + """
@@ -247,7 +247,7 @@ return {1}
 # KEYS: change-log counter, change log. ARGV: bank prefix, record ids (distinct)...
 # Removes each stored record's hash (every revision and vector) and its member from its
 # key's timeline; replies {1, how many were stored}.
-DELETE = _typed(
+DELETE = typed_script(
     "string stream",
     _APPEND
     + """
@@ -284,7 +284,7 @@ return {1, #found}
 
 # KEYS: jobs hash, jobs counter. ARGV: job id, job body. Stores '<order>\\n<body>' unless
 # the job is stored; replies {1} (or {-3, why} when the counter is not a number).
-ADD_JOB = _typed(
+ADD_JOB = typed_script(
     "hash string",
     """
 if redis.call('HEXISTS', KEYS[1], ARGV[1]) == 1 then return {1} end

@@ -26,8 +26,7 @@ from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 from .._retention import check_ttl
 from .._store_url import parse_store_url
-from ..bank._backend import BankBackend, InMemoryBankBackend
-from ..bank._files import FileBankBackend
+from ..bank._base import BankBackend, FileBankBackend, InMemoryBankBackend
 from ..bank.bank import Embedder, MemoryBank
 from ..checkpoint._base import Checkpointer
 from ..checkpoint.file import FileCheckpointer

@@ -24,6 +24,7 @@ __all__ = [
     "RENEW",
     "SAVE_THREAD",
     "THREAD_GUARD",
+    "typed_script",
 ]
 
 
@@ -44,7 +45,7 @@ end
 """
 
 
-def _typed(types: str, script: str) -> str:
+def typed_script(types: str, script: str) -> str:
     """``script`` after a check that ``KEYS[1]``, ``KEYS[2]``... hold the Redis ``types``.
 
     ``types``: one type name per key, in order; a last ``lists...`` makes every further
@@ -71,7 +72,7 @@ def _typed(types: str, script: str) -> str:
 # KEYS: data hash, index zset, times zset, digests hash, last-record hash, the key's log.
 # ARGV: key, value, mode ('put'; 'absent': only if missing; 'equal': only if it holds
 # ARGV[4]; 'tag': only if its tag is ARGV[4]), expected, value digest, ancestors...
-PUT = _typed(
+PUT = typed_script(
     "hash zset zset hash hash list",
     """
 if ARGV[3] ~= 'put' then
@@ -109,7 +110,7 @@ return {1}
 # A record appended to a value whose tag is still ARGV[3]; replies {1, new tag}.
 # KEYS: data hash, times zset, digests hash, last-record hash, the key's log, seq counter.
 # ARGV: key, record, expected tag.
-APPEND_LOGGED = _typed(
+APPEND_LOGGED = typed_script(
     "hash zset hash hash list string",
     """
 if redis.call('HEXISTS', KEYS[1], ARGV[1]) == 0 then return {-2} end
@@ -129,7 +130,7 @@ return {1, d .. ':' .. seq}
 # A value written without its digest (by a release before the value logs): give it its
 # digest and drop any log beside it, if it still holds ARGV[2].
 # KEYS: data hash, digests hash, last-record hash, the key's log. ARGV: key, value, digest.
-REPAIR_DIGEST = _typed(
+REPAIR_DIGEST = typed_script(
     "hash hash hash list",
     """
 if redis.call('HGET', KEYS[1], ARGV[1]) ~= ARGV[2] then return 0 end
@@ -143,7 +144,7 @@ return 1
 # Remove values (with their digests and logs) last written before ARGV[1] ('+inf': any).
 # KEYS: data hash, index zset, times zset, digests hash, last-record hash, then one log
 # per key. ARGV: cutoff, keys... (the log of ARGV[i] is KEYS[4 + i]). Replies how many went.
-FORGET = _typed(
+FORGET = typed_script(
     "hash zset zset hash hash lists...",
     """
 local gone = 0
@@ -187,7 +188,7 @@ end
 # KEYS: head hash, message list, lock, fence, threads zset.
 # ARGV: thread_id, owner, fence, expected version (-1: any), keep, head, pending, length,
 #       ttl ms (0: none), bodies...
-SAVE_THREAD = _typed(
+SAVE_THREAD = typed_script(
     "hash list string string zset",
     OUTLIVE
     + """
@@ -229,7 +230,7 @@ return save()
 
 # KEYS: lock, fence, head hash, message list.  ARGV: owner, lease ms.  Reply: the new
 # fence, or 0 when held.
-ACQUIRE = _typed(
+ACQUIRE = typed_script(
     "string string hash list",
     OUTLIVE
     + """
@@ -243,7 +244,7 @@ return 0
 )
 
 # KEYS: lock, head hash, message list.  ARGV: owner, lease ms.
-RENEW = _typed(
+RENEW = typed_script(
     "string hash list",
     OUTLIVE
     + """
@@ -257,7 +258,7 @@ return 0
 )
 
 # KEYS: lock.  ARGV: owner.  Compare-and-delete: never releases another run's lock.
-RELEASE = _typed(
+RELEASE = typed_script(
     "string",
     """
 if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
@@ -385,7 +386,7 @@ return {n - drop, drop, marker}
 # KEYS: list, id set, marker.  ARGV: max messages, fresh ('1': replace), items...
 # An append skips an item whose message id is stored already or came earlier in it; the
 # marker moves when anything changed.
-MEMORY_APPEND = _typed(
+MEMORY_APPEND = typed_script(
     "list set string",
     _MEMORY_IDS
     + """
@@ -407,7 +408,7 @@ end
 # Appends every item if the marker is the expected one, the list within the window and
 # every item's message id new (none missing, stored already or repeated); else changes
 # nothing, returns false.
-MEMORY_APPEND_IF = _typed(
+MEMORY_APPEND_IF = typed_script(
     "list set string",
     _MEMORY_IDS
     + """
@@ -425,7 +426,7 @@ end
 )
 
 # KEYS: list, id set, marker. Forgets the history; returns the marker after.
-MEMORY_CLEAR = _typed(
+MEMORY_CLEAR = typed_script(
     "list set string",
     """
 redis.call('DEL', KEYS[1], KEYS[2])
@@ -437,7 +438,7 @@ return redis.call('INCR', KEYS[3])
 # committer's base and the given messages), items... Replaces the list with the items,
 # then appends the stored items whose message id is none of the ids: what another writer
 # appended meanwhile (stores._codec.appended_by_others; an unreadable item is replaced).
-MEMORY_MERGE = _typed(
+MEMORY_MERGE = typed_script(
     "list set string",
     _MEMORY_IDS
     + """

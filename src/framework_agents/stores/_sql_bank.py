@@ -33,9 +33,16 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import Any, NamedTuple, TypeVar
 
-from ..bank import _records
-from ..bank._backend import Job, Revision
-from ..bank._records import Row, namespace_text
+from ..bank._base import (
+    Job,
+    Revision,
+    Row,
+    check_namespace,
+    namespace_text,
+    place_on_timeline,
+    row_from_json,
+    row_to_json,
+)
 from ..errors import InvalidArgumentError, MemoryCorruptError
 from ._sql import Query, SqlDb, Steps
 
@@ -149,7 +156,7 @@ def bank_sql(
 
 
 def _body(row: Row) -> bytes:
-    text = json.dumps(_records.row_to_json(row), ensure_ascii=False, separators=(",", ":"))
+    text = json.dumps(row_to_json(row), ensure_ascii=False, separators=(",", ":"))
     return text.encode("utf-8", "surrogatepass")
 
 
@@ -180,7 +187,7 @@ class SqlBankBackend:
             data = json.loads(bytes(body).decode("utf-8", "surrogatepass"))
         except (ValueError, TypeError):
             raise MemoryCorruptError(f"{where}: revision {revision} is not JSON") from None
-        row = _records.row_from_json(data, None if vector is None else bytes(vector), where=where)
+        row = row_from_json(data, None if vector is None else bytes(vector), where=where)
         if row.id != record_id or row.revision != revision:
             raise MemoryCorruptError(f"{where}: revision {revision} holds another revision")
         if valid_to is not None and not isinstance(valid_to, int):
@@ -251,7 +258,7 @@ class SqlBankBackend:
     def _place(
         self, row: Row, new: dict[str, Row], closed: dict[str, int | None]
     ) -> Steps[tuple[Row, list[tuple[str, int | None]]]]:
-        """``row`` placed on its key's timeline (``_records.place_on_timeline``).
+        """``row`` placed on its key's timeline (``place_on_timeline``).
 
         The stored records it can touch are its two neighbours (read through the index on
         ``(namespace, key, valid_from, id)``, not the key's whole history), as this write
@@ -269,7 +276,7 @@ class SqlBankBackend:
             for s in map(self._row, found)
         ]
         siblings += [r for r in new.values() if (r.namespace, r.key) == (row.namespace, row.key)]
-        return _records.place_on_timeline(siblings, row)
+        return place_on_timeline(siblings, row)
 
     async def revise(self, record_id: str, change: Revision) -> Row | None:
         """Append a revision (see :meth:`~framework_agents.bank._backend.BankBackend.revise`)."""
@@ -349,7 +356,7 @@ class SqlBankBackend:
         jobs = []
         for job_id, namespace, payload in found:
             try:
-                parts = _records.check_namespace(json.loads(namespace))
+                parts = check_namespace(json.loads(namespace))
             except (ValueError, TypeError, InvalidArgumentError):
                 raise MemoryCorruptError(
                     f"extraction job {job_id!r} in {self._db.place}: its namespace is invalid"

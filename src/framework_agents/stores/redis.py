@@ -125,12 +125,16 @@ def _check_url(url: str) -> None:
             f"{redact(url)!r} asks redis-py to decode replies (decode_responses); the stores "
             "read bytes: leave it out"
         )
-    if parts.scheme == "unix":
-        return
+    if parts.scheme != "unix":
+        _check_database(url, parts.path, pairs)
+
+
+def _check_database(url: str, path: str, pairs: list[tuple[str, str]]) -> None:
+    """Refuse a database that is not a number, in the path or a ``?db=`` parameter."""
     bad = [v for k, v in pairs if k == "db"]
     bad = ["?db=" + v for v in bad if not (v.isascii() and v.isdigit())]
-    if not _DATABASE.match(parts.path):
-        bad.append(parts.path)
+    if not _DATABASE.match(path):
+        bad.append(path)
     if bad:
         raise InvalidArgumentError(
             f"a Redis URL names its database as /<number> (0, 1, ...), not {bad[0]!r} "

@@ -1,5 +1,6 @@
 """Shared parts of the store conformance suite: the factory, the helpers, the hostile inputs.
 
+The contract of the suite's modules (``_suite_*``): they build on these names only.
 See :mod:`framework_agents.testing.conformance`; import from tests only (needs pytest).
 """
 
@@ -25,16 +26,16 @@ __all__ = [
     "HOSTILE_THREAD_IDS",
     "StoreFactory",
     "T",
-    "_alternating",
-    "_bank_run",
-    "_code",
-    "_fixed_id",
-    "_needs",
-    "_present",
-    "_rich_history",
-    "_run",
-    "_spawn",
-    "_wait",
+    "alternating",
+    "run_on_bank",
+    "error_code",
+    "fixed_id",
+    "needs",
+    "present",
+    "rich_history",
+    "run_on_store",
+    "spawn",
+    "wait_answer",
     "overlapping_agent_runs",
 ]
 
@@ -75,7 +76,9 @@ class StoreFactory:
     corrupter: Corrupter | None = None
 
 
-def _run(factory: StoreFactory, body: Callable[[Store], Awaitable[T]]) -> T:
+def run_on_store(factory: StoreFactory, body: Callable[[Store], Awaitable[T]]) -> T:
+    """Run ``body`` on a store the factory opens (closed after), in a new event loop."""
+
     async def main() -> T:
         store = factory.open()
         try:
@@ -86,19 +89,23 @@ def _run(factory: StoreFactory, body: Callable[[Store], Awaitable[T]]) -> T:
     return asyncio.run(main())
 
 
-def _bank_run(factory: StoreFactory, body: Callable[[MemoryBank], Awaitable[T]]) -> T:
+def run_on_bank(factory: StoreFactory, body: Callable[[MemoryBank], Awaitable[T]]) -> T:
+    """Run ``body`` on the memory bank of a store the factory opens (see :func:`run_on_store`)."""
+
     async def on_store(store: Store) -> T:
         return await body(store.bank())
 
-    return _run(factory, on_store)
+    return run_on_store(factory, on_store)
 
 
-def _fixed_id(n: int) -> str:
+def fixed_id(n: int) -> str:
     """A record id fixed by ``n`` (32 hex digits, like the ids a bank makes)."""
     return f"{n:032x}"
 
 
-def _code(call: Callable[[], Coroutine[Any, Any, Any]]) -> Callable[[], Awaitable[str | None]]:
+def error_code(call: Callable[[], Coroutine[Any, Any, Any]]) -> Callable[[], Awaitable[str | None]]:
+    """``call`` made to return the code of the ``AgentError`` it raises (``None``: none)."""
+
     async def run() -> str | None:
         try:
             await call()
@@ -109,7 +116,8 @@ def _code(call: Callable[[], Coroutine[Any, Any, Any]]) -> Callable[[], Awaitabl
     return run
 
 
-def _rich_history() -> list[Message]:
+def rich_history() -> list[Message]:
+    """A history with every kind of message part a store must keep exactly."""
     call = ToolCall("c1", "lookup", {"q": "ünï", "n": [1, 2.5, None, True], "d": {"k": "v"}})
     return [
         Message("system", "be brief"),
@@ -149,24 +157,26 @@ async def overlapping_agent_runs(memories: Sequence[Memory], rounds: int) -> Non
         await asyncio.gather(*(agent.run(f"{k} {i}") for k, agent in enumerate(agents)))
 
 
-def _alternating(n: int) -> list[Message]:
+def alternating(n: int) -> list[Message]:
     """``n`` messages, user and assistant in turn, with ids ``m0``, ``m1``..."""
     return [Message("user" if i % 2 == 0 else "assistant", f"m{i}", id=f"m{i}") for i in range(n)]
 
 
-def _needs(condition: bool, reason: str) -> None:
+def needs(condition: bool, reason: str) -> None:
+    """Skip the test unless ``condition`` (a capability the store has)."""
     if not condition:
         pytest.skip(f"capability missing: {reason}")
 
 
-def _present(value: T | None, reason: str) -> T:
+def present(value: T | None, reason: str) -> T:
     """``value``; the test is skipped when it is ``None`` (a capability the store lacks)."""
     if value is None:
         pytest.skip(f"capability missing: {reason}")
     return value
 
 
-def _spawn(target: Callable[..., None], *args: Any) -> tuple[Any, Any]:
+def spawn(target: Callable[..., None], *args: Any) -> tuple[Any, Any]:
+    """Start ``target(conn, *args)`` in a spawned process: the process and the parent's end."""
     ctx = multiprocessing.get_context("spawn")
     parent, child = ctx.Pipe()
     proc = ctx.Process(target=target, args=(child, *args), daemon=True)
@@ -175,7 +185,8 @@ def _spawn(target: Callable[..., None], *args: Any) -> tuple[Any, Any]:
     return proc, parent
 
 
-def _wait(conn: Any, proc: Any, timeout: float = 120.0) -> Any:
+def wait_answer(conn: Any, proc: Any, timeout: float = 120.0) -> Any:
+    """What the child ``proc`` sends on ``conn`` (killed, failing the test, after ``timeout``)."""
     if not conn.poll(timeout):
         proc.kill()
         raise AssertionError(f"child process {proc.pid} did not answer within {timeout}s")

@@ -19,13 +19,22 @@ from typing import Any
 import pytest
 
 from ..bank import MemoryBank, MemoryRecord
-from ..bank._backend import Job
+from ..bank._base import Job
 from ..errors import AgentError
 from ..messages import Message
 from ..stores._base import Store
 from . import _store_workers as workers
 from ._corrupt import BankCorrupter
-from ._suite import StoreFactory, _bank_run, _code, _fixed_id, _needs, _run, _spawn, _wait
+from ._suite import (
+    StoreFactory,
+    error_code,
+    fixed_id,
+    needs,
+    run_on_bank,
+    run_on_store,
+    spawn,
+    wait_answer,
+)
 from ._suite_bank_time import BankTimeSuite
 
 __all__ = ["BankSuite"]
@@ -87,7 +96,7 @@ async def _same_order(bank: MemoryBank, reference: MemoryBank) -> None:
     rows = []
     for n, (text, fields) in enumerate(_ORDER_RECORDS):
         fields = {"namespace": _ORDER_NS, "valid_from": _DAY, **fields}
-        rows.append(reference.new_row(text, record_id=_fixed_id(1000 - n), **fields))
+        rows.append(reference.new_row(text, record_id=fixed_id(1000 - n), **fields))
     for target in (reference, bank):
         await target.add_job(Job("load", _ORDER_NS, b""))
         assert await target.complete_job("load", rows) is not None
@@ -129,10 +138,10 @@ class BankSuite(BankTimeSuite):
             assert other.id != rec.id
             assert (other.kind, other.key) == ("preference", "k1")
             assert await bank.get(other.id) == other
-            assert await bank.get(_fixed_id(12345)) is None
-            assert await bank.revisions(_fixed_id(12345)) == []
+            assert await bank.get(fixed_id(12345)) is None
+            assert await bank.revisions(fixed_id(12345)) == []
 
-        _bank_run(store_factory, body)
+        run_on_bank(store_factory, body)
 
     def test_bank_search_ranks_by_words_and_filters(self, store_factory: StoreFactory) -> None:
         """Search ranks the matching records (scores descending), k bounds it, filters hold."""
@@ -164,7 +173,7 @@ class BankSuite(BankTimeSuite):
             assert await bank.search("Ada", namespace=ns, where={"topic": "work"}) == []
             assert await bank.search("zebra", namespace=ns) == []
 
-        _bank_run(store_factory, body)
+        run_on_bank(store_factory, body)
 
     def test_bank_namespaces_cover_children_never_siblings(
         self, store_factory: StoreFactory
@@ -202,7 +211,7 @@ class BankSuite(BankTimeSuite):
                 assert len(await found(ns)) == 1, ns
             assert await bank.forget_namespace(("u1",)) == 0
 
-        _bank_run(store_factory, body)
+        run_on_bank(store_factory, body)
 
     def test_bank_update_makes_revisions(self, store_factory: StoreFactory) -> None:
         """Update appends a revision (revision + 1, same id); search sees the latest only."""
@@ -221,10 +230,10 @@ class BankSuite(BankTimeSuite):
             assert [h.record for h in await bank.search("London", namespace=ns)] == [third]
             assert await bank.search("Londno", namespace=ns) == []
             assert await bank.list(ns) == [third]
-            unknown = _fixed_id(77)
-            assert await _code(lambda: bank.update(unknown, text="x"))() == "MEMORY_NOT_FOUND"
+            unknown = fixed_id(77)
+            assert await error_code(lambda: bank.update(unknown, text="x"))() == "MEMORY_NOT_FOUND"
 
-        _bank_run(store_factory, body)
+        run_on_bank(store_factory, body)
 
     def test_bank_list_pages_oldest_first(self, store_factory: StoreFactory) -> None:
         """List returns records oldest first; ``after`` continues; filters hold."""
@@ -255,10 +264,10 @@ class BankSuite(BankTimeSuite):
             assert await bank.list(ns, kinds=["episode"]) == made[1::2]
             assert await bank.list(ns, where={"even": True}) == made[0::2]
             assert await bank.list((*ns, "sub")) == made[0::3]
-            code = await _code(lambda: bank.list(ns, after=_fixed_id(99)))()
+            code = await error_code(lambda: bank.list(ns, after=fixed_id(99)))()
             assert code == "INVALID_ARGUMENT"
 
-        _bank_run(store_factory, body)
+        run_on_bank(store_factory, body)
 
     def test_bank_forget_removes_every_revision(self, store_factory: StoreFactory) -> None:
         """Forget removes a record with its revisions, for every bank of the store."""
@@ -277,9 +286,9 @@ class BankSuite(BankTimeSuite):
                 assert await reader.revisions(rec.id) == []
                 assert await reader.search("secret pear plum", namespace=ns) == []
                 assert await reader.list(ns) == [kept]
-            assert await _code(lambda: bank.update(rec.id, text="x"))() == "MEMORY_NOT_FOUND"
+            assert await error_code(lambda: bank.update(rec.id, text="x"))() == "MEMORY_NOT_FOUND"
 
-        _run(store_factory, body)
+        run_on_store(store_factory, body)
 
     def test_bank_banks_of_one_store_share_it(self, store_factory: StoreFactory) -> None:
         """A search sees every record another bank of the store remembered before it."""
@@ -295,7 +304,7 @@ class BankSuite(BankTimeSuite):
             assert [h.record for h in await reader.search("cherry", namespace=ns)] == [changed]
             assert await reader.list(ns) == [changed]
 
-        _run(store_factory, body)
+        run_on_store(store_factory, body)
 
     def test_bank_remember_messages_is_idempotent(self, store_factory: StoreFactory) -> None:
         """Each user and assistant message with text is one episode, stored once by id."""
@@ -332,7 +341,7 @@ class BankSuite(BankTimeSuite):
             assert elsewhere[0].id != first[0].id  # one message, two namespaces: two records
             assert await bank.remember_messages([], namespace=ns) == []
 
-        _bank_run(store_factory, body)
+        run_on_bank(store_factory, body)
 
     def test_bank_extraction_jobs_complete_once(self, store_factory: StoreFactory) -> None:
         """A pending job completes once with its records; forget_namespace drops its jobs."""
@@ -348,17 +357,17 @@ class BankSuite(BankTimeSuite):
                 ("job-2", b"2"),
                 ("job-3", b"3"),
             ]
-            row = bank.new_row("Ada is left-handed", namespace=ns, record_id=_fixed_id(1))
+            row = bank.new_row("Ada is left-handed", namespace=ns, record_id=fixed_id(1))
             done = await bank.complete_job("job-1", [row])
-            assert done is not None and [r.id for r in done] == [_fixed_id(1)]
+            assert done is not None and [r.id for r in done] == [fixed_id(1)]
             assert await bank.complete_job("job-1", [row]) is None
-            assert [r.id for r in await bank.list(ns)] == [_fixed_id(1)]
+            assert [r.id for r in await bank.list(ns)] == [fixed_id(1)]
             assert await bank.forget_namespace(ns) == 1
             assert [j.id for j in await bank.pending_jobs()] == ["job-3"]
             assert await bank.complete_job("job-2", [row]) is None
             assert await bank.list(ns) == []
 
-        _bank_run(store_factory, body)
+        run_on_bank(store_factory, body)
 
     # -- determinism ---------------------------------------------------------------------
 
@@ -372,15 +381,15 @@ class BankSuite(BankTimeSuite):
             bank = store.bank()
             await _same_order(bank, MemoryBank())
             ties = [h.record.id for h in await bank.search("the blue boat", namespace=_ORDER_NS)]
-            assert ties[:3] == [_fixed_id(997), _fixed_id(998), _fixed_id(999)]
+            assert ties[:3] == [fixed_id(997), fixed_id(998), fixed_id(999)]
 
-        _run(store_factory, body)
+        run_on_store(store_factory, body)
 
     def test_bank_search_by_meaning_order_is_the_in_process_order(
         self, store_factory: StoreFactory
     ) -> None:
         """With an embedder (vectors stored with the records) too: the in-process order."""
-        _needs(importlib.util.find_spec("numpy") is not None, "numpy (the embeddings extra)")
+        needs(importlib.util.find_spec("numpy") is not None, "numpy (the embeddings extra)")
 
         async def body(store: Store) -> None:
             bank = store.bank(embedder=_letters)
@@ -388,7 +397,7 @@ class BankSuite(BankTimeSuite):
             by_meaning = await bank.search("harbor bot", namespace=_ORDER_NS)
             assert by_meaning  # no word in common: found by meaning alone
 
-        _run(store_factory, body)
+        run_on_store(store_factory, body)
 
     # -- bad input -----------------------------------------------------------------------
 
@@ -441,7 +450,7 @@ class BankSuite(BankTimeSuite):
                 partial(loose.prune, 3600),
             ]
             for call in calls:
-                assert await _code(call)() == "INVALID_ARGUMENT", call
+                assert await error_code(call)() == "INVALID_ARGUMENT", call
             for bad_id in ("", "abc", "x" * 40, "A" * 32, 7):
                 with pytest.raises(AgentError) as info:
                     bank.new_row("x", namespace=ns, record_id=bad_id)
@@ -451,7 +460,7 @@ class BankSuite(BankTimeSuite):
             rec = await bank.remember("at the limits", namespace=edge, ttl=0.5e9)
             assert [r.id for r in await bank.list(edge)] == [rec.id]
 
-        _bank_run(store_factory, body)
+        run_on_bank(store_factory, body)
 
     def test_bank_huge_and_stop_word_queries_answer(self, store_factory: StoreFactory) -> None:
         """A 1 MB query and one made only of stop words answer promptly (a list)."""
@@ -467,12 +476,12 @@ class BankSuite(BankTimeSuite):
                 assert isinstance(hits, list)
                 assert time.monotonic() - start < 30
 
-        _bank_run(store_factory, body)
+        run_on_bank(store_factory, body)
 
     def test_bank_corrupt_record_is_reported_and_left(self, store_factory: StoreFactory) -> None:
         """A stored record of the wrong shape: MEMORY_CORRUPT on every read, never skipped."""
         corrupter = store_factory.corrupter
-        _needs(isinstance(corrupter, BankCorrupter), "a corrupter of bank records (BankCorrupter)")
+        needs(isinstance(corrupter, BankCorrupter), "a corrupter of bank records (BankCorrupter)")
         assert isinstance(corrupter, BankCorrupter)
         ns = ("user-12",)
 
@@ -482,16 +491,16 @@ class BankSuite(BankTimeSuite):
             await corrupter.corrupt_bank_record(rec.id)
             return rec.id
 
-        record_id = _bank_run(store_factory, write)
+        record_id = run_on_bank(store_factory, write)
 
         async def read(bank: MemoryBank) -> None:
             for _ in range(2):  # left as it is: the second read finds it corrupt again
-                assert await _code(lambda: bank.get(record_id))() == "MEMORY_CORRUPT"
-                assert await _code(lambda: bank.revisions(record_id))() == "MEMORY_CORRUPT"
-                code = await _code(lambda: bank.search("record", namespace=ns))()
+                assert await error_code(lambda: bank.get(record_id))() == "MEMORY_CORRUPT"
+                assert await error_code(lambda: bank.revisions(record_id))() == "MEMORY_CORRUPT"
+                code = await error_code(lambda: bank.search("record", namespace=ns))()
                 assert code == "MEMORY_CORRUPT"
 
-        _bank_run(store_factory, read)
+        run_on_bank(store_factory, read)
 
     # -- several processes (slow) ----------------------------------------------------------
 
@@ -502,14 +511,14 @@ class BankSuite(BankTimeSuite):
         Every record is stored once; the key's timeline is whole (each record ends where
         the next begins) and exactly one record holds now.
         """
-        _needs(store_factory.cross_process, "cross-process sharing")
+        needs(store_factory.cross_process, "cross-process sharing")
         count = 15
         procs = [
-            _spawn(workers.bank_worker, store_factory.open, ("shared",), f"p{i}", count)
+            spawn(workers.bank_worker, store_factory.open, ("shared",), f"p{i}", count)
             for i in range(3)
         ]
         for proc, conn in procs:
-            assert (got := _wait(conn, proc)) == ("ok", count), got
+            assert (got := wait_answer(conn, proc)) == ("ok", count), got
             proc.join(30)
 
         async def body(bank: MemoryBank) -> None:
@@ -526,28 +535,28 @@ class BankSuite(BankTimeSuite):
                 timeline[-1]
             ]
 
-        _bank_run(store_factory, body)
+        run_on_bank(store_factory, body)
 
     @pytest.mark.slow
     def test_bank_search_sees_what_another_process_remembered(
         self, store_factory: StoreFactory
     ) -> None:
         """A bank whose index was built sees the records a process wrote since, and forgot."""
-        _needs(store_factory.cross_process, "cross-process sharing")
+        needs(store_factory.cross_process, "cross-process sharing")
         ns = ("seen",)
 
         async def body(bank: MemoryBank) -> None:
             kept = await bank.remember("an orange note", namespace=ns)
             assert len(await bank.search("note", namespace=ns)) == 1
-            proc, conn = _spawn(workers.bank_worker, store_factory.open, ns, "child", 4)
-            assert (got := await asyncio.to_thread(_wait, conn, proc)) == ("ok", 4), got
+            proc, conn = spawn(workers.bank_worker, store_factory.open, ns, "child", 4)
+            assert (got := await asyncio.to_thread(wait_answer, conn, proc)) == ("ok", 4), got
             proc.join(30)
             hits = await bank.search("note", namespace=ns, k=100, include_past=True)
             assert len(hits) == 5
-            proc, conn = _spawn(workers.bank_forget_worker, store_factory.open, ns)
-            assert (got := await asyncio.to_thread(_wait, conn, proc)) == ("ok", 5), got
+            proc, conn = spawn(workers.bank_forget_worker, store_factory.open, ns)
+            assert (got := await asyncio.to_thread(wait_answer, conn, proc)) == ("ok", 5), got
             proc.join(30)
             assert await bank.search("note", namespace=ns, include_past=True) == []
             assert await bank.get(kept.id) is None
 
-        _bank_run(store_factory, body)
+        run_on_bank(store_factory, body)

@@ -13,7 +13,7 @@ from typing import Any
 
 from ..bank import MemoryBank, MemoryRecord
 from ..stores._base import Store
-from ._suite import StoreFactory, _bank_run, _code, _run
+from ._suite import StoreFactory, error_code, run_on_bank, run_on_store
 
 __all__ = ["BankTimeSuite"]
 
@@ -86,7 +86,7 @@ class BankTimeSuite:
             fixed = await bank.update(lyon.id, text="Ada lives in Lyon, France")
             assert (fixed.valid_from, fixed.valid_to) == (lyon.valid_from, lyon.valid_to)
 
-        _bank_run(store_factory, body)
+        run_on_bank(store_factory, body)
 
     def test_bank_forgotten_successor_leaves_its_predecessor_closed(
         self, store_factory: StoreFactory
@@ -116,7 +116,7 @@ class BankTimeSuite:
             assert await _texts(bank, "tea water", ns, as_of=day0 + timedelta(4)) == set()
             assert await _texts(bank, "tea water", ns) == {"water"}
 
-        _bank_run(store_factory, body)
+        run_on_bank(store_factory, body)
 
     def test_bank_ttl_expires_records(self, store_factory: StoreFactory) -> None:
         """A record past its ttl is gone for every read, in every bank of the store."""
@@ -142,10 +142,10 @@ class BankTimeSuite:
                     "a plain apple",
                 }
                 assert await reader.list(ns) == [lasting, plain]
-            assert await _code(lambda: bank.update(brief.id, text="x"))() == "MEMORY_NOT_FOUND"
+            assert await error_code(lambda: bank.update(brief.id, text="x"))() == "MEMORY_NOT_FOUND"
             assert await _texts(store.bank(), "apple", ns) == {"a lasting apple", "a plain apple"}
 
-        _run(store_factory, body)
+        run_on_store(store_factory, body)
 
     def test_bank_prune_removes_old_and_expired_records(self, store_factory: StoreFactory) -> None:
         """Prune removes what stopped holding or was recorded before the cut, and what expired."""
@@ -174,4 +174,4 @@ class BankTimeSuite:
             assert await bank.prune(timedelta(0)) == 2
             assert await bank.list(ns) == []
 
-        _bank_run(store_factory, body)
+        run_on_bank(store_factory, body)

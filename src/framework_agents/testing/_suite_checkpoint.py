@@ -12,7 +12,15 @@ from ..checkpoint.model import ThreadCheckpoint
 from ..errors import AgentError
 from ..messages import Message, ToolCall
 from ..stores._base import Store
-from ._suite import HOSTILE_THREAD_IDS, StoreFactory, _code, _needs, _present, _rich_history, _run
+from ._suite import (
+    HOSTILE_THREAD_IDS,
+    StoreFactory,
+    error_code,
+    needs,
+    present,
+    rich_history,
+    run_on_store,
+)
 
 __all__ = ["CheckpointSuite"]
 
@@ -27,7 +35,7 @@ class CheckpointSuite:
 
         async def body(store: Store) -> None:
             cp = store.checkpointer
-            history = _rich_history()
+            history = rich_history()
             pending = ToolCall("c9", "pay", {"amount": 10.5})
             saved = ThreadCheckpoint(
                 "t-2",
@@ -48,7 +56,7 @@ class CheckpointSuite:
             await cp.delete("t-1")
             assert await cp.list_threads() == ["t-2"]
 
-        _run(store_factory, body)
+        run_on_store(store_factory, body)
 
     def test_a_question_and_its_turn_round_trip(self, store_factory: StoreFactory) -> None:
         """A pending question (its turn, landed results, the elicitation) round-trips.
@@ -87,7 +95,7 @@ class CheckpointSuite:
             assert again is not None and again.elicitation is None and again.pending is None
             assert again.results == [result]
 
-        _run(store_factory, body)
+        run_on_store(store_factory, body)
 
     def test_an_inconsistent_checkpoint_is_refused_and_nothing_stored(
         self, store_factory: StoreFactory
@@ -104,11 +112,11 @@ class CheckpointSuite:
                 base.model_copy(update={"in_flight": [ToolCall("c1", "f", {})]}),
                 base.model_copy(update={"turn": turn, "results": [orphan]}),
             ):
-                assert await _code(functools.partial(cp.save, bad))() == "INVALID_ARGUMENT"
+                assert await error_code(functools.partial(cp.save, bad))() == "INVALID_ARGUMENT"
             loaded = await cp.load("t1")
             assert loaded is not None and loaded.model_dump_json() == base.model_dump_json()
 
-        _run(store_factory, body)
+        run_on_store(store_factory, body)
 
     def test_checkpoint_append_edit_and_truncate(self, store_factory: StoreFactory) -> None:
         """A grown, an edited and a shortened history each load back exactly."""
@@ -139,7 +147,7 @@ class CheckpointSuite:
                     await other.close()
                 assert fresh is not None and fresh.messages == edited[:2]
 
-        _run(store_factory, body)
+        run_on_store(store_factory, body)
 
     @pytest.mark.parametrize("thread_id", HOSTILE_THREAD_IDS, ids=repr)
     def test_checkpointer_refuses_hostile_thread_ids(
@@ -155,16 +163,16 @@ class CheckpointSuite:
                     pass
 
             for call in (lambda: cp.load(thread_id), lambda: cp.delete(thread_id), lock):
-                assert await _code(call)() == "THREAD_ID_INVALID"
+                assert await error_code(call)() == "THREAD_ID_INVALID"
 
-        _run(store_factory, body)
+        run_on_store(store_factory, body)
 
     def test_thread_lock_excludes_a_second_run(self, store_factory: StoreFactory) -> None:
         """A second hold of a held thread waits, then THREAD_BUSY; saves inside still work."""
 
         async def body(store: Store) -> None:
             cp = store.checkpointer
-            _needs(callable(getattr(cp, "thread_lock", None)), "checkpointer.thread_lock")
+            needs(callable(getattr(cp, "thread_lock", None)), "checkpointer.thread_lock")
             other = store_factory.open() if store_factory.cross_process else store
             try:
                 async with cp.thread_lock("t"):  # type: ignore[attr-defined]
@@ -179,14 +187,14 @@ class CheckpointSuite:
                 if other is not store:
                     await other.close()
 
-        _run(store_factory, body)
+        run_on_store(store_factory, body)
 
     def test_thread_lock_is_not_reentrant(self, store_factory: StoreFactory) -> None:
         """A run that holds a thread and asks for it again waits, then THREAD_BUSY."""
 
         async def body(store: Store) -> None:
             cp = store.checkpointer
-            _needs(callable(getattr(cp, "thread_lock", None)), "checkpointer.thread_lock")
+            needs(callable(getattr(cp, "thread_lock", None)), "checkpointer.thread_lock")
             async with cp.thread_lock("t"):  # type: ignore[attr-defined]
                 with pytest.raises(AgentError) as info:
                     async with cp.thread_lock("t", timeout=0.1):  # type: ignore[attr-defined]
@@ -196,15 +204,15 @@ class CheckpointSuite:
             loaded = await cp.load("t")
             assert loaded is not None and loaded.messages[0].text == "still mine"
 
-        _run(store_factory, body)
+        run_on_store(store_factory, body)
 
     def test_stale_version_is_a_conflict(self, store_factory: StoreFactory) -> None:
         """A writer whose view of the thread is stale gets CHECKPOINT_CONFLICT, writes nothing."""
-        _needs(store_factory.cross_process, "two opens sharing data")
+        needs(store_factory.cross_process, "two opens sharing data")
 
         async def body(store: Store) -> None:
             cp = store.checkpointer
-            _needs(callable(getattr(cp, "fence", None)), "fenced writes (checkpointer.fence)")
+            needs(callable(getattr(cp, "fence", None)), "fenced writes (checkpointer.fence)")
             await cp.save(ThreadCheckpoint("t", None, [Message("user", "a")], {"v": 1}))
             other = store_factory.open()
             try:
@@ -212,17 +220,20 @@ class CheckpointSuite:
                 assert await cp.load("t") is not None
                 await cp.save(ThreadCheckpoint("t", None, [Message("user", "b")], {"v": 2}))
                 late = ThreadCheckpoint("t", None, [Message("user", "c")], {"v": 3})
-                assert await _code(lambda: other.checkpointer.save(late))() == "CHECKPOINT_CONFLICT"
+                assert (
+                    await error_code(lambda: other.checkpointer.save(late))()
+                    == "CHECKPOINT_CONFLICT"
+                )
                 # Someone else's live lock refuses an unlocked write as well.
                 async with cp.thread_lock("t"):  # type: ignore[attr-defined]
-                    code = await _code(lambda: other.checkpointer.save(late))()
+                    code = await error_code(lambda: other.checkpointer.save(late))()
                     assert code == "CHECKPOINT_CONFLICT"
             finally:
                 await other.close()
             loaded = await cp.load("t")
             assert loaded is not None and loaded.state == {"v": 2}
 
-        _run(store_factory, body)
+        run_on_store(store_factory, body)
 
     def test_checkpointer_prune_keeps_held_and_pending_threads(
         self, store_factory: StoreFactory
@@ -231,7 +242,7 @@ class CheckpointSuite:
 
         async def body(store: Store) -> None:
             cp = store.checkpointer
-            prune = _present(getattr(cp, "prune", None), "checkpointer.prune")
+            prune = present(getattr(cp, "prune", None), "checkpointer.prune")
             pending = ToolCall("c1", "pay", {})
             await cp.save(ThreadCheckpoint("idle", None, [Message("user", "a")], {}))
             await cp.save(ThreadCheckpoint("pending", None, [], {}, pending))
@@ -241,17 +252,17 @@ class CheckpointSuite:
                 assert await prune(timedelta(0)) == 1
             assert await cp.list_threads() == ["held", "pending"]
 
-        _run(store_factory, body)
+        run_on_store(store_factory, body)
 
     def test_corrupt_checkpoint_is_reported(self, store_factory: StoreFactory) -> None:
         """Unreadable stored data: CHECKPOINT_CORRUPT on load, left as it is."""
-        corrupter = _present(store_factory.corrupter, "a corrupter in the factory")
+        corrupter = present(store_factory.corrupter, "a corrupter in the factory")
 
         async def body(store: Store) -> None:
             cp = store.checkpointer
             await cp.save(ThreadCheckpoint("t", None, [Message("user", "a")], {}))
             await corrupter.corrupt_checkpoint("t")
             for _ in range(2):
-                assert await _code(lambda: cp.load("t"))() == "CHECKPOINT_CORRUPT"
+                assert await error_code(lambda: cp.load("t"))() == "CHECKPOINT_CORRUPT"
 
-        _run(store_factory, body)
+        run_on_store(store_factory, body)

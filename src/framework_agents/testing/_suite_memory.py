@@ -14,13 +14,13 @@ from ..messages import Message, ToolCall
 from ..stores._base import Store
 from ._suite import (
     StoreFactory,
-    _alternating,
-    _code,
-    _needs,
-    _present,
-    _rich_history,
-    _run,
+    alternating,
+    error_code,
+    needs,
     overlapping_agent_runs,
+    present,
+    rich_history,
+    run_on_store,
 )
 
 __all__ = ["MemorySuite"]
@@ -50,19 +50,19 @@ class MemorySuite:
             await memory.clear()
             assert await memory.load() == []
 
-        _run(store_factory, body)
+        run_on_store(store_factory, body)
 
     def test_memory_replace_is_atomic_swap(self, store_factory: StoreFactory) -> None:
         """replace() makes the given history (windowed) the stored one."""
 
         async def body(store: Store) -> None:
             memory = store.memory("mem", max_messages=3)
-            replace = _present(getattr(memory, "replace", None), "memory.replace")
-            await memory.save(_rich_history())
+            replace = present(getattr(memory, "replace", None), "memory.replace")
+            await memory.save(rich_history())
             await replace([Message("user", f"r{i}") for i in range(5)])
             assert [m.text for m in await memory.load()] == ["r2", "r3", "r4"]
 
-        _run(store_factory, body)
+        run_on_store(store_factory, body)
 
     def test_memory_save_is_idempotent_by_message_id(self, store_factory: StoreFactory) -> None:
         """A save retried (a message given again, or twice) stores each message once."""
@@ -76,7 +76,7 @@ class MemorySuite:
             await store.memory("mem/once", max_messages=50).save([d, e])  # another writer
             assert [m.id for m in await memory.load()] == ["m0", "m1", "m2", "m3", "m4"]
 
-        _run(store_factory, body)
+        run_on_store(store_factory, body)
 
     def test_memory_replace_keeps_what_another_writer_appended(
         self, store_factory: StoreFactory
@@ -92,8 +92,8 @@ class MemorySuite:
         async def body(store: Store) -> None:
             a = store.memory("mem/shared", max_messages=50)
             b = store.memory("mem/shared", max_messages=50)
-            _needs(a is not b, "two memory objects on one key")
-            _needs(callable(getattr(a, "replace", None)), "memory.replace")
+            needs(a is not b, "two memory objects on one key")
+            needs(callable(getattr(a, "replace", None)), "memory.replace")
 
             def turn(tag: str) -> list[Message]:
                 return [
@@ -127,7 +127,7 @@ class MemorySuite:
                     assert info.value.code == "INVALID_ARGUMENT"
                 assert [m.id for m in await a.load()] == ["uE", "aE", "uG", "aG", "uF", "aF"]
 
-        _run(store_factory, body)
+        run_on_store(store_factory, body)
 
     def test_memory_appends_only_while_nothing_was_written(
         self, store_factory: StoreFactory
@@ -142,11 +142,11 @@ class MemorySuite:
 
         async def body(store: Store) -> None:
             memory = store.memory("mem/append", max_messages=50)
-            _needs(isinstance(memory, AppendableMemory), "an appendable memory")
+            needs(isinstance(memory, AppendableMemory), "an appendable memory")
             assert isinstance(memory, AppendableMemory)
             other = store.memory("mem/append", max_messages=50)
-            _needs(other is not memory, "two memory objects on one key")
-            m = _alternating(8)
+            needs(other is not memory, "two memory objects on one key")
+            m = alternating(8)
             assert await memory.load() == []
             done = await memory.save_if(m[:2], revision=memory.revision)
             assert done is not None and done.dropped == 0 and done.revision == memory.revision
@@ -173,7 +173,7 @@ class MemorySuite:
                 assert await memory.save_if(m[6:7], revision=revision) is None
             assert await memory.load() == []
 
-        _run(store_factory, body)
+        run_on_store(store_factory, body)
 
     def test_memory_save_if_refuses_stored_ids_and_counts_the_window(
         self, store_factory: StoreFactory
@@ -185,9 +185,9 @@ class MemorySuite:
 
         async def body(store: Store) -> None:
             memory = store.memory("mem/window", max_messages=4)
-            _needs(isinstance(memory, AppendableMemory), "an appendable memory")
+            needs(isinstance(memory, AppendableMemory), "an appendable memory")
             assert isinstance(memory, AppendableMemory)
-            m = _alternating(8)
+            m = alternating(8)
             await memory.load()
             done = await memory.save_if(m[:4], revision=memory.revision)
             assert done is not None and done.dropped == 0
@@ -201,7 +201,7 @@ class MemorySuite:
             assert [x.id for x in await memory.load()] == [x.id for x in view]
             assert memory.revision == done.revision  # the load found what the append left
 
-        _run(store_factory, body)
+        run_on_store(store_factory, body)
 
     def test_memory_view_kept_by_save_if_is_what_a_load_returns(
         self, store_factory: StoreFactory
@@ -213,11 +213,11 @@ class MemorySuite:
         the others (appends, duplicates, replaces, clears, by an object with a smaller
         or a wider window) end that or leave the history as it was.
         """
-        _needs(store_factory.cross_process, "a durable memory")
+        needs(store_factory.cross_process, "a durable memory")
 
         async def body(store: Store) -> None:
             mine = store.memory("mem/invariant", max_messages=6)
-            _needs(isinstance(mine, AppendableMemory), "an appendable memory")
+            needs(isinstance(mine, AppendableMemory), "an appendable memory")
             assert isinstance(mine, AppendableMemory)
             others = [
                 store.memory("mem/invariant", max_messages=3),
@@ -228,7 +228,7 @@ class MemorySuite:
 
             def fresh(n: int) -> list[Message]:
                 nonlocal made
-                out = _alternating(made + n)[made:]
+                out = alternating(made + n)[made:]
                 made += n
                 return out
 
@@ -260,7 +260,7 @@ class MemorySuite:
                     assert [m.id for m in await mine.load()] == [m.id for m in view]
                     assert mine.revision == revision
 
-        _run(store_factory, body)
+        run_on_store(store_factory, body)
 
     def test_one_memory_object_appends_once_from_one_revision(
         self, store_factory: StoreFactory
@@ -269,7 +269,7 @@ class MemorySuite:
 
         async def body(store: Store) -> None:
             memory = store.memory("mem/twice", max_messages=50)
-            _needs(isinstance(memory, AppendableMemory), "an appendable memory")
+            needs(isinstance(memory, AppendableMemory), "an appendable memory")
             assert isinstance(memory, AppendableMemory)
             await memory.load()
             revision = memory.revision
@@ -279,14 +279,14 @@ class MemorySuite:
             )
             assert sum(r is not None for r in results) == 1, results
 
-        _run(store_factory, body)
+        run_on_store(store_factory, body)
 
     def test_an_agent_commits_a_run_by_appending_it(self, store_factory: StoreFactory) -> None:
         """An agent on an appendable memory appends each run's messages (no replace)."""
 
         async def body(store: Store) -> None:
             memory = store.memory("mem/agent", max_messages=100)
-            _needs(isinstance(memory, AppendableMemory), "an appendable memory")
+            needs(isinstance(memory, AppendableMemory), "an appendable memory")
             from ..agent.agent import Agent
             from ..conversation.null import NullConversationManager
             from ..testing.models import FunctionModel
@@ -312,14 +312,14 @@ class MemorySuite:
             texts = [m.text for m in await store.memory("mem/agent", max_messages=100).load()]
             assert texts == ["one", "answer 1", "two", "answer 3", "three", "answer 5"]
 
-        _run(store_factory, body)
+        run_on_store(store_factory, body)
 
     def test_agents_sharing_a_memory_lose_no_turn(self, store_factory: StoreFactory) -> None:
         """Two agents, each with its own memory object on one key, run at the same time."""
 
         async def body(store: Store) -> None:
             probe = store.memory("mem/agents", max_messages=100)
-            _needs(probe is not store.memory("mem/agents", max_messages=100), "two memory objects")
+            needs(probe is not store.memory("mem/agents", max_messages=100), "two memory objects")
             memories = [store.memory("mem/agents", max_messages=100) for _ in range(2)]
             await overlapping_agent_runs(memories, 3)
             texts = [m.text for m in await probe.load()]
@@ -328,29 +328,29 @@ class MemorySuite:
                     assert texts.count(f"{who} {i}") == 1, texts
                     assert texts.count(f"answer to {who} {i}") == 1, texts
 
-        _run(store_factory, body)
+        run_on_store(store_factory, body)
 
     def test_memory_round_trip_is_exact(self, store_factory: StoreFactory) -> None:
         """Every message field (blocks, calls, metadata, ids) survives a save and a load."""
 
         async def body(store: Store) -> None:
             memory = store.memory("mem", max_messages=50)
-            history = _rich_history()
+            history = rich_history()
             await memory.save(history)
             assert [m.model_dump_json() for m in await memory.load()] == [
                 m.model_dump_json() for m in history
             ]
 
-        _run(store_factory, body)
+        run_on_store(store_factory, body)
 
     def test_corrupt_memory_is_reported(self, store_factory: StoreFactory) -> None:
         """Unreadable stored messages: MEMORY_CORRUPT, never an empty history."""
-        corrupter = _present(store_factory.corrupter, "a corrupter in the factory")
+        corrupter = present(store_factory.corrupter, "a corrupter in the factory")
 
         async def body(store: Store) -> None:
             memory = store.memory("mem", max_messages=10)
             await memory.save([Message("user", "a"), Message("assistant", "b")])
             await corrupter.corrupt_memory("mem")
-            assert await _code(memory.load)() == "MEMORY_CORRUPT"
+            assert await error_code(memory.load)() == "MEMORY_CORRUPT"
 
-        _run(store_factory, body)
+        run_on_store(store_factory, body)

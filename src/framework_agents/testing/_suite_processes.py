@@ -14,7 +14,7 @@ from ..messages import Message
 from ..sessions.manager import SessionManager
 from ..stores._base import Store
 from . import _store_workers as workers
-from ._suite import StoreFactory, _needs, _run, _spawn, _wait
+from ._suite import StoreFactory, needs, run_on_store, spawn, wait_answer
 
 __all__ = ["ProcessSuite"]
 
@@ -29,12 +29,12 @@ class ProcessSuite:
         self, store_factory: StoreFactory
     ) -> None:
         """Three processes append to one memory at once: every message once, each in order."""
-        _needs(store_factory.cross_process, "cross-process sharing")
+        needs(store_factory.cross_process, "cross-process sharing")
         procs = [
-            _spawn(workers.append_worker, store_factory.open, "mem", f"p{i}", 20) for i in range(3)
+            spawn(workers.append_worker, store_factory.open, "mem", f"p{i}", 20) for i in range(3)
         ]
         for proc, conn in procs:
-            assert (got := _wait(conn, proc)) == ("ok", 20), got
+            assert (got := wait_answer(conn, proc)) == ("ok", 20), got
             proc.join(30)
 
         async def body(store: Store) -> None:
@@ -44,21 +44,21 @@ class ProcessSuite:
                 mine = [t for t in texts if t.startswith(f"p{i}-")]
                 assert mine == [f"p{i}-{j}" for j in range(20)]
 
-        _run(store_factory, body)
+        run_on_store(store_factory, body)
 
     @pytest.mark.slow
     def test_agents_in_processes_sharing_a_memory_lose_no_turn(
         self, store_factory: StoreFactory
     ) -> None:
         """Three processes run agents on one memory key at once: every turn stored once."""
-        _needs(store_factory.cross_process, "cross-process sharing")
+        needs(store_factory.cross_process, "cross-process sharing")
         turns = 8
         procs = [
-            _spawn(workers.agent_worker, store_factory.open, "mem/agents", f"p{i}", turns)
+            spawn(workers.agent_worker, store_factory.open, "mem/agents", f"p{i}", turns)
             for i in range(3)
         ]
         for proc, conn in procs:
-            assert (got := _wait(conn, proc)) == ("ok", turns), got
+            assert (got := wait_answer(conn, proc)) == ("ok", turns), got
             proc.join(30)
 
         async def body(store: Store) -> None:
@@ -70,7 +70,7 @@ class ProcessSuite:
                 mine = [t for t in texts if t.startswith(f"p{i}-")]
                 assert mine == [f"p{i}-{j}" for j in range(turns)]  # each agent's in order
 
-        _run(store_factory, body)
+        run_on_store(store_factory, body)
 
     @pytest.mark.slow
     def test_agents_in_processes_sharing_a_session_merge_every_turn(
@@ -80,14 +80,14 @@ class ProcessSuite:
 
         Each agent's save that another's beat merges (messages by id, state by key).
         """
-        _needs(store_factory.cross_process, "cross-process sharing")
+        needs(store_factory.cross_process, "cross-process sharing")
         turns = 6
         procs = [
-            _spawn(workers.session_agent_worker, store_factory.open, "shared", f"p{i}", turns)
+            spawn(workers.session_agent_worker, store_factory.open, "shared", f"p{i}", turns)
             for i in range(3)
         ]
         for proc, conn in procs:
-            assert (got := _wait(conn, proc)) == ("ok", turns), got
+            assert (got := wait_answer(conn, proc)) == ("ok", turns), got
             proc.join(30)
 
         async def body(store: Store) -> None:
@@ -105,40 +105,38 @@ class ProcessSuite:
                 assert mine == [f"p{i}-{j}" for j in range(turns)]  # each agent's in order
             assert latest.data.state == {f"p{i}": turns - 1 for i in range(3)}
 
-        _run(store_factory, body)
+        run_on_store(store_factory, body)
 
     @pytest.mark.slow
     def test_compare_and_put_loses_no_update_across_processes(
         self, store_factory: StoreFactory
     ) -> None:
         """Two processes increment one stored counter 20 times each: it ends at 40."""
-        _needs(store_factory.cross_process, "cross-process sharing")
+        needs(store_factory.cross_process, "cross-process sharing")
         probe = store_factory.open()
         able = callable(getattr(probe.storage, "compare_and_put", None))
         asyncio.run(probe.close())
-        _needs(able, "storage.compare_and_put")
-        procs = [
-            _spawn(workers.counter_worker, store_factory.open, "counter", 20) for _ in range(2)
-        ]
+        needs(able, "storage.compare_and_put")
+        procs = [spawn(workers.counter_worker, store_factory.open, "counter", 20) for _ in range(2)]
         for proc, conn in procs:
-            assert (got := _wait(conn, proc)) == ("ok", 20), got
+            assert (got := wait_answer(conn, proc)) == ("ok", 20), got
             proc.join(30)
 
         async def body(store: Store) -> None:
             assert await store.storage.get("counter") == b"40"
 
-        _run(store_factory, body)
+        run_on_store(store_factory, body)
 
     @pytest.mark.slow
     def test_thread_lock_excludes_runs_across_processes(self, store_factory: StoreFactory) -> None:
         """Two processes, 10 locked turns each on one thread: no lost, duplicated or split turn."""
-        _needs(store_factory.cross_process, "cross-process sharing")
+        needs(store_factory.cross_process, "cross-process sharing")
         turns = 10
         procs = [
-            _spawn(workers.turns_worker, store_factory.open, "t", f"p{i}", turns) for i in range(2)
+            spawn(workers.turns_worker, store_factory.open, "t", f"p{i}", turns) for i in range(2)
         ]
         for proc, conn in procs:
-            assert (got := _wait(conn, proc)) == ("ok", turns), got
+            assert (got := wait_answer(conn, proc)) == ("ok", turns), got
             proc.join(30)
 
         async def body(store: Store) -> None:
@@ -151,38 +149,38 @@ class ProcessSuite:
                 f"p{i}-{j}" for i in range(2) for j in range(turns)
             )
 
-        _run(store_factory, body)
+        run_on_store(store_factory, body)
 
     @pytest.mark.slow
     def test_killed_holder_is_replaced_within_its_lease(self, store_factory: StoreFactory) -> None:
         """SIGKILL the process holding a thread: another takes it once the lease runs out."""
-        _needs(store_factory.cross_process, "cross-process sharing")
-        proc, conn = _spawn(workers.hold_worker, store_factory.open, "t")
-        assert (got := _wait(conn, proc)) == ("held", None), got
+        needs(store_factory.cross_process, "cross-process sharing")
+        proc, conn = spawn(workers.hold_worker, store_factory.open, "t")
+        assert (got := wait_answer(conn, proc)) == ("held", None), got
         os.kill(proc.pid, signal.SIGKILL)
         proc.join(30)
         wait = 3 * (store_factory.lease or 1.0) + 5
 
         async def body(store: Store) -> None:
             cp = store.checkpointer
-            _needs(callable(getattr(cp, "thread_lock", None)), "checkpointer.thread_lock")
+            needs(callable(getattr(cp, "thread_lock", None)), "checkpointer.thread_lock")
             async with cp.thread_lock("t", timeout=wait):  # type: ignore[attr-defined]
                 await cp.save(ThreadCheckpoint("t", None, [Message("user", "next")], {}))
 
-        _run(store_factory, body)
+        run_on_store(store_factory, body)
 
     @pytest.mark.slow
     def test_stopped_holder_is_fenced(self, store_factory: StoreFactory) -> None:
         """A holder stopped past its lease loses the thread; its late save: CHECKPOINT_CONFLICT."""
-        _needs(store_factory.cross_process, "cross-process sharing")
-        _needs(store_factory.lease is not None, "a lease (StoreFactory.lease)")
+        needs(store_factory.cross_process, "cross-process sharing")
+        needs(store_factory.lease is not None, "a lease (StoreFactory.lease)")
         probe = store_factory.open()
         fenced = callable(getattr(probe.checkpointer, "fence", None))
         asyncio.run(probe.close())
-        _needs(fenced, "fenced writes (checkpointer.fence)")
-        proc, conn = _spawn(workers.stale_worker, store_factory.open, "t")
+        needs(fenced, "fenced writes (checkpointer.fence)")
+        proc, conn = spawn(workers.stale_worker, store_factory.open, "t")
         try:
-            assert (got := _wait(conn, proc)) == ("held", None), got
+            assert (got := wait_answer(conn, proc)) == ("held", None), got
             os.kill(proc.pid, signal.SIGSTOP)
             wait = 3 * (store_factory.lease or 1.0) + 5
 
@@ -192,12 +190,12 @@ class ProcessSuite:
                     await cp.load("t")
                     await cp.save(ThreadCheckpoint("t", None, [], {"by": "successor"}))
 
-            _run(store_factory, take)
+            run_on_store(store_factory, take)
         finally:
             with contextlib.suppress(ProcessLookupError):
                 os.kill(proc.pid, signal.SIGCONT)
         conn.send("go")
-        status = _wait(conn, proc)
+        status = wait_answer(conn, proc)
         proc.join(30)
         assert status[:2] == ("error", "CHECKPOINT_CONFLICT"), status
 
@@ -205,4 +203,4 @@ class ProcessSuite:
             loaded = await store.checkpointer.load("t")
             assert loaded is not None and loaded.state == {"by": "successor"}
 
-        _run(store_factory, check)
+        run_on_store(store_factory, check)

@@ -14,7 +14,7 @@ from ..sessions._base import as_logged, digest
 from ..sessions.manager import SessionManager
 from ..sessions.snapshot import Snapshot, SnapshotData
 from ..stores._base import Store
-from ._suite import HOSTILE_KEYS, StoreFactory, _code, _present, _rich_history, _run
+from ._suite import HOSTILE_KEYS, StoreFactory, error_code, present, rich_history, run_on_store
 
 __all__ = ["StorageSuite"]
 
@@ -44,7 +44,7 @@ class StorageSuite:
             assert await s.get("b/1") is None
             assert await s.list() == ["a", "b/2", "c.d/e_f-g"]
 
-        _run(store_factory, body)
+        run_on_store(store_factory, body)
 
     def test_storage_key_is_a_value_or_a_directory(self, store_factory: StoreFactory) -> None:
         """Storing ``a`` under ``a/b`` (or the reverse) is STORAGE_KEY_INVALID."""
@@ -52,12 +52,12 @@ class StorageSuite:
         async def body(store: Store) -> None:
             s = store.storage
             await s.put("a/b", b"1")
-            assert await _code(lambda: s.put("a", b"2"))() == "STORAGE_KEY_INVALID"
+            assert await error_code(lambda: s.put("a", b"2"))() == "STORAGE_KEY_INVALID"
             await s.put("c", b"1")
-            assert await _code(lambda: s.put("c/d", b"2"))() == "STORAGE_KEY_INVALID"
+            assert await error_code(lambda: s.put("c/d", b"2"))() == "STORAGE_KEY_INVALID"
             assert await s.list() == ["a/b", "c"]
 
-        _run(store_factory, body)
+        run_on_store(store_factory, body)
 
     @pytest.mark.parametrize("key", HOSTILE_KEYS, ids=repr)
     def test_storage_refuses_hostile_keys(self, store_factory: StoreFactory, key: str) -> None:
@@ -66,13 +66,13 @@ class StorageSuite:
         async def body(store: Store) -> None:
             s = store.storage
             for call in (lambda: s.put(key, b"x"), lambda: s.get(key), lambda: s.delete(key)):
-                assert await _code(call)() == "STORAGE_KEY_INVALID"
+                assert await error_code(call)() == "STORAGE_KEY_INVALID"
             with pytest.raises(AgentError) as info:
                 store.memory(key)
             assert info.value.code == "STORAGE_KEY_INVALID"
             assert await s.list() == []
 
-        _run(store_factory, body)
+        run_on_store(store_factory, body)
 
     def test_session_manager_round_trip_and_corrupt_snapshot(
         self, store_factory: StoreFactory
@@ -81,7 +81,7 @@ class StorageSuite:
 
         async def body(store: Store) -> None:
             manager = SessionManager("s1", store.storage)
-            snapshot = Snapshot(SnapshotData(messages=_rich_history(), state={"k": 1}))
+            snapshot = Snapshot(SnapshotData(messages=rich_history(), state={"k": 1}))
             await manager.save_latest(snapshot)
             loaded = await manager.load_latest()
             assert loaded is not None and loaded.to_json() == snapshot.to_json()
@@ -90,47 +90,53 @@ class StorageSuite:
                 await manager.load_latest()
             assert info.value.code == "SNAPSHOT_CORRUPT"
 
-        _run(store_factory, body)
+        run_on_store(store_factory, body)
 
     def test_storage_compare_and_put(self, store_factory: StoreFactory) -> None:
         """compare_and_put writes only over the expected value; else CHECKPOINT_CONFLICT."""
 
         async def body(store: Store) -> None:
-            cas = _present(
+            cas = present(
                 getattr(store.storage, "compare_and_put", None), "storage.compare_and_put"
             )
             await cas("k", b"1", expected=None)
-            assert await _code(lambda: cas("k", b"x", expected=None))() == "CHECKPOINT_CONFLICT"
+            assert (
+                await error_code(lambda: cas("k", b"x", expected=None))() == "CHECKPOINT_CONFLICT"
+            )
             await cas("k", b"2", expected=b"1")
-            assert await _code(lambda: cas("k", b"x", expected=b"1"))() == "CHECKPOINT_CONFLICT"
+            assert (
+                await error_code(lambda: cas("k", b"x", expected=b"1"))() == "CHECKPOINT_CONFLICT"
+            )
             assert await store.storage.get("k") == b"2"
-            assert await _code(lambda: cas("k/sub", b"x", expected=None))() in {
+            assert await error_code(lambda: cas("k/sub", b"x", expected=None))() in {
                 "STORAGE_KEY_INVALID",
                 "CHECKPOINT_CONFLICT",
             }
             assert await store.storage.list() == ["k"]
 
-        _run(store_factory, body)
+        run_on_store(store_factory, body)
 
     def test_storage_prune(self, store_factory: StoreFactory) -> None:
         """prune(older_than) removes what was not written since, and keeps the rest."""
 
         async def body(store: Store) -> None:
-            prune = _present(getattr(store.storage, "prune", None), "storage.prune")
+            prune = present(getattr(store.storage, "prune", None), "storage.prune")
             await store.storage.put("old", b"1")
             assert await prune(timedelta(days=1)) == 0
             assert await prune(timedelta(0)) == 1
             assert await store.storage.list() == []
 
-        _run(store_factory, body)
+        run_on_store(store_factory, body)
 
     def test_storage_logged_values(self, store_factory: StoreFactory) -> None:
         """Records appended to a value: tags move on, a stale tag is refused, a store resets."""
 
         async def body(store: Store) -> None:
-            s = _present(as_logged(store.storage), "logged values (read_logged/append_logged/swap)")
+            s = present(as_logged(store.storage), "logged values (read_logged/append_logged/swap)")
             assert await s.read_logged("v") == (None, [], None)
-            assert await _code(lambda: s.append_logged("v", b"r", "x"))() == "CHECKPOINT_CONFLICT"
+            assert (
+                await error_code(lambda: s.append_logged("v", b"r", "x"))() == "CHECKPOINT_CONFLICT"
+            )
             await s.put("v", b"base")
             tag0 = digest(b"base")
             assert await s.read_logged("v") == (b"base", [], tag0)
@@ -140,15 +146,15 @@ class StorageSuite:
             assert await s.read_logged("v") == (b"base", [b"r1", b"\x00r2\n"], tag2)
             assert await s.get("v") == b"base"  # the value alone is what was stored
             for stale in (tag0, tag1):  # a writer that missed an append writes nothing
-                append = _code(functools.partial(s.append_logged, "v", b"x", stale))
+                append = error_code(functools.partial(s.append_logged, "v", b"x", stale))
                 assert await append() == "CHECKPOINT_CONFLICT"
-                assert await _code(functools.partial(s.swap, "v", b"x", stale))() == (
+                assert await error_code(functools.partial(s.swap, "v", b"x", stale))() == (
                     "CHECKPOINT_CONFLICT"
                 )
-            assert await _code(lambda: s.swap("v", b"x", None))() == "CHECKPOINT_CONFLICT"
+            assert await error_code(lambda: s.swap("v", b"x", None))() == "CHECKPOINT_CONFLICT"
             cas: Any = getattr(s, "compare_and_put", None)
             if callable(cas):  # a value with records holds more than its bytes
-                assert await _code(lambda: cas("v", b"x", expected=b"base"))() == (
+                assert await error_code(lambda: cas("v", b"x", expected=b"base"))() == (
                     "CHECKPOINT_CONFLICT"
                 )
             assert (await s.read_logged("v"))[1] == [b"r1", b"\x00r2\n"]
@@ -157,7 +163,7 @@ class StorageSuite:
             tag3 = await s.append_logged("v", b"r3", digest(b"folded"))
             await s.put("v", b"plain")
             assert await s.read_logged("v") == (b"plain", [], digest(b"plain"))
-            assert await _code(lambda: s.append_logged("v", b"x", tag3))() == (
+            assert await error_code(lambda: s.append_logged("v", b"x", tag3))() == (
                 "CHECKPOINT_CONFLICT"
             )
             await s.append_logged("v", b"r4", digest(b"plain"))
@@ -167,15 +173,15 @@ class StorageSuite:
             assert await s.read_logged("v") == (b"new", [], digest(b"new"))
             assert await s.list() == ["v"]
 
-        _run(store_factory, body)
+        run_on_store(store_factory, body)
 
     def test_session_saves_append_what_is_new(self, store_factory: StoreFactory) -> None:
         """On a logging storage a grown session is one record; another writer is refused."""
 
         async def body(store: Store) -> None:
-            s = _present(as_logged(store.storage), "logged values (read_logged/append_logged/swap)")
+            s = present(as_logged(store.storage), "logged values (read_logged/append_logged/swap)")
             manager = SessionManager("s1", store.storage)
-            history = _rich_history()
+            history = rich_history()
             await manager.save_latest(Snapshot(SnapshotData(messages=history[:2])))
             for n in range(3, len(history) + 1):
                 await manager.save_latest(Snapshot(SnapshotData(messages=history[:n])))
@@ -198,4 +204,4 @@ class StorageSuite:
             assert again is not None and again.data.messages is not None
             assert [m.text for m in again.data.messages][-1] == "more"
 
-        _run(store_factory, body)
+        run_on_store(store_factory, body)
