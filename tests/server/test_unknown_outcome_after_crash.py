@@ -103,7 +103,7 @@ def _log(tmp_path: Path) -> list[str]:
 
 def _until(check: Callable[[], bool], what: str) -> None:
     """Wait for a condition another process brings about (a bounded poll, not a timing)."""
-    for _ in range(3000):
+    for _ in range(12000):  # up to two minutes on a loaded machine
         if check():
             return
         threading.Event().wait(0.01)
