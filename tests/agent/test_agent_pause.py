@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Sequence
+from collections.abc import Awaitable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -134,7 +134,11 @@ def test_a_context_kept_past_its_run_cannot_pause(cp: FileCheckpointer) -> None:
         )
     )
     with pytest.raises(InvalidArgumentError, match="is over"):
-        arun(kept[0].pause())
+        arun(_awaited(kept[0].pause()))
+
+
+async def _awaited(pause: Awaitable[None]) -> None:
+    await pause
 
 
 def test_a_pause_in_a_run_without_a_thread_is_invalid_argument() -> None:
@@ -148,7 +152,7 @@ def test_a_pause_in_a_run_without_a_thread_is_invalid_argument() -> None:
     tool_result = next(m for m in result.messages if m.role == "tool")
     assert "InvalidArgumentError" in tool_result.text and "no thread" in tool_result.text
     with pytest.raises(InvalidArgumentError, match="no thread"):
-        arun(ToolContext(Agent(ScriptedModel([])), ToolCall("c", "f", {})).pause())
+        arun(_awaited(ToolContext(Agent(ScriptedModel([])), ToolCall("c", "f", {})).pause()))
 
 
 # -- ctx.pause() from middleware ------------------------------------------------------------
@@ -275,7 +279,7 @@ def test_a_stream_consumer_pauses_on_the_terminal_event_without_waiting(terminal
     agent = Agent(ScriptedModel(replies), tools=[publish], state={"k": 1})
 
     async def main() -> list[str]:
-        types = []
+        types: list[str] = []
         stream = agent.stream("go", checkpointer=cp, thread_id="t")
         async with contextlib.aclosing(stream) as events:
             async for event in events:

@@ -9,6 +9,7 @@ import os
 import sqlite3
 import stat
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -170,10 +171,10 @@ class _FailingCommit:
     def __init__(self, conn: sqlite3.Connection) -> None:
         self.conn = conn
 
-    def execute(self, sql: str, *args: object) -> object:
+    def execute(self, sql: str, *args: Any) -> object:
         if sql == "COMMIT":
             error = sqlite3.OperationalError("database or disk is full")
-            error.sqlite_errorcode = sqlite3.SQLITE_FULL  # type: ignore[attr-defined]
+            error.sqlite_errorcode = sqlite3.SQLITE_FULL
             raise error
         return self.conn.execute(sql, *args)
 

@@ -11,6 +11,7 @@ import itertools
 from multiprocessing.connection import Connection
 from multiprocessing.sharedctypes import Synchronized
 from multiprocessing.synchronize import Barrier, Event
+from typing import Any
 
 from framework_agents import FileMemory, Message
 
@@ -151,11 +152,11 @@ def slow_reader(directory: str, acked: Synchronized[int], stop: Event, conn: Con
 
     read_journal = _journaled.MemoryFiles._journal_payloads
 
-    def lingering(self: _journaled.MemoryFiles, token: str, doc_bytes: int) -> list[bytes]:
+    def lingering(self: _journaled.MemoryFiles, token: Any, doc_bytes: int) -> list[bytes]:
         time.sleep(0.002)
         return read_journal(self, token, doc_bytes)
 
-    _journaled.MemoryFiles._journal_payloads = lingering  # type: ignore[method-assign]
+    _journaled.MemoryFiles._journal_payloads = lingering  # type: ignore[method-assign, assignment]
 
     async def main() -> None:
         memory = FileMemory(directory, max_messages=BIG_WINDOW)

@@ -60,7 +60,7 @@ async def _flip_each(
     for bit in _bits(original, count, seed):
         flipped = bytearray(original)
         flipped[bit // 8] ^= 1 << (bit % 8)
-        _write(target, flipped)
+        _write(target, bytes(flipped))
         try:
             got = await load()
         except AgentError as exc:

@@ -152,7 +152,7 @@ def test_a_progress_file_without_a_version_is_corrupt(tmp_path: Path) -> None:
     cp = FileCheckpointer(tmp_path)
     arun(cp.save(ThreadCheckpoint("t1", None, _history(1))))
     directory = tmp_path / "threads" / "t1"
-    doc = {
+    doc: dict[str, object] = {
         "thread_id": "t1",
         "base": "0" * 32,
         "saved_at": "2026-01-02T03:04:05Z",

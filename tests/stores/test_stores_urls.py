@@ -9,6 +9,7 @@ import logging
 import os
 import stat
 from pathlib import Path
+from typing import Any, cast
 
 import pytest
 
@@ -146,7 +147,7 @@ def test_a_redis_that_is_down_logs_no_traceback(caplog: pytest.LogCaptureFixture
     async def body() -> str:
         async with open_store("redis://127.0.0.1:1/0") as store:
             try:
-                async with store.checkpointer.thread_lock("t"):
+                async with cast(Any, store.checkpointer).thread_lock("t"):
                     pass
             except AgentError as exc:
                 return exc.code
