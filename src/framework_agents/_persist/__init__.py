@@ -48,6 +48,7 @@ from ._journal import (
     bound,
     frame,
     header_payload,
+    header_token_of,
     parse_header,
     scan,
 )
@@ -112,6 +113,7 @@ __all__ = [
     "mark_landed",
     "open_lock_file",
     "overlong_int",
+    "header_token_of",
     "parse_header",
     "parse_items",
     "plain_messages",

@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import json
 import os
+import stat
 import struct
 import zlib
 from dataclasses import dataclass
@@ -287,3 +288,18 @@ def append_record(fd: int, offset: int, record: bytes) -> None:
     except OSError as exc:
         exc.may_have_landed = True  # type: ignore[attr-defined]
         raise
+
+
+def header_token_of(fd: int) -> str | None:
+    """The token in the header of the journal open at ``fd`` (``None``: none, or unreadable).
+
+    Reads the first 4 KiB once; the fd stays open (its owner closes it).
+    """
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        return None
+    data = os.pread(fd, 4096, 0)
+    try:
+        head = data[: 16 + int.from_bytes(data[:4], "big")] if len(data) >= 4 else data
+        return parse_header(scan(head).payloads[0])
+    except (JournalCorruptError, IndexError):
+        return None

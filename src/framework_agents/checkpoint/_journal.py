@@ -32,6 +32,7 @@ from .._persist import (
     bound,
     frame,
     header_payload,
+    header_token_of,
     mark_landed,
     overlong_int,
     parse_header,
@@ -217,16 +218,9 @@ def journal_token(path: Path) -> str | None:
     except OSError:
         return None
     try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            return None
-        data = os.pread(fd, 4096, 0)
+        return header_token_of(fd)
     finally:
         os.close(fd)
-    try:
-        head = scan(data[: 16 + int.from_bytes(data[:4], "big")] if len(data) >= 4 else data)
-        return parse_header(head.payloads[0])
-    except (JournalCorruptError, IndexError):
-        return None
 
 
 def _stamp(st: os.stat_result) -> tuple[int, int, int]:

@@ -43,6 +43,7 @@ from .._persist import (
     bound,
     frame,
     header_payload,
+    header_token_of,
     mark_landed,
     parse_header,
     scan,
@@ -187,16 +188,9 @@ def log_token_at(dfd: int, name: str) -> str | None:
     except OSError:
         return None
     try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            return None
-        data = os.pread(fd, 4096, 0)
+        return header_token_of(fd)
     finally:
         os.close(fd)
-    try:
-        head = data[: 16 + int.from_bytes(data[:4], "big")] if len(data) >= 4 else data
-        return parse_header(scan(head).payloads[0])
-    except (JournalCorruptError, IndexError):
-        return None
 
 
 def read_log_at(key: str, dfd: int, name: str, value: Value | None) -> LogState:
