@@ -348,15 +348,8 @@ class FileCheckpointer(ThreadLockBase):
         path = self.thread_dir(thread_id) / PROGRESS_FILE
         try:
             found = read_document(path, max_bytes=self.max_bytes)
-        except OddFileError as exc:
-            raise CheckpointCorruptError(
-                f"checkpoint {str(path)!r} is unreadable ({exc.reason}); it was left untouched"
-            ) from None
-        except TooLargeError as exc:
-            raise CheckpointCorruptError(
-                f"checkpoint {str(path)!r} holds {exc.size} bytes, more than the bound of "
-                f"{exc.bound} (FileCheckpointer(max_bytes=...))"
-            ) from None
+        except (OddFileError, TooLargeError) as exc:
+            raise _unreadable(path, exc) from None
         return None if found is None else self._parse_progress(thread_id, path, found[0])
 
     def _read(self, thread_id: str) -> ThreadCheckpoint | None:
@@ -368,14 +361,9 @@ class FileCheckpointer(ThreadLockBase):
                 return None  # a file where a directory belongs holds no checkpoint
             if exc.reason.startswith("a directory"):
                 raise _not_a_file(path) from None
-            raise CheckpointCorruptError(
-                f"checkpoint {str(path)!r} is unreadable ({exc.reason}); it was left untouched"
-            ) from None
+            raise _unreadable(path, exc) from None
         except TooLargeError as exc:
-            raise CheckpointCorruptError(
-                f"checkpoint {str(path)!r} holds {exc.size} bytes, more than the bound of "
-                f"{exc.bound} (FileCheckpointer(max_bytes=...))"
-            ) from None
+            raise _unreadable(path, exc) from None
         if found is None:
             self._known.pop(thread_id, None)
             return None
@@ -817,6 +805,18 @@ class FileCheckpointer(ThreadLockBase):
                     f"thread {thread_id!r} is busy: another run holds it ({exc.message})"
                 ) from exc
             yield hold
+
+
+def _unreadable(path: Path, exc: OddFileError | TooLargeError) -> CheckpointCorruptError:
+    """The error of a thread file that is not a readable file, or is over ``max_bytes``."""
+    if isinstance(exc, TooLargeError):
+        return CheckpointCorruptError(
+            f"checkpoint {str(path)!r} holds {exc.size} bytes, more than the bound of "
+            f"{exc.bound} (FileCheckpointer(max_bytes=...))"
+        )
+    return CheckpointCorruptError(
+        f"checkpoint {str(path)!r} is unreadable ({exc.reason}); it was left untouched"
+    )
 
 
 def _not_a_file(path: Path) -> CheckpointCorruptError:
