@@ -607,3 +607,15 @@ def test_the_page_modules_parse_streams_and_compare_threads(page: Page, server: 
         "parentTail": ["u2", "a2"],
         "branchTail": ["u3"],
     }
+
+
+def test_a_draft_typed_before_the_thread_loads_survives_the_render(page: Page, server: str) -> None:
+    page.goto(server)
+    page.get_by_role("button", name="New thread").click()
+    expect(page.locator("#main")).to_contain_text("New thread: send the first message")
+    _composer(page).fill("half a thought")
+    page.get_by_role("button", name="Reload").click()  # the thread renders again
+    expect(page.locator("#main")).to_contain_text("New thread: send the first message")
+    expect(_composer(page)).to_have_value("half a thought")
+    page.get_by_role("button", name="New thread").click()  # another thread: its own empty draft
+    expect(_composer(page)).to_have_value("")

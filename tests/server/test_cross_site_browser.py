@@ -221,6 +221,7 @@ def test_the_tokenless_console_still_runs_and_approves(page: Page, victim: Serve
     page.on("pageerror", lambda exc: errors.append(str(exc)))
     page.goto(victim.url + "/")
     page.get_by_role("button", name="New thread").click()
+    expect(page.locator("#main")).to_contain_text("New thread: send the first message")
     composer = page.get_by_role("textbox", name="Message", exact=True)
     composer.fill("publish from the console")
     page.get_by_role("button", name="Send").click()

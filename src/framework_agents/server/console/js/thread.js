@@ -93,6 +93,9 @@ function renderFailure(id, err) {
 function render(focus) {
   const data = view.data;
   const id = view.id;
+  // What the user was typing for this thread outlives the re-render (a reload, a late answer).
+  const typed = document.getElementById("composer-input");
+  const draft = typed && typed.dataset.thread === id ? typed.value : "";
   const main = clear(document.getElementById("main"));
   const parent = data && data.parent ? data.parent.thread_id || data.parent : null;
   const heading = h("h2", { id: "thread-title", tabindex: "-1" }, `Thread ${id}`);
@@ -138,7 +141,11 @@ function render(focus) {
   const busy = Boolean(data && data.running) && !view.running;
   if (pending) column.append(pending.asks ? renderQuestion(pending) : renderApproval(pending));
   const waiting = pending ? `Answer the ${pending.asks ? "question" : "approval"} above first` : null;
-  column.append(renderComposer(waiting || (busy ? "A run of this thread is in progress" : null)));
+  const composer = renderComposer(waiting || (busy ? "A run of this thread is in progress" : null));
+  const area = composer.querySelector("textarea");
+  area.dataset.thread = id;
+  area.value = draft;
+  column.append(composer);
   const side = h(
     "div",
     { class: "side" },
