@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import asyncio
 import json
+import threading
+import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -30,6 +32,7 @@ from a2a.utils.errors import TaskNotFoundError
 from mcp.client.streamable_http import streamable_http_client
 from server_support import Served, make_agent, start_server
 
+from framework_agents import Agent, FunctionModel, Message, ToolCall, tool
 from framework_agents.bank import MemoryBank
 from framework_agents.errors import InvalidArgumentError
 from framework_agents.server import create_app
@@ -314,10 +317,12 @@ def test_an_agui_run_on_a_foreign_thread_id_acts_in_the_callers_namespace(
 # -- A2A (the official a2a-sdk client) ---------------------------------------------------
 
 
-async def a2a_client(served: Served, tenant: str) -> tuple[A2AClient, httpx.AsyncClient]:
+async def a2a_client(
+    served: Served, tenant: str, *, streaming: bool = False
+) -> tuple[A2AClient, httpx.AsyncClient]:
     """The SDK's client for ``tenant`` (blocking calls), and its HTTP client to close."""
     http = httpx.AsyncClient(headers=auth(tenant), timeout=60)
-    config = ClientConfig(streaming=False, httpx_client=http)
+    config = ClientConfig(streaming=streaming, httpx_client=http)
     return await create_client(served.url, client_config=config), http
 
 
@@ -552,3 +557,112 @@ def test_bad_tokens_are_invalid_argument_without_the_token(
         create_app(make_agent, store=str(tmp_path), tokens=tokens, token=token)
     assert refused.value.code == "INVALID_ARGUMENT"
     assert SECRET not in str(refused.value)
+
+
+def test_the_a2a_rest_binding_and_subscribe_find_no_foreign_task(served: Served) -> None:
+    async def scenario() -> str:
+        alpha, http = await a2a_client(served, "alpha")
+        beta, beta_http = await a2a_client(served, "beta", streaming=True)
+        try:
+            task = await a2a_send(alpha, "alpha rest task", "alpha-rest-only")
+            for task_id in (task.id, str(uuid.uuid4())):
+                with pytest.raises(TaskNotFoundError):
+                    async for _ in beta.subscribe(a2a_pb2.SubscribeToTaskRequest(id=task_id)):
+                        pass
+            return task.id
+        finally:
+            for client, closing in ((alpha, http), (beta, beta_http)):
+                await client.close()
+                await closing.aclose()
+
+    task_id = asyncio.run(scenario())
+    unknown = str(uuid.uuid4())
+    headers = {**auth("beta"), "A2A-Version": "1.0"}
+    for method, path in (("GET", "/a2a/rest/tasks/{}"), ("POST", "/a2a/rest/tasks/{}:cancel")):
+        body = {} if method == "POST" else None
+        seen = httpx.request(method, served.url + path.format(task_id), json=body, headers=headers)
+        never = httpx.request(method, served.url + path.format(unknown), json=body, headers=headers)
+        assert seen.status_code == never.status_code == 404
+        assert same_body(seen, task_id) == same_body(never, unknown)
+    mine = httpx.get(
+        f"{served.url}/a2a/rest/tasks/{task_id}", headers={**auth("alpha"), "A2A-Version": "1.0"}
+    )
+    assert mine.status_code == 200
+
+
+def test_a_thread_id_too_long_for_the_tenant_prefix_is_thread_id_invalid(served: Served) -> None:
+    with api(served, "gamma") as gamma:
+        fits = "x" * (128 - len("gamma."))
+        ran = gamma.post(f"/api/threads/{fits}/runs", json={"prompt": "gamma long"}, headers=JSON)
+        assert ran.status_code == 200, ran.text
+        too_long = fits + "y"
+        refused = gamma.post(
+            f"/api/threads/{too_long}/runs", json={"prompt": "gamma long"}, headers=JSON
+        )
+        assert refused.status_code == 400
+        error = refused.json()["error"]
+        assert error["code"] == "THREAD_ID_INVALID"
+        assert f"at most {128 - len('gamma.')} characters" in error["message"]
+        assert "gamma." not in error["message"]  # the stored form is not shown
+        assert gamma.delete(f"/api/threads/{fits}").status_code == 204
+
+
+def test_a_run_in_progress_shows_to_its_tenant_only(tmp_path: Path) -> None:
+    """No existence leak through ``THREAD_BUSY`` or the running list."""
+    started, release = threading.Event(), threading.Event()
+
+    @tool
+    async def hold() -> str:
+        """Wait for the test to let go."""
+        started.set()
+        await asyncio.to_thread(release.wait, 60)
+        return "held"
+
+    def answer(messages: list[Message], tools: list[Any]) -> Message:
+        last = messages[-1]
+        if last.role == "tool":
+            return Message(role="assistant", content=f"done: {last.text}")
+        if last.text.endswith("hold"):
+            return Message(role="assistant", tool_calls=[ToolCall("h1", "hold", {})])
+        return Message(role="assistant", content=f"echo: {last.text}")
+
+    def factory() -> Agent:
+        return Agent(FunctionModel(answer), tools=[hold])
+
+    running = start_server(
+        create_app(factory, store=str(tmp_path / "store"), tokens=TOKENS, console=False)
+    )
+    results: list[httpx.Response] = []
+    try:
+        with api(running, "alpha") as alpha, api(running, "beta") as beta:
+
+            def hold_run() -> None:
+                with api(running, "alpha") as own:
+                    prompt = {"prompt": "alpha hold"}
+                    results.append(own.post("/api/threads/busy/runs", json=prompt, headers=JSON))
+
+            holder = threading.Thread(target=hold_run)
+            holder.start()
+            assert started.wait(60)
+            # The running line is written beside the run: wait for it (bounded).
+            deadline = time.monotonic() + 30
+            while list_all(alpha, state="running") != ["busy"]:
+                assert time.monotonic() < deadline, "the run was never listed as running"
+                time.sleep(0.02)
+            assert (
+                alpha.post(
+                    "/api/threads/busy/runs", json={"prompt": "alpha again"}, headers=JSON
+                ).status_code
+                == 409
+            )
+            assert list_all(beta, state="running") == []
+            seen, never = beta.get("/api/threads/busy"), beta.get("/api/threads/idle")
+            assert same_body(seen, "busy") == same_body(never, "idle")
+            ran = beta.post("/api/threads/busy/runs", json={"prompt": "beta hi"}, headers=JSON)
+            assert ran.status_code == 200 and ran.json()["text"] == "echo: beta hi"
+            release.set()
+            holder.join(60)
+            assert results[0].status_code == 200 and results[0].json()["text"] == "done: held"
+    finally:
+        release.set()
+        running.stop()
