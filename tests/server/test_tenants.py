@@ -579,7 +579,7 @@ def test_the_a2a_rest_binding_and_subscribe_find_no_foreign_task(served: Served)
     unknown = str(uuid.uuid4())
     headers = {**auth("beta"), "A2A-Version": "1.0"}
     for method, path in (("GET", "/a2a/rest/tasks/{}"), ("POST", "/a2a/rest/tasks/{}:cancel")):
-        body = {} if method == "POST" else None
+        body: dict[str, Any] | None = {} if method == "POST" else None
         seen = httpx.request(method, served.url + path.format(task_id), json=body, headers=headers)
         never = httpx.request(method, served.url + path.format(unknown), json=body, headers=headers)
         assert seen.status_code == never.status_code == 404
