@@ -16,8 +16,8 @@ front of every thread id and storage key the server and the agents use. Stored l
 A tenant name has no dot, so ``<tenant>.`` ends where the first dot is: no thread id one
 tenant sends can name another's thread, and the id a client sees stays the one it sent.
 Another tenant's id is then simply not there: 404 with the body an id nobody used gets.
-A scoped store used where no tenant is set (a task the app started on its own) refuses
-with ``INTERNAL`` rather than fall back to an unscoped name.
+A scoped store used where no tenant is set (a task the app started on its own) raises
+:class:`NoTenantError` (answered ``INTERNAL``) rather than fall back to an unscoped name.
 
 Tokens are never logged, never put in an error message or a span: an error about the
 tokens file names its line, not its content.
@@ -46,7 +46,7 @@ from ..checkpoint._base import (
     thread_lock,
 )
 from ..checkpoint.model import ThreadCheckpoint, check_thread_id
-from ..errors import AgentError, InvalidArgumentError, ThreadIdInvalidError
+from ..errors import InvalidArgumentError, ThreadIdInvalidError
 from ..sessions._base import as_logged, is_valid_segment
 from ._store import ServerStore
 
@@ -54,6 +54,7 @@ __all__ = [
     "BANK_PART",
     "TENANT_PATTERN",
     "LoggedTenantStorage",
+    "NoTenantError",
     "TenantCheckpointer",
     "TenantStorage",
     "TokenTable",
@@ -78,10 +79,11 @@ _MAX_THREAD_ID = 128
 _CURRENT: ContextVar[str | None] = ContextVar("framework_agents_server_tenant", default=None)
 
 
-class _NoTenantError(AgentError):
-    """A tenant-scoped store was used where no tenant is set (a bug: refused, never guessed)."""
+class NoTenantError(RuntimeError):
+    """A tenant-scoped store was used where no tenant is set: a bug, refused, never guessed.
 
-    code = "INTERNAL"
+    Not an ``AgentError``: the server answers it as ``INTERNAL`` and logs it.
+    """
 
 
 def current_tenant() -> str | None:
@@ -102,7 +104,7 @@ def serving_tenant(tenant: str | None) -> Iterator[None]:
 def _tenant() -> str:
     tenant = _CURRENT.get()
     if tenant is None:
-        raise _NoTenantError("no tenant is set for this store call; nothing was read or written")
+        raise NoTenantError("no tenant is set for this store call; nothing was read or written")
     return tenant
 
 
