@@ -463,11 +463,8 @@ class ThreadRunner:
         if state is not None and state not in STATES:
             raise InvalidArgumentError(f"state must be one of {', '.join(STATES)}, got {state!r}")
         after = decode_cursor(cursor) if cursor else None
-        tenant = current_tenant()
-        looked = self._reconciled.get(tenant, -RECONCILE_SECONDS)
-        if after is None and time.monotonic() >= looked + RECONCILE_SECONDS:
-            self._reconciled[tenant] = time.monotonic()
-            await self.index.reconcile(await self.checkpointer.list_threads(), self.load)
+        if after is None:
+            await self._before_first_page(state)
         rows, last = await self.index.page(
             limit=limit,
             after=after,
@@ -481,6 +478,34 @@ class ThreadRunner:
         if state is not None:
             page = [s for s in page if s.state == state]
         return page, (encode_cursor(last) if last is not None else None)
+
+    async def _before_first_page(self, state: str | None) -> None:
+        """Bring the index up to date for a list's first page.
+
+        Threads written by another tool are entered at most every ``RECONCILE_SECONDS``
+        (per tenant: each has its own index); a list of waiting threads settles the lines
+        listed running first.
+        """
+        tenant = current_tenant()
+        looked = self._reconciled.get(tenant, -RECONCILE_SECONDS)
+        if time.monotonic() >= looked + RECONCILE_SECONDS:
+            self._reconciled[tenant] = time.monotonic()
+            await self.index.reconcile(await self.checkpointer.list_threads(), self.load)
+        if state == "waiting":
+            await self._settle_running()
+
+    async def _settle_running(self) -> None:
+        """Re-list as waiting the lines listed running whose run died in a call.
+
+        A list of waiting threads reads the waiting lines only: a thread a dead run left
+        listed running would never appear in it, unless an unfiltered list happened to
+        settle it (:meth:`_settled`) once its lock was free (a dead holder's lease may
+        still run then). So its first page settles the running lines first (up to
+        ``MAX_LIMIT``): a checkpoint read per line not running in this process.
+        """
+        rows, _last = await self.index.page(limit=MAX_LIMIT, after=None, state="running")
+        lines = [s for s in map(_summary_from_json, rows) if s is not None]
+        await asyncio.gather(*map(self._settled, lines))
 
     async def _settled(self, summary: ThreadSummary) -> ThreadSummary:
         """``summary``, or a line listed running whose run died in a call: now waiting.
