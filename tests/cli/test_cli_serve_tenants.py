@@ -177,3 +177,57 @@ def test_tokens_let_serve_listen_beyond_loopback(tmp_path: Path) -> None:
     check_listen("0.0.0.0", str(tmp_path / "tokens.txt"))  # a tokens file guards it
     with pytest.raises(InvalidArgumentError):
         check_listen("0.0.0.0", None)
+
+
+def _children(pid: int) -> list[int]:
+    found: list[int] = []
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        found += [int(p) for p in (task / "children").read_text().split()]
+    return found
+
+
+@pytest.mark.skipif(not Path("/proc/self/environ").exists(), reason="needs Linux's /proc")
+def test_workers_read_the_tokens_file_and_get_no_token_in_their_environment(
+    tmp_path: Path,
+) -> None:
+    tokens = tmp_path / "tokens.txt"
+    tokens.write_text(f"{ALPHA} alpha\n{BETA} beta\n")
+    port = _free_port()
+    command = _command(
+        "--model", "echo", "--store", f"sqlite:///{tmp_path / 'agents.db'}",
+        "--tokens", str(tokens), "--workers", "2", "--port", str(port), "--no-console",
+    )  # fmt: skip
+    process = subprocess.Popen(
+        command, env=_env(), cwd=tmp_path, stderr=subprocess.PIPE, stdout=subprocess.DEVNULL
+    )
+    try:
+        assert process.stderr is not None
+        started = 0
+        seen: list[bytes] = []
+        for line in process.stderr:
+            seen.append(line)
+            started += b"Application startup complete" in line
+            if started == 2:
+                break
+        else:
+            pytest.fail("the workers did not start:\n" + b"".join(seen).decode())
+        workers = _children(process.pid)
+        assert workers, "no worker process found"
+        for pid in workers:
+            environ = Path(f"/proc/{pid}/environ").read_bytes()
+            assert b"FRAMEWORK_AGENTS_SERVE_OPTIONS=" in environ  # the options they build from
+            assert str(tokens).encode() in environ  # the file, which each worker reads
+            assert ALPHA.encode() not in environ and BETA.encode() not in environ
+        url = f"http://127.0.0.1:{port}"
+        alpha = {"Authorization": f"Bearer {ALPHA}"}
+        beta = {"Authorization": f"Bearer {BETA}"}
+        for i in range(4):  # spread over both workers
+            ran = httpx.post(
+                f"{url}/api/threads/w{i}/runs", json={"prompt": "hi"}, headers=alpha | JSON
+            )
+            assert ran.status_code == 200, ran.text
+        for i in range(4):
+            assert httpx.get(f"{url}/api/threads/w{i}", headers=beta).status_code == 404
+            assert httpx.get(f"{url}/api/threads/w{i}", headers=alpha).status_code == 200
+    finally:
+        close_process(process)
