@@ -40,6 +40,7 @@ from types import EllipsisType
 from typing import Any
 
 from ..checkpoint._base import (
+    DEFAULT_LOCK_TIMEOUT,
     HeldThread,
     hold_thread,
     save_progress,
@@ -331,7 +332,7 @@ class TenantCheckpointer:
     @property
     def lock_timeout(self) -> float | None:
         """The inner checkpointer's wait for a busy thread."""
-        value: float | None = getattr(self.inner, "lock_timeout", 10.0)
+        value: float | None = getattr(self.inner, "lock_timeout", DEFAULT_LOCK_TIMEOUT)
         return value
 
 
