@@ -8,11 +8,13 @@ debug level, never holds a token; a bad file is refused before anything listens,
 
 from __future__ import annotations
 
+import asyncio
 import os
 import signal
 import socket
 import subprocess
 import sys
+import threading
 from collections.abc import Callable
 from pathlib import Path
 
@@ -47,6 +49,22 @@ def _command(*args: str) -> list[str]:
     return [sys.executable, "-m", "framework_agents.cli", "serve", *args]
 
 
+async def _mcp_ask(url: str, headers: dict[str, str]) -> str:
+    import httpx2
+    import mcp_types as types
+    from mcp.client.streamable_http import streamable_http_client
+
+    from mcp import Client
+
+    async with httpx2.AsyncClient(headers=headers) as http:
+        transport = streamable_http_client(f"{url}/mcp", http_client=http)
+        async with Client(transport, mode="legacy") as client:
+            result = await client.call_tool("ask", {"thread_id": "m1", "text": "from mcp"})
+            (block,) = result.content
+            assert isinstance(block, types.TextContent)
+            return block.text
+
+
 def test_a_tokens_file_serves_each_tenant_apart_and_no_token_is_logged(tmp_path: Path) -> None:
     tokens = tmp_path / "tokens.txt"
     tokens.write_text(
@@ -55,7 +73,7 @@ def test_a_tokens_file_serves_each_tenant_apart_and_no_token_is_logged(tmp_path:
     port = _free_port()
     command = _command(
         "--model", "echo", "--store", str(tmp_path / "store"), "--tokens", str(tokens),
-        "--port", str(port), "--no-console", "--log-level", "debug",
+        "--port", str(port), "--no-console", "--log-level", "debug", "--mcp",
     )  # fmt: skip
     process = subprocess.Popen(
         command, env=_env(), cwd=tmp_path, stderr=subprocess.PIPE, stdout=subprocess.PIPE, text=True
@@ -69,6 +87,15 @@ def test_a_tokens_file_serves_each_tenant_apart_and_no_token_is_logged(tmp_path:
                 break
         else:
             pytest.fail("the server did not start:\n" + "".join(log))
+        stderr, stdout = process.stderr, process.stdout
+        assert stdout is not None
+        # Read both pipes to their end meanwhile: a debug log fills a pipe nobody reads.
+        readers = [
+            threading.Thread(target=lambda: log.append(stderr.read()), daemon=True),
+            threading.Thread(target=lambda: log.append(stdout.read()), daemon=True),
+        ]
+        for reader in readers:
+            reader.start()
         url = f"http://127.0.0.1:{port}"
         alpha = {"Authorization": f"Bearer {ALPHA}"}
         beta = {"Authorization": f"Bearer {BETA}"}
@@ -86,11 +113,28 @@ def test_a_tokens_file_serves_each_tenant_apart_and_no_token_is_logged(tmp_path:
         assert [t["thread_id"] for t in listed] == ["t1"]
         refused = httpx.get(f"{url}/api/threads", headers={"Authorization": f"Bearer {OTHER}"})
         assert refused.status_code == 401
+        # A2A and MCP too, at debug level: their SDKs log requests of their own.
+        a2a = {"A2A-Version": "1.0"}
+        send = {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "SendMessage",
+            "params": {
+                "message": {"messageId": "m1", "role": "ROLE_USER", "parts": [{"text": "hey"}]},
+                "configuration": {"blocking": True},
+            },
+        }
+        sent = httpx.post(f"{url}/a2a", json=send, headers=alpha | a2a).json()
+        task_id = sent["result"]["task"]["id"]
+        get = {"jsonrpc": "2.0", "id": 2, "method": "GetTask", "params": {"id": task_id}}
+        found = httpx.post(f"{url}/a2a", json=get, headers=beta | a2a).json()
+        assert found["error"]["message"] == "Task not found"
+        assert asyncio.run(_mcp_ask(url, beta)).startswith("echo #1: from mcp")
         process.send_signal(signal.SIGTERM)
         assert process.wait(60) == 0
-        rest = process.stderr.read()
-        assert process.stdout is not None
-        everything = "".join(log) + rest + process.stdout.read()
+        for reader in readers:
+            reader.join(60)
+        everything = "".join(log)
     finally:
         close_process(process)
     assert "GET /api/threads" in everything  # the access log was on

@@ -15,7 +15,8 @@ thread. Around the routes, outermost first:
 * the body guard: with a token, every route but the agent card, ``/healthz`` and the
   console's static files needs ``Authorization: Bearer <token>`` (compared in constant
   time), else 401; with ``tokens=`` the token names the tenant the request is served as
-  (``_tenants``); a request body is JSON only as ``application/json`` (415 otherwise: a
+  (``_tenants``); the ``Authorization`` header goes no further (no route, SDK or log
+  line sees the token); a request body is JSON only as ``application/json`` (415 otherwise: a
   page can post ``text/plain`` and forms to another site without a preflight); a body
   larger than ``max_body`` bytes is refused with 413 before the route sees it (the body is
   read up to the bound, then handed on).
@@ -173,7 +174,7 @@ class _Guard:
             await send_error(send, UnauthorizedError("a valid 'Authorization: Bearer' is needed"))
             return
         with serving_tenant(tenant):
-            await self._checked(scope, receive, send, headers)
+            await self._checked(_without_authorization(scope), receive, send, headers)
 
     async def _checked(
         self, scope: Scope, receive: Receive, send: Send, headers: dict[bytes, bytes]
@@ -224,6 +225,18 @@ class _Guard:
 
     def _too_large(self) -> BodyTooLargeError:
         return BodyTooLargeError(f"the request body is larger than {self.max_body} bytes")
+
+
+def _without_authorization(scope: Scope) -> Scope:
+    """``scope`` without its ``Authorization`` header: the token stops at the guard.
+
+    No route needs it once the guard has read it, and the SDKs behind some routes log
+    their requests' headers at DEBUG (the a2a-sdk's call context holds them all).
+    """
+    headers = scope.get("headers") or []
+    if not any(name == b"authorization" for name, _value in headers):
+        return scope
+    return {**scope, "headers": [(n, v) for n, v in headers if n != b"authorization"]}
 
 
 def _not_json(content_type: bytes) -> UnsupportedMediaTypeError:
