@@ -469,6 +469,26 @@ def test_mcp_ask_and_memory_tools_reach_only_the_callers_own(
                     assert f"{other}ville" not in found
                     refused = await mcp_call(served, tenant, "memory_forget", record_id=ids[other])
                     assert refused == f"No record {ids[other]}."
+                    # decide on another tenant's thread: as on an id nobody used.
+                    foreign, unknown = f"{other}-01", "never-used"
+                    seen = await mcp_call(
+                        served,
+                        tenant,
+                        "decide",
+                        thread_id=foreign,
+                        interrupt_id="i",
+                        decision="approve",
+                    )
+                    never = await mcp_call(
+                        served,
+                        tenant,
+                        "decide",
+                        thread_id=unknown,
+                        interrupt_id="i",
+                        decision="approve",
+                    )
+                    assert seen.startswith("[CHECKPOINT_MISSING]")
+                    assert seen.replace(foreign, "<id>") == never.replace(unknown, "<id>")
         return ids
 
     ids = asyncio.run(scenario())
