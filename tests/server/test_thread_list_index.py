@@ -305,6 +305,7 @@ def test_a_waiting_list_shows_a_thread_a_dead_run_left_listed_running(tmp_path: 
     it reads only the waiting lines (the crash test's SQLite case raced on this).
     """
     from framework_agents import ThreadCheckpoint
+    from framework_agents.checkpoint._base import thread_lock
 
     url = f"sqlite:///{tmp_path / 'agents.db'}"
     call = ToolCall("p1", "publish", {"title": "G"})
@@ -317,7 +318,7 @@ def test_a_waiting_list_shows_a_thread_a_dead_run_left_listed_running(tmp_path: 
         async with open_store(url) as other, _runner(url) as (runner, _counting):
             await other.checkpointer.save(checkpoint)  # the dead replica's run, mid-call
             await runner.index.enter_running("g1", "publish G")
-            async with other.checkpointer.thread_lock("g1"):  # its lease not run out yet
+            async with thread_lock(other.checkpointer, "g1"):  # its lease not run out yet
                 every, _ = await runner.list_threads()
                 assert [(s.thread_id, s.state) for s in every] == [("g1", "running")]
             waiting, _ = await runner.list_threads(state="waiting")

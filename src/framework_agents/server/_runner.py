@@ -64,6 +64,7 @@ from ._errors import ApprovalPendingError, ShuttingDownError
 from ._index import MAX_LIMIT, STATES, ThreadIndex, decode_cursor, encode_cursor, state_of
 from ._questions import ANSWER_KINDS, question_of
 from ._store import ServerStore
+from ._tenants import current_tenant
 
 __all__ = [
     "AgentFactory",
@@ -213,6 +214,8 @@ class RunHandle:
     held: list[Any] = field(default_factory=list)
     #: The write that lists the thread as running, done beside the run (awaited at its end).
     listing: asyncio.Task[None] | None = None
+    #: The tenant the run is for (``None``: a server without tenants).
+    tenant: str | None = None
 
     def emit(self, event: AgentEvent) -> None:
         """Queue ``event`` for the reader (from the terminal one on: once released)."""
@@ -297,9 +300,11 @@ class ThreadRunner:
         self.store = store
         self.index = ThreadIndex(store.storage, _summary_json)
         self.keepalive = float(keepalive)
-        self._active: dict[str, RunHandle] = {}
+        #: The runs in progress here, by tenant and thread id (one thread id, several tenants).
+        self._active: dict[tuple[str | None, str], RunHandle] = {}
         self._tools: dict[str, Any] | None = None
-        self._reconciled = -RECONCILE_SECONDS  # the first listing looks for new threads
+        #: When each tenant's thread list last looked for new threads (none yet: at once).
+        self._reconciled: dict[str | None, float] = {}
         #: ``time.monotonic()`` by which runs in flight must end once :meth:`drain` ran.
         self.drain_deadline: float | None = None
 
@@ -477,11 +482,14 @@ class ThreadRunner:
     async def _before_first_page(self, state: str | None) -> None:
         """Bring the index up to date for a list's first page.
 
-        Threads written by another tool are entered at most every ``RECONCILE_SECONDS``;
-        a list of waiting threads settles the lines listed running first.
+        Threads written by another tool are entered at most every ``RECONCILE_SECONDS``
+        (per tenant: each has its own index); a list of waiting threads settles the lines
+        listed running first.
         """
-        if time.monotonic() >= self._reconciled + RECONCILE_SECONDS:
-            self._reconciled = time.monotonic()
+        tenant = current_tenant()
+        looked = self._reconciled.get(tenant, -RECONCILE_SECONDS)
+        if time.monotonic() >= looked + RECONCILE_SECONDS:
+            self._reconciled[tenant] = time.monotonic()
             await self.index.reconcile(await self.checkpointer.list_threads(), self.load)
         if state == "waiting":
             await self._settle_running()
@@ -610,8 +618,8 @@ class ThreadRunner:
     # -- running ------------------------------------------------------------------------
 
     def busy(self, thread_id: str) -> bool:
-        """Whether a run of ``thread_id`` is in progress in this process."""
-        return thread_id in self._active
+        """Whether a run of the current tenant's ``thread_id`` is in progress in this process."""
+        return (current_tenant(), thread_id) in self._active
 
     def drain(self, grace: float) -> None:
         """Stop taking runs (``SHUTTING_DOWN``); those in flight have ``grace`` seconds left."""
@@ -637,18 +645,19 @@ class ThreadRunner:
             raise ShuttingDownError(
                 "this server is shutting down and takes no new runs; retry on another replica"
             )
-        if thread_id in self._active:
+        tenant = current_tenant()
+        if (tenant, thread_id) in self._active:
             raise ThreadBusyError(
                 f"thread {thread_id!r} is running; wait for its run to end (HTTP 409)"
             )
-        handle = RunHandle(thread_id, resume)
-        self._active[thread_id] = handle
+        handle = RunHandle(thread_id, resume, tenant=tenant)
+        self._active[tenant, thread_id] = handle
         return handle
 
     def release(self, handle: RunHandle) -> None:
         """Let go of the thread ``handle`` holds."""
-        if self._active.get(handle.thread_id) is handle:
-            del self._active[handle.thread_id]
+        if self._active.get((handle.tenant, handle.thread_id)) is handle:
+            del self._active[handle.tenant, handle.thread_id]
 
     async def start_run(self, thread_id: str, prompt: str | Message) -> RunHandle:
         """Check, then start a run of ``prompt`` on the thread; its events stream from the handle.
