@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any, Protocol
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
+from .._crypto import Cipher
 from .._retention import check_ttl
 from .._store_url import parse_store_url
 from ..bank._base import BankBackend, FileBankBackend, InMemoryBankBackend
@@ -38,6 +39,7 @@ from ..memory.in_memory import InMemoryMemory
 from ..sessions._base import Storage, validate_key
 from ..sessions.local import LocalFileStorage
 from ..sessions.memory_storage import InMemoryStorage
+from ..sessions.sealed import SealedStorage
 from ._codec import AsyncClosing, check_lease, redact
 
 __all__ = ["Store", "db_store", "open_store"]
@@ -64,7 +66,8 @@ class Store(AsyncClosing):
     ) -> None:
         """Set up the store; nothing connects before the first operation."""
         self.url = url
-        self.storage = storage
+        self.cipher: Cipher | None = None
+        self.storage: Storage = storage
         self.checkpointer = checkpointer
         self._memory = memory
         self._bank = bank
@@ -81,6 +84,42 @@ class Store(AsyncClosing):
         memory = self._memory(key, max_messages)
         self._memories.append(memory)
         return memory
+
+    def use_cipher(self, cipher: Cipher) -> None:
+        """Encrypt every part of the store with ``cipher`` (``open_store(cipher=)``)."""
+        for part in (self.checkpointer, self._bank):
+            _sealing(part, cipher)
+        self.cipher = cipher
+        self.storage = SealedStorage(self.storage, cipher)
+        factory = self._memory
+
+        def memory(key: str, max_messages: int) -> Memory:
+            made = factory(key, max_messages)
+            _sealing(made, cipher)
+            return made
+
+        self._memory = memory
+
+    async def rotate(self) -> int:
+        """Re-encrypt everything under ``cipher.current`` (and migrate a plain store).
+
+        Values sealed under an older key id are sealed again under the current one, a
+        compare-and-swap each, so other processes keep working; after a crash, running it
+        again finishes the job. On a store written without ``cipher=`` it seals the plain
+        values in place (the migration). The number of values written; INVALID_ARGUMENT
+        on a store opened without ``cipher=``.
+        """
+        if self.cipher is None:
+            raise InvalidArgumentError("rotate() needs a store opened with cipher=")
+        written = 0
+        for part in (self.storage, self.checkpointer, self._bank):
+            rotate = getattr(part, "rotate", None)
+            if callable(rotate):
+                written += await rotate()
+        rotate_memories = getattr(self._memory, "rotate", None)
+        if callable(rotate_memories):
+            written += await rotate_memories()
+        return written
 
     def bank(self, embedder: Embedder | None = None) -> MemoryBank:
         """The store's :class:`~framework_agents.bank.MemoryBank` (closed with the store)."""
@@ -101,6 +140,17 @@ class Store(AsyncClosing):
         if self._close is not None:
             close, self._close = self._close, None
             await close()
+
+
+def _sealing(part: object, cipher: Cipher) -> None:
+    """Hand ``cipher`` to a part of a store; INVALID_ARGUMENT if it cannot encrypt."""
+    seal = getattr(part, "use_cipher", None)
+    if not callable(seal):
+        raise InvalidArgumentError(
+            f"cipher=: {type(part).__name__} cannot encrypt at rest yet; nothing of it "
+            "would be sealed (see docs/security.md for what each backend encrypts)"
+        )
+    seal(cipher)
 
 
 class _Db(Protocol):
@@ -190,6 +240,7 @@ def open_store(
     lease: float = 30.0,
     ttl: float | None = None,
     lock_timeout: float | None = 10.0,
+    cipher: Cipher | None = None,
 ) -> Store:
     """The :class:`Store` for ``url`` (memory, a directory, SQLite, PostgreSQL or Redis).
 
@@ -205,7 +256,22 @@ def open_store(
     holder keeps a thread; ``ttl`` (seconds, ``None``: forever) how long unsaved data is
     kept; ``lock_timeout`` how long a run waits for a busy thread. Nothing connects
     until the first operation.
+
+    ``cipher``: a :class:`~framework_agents.Cipher` encrypting every value at rest, bound
+    to its place (see ``docs/security.md``); ``await store.rotate()`` re-encrypts under
+    ``cipher.current`` and migrates a store written without it.
     """
+    if cipher is not None and not isinstance(cipher, Cipher):
+        raise InvalidArgumentError(f"cipher must be a Cipher, not {type(cipher).__name__}")
+    store = _open(url, lease=lease, ttl=ttl, lock_timeout=lock_timeout)
+    if cipher is not None:
+        store.use_cipher(cipher)
+    return store
+
+
+def _open(
+    url: str | os.PathLike[str], *, lease: float, ttl: float | None, lock_timeout: float | None
+) -> Store:
     where = parse_store_url(url, redact=redact)
     check_lease(lease)
     check_ttl(ttl)
