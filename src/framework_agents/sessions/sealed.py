@@ -311,23 +311,36 @@ class SealedStorage:
 
     # -- rotation ------------------------------------------------------------------------
 
-    async def rotate(self) -> int:
+    async def is_marked(self) -> bool:
+        """Whether the storage is marked encrypted (then a plain value is never migrated)."""
+        return await self.inner.get(MARKER_KEY) is not None
+
+    async def mark(self) -> None:
+        """Mark the storage encrypted (what :meth:`rotate` does once it is done)."""
+        self._marked = False
+        await self._mark()
+
+    async def rotate(self, *, migrate: bool | None = None, mark: bool = True) -> int:
         """Seal every data key under ``cipher.current``, and migrate plain values.
 
         Data keys sealed under an older key are re-sealed (a compare-and-swap each, so a
         concurrent writer is never overwritten; running it again after a crash finishes
-        the job). On a storage without the encryption marker (one written without
-        ``cipher=``), each plain value is sealed in place; on a marked one a plain value is
-        ``STORE_INTEGRITY``. The number of values written.
+        the job); the values they seal need no change. When ``migrate`` (default: the
+        storage is not marked encrypted, i.e. it was written without ``cipher=``), each
+        plain value is sealed in place; otherwise a plain value is left as it is (and
+        reads as ``STORE_INTEGRITY``). ``mark``: mark the storage encrypted when done.
+        The number of values written.
         """
+        if migrate is None:
+            migrate = not await self.is_marked()
         written = 0
-        marked = await self.inner.get(MARKER_KEY) is not None
         for slot in await self.inner.list(RESERVED + "keys/"):
             written += await self._rotate_slot(slot)
-        if not marked:
+        if migrate:
             for key in await self.list():
                 written += await self._migrate(key)
-        await self._mark()
+        if mark:
+            await self.mark()
         return written
 
     async def _rotate_slot(self, slot: str) -> int:

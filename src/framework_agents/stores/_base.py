@@ -63,9 +63,14 @@ class Store(AsyncClosing):
         memory: Callable[[str, int], Memory],
         bank: BankBackend,
         close: Callable[[], Awaitable[None]] | None = None,
+        rotate_memories: Callable[[Cipher, bool], Awaitable[int]] | None = None,
     ) -> None:
-        """Set up the store; nothing connects before the first operation."""
+        """Set up the store; nothing connects before the first operation.
+
+        ``rotate_memories(cipher, migrate)``: re-seal every stored memory (``rotate()``).
+        """
         self.url = url
+        self._rotate_memories = rotate_memories
         self.cipher: Cipher | None = None
         self.storage: Storage = storage
         self.checkpointer = checkpointer
@@ -103,22 +108,26 @@ class Store(AsyncClosing):
     async def rotate(self) -> int:
         """Re-encrypt everything under ``cipher.current`` (and migrate a plain store).
 
-        Values sealed under an older key id are sealed again under the current one, a
-        compare-and-swap each, so other processes keep working; after a crash, running it
-        again finishes the job. On a store written without ``cipher=`` it seals the plain
-        values in place (the migration). The number of values written; INVALID_ARGUMENT
-        on a store opened without ``cipher=``.
+        Values sealed under an older key id are sealed again under the current one, one
+        short transaction (or compare-and-swap) each, so other processes keep working;
+        after a crash, running it again finishes the job (what is current is skipped).
+        On a store written without ``cipher=`` (not yet marked encrypted) it seals the
+        plain values in place, the migration; the store is marked encrypted once
+        everything is done. The number of values written; INVALID_ARGUMENT on a store
+        opened without ``cipher=``.
         """
-        if self.cipher is None:
+        cipher = self.cipher
+        if cipher is None or not isinstance(self.storage, SealedStorage):
             raise InvalidArgumentError("rotate() needs a store opened with cipher=")
-        written = 0
-        for part in (self.storage, self.checkpointer, self._bank):
+        migrate = not await self.storage.is_marked()
+        written = await self.storage.rotate(migrate=migrate, mark=False)
+        for part in (self.checkpointer, self._bank):
             rotate = getattr(part, "rotate", None)
             if callable(rotate):
-                written += await rotate()
-        rotate_memories = getattr(self._memory, "rotate", None)
-        if callable(rotate_memories):
-            written += await rotate_memories()
+                written += await rotate(migrate=migrate)
+        if self._rotate_memories is not None:
+            written += await self._rotate_memories(cipher, migrate)
+        await self.storage.mark()
         return written
 
     def bank(self, embedder: Embedder | None = None) -> MemoryBank:
@@ -177,6 +186,7 @@ def db_store(
 ) -> Store:
     """The :class:`Store` of one database: its stores share ``db`` (and close it)."""
     storage, checkpointer, memory, bank = classes
+    rotate_all = getattr(memory, "rotate_all", None)
     return Store(
         url,
         storage=storage(db, ttl=ttl),
@@ -184,6 +194,7 @@ def db_store(
         memory=lambda key, n: memory(db, key, n),
         bank=bank(db),
         close=db.close,
+        rotate_memories=None if rotate_all is None else (lambda c, m: rotate_all(db, c, m)),
     )
 
 

@@ -41,7 +41,7 @@ from ..sessions._base import (
 )
 from ..sessions.memory_storage import as_bytes
 from ._checkpointer import LeasedCheckpointer, SavePlan
-from ._codec import ClosableStore, MergingMemory, appended_by_others, memory_rows, wall_clock
+from ._codec import ClosableStore, MergingMemory, appended_by_others, wall_clock
 
 __all__ = [
     "Dialect",
@@ -424,7 +424,7 @@ class SqlMemory(MergingMemory, ClosableStore[SqlDb]):
     ) -> None:
         """:meth:`MergingMemory.commit`, in one transaction (no save slips in between)."""
         kept, ids, merge_base = self._commit_parts(messages, base)
-        rows = memory_rows(kept)
+        rows = self._rows(kept)
 
         def merge() -> Steps[int]:
             yield from self._lock_key()  # before the stored rows are read
