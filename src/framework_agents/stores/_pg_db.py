@@ -154,7 +154,9 @@ CREATE TABLE IF NOT EXISTS {s}.fa_bank_counter (
 INSERT INTO {s}.fa_bank_counter VALUES (1, 0) ON CONFLICT DO NOTHING;
 CREATE TABLE IF NOT EXISTS {s}.fa_bank_jobs (
     created BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY, id TEXT NOT NULL UNIQUE,
-    namespace TEXT NOT NULL, payload BYTEA NOT NULL)
+    namespace TEXT NOT NULL, payload BYTEA NOT NULL);
+CREATE TABLE IF NOT EXISTS {s}.fa_bank_keys (
+    namespace TEXT COLLATE "C" PRIMARY KEY, wrapped BYTEA NOT NULL)
 """
 
 

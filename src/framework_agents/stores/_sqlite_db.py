@@ -84,6 +84,8 @@ CREATE TABLE IF NOT EXISTS fa_bank_changes (
 CREATE TABLE IF NOT EXISTS fa_bank_jobs (
     created INTEGER PRIMARY KEY, id TEXT NOT NULL UNIQUE, namespace TEXT NOT NULL,
     payload BLOB NOT NULL);
+CREATE TABLE IF NOT EXISTS fa_bank_keys (
+    namespace TEXT PRIMARY KEY, wrapped BLOB NOT NULL);
 """
 
 #: A stored message's id (NULL for an unreadable body): the expression of the index a save
