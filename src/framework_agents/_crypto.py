@@ -49,7 +49,7 @@ from typing import Any
 from .errors import InvalidArgumentError, StoreIntegrityError
 
 __all__ = [
-    "ENVELOPE_VERSION",
+    "SEALED_FORMAT_VERSION",
     "INSTALL_HINT",
     "TEXT_PREFIX",
     "Cipher",
@@ -63,7 +63,7 @@ __all__ = [
 #: The first bytes of every envelope (0xFA is never the first byte of UTF-8 text).
 MAGIC = b"\xfa\xe1"
 #: The version of the envelope's layout.
-ENVELOPE_VERSION = 1
+SEALED_FORMAT_VERSION = 1
 #: What a text column's sealed value starts with.
 TEXT_PREFIX = "fae1."
 #: What to install when ``cryptography`` is missing.
@@ -160,7 +160,7 @@ class _Sealer:
         if not isinstance(plain, bytes | bytearray | memoryview):
             raise InvalidArgumentError(f"only bytes can be sealed, not {type(plain).__name__}")
         kid = key_id.encode("ascii")
-        header = MAGIC + bytes((ENVELOPE_VERSION, self._flags, len(kid))) + kid
+        header = MAGIC + bytes((SEALED_FORMAT_VERSION, self._flags, len(kid))) + kid
         nonce = os.urandom(_NONCE)
         try:
             sealed = aead.encrypt(nonce, bytes(plain), place.associated(header))
@@ -182,7 +182,7 @@ class _Sealer:
                 "or written without the cipher; left as it is (a store that holds plain "
                 "data is migrated with rotate())"
             )
-        if len(data) < 5 or data[2] != ENVELOPE_VERSION:
+        if len(data) < 5 or data[2] != SEALED_FORMAT_VERSION:
             raise StoreIntegrityError(
                 f"{place.describe()} is sealed in an unknown envelope version or truncated; "
                 "left as it is"

@@ -30,6 +30,17 @@ def cipher(current: str = "k1") -> Cipher:
     return Cipher(keys={"k1": K1, "k2": K2}, current=current)
 
 
+@pytest.fixture(params=["directory", "sqlite"])
+def url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    if request.param == "directory":
+        return str(tmp_path / "store")
+    return f"sqlite:///{tmp_path / 'db.sqlite'}"
+
+
+def raw_files(root: Path) -> bytes:
+    return b"".join(p.read_bytes() for p in root.rglob("*") if p.is_file())
+
+
 def sql(path: Path, statement: str, *params: object) -> list[tuple[Any, ...]]:
     with sqlite3.connect(path) as conn:
         return conn.execute(statement, params).fetchall()
@@ -77,18 +88,17 @@ async def read_back(url: str, c: Cipher) -> None:
         await store.close()
 
 
-def test_every_part_sealed_canary_scan(tmp_path: Path) -> None:
-    url = f"sqlite:///{tmp_path / 'db.sqlite'}"
+def test_every_part_sealed_canary_scan(tmp_path: Path, url: str) -> None:
     arun(fill(url, cipher()))
     arun(read_back(url, cipher()))
-    raw = b"".join(p.read_bytes() for p in tmp_path.iterdir() if p.is_file())
+    raw = raw_files(tmp_path)
+    assert len(raw) > 1000
     assert CANARY.encode() not in raw
     assert b"search_notes" not in raw  # tool names
     assert b"tea" not in raw
 
 
-def test_rotate_then_drop_the_old_key(tmp_path: Path) -> None:
-    url = f"sqlite:///{tmp_path / 'db.sqlite'}"
+def test_rotate_then_drop_the_old_key(url: str) -> None:
     arun(fill(url, cipher("k1")))
 
     async def rotate() -> int:
@@ -100,8 +110,7 @@ def test_rotate_then_drop_the_old_key(tmp_path: Path) -> None:
     arun(read_back(url, Cipher(keys={"k2": K2}, current="k2")))
 
 
-def test_rotate_migrates_a_plain_store(tmp_path: Path) -> None:
-    url = f"sqlite:///{tmp_path / 'db.sqlite'}"
+def test_rotate_migrates_a_plain_store(tmp_path: Path, url: str) -> None:
     arun(fill(url, None))
     with pytest.raises(StoreIntegrityError, match=r"rotate\(\)"):
         arun(read_back(url, cipher()))
@@ -112,9 +121,9 @@ def test_rotate_migrates_a_plain_store(tmp_path: Path) -> None:
 
     assert arun(migrate()) > 0
     arun(read_back(url, cipher()))
-    sql(tmp_path / "db.sqlite", "VACUUM")
-    raw = b"".join(p.read_bytes() for p in tmp_path.iterdir() if p.is_file())
-    assert CANARY.encode() not in raw
+    if url.startswith("sqlite:"):
+        sql(tmp_path / "db.sqlite", "VACUUM")
+    assert CANARY.encode() not in raw_files(tmp_path)
 
 
 def test_forget_namespace_destroys_its_key(tmp_path: Path) -> None:
@@ -202,3 +211,37 @@ def test_bad_arguments(tmp_path: Path) -> None:
 
     with pytest.raises(InvalidArgumentError, match="cipher="):
         arun(plain_rotate())
+
+
+def test_directory_forget_namespace_and_session(tmp_path: Path) -> None:
+    url = str(tmp_path / "store")
+    arun(fill(url, cipher()))
+    bank = tmp_path / "store" / "bank"
+    before = {p.name: p.read_bytes() for p in (bank / "records").iterdir()}
+    session = tmp_path / "store" / "storage" / "session" / "s1"
+    values = {p: p.read_bytes() for p in session.rglob("*") if p.is_file()}
+    assert len(list((bank / "datakeys").iterdir())) == 2
+
+    async def forget() -> None:
+        async with open_store(url, cipher=cipher()) as store:
+            assert await store.bank().forget_namespace(("u1",)) == 1
+            await SessionManager("s1", store.storage).forget()
+
+    arun(forget())
+    assert len(list((bank / "datakeys").iterdir())) == 1
+    gone = sorted(set(before) - {p.name for p in (bank / "records").iterdir()})
+    assert len(gone) == 1
+    # a copy of the record file and of the session's files, put back: unreadable now
+    (bank / "records" / gone[0]).write_bytes(before[gone[0]])
+    for path, data in values.items():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(data)
+
+    async def read_forgotten() -> None:
+        async with open_store(url, cipher=cipher()) as store:
+            with pytest.raises(StoreIntegrityError, match="no longer exists"):
+                await store.bank_backend().latest([gone[0].removesuffix(".json")])
+            with pytest.raises(StoreIntegrityError, match="no longer exists"):
+                await SessionManager("s1", store.storage).load_latest()
+
+    arun(read_forgotten())

@@ -17,6 +17,7 @@ server shares: a ``~`` is expanded, and a bare scheme name (``"memory"``) is ref
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import os
 from collections.abc import Awaitable, Callable
@@ -100,7 +101,10 @@ class Store(AsyncClosing):
 
         def memory(key: str, max_messages: int) -> Memory:
             made = factory(key, max_messages)
-            _sealing(made, cipher)
+            if isinstance(made, FileMemory):
+                made.use_cipher(cipher, where=key)  # bound to its key, not its directory
+            else:
+                _sealing(made, cipher)
             return made
 
         self._memory = memory
@@ -214,12 +218,24 @@ def _memory_store(url: str, *, ttl: float | None, lock_timeout: float | None) ->
 
 
 def _file_store(url: str, root: Path, *, ttl: float | None, lock_timeout: float | None) -> Store:
+    async def rotate_memories(cipher: Cipher, migrate: bool) -> int:
+        """``rotate()`` of every memory under ``<root>/memory/``, each bound to its key."""
+        base = root / "memory"
+        found = await asyncio.to_thread(lambda: sorted(base.rglob("memory.json")))
+        written = 0
+        for path in found:
+            memory = FileMemory(path.parent, lock_timeout=lock_timeout)
+            memory.use_cipher(cipher, where=path.parent.relative_to(base).as_posix())
+            written += await memory.rotate(migrate=migrate)
+        return written
+
     return Store(
         url,
         storage=LocalFileStorage(root / "storage", ttl=ttl),
         checkpointer=FileCheckpointer(root, lock_timeout=lock_timeout, ttl=ttl),
         memory=lambda key, n: FileMemory(root / "memory" / key, n),
         bank=FileBankBackend(root),
+        rotate_memories=rotate_memories,
     )
 
 
