@@ -13,7 +13,6 @@ SIGKILLs it there).
 from __future__ import annotations
 
 import asyncio
-import functools
 import sys
 from typing import Any
 
@@ -26,8 +25,7 @@ from framework_agents import (
     ThreadCheckpoint,
     open_store,
 )
-from framework_agents.stores import sqlite as sqlite_module
-from framework_agents.stores._sqlite_db import SqliteDb
+from framework_agents.stores._sql import SqlCheckpointer
 
 OLD = bytes(range(32))
 NEW = bytes(range(100, 132))
@@ -73,18 +71,17 @@ async def writer(url: str, name: str, count: int) -> None:
 
 async def rotator(url: str, stop_after: int) -> None:
     done = 0
-    original = SqliteDb.run
+    original = SqlCheckpointer._rotate_one
 
-    async def run(self: SqliteDb, fn: Any, *, write: bool = True) -> Any:
+    async def rotate_one(self: SqlCheckpointer, thread_id: str, migrate: bool) -> int:
         nonlocal done
-        if isinstance(fn, functools.partial) and fn.func is sqlite_module._rotate_thread:
-            if done == stop_after:
-                print("mid", flush=True)
-                await asyncio.Event().wait()  # killed here, between two transactions
-            done += 1
-        return await original(self, fn, write=write)
+        if done == stop_after:
+            print("mid", flush=True)
+            await asyncio.Event().wait()  # killed here, between two transactions
+        done += 1
+        return await original(self, thread_id, migrate)
 
-    SqliteDb.run = run  # type: ignore[method-assign]
+    SqlCheckpointer._rotate_one = rotate_one  # type: ignore[method-assign]
     async with open_store(url, cipher=cipher("new")) as store:
         await store.rotate()
     print("finished", flush=True)

@@ -36,6 +36,7 @@ from datetime import timedelta
 from typing import Any
 from urllib.parse import parse_qsl, urlsplit
 
+from .._crypto import Cipher
 from .._retention import AutoPrune, check_older_than, check_ttl
 from ..checkpoint.model import ThreadCheckpoint, check_thread_id
 from ..errors import (
@@ -66,7 +67,6 @@ from ._codec import (
     ClosableStore,
     MergingMemory,
     log_tag,
-    memory_rows,
     redact,
     unavailable,
 )
@@ -512,10 +512,15 @@ class RedisCheckpointer(_Closable, LeasedCheckpointer):
         lock_timeout: float | None = 10.0,
         lease: float = 30.0,
         ttl: float | None = None,
+        cipher: Cipher | None = None,
     ) -> None:
-        """Set up the store; nothing connects before the first operation."""
+        """Set up the store; nothing connects before the first operation.
+
+        ``cipher``: seal every head and message at rest (``docs/security.md``).
+        """
         self._db = _db(url, prefix)
         self._set_up(lock_timeout=lock_timeout, lease=lease, ttl=ttl)
+        self.use_cipher(cipher)
 
     def __repr__(self) -> str:
         """The store and where it keeps its data (password redacted)."""
@@ -644,12 +649,22 @@ class RedisMemory(MergingMemory, _Closable):
     """A windowed history in one list; ``save()`` appends and trims in one Lua script."""
 
     def __init__(
-        self, url: str | RedisDb, key: str, max_messages: int = 50, *, prefix: str = "fa:"
+        self,
+        url: str | RedisDb,
+        key: str,
+        max_messages: int = 50,
+        *,
+        prefix: str = "fa:",
+        cipher: Cipher | None = None,
     ) -> None:
-        """Set up the store; nothing connects before the first operation."""
+        """Set up the store; nothing connects before the first operation.
+
+        ``cipher``: seal every message at rest (``docs/security.md``).
+        """
         validate_key(key)
         self._db = _db(url, prefix)
         super().__init__(key, max_messages)
+        self.use_cipher(cipher)
         self._list = f"{self._db.prefix}mem:{key}"
         # The list, the set of its message ids (how a save skips a stored message) and
         # the marker every write moves forward (``MergingMemory``).
@@ -685,7 +700,7 @@ class RedisMemory(MergingMemory, _Closable):
         twice.
         """
         given = check_messages(messages)
-        args = [self.max_messages, 0, *_items(given)]
+        args = [self.max_messages, 0, *_row_items(self._rows(given))]
         _, _, marker = await self._db.script("MEMORY_APPEND", self._keys, args)
         self._saved(given)
         if int(marker) != self._marker:
@@ -711,11 +726,11 @@ class RedisMemory(MergingMemory, _Closable):
         """:meth:`MergingMemory.commit`. One Lua script, so nothing slips in between."""
         kept, ids, merge_base = self._commit_parts(messages, base)
         if merge_base is None:
-            args = [self.max_messages, 1, *_items(kept)]
+            args = [self.max_messages, 1, *_row_items(self._rows(kept))]
             _, _, marker = await self._db.script("MEMORY_APPEND", self._keys, args)
         else:
             known = sorted(merge_base | ids)
-            args = [self.max_messages, len(known), *known, *_items(kept)]
+            args = [self.max_messages, len(known), *known, *_row_items(self._rows(kept))]
             _, _, marker = await self._db.script("MEMORY_MERGE", self._keys, args)
         self._wrote(int(marker))
         self._seen = ids
@@ -724,11 +739,6 @@ class RedisMemory(MergingMemory, _Closable):
         """Forget the stored history (the marker moves on)."""
         self._wrote(int(await self._db.script("MEMORY_CLEAR", self._keys, [])))
         self._seen = set()
-
-
-def _items(messages: Sequence[Message]) -> list[bytes]:
-    """The list items of messages: ``<shape digit><JSON fragment>``."""
-    return _row_items(memory_rows(messages))
 
 
 def _row_items(rows: Sequence[tuple[int, bytes]]) -> list[bytes]:

@@ -11,7 +11,6 @@ SQL (the thread save, the memory append, the lock, the storage logs).
 from __future__ import annotations
 
 import builtins
-import functools
 import json
 import os
 import sqlite3
@@ -21,14 +20,13 @@ from types import EllipsisType
 
 from .._crypto import Cipher
 from .._retention import check_older_than
-from ..errors import CheckpointConflictError, InvalidArgumentError
+from ..errors import CheckpointConflictError
 from ..memory._base import check_messages, window_start
 from ..messages import Message
 from ..sessions._base import check_expected_tag, check_tag, digest, validate_key
 from ..sessions.memory_storage import as_bytes
 from ._checkpointer import SavePlan
 from ._codec import log_tag, wall_clock
-from ._sealed import CHECKPOINT_MESSAGE, MEMORY_MESSAGE, reseal_body, reseal_head
 from ._sql import Query, SqlCheckpointer, SqlMemory, SqlStorage, Steps
 from ._sql_bank import SqlBankBackend, bank_sql
 from ._sqlite_db import MESSAGE_ID, SqliteDb, drive
@@ -274,23 +272,6 @@ class SqliteCheckpointer(SqlCheckpointer):
 
         return await self._db.run(write)
 
-    async def rotate(self, *, migrate: bool = False) -> int:
-        """Seal every head and message under ``cipher.current``, one thread per transaction.
-
-        ``migrate``: seal plain ones too (a store written without ``cipher=``); else a
-        plain one is STORE_INTEGRITY. Re-running it after a crash finishes the job. The
-        number of values written.
-        """
-        cipher = self._cipher
-        if cipher is None:
-            raise InvalidArgumentError("rotate() needs a checkpointer with cipher=")
-        written = 0
-        for thread_id in await self.list_threads():
-            written += await self._db.run(
-                functools.partial(_rotate_thread, t=thread_id, c=cipher, migrate=migrate)
-            )
-        return written
-
     # -- the thread lock ------------------------------------------------------------------
 
     async def _try_acquire(self, thread_id: str, owner: str) -> int | None:
@@ -482,24 +463,6 @@ class SqliteMemory(SqlMemory):
         else:
             self._observe(marker)
 
-    @staticmethod
-    async def rotate_all(db: SqliteDb, cipher: Cipher, migrate: bool = False) -> int:
-        """Re-seal every memory in ``db`` under ``cipher.current``, one key per transaction.
-
-        ``migrate``: seal plain messages too; else a plain one is STORE_INTEGRITY. The
-        number of messages written.
-        """
-        keys = await db.run(
-            lambda c: [r[0] for r in c.execute("SELECT DISTINCT key FROM fa_memory_messages")],
-            write=False,
-        )
-        written = 0
-        for key in keys:
-            written += await db.run(
-                functools.partial(_rotate_memory, k=key, c=cipher, migrate=migrate)
-            )
-        return written
-
     async def _append_if(
         self, given: list[Message], rows: list[tuple[int, bytes]], expected: int
     ) -> tuple[int, int] | None:
@@ -516,53 +479,6 @@ class SqliteMemory(SqlMemory):
             return drive(conn, self._append(rows, fresh=False))
 
         return await self._db.run(append)
-
-
-def _rotate_thread(conn: sqlite3.Connection, *, t: str, c: Cipher, migrate: bool) -> int:
-    """Re-seal thread ``t``'s head and messages (inside its transaction); how many changed."""
-    cipher, thread_id = c, t
-    row = conn.execute(
-        "SELECT length, head FROM fa_threads WHERE thread_id = ?", (thread_id,)
-    ).fetchone()
-    if row is None:
-        return 0
-    written = 0
-    head = reseal_head(cipher, thread_id, int(row[0]), bytes(row[1]), migrate=migrate)
-    if head is not None:
-        conn.execute("UPDATE fa_threads SET head = ? WHERE thread_id = ?", (head, thread_id))
-        written += 1
-    rows = conn.execute(
-        "SELECT seq, body FROM fa_thread_messages WHERE thread_id = ? ORDER BY seq", (thread_id,)
-    ).fetchall()
-    for index, (seq, body) in enumerate(rows):
-        new = reseal_body(
-            cipher, CHECKPOINT_MESSAGE, thread_id, bytes(body), index, migrate=migrate
-        )
-        if new is not None:
-            conn.execute(
-                "UPDATE fa_thread_messages SET body = ? WHERE thread_id = ? AND seq = ?",
-                (new, thread_id, seq),
-            )
-            written += 1
-    return written
-
-
-def _rotate_memory(conn: sqlite3.Connection, *, k: str, c: Cipher, migrate: bool) -> int:
-    """Re-seal memory ``k``'s messages (inside its transaction); how many changed."""
-    cipher, key = c, k
-    written = 0
-    rows = conn.execute(
-        "SELECT seq, body FROM fa_memory_messages WHERE key = ? ORDER BY seq", (key,)
-    ).fetchall()
-    for seq, body in rows:
-        new = reseal_body(cipher, MEMORY_MESSAGE, key, bytes(body), migrate=migrate)
-        if new is not None:
-            conn.execute(
-                "UPDATE fa_memory_messages SET body = ? WHERE key = ? AND seq = ?",
-                (new, key, seq),
-            )
-            written += 1
-    return written
 
 
 # -- memory bank ----------------------------------------------------------------------------
