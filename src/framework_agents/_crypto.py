@@ -42,7 +42,7 @@ import base64
 import binascii
 import os
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -75,6 +75,8 @@ _KEY_BYTES = 32
 _STORE_KEY = 0
 _DATA_KEY = 1
 _KEY_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:-]{0,63}$")
+#: The first four bytes of an envelope sealed under a store key.
+_HEAD_STORE = MAGIC + bytes((SEALED_FORMAT_VERSION, _STORE_KEY))
 
 
 def _aesgcm() -> Any:
@@ -110,17 +112,22 @@ class Place:
 
     def associated(self, header: bytes) -> bytes:
         """The associated data: the envelope header, then each field length-prefixed."""
-        parts = [header]
-        for text in (self.kind, self.where, self.position, str(self.version)):
-            raw = text.encode("utf-8", "surrogatepass")
-            parts.append(len(raw).to_bytes(4, "big"))
-            parts.append(raw)
-        return b"".join(parts)
+        return header + _fields(self.kind, self.where, self.position, str(self.version))
 
     def describe(self) -> str:
         """The place in words, for error messages (no value content)."""
         at = f" at {self.position!r:.80}" if self.position else ""
         return f"{self.kind} of {self.where!r:.200}{at} (format {self.version})"
+
+
+def _fields(*texts: str) -> bytes:
+    """Length-prefixed fields, as :meth:`Place.associated` joins them."""
+    parts = []
+    for text in texts:
+        raw = text.encode("utf-8", "surrogatepass")
+        parts.append(len(raw).to_bytes(4, "big"))
+        parts.append(raw)
+    return b"".join(parts)
 
 
 def is_sealed(value: bytes | bytearray | memoryview) -> bool:
@@ -278,6 +285,34 @@ class Cipher(_Sealer):
     def open_text(self, text: str, place: Place) -> bytes:
         """The plain bytes of a text column's sealed ``text`` (STORE_INTEGRITY otherwise)."""
         return self.open(text_envelope(text, place), place)
+
+    def open_texts(
+        self, kind: str, where: str, version: int, items: Sequence[tuple[str, str]]
+    ) -> list[bytes]:
+        """:meth:`open_text` of many ``(text, position)`` of one kind and place, faster.
+
+        The associated data's common part is built once and each envelope is checked
+        inline; anything odd goes through :meth:`open_text`, which names the problem.
+        """
+        common, tail = _fields(kind, where), _fields(str(version))
+        invalid, aeads, skip = _invalid_tag(), self._aead, len(TEXT_PREFIX)
+        a2b, join = binascii.a2b_base64, b"".join
+        out: list[bytes] = []
+        append = out.append
+        for text, position in items:
+            try:
+                data = a2b(text[skip:], strict_mode=True)
+                start = 5 + data[4]
+                aead = aeads[data[5:start].decode("ascii")]
+                if data[:4] != _HEAD_STORE or not text.startswith(TEXT_PREFIX):
+                    raise ValueError(text)
+                pos = position.encode("utf-8", "surrogatepass")
+                associated = join((data[:start], common, len(pos).to_bytes(4, "big"), pos, tail))
+                end = start + _NONCE
+                append(aead.decrypt(data[start:end], data[end:], associated))
+            except (binascii.Error, ValueError, IndexError, KeyError, invalid):
+                append(self.open_text(text, Place(kind, where, position, version)))
+        return out
 
     def key_id_of(self, envelope: bytes) -> str | None:
         """The key id an envelope names (``None`` for a value that is not sealed)."""

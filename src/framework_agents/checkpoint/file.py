@@ -302,21 +302,27 @@ class FileCheckpointer(ThreadLockBase):
         self._note_key(thread_id, payload)
         return self._cipher.open(payload, place)
 
-    def _parse_sealed(self, thread_id: str, path: Path, data: bytes) -> _Parsed | None:
-        """The checkpoint of a sealed ``checkpoint.json`` (``None``: plain, being migrated)."""
+    def _unsealed(self, thread_id: str, data: bytes) -> bytes:
+        """A sealed ``checkpoint.json``'s bytes as the plain file they stand for.
+
+        The envelope is rebuilt around the opened checkpoint (tokens kept, its checksum
+        computed again), so the plain reader, fast paths included, reads it. A plain
+        file is returned as it is while the thread is migrated, else STORE_INTEGRITY.
+        """
         cipher = self._cipher
         assert cipher is not None
         parts = split_envelope(data)
         payload = parts[2] if parts is not None else b""
         if parts is None or not payload.startswith(b'"fae1.') or not payload.endswith(b'"'):
             self._plain_found(thread_id, Place("checkpoint.file", thread_id))
-            return None
+            return data
         token, folded, _ = parts
         place = self._doc_place(thread_id, token)
         text = payload[1:-1].decode("ascii", "replace")
         self._note_key(thread_id, text_envelope(text, place))
         plain = cipher.open_text(text, place)
-        return _Parsed(self._parse(thread_id, path, plain), token, folded)
+        head, tail = envelope(token, folded, plain)
+        return head + plain + tail
 
     def __repr__(self) -> str:
         """A developer-facing description."""
@@ -352,9 +358,7 @@ class FileCheckpointer(ThreadLockBase):
     def _parse_file(self, thread_id: str, path: Path, data: bytes) -> _Parsed:
         """The checkpoint of a ``checkpoint.json`` of any layout and the tokens it names."""
         if self._cipher is not None:
-            sealed = self._parse_sealed(thread_id, path, data)
-            if sealed is not None:
-                return sealed
+            data = self._unsealed(thread_id, data)
         items = data.count(b'"id":')
         if items > self.max_items:
             raise CheckpointCorruptError(
