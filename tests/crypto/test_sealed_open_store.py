@@ -245,3 +245,8 @@ def test_directory_forget_namespace_and_session(tmp_path: Path) -> None:
                 await SessionManager("s1", store.storage).load_latest()
 
     arun(read_forgotten())
+
+
+def test_a_store_part_that_cannot_encrypt_is_refused_not_left_plain() -> None:
+    with pytest.raises(InvalidArgumentError, match="cannot encrypt at rest"):
+        open_store("memory:", cipher=cipher())

@@ -370,3 +370,36 @@ def test_redis_open_store_with_cipher_refused_while_its_bank_cannot_encrypt(
 ) -> None:
     with pytest.raises(InvalidArgumentError, match="cannot encrypt at rest yet"):
         open_store(f"{REDIS_URL}?prefix={redis_prefix}", cipher=cipher())
+
+
+def test_redis_rotate_and_migrate(redis_prefix: str) -> None:
+    arun(redis_fill(redis_prefix))  # under k1
+    only_k2 = Cipher(keys={"k2": K2}, current="k2")
+
+    async def rotate(c: Cipher, migrate: bool = False) -> int:
+        threads = RedisCheckpointer(REDIS_URL, prefix=redis_prefix, cipher=c)
+        storage = SealedStorage(RedisStorage(REDIS_URL, prefix=redis_prefix), c)
+        try:
+            written = await threads.rotate(migrate=migrate)
+            written += await RedisMemory.rotate_all(threads._db, c, migrate)
+            return written + await storage.rotate(migrate=migrate)
+        finally:
+            await threads.close()
+            await storage.inner.close()  # type: ignore[attr-defined]
+
+    assert arun(rotate(cipher("k2"))) == 2 * (1 + 6) + 2 * 6 + 1  # threads, memories, key
+    assert arun(rotate(only_k2)) == 0
+    loaded = arun(redis_load(redis_prefix, "b", only_k2))
+    assert loaded is not None and loaded.messages == history(2, "b")
+
+    async def plain_then_migrate() -> None:
+        plain = RedisMemory(REDIS_URL, "user/p", prefix=redis_prefix)
+        await plain.save(history(1, "p"))
+        await plain.close()
+        assert await rotate(only_k2, migrate=True) == 3
+        memory = RedisMemory(REDIS_URL, "user/p", prefix=redis_prefix, cipher=only_k2)
+        assert await memory.load() == history(1, "p")
+        await memory.close()
+
+    arun(plain_then_migrate())
+    assert CANARY.encode() not in redis_scan(redis_prefix)

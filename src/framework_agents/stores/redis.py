@@ -29,6 +29,7 @@ nothing written, otherwise). ``ttl=`` maps onto ``PEXPIRE`` (never for a pending
 from __future__ import annotations
 
 import builtins
+import functools
 import inspect
 import re
 from collections.abc import Callable, Collection, Sequence
@@ -70,6 +71,7 @@ from ._codec import (
     redact,
     unavailable,
 )
+from ._sealed import CHECKPOINT_MESSAGE, MEMORY_MESSAGE, reseal_body, reseal_head
 
 __all__ = ["RedisCheckpointer", "RedisDb", "RedisMemory", "RedisStorage", "redis_store"]
 
@@ -546,6 +548,39 @@ class RedisCheckpointer(_Closable, LeasedCheckpointer):
             raise CheckpointCorruptError(f"{source} is unreadable: bad head hash") from None
         return self._loaded(thread_id, version, length, bytes(data), bodies, source=source)
 
+    async def rotate(self, *, migrate: bool = False) -> int:
+        """Seal every head and message under ``cipher.current`` (a script per thread).
+
+        Each value is replaced only if it still holds what was read (a write since wins
+        and is sealed already); re-running it finishes the job. ``migrate``: seal plain
+        ones too, else a plain one is STORE_INTEGRITY. The number of values written.
+        """
+        cipher = self._cipher
+        if cipher is None:
+            raise InvalidArgumentError("rotate() needs a checkpointer with cipher=")
+        written = 0
+        for thread_id in await self.list_threads():
+            head_key, list_key = self._k("t", thread_id), self._k("m", thread_id)
+            head, bodies = await self._db.run(functools.partial(_read_thread, head_key, list_key))
+            if not head:
+                continue
+            old = bytes(head[b"head"])
+            new = reseal_head(cipher, thread_id, int(head[b"length"]), old, migrate=migrate)
+            if new is not None:
+                args = ["head", old, new]
+                written += int(await self._db.script("RESEAL_HASH_FIELD", [head_key], args))
+            changes: list[Any] = []
+            for index, body in enumerate(bodies):
+                body = bytes(body)
+                again = reseal_body(
+                    cipher, CHECKPOINT_MESSAGE, thread_id, body, index, migrate=migrate
+                )
+                if again is not None:
+                    changes += [index, body, again]
+            if changes:
+                written += int(await self._db.script("RESEAL_LIST", [list_key], changes))
+        return written
+
     async def list_threads(self) -> list[str]:
         """The ids of the threads that have a checkpoint, sorted."""
         p = self._db.prefix
@@ -709,6 +744,30 @@ class RedisMemory(MergingMemory, _Closable):
     async def _read_marker(self) -> int:
         return int(await self._db.call("get", self._keys[2]) or 0)
 
+    @staticmethod
+    async def rotate_all(db: RedisDb, cipher: Cipher, migrate: bool = False) -> int:
+        """Re-seal every memory under ``db``'s prefix under ``cipher.current``.
+
+        Each message is replaced only if its place in the list still holds what was read
+        (a save that trimmed the list meanwhile wins; the next rotate() sees the rest).
+        ``migrate``: seal plain messages too; else a plain one is STORE_INTEGRITY. The
+        number of messages written.
+        """
+        head = f"{db.prefix}mem:"
+        lists = sorted([bytes(k).decode() async for k in db.client().scan_iter(match=head + "*")])
+        written = 0
+        for name in lists:
+            key = name[len(head) :]
+            changes: list[Any] = []
+            for index, item in enumerate(await db.call("lrange", name, 0, -1)):
+                item = bytes(item)
+                again = reseal_body(cipher, MEMORY_MESSAGE, key, item[1:], migrate=migrate)
+                if again is not None:
+                    changes += [index, item, item[:1] + again]
+            if changes:
+                written += int(await db.script("RESEAL_LIST", [name], changes))
+        return written
+
     async def _append_if(
         self, given: list[Message], rows: list[tuple[int, bytes]], expected: int
     ) -> tuple[int, int] | None:
@@ -739,6 +798,11 @@ class RedisMemory(MergingMemory, _Closable):
         """Forget the stored history (the marker moves on)."""
         self._wrote(int(await self._db.script("MEMORY_CLEAR", self._keys, [])))
         self._seen = set()
+
+
+def _read_thread(head_key: str, list_key: str, pipe: Any) -> object:
+    """Queue the reads of a thread's head hash and message list (one MULTI/EXEC)."""
+    return pipe.hgetall(head_key).lrange(list_key, 0, -1)
 
 
 def _row_items(rows: Sequence[tuple[int, bytes]]) -> list[bytes]:
