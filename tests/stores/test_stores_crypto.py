@@ -26,7 +26,7 @@ from framework_agents import (
     ToolCall,
     open_store,
 )
-from framework_agents.errors import InvalidArgumentError, StoreIntegrityError
+from framework_agents.errors import StoreIntegrityError
 from framework_agents.sessions.sealed import SealedStorage
 from framework_agents.stores import (
     PostgresCheckpointer,
@@ -365,11 +365,40 @@ def test_redis_memory_copied_and_other_key_refused(redis_prefix: str) -> None:
         arun(load())
 
 
-def test_redis_open_store_with_cipher_refused_while_its_bank_cannot_encrypt(
-    redis_prefix: str,
-) -> None:
-    with pytest.raises(InvalidArgumentError, match="cannot encrypt at rest yet"):
-        open_store(f"{REDIS_URL}?prefix={redis_prefix}", cipher=cipher())
+def test_redis_open_store_seals_every_part_rotates_and_forgets(redis_prefix: str) -> None:
+    url = f"{REDIS_URL}?prefix={redis_prefix}"
+
+    async def fill() -> None:
+        async with open_store(url, cipher=cipher("k1")) as store:
+            await store.checkpointer.save(checkpoint("a", 2))
+            await store.memory("user/a").save(history(1, "ma"))
+            await SessionManager("s1", store.storage).save_latest(
+                Snapshot(SnapshotData(messages=history(1, "s")))
+            )
+            bank = store.bank()
+            await bank.remember(f"{CANARY}-memory one", namespace=("u1",), key="k")
+            await bank.remember(f"{CANARY}-memory two", namespace=("u2",))
+
+    async def rotate_and_read() -> None:
+        async with open_store(url, cipher=cipher("k2")) as store:
+            assert await store.rotate() > 0
+        only_k2 = Cipher(keys={"k2": K2}, current="k2")
+        async with open_store(url, cipher=only_k2) as store:
+            assert await store.rotate() == 0
+            loaded = await store.checkpointer.load("a")
+            assert loaded is not None and loaded.messages == history(2, "a")
+            assert await store.memory("user/a").load() == history(1, "ma")
+            hits = await store.bank().search("memory", namespace=("u1",))
+            assert [h.record.text for h in hits] == [f"{CANARY}-memory one"]
+            ids = [h.record.id for h in hits]
+            assert await store.bank().forget_namespace(("u1",)) == 1
+            assert len(await store.bank().search("memory", namespace=("u2",))) == 1
+            assert await store.bank_backend().latest(ids) == []
+
+    arun(fill())
+    raw = redis_scan(redis_prefix)
+    assert b"fae1." in raw and CANARY.encode() not in raw and b"lookup_notes" not in raw
+    arun(rotate_and_read())
 
 
 def test_redis_rotate_and_migrate(redis_prefix: str) -> None:
