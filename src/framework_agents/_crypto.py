@@ -302,6 +302,8 @@ class Cipher(_Sealer):
         for text, position in items:
             try:
                 data = a2b(text[skip:], strict_mode=True)
+                if not _canonical_base64(data, text):
+                    raise ValueError(text)
                 start = 5 + data[4]
                 aead = aeads[data[5:start].decode("ascii")]
                 if data[:4] != _HEAD_STORE or not text.startswith(TEXT_PREFIX):
@@ -363,12 +365,27 @@ def text_envelope(text: str, place: Place) -> bytes:
             "written without the cipher; left as it is (a store that holds plain data is "
             "migrated with rotate())"
         )
+    encoded = text[len(TEXT_PREFIX) :]
     try:
-        return base64.b64decode(text[len(TEXT_PREFIX) :], validate=True)
+        data = binascii.a2b_base64(encoded, strict_mode=True)
+        canonical = _canonical_base64(data, encoded)
     except (binascii.Error, ValueError):
-        raise StoreIntegrityError(
-            f"{place.describe()} is a damaged sealed value; left as it is"
-        ) from None
+        canonical = False
+    if not canonical:
+        raise StoreIntegrityError(f"{place.describe()} is a damaged sealed value; left as it is")
+    return data
+
+
+def _canonical_base64(data: bytes, encoded: str) -> bool:
+    """Whether ``encoded`` is the one base64 text of ``data`` (its last group checked).
+
+    A decoder ignores the unused low bits of a last group of two or three characters: a
+    text differing there decodes alike, so the stored text would change unnoticed.
+    """
+    tail = len(data) % 3
+    if not tail:
+        return True
+    return binascii.b2a_base64(data[-tail:], newline=False).decode("ascii") == encoded[-4:]
 
 
 class DataKey(_Sealer):

@@ -169,3 +169,53 @@ def test_missing_extra_names_the_install(monkeypatch: pytest.MonkeyPatch) -> Non
     monkeypatch.setitem(sys.modules, "cryptography.hazmat.primitives.ciphers.aead", None)
     with pytest.raises(ImportError, match=r"pip install 'framework-agents\[crypto\]'"):
         cipher()
+
+
+@settings(max_examples=150, deadline=None)
+@given(data=st.data())
+def test_any_flipped_byte_of_a_sealed_body_or_head_refused(data: st.DataObject) -> None:
+    from framework_agents.stores._sealed import (
+        CHECKPOINT_MESSAGE,
+        open_body,
+        open_head,
+        seal_body,
+        seal_head,
+    )
+
+    c = cipher()
+    body = seal_body(c, CHECKPOINT_MESSAGE, "t1", "m-1", b'{"role":"user"}', 3)
+    head = seal_head(c, "t1", 4, b'{"version":2}')
+
+    def open_the_body(b: bytes) -> bytes:
+        return open_body(c, CHECKPOINT_MESSAGE, "t1", b, 3)
+
+    def open_the_head(b: bytes) -> bytes:
+        return open_head(c, "t1", 4, b)
+
+    for sealed, reopen in ((body, open_the_body), (head, open_the_head)):
+        changed = bytearray(sealed)
+        i = data.draw(st.integers(0, len(changed) - 1))
+        changed[i] ^= 1 << data.draw(st.integers(0, 7))
+        with pytest.raises(StoreIntegrityError):
+            reopen(bytes(changed))
+
+
+@settings(max_examples=60, deadline=None)
+@given(data=st.data())
+def test_any_flipped_byte_of_a_sealed_storage_value_refused(data: st.DataObject) -> None:
+    import asyncio
+
+    from framework_agents.sessions import InMemoryStorage
+    from framework_agents.sessions.sealed import SealedStorage
+
+    async def body() -> None:
+        inner = InMemoryStorage()
+        await SealedStorage(inner, cipher()).put("session/a/v", b"value")
+        raw = bytearray(await inner.get("session/a/v") or b"")
+        i = data.draw(st.integers(0, len(raw) - 1))
+        raw[i] ^= 1 << data.draw(st.integers(0, 7))
+        await inner.put("session/a/v", bytes(raw))
+        with pytest.raises(StoreIntegrityError):
+            await SealedStorage(inner, cipher()).get("session/a/v")
+
+    asyncio.run(body())
