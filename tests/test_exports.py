@@ -238,6 +238,7 @@ MOVED = {
     "models": ["ModelChunk", "ModelDone", "ReasoningDelta", "StreamingModel", "TextDelta"],
     "testing": ["ModelCall"],
     "checkpoint": ["CHECKPOINT_FORMAT_VERSION", "lock_holder"],
+    "sessions": ["SealedStorage"],
     "graph": [
         "APP_DATA_KEY",
         "ENTAILED_GRAPH",

@@ -250,3 +250,45 @@ def test_directory_forget_namespace_and_session(tmp_path: Path) -> None:
 def test_a_store_part_that_cannot_encrypt_is_refused_not_left_plain() -> None:
     with pytest.raises(InvalidArgumentError, match="cannot encrypt at rest"):
         open_store("memory:", cipher=cipher())
+
+
+def test_bank_record_copied_from_another_or_planted_plain_refused(tmp_path: Path, url: str) -> None:
+    async def two() -> list[str]:
+        async with open_store(url, cipher=cipher()) as store:
+            bank = store.bank()
+            one = await bank.remember(f"{CANARY} one", namespace=("u1",))
+            two = await bank.remember(f"{CANARY} two", namespace=("u1",))
+            return [one.id, two.id]
+
+    first, second = arun(two())
+    if url.startswith("sqlite:"):
+        path = tmp_path / "db.sqlite"
+        sql(
+            path,
+            "UPDATE fa_bank_revisions SET body = (SELECT body FROM fa_bank_revisions "
+            "WHERE id = ?) WHERE id = ?",
+            first,
+            second,
+        )
+    else:
+        records = tmp_path / "store" / "bank" / "records"
+        (records / f"{second}.json").write_bytes((records / f"{first}.json").read_bytes())
+
+    async def read(ids: list[str]) -> None:
+        async with open_store(url, cipher=cipher()) as store:
+            await store.bank_backend().latest(ids)
+
+    with pytest.raises(StoreIntegrityError, match="does not authenticate"):
+        arun(read([second]))
+    arun(read([first]))
+    if url.startswith("sqlite:"):
+        sql(
+            tmp_path / "db.sqlite",
+            "UPDATE fa_bank_revisions SET body = ? WHERE id = ?",
+            b'{"id":"planted"}',
+            first,
+        )
+    else:
+        (tmp_path / "store" / "bank" / "records" / f"{first}.json").write_bytes(b'{"revisions":[]}')
+    with pytest.raises(StoreIntegrityError, match="plain"):
+        arun(read([first]))
