@@ -209,3 +209,16 @@ async def test_rotate_rewraps_keys_and_migrates_plain(tmp_path: Path) -> None:
     assert await inner.get("session/s1/planted") == b"{}"
     with pytest.raises(StoreIntegrityError):
         await only_k2.get("session/s1/planted")
+
+
+@sync
+async def test_forget_on_a_plain_storage_deletes_the_session(inner: LoggedStorage) -> None:
+    gone, kept = SessionManager("gone", inner), SessionManager("kept", inner)
+    other_agent = SessionManager("gone", inner, agent_id="other")
+    for manager in (gone, kept, other_agent):
+        await manager.save_latest(snapshot(2, "plain"))
+    await gone.save_snapshot(snapshot(1, "plain").data)
+    await gone.forget()
+    assert await inner.list("session/gone/") == []
+    assert await gone.load_latest() is None
+    assert await kept.load_latest() is not None
