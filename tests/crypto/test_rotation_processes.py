@@ -4,10 +4,15 @@ then a second rotate() finishes; nothing lost, everything readable under the new
 from __future__ import annotations
 
 import os
+import socket
 import subprocess
 import sys
+import uuid
+from collections.abc import Iterator
 from pathlib import Path
+from urllib.parse import urlsplit
 
+import pytest
 from crypto_workers import NEW, cipher, seed, turns
 
 from async_helper import arun
@@ -54,8 +59,27 @@ async def _check(url: str) -> int:
         return await store.rotate()  # opens every value under "new" only; rewrites none
 
 
-def test_rotation_under_load_survives_sigkill(tmp_path: Path) -> None:
-    url = f"sqlite:///{tmp_path / 'db.sqlite'}"
+PG_URL = os.environ.get("FA_TEST_POSTGRES", "postgresql://postgres@127.0.0.1:5432/test")
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
+    if request.param == "sqlite":
+        yield f"sqlite:///{tmp_path / 'db.sqlite'}"
+        return
+    parts = urlsplit(PG_URL)
+    try:
+        socket.create_connection((parts.hostname or "127.0.0.1", parts.port or 5432), 2).close()
+    except OSError as exc:
+        pytest.skip(f"PostgreSQL server missing: {exc}")
+    psycopg = pytest.importorskip("psycopg", reason="extra 'postgres' not installed")
+    schema = "fa_test_" + uuid.uuid4().hex[:12]
+    yield f"{PG_URL}?schema={schema}"
+    with psycopg.connect(PG_URL, autocommit=True) as conn:
+        conn.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
+
+
+def test_rotation_under_load_survives_sigkill(url: str) -> None:
     for name in [*SEEDED, *WRITERS]:
         arun(seed(url, name, 3, "old"))
     writers = [_start("writer", url, name, str(COUNT)) for name in WRITERS]
