@@ -5,15 +5,16 @@ each), of memory ``mem/<name>`` and of session ``<name>``, under the new key; pr
 ``step <i>`` after each and reads a line from stdin before each of the second half (the
 test makes it write while the rotation is under way).
 
-``rotator <url> <stop_after>``: ``store.rotate()`` that, after ``stop_after`` thread
-transactions, prints ``mid`` and waits forever between two transactions (the test
-SIGKILLs it there).
+``rotator <url> <stop_after>``: ``store.rotate()`` that, after ``stop_after`` threads,
+prints ``mid`` and waits forever: between two transactions (SQL), or holding the next
+thread's write lock (directory). The test SIGKILLs it there.
 """
 
 from __future__ import annotations
 
 import asyncio
 import sys
+import threading
 from typing import Any
 
 from framework_agents import (
@@ -25,6 +26,7 @@ from framework_agents import (
     ThreadCheckpoint,
     open_store,
 )
+from framework_agents.checkpoint import FileCheckpointer
 from framework_agents.stores._sql import SqlCheckpointer
 
 OLD = bytes(range(32))
@@ -82,6 +84,17 @@ async def rotator(url: str, stop_after: int) -> None:
         return await original(self, thread_id, migrate)
 
     SqlCheckpointer._rotate_one = rotate_one  # type: ignore[method-assign]
+    original_file = FileCheckpointer._rotate_sync
+
+    def rotate_sync(self: FileCheckpointer, thread_id: str, migrate: bool) -> int:
+        nonlocal done
+        if done == stop_after:
+            print("mid", flush=True)
+            threading.Event().wait()  # killed here, holding the thread's write lock
+        done += 1
+        return original_file(self, thread_id, migrate)
+
+    FileCheckpointer._rotate_sync = rotate_sync  # type: ignore[method-assign]
     async with open_store(url, cipher=cipher("new")) as store:
         await store.rotate()
     print("finished", flush=True)

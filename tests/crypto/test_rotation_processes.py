@@ -62,8 +62,11 @@ async def _check(url: str) -> int:
 PG_URL = os.environ.get("FA_TEST_POSTGRES", "postgresql://postgres@127.0.0.1:5432/test")
 
 
-@pytest.fixture(params=["sqlite", "postgres"])
+@pytest.fixture(params=["directory", "sqlite", "postgres"])
 def url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
+    if request.param == "directory":
+        yield str(tmp_path / "store")
+        return
     if request.param == "sqlite":
         yield f"sqlite:///{tmp_path / 'db.sqlite'}"
         return
