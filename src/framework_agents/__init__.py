@@ -10,6 +10,7 @@ kinds, history helpers, graph terms, the swarm's serving glue) stays in its subp
 ``docs/exports.md`` says where. ``tests/test_exports.py`` pins ``__all__`` by equality.
 """
 
+from ._crypto import Cipher
 from .agent import (
     Agent,
     AgentEvent,
@@ -76,6 +77,7 @@ from .errors import (
     StorageIOError,
     StorageKeyInvalidError,
     StoreError,
+    StoreIntegrityError,
     ThreadBusyError,
     ThreadIdInvalidError,
 )
@@ -127,6 +129,7 @@ __all__ = [
     "CheckpointCorruptError",
     "CheckpointMissingError",
     "Checkpointer",
+    "Cipher",
     "CompactedMemory",
     "ContextOverflowError",
     "ConversationManager",
@@ -205,6 +208,7 @@ __all__ = [
     "StorageKeyInvalidError",
     "Store",
     "StoreError",
+    "StoreIntegrityError",
     "SummarizingConversationManager",
     "Swarm",
     "SwarmEvent",

@@ -25,7 +25,8 @@ contract, the subclasses let callers ``except`` one kind::
     │   ├── MemoryCorruptError          MEMORY_CORRUPT
     │   ├── CheckpointCorruptError      CHECKPOINT_CORRUPT
     │   ├── SnapshotCorruptError        SNAPSHOT_CORRUPT
-    │   └── GraphStoreCorruptError      GRAPH_STORE_CORRUPT
+    │   ├── GraphStoreCorruptError      GRAPH_STORE_CORRUPT
+    │   └── StoreIntegrityError         STORE_INTEGRITY
     ├── BusyError                       held by someone else: retry later
     │   ├── AgentBusyError              AGENT_BUSY
     │   ├── ThreadBusyError             THREAD_BUSY
@@ -85,6 +86,7 @@ __all__ = [
     "CheckpointCorruptError",
     "SnapshotCorruptError",
     "GraphStoreCorruptError",
+    "StoreIntegrityError",
     "BusyError",
     "AgentBusyError",
     "ThreadBusyError",
@@ -215,6 +217,17 @@ class MemoryNotFoundError(NotFoundError):
     """A memory bank record that does not exist (``update`` of an unknown id)."""
 
     default_code = "MEMORY_NOT_FOUND"
+
+
+class StoreIntegrityError(CorruptStoreError):
+    """An encrypted store met a value that does not authenticate for its place.
+
+    Plain text in an encrypted store, a value moved or replayed from another row, thread
+    or version, a truncated or altered value, or one sealed under a key id the
+    :class:`~framework_agents.Cipher` does not hold. The stored value is left as it is.
+    """
+
+    default_code = "STORE_INTEGRITY"
 
 
 class CheckpointMissingError(NotFoundError):

@@ -9,6 +9,12 @@ Layout under ``<dir>/bank/``::
                          atomically (temp file, fsync, rename, directory fsync)
     keys/<digest>.json   the ids of the records of one (namespace, key): the key timeline
     jobs/<id>.json       a pending extraction job
+    datakeys/<digest>    with ``cipher=``: a namespace's data key, sealed by the store key
+
+With ``cipher=`` a record file is ``{"namespace": [...], "sealed": "fae1...."}`` (the
+revisions and vectors sealed under the namespace's data key, bound to the record id) and
+a job's payload is sealed the same way (bound to the job id). Forgetting a namespace
+removes its data key: a copy of its records anywhere is unreadable.
 
 A write appends its log entries first and then publishes the records: a writer that dies
 between leaves entries whose records are absent, which every reader takes for forgotten
@@ -29,9 +35,10 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any, TypeVar
 
+from .._crypto import Cipher, DataKey, Place
 from .._persist._files import atomic_publish, io_error, make_private_dirs
 from .._platform import posix_fcntl
-from ..errors import MemoryCorruptError
+from ..errors import InvalidArgumentError, MemoryCorruptError, StoreIntegrityError
 from ._backend import Job, Revision
 from ._records import (
     Row,
@@ -53,9 +60,130 @@ _MAX_RECORD_FILE = 64 * 1024 * 1024
 class FileBankBackend:
     """A bank kept as files under ``<root>/bank/`` (see the module docstring)."""
 
-    def __init__(self, root: str | os.PathLike[str]) -> None:
+    def __init__(self, root: str | os.PathLike[str], *, cipher: Cipher | None = None) -> None:
         """The bank under ``root``; nothing is created before the first write."""
         self.root = Path(root) / "bank"
+        self._cipher: Cipher | None = None
+        self._dkeys: dict[str, DataKey] = {}
+        self._migrating = False
+        self.use_cipher(cipher)
+
+    def use_cipher(self, cipher: Cipher | None) -> None:
+        """Seal records and jobs with a data key per namespace, sealed by ``cipher``."""
+        if cipher is not None and not isinstance(cipher, Cipher):
+            raise InvalidArgumentError(f"cipher must be a Cipher, not {type(cipher).__name__}")
+        self._cipher = cipher
+        self._dkeys = {}
+
+    # -- data keys ---------------------------------------------------------------------
+
+    def _key_file(self, namespace: str) -> Path:
+        return self.root / "datakeys" / hashlib.sha256(namespace.encode()).hexdigest()
+
+    def _data_key(self, namespace: str, *, create: bool) -> DataKey | None:
+        """The data key of ``namespace`` (made when ``create``: under the bank's lock)."""
+        found = self._dkeys.get(namespace)
+        if found is not None:
+            return found
+        cipher = self._cipher
+        assert cipher is not None
+        path, place = self._key_file(namespace), Place("bank.data-key", namespace)
+        try:
+            stored = path.read_bytes()
+        except FileNotFoundError:
+            if not create:
+                return None
+            key = cipher.new_data_key()
+            make_private_dirs(path.parent)
+            atomic_publish(path, namespace.encode() + b"\n" + cipher.wrap(key, place))
+        else:
+            name, _, wrapped = stored.partition(b"\n")
+            if name.decode("utf-8", "replace") != namespace:
+                raise StoreIntegrityError(f"{path}: a data key moved from another namespace")
+            key = cipher.unwrap(wrapped, place)
+        self._dkeys[namespace] = key
+        return key
+
+    def _sealed_key(self, namespace: str, place: Place) -> DataKey:
+        key = self._data_key(namespace, create=False)
+        if key is None:
+            raise StoreIntegrityError(
+                f"{place.describe()} is sealed under the data key of namespace {namespace} "
+                "that no longer exists (forgotten); left as it is"
+            )
+        return key
+
+    async def forget_keys(self, namespace: Sequence[str]) -> int:
+        """Destroy the data keys of ``namespace`` and every namespace under it; how many."""
+        if self._cipher is None:
+            return 0
+        parts = tuple(check_namespace(tuple(namespace)))
+
+        def forget() -> int:
+            with self._locked():
+                directory = self.root / "datakeys"
+                gone = 0
+                for path in sorted(directory.iterdir()) if directory.is_dir() else []:
+                    name = path.read_bytes().partition(b"\n")[0].decode("utf-8", "replace")
+                    try:
+                        under = tuple(json.loads(name))[: len(parts)] == parts
+                    except (ValueError, TypeError):
+                        continue
+                    if under:
+                        path.unlink()
+                        gone += 1
+                self._dkeys = {}
+                return gone
+
+        return await self._run(forget, action="write")
+
+    async def rotate(self, *, migrate: bool = False) -> int:
+        """Seal every data key under ``cipher.current`` (and, ``migrate``, plain records)."""
+        cipher = self._cipher
+        if cipher is None:
+            raise InvalidArgumentError("rotate() needs a bank with cipher=")
+
+        def rotate() -> int:
+            with self._locked():
+                written = 0
+                directory = self.root / "datakeys"
+                for path in sorted(directory.iterdir()) if directory.is_dir() else []:
+                    name, _, wrapped = path.read_bytes().partition(b"\n")
+                    namespace = name.decode("utf-8", "replace")
+                    again = cipher.reseal(wrapped, Place("bank.data-key", namespace))
+                    if again is not None:
+                        atomic_publish(path, name + b"\n" + again)
+                        written += 1
+                if migrate:
+                    written += self._migrate()
+                self._dkeys = {}
+                return written
+
+        return await self._run(rotate, action="write")
+
+    def _migrate(self) -> int:
+        """Seal the plain record files and jobs (under the lock); how many."""
+        written = 0
+        for path in sorted((self.root / "records").glob("*.json")):
+            doc = json.loads(path.read_bytes())
+            if isinstance(doc, dict) and "sealed" in doc:
+                continue
+            self._cipher, cipher = None, self._cipher
+            try:
+                rows = self._read(path.stem)
+            finally:
+                self._cipher = cipher
+            if rows:
+                self._write(rows)
+                written += 1
+        for path in sorted((self.root / "jobs").glob("*.json")):
+            doc = json.loads(path.read_bytes())
+            if str(doc.get("payload", "")).startswith("fae1."):
+                continue
+            payload = base64.b64decode(doc["payload"])
+            self._write_job(path, Job(doc["id"], check_namespace(doc["namespace"]), payload))
+            written += 1
+        return written
 
     def __repr__(self) -> str:
         """The backend and its directory."""
@@ -94,6 +222,8 @@ class FileBankBackend:
         except FileNotFoundError:
             return None
         where = str(path)
+        if self._cipher is not None:
+            data = self._open_record(record_id, data, where)
         try:
             doc = json.loads(data)
             rows = [
@@ -106,6 +236,26 @@ class FileBankBackend:
             raise MemoryCorruptError(f"{where}: the record file holds another record")
         return rows
 
+    def _open_record(self, record_id: str, data: bytes, where: str) -> bytes:
+        """The plain document of a sealed record file (STORE_INTEGRITY otherwise)."""
+        assert self._cipher is not None
+        place = Place("bank.record", record_id)
+        try:
+            doc = json.loads(data)
+        except ValueError:
+            doc = None
+        if not isinstance(doc, dict) or doc.keys() != {"namespace", "sealed"}:
+            self._cipher.open(b"{", place)  # raises: plain in an encrypted store
+        try:
+            namespace = namespace_text(check_namespace(tuple(doc["namespace"])))
+        except (InvalidArgumentError, TypeError):
+            raise StoreIntegrityError(f"{where}: a sealed record names no namespace") from None
+        key = self._sealed_key(namespace, place)
+        sealed = doc["sealed"]
+        if not isinstance(sealed, str):
+            raise StoreIntegrityError(f"{where}: a damaged sealed record")
+        return key.open_text(sealed, place)
+
     def _write(self, rows: list[Row]) -> None:
         doc = {
             "revisions": [row_to_json(r) for r in rows],
@@ -114,6 +264,12 @@ class FileBankBackend:
             ],
         }
         data = json.dumps(doc, ensure_ascii=False, separators=(",", ":")).encode()
+        if self._cipher is not None:
+            namespace = namespace_text(rows[0].namespace)
+            key = self._data_key(namespace, create=True)
+            assert key is not None
+            sealed = key.seal_text(data, Place("bank.record", rows[0].id))
+            data = json.dumps({"namespace": list(rows[0].namespace), "sealed": sealed}).encode()
         atomic_publish(self._record_path(rows[0].id), data)
 
     def _append_log(self, ids: Sequence[str]) -> None:
@@ -291,14 +447,28 @@ class FileBankBackend:
             with self._locked():
                 path = self._job_path(job.id)
                 if not path.exists():
-                    doc = {
-                        "id": job.id,
-                        "namespace": list(job.namespace),
-                        "payload": base64.b64encode(job.payload).decode(),
-                    }
-                    atomic_publish(path, json.dumps(doc).encode())
+                    self._write_job(path, job)
 
         await self._run(add, action="write")
+
+    def _write_job(self, path: Path, job: Job) -> None:
+        payload = base64.b64encode(job.payload).decode()
+        if self._cipher is not None:
+            key = self._data_key(namespace_text(job.namespace), create=True)
+            assert key is not None
+            payload = key.seal_text(job.payload, Place("bank.job", job.id))
+        doc = {"id": job.id, "namespace": list(job.namespace), "payload": payload}
+        atomic_publish(path, json.dumps(doc).encode())
+
+    def _job_payload(self, doc: Any) -> bytes:
+        text = doc["payload"]
+        if self._cipher is None:
+            return base64.b64decode(text)
+        place = Place("bank.job", doc["id"])
+        if not isinstance(text, str) or not text.startswith("fae1."):
+            self._cipher.open(b"{", place)  # raises: plain in an encrypted store
+        key = self._sealed_key(namespace_text(check_namespace(doc["namespace"])), place)
+        return key.open_text(text, place)
 
     async def jobs(self) -> list[Job]:
         """The pending jobs (by the time their files were written)."""
@@ -315,10 +485,12 @@ class FileBankBackend:
                     job = Job(
                         doc["id"],
                         check_namespace(doc["namespace"]),
-                        base64.b64decode(doc["payload"]),
+                        self._job_payload(doc),
                     )
                 except FileNotFoundError:
                     continue
+                except StoreIntegrityError:
+                    raise
                 except Exception as exc:
                     raise MemoryCorruptError(f"{path}: unreadable extraction job ({exc})") from None
                 found.append((stamp, job))

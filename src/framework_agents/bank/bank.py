@@ -309,7 +309,12 @@ class MemoryBank:
         return await self._backend.delete([record_id]) > 0
 
     async def forget_namespace(self, namespace: Namespace) -> int:
-        """Remove every record in ``namespace`` and under it (and its pending jobs); how many."""
+        """Remove every record in ``namespace`` and under it (and its pending jobs); how many.
+
+        On a store opened with ``cipher=``, the data keys of those namespaces are then
+        destroyed, so every copy of their text (journals not yet compacted, database pages
+        not yet vacuumed, backups) is unreadable too.
+        """
         namespace = check_namespace(namespace)
         await self._catch_up()
         seen = Filter(namespace, now=0)
@@ -317,7 +322,11 @@ class MemoryBank:
         for job in await self._backend.jobs():
             if job.namespace[: len(namespace)] == namespace:
                 await self._backend.drop_job(job.id)
-        return await self._backend.delete(ids) if ids else 0
+        removed = await self._backend.delete(ids) if ids else 0
+        forget_keys = getattr(self._backend, "forget_keys", None)
+        if callable(forget_keys):
+            await forget_keys(namespace)
+        return removed
 
     async def prune(self, older_than: timedelta) -> int:
         """Remove the records older than ``older_than``, and the expired ones; how many.

@@ -57,6 +57,7 @@ __all__ = [
     "exact",
     "find_envelope",
     "open_envelope",
+    "split_envelope",
     "strict_json",
 ]
 
@@ -123,6 +124,19 @@ def find_envelope(path: Path, data: bytes) -> Enveloped | None:
         match.group(1).decode("ascii"),
         match.group(2).decode("ascii"),
     )
+
+
+def split_envelope(data: bytes) -> tuple[str, str, bytes] | None:
+    """``(token, folded, payload)`` of a version-3 file's bytes, unchecked; ``None``: not one.
+
+    For a sealed payload (``cipher=``), whose authentication is stronger than the
+    checksum and binds the token.
+    """
+    match = _ENVELOPE.match(data)
+    if match is None or not data.endswith(_ENVELOPE_END) or match.end() >= len(data):
+        return None
+    payload = data[match.end() : len(data) - len(_ENVELOPE_END)]
+    return match.group(1).decode("ascii"), match.group(2).decode("ascii"), payload
 
 
 def open_envelope(path: Path, data: bytes) -> tuple[bytes, str, str] | None:

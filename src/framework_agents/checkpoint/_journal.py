@@ -19,6 +19,7 @@ from __future__ import annotations
 import errno
 import os
 import stat
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -109,8 +110,10 @@ class JournalView:
         stamp: tuple[int, int, int] | None = None,
         token: str | None = None,
         version: int = JOURNAL_FORMAT_VERSION,
+        count: int = 0,
     ) -> None:
         self.deltas = deltas
+        self.count = count  # the records after its header (what a sealed record binds)
         self.key = key
         self.end = end
         self.stamp = stamp  # (size, mtime_ns, ctime_ns) when last read or written
@@ -123,7 +126,13 @@ def _corrupt(path: Path, reason: str) -> CheckpointCorruptError:
 
 
 def read_journal(
-    path: Path, token: str, folded: str | None, *, max_bytes: int, max_items: int
+    path: Path,
+    token: str,
+    folded: str | None,
+    *,
+    max_bytes: int,
+    max_items: int,
+    opener: Callable[[bytes, int], bytes] | None = None,
 ) -> JournalView:
     """The deltas of the journal at ``path`` bound to the document ``token``.
 
@@ -133,6 +142,7 @@ def read_journal(
     damaged record (a complete one, or one before the tail), a journal bound to neither
     the document nor the journal it folded, a newer journal version, more than
     ``max_items`` messages and tool calls, or a record that is not a delta.
+    ``opener(payload, index)``: a record's plain bytes (sealed records, ``cipher=``).
     """
     found_bytes = _read_bytes(path, max_bytes)
     if found_bytes is None:
@@ -157,12 +167,14 @@ def read_journal(
             "(FileCheckpointer(max_items=...))",
         )
     deltas = []
-    for payload in found.payloads[1:]:
+    for index, payload in enumerate(found.payloads[1:]):
+        if opener is not None:
+            payload = opener(payload, index)
         overlong = overlong_int(payload)
         if overlong is not None:
             raise _corrupt(path, f"a record holds {overlong}")
         deltas.append(_delta(path, payload))
-    return JournalView(deltas, key, found.end, _stamp(st), header, found.version)
+    return JournalView(deltas, key, found.end, _stamp(st), header, found.version, count=len(deltas))
 
 
 def _read_bytes(path: Path, max_bytes: int) -> tuple[bytes, os.stat_result] | None:
@@ -259,7 +271,8 @@ def append_delta(path: Path, token: str, view: JournalView, payload: bytes) -> J
             st = os.stat(path, follow_symlinks=False)
         except OSError as exc:
             raise mark_landed(exc) from None
-        return JournalView([], (st.st_dev, st.st_ino), len(head) + len(record), _stamp(st), token)
+        key = (st.st_dev, st.st_ino)
+        return JournalView([], key, len(head) + len(record), _stamp(st), token, count=1)
     record = frame(payload, view.version)
     fd = os.open(path, os.O_RDWR | os.O_NOFOLLOW | _CLOEXEC)
     try:
@@ -274,5 +287,11 @@ def append_delta(path: Path, token: str, view: JournalView, payload: bytes) -> J
     finally:
         os.close(fd)
     return JournalView(
-        [], view.key, view.end + len(record), _stamp(after), view.token, view.version
+        [],
+        view.key,
+        view.end + len(record),
+        _stamp(after),
+        view.token,
+        view.version,
+        count=view.count + 1,
     )

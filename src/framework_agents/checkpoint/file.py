@@ -19,6 +19,7 @@ from typing import Any, TypeVar, cast
 
 from pydantic import ValidationError
 
+from .._crypto import Cipher, Place, is_sealed, text_envelope
 from .._fs import atomic_write, sweep_temp_files
 from .._persist import (
     FileIdent,
@@ -52,6 +53,7 @@ from ._file_format import (
     corrupt,
     envelope,
     find_envelope,
+    split_envelope,
     strict_json,
 )
 from ._journal import (
@@ -225,8 +227,12 @@ class FileCheckpointer(ThreadLockBase):
         max_bytes: int = DEFAULT_MAX_BYTES,
         ttl: float | None = None,
         max_items: int = DEFAULT_MAX_ITEMS,
+        cipher: Cipher | None = None,
     ) -> None:
         """``lock_timeout``: how long a save or a run waits for the thread (``None``: forever).
+
+        ``cipher``: seal each ``checkpoint.json`` and journal record at rest, bound to the
+        thread id and the document's token (``docs/security.md``).
 
         ``max_bytes`` bounds a stored checkpoint plus its journal, ``max_items`` the
         messages and tool calls in the checkpoint and in its journal, each (both checked
@@ -252,6 +258,71 @@ class FileCheckpointer(ThreadLockBase):
         self._known: dict[str, _Known] = {}
         self._files_of: dict[str, _Files] = {}
         self._files_root = self.root
+        self._cipher: Cipher | None = None
+        # Threads being rotated: [may take plain values, met a value not under current].
+        self._rotating: dict[str, list[bool]] = {}
+        self.use_cipher(cipher)
+
+    def use_cipher(self, cipher: Cipher | None) -> None:
+        """Seal every checkpoint this instance writes, and open those it reads."""
+        if cipher is not None and not isinstance(cipher, Cipher):
+            raise InvalidArgumentError(f"cipher must be a Cipher, not {type(cipher).__name__}")
+        self._cipher = cipher
+        self._known = {}
+
+    # -- sealing -------------------------------------------------------------------------
+
+    def _doc_place(self, thread_id: str, token: str) -> Place:
+        return Place("checkpoint.file", thread_id, token, CHECKPOINT_FORMAT_VERSION)
+
+    def _delta_place(self, thread_id: str, token: str, index: int) -> Place:
+        return Place("checkpoint.delta", thread_id, f"{token}:{index}", CHECKPOINT_FORMAT_VERSION)
+
+    def _plain_found(self, thread_id: str, place: Place) -> None:
+        """A plain value: taken while migrating the thread, else STORE_INTEGRITY."""
+        rotating = self._rotating.get(thread_id)
+        if rotating is None or not rotating[0]:
+            assert self._cipher is not None
+            self._cipher.open(b"{", place)  # raises: plain in an encrypted store
+        else:
+            rotating[1] = True
+
+    def _note_key(self, thread_id: str, envelope: bytes) -> None:
+        rotating = self._rotating.get(thread_id)
+        cipher = self._cipher
+        if rotating is not None and cipher is not None and not cipher.is_current(envelope):
+            rotating[1] = True
+
+    def _open_delta(self, thread_id: str, token: str, payload: bytes, index: int) -> bytes:
+        assert self._cipher is not None
+        place = self._delta_place(thread_id, token, index)
+        if not is_sealed(payload):
+            self._plain_found(thread_id, place)
+            return payload
+        self._note_key(thread_id, payload)
+        return self._cipher.open(payload, place)
+
+    def _unsealed(self, thread_id: str, data: bytes) -> bytes:
+        """A sealed ``checkpoint.json``'s bytes as the plain file they stand for.
+
+        The envelope is rebuilt around the opened checkpoint (tokens kept, its checksum
+        computed again), so the plain reader, fast paths included, reads it. A plain
+        file is returned as it is while the thread is migrated, else STORE_INTEGRITY.
+        """
+        cipher = self._cipher
+        assert cipher is not None
+        parts = split_envelope(data)
+        payload = parts[2] if parts is not None else b""
+        if parts is None or not payload.startswith(b'"fae1.') or not payload.endswith(b'"'):
+            self._plain_found(thread_id, Place("checkpoint.file", thread_id))
+            return data
+        token, folded, _ = parts
+        place = self._doc_place(thread_id, token)
+        text = payload[1:-1].decode("ascii", "replace")
+        self._note_key(thread_id, text_envelope(text, place))
+        plain = cipher.open_text(text, place)
+        head, tail = envelope(token, folded, plain)
+        return head + plain + tail
 
     def __repr__(self) -> str:
         """A developer-facing description."""
@@ -286,6 +357,8 @@ class FileCheckpointer(ThreadLockBase):
 
     def _parse_file(self, thread_id: str, path: Path, data: bytes) -> _Parsed:
         """The checkpoint of a ``checkpoint.json`` of any layout and the tokens it names."""
+        if self._cipher is not None:
+            data = self._unsealed(thread_id, data)
         items = data.count(b'"id":')
         if items > self.max_items:
             raise CheckpointCorruptError(
@@ -350,6 +423,8 @@ class FileCheckpointer(ThreadLockBase):
             found = read_document(path, max_bytes=self.max_bytes)
         except (OddFileError, TooLargeError) as exc:
             raise _unreadable(path, exc) from None
+        if found is not None and self._cipher is not None:
+            self._plain_found(thread_id, Place("checkpoint.progress", thread_id))
         return None if found is None else self._parse_progress(thread_id, path, found[0])
 
     def _read(self, thread_id: str) -> ThreadCheckpoint | None:
@@ -379,12 +454,16 @@ class FileCheckpointer(ThreadLockBase):
             except ValidationError as exc:
                 raise corrupt(path.with_name(PROGRESS_FILE), exc) from exc
         journal_path = path.with_name(JOURNAL_FILE)
+        token = parsed.token
         view = read_journal(
             journal_path,
-            parsed.token,
+            token,
             parsed.folded,
             max_bytes=self.max_bytes - len(data),
             max_items=self.max_items,
+            opener=None
+            if self._cipher is None
+            else (lambda payload, i: self._open_delta(thread_id, token, payload, i)),
         )
         checkpoint = apply_deltas(checkpoint, view.deltas, journal_path)
         self._known[thread_id] = _Known(
@@ -550,13 +629,17 @@ class FileCheckpointer(ThreadLockBase):
         if folded is None:
             folded = journal_token(journal)
         token = uuid.uuid4().hex
+        plain = payload
+        if self._cipher is not None:
+            sealed = self._cipher.seal_text(payload, self._doc_place(thread_id, token))
+            payload = b'"%s"' % sealed.encode("ascii")
         head, tail = envelope(token, folded or "", payload)
         atomic_write(path, [head, payload, tail])
         try:
             st = os.stat(path)
         except OSError as exc:
             raise mark_landed(exc) from None
-        read = functools.partial(ThreadCheckpoint.model_validate_json, payload)
+        read = functools.partial(ThreadCheckpoint.model_validate_json, plain)
         fields, messages, exact = kept_fields(checkpoint, 0, read)
         self._known[thread_id] = _Known(
             file_ident(st),
@@ -640,12 +723,17 @@ class FileCheckpointer(ThreadLockBase):
         added = checkpoint.messages[keep:]
         journal = self._files(thread_id).journal
         view = known.journal
+        plain = payload
+        if self._cipher is not None:
+            index = 0 if view.key is None or view.end < 0 else view.count
+            place = self._delta_place(thread_id, known.digest, index)
+            payload = self._cipher.seal(payload, place)
         self._known.pop(thread_id, None)  # unknown until the append returns
         known.journal = append_delta(journal, known.digest, view, payload)
         known.messages += added  # its own list: extended, never copied (the history's size)
         known.plain = plain_messages(added)
         if known.view is not None:  # what a read would give
-            self._extend_view(checkpoint, known, known.view, keep, payload)
+            self._extend_view(checkpoint, known, known.view, keep, plain)
         self._known[thread_id] = known
 
     @staticmethod
@@ -698,6 +786,35 @@ class FileCheckpointer(ThreadLockBase):
     async def save_progress(self, checkpoint: ThreadCheckpoint) -> None:
         """The same as :meth:`save` (every save writes only what is new when it can)."""
         await self.save(checkpoint)
+
+    async def rotate(self, *, migrate: bool = False) -> int:
+        """Publish again, under ``cipher.current``, each thread with a value not under it.
+
+        One thread at a time under its write lock (other writers wait for one fold at
+        most); re-running it after a crash finishes the job. ``migrate``: plain files
+        (written without ``cipher=``) are sealed too; else they are STORE_INTEGRITY. The
+        number of threads written.
+        """
+        if self._cipher is None:
+            raise InvalidArgumentError("rotate() needs a FileCheckpointer with cipher=")
+        written = 0
+        for thread_id in await self.list_threads():
+            written += await self._call_locked(
+                thread_id, self._guard, thread_id, self._rotate_sync, thread_id, migrate
+            )
+        return written
+
+    def _rotate_sync(self, thread_id: str, migrate: bool) -> int:
+        self._rotating[thread_id] = state = [migrate, False]
+        try:
+            self._known.pop(thread_id, None)
+            checkpoint = self._read(thread_id)
+        finally:
+            del self._rotating[thread_id]
+        if checkpoint is None or not state[1]:
+            return 0
+        self._fold(checkpoint)
+        return 1
 
     def _guard(self, thread_id: str, fn: Callable[..., _T], *args: Any) -> _T:
         """Run ``fn``; an ``OSError`` becomes ``STORAGE_IO`` naming the thread and root."""

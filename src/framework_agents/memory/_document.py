@@ -55,6 +55,7 @@ __all__ = [
     "header",
     "parse_document",
     "parse_record",
+    "split_v3",
 ]
 
 #: Version of the ``memory.json`` document; readers refuse newer ones.
@@ -109,6 +110,15 @@ def header(token: str, folded: str, body: bytes) -> bytes:
     for part in (_V3_TAIL, body, FOOTER):
         crc = zlib.crc32(part, crc)
     return b"%s%08x%s" % (prefix, crc, _V3_TAIL)
+
+
+def split_v3(data: bytes) -> tuple[str, str, bytes] | None:
+    """``(token, folded, messages body)`` of a version-3 document's bytes (no check made)."""
+    match = _V3_HEADER.match(data)
+    if match is None or not data.endswith(FOOTER) or match.end() > len(data) - len(FOOTER):
+        return None
+    body = data[match.end() : len(data) - len(FOOTER)]
+    return match.group(1).decode("ascii"), match.group(2).decode("ascii"), body
 
 
 def document_head(data: bytes) -> bytes:

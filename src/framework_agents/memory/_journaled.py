@@ -20,6 +20,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from .._crypto import Cipher, Place, is_sealed, text_envelope
 from .._persist import (
     JOURNAL_FORMAT_VERSION,
     FileIdent,
@@ -49,6 +50,7 @@ from ._document import (
     header,
     parse_document,
     parse_record,
+    split_v3,
 )
 from ._window import shape_of, slide
 
@@ -137,6 +139,7 @@ class State:
     folded: str | None = None  # the journal the document folded (None: it names none)
     journal_token: str | None = None  # the token of the journal on disk, when known
     journal_version: int = JOURNAL_FORMAT_VERSION  # its framing
+    journal_count: int = 0  # the records after its header (what a sealed record binds)
 
     def appendable(self) -> bool:
         """Whether a save may append to the journal (else it folds: no or an older document)."""
@@ -163,6 +166,56 @@ class MemoryFiles:
         self.max_bytes = max_bytes
         self.max_items = max_items
         self.reparses = 0  # documents parsed again although already known (tests, benchmarks)
+        # Encryption at rest (``cipher=``): what the sealed values are bound to, whether a
+        # read may take plain values (a migration) and whether one it made was not sealed
+        # under the current key (what ``rotate`` rewrites).
+        self.cipher: Cipher | None = None
+        self.where = ""
+        self.migrating = False
+        self.stale_key = False
+
+    # -- sealing -----------------------------------------------------------------------
+
+    def _plain_found(self, place: Place) -> None:
+        """A plain document or record: taken while migrating, else STORE_INTEGRITY."""
+        if not self.migrating:
+            assert self.cipher is not None
+            self.cipher.open(b"{", place)  # raises: plain in an encrypted store
+        self.stale_key = True
+
+    def _parse_document(self, data: bytes) -> Document:
+        """:func:`parse_document` of ``data``, opened first when sealed (``cipher=``)."""
+        cipher = self.cipher
+        if cipher is not None:
+            parts = split_v3(data)
+            body = parts[2] if parts is not None else b""
+            if parts is None or not body.startswith(b'"fae1.') or not body.endswith(b'"'):
+                self._plain_found(Place("memory.document", self.where))
+            else:
+                token, folded, _ = parts
+                place = Place("memory.document", self.where, token, MEMORY_FORMAT_VERSION)
+                text = body[1:-1].decode("ascii", "replace")
+                if cipher.key_id_of(text_envelope(text, place)) != cipher.current:
+                    self.stale_key = True
+                plain = cipher.open_text(text, place)
+                data = header(token, folded, plain) + plain + FOOTER
+        return parse_document(data, self.doc, max_items=self.max_items)
+
+    def _record_place(self, token: str | None, index: int) -> Place:
+        return Place("memory.record", self.where, f"{token}:{index}", MEMORY_FORMAT_VERSION)
+
+    def _parse_record(self, payload: bytes, token: str | None, index: int) -> list[Message]:
+        """:func:`parse_record` of journal record ``index``, opened first when sealed."""
+        cipher = self.cipher
+        if cipher is not None:
+            place = self._record_place(token, index)
+            if not is_sealed(payload):
+                self._plain_found(place)
+            else:
+                if not cipher.is_current(payload):
+                    self.stale_key = True
+                payload = cipher.open(payload, place)
+        return parse_record(payload, self.journal, max_items=self.max_items)
 
     # -- errors ------------------------------------------------------------------------
 
@@ -215,14 +268,15 @@ class MemoryFiles:
             data = self._read(fd, st, self.doc, 0, self.max_bytes)
         finally:
             os.close(fd)
-        doc = parse_document(data, self.doc, max_items=self.max_items)
+        doc = self._parse_document(data)
         messages = doc.messages
         ids = [m.id for m in messages]
         shapes = bytearray(shape_of(m) for m in messages)
         kept = set(ids)
         start = slide(shapes, ids, kept, 0, self.max_messages)
-        for payload in self._journal_payloads(doc, len(data)) if doc.token is not None else ():
-            for msg in parse_record(payload, self.journal, max_items=self.max_items):
+        payloads = self._journal_payloads(doc, len(data)) if doc.token is not None else []
+        for index, payload in enumerate(payloads):
+            for msg in self._parse_record(payload, doc.token, index):
                 if msg.id not in kept:
                     kept.add(msg.id)
                     messages.append(msg)
@@ -331,7 +385,7 @@ class MemoryFiles:
             os.close(fd)
         if known is not None:
             self.reparses += 1  # another writer published a new document
-        doc = parse_document(data, self.doc, max_items=self.max_items)
+        doc = self._parse_document(data)
         entries = Entries.of_messages(doc.messages)
         entries.cut(self.max_messages)  # a document another window size published
         return State(
@@ -373,7 +427,9 @@ class MemoryFiles:
             state.journal_token = warm.journal_token
             entries = warm.entries
         state.journal_version = found.version
-        state.entries = self._add_records(entries, payloads)
+        first = 0 if warm is None else warm.journal_count
+        state.entries = self._add_records(entries, payloads, state.token, first)
+        state.journal_count = first + len(payloads)
         state.journal_key = key
         state.journal_end = found.end
         return state
@@ -410,9 +466,14 @@ class MemoryFiles:
             state.entries = state.entries.head(state.doc_count)
             state.entries.cut(self.max_messages)
 
-    def _add_records(self, entries: Entries, payloads: list[bytes]) -> Entries:
-        """``entries`` with the messages of journal record ``payloads`` added, in order."""
-        batches = [parse_record(p, self.journal, max_items=self.max_items) for p in payloads]
+    def _add_records(
+        self, entries: Entries, payloads: list[bytes], token: str | None, first: int
+    ) -> Entries:
+        """``entries`` with the messages of journal records ``payloads`` added, in order.
+
+        ``first`` is the index of the first of them in the journal (after its header).
+        """
+        batches = [self._parse_record(p, token, first + i) for i, p in enumerate(payloads)]
         for batch in batches:
             entries.add_messages(batch)
             entries.cut(self.max_messages)
@@ -425,7 +486,11 @@ class MemoryFiles:
         assert state.token is not None
         fresh = state.journal_key is None or state.stale
         version = JOURNAL_FORMAT_VERSION if fresh else state.journal_version
-        record = frame(b"[" + SEP.join(new.frags) + b"]", version)
+        index = 0 if fresh else state.journal_count
+        payload = b"[" + SEP.join(new.frags) + b"]"
+        if self.cipher is not None:
+            payload = self.cipher.seal(payload, self._record_place(state.token, index))
+        record = frame(payload, version)
         if fresh:
             head = frame(header_payload(state.token))
             atomic_publish(self.journal, [head, record])
@@ -463,6 +528,7 @@ class MemoryFiles:
             folded=state.folded,
             journal_token=state.token,
             journal_version=version,
+            journal_count=index + 1,
         )
 
     def publish(self, entries: Entries, folded: str | None) -> State:
@@ -477,6 +543,9 @@ class MemoryFiles:
         kept = kept.kept()
         token = uuid.uuid4().hex
         body = SEP.join(kept.frags)
+        if self.cipher is not None:
+            place = Place("memory.document", self.where, token, MEMORY_FORMAT_VERSION)
+            body = b'"%s"' % self.cipher.seal_text(body, place).encode("ascii")
         folded = folded if folded is not None and _TOKEN.fullmatch(folded) else ""
         head = header(token, folded, body)
         atomic_publish(self.doc, [head, body, FOOTER])

@@ -24,6 +24,7 @@ from itertools import islice
 from pathlib import Path
 from typing import ParamSpec, TypeVar
 
+from .._crypto import Cipher
 from .._persist import (
     Deadline,
     FileIdent,
@@ -134,8 +135,14 @@ class FileMemory:
         max_bytes: int = DEFAULT_MAX_BYTES,
         max_items: int = DEFAULT_MAX_ITEMS,
         lock_timeout: float | None = None,
+        cipher: Cipher | None = None,
     ) -> None:
-        """Create it; arguments are described in the class docstring."""
+        """Create it; arguments are described in the class docstring.
+
+        ``cipher``: seal the document and every journal record at rest, bound to the
+        directory's name (``open_store`` binds them to the memory's key instead; see
+        ``docs/security.md``).
+        """
         if not isinstance(dir, str | os.PathLike) or not isinstance(os.fspath(dir), str):
             raise InvalidArgumentError(f"dir must be a path, got {type(dir).__name__}")
         if not os.fspath(dir):
@@ -177,6 +184,51 @@ class FileMemory:
         self._revision = new_revision()
         self._next_sweep = 0.0  # monotonic time of the next temp-file sweep
         self._folds = 0  # how often a write published a new document
+        self.use_cipher(cipher)
+
+    def use_cipher(self, cipher: Cipher | None, where: str | None = None) -> None:
+        """Seal what this instance writes and open what it reads with ``cipher``.
+
+        ``where``: the name the sealed values are bound to (default: the directory's
+        name; ``open_store`` gives the memory's key).
+        """
+        if cipher is not None and not isinstance(cipher, Cipher):
+            raise InvalidArgumentError(f"cipher must be a Cipher, not {type(cipher).__name__}")
+        self._files.cipher = cipher
+        self._files.where = self.dir.name if where is None else where
+        self._state = None
+
+    async def rotate(self, *, migrate: bool = False) -> int:
+        """Publish the history again under ``cipher.current`` if any of it is not; 1 if so.
+
+        Under the write lock, so other writers wait for one fold at most. ``migrate``:
+        a plain document or journal (written without ``cipher=``) is sealed too; else it
+        is STORE_INTEGRITY.
+        """
+        if self._files.cipher is None:
+            raise InvalidArgumentError("rotate() needs a FileMemory with cipher=")
+        async with self._turn() as deadline:
+            return await run_blocking(self._guard, "rotate", self._rotate_sync, migrate, deadline)
+
+    def _rotate_sync(self, migrate: bool, deadline: Deadline | None) -> int:
+        fd = self._lock_sync(False, exclusive=True, deadline=deadline)
+        if fd is None:
+            return 0
+        files = self._files
+        try:
+            files.migrating, files.stale_key = migrate, False
+            try:
+                state = files.refresh(None)
+            finally:
+                files.migrating = False
+            self._state = state
+            if not files.stale_key:
+                return 0
+            self._fold(state.entries)
+            self._observe(self._idents_now())
+            return 1
+        finally:
+            os.close(fd)
 
     def __repr__(self) -> str:
         """A developer-facing description."""

@@ -7,12 +7,14 @@ from ._base import LoggedStorage, Storage
 from .local import LocalFileStorage
 from .manager import SessionManager
 from .memory_storage import InMemoryStorage
+from .sealed import SealedStorage
 from .snapshot import Snapshot, SnapshotData, select_snapshot_fields
 
 __all__ = [
     "InMemoryStorage",
     "LocalFileStorage",
     "LoggedStorage",
+    "SealedStorage",
     "SessionManager",
     "Snapshot",
     "SnapshotData",

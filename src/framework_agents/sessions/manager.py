@@ -583,3 +583,23 @@ class SessionManager:
     async def delete_snapshot(self, snapshot_id: str) -> None:
         """Remove the immutable snapshot ``snapshot_id`` (no-op when it does not exist)."""
         await self.storage.delete(self.snapshot_key(snapshot_id))
+
+    async def forget(self) -> None:
+        """Forget the whole session (every agent's snapshots in it).
+
+        On an encrypted storage (``cipher=``) the session's data key is destroyed first,
+        so every copy of its data (log records not yet folded, database pages not yet
+        vacuumed, backups) is unreadable at once; then its values are deleted. On a
+        plain storage its values are deleted.
+        """
+        scope = f"session/{self.session_id}"
+        forget_scope = getattr(self.storage, "forget_scope", None)
+        if callable(forget_scope):
+            await forget_scope(scope)
+        for key in await self.storage.list(scope + "/"):
+            await self.storage.delete(key)
+        self._latest = _UNREAD
+        self._messages = None
+        self._timeline = None
+        self._timeline_bytes = None
+        self._extends = None

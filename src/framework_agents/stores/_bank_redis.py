@@ -32,10 +32,11 @@ import base64
 import hashlib
 import json
 import re
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
+from .._crypto import Cipher, DataKey, Place, is_sealed
 from ..bank._base import (
     Job,
     Revision,
@@ -46,7 +47,12 @@ from ..bank._base import (
     row_from_json,
     row_to_json,
 )
-from ..errors import CheckpointConflictError, InvalidArgumentError, MemoryCorruptError
+from ..errors import (
+    CheckpointConflictError,
+    InvalidArgumentError,
+    MemoryCorruptError,
+    StoreIntegrityError,
+)
 from . import _bank_redis_lua as lua
 from ._codec import redact
 
@@ -57,6 +63,8 @@ __all__ = ["RedisBankBackend"]
 
 #: How many times an insert or a revision is read again when another writer changed
 #: what it was computed from (each round, one of the writers wins).
+T = TypeVar("T")
+
 _ATTEMPTS = 100
 #: Log entries read per round trip.
 _PAGE = 10_000
@@ -123,16 +131,28 @@ def _place(
 
 
 def _row_args(
-    row_args: list[tuple[str, str, str]], placed: list[Row], final: dict[str, Row]
+    row_args: list[tuple[str, str, str]],
+    placed: list[Row],
+    final: dict[str, Row],
+    stored_forms: Callable[[Row], tuple[bytes, bytes | None]],
 ) -> list[Any]:
-    """The ``INSERT`` arguments of each row: id, mode, digest, member, revision, end, vector."""
+    """The ``INSERT`` arguments of each row: id, mode, digest, member, revision, end, vector.
+
+    ``stored_forms(row)``: the revision's JSON and vector as stored (sealed with
+    ``cipher=``).
+    """
     args: list[Any] = []
     for (record_id, mode, digest), row in zip(row_args, placed, strict=True):
         written = final.get(record_id, row)
         member = _member(written) if digest else ""
-        args += [record_id, mode, digest, member, _revision_json(written)]
-        args += [_to(written.valid_to), *_vector_args(written.vector)]
+        body, vector = stored_forms(written)
+        args += [record_id, mode, digest, member, body]
+        args += [_to(written.valid_to), *_vector_args(vector)]
     return args
+
+
+class _KeyMiss(Exception):
+    """A sealed row's namespace has no data key in this instance's cache (load them)."""
 
 
 class RedisBankBackend:
@@ -144,6 +164,169 @@ class RedisBankBackend:
         self._p = f"{db.prefix}bank:"
         self._writes = [f"{self._p}seq", f"{self._p}log"]
         self._jobs = f"{self._p}jobs"
+        self._keys_hash = f"{self._p}datakeys"
+        self._cipher: Cipher | None = None
+        self._dkeys: dict[str, DataKey] = {}
+
+    def use_cipher(self, cipher: Cipher | None) -> None:
+        """Seal revisions, vectors and jobs with a data key per namespace (``cipher=``).
+
+        A sealed revision is stored as its namespace's text, a newline and the envelope;
+        the data keys live in ``<p>bank:datakeys`` (namespace -> wrapped key).
+        """
+        if cipher is not None and not isinstance(cipher, Cipher):
+            raise InvalidArgumentError(f"cipher must be a Cipher, not {type(cipher).__name__}")
+        self._cipher = cipher
+        self._dkeys = {}
+
+    # -- data keys -----------------------------------------------------------------------
+
+    async def _ensure_keys(self, namespaces: Sequence[str], *, create: bool) -> None:
+        """Read (and, ``create``, make) the data keys of ``namespaces`` into the cache."""
+        cipher = self._cipher
+        missing = sorted({n for n in namespaces if n not in self._dkeys})
+        if cipher is None or not missing:
+            return
+        if create:
+            for namespace in missing:
+                wrapped = cipher.wrap(cipher.new_data_key(), Place("bank.data-key", namespace))
+                await self._db.call("hsetnx", self._keys_hash, namespace, wrapped)
+        found = await self._db.call("hmget", self._keys_hash, *missing)
+        for namespace, wrapped in zip(missing, found, strict=True):
+            if wrapped is not None:
+                place = Place("bank.data-key", namespace)
+                self._dkeys[namespace] = cipher.unwrap(bytes(wrapped), place)
+
+    async def _all_keys(self) -> None:
+        self._dkeys = {}
+        names = await self._db.call("hkeys", self._keys_hash)
+        await self._ensure_keys([bytes(n).decode() for n in names], create=False)
+
+    async def _keyed(self, read: Callable[[], Awaitable[T]]) -> T:
+        """``read()``, again with every data key loaded if a sealed row needed one."""
+        try:
+            return await read()
+        except _KeyMiss:
+            await self._all_keys()
+        try:
+            return await read()
+        except _KeyMiss as miss:
+            raise StoreIntegrityError(
+                f"a memory record of namespace {miss.args[0]} is sealed under a data key "
+                "that no longer exists (forgotten); left as it is"
+            ) from None
+
+    def _key(self, namespace: str) -> DataKey:
+        key = self._dkeys.get(namespace)
+        if key is None:
+            raise _KeyMiss(namespace)
+        return key
+
+    def _stored_forms(self, row: Row) -> tuple[bytes, bytes | None]:
+        """The revision's JSON and vector as stored: sealed under its namespace's key."""
+        body, vector = _revision_json(row), row.vector
+        if self._cipher is None:
+            return body, vector
+        namespace = namespace_text(row.namespace)
+        key, number = self._key(namespace), str(row.revision)
+        body = namespace.encode() + b"\n" + key.seal(body, Place("bank.revision", row.id, number))
+        if vector is not None:
+            vector = key.seal(vector, Place("bank.vector", row.id, number))
+        return body, vector
+
+    def _opened(
+        self, record_id: str, revision: bytes, data: bytes, vector: Any
+    ) -> tuple[bytes, Any]:
+        """A sealed revision's JSON and vector, opened (STORE_INTEGRITY if not authentic)."""
+        assert self._cipher is not None
+        number = revision.decode(errors="replace")
+        place = Place("bank.revision", record_id, number)
+        namespace, sep, envelope = data.partition(b"\n")
+        if not sep or not is_sealed(envelope):
+            self._cipher.open(data, place)  # raises: plain in an encrypted store
+        key = self._key(namespace.decode(errors="replace"))
+        body = key.open(envelope, place)
+        if vector is not None:
+            vector = key.open(bytes(vector), Place("bank.vector", record_id, number))
+        return body, vector
+
+    async def forget_keys(self, namespace: Sequence[str]) -> int:
+        """Destroy the data keys of ``namespace`` and every namespace under it; how many."""
+        if self._cipher is None:
+            return 0
+        parts = tuple(check_namespace(tuple(namespace)))
+        names = [bytes(n).decode() for n in await self._db.call("hkeys", self._keys_hash)]
+        doomed = [n for n in names if tuple(json.loads(n))[: len(parts)] == parts]
+        if doomed:
+            await self._db.call("hdel", self._keys_hash, *doomed)
+        self._dkeys = {}
+        return len(doomed)
+
+    async def rotate(self, *, migrate: bool = False) -> int:
+        """Seal every data key under ``cipher.current``; ``migrate``: plain records too.
+
+        A compare-and-set each (a value changed meanwhile is left to the next run). The
+        number of values written.
+        """
+        cipher = self._cipher
+        if cipher is None:
+            raise InvalidArgumentError("rotate() needs a bank with cipher=")
+        written = 0
+        stored = await self._db.call("hgetall", self._keys_hash)
+        for name, wrapped in stored.items():
+            namespace = bytes(name).decode()
+            again = cipher.reseal(bytes(wrapped), Place("bank.data-key", namespace))
+            if again is not None:
+                args = [namespace, bytes(wrapped), again]
+                written += int(await self._db.script("RESEAL_HASH_FIELD", [self._keys_hash], args))
+        if migrate:
+            written += await self._migrate()
+        self._dkeys = {}
+        return written
+
+    async def _migrate(self) -> int:
+        """Seal the plain revisions, vectors and jobs (compare-and-set each); how many."""
+        written = 0
+        async for name in self._db.client().scan_iter(match=f"{self._p}rec:*"):
+            record = bytes(name).decode()
+            fields = await self._db.call("hgetall", record)
+            for field, value in fields.items():
+                field, value = bytes(field), bytes(value)
+                if field[:1] != b"j" or not value.startswith(b"{"):
+                    continue
+                doc = json.loads(value)
+                row = row_from_json({**doc, "valid_to": None}, None, where=record)
+                await self._ensure_keys([namespace_text(row.namespace)], create=True)
+                body, _ = self._stored_forms(replace(row, vector=None))
+                changes = [(field, value, body)]
+                vector = fields.get(b"v" + field[1:])
+                if vector is not None and not is_sealed(bytes(vector)):
+                    sealed = self._key(namespace_text(row.namespace)).seal(
+                        bytes(vector), Place("bank.vector", row.id, str(row.revision))
+                    )
+                    changes.append((b"v" + field[1:], bytes(vector), sealed))
+                for change in changes:
+                    written += int(await self._db.script("RESEAL_HASH_FIELD", [record], change))
+        jobs = await self._db.call("hgetall", self._jobs)
+        for job_id, value in jobs.items():
+            order, _, body = bytes(value).partition(b"\n")
+            doc = json.loads(body)
+            if str(doc.get("payload", "")).startswith("fae1."):
+                continue
+            job = Job(bytes(job_id).decode(), check_namespace(doc["namespace"]), b"")
+            payload = base64.b64decode(doc["payload"])
+            new = order + b"\n" + await self._job_body(job._replace(payload=payload))
+            args = [bytes(job_id), bytes(value), new]
+            written += int(await self._db.script("RESEAL_HASH_FIELD", [self._jobs], args))
+        return written
+
+    async def _job_body(self, job: Job) -> bytes:
+        payload = base64.b64encode(job.payload).decode()
+        if self._cipher is not None:
+            namespace = namespace_text(job.namespace)
+            await self._ensure_keys([namespace], create=True)
+            payload = self._key(namespace).seal_text(job.payload, Place("bank.job", job.id))
+        return json.dumps({"namespace": list(job.namespace), "payload": payload}).encode()
 
     def __repr__(self) -> str:
         """The backend and where it keeps the bank (password redacted)."""
@@ -174,6 +357,8 @@ class RedisBankBackend:
             raise MemoryCorruptError(f"{where}: it has no revision count")
         if not _MICROS.match(to) and to != b"":
             raise MemoryCorruptError(f"{where}: its valid_to is not a number of microseconds")
+        if self._cipher is not None:
+            data, vector = self._opened(record_id, revision, data, vector)
         try:
             doc = json.loads(data)
         except ValueError:
@@ -195,6 +380,9 @@ class RedisBankBackend:
 
     async def latest(self, ids: Sequence[str]) -> list[Row]:
         """The latest revisions of the stored records among ``ids`` (one script)."""
+        return await self._keyed(lambda: self._latest_rows(ids))
+
+    async def _latest_rows(self, ids: Sequence[str]) -> list[Row]:
         out: list[Row] = []
         for start in range(0, len(ids), _BATCH):
             batch = ids[start : start + _BATCH]
@@ -227,6 +415,9 @@ class RedisBankBackend:
 
     async def revisions(self, record_id: str) -> list[Row]:
         """Every revision of ``record_id``, oldest first (one ``HGETALL``)."""
+        return await self._keyed(lambda: self._revisions(record_id))
+
+    async def _revisions(self, record_id: str) -> list[Row]:
         fields = await self._db.call("hgetall", f"{self._p}rec:{record_id}")
         if not fields:
             return []
@@ -275,6 +466,10 @@ class RedisBankBackend:
         for row in rows:
             if "\n" in row.id:  # the change log is read as lines
                 raise InvalidArgumentError(f"a record id may not hold a newline: {row.id!r:.60}")
+        await self._ensure_keys([namespace_text(r.namespace) for r in rows], create=True)
+        return await self._keyed(lambda: self._insert(rows, job))
+
+    async def _insert(self, rows: list[Row], job: str | None) -> list[Row] | None:
         for _ in range(_ATTEMPTS):
             plan = await self._plan(rows, job)
             reply = await self._script("INSERT", [*self._writes, self._jobs], plan.args)
@@ -323,7 +518,7 @@ class RedisBankBackend:
             placed.append(row)
             row_args.append((row.id, mode, digest))
         args = [self._p, job or "", len(rows), len(closings), len(checks)]
-        args += _row_args(row_args, placed, final)
+        args += _row_args(row_args, placed, final, self._stored_forms)
         for record_id, valid_to in closings.items():
             args += [record_id, _to(valid_to)]
         for check in checks:
@@ -376,8 +571,10 @@ class RedisBankBackend:
                 return None
             last = rows[0]
             row = change.after(last)
-            args = [self._p, record_id, last.revision, _revision_json(row)]
-            reply = await self._script("REVISE", self._writes, [*args, *_vector_args(row.vector)])
+            await self._ensure_keys([namespace_text(row.namespace)], create=True)
+            body, vector = self._stored_forms(row)
+            args = [self._p, record_id, last.revision, body]
+            reply = await self._script("REVISE", self._writes, [*args, *_vector_args(vector)])
             status = self._status(reply)
             if status == 0:
                 return None
@@ -404,15 +601,15 @@ class RedisBankBackend:
         """Store a pending extraction job (nothing if a job of that id is stored)."""
         if not isinstance(job.id, str) or not job.id:
             raise InvalidArgumentError(f"a job id is a non-empty string, not {job.id!r:.40}")
-        body = json.dumps(
-            {"namespace": list(job.namespace), "payload": base64.b64encode(job.payload).decode()}
-        )
+        body = await self._job_body(job)
         keys = [self._jobs, f"{self._p}jobseq"]
         self._status(await self._script("ADD_JOB", keys, [job.id, body]))
 
     async def jobs(self) -> list[Job]:
         """The pending extraction jobs, oldest first."""
         stored = await self._db.call("hgetall", self._jobs)
+        if self._cipher is not None:
+            await self._all_keys()
         found: list[tuple[int, Job]] = []
         for job_id, value in stored.items():
             order, _, body = bytes(value).partition(b"\n")
@@ -421,12 +618,30 @@ class RedisBankBackend:
                 job = Job(
                     bytes(job_id).decode(),
                     check_namespace(doc["namespace"]),
-                    base64.b64decode(doc["payload"], validate=True),
+                    self._job_payload(bytes(job_id).decode(), doc),
                 )
                 found.append((int(order), job))
+            except StoreIntegrityError:
+                raise
             except Exception as exc:
                 raise self._corrupt(f"pending job {job_id!r:.40} is unreadable ({exc})") from None
         return [job for _, job in sorted(found, key=lambda f: f[0])]
+
+    def _job_payload(self, job_id: str, doc: Any) -> bytes:
+        text = doc["payload"]
+        if self._cipher is None:
+            return base64.b64decode(text, validate=True)
+        place = Place("bank.job", job_id)
+        if not isinstance(text, str) or not text.startswith("fae1."):
+            self._cipher.open(b"{", place)  # raises: plain in an encrypted store
+        namespace = namespace_text(check_namespace(doc["namespace"]))
+        key = self._dkeys.get(namespace)
+        if key is None:
+            raise StoreIntegrityError(
+                f"{place.describe()} is sealed under a data key that no longer exists "
+                "(forgotten); left as it is"
+            )
+        return key.open_text(text, place)
 
     async def drop_job(self, job_id: str) -> None:
         """Remove a pending job without running it."""

@@ -17,6 +17,7 @@ server shares: a ``~`` is expanded, and a bare scheme name (``"memory"``) is ref
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import os
 from collections.abc import Awaitable, Callable
@@ -24,6 +25,7 @@ from pathlib import Path
 from typing import Any, Protocol
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
+from .._crypto import Cipher
 from .._retention import check_ttl
 from .._store_url import parse_store_url
 from ..bank._base import BankBackend, FileBankBackend, InMemoryBankBackend
@@ -38,6 +40,7 @@ from ..memory.in_memory import InMemoryMemory
 from ..sessions._base import Storage, validate_key
 from ..sessions.local import LocalFileStorage
 from ..sessions.memory_storage import InMemoryStorage
+from ..sessions.sealed import SealedStorage
 from ._codec import AsyncClosing, check_lease, redact
 
 __all__ = ["Store", "db_store", "open_store"]
@@ -61,10 +64,16 @@ class Store(AsyncClosing):
         memory: Callable[[str, int], Memory],
         bank: BankBackend,
         close: Callable[[], Awaitable[None]] | None = None,
+        rotate_memories: Callable[[Cipher, bool], Awaitable[int]] | None = None,
     ) -> None:
-        """Set up the store; nothing connects before the first operation."""
+        """Set up the store; nothing connects before the first operation.
+
+        ``rotate_memories(cipher, migrate)``: re-seal every stored memory (``rotate()``).
+        """
         self.url = url
-        self.storage = storage
+        self._rotate_memories = rotate_memories
+        self.cipher: Cipher | None = None
+        self.storage: Storage = storage
         self.checkpointer = checkpointer
         self._memory = memory
         self._bank = bank
@@ -81,6 +90,49 @@ class Store(AsyncClosing):
         memory = self._memory(key, max_messages)
         self._memories.append(memory)
         return memory
+
+    def use_cipher(self, cipher: Cipher) -> None:
+        """Encrypt every part of the store with ``cipher`` (``open_store(cipher=)``)."""
+        for part in (self.checkpointer, self._bank):
+            _sealing(part, cipher)
+        self.cipher = cipher
+        self.storage = SealedStorage(self.storage, cipher)
+        factory = self._memory
+
+        def memory(key: str, max_messages: int) -> Memory:
+            made = factory(key, max_messages)
+            if isinstance(made, FileMemory):
+                made.use_cipher(cipher, where=key)  # bound to its key, not its directory
+            else:
+                _sealing(made, cipher)
+            return made
+
+        self._memory = memory
+
+    async def rotate(self) -> int:
+        """Re-encrypt everything under ``cipher.current`` (and migrate a plain store).
+
+        Values sealed under an older key id are sealed again under the current one, one
+        short transaction (or compare-and-swap) each, so other processes keep working;
+        after a crash, running it again finishes the job (what is current is skipped).
+        On a store written without ``cipher=`` (not yet marked encrypted) it seals the
+        plain values in place, the migration; the store is marked encrypted once
+        everything is done. The number of values written; INVALID_ARGUMENT on a store
+        opened without ``cipher=``.
+        """
+        cipher = self.cipher
+        if cipher is None or not isinstance(self.storage, SealedStorage):
+            raise InvalidArgumentError("rotate() needs a store opened with cipher=")
+        migrate = not await self.storage.is_marked()
+        written = await self.storage.rotate(migrate=migrate, mark=False)
+        for part in (self.checkpointer, self._bank):
+            rotate = getattr(part, "rotate", None)
+            if callable(rotate):
+                written += await rotate(migrate=migrate)
+        if self._rotate_memories is not None:
+            written += await self._rotate_memories(cipher, migrate)
+        await self.storage.mark()
+        return written
 
     def bank(self, embedder: Embedder | None = None) -> MemoryBank:
         """The store's :class:`~framework_agents.bank.MemoryBank` (closed with the store)."""
@@ -101,6 +153,17 @@ class Store(AsyncClosing):
         if self._close is not None:
             close, self._close = self._close, None
             await close()
+
+
+def _sealing(part: object, cipher: Cipher) -> None:
+    """Hand ``cipher`` to a part of a store; INVALID_ARGUMENT if it cannot encrypt."""
+    seal = getattr(part, "use_cipher", None)
+    if not callable(seal):
+        raise InvalidArgumentError(
+            f"cipher=: {type(part).__name__} cannot encrypt at rest yet; nothing of it "
+            "would be sealed (see docs/security.md for what each backend encrypts)"
+        )
+    seal(cipher)
 
 
 class _Db(Protocol):
@@ -127,6 +190,7 @@ def db_store(
 ) -> Store:
     """The :class:`Store` of one database: its stores share ``db`` (and close it)."""
     storage, checkpointer, memory, bank = classes
+    rotate_all = getattr(memory, "rotate_all", None)
     return Store(
         url,
         storage=storage(db, ttl=ttl),
@@ -134,6 +198,7 @@ def db_store(
         memory=lambda key, n: memory(db, key, n),
         bank=bank(db),
         close=db.close,
+        rotate_memories=None if rotate_all is None else (lambda c, m: rotate_all(db, c, m)),
     )
 
 
@@ -153,12 +218,24 @@ def _memory_store(url: str, *, ttl: float | None, lock_timeout: float | None) ->
 
 
 def _file_store(url: str, root: Path, *, ttl: float | None, lock_timeout: float | None) -> Store:
+    async def rotate_memories(cipher: Cipher, migrate: bool) -> int:
+        """``rotate()`` of every memory under ``<root>/memory/``, each bound to its key."""
+        base = root / "memory"
+        found = await asyncio.to_thread(lambda: sorted(base.rglob("memory.json")))
+        written = 0
+        for path in found:
+            memory = FileMemory(path.parent, lock_timeout=lock_timeout)
+            memory.use_cipher(cipher, where=path.parent.relative_to(base).as_posix())
+            written += await memory.rotate(migrate=migrate)
+        return written
+
     return Store(
         url,
         storage=LocalFileStorage(root / "storage", ttl=ttl),
         checkpointer=FileCheckpointer(root, lock_timeout=lock_timeout, ttl=ttl),
         memory=lambda key, n: FileMemory(root / "memory" / key, n),
         bank=FileBankBackend(root),
+        rotate_memories=rotate_memories,
     )
 
 
@@ -190,6 +267,7 @@ def open_store(
     lease: float = 30.0,
     ttl: float | None = None,
     lock_timeout: float | None = 10.0,
+    cipher: Cipher | None = None,
 ) -> Store:
     """The :class:`Store` for ``url`` (memory, a directory, SQLite, PostgreSQL or Redis).
 
@@ -205,7 +283,22 @@ def open_store(
     holder keeps a thread; ``ttl`` (seconds, ``None``: forever) how long unsaved data is
     kept; ``lock_timeout`` how long a run waits for a busy thread. Nothing connects
     until the first operation.
+
+    ``cipher``: a :class:`~framework_agents.Cipher` encrypting every value at rest, bound
+    to its place (see ``docs/security.md``); ``await store.rotate()`` re-encrypts under
+    ``cipher.current`` and migrates a store written without it.
     """
+    if cipher is not None and not isinstance(cipher, Cipher):
+        raise InvalidArgumentError(f"cipher must be a Cipher, not {type(cipher).__name__}")
+    store = _open(url, lease=lease, ttl=ttl, lock_timeout=lock_timeout)
+    if cipher is not None:
+        store.use_cipher(cipher)
+    return store
+
+
+def _open(
+    url: str | os.PathLike[str], *, lease: float, ttl: float | None, lock_timeout: float | None
+) -> Store:
     where = parse_store_url(url, redact=redact)
     check_lease(lease)
     check_ttl(ttl)

@@ -14,11 +14,12 @@ import contextlib
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass
 
+from .._crypto import Cipher
 from .._persist import check_seconds, shared_prefix
 from .._retention import AutoPrune, check_ttl, waits_for_approval
 from ..checkpoint._base import ThreadLockBase, check_checkpoint, check_new_part
 from ..checkpoint.model import ThreadCheckpoint
-from ..errors import CheckpointCorruptError
+from ..errors import CheckpointCorruptError, InvalidArgumentError
 from ..messages import Message
 from ._codec import (
     ThreadCache,
@@ -28,6 +29,7 @@ from ._codec import (
     encode_head,
 )
 from ._lease import LeaseLocks
+from ._sealed import CHECKPOINT_MESSAGE, open_bodies, open_head, seal_body, seal_head
 
 __all__ = ["LeasedCheckpointer", "SavePlan"]
 
@@ -57,6 +59,14 @@ class LeasedCheckpointer(AutoPrune, ThreadLockBase):
     lease: float
     _cache: dict[str, ThreadCache]
     _locks: LeaseLocks
+    #: Seals heads and message bodies at rest (``cipher=``; ``None``: plain).
+    _cipher: Cipher | None = None
+
+    def use_cipher(self, cipher: Cipher | None) -> None:
+        """Seal every head and body this instance writes, and open those it reads."""
+        if cipher is not None and not isinstance(cipher, Cipher):
+            raise InvalidArgumentError(f"cipher must be a Cipher, not {type(cipher).__name__}")
+        self._cipher = cipher
 
     def _set_up(
         self,
@@ -106,6 +116,10 @@ class LeasedCheckpointer(AutoPrune, ThreadLockBase):
             raise CheckpointCorruptError(
                 f"{source} is unreadable: {len(bodies)} messages stored, {length} expected"
             )
+        cipher = self._cipher
+        if cipher is not None:
+            head = open_head(cipher, thread_id, length, head)
+            bodies = open_bodies(cipher, CHECKPOINT_MESSAGE, thread_id, bodies, indexed=True)
         checkpoint = decode_checkpoint(thread_id, head, bodies, source=source)
         self._cache[thread_id] = ThreadCache.of(version, checkpoint.messages)
         return checkpoint
@@ -117,13 +131,22 @@ class LeasedCheckpointer(AutoPrune, ThreadLockBase):
         keep = 0 if cache is None else shared_prefix(cache.messages, checkpoint.messages)
         check_new_part(checkpoint, keep)
         added = checkpoint.messages[keep:]
+        bodies, head = encode_checked(added), encode_head(checkpoint)
+        cipher, thread_id = self._cipher, checkpoint.thread_id
+        if cipher is not None:
+            length = len(checkpoint.messages)
+            bodies = [
+                seal_body(cipher, CHECKPOINT_MESSAGE, thread_id, m.id, b, keep + i)
+                for i, (m, b) in enumerate(zip(added, bodies, strict=True))
+            ]
+            head = seal_head(cipher, thread_id, length, head)
         return SavePlan(
             thread_id=checkpoint.thread_id,
             expected=None if cache is None else cache.version,
             keep=keep,
             added=added,
-            bodies=encode_checked(added),
-            head=encode_head(checkpoint),
+            bodies=bodies,
+            head=head,
             pending=waits_for_approval(checkpoint),
             length=len(checkpoint.messages),
             cache=cache,

@@ -24,6 +24,7 @@ from typing import Any, Generic, Protocol, Self, TypeVar
 from pydantic import ValidationError
 from pydantic_core import PydanticSerializationError
 
+from .._crypto import Cipher
 from .._persist import check_seconds, encode_message, overlong_int
 from .._util import redact
 from ..checkpoint.model import ThreadCheckpoint, to_json
@@ -45,6 +46,7 @@ from ..memory._base import (
     window,
 )
 from ..messages import Message, MessageList
+from ._sealed import MEMORY_MESSAGE, open_bodies, seal_body
 
 __all__ = [
     "AsyncClosing",
@@ -251,6 +253,25 @@ class MergingMemory:
     #: The stored marker as this instance last read or wrote it (``None``: not yet).
     _marker: int | None = None
     _revision: int = 0
+    #: Seals the bodies at rest (``cipher=``; ``None``: plain).
+    _cipher: Cipher | None = None
+
+    def use_cipher(self, cipher: Cipher | None) -> None:
+        """Seal every body this instance writes, and open every one it reads, with ``cipher``."""
+        if cipher is not None and not isinstance(cipher, Cipher):
+            raise InvalidArgumentError(f"cipher must be a Cipher, not {type(cipher).__name__}")
+        self._cipher = cipher
+
+    def _rows(self, messages: Sequence[Message]) -> list[tuple[int, bytes]]:
+        """The rows of ``messages`` as stored: ``memory_rows``, sealed with ``cipher=``."""
+        rows = memory_rows(messages)
+        cipher = self._cipher
+        if cipher is None:
+            return rows
+        return [
+            (shape, seal_body(cipher, MEMORY_MESSAGE, self.key, m.id, body))
+            for (shape, body), m in zip(rows, messages, strict=True)
+        ]
 
     def __init__(self, key: str, max_messages: int) -> None:
         """The history under ``key`` (checked by the caller), windowed to ``max_messages``."""
@@ -280,6 +301,8 @@ class MergingMemory:
 
     def _loaded(self, bodies: Sequence[bytes], marker: int, *, source: str) -> list[Message]:
         """The history a load read (``bodies`` and the ``marker`` with them), windowed."""
+        if self._cipher is not None:
+            bodies = open_bodies(self._cipher, MEMORY_MESSAGE, self.key, bodies, indexed=False)
         messages = decode_messages(bodies, source=source)
         self._seen = {m.id for m in messages}
         self._observe(marker)
@@ -309,7 +332,7 @@ class MergingMemory:
         if not self._holds(revision) or len({m.id for m in given}) != len(given):
             return None
         assert expected is not None  # _holds: a marker is known
-        done = await self._append_if(given, memory_rows(given), expected)
+        done = await self._append_if(given, self._rows(given), expected)
         if done is None:
             return None
         self._saved(given)

@@ -72,6 +72,21 @@ POSTGRES = Dialect(
     memory_marker="SELECT coalesce((SELECT next_seq FROM {s}.fa_memories WHERE key = %(key)s), 0)",
     memory_stored="SELECT shape, body, {s}.fa_message_id(body) FROM {s}.fa_memory_messages "
     "WHERE key = %(key)s ORDER BY seq",
+    # The thread's head row first, as a save locks it: saves of the thread wait.
+    rotate_head="SELECT length, head FROM {s}.fa_threads "
+    "WHERE thread_id = %(thread_id)s AND version > 0 FOR UPDATE",
+    rotate_bodies="SELECT seq, body FROM {s}.fa_thread_messages "
+    "WHERE thread_id = %(thread_id)s ORDER BY seq FOR UPDATE",
+    set_head="UPDATE {s}.fa_threads SET head = %(head)s WHERE thread_id = %(thread_id)s",
+    set_body="UPDATE {s}.fa_thread_messages SET body = %(body)s "
+    "WHERE thread_id = %(thread_id)s AND seq = %(seq)s",
+    memory_keys="SELECT DISTINCT key FROM {s}.fa_memory_messages ORDER BY key",
+    # The key's fa_memories row first, as every write of the key locks it.
+    rotate_memory="SELECT m.seq, m.body FROM {s}.fa_memory_messages m, "
+    "(SELECT 1 FROM {s}.fa_memories WHERE key = %(key)s FOR UPDATE) AS l "
+    "WHERE m.key = %(key)s ORDER BY m.seq FOR UPDATE OF m",
+    set_memory_body="UPDATE {s}.fa_memory_messages SET body = %(body)s "
+    "WHERE key = %(key)s AND seq = %(seq)s",
 )
 
 
@@ -154,7 +169,9 @@ CREATE TABLE IF NOT EXISTS {s}.fa_bank_counter (
 INSERT INTO {s}.fa_bank_counter VALUES (1, 0) ON CONFLICT DO NOTHING;
 CREATE TABLE IF NOT EXISTS {s}.fa_bank_jobs (
     created BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY, id TEXT NOT NULL UNIQUE,
-    namespace TEXT NOT NULL, payload BYTEA NOT NULL)
+    namespace TEXT NOT NULL, payload BYTEA NOT NULL);
+CREATE TABLE IF NOT EXISTS {s}.fa_bank_keys (
+    namespace TEXT COLLATE "C" PRIMARY KEY, wrapped BYTEA NOT NULL)
 """
 
 

@@ -8,6 +8,8 @@ value / keys stored under it).
 from __future__ import annotations
 
 __all__ = [
+    "RESEAL_HASH_FIELD",
+    "RESEAL_LIST",
     "ACQUIRE",
     "APPEND_LOGGED",
     "FORGET",
@@ -457,4 +459,35 @@ end
 redis.call('DEL', KEYS[1], KEYS[2])
 """
     + _MEMORY_TAIL,
+)
+
+
+#: ``rotate()``: KEYS[1] a hash; ARGV field, old value, new value. The field is set only
+#: if it still holds the old value (a write since wins; the next rotate() sees it).
+RESEAL_HASH_FIELD = typed_script(
+    "hash",
+    """
+if redis.call('HGET', KEYS[1], ARGV[1]) == ARGV[2] then
+  redis.call('HSET', KEYS[1], ARGV[1], ARGV[3])
+  return 1
+end
+return 0
+""",
+)
+
+#: ``rotate()``: KEYS[1] a list; ARGV (index, old item, new item)...: each item is set
+#: only if that index still holds the old item. How many were set.
+RESEAL_LIST = typed_script(
+    "list",
+    """
+local n = 0
+for i = 1, #ARGV, 3 do
+  local at = tonumber(ARGV[i])
+  if redis.call('LINDEX', KEYS[1], at) == ARGV[i + 1] then
+    redis.call('LSET', KEYS[1], at, ARGV[i + 2])
+    n = n + 1
+  end
+end
+return n
+""",
 )

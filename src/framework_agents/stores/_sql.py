@@ -24,10 +24,12 @@ their thread locks, storage logs and pruning differ too.
 from __future__ import annotations
 
 import builtins
+import functools
 from collections.abc import Callable, Collection, Generator, Mapping, Sequence
 from types import EllipsisType
 from typing import Any, Generic, Literal, NamedTuple, Protocol, TypeVar
 
+from .._crypto import Cipher
 from .._retention import AutoPrune, check_ttl
 from ..checkpoint.model import ThreadCheckpoint, check_thread_id
 from ..errors import CheckpointConflictError, InvalidArgumentError, StorageKeyInvalidError
@@ -41,7 +43,8 @@ from ..sessions._base import (
 )
 from ..sessions.memory_storage import as_bytes
 from ._checkpointer import LeasedCheckpointer, SavePlan
-from ._codec import ClosableStore, MergingMemory, appended_by_others, memory_rows, wall_clock
+from ._codec import ClosableStore, MergingMemory, appended_by_others, wall_clock
+from ._sealed import CHECKPOINT_MESSAGE, MEMORY_MESSAGE, reseal_body, reseal_head
 
 __all__ = [
     "Dialect",
@@ -110,6 +113,20 @@ class Dialect(NamedTuple):
     memory_marker: str
     #: ``key`` -> ``(shape, body, message id)`` of each stored message, in order.
     memory_stored: str
+    #: ``thread_id`` -> ``(length, head)`` of a stored checkpoint, its row locked.
+    rotate_head: str
+    #: ``thread_id`` -> ``(seq, body)`` of the thread's messages, in order, locked.
+    rotate_bodies: str
+    #: ``thread_id``, ``head``: a head sealed again.
+    set_head: str
+    #: ``thread_id``, ``seq``, ``body``: a message sealed again.
+    set_body: str
+    #: The keys that hold memory messages.
+    memory_keys: str
+    #: ``key`` -> ``(seq, body)`` of the key's messages, in order, locked.
+    rotate_memory: str
+    #: ``key``, ``seq``, ``body``: a memory message sealed again.
+    set_memory_body: str
 
     def mapped(self, edit: Callable[[str], str]) -> Dialect:
         """The dialect with ``edit`` applied to every statement (a schema filled in)."""
@@ -371,6 +388,49 @@ class SqlCheckpointer(ClosableStore[SqlDb], LeasedCheckpointer):
                 f"thread {thread_id!r} is held by another run; nothing was written"
             )
 
+    async def rotate(self, *, migrate: bool = False) -> int:
+        """Seal every head and message under ``cipher.current``, one thread per transaction.
+
+        Writers of other threads never wait; a writer of the thread being rotated waits
+        for one short transaction. ``migrate``: seal plain ones too (a store written
+        without ``cipher=``), else a plain one is STORE_INTEGRITY. Re-running it after a
+        crash finishes the job (what is current is authenticated and skipped). The number
+        of values written.
+        """
+        if self._cipher is None:
+            raise InvalidArgumentError("rotate() needs a checkpointer with cipher=")
+        written = 0
+        for thread_id in await self.list_threads():
+            written += await self._rotate_one(thread_id, migrate)
+        return written
+
+    async def _rotate_one(self, thread_id: str, migrate: bool) -> int:
+        """Re-seal one thread in one transaction; how many values changed."""
+        cipher, sql = self._cipher, self._db.dialect
+        assert cipher is not None
+
+        def write() -> Steps[int]:
+            params = {"thread_id": thread_id}
+            row = yield Query(sql.rotate_head, params, "one")
+            if row is None:
+                return 0
+            written = 0
+            head = reseal_head(cipher, thread_id, int(row[0]), bytes(row[1]), migrate=migrate)
+            if head is not None:
+                yield Query(sql.set_head, {"thread_id": thread_id, "head": head})
+                written += 1
+            rows = yield Query(sql.rotate_bodies, params, "all")
+            for index, (seq, body) in enumerate(rows):
+                kind = CHECKPOINT_MESSAGE
+                new = reseal_body(cipher, kind, thread_id, bytes(body), index, migrate=migrate)
+                if new is not None:
+                    values = {"thread_id": thread_id, "seq": seq, "body": new}
+                    yield Query(sql.set_body, values)
+                    written += 1
+            return written
+
+        return await self._db.transact(write)
+
     async def delete(self, thread_id: str) -> None:
         """Forget the thread's checkpoint (no error when there is none)."""
         check_thread_id(thread_id)
@@ -386,6 +446,18 @@ class SqlCheckpointer(ClosableStore[SqlDb], LeasedCheckpointer):
 
 
 # -- memory -------------------------------------------------------------------------------
+
+
+def _rotate_memory(db: SqlDb, cipher: Cipher, key: str, migrate: bool) -> Steps[int]:
+    """Re-seal memory ``key``'s messages (inside its transaction); how many changed."""
+    sql = db.dialect
+    written = 0
+    for seq, body in (yield Query(sql.rotate_memory, {"key": key}, "all")):
+        new = reseal_body(cipher, MEMORY_MESSAGE, key, bytes(body), migrate=migrate)
+        if new is not None:
+            yield Query(sql.set_memory_body, {"key": key, "seq": seq, "body": new})
+            written += 1
+    return written
 
 
 class SqlMemory(MergingMemory, ClosableStore[SqlDb]):
@@ -424,7 +496,7 @@ class SqlMemory(MergingMemory, ClosableStore[SqlDb]):
     ) -> None:
         """:meth:`MergingMemory.commit`, in one transaction (no save slips in between)."""
         kept, ids, merge_base = self._commit_parts(messages, base)
-        rows = memory_rows(kept)
+        rows = self._rows(kept)
 
         def merge() -> Steps[int]:
             yield from self._lock_key()  # before the stored rows are read
@@ -443,3 +515,20 @@ class SqlMemory(MergingMemory, ClosableStore[SqlDb]):
         """Forget the stored history (the marker moves on)."""
         self._wrote(await self._db.transact(lambda: self._replace([])))
         self._seen = set()
+
+    @staticmethod
+    async def rotate_all(db: SqlDb, cipher: Cipher, migrate: bool = False) -> int:
+        """Re-seal every memory in ``db`` under ``cipher.current``, one key per transaction.
+
+        The messages are sealed again in place (the key's marker does not move: nothing
+        changed for its readers). ``migrate``: seal plain messages too; else a plain one
+        is STORE_INTEGRITY. The number of messages written.
+        """
+        sql = db.dialect
+        keys = [r[0] for r in await db.query(Query(sql.memory_keys, {}, "all"))]
+        written = 0
+        for key in keys:
+            written += await db.transact(
+                functools.partial(_rotate_memory, db, cipher, key, migrate)
+            )
+        return written

@@ -29,10 +29,11 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import replace
 from typing import Any, NamedTuple, TypeVar
 
+from .._crypto import Cipher, DataKey, Place, is_sealed
 from ..bank._base import (
     Job,
     Revision,
@@ -43,7 +44,7 @@ from ..bank._base import (
     row_from_json,
     row_to_json,
 )
-from ..errors import InvalidArgumentError, MemoryCorruptError
+from ..errors import InvalidArgumentError, MemoryCorruptError, StoreIntegrityError
 from ._sql import Query, SqlDb, Steps
 
 __all__ = ["BankSql", "SqlBankBackend", "bank_sql"]
@@ -51,7 +52,7 @@ __all__ = ["BankSql", "SqlBankBackend", "bank_sql"]
 T = TypeVar("T")
 
 #: The columns every row query selects, in this order (``r``: records, ``v``: revisions).
-ROW_COLUMNS = "r.id, r.valid_to, v.revision, v.body, v.vector"
+ROW_COLUMNS = "r.id, r.valid_to, v.revision, v.body, v.vector, r.namespace"
 
 
 class BankSql(NamedTuple):
@@ -97,6 +98,22 @@ class BankSql(NamedTuple):
     drop_job: str
     #: -> ``(id, namespace, payload)`` of every pending job, oldest first.
     jobs: str
+    #: ``ids`` (namespace texts) -> ``(namespace, wrapped)`` of their data keys.
+    get_keys: str
+    #: -> ``(namespace, wrapped)`` of every data key.
+    all_keys: str
+    #: ``namespace``, ``wrapped``: a new data key.
+    add_key: str
+    #: ``namespace``, ``wrapped``: a data key sealed again.
+    set_key: str
+    #: ``ids`` (namespace texts): destroy those data keys.
+    drop_keys: str
+    #: -> ``(id, revision, body, vector, namespace)`` of every revision.
+    all_revisions: str
+    #: ``id``, ``revision``, ``body``, ``vector``: a revision sealed in place.
+    set_body: str
+    #: ``id``, ``payload``: a job's payload sealed in place.
+    set_payload: str
 
 
 _ROWS = f"SELECT {ROW_COLUMNS} FROM {{s}}.fa_bank_records r JOIN {{s}}.fa_bank_revisions v "
@@ -131,6 +148,16 @@ _STATEMENTS = {
     "VALUES (:id, :namespace, :payload) ON CONFLICT (id) DO NOTHING",
     "drop_job": "DELETE FROM {s}.fa_bank_jobs WHERE id = :id",
     "jobs": "SELECT id, namespace, payload FROM {s}.fa_bank_jobs ORDER BY created",
+    "get_keys": "SELECT namespace, wrapped FROM {s}.fa_bank_keys WHERE namespace {in_ids}",
+    "all_keys": "SELECT namespace, wrapped FROM {s}.fa_bank_keys",
+    "add_key": "INSERT INTO {s}.fa_bank_keys (namespace, wrapped) VALUES (:namespace, :wrapped)",
+    "set_key": "UPDATE {s}.fa_bank_keys SET wrapped = :wrapped WHERE namespace = :namespace",
+    "drop_keys": "DELETE FROM {s}.fa_bank_keys WHERE namespace {in_ids}",
+    "all_revisions": "SELECT v.id, v.revision, v.body, v.vector, r.namespace FROM "
+    "{s}.fa_bank_revisions v JOIN {s}.fa_bank_records r ON r.id = v.id",
+    "set_body": "UPDATE {s}.fa_bank_revisions SET body = :body, vector = :vector "
+    "WHERE id = :id AND revision = :revision",
+    "set_payload": "UPDATE {s}.fa_bank_jobs SET payload = :payload WHERE id = :id",
 }
 
 _PARAMETER = re.compile(r"(?<![:\w]):([a-z_]+)")
@@ -168,6 +195,141 @@ class SqlBankBackend:
         self._db = db
         self._sql = sql
         self._array = array
+        self._cipher: Cipher | None = None
+        # Data keys read from the database, by namespace text (never one a transaction
+        # made: it may roll back).
+        self._dkeys: dict[str, DataKey] = {}
+
+    def use_cipher(self, cipher: Cipher | None) -> None:
+        """Seal every revision, vector and job payload with a data key per namespace.
+
+        Each namespace's data key is sealed by ``cipher`` in ``fa_bank_keys``;
+        :meth:`forget_keys` destroys it (``MemoryBank.forget_namespace``).
+        """
+        if cipher is not None and not isinstance(cipher, Cipher):
+            raise InvalidArgumentError(f"cipher must be a Cipher, not {type(cipher).__name__}")
+        self._cipher = cipher
+        self._dkeys = {}
+
+    # -- data keys -----------------------------------------------------------------------
+
+    def _keys(self, namespaces: Iterable[str], *, create: bool) -> Steps[dict[str, DataKey]]:
+        """The data keys of ``namespaces`` (made and stored when ``create``)."""
+        cipher = self._cipher
+        wanted = set(namespaces)
+        if cipher is None or not wanted:
+            return {}
+        out = {n: self._dkeys[n] for n in wanted if n in self._dkeys}
+        missing = sorted(wanted - out.keys())
+        if missing:
+            found = yield Query(self._sql.get_keys, {"ids": self._array(missing)}, "all")
+            for namespace, wrapped in found:
+                key = cipher.unwrap(bytes(wrapped), Place("bank.data-key", namespace))
+                out[namespace] = self._dkeys[namespace] = key
+        if create:
+            for namespace in sorted(wanted - out.keys()):
+                key = cipher.new_data_key()
+                wrapped = cipher.wrap(key, Place("bank.data-key", namespace))
+                yield Query(self._sql.add_key, {"namespace": namespace, "wrapped": wrapped})
+                out[namespace] = key  # not cached: the transaction may roll back
+        return out
+
+    async def _read_keys(self, namespaces: Iterable[str]) -> dict[str, DataKey]:
+        wanted = set(namespaces)
+        if self._cipher is None or wanted <= self._dkeys.keys():
+            return {n: self._dkeys[n] for n in wanted if n in self._dkeys}
+        return await self._db.snapshot(lambda: self._keys(wanted, create=False))
+
+    def _open(self, keys: dict[str, DataKey], namespace: str, data: bytes, place: Place) -> bytes:
+        """The plain bytes of a sealed bank value (STORE_INTEGRITY otherwise)."""
+        assert self._cipher is not None
+        if not is_sealed(data):
+            self._cipher.open(data, place)  # raises: plain in an encrypted store
+        key = keys.get(namespace)
+        if key is None:
+            raise StoreIntegrityError(
+                f"{place.describe()} is sealed under the data key of namespace "
+                f"{namespace} that no longer exists (forgotten); left as it is"
+            )
+        return key.open(data, place)
+
+    def _revision_params(self, row: Row, keys: dict[str, DataKey]) -> dict[str, Any]:
+        params = _revision_params(row)
+        if self._cipher is not None:
+            key = keys[namespace_text(row.namespace)]
+            number = str(row.revision)
+            params["body"] = key.seal(params["body"], Place("bank.revision", row.id, number))
+            if row.vector is not None:
+                params["vector"] = key.seal(row.vector, Place("bank.vector", row.id, number))
+        return params
+
+    async def forget_keys(self, namespace: Sequence[str]) -> int:
+        """Destroy the data keys of ``namespace`` and of every namespace under it.
+
+        Whatever they sealed (journals, unvacuumed pages, backups) is unreadable from then
+        on. How many keys went (0 without ``cipher=``).
+        """
+        if self._cipher is None:
+            return 0
+        parts = tuple(check_namespace(tuple(namespace)))
+
+        def write() -> Steps[int]:
+            found = yield Query(self._sql.all_keys, {}, "all")
+            doomed = [n for n, _w in found if tuple(json.loads(n))[: len(parts)] == parts]
+            if doomed:
+                yield Query(self._sql.drop_keys, {"ids": self._array(doomed)})
+            return len(doomed)
+
+        gone = await self._transact(write)
+        self._dkeys = {}
+        if gone:
+            await self._forgotten()
+        return gone
+
+    async def rotate(self, *, migrate: bool = False) -> int:
+        """Seal every data key under ``cipher.current`` (one transaction); how many written.
+
+        ``migrate``: also seal the plain revisions and job payloads (a bank written
+        without ``cipher=``); otherwise a plain one is left as it is.
+        """
+        cipher = self._cipher
+        if cipher is None:
+            raise InvalidArgumentError("rotate() needs a bank with cipher=")
+        sql = self._sql
+
+        def write() -> Steps[int]:
+            yield from self._claim()
+            written = 0
+            for namespace, wrapped in (yield Query(sql.all_keys, {}, "all")):
+                again = cipher.reseal(bytes(wrapped), Place("bank.data-key", namespace))
+                if again is not None:
+                    yield Query(sql.set_key, {"namespace": namespace, "wrapped": again})
+                    written += 1
+            if not migrate:
+                return written
+            revisions = yield Query(sql.all_revisions, {}, "all")
+            plain = [r for r in revisions if not is_sealed(bytes(r[2]))]
+            jobs = [j for j in (yield Query(sql.jobs, {}, "all")) if not is_sealed(bytes(j[2]))]
+            keys = yield from self._keys([r[4] for r in plain] + [j[1] for j in jobs], create=True)
+            for record_id, revision, body, vector, namespace in plain:
+                key, number = keys[namespace], str(revision)
+                sealed = {
+                    "id": record_id,
+                    "revision": revision,
+                    "body": key.seal(bytes(body), Place("bank.revision", record_id, number)),
+                    "vector": None
+                    if vector is None
+                    else key.seal(bytes(vector), Place("bank.vector", record_id, number)),
+                }
+                yield Query(sql.set_body, sealed)
+            for job_id, namespace, payload in jobs:
+                sealed_payload = keys[namespace].seal(bytes(payload), Place("bank.job", job_id))
+                yield Query(sql.set_payload, {"id": job_id, "payload": sealed_payload})
+            return written + len(plain) + len(jobs)
+
+        written = await self._transact(write)
+        self._dkeys = {}
+        return written
 
     def __repr__(self) -> str:
         """The backend and where its tables are."""
@@ -179,10 +341,23 @@ class SqlBankBackend:
 
     # -- rows --------------------------------------------------------------------------
 
-    def _row(self, found: Sequence[Any]) -> Row:
-        """A stored row (:data:`ROW_COLUMNS`) as a :class:`Row`; MEMORY_CORRUPT if wrong."""
-        record_id, valid_to, revision, body, vector = found
+    def _row(self, found: Sequence[Any], keys: dict[str, DataKey] | None = None) -> Row:
+        """A stored row (:data:`ROW_COLUMNS`) as a :class:`Row`; MEMORY_CORRUPT if wrong.
+
+        With ``cipher=``, ``keys`` holds the data key of its namespace (STORE_INTEGRITY
+        when it does not authenticate).
+        """
+        record_id, valid_to, revision, body, vector, namespace = found
         where = f"memory record {record_id!r} in {self._db.place}"
+        if self._cipher is not None:
+            number = str(revision)
+            body = self._open(
+                keys or {}, namespace, bytes(body), Place("bank.revision", record_id, number)
+            )
+            if vector is not None:
+                vector = self._open(
+                    keys or {}, namespace, bytes(vector), Place("bank.vector", record_id, number)
+                )
         try:
             data = json.loads(bytes(body).decode("utf-8", "surrogatepass"))
         except (ValueError, TypeError):
@@ -198,7 +373,8 @@ class SqlBankBackend:
         if not ids:
             return {}
         found = yield Query(self._sql.latest, {"ids": self._array(list(ids))}, "all")
-        return {row.id: row for row in map(self._row, found)}
+        keys = yield from self._keys([f[5] for f in found], create=False)
+        return {row.id: row for row in (self._row(f, keys) for f in found)}
 
     def _claim(self) -> Steps[int]:
         (last,) = yield Query(self._sql.claim, {}, "one")
@@ -247,8 +423,13 @@ class SqlBankBackend:
                     "many",
                 )
             if new:
+                keys = yield from self._keys(
+                    [namespace_text(r.namespace) for r in new.values()], create=True
+                )
                 yield Query(sql.add_record, [_record_params(r) for r in new.values()], "many")
-                yield Query(sql.add_revision, [_revision_params(r) for r in new.values()], "many")
+                yield Query(
+                    sql.add_revision, [self._revision_params(r, keys) for r in new.values()], "many"
+                )
             yield from self._append_log(last, [*closed, *new])
             # A closing may have changed a row returned above (two rows of one key).
             return [new.get(r.id, r) for r in out]
@@ -271,9 +452,10 @@ class SqlBankBackend:
             "id": row.id,
         }
         found = yield Query(self._sql.neighbours, params, "all")
+        keys = yield from self._keys([f[5] for f in found], create=False)
         siblings = [
             replace(s, valid_to=closed[s.id]) if s.id in closed else s
-            for s in map(self._row, found)
+            for s in (self._row(f, keys) for f in found)
         ]
         siblings += [r for r in new.values() if (r.namespace, r.key) == (row.namespace, row.key)]
         return place_on_timeline(siblings, row)
@@ -288,7 +470,8 @@ class SqlBankBackend:
             if stored is None:
                 return None
             row = change.after(stored)
-            yield Query(sql.add_revision, [_revision_params(row)], "many")
+            keys = yield from self._keys([namespace_text(row.namespace)], create=True)
+            yield Query(sql.add_revision, [self._revision_params(row, keys)], "many")
             yield Query(sql.set_revision, {"id": record_id, "revision": row.revision})
             yield from self._append_log(last, [record_id])
             return row
@@ -301,13 +484,15 @@ class SqlBankBackend:
             return []
         params = {"ids": self._array(list(dict.fromkeys(ids)))}
         found = await self._db.query(Query(self._sql.latest, params, "all"))
-        rows = {row.id: row for row in map(self._row, found)}
+        keys = await self._read_keys(f[5] for f in found)
+        rows = {row.id: row for row in (self._row(f, keys) for f in found)}
         return [rows[i] for i in ids if i in rows]
 
     async def revisions(self, record_id: str) -> list[Row]:
         """Every revision of ``record_id``, oldest first."""
         found = await self._db.query(Query(self._sql.history, {"id": record_id}, "all"))
-        return [self._row(f) for f in found]
+        keys = await self._read_keys(f[5] for f in found)
+        return [self._row(f, keys) for f in found]
 
     async def changes(self, after: int) -> list[tuple[int, str]]:
         """The log entries after ``after`` (a range read of the log's primary key)."""
@@ -343,18 +528,28 @@ class SqlBankBackend:
 
     async def add_job(self, job: Job) -> None:
         """Store a pending job (nothing if a job of that id is stored)."""
-        params = {
-            "id": job.id,
-            "namespace": namespace_text(job.namespace),
-            "payload": bytes(job.payload),
-        }
-        await self._transact(lambda: _one(Query(self._sql.add_job, params)))
+        namespace = namespace_text(job.namespace)
+        payload = bytes(job.payload)
+
+        def write() -> Steps[None]:
+            sealed = payload
+            if self._cipher is not None:
+                keys = yield from self._keys([namespace], create=True)
+                sealed = keys[namespace].seal(payload, Place("bank.job", job.id))
+            params = {"id": job.id, "namespace": namespace, "payload": sealed}
+            yield Query(self._sql.add_job, params)
+
+        await self._transact(write)
 
     async def jobs(self) -> list[Job]:
         """The pending jobs, oldest first (MEMORY_CORRUPT for one of the wrong shape)."""
         found = await self._db.query(Query(self._sql.jobs, {}, "all"))
+        keys = await self._read_keys(f[1] for f in found)
         jobs = []
         for job_id, namespace, payload in found:
+            if self._cipher is not None:
+                place = Place("bank.job", job_id)
+                payload = self._open(keys, namespace, bytes(payload), place)
             try:
                 parts = check_namespace(json.loads(namespace))
             except (ValueError, TypeError, InvalidArgumentError):

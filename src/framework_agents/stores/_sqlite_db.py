@@ -84,6 +84,8 @@ CREATE TABLE IF NOT EXISTS fa_bank_changes (
 CREATE TABLE IF NOT EXISTS fa_bank_jobs (
     created INTEGER PRIMARY KEY, id TEXT NOT NULL UNIQUE, namespace TEXT NOT NULL,
     payload BLOB NOT NULL);
+CREATE TABLE IF NOT EXISTS fa_bank_keys (
+    namespace TEXT PRIMARY KEY, wrapped BLOB NOT NULL);
 """
 
 #: A stored message's id (NULL for an unreadable body): the expression of the index a save
@@ -116,6 +118,16 @@ SQLITE = Dialect(
     memory_marker="SELECT coalesce((SELECT next_seq FROM fa_memories WHERE key = :key), 0)",
     memory_stored=f"SELECT shape, body, {MESSAGE_ID} FROM fa_memory_messages "
     "WHERE key = :key ORDER BY seq",
+    # BEGIN IMMEDIATE holds the write lock: no row lock needed.
+    rotate_head="SELECT length, head FROM fa_threads WHERE thread_id = :thread_id",
+    rotate_bodies="SELECT seq, body FROM fa_thread_messages WHERE thread_id = :thread_id "
+    "ORDER BY seq",
+    set_head="UPDATE fa_threads SET head = :head WHERE thread_id = :thread_id",
+    set_body="UPDATE fa_thread_messages SET body = :body "
+    "WHERE thread_id = :thread_id AND seq = :seq",
+    memory_keys="SELECT DISTINCT key FROM fa_memory_messages ORDER BY key",
+    rotate_memory="SELECT seq, body FROM fa_memory_messages WHERE key = :key ORDER BY seq",
+    set_memory_body="UPDATE fa_memory_messages SET body = :body WHERE key = :key AND seq = :seq",
 )
 
 

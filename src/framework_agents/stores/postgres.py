@@ -19,6 +19,7 @@ from datetime import timedelta
 from types import EllipsisType
 from typing import Any, TypeVar
 
+from .._crypto import Cipher
 from .._retention import check_older_than
 from ..errors import CheckpointConflictError
 from ..memory._base import check_messages
@@ -27,7 +28,7 @@ from ..sessions._base import check_expected_tag, digest, validate_key
 from ..sessions.memory_storage import as_bytes
 from ._base import Store, db_store
 from ._checkpointer import SavePlan
-from ._codec import log_tag, memory_rows, redact, unavailable
+from ._codec import log_tag, redact, unavailable
 from ._pg_db import CONFLICT_SQLSTATE, NOW, PgDb, import_psycopg
 from ._sql import Query, SqlCheckpointer, SqlMemory, SqlStorage, Steps
 from ._sql_bank import SqlBankBackend, bank_sql
@@ -216,13 +217,18 @@ class PostgresCheckpointer(SqlCheckpointer):
         lock_timeout: float | None = 10.0,
         lease: float = 30.0,
         ttl: float | None = None,
+        cipher: Cipher | None = None,
     ) -> None:
-        """Set up the store; nothing connects before the first operation."""
+        """Set up the store; nothing connects before the first operation.
+
+        ``cipher``: seal every head and message at rest (``docs/security.md``).
+        """
         self._db = _db(dsn, schema)
         self._lock_conns: dict[str, Any] = {}
         self._idle_lock_conns: list[Any] = []
         self._closing = False
         self._set_up(lock_timeout=lock_timeout, lease=lease, ttl=ttl, give_up=self._give_up)
+        self.use_cipher(cipher)
 
     def __repr__(self) -> str:
         """The store and where it keeps its data (password redacted)."""
@@ -410,12 +416,22 @@ class PostgresMemory(SqlMemory):
     _db: PgDb
 
     def __init__(
-        self, dsn: str | PgDb, key: str, max_messages: int = 50, *, schema: str = "public"
+        self,
+        dsn: str | PgDb,
+        key: str,
+        max_messages: int = 50,
+        *,
+        schema: str = "public",
+        cipher: Cipher | None = None,
     ) -> None:
-        """Set up the store; nothing connects before the first operation."""
+        """Set up the store; nothing connects before the first operation.
+
+        ``cipher``: seal every message at rest (``docs/security.md``).
+        """
         validate_key(key)
         self._db = _db(dsn, schema)
         super().__init__(key, max_messages)
+        self.use_cipher(cipher)
 
     def __repr__(self) -> str:
         """The store and where it keeps its data (password redacted)."""
@@ -487,7 +503,7 @@ class PostgresMemory(SqlMemory):
                 self._db.sql(
                     "SELECT {s}.fa_append_memory(%s, %s, false, %s::smallint[], %s::bytea[])"
                 ),
-                (self.key, self.max_messages, *_columns(memory_rows(given))),
+                (self.key, self.max_messages, *_columns(self._rows(given))),
             )
         self._saved(given)
         self._wrote(None)  # where the marker is now is learnt by the next load

@@ -29,6 +29,7 @@ nothing written, otherwise). ``ttl=`` maps onto ``PEXPIRE`` (never for a pending
 from __future__ import annotations
 
 import builtins
+import functools
 import inspect
 import re
 from collections.abc import Callable, Collection, Sequence
@@ -36,6 +37,7 @@ from datetime import timedelta
 from typing import Any
 from urllib.parse import parse_qsl, urlsplit
 
+from .._crypto import Cipher
 from .._retention import AutoPrune, check_older_than, check_ttl
 from ..checkpoint.model import ThreadCheckpoint, check_thread_id
 from ..errors import (
@@ -66,10 +68,10 @@ from ._codec import (
     ClosableStore,
     MergingMemory,
     log_tag,
-    memory_rows,
     redact,
     unavailable,
 )
+from ._sealed import CHECKPOINT_MESSAGE, MEMORY_MESSAGE, reseal_body, reseal_head
 
 __all__ = ["RedisCheckpointer", "RedisDb", "RedisMemory", "RedisStorage", "redis_store"]
 
@@ -512,10 +514,15 @@ class RedisCheckpointer(_Closable, LeasedCheckpointer):
         lock_timeout: float | None = 10.0,
         lease: float = 30.0,
         ttl: float | None = None,
+        cipher: Cipher | None = None,
     ) -> None:
-        """Set up the store; nothing connects before the first operation."""
+        """Set up the store; nothing connects before the first operation.
+
+        ``cipher``: seal every head and message at rest (``docs/security.md``).
+        """
         self._db = _db(url, prefix)
         self._set_up(lock_timeout=lock_timeout, lease=lease, ttl=ttl)
+        self.use_cipher(cipher)
 
     def __repr__(self) -> str:
         """The store and where it keeps its data (password redacted)."""
@@ -540,6 +547,39 @@ class RedisCheckpointer(_Closable, LeasedCheckpointer):
         except (KeyError, ValueError):
             raise CheckpointCorruptError(f"{source} is unreadable: bad head hash") from None
         return self._loaded(thread_id, version, length, bytes(data), bodies, source=source)
+
+    async def rotate(self, *, migrate: bool = False) -> int:
+        """Seal every head and message under ``cipher.current`` (a script per thread).
+
+        Each value is replaced only if it still holds what was read (a write since wins
+        and is sealed already); re-running it finishes the job. ``migrate``: seal plain
+        ones too, else a plain one is STORE_INTEGRITY. The number of values written.
+        """
+        cipher = self._cipher
+        if cipher is None:
+            raise InvalidArgumentError("rotate() needs a checkpointer with cipher=")
+        written = 0
+        for thread_id in await self.list_threads():
+            head_key, list_key = self._k("t", thread_id), self._k("m", thread_id)
+            head, bodies = await self._db.run(functools.partial(_read_thread, head_key, list_key))
+            if not head:
+                continue
+            old = bytes(head[b"head"])
+            new = reseal_head(cipher, thread_id, int(head[b"length"]), old, migrate=migrate)
+            if new is not None:
+                args = ["head", old, new]
+                written += int(await self._db.script("RESEAL_HASH_FIELD", [head_key], args))
+            changes: list[Any] = []
+            for index, body in enumerate(bodies):
+                body = bytes(body)
+                again = reseal_body(
+                    cipher, CHECKPOINT_MESSAGE, thread_id, body, index, migrate=migrate
+                )
+                if again is not None:
+                    changes += [index, body, again]
+            if changes:
+                written += int(await self._db.script("RESEAL_LIST", [list_key], changes))
+        return written
 
     async def list_threads(self) -> list[str]:
         """The ids of the threads that have a checkpoint, sorted."""
@@ -644,12 +684,22 @@ class RedisMemory(MergingMemory, _Closable):
     """A windowed history in one list; ``save()`` appends and trims in one Lua script."""
 
     def __init__(
-        self, url: str | RedisDb, key: str, max_messages: int = 50, *, prefix: str = "fa:"
+        self,
+        url: str | RedisDb,
+        key: str,
+        max_messages: int = 50,
+        *,
+        prefix: str = "fa:",
+        cipher: Cipher | None = None,
     ) -> None:
-        """Set up the store; nothing connects before the first operation."""
+        """Set up the store; nothing connects before the first operation.
+
+        ``cipher``: seal every message at rest (``docs/security.md``).
+        """
         validate_key(key)
         self._db = _db(url, prefix)
         super().__init__(key, max_messages)
+        self.use_cipher(cipher)
         self._list = f"{self._db.prefix}mem:{key}"
         # The list, the set of its message ids (how a save skips a stored message) and
         # the marker every write moves forward (``MergingMemory``).
@@ -685,7 +735,7 @@ class RedisMemory(MergingMemory, _Closable):
         twice.
         """
         given = check_messages(messages)
-        args = [self.max_messages, 0, *_items(given)]
+        args = [self.max_messages, 0, *_row_items(self._rows(given))]
         _, _, marker = await self._db.script("MEMORY_APPEND", self._keys, args)
         self._saved(given)
         if int(marker) != self._marker:
@@ -693,6 +743,30 @@ class RedisMemory(MergingMemory, _Closable):
 
     async def _read_marker(self) -> int:
         return int(await self._db.call("get", self._keys[2]) or 0)
+
+    @staticmethod
+    async def rotate_all(db: RedisDb, cipher: Cipher, migrate: bool = False) -> int:
+        """Re-seal every memory under ``db``'s prefix under ``cipher.current``.
+
+        Each message is replaced only if its place in the list still holds what was read
+        (a save that trimmed the list meanwhile wins; the next rotate() sees the rest).
+        ``migrate``: seal plain messages too; else a plain one is STORE_INTEGRITY. The
+        number of messages written.
+        """
+        head = f"{db.prefix}mem:"
+        lists = sorted([bytes(k).decode() async for k in db.client().scan_iter(match=head + "*")])
+        written = 0
+        for name in lists:
+            key = name[len(head) :]
+            changes: list[Any] = []
+            for index, item in enumerate(await db.call("lrange", name, 0, -1)):
+                item = bytes(item)
+                again = reseal_body(cipher, MEMORY_MESSAGE, key, item[1:], migrate=migrate)
+                if again is not None:
+                    changes += [index, item, item[:1] + again]
+            if changes:
+                written += int(await db.script("RESEAL_LIST", [name], changes))
+        return written
 
     async def _append_if(
         self, given: list[Message], rows: list[tuple[int, bytes]], expected: int
@@ -711,11 +785,11 @@ class RedisMemory(MergingMemory, _Closable):
         """:meth:`MergingMemory.commit`. One Lua script, so nothing slips in between."""
         kept, ids, merge_base = self._commit_parts(messages, base)
         if merge_base is None:
-            args = [self.max_messages, 1, *_items(kept)]
+            args = [self.max_messages, 1, *_row_items(self._rows(kept))]
             _, _, marker = await self._db.script("MEMORY_APPEND", self._keys, args)
         else:
             known = sorted(merge_base | ids)
-            args = [self.max_messages, len(known), *known, *_items(kept)]
+            args = [self.max_messages, len(known), *known, *_row_items(self._rows(kept))]
             _, _, marker = await self._db.script("MEMORY_MERGE", self._keys, args)
         self._wrote(int(marker))
         self._seen = ids
@@ -726,9 +800,9 @@ class RedisMemory(MergingMemory, _Closable):
         self._seen = set()
 
 
-def _items(messages: Sequence[Message]) -> list[bytes]:
-    """The list items of messages: ``<shape digit><JSON fragment>``."""
-    return _row_items(memory_rows(messages))
+def _read_thread(head_key: str, list_key: str, pipe: Any) -> object:
+    """Queue the reads of a thread's head hash and message list (one MULTI/EXEC)."""
+    return pipe.hgetall(head_key).lrange(list_key, 0, -1)
 
 
 def _row_items(rows: Sequence[tuple[int, bytes]]) -> list[bytes]:

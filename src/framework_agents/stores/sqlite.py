@@ -18,6 +18,7 @@ from collections.abc import Sequence
 from datetime import timedelta
 from types import EllipsisType
 
+from .._crypto import Cipher
 from .._retention import check_older_than
 from ..errors import CheckpointConflictError
 from ..memory._base import check_messages, window_start
@@ -25,7 +26,7 @@ from ..messages import Message
 from ..sessions._base import check_expected_tag, check_tag, digest, validate_key
 from ..sessions.memory_storage import as_bytes
 from ._checkpointer import SavePlan
-from ._codec import log_tag, memory_rows, wall_clock
+from ._codec import log_tag, wall_clock
 from ._sql import Query, SqlCheckpointer, SqlMemory, SqlStorage, Steps
 from ._sql_bank import SqlBankBackend, bank_sql
 from ._sqlite_db import MESSAGE_ID, SqliteDb, drive
@@ -196,10 +197,15 @@ class SqliteCheckpointer(SqlCheckpointer):
         lock_timeout: float | None = 10.0,
         lease: float = 30.0,
         ttl: float | None = None,
+        cipher: Cipher | None = None,
     ) -> None:
-        """Set up the store; nothing connects before the first operation."""
+        """Set up the store; nothing connects before the first operation.
+
+        ``cipher``: seal every head and message at rest (``docs/security.md``).
+        """
         self._db = _db(path)
         self._set_up(lock_timeout=lock_timeout, lease=lease, ttl=ttl)
+        self.use_cipher(cipher)
 
     def __repr__(self) -> str:
         """The store and where it keeps its data (password redacted)."""
@@ -319,12 +325,21 @@ class SqliteMemory(SqlMemory):
     _db: SqliteDb
 
     def __init__(
-        self, path: str | os.PathLike[str] | SqliteDb, key: str, max_messages: int = 50
+        self,
+        path: str | os.PathLike[str] | SqliteDb,
+        key: str,
+        max_messages: int = 50,
+        *,
+        cipher: Cipher | None = None,
     ) -> None:
-        """Set up the store; nothing connects before the first operation."""
+        """Set up the store; nothing connects before the first operation.
+
+        ``cipher``: seal every message at rest (``docs/security.md``).
+        """
         validate_key(key)
         self._db = _db(path)
         super().__init__(key, max_messages)
+        self.use_cipher(cipher)
 
     def __repr__(self) -> str:
         """The store and where it keeps its data (password redacted)."""
@@ -434,7 +449,7 @@ class SqliteMemory(SqlMemory):
         twice.
         """
         given = check_messages(messages)
-        rows, ids = memory_rows(given), [m.id for m in given]
+        rows, ids = self._rows(given), [m.id for m in given]
 
         def append(conn: sqlite3.Connection) -> tuple[int, bool]:
             fresh = self._not_stored(conn, ids)
