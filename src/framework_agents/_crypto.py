@@ -57,6 +57,7 @@ __all__ = [
     "Place",
     "is_sealed",
     "is_sealed_text",
+    "read_keys_file",
     "text_envelope",
 ]
 
@@ -355,6 +356,48 @@ class Cipher(_Sealer):
         if not sep or len(material) != _KEY_BYTES:
             raise StoreIntegrityError(f"{place.describe()} is not a wrapped data key")
         return DataKey(material, key_id.decode("ascii"))
+
+
+def read_keys_file(path: str | os.PathLike[str]) -> Cipher:
+    """The :class:`Cipher` of a keys file (``framework-agents serve --keys FILE``).
+
+    One ``KEY_ID BASE64_KEY`` pair a line (the key: 32 bytes, standard base64); blank
+    lines and ``#`` comments are skipped; the last key is ``current``, so rotating is
+    appending a line, then ``rotate()``. A line of another shape is ``INVALID_ARGUMENT``
+    naming the file and line, never the key material.
+    """
+    try:
+        with open(path, encoding="utf-8") as handle:
+            text = handle.read()
+    except (OSError, UnicodeDecodeError) as exc:
+        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else type(exc).__name__
+        raise InvalidArgumentError(f"cannot read the keys file {str(path)!r}: {reason}") from None
+    keys: dict[str, bytes] = {}
+    for number, line in enumerate(text.splitlines(), start=1):
+        stripped = line.strip()
+        if not stripped or stripped.startswith("#"):
+            continue
+        where = f"keys file {str(path)!r} line {number}"
+        fields = stripped.split()
+        if len(fields) != 2:
+            raise InvalidArgumentError(
+                f"{where}: expected 'KEY_ID BASE64_KEY' (two fields), found {len(fields)}"
+            )
+        key_id, encoded = fields
+        try:
+            key = base64.b64decode(encoded, validate=True)
+        except (binascii.Error, ValueError):
+            raise InvalidArgumentError(f"{where}: the key is not standard base64") from None
+        if key_id in keys:
+            raise InvalidArgumentError(f"{where}: key id {key_id!r:.80} is given twice")
+        try:
+            _check_key(key_id, key)
+        except InvalidArgumentError as exc:
+            raise InvalidArgumentError(f"{where}: {exc.message}") from None
+        keys[key_id] = key
+    if not keys:
+        raise InvalidArgumentError(f"the keys file {str(path)!r} holds no 'KEY_ID BASE64_KEY' line")
+    return Cipher(keys=keys, current=list(keys)[-1])
 
 
 def text_envelope(text: str, place: Place) -> bytes:

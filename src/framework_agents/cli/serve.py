@@ -6,6 +6,8 @@ only: any other address is refused before anything starts. ``--tokens FILE`` ser
 tenants: one ``TOKEN TENANT`` pair a line (``create_app(tokens=...)``); a line of another
 shape is refused with its line number (never its token), and the workers of
 ``--workers`` read the file themselves (no token travels in their environment).
+``--keys FILE`` seals everything at rest (``create_app(cipher=...)``, extra ``crypto``):
+one ``KEY_ID BASE64_KEY`` pair a line, the last one current; the workers read it too.
 ``--allowed-host`` and ``--allowed-origin`` name the hosts clients reach the server by
 and the other sites whose pages may call it (``create_app(allowed_hosts=...,
 allowed_origins=...)``); a ``--host`` name is allowed.
@@ -168,6 +170,11 @@ def serve_parser() -> argparse.ArgumentParser:
         help="Serve tenants: a file of 'TOKEN TENANT' lines, one tenant per token.",
     )
     add(
+        "--keys",
+        metavar="FILE",
+        help="Encrypt at rest: a file of 'KEY_ID BASE64_KEY' lines, the last one current.",
+    )
+    add(
         "--console",
         action=argparse.BooleanOptionalAction,
         default=True,
@@ -217,7 +224,9 @@ def _say(message: str) -> None:
     print(f"framework-agents: {message}", file=sys.stderr, flush=True)
 
 
-async def check_store(url: str, *, lease: float, seconds: float = STORE_CHECK_SECONDS) -> None:
+async def check_store(
+    url: str, *, lease: float, seconds: float = STORE_CHECK_SECONDS, cipher: Any = None
+) -> None:
     """Open the store ``url`` names, read it once and close it (``BACKEND_UNAVAILABLE`` &c.).
 
     The read connects, creates the schema if there is none and refuses a newer one, so
@@ -225,7 +234,7 @@ async def check_store(url: str, *, lease: float, seconds: float = STORE_CHECK_SE
     """
     from ..server._base import probe_store, resolve_store
 
-    store = resolve_store(url, lease=lease)
+    store = resolve_store(url, lease=lease, cipher=cipher)
     try:
         await probe_store(store, seconds)
     finally:
@@ -240,6 +249,7 @@ def _options(args: argparse.Namespace) -> dict[str, Any]:
         "store": args.store,
         "token": args.token,
         "tokens_file": None if args.tokens is None else str(Path(args.tokens).resolve()),
+        "keys_file": None if args.keys is None else str(Path(args.keys).resolve()),
         "console": args.console,
         "bank": args.bank,
         "mcp": args.mcp,
@@ -270,7 +280,10 @@ def _build(options: dict[str, Any]) -> Any:
         from ..server._base import read_tokens_file
 
         extra["tokens"] = read_tokens_file(options["tokens_file"])
-    store = resolve_store(options["store"], lease=options["lease"])
+    cipher = _cipher(options.get("keys_file"))
+    if cipher is not None:
+        extra["cipher"] = cipher  # the bank URL's records; the store is sealed below
+    store = resolve_store(options["store"], lease=options["lease"], cipher=cipher)
     common = {"store": store, "token": options["token"], "console": options["console"]}
     if options["target"] is not None:
         return create_app(load_factory(options["target"]), **common, **extra)
@@ -284,6 +297,15 @@ def _build(options: dict[str, Any]) -> Any:
         name="framework-agents assistant",
         description="A helpful assistant; /note <text> saves a note after a human approves it.",
     )
+
+
+def _cipher(keys_file: str | None) -> Any:
+    """The :class:`~framework_agents.Cipher` of ``--keys FILE``, or ``None`` without it."""
+    if not keys_file:
+        return None
+    from .._crypto import read_keys_file
+
+    return read_keys_file(keys_file)
 
 
 def worker_app() -> Any:
@@ -338,7 +360,8 @@ def run_serve(argv: Sequence[str]) -> int:
         _say(str(exc))
         return 2
     try:
-        asyncio.run(check_store(args.store, lease=args.lease))
+        cipher = _cipher(options["keys_file"])
+        asyncio.run(check_store(args.store, lease=args.lease, cipher=cipher))
     except (AgentError, OSError) as exc:
         _say(f"refusing to start: the store {redact(args.store)} cannot be used: {exc}")
         return 1
@@ -367,6 +390,7 @@ def _served(args: argparse.Namespace) -> str:
     served = f"store {redact(args.store)}" + (f", memory bank {args.bank}" if args.bank else "")
     served += ", MCP at /mcp" if args.mcp else ""
     served += ", tenants from --tokens" if args.tokens else ""
+    served += ", encrypted at rest (--keys)" if args.keys else ""
     served += f", {args.workers} workers" if args.workers > 1 else ""
     return served
 

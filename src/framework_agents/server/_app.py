@@ -44,6 +44,7 @@ from starlette.routing import BaseRoute, Mount, Route
 from starlette.staticfiles import StaticFiles
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from .._crypto import Cipher
 from .._install import install_hint
 from ..bank import MemoryBank
 from ..bank._base import check_namespace
@@ -319,12 +320,24 @@ def _info_route(name: str, *, bank: bool) -> Route:
     return Route("/api/info", info, methods=["GET"])
 
 
-def _resolve_bank(bank: MemoryBank | str | None) -> tuple[MemoryBank | None, bool]:
-    """The bank to serve, and whether the app opened it (and so closes it)."""
+def _resolve_bank(
+    bank: MemoryBank | str | None, cipher: Cipher | None
+) -> tuple[MemoryBank | None, Callable[[], Awaitable[None]] | None]:
+    """The bank to serve, and how to close it when the app opened it (else ``None``).
+
+    A URL with ``cipher`` is opened as ``open_store(url, cipher=cipher).bank()``: its
+    records sealed like the threads (a bank passed in is as the caller opened it).
+    """
     if bank is None or isinstance(bank, MemoryBank):
-        return bank, False
+        return bank, None
+    if isinstance(bank, str) and bank and cipher is not None:
+        from ..stores import open_store
+
+        store = open_store(bank, cipher=cipher)
+        return store.bank(), store.close
     if isinstance(bank, str) and bank:
-        return MemoryBank(bank), True
+        opened = MemoryBank(bank)
+        return opened, opened.close
     raise InvalidArgumentError(
         f"bank must be a MemoryBank, a URL MemoryBank takes, or None, not {bank!r:.100}"
     )
@@ -436,6 +449,7 @@ def create_app(
     mcp: bool = False,
     mcp_namespace: Sequence[str] = DEFAULT_MCP_NAMESPACE,
     shutdown_grace: float = DEFAULT_SHUTDOWN_GRACE,
+    cipher: Cipher | None = None,
 ) -> Starlette:
     """The ASGI application that serves ``agent_factory``'s agents on ``store``.
 
@@ -480,14 +494,19 @@ def create_app(
             server that handles SIGTERM (uvicorn), the signal first stops the app taking
             runs (503 ``SHUTTING_DOWN``, ``/readyz`` 503); at the app's shutdown the runs
             still going after the grace are stopped at their last checkpoint (resumable).
+        cipher: a :class:`~framework_agents.Cipher` sealing at rest every thread, server
+            record (timelines, the thread list, A2A tasks) and, for a ``bank`` URL, every
+            memory (``open_store(url, cipher=)``; ``docs/security.md``). A resolved
+            :class:`ServerStore` or a bank object is served as it was opened (give it
+            the cipher where it is opened: ``resolve_store(url, cipher=...)``).
     """
     table = _check_token_and_body(token, tokens, max_body)
     hosts = check_hosts(allowed_hosts)
     origins = check_origins(allowed_origins) + check_origins(cors_origins, "cors_origins")
-    served_bank, own_bank = _resolve_bank(bank)
+    served_bank, bank_close = _resolve_bank(bank, cipher)
     namespace = _check_mcp(mcp, mcp_namespace)
     _check_grace(shutdown_grace)
-    resolved = store if isinstance(store, ServerStore) else resolve_store(store)
+    resolved = store if isinstance(store, ServerStore) else resolve_store(store, cipher=cipher)
     served_store = resolved if table is None else tenant_store(resolved)
     runner = ThreadRunner(agent_factory, served_store, keepalive=keepalive)
     routes: list[BaseRoute] = [
@@ -499,8 +518,8 @@ def create_app(
     routes += memory_routes(served_bank, tenants=table is not None)
     routes += agui_routes(runner)
     closers: list[Any] = []
-    if own_bank and served_bank is not None:
-        closers.append(served_bank.close)
+    if bank_close is not None:
+        closers.append(bank_close)
     if a2a:
         a2a_list, a2a_close = _a2a_routes(runner, name=name, description=description)
         routes += a2a_list

@@ -25,11 +25,12 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
+from .._crypto import Cipher
 from .._store_url import parse_store_url
 from .._util import redact
 from ..checkpoint import FileCheckpointer, InMemoryCheckpointer
 from ..errors import AgentError, BackendUnavailableError, InvalidArgumentError
-from ..sessions import InMemoryStorage, LocalFileStorage
+from ..sessions import InMemoryStorage, LocalFileStorage, SealedStorage
 
 __all__ = ["DEFAULT_STORE", "PROBE_KEY", "ServerStore", "probe_store", "resolve_store"]
 
@@ -50,12 +51,18 @@ class ServerStore:
     close: Callable[[], Awaitable[None]] = _nothing
 
 
-def resolve_store(url: str, *, lease: float | None = None) -> ServerStore:
+def resolve_store(
+    url: str, *, lease: float | None = None, cipher: Cipher | None = None
+) -> ServerStore:
     """The :class:`ServerStore` that ``url`` names (see the module docstring).
 
     ``lease`` (seconds; ``None``: the store's default) is how long a thread stays locked
     by a process that died holding it (``open_store(lease=...)``; a database store's).
+    ``cipher``: every thread and server record sealed at rest (``open_store(cipher=)``;
+    ``docs/security.md``); ``"memory:"`` keeps nothing at rest and refuses one.
     """
+    if cipher is not None and not isinstance(cipher, Cipher):
+        raise InvalidArgumentError(f"cipher must be a Cipher, not {type(cipher).__name__}")
     if not isinstance(url, str) or not url:
         raise InvalidArgumentError(f"store must be a non-empty URL string, got {url!r:.100}")
     try:  # the stores package (SQLite, PostgreSQL, Redis) when installed
@@ -64,18 +71,27 @@ def resolve_store(url: str, *, lease: float | None = None) -> ServerStore:
         stores = None
     open_store = getattr(stores, "open_store", None)
     if open_store is not None:
-        options = {} if lease is None else {"lease": lease}
+        options: dict[str, Any] = {} if lease is None else {"lease": lease}
+        if cipher is not None:
+            options["cipher"] = cipher
         store = open_store(url, **options)
         return ServerStore(store.checkpointer, store.storage, store.close)
     where = parse_store_url(url)  # the parser open_store uses
     if where.kind == "memory":
+        if cipher is not None:
+            raise InvalidArgumentError(
+                "cipher=: 'memory:' keeps nothing at rest to encrypt; give a directory"
+            )
         return ServerStore(InMemoryCheckpointer(), InMemoryStorage())
     if where.kind != "directory" or where.path is None:
         raise InvalidArgumentError(
             f"store {url!r} needs framework_agents.stores (SQLite, PostgreSQL, Redis); "
             "this installation serves 'memory:' and a directory path or file:/// URL"
         )
-    return ServerStore(FileCheckpointer(where.path), LocalFileStorage(where.path))
+    storage: Any = LocalFileStorage(where.path)
+    if cipher is not None:
+        storage = SealedStorage(storage, cipher)
+    return ServerStore(FileCheckpointer(where.path, cipher=cipher), storage)
 
 
 #: The storage key a readiness probe reads (never written: reading it costs one lookup).
