@@ -182,14 +182,15 @@ async def bench_load(
     tid = f"load-{uuid.uuid4().hex[:6]}"
     history = _history(10_000)
     await cp.save(ThreadCheckpoint(tid, None, history, {}))
-    memory = store.memory(f"load-{uuid.uuid4().hex[:6]}", 10_000)
+    memory_key = f"load-{uuid.uuid4().hex[:6]}"  # a file store's memory has no ``key``
+    memory = store.memory(memory_key, 10_000)
     for k in range(0, len(history), 50):  # saves of a few turns each, as a run makes them
         await memory.save(history[k : k + 50])
     session = SessionManager(f"load-{uuid.uuid4().hex[:6]}", store.storage)
     await session.save_latest(Snapshot(session.snapshot_data(history, {"k": 1})))
     loaders: dict[str, Callable[[], Awaitable[Any]]] = {
         "checkpointer": lambda: cp.load(tid),
-        "memory": lambda: store.memory(memory.key, 10_000).load(),
+        "memory": lambda: store.memory(memory_key, 10_000).load(),
         "session": lambda: SessionManager(session.session_id, store.storage).load_latest(),
     }
     if floor is not None:

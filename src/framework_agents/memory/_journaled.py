@@ -18,6 +18,7 @@ import stat
 import uuid
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from itertools import islice
 from pathlib import Path
 
 from .._crypto import Cipher, Place, is_sealed, text_envelope
@@ -52,7 +53,7 @@ from ._document import (
     parse_record,
     split_v3,
 )
-from ._window import shape_of, slide
+from ._window import shape_of, slide, window_start
 
 __all__ = ["Entries", "MemoryFiles", "State", "messages_of"]
 
@@ -269,21 +270,33 @@ class MemoryFiles:
         finally:
             os.close(fd)
         doc = self._parse_document(data)
+        size = len(data)
+        del data  # freed before the journal is read: the messages hold none of its bytes
+        # One pass over the parsed messages for their ids; their shapes are taken only
+        # once a window may cut (most loads never window), and the cut is made in place.
         messages = doc.messages
-        ids = [m.id for m in messages]
-        shapes = bytearray(shape_of(m) for m in messages)
-        kept = set(ids)
-        start = slide(shapes, ids, kept, 0, self.max_messages)
-        payloads = self._journal_payloads(doc, len(data)) if doc.token is not None else []
+        kept = {m.id for m in messages}
+        shapes = bytearray()  # the shapes of messages[: len(shapes)]
+        start = self._slide(messages, shapes, kept, 0)
+        payloads = self._journal_payloads(doc, size) if doc.token is not None else []
         for index, payload in enumerate(payloads):
             for msg in self._parse_record(payload, doc.token, index):
                 if msg.id not in kept:
                     kept.add(msg.id)
                     messages.append(msg)
-                    ids.append(msg.id)
-                    shapes.append(shape_of(msg))
-            start = slide(shapes, ids, kept, start, self.max_messages)
-        return messages[start:], kept
+            start = self._slide(messages, shapes, kept, start)
+        del messages[:start]
+        return messages, kept
+
+    def _slide(self, messages: list[Message], shapes: bytearray, kept: set[str], start: int) -> int:
+        """:func:`~._window.slide` over ``messages``, taking the shapes it needs as it goes."""
+        if len(messages) - start <= self.max_messages:
+            return start  # what slide returns then, without looking at a shape
+        shapes.extend(shape_of(m) for m in islice(messages, len(shapes), None))
+        new = window_start(shapes, self.max_messages, start)
+        if new > start:
+            kept.difference_update(m.id for m in islice(messages, start, new))
+        return new
 
     def _journal_payloads(self, doc: Document, doc_bytes: int) -> list[bytes]:
         opened = self._open(self.journal)

@@ -43,12 +43,12 @@ from .._persist import (
     sweep_temp_files,
 )
 from ..errors import AgentError, InvalidArgumentError
+from ..history import repair_history
 from ..messages import Message
 from ._base import Appended, base_ids, new_revision
 from ._document import DEFAULT_MAX_BYTES, DEFAULT_MAX_ITEMS
 from ._journaled import Entries, MemoryFiles, State, messages_of
 from ._window import (
-    bounded_view,
     check_max_messages,
     check_messages,
     shape_of,
@@ -346,8 +346,16 @@ class FileMemory:
             yield deadline
 
     def _view(self, stored: list[Message]) -> list[Message]:
-        """What a load returns: the stored history windowed (as a fold would), repaired."""
-        return bounded_view(window(stored, self.max_messages), self.max_messages)
+        """What a load returns: the stored history windowed (as a fold would), repaired.
+
+        ``bounded_view(window(stored))`` without its copies: ``stored`` is this call's own
+        list, and a window that cuts nothing would only copy it.
+        """
+        bound = self.max_messages
+        if len(stored) > bound:
+            stored = window(stored, bound)
+        repaired = repair_history(stored)
+        return repaired if len(repaired) <= bound else window(repaired, bound)
 
     # -- encoding (caller's thread, before any I/O) --------------------------------------
 
