@@ -41,19 +41,24 @@ settings.load_profile("ci" if os.environ.get("CI") else "dev")
 
 #: The modules that take longest (about 4 s or more, one test or many; a module's CLI,
 #: server, browser or model processes cost seconds each), slowest first, as measured with
-#: ``--junitxml`` per family (2026-12-06; the classes of test_stores_conformance.py, about
-#: 6 s each, rank where one does). ``make test`` hands scopes to its two workers in
-#: collection order (``--no-loadscope-reorder``), a worker taking the next when it has two
-#: tests left, so these go first and the many short modules fill in after them: the
-#: workers end together instead of one running a long module alone at the end (a long
-#: module of one or two tests would otherwise come last, after every larger module).
+#: ``--junitxml`` per family (2026-12-06; the tenants' and encryption's modules, measured
+#: on a busier machine, placed by half their time; the classes of
+#: test_stores_conformance.py, about 6 s each, rank where one does). ``make test`` hands
+#: scopes to its two workers in collection order (``--no-loadscope-reorder``), a worker
+#: taking the next when it has two tests left, so these go first and the many short
+#: modules fill in after them: the workers end together instead of one running a long
+#: module alone at the end (a long module of one or two tests would otherwise come last,
+#: after every larger module).
 #: Update it when a module grows past these.
 LONGEST_FIRST = (
     "tests/test_docs.py",
     "tests/cli/test_cli_serve.py",
     "tests/cli/test_cli_serve_lifecycle.py",
+    "tests/cli/test_cli_serve_tenants.py",
     "tests/server/test_console_browser.py",
+    "tests/crypto/test_rotation_processes.py",
     "tests/mcp/test_mcp_malformed.py",
+    "tests/stores/test_stores_crypto.py",
     "tests/cli/test_cli_chat.py",
     "tests/cli/test_cli_doctor.py",
     "tests/checkpoint/test_checkpoint_lock_reclaim.py",
@@ -81,6 +86,7 @@ LONGEST_FIRST = (
     "tests/server/test_memories_api.py",
     "tests/sessions/test_sessions_strict.py",
     "tests/server/test_a2a.py",
+    "tests/server/test_server_cipher.py",
     "tests/mcp/test_mcp_elicitation.py",
     "tests/server/test_memories_browser.py",
     "tests/server/test_elicitation_serving.py",
