@@ -1,21 +1,26 @@
-"""``framework-agents serve`` as a real process: the built-in assistant and its approval tool."""
+"""``framework-agents serve`` as a real process: the built-in assistant and its approval tool.
+
+Options refused before anything starts are tried in this process (``run_serve``, what the
+command's process runs): a process each cost a second apiece.
+"""
 
 from __future__ import annotations
 
 import asyncio
+import logging
 import os
 import signal
 import socket
 import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import httpx
 import pytest
 
 from framework_agents.bank import MemoryBank
-from framework_agents.cli.serve import listen_names
+from framework_agents.cli.serve import listen_names, run_serve
 from processes import close_process
 
 SRC = str(Path(__file__).resolve().parents[2] / "src")
@@ -87,12 +92,42 @@ def test_builtin_assistant_chats_and_asks_before_saving_a_note(server: str) -> N
         )
 
 
-def test_refuses_a_public_address_without_a_token(tmp_path: Path) -> None:
-    command = [sys.executable, "-m", "framework_agents.cli", "serve", "--model", "echo"]
-    command += ["--host", "0.0.0.0", "--store", str(tmp_path)]
-    result = subprocess.run(command, env=_env(), capture_output=True, text=True, timeout=60)
-    assert result.returncode == 2
-    assert "--token" in result.stderr
+Refused = Callable[..., tuple[int, str]]
+
+
+@pytest.fixture
+def refused(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> Refused:
+    """``serve --model echo <options>`` run in this process: its exit status and stderr.
+
+    For options refused before anything starts: what the command does with them is the
+    same in this process as in its own (the tests above run it as one), for a fraction of
+    the cost. ``run_serve`` configures the root logger; the test's handlers are put back.
+    """
+    monkeypatch.delenv("FRAMEWORK_AGENTS_TOKEN", raising=False)
+    monkeypatch.delenv("FRAMEWORK_AGENTS_LOG_LEVEL", raising=False)
+    root = logging.getLogger()
+
+    def run(*options: str) -> tuple[int, str]:
+        handlers, level = list(root.handlers), root.level
+        try:
+            status = run_serve(["--model", "echo", *options])
+        except SystemExit as exc:  # argparse's refusals
+            status = exc.code if isinstance(exc.code, int) else 2
+        finally:
+            for handler in root.handlers:
+                if handler not in handlers:
+                    handler.close()
+            root.handlers[:] = handlers
+            root.setLevel(level)
+        return status, capsys.readouterr().err
+
+    return run
+
+
+def test_refuses_a_public_address_without_a_token(tmp_path: Path, refused: Refused) -> None:
+    status, stderr = refused("--host", "0.0.0.0", "--store", str(tmp_path))
+    assert status == 2
+    assert "--token" in stderr
     assert not any(tmp_path.iterdir())  # nothing was opened or written
 
 
@@ -100,13 +135,11 @@ def test_refuses_a_public_address_without_a_token(tmp_path: Path) -> None:
     "flag", [["--allowed-origin", "app.example.com"], ["--allowed-host", "https://x.example"]]
 )
 def test_a_malformed_allowed_host_or_origin_stops_serve_before_it_starts(
-    tmp_path: Path, flag: list[str]
+    tmp_path: Path, flag: list[str], refused: Refused
 ) -> None:
-    command = [sys.executable, "-m", "framework_agents.cli", "serve", "--model", "echo"]
-    command += ["--store", str(tmp_path), *flag]
-    result = subprocess.run(command, env=_env(), capture_output=True, text=True, timeout=60)
-    assert result.returncode == 2
-    assert flag[0].removeprefix("--").replace("-", "_") in result.stderr
+    status, stderr = refused("--store", str(tmp_path), *flag)
+    assert status == 2
+    assert flag[0].removeprefix("--").replace("-", "_") in stderr
     assert not any(tmp_path.iterdir())
 
 
@@ -224,12 +257,10 @@ def test_mcp_serves_the_agent_and_the_bank_in_the_namespace_given(tmp_path: Path
     assert asyncio.run(stored()) == ["Ada likes tea"]
 
 
-def test_a_bad_mcp_namespace_stops_serve_before_it_starts(tmp_path: Path) -> None:
-    command = [sys.executable, "-m", "framework_agents.cli", "serve", "--model", "echo"]
-    command += ["--store", str(tmp_path), "--mcp", "--mcp-namespace", "a//b"]
-    result = subprocess.run(command, env=_env(), capture_output=True, text=True, timeout=60)
-    assert result.returncode == 2
-    assert "mcp_namespace" in result.stderr
+def test_a_bad_mcp_namespace_stops_serve_before_it_starts(tmp_path: Path, refused: Refused) -> None:
+    status, stderr = refused("--store", str(tmp_path), "--mcp", "--mcp-namespace", "a//b")
+    assert status == 2
+    assert "mcp_namespace" in stderr
     assert not any(tmp_path.iterdir())
 
 
@@ -242,14 +273,11 @@ def test_a_bad_mcp_namespace_stops_serve_before_it_starts(tmp_path: Path) -> Non
     ],
 )
 def test_a_store_url_open_store_refuses_stops_serve_before_it_starts(
-    tmp_path: Path, url: str, says: str
+    tmp_path: Path, url: str, says: str, refused: Refused, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """``--store memory`` (for ``memory:``) served from a ``./memory`` directory store."""
-    command = [sys.executable, "-m", "framework_agents.cli", "serve", "--model", "echo"]
-    command += ["--store", url]
-    result = subprocess.run(
-        command, env=_env(), capture_output=True, text=True, timeout=60, cwd=tmp_path
-    )
-    assert result.returncode == 2
-    assert says in result.stderr and "Traceback" not in result.stderr
+    monkeypatch.chdir(tmp_path)
+    status, stderr = refused("--store", url)
+    assert status == 2
+    assert says in stderr and "Traceback" not in stderr
     assert not any(tmp_path.iterdir())

@@ -179,11 +179,13 @@ def test_a_missing_server_extra_names_what_to_install(tmp_path: Path) -> None:
     assert "Traceback" not in served.stderr
 
 
+# The Redis case runs in `make stress`: the refusal is the same code path, and
+# tests/server/test_readiness.py finds both stores unreachable in-process.
 @pytest.mark.parametrize(
     "store",
     [
         "postgresql://postgres@127.0.0.1:1/test",  # nothing listens on port 1
-        "redis://127.0.0.1:1/0",
+        pytest.param("redis://127.0.0.1:1/0", marks=pytest.mark.slow),
     ],
 )
 def test_serve_refuses_to_start_on_a_store_it_cannot_reach(tmp_path: Path, store: str) -> None:
@@ -266,6 +268,10 @@ def test_sigterm_stops_a_run_past_the_grace_at_its_checkpoint_and_exits_0(
         assert again.json()["text"] == "echo: after"
 
 
+# In `make stress`: in `make test`, tests/server/test_unknown_outcome_after_crash.py's
+# SQLite case has a second server take a SIGKILLed one's threads after a 1 s lease, and
+# tests/stores/test_stores_fencing.py a waiting lock taken once a holder's lease ended.
+@pytest.mark.slow
 def test_a_restarted_server_gets_a_dead_holders_thread_after_lease(
     tmp_path: Path, servers: list[Server]
 ) -> None:

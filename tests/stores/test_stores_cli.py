@@ -30,6 +30,10 @@ def _chat(cwd: Path, stdin: str, *args: str) -> subprocess.CompletedProcess[str]
     )
 
 
+# In `make stress` (two chat processes): in `make test`, tests/cli/test_cli_chat.py resumes a
+# session in a second process, test_stores_sessions.py keeps sessions in SQLite, and the
+# case below has `--store` reach open_store.
+@pytest.mark.slow
 def test_chat_keeps_its_session_in_a_sqlite_store(tmp_path: Path) -> None:
     url = f"sqlite:///{tmp_path}/agents.db"
     first = _chat(tmp_path, "hello\n/exit\n", "--session", "s1", "--store", url)

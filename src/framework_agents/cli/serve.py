@@ -340,17 +340,7 @@ def run_serve(argv: Sequence[str]) -> int:
     )
     options = _options(args)
     try:
-        if args.tokens is not None and args.token:
-            raise InvalidArgumentError(
-                "give --token (one client) or --tokens FILE (tenants), not both "
-                "(FRAMEWORK_AGENTS_TOKEN sets --token)"
-            )
-        check_listen(args.host, args.token or args.tokens)
-        if args.workers > 1 and args.store == "memory:":
-            raise InvalidArgumentError(
-                "--workers needs a store the worker processes share: 'memory:' lives in one "
-                "process (use a directory, sqlite:///..., postgresql://... or redis://...)"
-            )
+        _check_together(args)
         uvicorn = _uvicorn()
         app = _build(options)  # bad options and missing extras stop here, before the store
     except ImportError as exc:
@@ -366,7 +356,29 @@ def run_serve(argv: Sequence[str]) -> int:
         _say(f"refusing to start: the store {redact(args.store)} cannot be used: {exc}")
         return 1
     _say(f"serving on http://{args.host}:{args.port}/ ({_served(args)})")
-    common = {"host": args.host, "port": args.port, "log_level": level or "info"}
+    return _run(uvicorn, app, args, options, level or "info")
+
+
+def _check_together(args: argparse.Namespace) -> None:
+    """Refuse options that do not go together (``INVALID_ARGUMENT``), before any is used."""
+    if args.tokens is not None and args.token:
+        raise InvalidArgumentError(
+            "give --token (one client) or --tokens FILE (tenants), not both "
+            "(FRAMEWORK_AGENTS_TOKEN sets --token)"
+        )
+    check_listen(args.host, args.token or args.tokens)
+    if args.workers > 1 and args.store == "memory:":
+        raise InvalidArgumentError(
+            "--workers needs a store the worker processes share: 'memory:' lives in one "
+            "process (use a directory, sqlite:///..., postgresql://... or redis://...)"
+        )
+
+
+def _run(
+    uvicorn: Any, app: Any, args: argparse.Namespace, options: dict[str, Any], level: str
+) -> int:
+    """Serve until stopped: ``app`` in this process, or ``--workers`` processes; the status."""
+    common = {"host": args.host, "port": args.port, "log_level": level}
     if args.workers > 1:
         os.environ[_WORKER_OPTIONS] = json.dumps(options)
         # uvicorn's supervisor passes SIGTERM on to every worker (each drains as below).
