@@ -7,20 +7,20 @@ command's process runs): a process each cost a second apiece.
 from __future__ import annotations
 
 import asyncio
-import logging
 import os
 import signal
 import socket
 import subprocess
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
 import pytest
+from serve_support import Refused
 
 from framework_agents.bank import MemoryBank
-from framework_agents.cli.serve import listen_names, run_serve
+from framework_agents.cli.serve import listen_names
 from processes import close_process
 
 SRC = str(Path(__file__).resolve().parents[2] / "src")
@@ -90,38 +90,6 @@ def test_builtin_assistant_chats_and_asks_before_saving_a_note(server: str) -> N
         assert client.get("/.well-known/agent-card.json").json()["name"] == (
             "framework-agents assistant"
         )
-
-
-Refused = Callable[..., tuple[int, str]]
-
-
-@pytest.fixture
-def refused(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> Refused:
-    """``serve --model echo <options>`` run in this process: its exit status and stderr.
-
-    For options refused before anything starts: what the command does with them is the
-    same in this process as in its own (the tests above run it as one), for a fraction of
-    the cost. ``run_serve`` configures the root logger; the test's handlers are put back.
-    """
-    monkeypatch.delenv("FRAMEWORK_AGENTS_TOKEN", raising=False)
-    monkeypatch.delenv("FRAMEWORK_AGENTS_LOG_LEVEL", raising=False)
-    root = logging.getLogger()
-
-    def run(*options: str) -> tuple[int, str]:
-        handlers, level = list(root.handlers), root.level
-        try:
-            status = run_serve(["--model", "echo", *options])
-        except SystemExit as exc:  # argparse's refusals
-            status = exc.code if isinstance(exc.code, int) else 2
-        finally:
-            for handler in root.handlers:
-                if handler not in handlers:
-                    handler.close()
-            root.handlers[:] = handlers
-            root.setLevel(level)
-        return status, capsys.readouterr().err
-
-    return run
 
 
 def test_refuses_a_public_address_without_a_token(tmp_path: Path, refused: Refused) -> None:

@@ -20,6 +20,7 @@ from pathlib import Path
 
 import httpx
 import pytest
+from serve_support import Refused
 
 from processes import close_process
 
@@ -155,23 +156,17 @@ def test_a_tokens_file_serves_each_tenant_apart_and_no_token_is_logged(tmp_path:
     ids=["one-field", "three-fields", "repeated-token", "dotted-tenant", "device", "non-ascii"],
 )
 def test_a_bad_tokens_file_is_refused_with_its_line_number(
-    tmp_path: Path, content: str, line: int, why: str
+    tmp_path: Path, content: str, line: int, why: str, refused: Refused
 ) -> None:
     tokens = tmp_path / "tokens.txt"
     tokens.write_text(content, encoding="utf-8")
-    result = subprocess.run(
-        _command("--model", "echo", "--store", "memory:", "--tokens", str(tokens)),
-        env=_env(),
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert result.returncode == 2, result.stderr
-    assert "INVALID_ARGUMENT" in result.stderr
-    assert f"line {line}:" in result.stderr and why in result.stderr
-    assert str(tokens) in result.stderr
-    assert ALPHA not in result.stderr and BETA not in result.stderr
-    assert "Traceback" not in result.stderr and "Uvicorn running" not in result.stderr
+    status, stderr = refused("--store", "memory:", "--tokens", str(tokens))
+    assert status == 2, stderr
+    assert "INVALID_ARGUMENT" in stderr
+    assert f"line {line}:" in stderr and why in stderr
+    assert str(tokens) in stderr
+    assert ALPHA not in stderr and BETA not in stderr
+    assert "Traceback" not in stderr and "Uvicorn running" not in stderr
 
 
 @pytest.mark.parametrize(
@@ -184,34 +179,22 @@ def test_a_bad_tokens_file_is_refused_with_its_line_number(
     ids=["empty", "missing", "not-utf8"],
 )
 def test_an_empty_or_unreadable_tokens_file_is_invalid_argument(
-    tmp_path: Path, make: Callable[[Path], object], says: str
+    tmp_path: Path, make: Callable[[Path], object], says: str, refused: Refused
 ) -> None:
     tokens = tmp_path / "tokens.txt"
     make(tokens)
-    result = subprocess.run(
-        _command("--model", "echo", "--store", "memory:", "--tokens", str(tokens)),
-        env=_env(),
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert result.returncode == 2, result.stderr
-    assert "INVALID_ARGUMENT" in result.stderr and says in result.stderr
-    assert "Traceback" not in result.stderr
+    status, stderr = refused("--store", "memory:", "--tokens", str(tokens))
+    assert status == 2, stderr
+    assert "INVALID_ARGUMENT" in stderr and says in stderr
+    assert "Traceback" not in stderr
 
 
-def test_token_and_tokens_together_are_refused(tmp_path: Path) -> None:
+def test_token_and_tokens_together_are_refused(tmp_path: Path, refused: Refused) -> None:
     tokens = tmp_path / "tokens.txt"
     tokens.write_text(f"{ALPHA} alpha\n")
-    result = subprocess.run(
-        _command("--store", "memory:", "--tokens", str(tokens), "--token", BETA),
-        env=_env(),
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert result.returncode == 2
-    assert "not both" in result.stderr and BETA not in result.stderr
+    status, stderr = refused("--store", "memory:", "--tokens", str(tokens), "--token", BETA)
+    assert status == 2
+    assert "not both" in stderr and BETA not in stderr
 
 
 def test_tokens_let_serve_listen_beyond_loopback(tmp_path: Path) -> None:

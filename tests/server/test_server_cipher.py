@@ -10,10 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import base64
-import os
-import socket
-import subprocess
-import sys
 from pathlib import Path
 
 import httpx
@@ -24,7 +20,6 @@ from framework_agents import Cipher
 from framework_agents._crypto import read_keys_file
 from framework_agents.errors import InvalidArgumentError
 from framework_agents.server import create_app
-from processes import close_process
 
 pytest.importorskip("cryptography", reason="needs the crypto extra (cryptography)")
 pytest.importorskip("framework_agents.stores", reason="needs the stores package")
@@ -32,7 +27,6 @@ pytest.importorskip("framework_agents.stores", reason="needs the stores package"
 JSON = {"Accept": "application/json"}
 KEY = bytes(range(32))
 CANARY = "Zq7canaryWx4"
-SRC = str(Path(__file__).resolve().parents[2] / "src")
 
 
 def _cipher() -> Cipher:
@@ -185,65 +179,3 @@ def test_a_bad_keys_file_names_its_line_never_its_key(
 def test_a_missing_keys_file_is_invalid_argument(tmp_path: Path) -> None:
     with pytest.raises(InvalidArgumentError, match="cannot read the keys file"):
         read_keys_file(tmp_path / "absent")
-
-
-def _env() -> dict[str, str]:
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (SRC, env.get("PYTHONPATH", "")) if p)
-    env.pop("FRAMEWORK_AGENTS_TOKEN", None)
-    return env
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
-
-
-def test_serve_with_keys_seals_its_store(tmp_path: Path) -> None:
-    port = _free_port()
-    keys = tmp_path / "keys"
-    keys.write_text(_keys_line("2026-12", KEY) + "\n")
-    root = tmp_path / "store"
-    command = [
-        sys.executable, "-m", "framework_agents.cli", "serve", "--model", "echo",
-        "--store", str(root), "--keys", str(keys), "--port", str(port),
-        "--no-console",
-    ]  # fmt: skip
-    process = subprocess.Popen(
-        command, env=_env(), cwd=tmp_path, stderr=subprocess.PIPE, stdout=subprocess.DEVNULL
-    )
-    try:
-        assert process.stderr is not None
-        log = b""
-        for line in process.stderr:
-            log += line
-            if b"Application startup complete" in line:
-                break
-        else:
-            pytest.fail("the server did not start:\n" + log.decode(errors="replace"))
-        assert b"encrypted at rest (--keys)" in log
-        url = f"http://127.0.0.1:{port}"
-        ran = httpx.post(
-            f"{url}/api/threads/s1/runs", json={"prompt": f"hi {CANARY}"}, headers=JSON, timeout=60
-        )
-        assert ran.status_code == 200, ran.text
-        assert CANARY in ran.text
-    finally:
-        close_process(process)
-    assert _files(root)
-    _no_canary(root)
-
-
-def test_serve_refuses_a_bad_keys_file(tmp_path: Path) -> None:
-    keys = tmp_path / "keys"
-    keys.write_text("k1 " + base64.b64encode(b"sixteen byte key").decode() + "\n")
-    done = subprocess.run(
-        [sys.executable, "-m", "framework_agents.cli", "serve", "--store", "memory:",
-         "--keys", str(keys), "--port", "1"],
-        env=_env(), cwd=tmp_path, capture_output=True, text=True, timeout=120,
-    )  # fmt: skip
-    assert done.returncode == 2, done.stderr
-    assert "line 1" in done.stderr and "32 bytes" in done.stderr
-    assert base64.b64encode(b"sixteen byte key").decode() not in done.stderr
