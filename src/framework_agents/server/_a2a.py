@@ -36,7 +36,9 @@ os.environ.setdefault("OTEL_INSTRUMENTATION_A2A_SDK_ENABLED", "false")
 
 import json
 import logging
+import time
 from collections.abc import Awaitable, Callable
+from datetime import UTC
 from typing import Any
 
 from a2a.helpers.proto_helpers import (
@@ -60,10 +62,11 @@ from starlette.routing import BaseRoute, Mount, Route
 
 from .. import agent as ours
 from ..checkpoint.model import check_thread_id
-from ..errors import HitlDecisionError
+from ..errors import HitlDecisionError, InvalidArgumentError, ThreadBusyError
+from ..messages import Message as ours_message
 from ..messages import new_id
 from ._a2a_store import StorageTaskStore
-from ._errors import error_payload
+from ._errors import ShuttingDownError, error_payload
 from ._questions import answer_decision
 from ._runner import Pending, RunHandle, ThreadRunner
 
@@ -224,6 +227,14 @@ def _agent_message(task: Task | RequestContext, parts: list[Part]) -> Message:
     )
 
 
+class _Landed(Exception):
+    """The message of a new task ran before: the thread holds a user message of its id."""
+
+    def __init__(self, checkpoint: Any) -> None:
+        super().__init__("landed")
+        self.checkpoint = checkpoint
+
+
 class A2AExecutor(AgentExecutor):
     """Runs the thread of a task's context with our runner; maps our events to task updates."""
 
@@ -250,10 +261,36 @@ class A2AExecutor(AgentExecutor):
         updater = TaskUpdater(event_queue, task.id, task.context_id)
         try:
             handle = await self._start(task, context)
+        except _Landed as landed:
+            await self._landed(updater, task, landed.checkpoint, context.message)
+            return
         except Exception as exc:
             await self._fail(updater, task, exc)
             return
         await self._follow(handle, updater, task)
+
+    async def _landed(
+        self, updater: TaskUpdater, task: Task, checkpoint: Any, asked: Message | None
+    ) -> None:
+        """End a task whose message ran before (a client's retry): how that turn ended."""
+        if await self.runner.held(task.context_id):
+            await self._fail(
+                updater,
+                task,
+                ThreadBusyError(
+                    f"a message of id {asked.message_id if asked else ''!r:.80} is running "
+                    "in this context: ask for its task, or send it again once it ended"
+                ),
+            )
+            return
+        state, parts = await ended_status(self.runner, checkpoint, asked)
+        message = _agent_message(task, parts)
+        if state == TaskState.TASK_STATE_INPUT_REQUIRED:
+            await updater.requires_input(message)
+        elif state == TaskState.TASK_STATE_COMPLETED:
+            await updater.complete(message)
+        else:
+            await updater.failed(message)
 
     async def _start(self, task: Task, context: RequestContext) -> RunHandle:
         thread_id = check_thread_id(task.context_id)
@@ -280,7 +317,17 @@ class A2AExecutor(AgentExecutor):
             decision = read(decisions[0], pending)
             return await self.runner.start_resume(thread_id, {pending.interrupt_id: decision})
         text = "\n".join(get_text_parts(parts)).strip()
-        return await self.runner.start_run(thread_id, text)
+        if not text or message is None or not message.message_id:
+            return await self.runner.start_run(thread_id, text)
+        # The client's message id is kept: a task whose run died is matched to its turn,
+        # and a message sent again (its answer was lost) does not run twice.
+        held = await self.runner.load(thread_id)
+        if held is not None and any(
+            m.role == "user" and m.id == message.message_id for m in held.messages
+        ):
+            raise _Landed(held)
+        prompt = ours_message(role="user", content=text, id=message.message_id)
+        return await self.runner.start_run(thread_id, prompt)
 
     async def _follow(self, handle: RunHandle, updater: TaskUpdater, task: Task) -> None:
         # The terminal update goes out once the run has released its thread, so a client
@@ -328,12 +375,7 @@ class A2AExecutor(AgentExecutor):
             await self._fail(updater, task, RuntimeError("the run ended without an outcome"))
 
     async def _fail(self, updater: TaskUpdater, task: Task, exc: BaseException) -> None:
-        payload = error_payload(exc)
-        parts = [
-            new_text_part(f"[{payload['code']}] {payload['message']}"),
-            new_data_part({"error": payload}),
-        ]
-        await updater.failed(_agent_message(task, parts))
+        await updater.failed(_agent_message(task, _failure(exc)))
 
     async def cancel(self, context: RequestContext, event_queue: EventQueue) -> None:
         """Cancel the task; an approval it waits for is rejected (a question: cancelled).
@@ -358,6 +400,108 @@ class A2AExecutor(AgentExecutor):
                 handle = await self.runner.start_resume(context_id, {pending.tool_call_id: undo})
                 await handle.wait()
         await updater.cancel()
+
+
+def _asked(task: Task) -> Message | None:
+    """The user message that started ``task`` (its last one in the history)."""
+    for message in reversed(task.history):
+        if message.role == Role.ROLE_USER:
+            asked: Message = message
+            return asked
+    return None
+
+
+def answer_in(checkpoint: Any, asked: Message | None) -> tuple[bool, str | None]:
+    """Whether ``checkpoint`` holds the turn of ``asked``, and the answer it holds to it.
+
+    ``asked`` is a prompt (found by its message id) or a decision (found by the tool
+    message of the call it decided); the answer is the text of the first assistant
+    message without calls after it (``None`` before one).
+    """
+    if asked is None:
+        return False, None
+    decided = [d for d in get_data_parts(list(asked.parts)) if isinstance(d, dict)]
+    call_id = decided[0].get("toolCallId") if decided else None
+    messages = list(checkpoint.messages)
+    start = None
+    for at, message in enumerate(messages):
+        if (call_id is None and message.role == "user" and message.id == asked.message_id) or (
+            call_id is not None and message.role == "tool" and message.tool_call_id == call_id
+        ):
+            start = at
+    if start is None:
+        return False, None
+    for message in messages[start + 1 :]:
+        if message.role == "user":
+            break
+        if message.role == "assistant" and not message.tool_calls and message.text:
+            return True, str(message.text)
+    return True, None
+
+
+def _failure(exc: BaseException) -> list[Part]:
+    """The parts of a failed task's status: ``[CODE] message`` and ``{"error": ...}``."""
+    payload = error_payload(exc)
+    return [
+        new_text_part(f"[{payload['code']}] {payload['message']}"),
+        new_data_part({"error": payload}),
+    ]
+
+
+async def ended_status(
+    runner: ThreadRunner, checkpoint: Any, asked: Message | None
+) -> tuple[int, list[Part]]:
+    """The state and status parts of a task asking ``asked`` whose run is over.
+
+    Over, not followed: it died with its replica, or ran on an earlier message of the same
+    id. The thread waits for a decision: input-required, showing it (a call of unknown
+    outcome too); it answered ``asked``: completed with that answer; it holds no turn of
+    ``asked``: failed with ``SHUTTING_DOWN`` (send it again); it holds the turn without an
+    answer: failed with ``INVALID_ARGUMENT`` (sending it again would not run it).
+    """
+    pending = await runner.pending_of(checkpoint) if checkpoint is not None else None
+    if pending is not None:
+        return TaskState.TASK_STATE_INPUT_REQUIRED, input_request(pending)
+    found, answer = answer_in(checkpoint, asked) if checkpoint is not None else (False, None)
+    if answer is not None:
+        return TaskState.TASK_STATE_COMPLETED, [new_text_part(answer)]
+    if found:
+        error: BaseException = InvalidArgumentError(
+            "the thread holds this message's turn without an answer (its run stopped in it): "
+            "send the next message"
+        )
+    else:
+        error = ShuttingDownError(
+            "the server running this task stopped before it answered; the thread is at its "
+            "last checkpoint, without this message's turn: send it again"
+        )
+    return TaskState.TASK_STATE_FAILED, _failure(error)
+
+
+async def revive_orphan(runner: ThreadRunner, task: Task) -> Task | None:
+    """``task`` as it stands when the run working on it died with its replica, else ``None``.
+
+    A task submitted or working for longer than the store's lease whose thread no run
+    holds (here or on another replica) lost its run: the thread's checkpoint says how far
+    it got (:func:`ended_status`).
+    """
+    if task.status.state not in (TaskState.TASK_STATE_SUBMITTED, TaskState.TASK_STATE_WORKING):
+        return None
+    if task.status.HasField("timestamp"):
+        age = time.time() - task.status.timestamp.ToDatetime(tzinfo=UTC).timestamp()
+        if age < runner.lease:
+            return None  # its run may be about to take the thread, or to report its end
+    thread_id = check_thread_id(task.context_id)
+    if await runner.held(thread_id):
+        return None
+    checkpoint = await runner.load(thread_id)
+    state, parts = await ended_status(runner, checkpoint, _asked(task))
+    revived = Task()
+    revived.CopyFrom(task)
+    revived.status.timestamp.GetCurrentTime()
+    revived.status.state = state  # type: ignore[assignment]
+    revived.status.message.CopyFrom(_agent_message(task, parts))
+    return revived
 
 
 def agent_card(base_url: str, *, name: str, description: str) -> a2a_pb2.AgentCard:
@@ -465,9 +609,15 @@ def a2a_routes(
     card = agent_card("http://127.0.0.1", name=name, description=description)
 
     async def revive(task: Task) -> Task | None:
-        """A task whose run died in a call of unknown outcome: input-required, showing it."""
+        """A task whose run died (:func:`revive_orphan`), or died in a call of unknown outcome.
+
+        The second: input-required, showing that call.
+        """
         if not task.context_id or runner.busy(task.context_id):
             return None
+        orphan = await revive_orphan(runner, task)
+        if orphan is not None:
+            return orphan
         checkpoint = await runner.load(check_thread_id(task.context_id))
         pending = await runner.pending_of(checkpoint) if checkpoint else None
         if pending is None or not pending.outcome_unknown:

@@ -589,6 +589,25 @@ class ThreadRunner:
         """Whether a run of ``thread_id`` is in progress in this process."""
         return thread_id in self._active
 
+    async def held(self, thread_id: str) -> bool:
+        """Whether a run holds ``thread_id``'s lock, in this process or another replica.
+
+        A holder that died keeps it until its lease runs out.
+        """
+        if self.busy(thread_id):
+            return True
+        try:
+            async with self._probe_lock(thread_id):
+                return False
+        except ThreadBusyError:
+            return True
+
+    @property
+    def lease(self) -> float:
+        """Seconds a dead holder keeps a thread locked (the store's lease; 30 without one)."""
+        lease = getattr(self.checkpointer, "lease", None)
+        return float(lease) if isinstance(lease, int | float) else 30.0
+
     def drain(self, grace: float) -> None:
         """Stop taking runs (``SHUTTING_DOWN``); those in flight have ``grace`` seconds left."""
         if self.drain_deadline is None:

@@ -1,0 +1,126 @@
+"""A2A after a lost answer or a dead replica: a message sent again runs once; a task whose
+run died is settled from its thread instead of staying ``working`` for ever.
+
+Both seen in the replica test (``test_replicas.py``): a client whose stream broke sent its
+message again and the thread held it twice; a task whose replica was SIGKILLed mid-run
+read ``TASK_STATE_WORKING`` on every other replica, so its client never got an answer.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from typing import Any
+
+import httpx
+import pytest
+
+pytest.importorskip("a2a")
+
+from a2a.client import ClientConfig, create_client
+from a2a.helpers.proto_helpers import get_data_parts, get_text_parts, new_text_part
+from a2a.types import a2a_pb2
+from server_support import PUBLISHED, Served, make_agent
+
+from async_helper import arun
+from framework_agents import InMemoryCheckpointer, InMemoryStorage, Message
+from framework_agents.server._a2a import revive_orphan
+from framework_agents.server._runner import ThreadRunner
+from framework_agents.server._store import ServerStore
+
+State = a2a_pb2.TaskState
+
+
+def _message(text: str, context_id: str, message_id: str) -> a2a_pb2.Message:
+    return a2a_pb2.Message(
+        message_id=message_id,
+        role=a2a_pb2.Role.ROLE_USER,
+        parts=[new_text_part(text)],
+        context_id=context_id,
+    )
+
+
+async def _send(url: str, message: a2a_pb2.Message) -> a2a_pb2.Task:
+    client = await create_client(url, client_config=ClientConfig(streaming=False))
+    try:
+        task_id = ""
+        async for response in client.send_message(a2a_pb2.SendMessageRequest(message=message)):
+            if response.HasField("task"):
+                task_id = response.task.id
+        return await client.get_task(a2a_pb2.GetTaskRequest(id=task_id))
+    finally:
+        await client.close()
+
+
+def test_a_message_sent_again_under_its_id_runs_once(served: Served) -> None:
+    PUBLISHED.clear()
+    context = f"again-{uuid.uuid4().hex[:8]}"
+
+    async def scenario() -> tuple[a2a_pb2.Task, ...]:
+        first = await _send(served.url, _message("hello", context, "m-hello"))
+        again = await _send(served.url, _message("hello", context, "m-hello"))
+        asked = await _send(served.url, _message("publish Once", context, "m-publish"))
+        asked_again = await _send(served.url, _message("publish Once", context, "m-publish"))
+        return first, again, asked, asked_again
+
+    first, again, asked, asked_again = arun(scenario())
+    assert first.status.state == State.TASK_STATE_COMPLETED
+    # The second task is answered from the thread: the turn is not run again.
+    assert again.id != first.id
+    assert again.status.state == State.TASK_STATE_COMPLETED
+    assert get_text_parts(list(again.status.message.parts)) == ["echo: hello"]
+    assert asked_again.status.state == State.TASK_STATE_INPUT_REQUIRED
+    (request,) = get_data_parts(list(asked_again.status.message.parts))
+    (shown,) = get_data_parts(list(asked.status.message.parts))
+    assert request["interruptId"] == shown["interruptId"]
+    thread = httpx.get(f"{served.url}/api/threads/{context}").json()
+    users = [(m["id"], m["content"]) for m in thread["messages"] if m["role"] == "user"]
+    assert users == [("m-hello", "hello"), ("m-publish", "publish Once")]
+    assert PUBLISHED == []
+
+
+def _task(context_id: str, asked: a2a_pb2.Message, *, age: float) -> a2a_pb2.Task:
+    task = a2a_pb2.Task(id=uuid.uuid4().hex, context_id=context_id, history=[asked])
+    task.status.state = State.TASK_STATE_WORKING
+    task.status.timestamp.FromSeconds(int(time.time() - age))
+    return task
+
+
+def test_a_task_whose_run_died_is_settled_from_its_thread() -> None:
+    runner = ThreadRunner(make_agent, ServerStore(InMemoryCheckpointer(), InMemoryStorage()))
+    long_ago = runner.lease + 5
+
+    async def scenario() -> dict[str, Any]:
+        ran = await runner.start_run("t1", Message(role="user", content="hello", id="m1"))
+        await ran.wait()
+        asked = await runner.start_run("t2", Message(role="user", content="publish X", id="m2"))
+        await ran.wait()
+        await asked.wait()
+        return {
+            # the run answered before its replica died: completed with that answer
+            "answered": await revive_orphan(
+                runner, _task("t1", _message("hello", "t1", "m1"), age=long_ago)
+            ),
+            # the run died before its turn was saved: failed, coded, send it again
+            "lost": await revive_orphan(
+                runner, _task("t1", _message("again", "t1", "m-lost"), age=long_ago)
+            ),
+            # the run stopped for an approval: input-required, showing it
+            "asking": await revive_orphan(
+                runner, _task("t2", _message("publish X", "t2", "m2"), age=long_ago)
+            ),
+            # younger than the lease: its run may still report (left alone)
+            "young": await revive_orphan(runner, _task("t1", _message("hello", "t1", "m1"), age=0)),
+        }
+
+    got = arun(scenario())
+    answered, lost, asking = got["answered"], got["lost"], got["asking"]
+    assert answered.status.state == State.TASK_STATE_COMPLETED
+    assert get_text_parts(list(answered.status.message.parts)) == ["echo: hello"]
+    assert lost.status.state == State.TASK_STATE_FAILED
+    (error,) = get_data_parts(list(lost.status.message.parts))
+    assert error["error"]["code"] == "SHUTTING_DOWN"
+    assert asking.status.state == State.TASK_STATE_INPUT_REQUIRED
+    (request,) = get_data_parts(list(asking.status.message.parts))
+    assert request["type"] == "tool_approval_request" and request["args"]["title"] == "X"
+    assert got["young"] is None
