@@ -18,10 +18,11 @@ Every run ends with ``STATE_SNAPSHOT`` and ``MESSAGES_SNAPSHOT``, then ``RUN_FIN
 with our error code. A request that cannot run (a bad thread id, a busy thread, a new
 prompt while an approval is open, a decision for another interrupt) is answered with
 ``RUN_STARTED`` then ``RUN_ERROR``; only a body that is not a ``RunAgentInput`` at all is
-an HTTP 400. A request with no new user message and no ``resume`` on a thread that waits
-for a decision (a client catching up, say after the server that ran the thread died in an
-approved call: a call of unknown outcome) runs nothing: the snapshots, then
-``RUN_FINISHED`` with the open interrupt.
+an HTTP 400. A request with no new user message and no ``resume`` on a thread that exists
+(a client catching up: its answer was lost with the replica that ran it, or that server
+died in an approved call, a call of unknown outcome) runs nothing: the snapshots, then
+``RUN_FINISHED``, with the open interrupt if the thread waits for one; ``THREAD_BUSY``
+while a run holds the thread (on any replica).
 """
 
 from __future__ import annotations
@@ -71,7 +72,7 @@ from starlette.routing import Route
 
 from .. import agent as ours
 from ..checkpoint.model import check_thread_id
-from ..errors import HitlDecisionError, InvalidArgumentError
+from ..errors import HitlDecisionError, InvalidArgumentError, ThreadBusyError
 from ..messages import Message
 from ..swarm import HandoffEvent, MemberEvent
 from ._api import KEEPALIVE, error_response, read_json
@@ -413,7 +414,7 @@ async def _new_prompt(runner: ThreadRunner, run: RunAgentInput) -> Message | Non
 
 
 class _Waiting(Exception):
-    """A run with nothing new to run on a thread that waits for a decision."""
+    """A run with nothing new to run on a thread no run holds: shown the thread."""
 
 
 async def _start(runner: ThreadRunner, run: RunAgentInput) -> RunHandle:
@@ -433,9 +434,13 @@ async def _start(runner: ThreadRunner, run: RunAgentInput) -> RunHandle:
     prompt = await _new_prompt(runner, run)
     if prompt is None:
         current = await runner.load(run.thread_id)
-        if current is not None and current.pending is not None:
-            raise _Waiting  # a client catching up: shown the interrupt the thread waits for
-        raise InvalidArgumentError("no new user message to run and no resume entries")
+        if current is None:
+            raise InvalidArgumentError("no new user message to run and no resume entries")
+        if await runner.held(run.thread_id):
+            raise ThreadBusyError(
+                f"thread {run.thread_id!r} is running: catch up once its run has ended"
+            )
+        raise _Waiting  # a client catching up: shown the thread as it stands
     return await runner.start_run(run.thread_id, prompt)
 
 
