@@ -20,6 +20,11 @@ Routes: ``POST /a2a`` (JSON-RPC), ``/a2a/rest/...`` (HTTP+JSON) and the agent ca
   "accept", "content": {...}}`` (checked against the schema), ``{"action": "decline"}`` or
   ``{"action": "cancel"}`` (``interruptId`` optional, as for a decision); cancelling the
   task answers ``cancel``.
+* A running call's progress (``ToolContext.report_progress``, an MCP server's progress
+  notification) is a ``TaskStatusUpdateEvent`` that keeps the task ``TASK_STATE_WORKING``;
+  its status message holds a text part (``"tool: 3/10 message"``) and a data part
+  ``{"type": "tool_progress", "toolCallId", "tool", "progress", "total", "message"}``
+  (``total`` and ``message`` may be ``null``).
 * A failure ends the task in ``TASK_STATE_FAILED`` with a text part ``[CODE] message`` and
   a data part ``{"error": {"code", "message"}}``.
 * Tasks live in :class:`StorageTaskStore` (our ``Storage``, no SQLAlchemy); a task idle in
@@ -130,6 +135,21 @@ def input_request(pending: Pending) -> list[Part]:
         return [new_text_part(text), new_data_part(elicitation_request(pending))]
     text = f"The call {pending.tool}({json.dumps(pending.args)}) needs approval."
     return [new_text_part(text), new_data_part(approval_request(pending))]
+
+
+def progress_parts(event: ours.ToolProgressEvent) -> list[Part]:
+    """The status message parts of a running call's progress: a text and a data part."""
+    done = f"{event.progress:g}" + (f"/{event.total:g}" if event.total is not None else "")
+    text = f"{event.tool}: {done}" + (f" {event.message}" if event.message else "")
+    data = {
+        "type": "tool_progress",
+        "toolCallId": event.call_id,
+        "tool": event.tool,
+        "progress": event.progress,
+        "total": event.total,
+        "message": event.message,
+    }
+    return [new_text_part(text), new_data_part(data)]
 
 
 #: The ``type`` of the data parts that show what a task waits for.
@@ -355,6 +375,11 @@ class A2AExecutor(AgentExecutor):
                     name="answer",
                     append=False,
                     last_chunk=True,
+                )
+            elif isinstance(event, ours.ToolProgressEvent):
+                await updater.update_status(
+                    TaskState.TASK_STATE_WORKING,
+                    message=_agent_message(task, progress_parts(event)),
                 )
             elif isinstance(
                 event, ours.InterruptEvent | ours.RunFinishedEvent | ours.RunErrorEvent

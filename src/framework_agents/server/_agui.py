@@ -13,6 +13,11 @@ A tool's question (an MCP server's elicitation) is an interrupt with ``reason ==
 (also in ``metadata.requestedSchema``). A ``resolved`` entry answers with that payload;
 ``cancelled`` answers ``cancel``.
 
+A running call's progress (a tool's ``ToolContext.report_progress``, an MCP server's
+progress notification) is a ``CUSTOM`` event named ``tool_progress`` whose ``value`` is
+``{"toolCallId", "tool", "progress", "total", "message"}`` (``total`` and ``message``
+may be ``null``), between the call's ``TOOL_CALL_END`` and its ``TOOL_CALL_RESULT``.
+
 Every run ends with ``STATE_SNAPSHOT`` and ``MESSAGES_SNAPSHOT``, then ``RUN_FINISHED``
 (an interrupt: ``outcome = {"type": "interrupt", "interrupts": [...]}``) or ``RUN_ERROR``
 with our error code. A request that cannot run (a bad thread id, a busy thread, a new
@@ -86,6 +91,7 @@ __all__ = [
     "answer_of",
     "answer_schema",
     "decision_of",
+    "progress_value",
     "to_agui_messages",
 ]
 
@@ -110,6 +116,17 @@ def answer_schema(requested: dict[str, Any] | None) -> dict[str, Any]:
             "content": requested or {"type": "object"},
         },
         "required": ["action"],
+    }
+
+
+def progress_value(event: ours.ToolProgressEvent) -> dict[str, Any]:
+    """The ``value`` of the ``CUSTOM`` event ``tool_progress`` (A2A's data part, less its type)."""
+    return {
+        "toolCallId": event.call_id,
+        "tool": event.tool,
+        "progress": event.progress,
+        "total": event.total,
+        "message": event.message,
     }
 
 
@@ -255,6 +272,7 @@ class AguiTranslator:
 
         A served swarm adds steps: each member's turn is ``STEP_STARTED`` /
         ``STEP_FINISHED`` named by the member, and a handoff a ``CUSTOM`` event ``handoff``.
+        A running call's progress is a ``CUSTOM`` event ``tool_progress``.
         """
         if isinstance(event, MemberEvent):
             if isinstance(event.event, ours.RunStartedEvent):
@@ -268,6 +286,8 @@ class AguiTranslator:
             data = event.to_dict()
             value = {name: data[name] for name in ("from", "to", "message")}
             return [CustomEvent(name="handoff", value=value)]
+        if isinstance(event, ours.ToolProgressEvent):
+            return [CustomEvent(name="tool_progress", value=progress_value(event))]
         if isinstance(event, ours.TextDeltaEvent):
             return self._text(event.message_id, event.delta) if event.delta else []
         if isinstance(event, ours.ReasoningDeltaEvent):
