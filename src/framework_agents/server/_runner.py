@@ -169,6 +169,9 @@ class ThreadSummary:
     pending: bool
     #: ``running``, ``waiting`` (an approval is open) or ``finished``.
     state: str = "finished"
+    #: What a waiting thread waits for: ``tool_call`` (an approval) or ``elicitation`` (a
+    #: tool's question); ``None`` when nothing is pending (or a line written before it).
+    pending_kind: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         """The JSON API shape."""
@@ -178,6 +181,7 @@ class ThreadSummary:
             "title": self.title,
             "message_count": self.message_count,
             "pending": self.pending,
+            "pending_kind": self.pending_kind,
             "state": self.state,
         }
 
@@ -261,7 +265,19 @@ def _summary_json(checkpoint: ThreadCheckpoint) -> dict[str, Any]:
         "title": title_of(checkpoint.messages),
         "message_count": len(checkpoint.messages),
         "pending": checkpoint.pending is not None,
+        "pending_kind": pending_kind(checkpoint),
     }
+
+
+def pending_kind(checkpoint: ThreadCheckpoint) -> str | None:
+    """What the thread waits for: ``tool_call`` (an approval), ``elicitation`` (a question)."""
+    if checkpoint.pending is None:
+        return None
+    return "elicitation" if question_of(checkpoint) else "tool_call"
+
+
+def _kind(value: Any) -> str | None:
+    return value if value in ("tool_call", "elicitation") else None
 
 
 def _summary_from_json(row: dict[str, Any]) -> ThreadSummary | None:
@@ -274,6 +290,8 @@ def _summary_from_json(row: dict[str, Any]) -> ThreadSummary | None:
             int(row["message_count"]),
             bool(row["pending"]),
             state_of(row),
+            # only with a pending call: a running line keeps its last waiting one's key
+            _kind(row.get("pending_kind")) if row["pending"] else None,
         )
     except (KeyError, TypeError, ValueError):
         return None
