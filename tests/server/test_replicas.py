@@ -502,6 +502,7 @@ def test_official_clients_survive_a_replica_killed_and_one_frozen(
                 node.kill()
             close_process(node)
     assert sorted(outcomes) == sorted(threads), "".join(log)[-3000:]
+    print("outcomes:", dict(Counter(outcomes.values())))  # shown with -s
     # Every client got its answer, or a coded error it could not retry; a call whose outcome
     # was unknown (its replica died in it) was settled by a rejection, not run again.
     wrong = {t: o for t, o in outcomes.items() if o not in ("completed", "unknown-settled")}
