@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import time
 import uuid
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -20,10 +21,12 @@ pytest.importorskip("a2a")
 from a2a.client import ClientConfig, create_client
 from a2a.helpers.proto_helpers import get_data_parts, get_text_parts, new_text_part
 from a2a.types import a2a_pb2
-from server_support import PUBLISHED, Served, make_agent
+from server_support import PUBLISHED, Served, make_agent, start_server
 
 from async_helper import arun
-from framework_agents import InMemoryCheckpointer, InMemoryStorage, Message
+from framework_agents import Agent, FunctionModel, InMemoryCheckpointer, InMemoryStorage, Message
+from framework_agents.errors import CheckpointConflictError
+from framework_agents.server import create_app
 from framework_agents.server._a2a import revive_orphan
 from framework_agents.server._runner import ThreadRunner
 from framework_agents.server._store import ServerStore
@@ -124,3 +127,32 @@ def test_a_task_whose_run_died_is_settled_from_its_thread() -> None:
     (request,) = get_data_parts(list(asking.status.message.parts))
     assert request["type"] == "tool_approval_request" and request["args"]["title"] == "X"
     assert got["young"] is None
+
+
+def _conflicting(messages: list[Message], tools: list[Any]) -> Message:
+    """Echoes; a turn asking ``conflict`` loses its thread, as a replica frozen past its lease."""
+    if messages[-1].text == "conflict":
+        raise CheckpointConflictError("the lease ran out: another holder has the thread")
+    return Message(role="assistant", content=f"echo: {messages[-1].text}")
+
+
+def test_a_run_that_lost_its_thread_ends_its_task_as_the_thread_stands(tmp_path: Path) -> None:
+    """``CHECKPOINT_CONFLICT`` (nothing written) is not the task's end: the thread is.
+
+    Here nothing of the turn landed: failed ``SHUTTING_DOWN`` (send it again). In the replica
+    test a frozen replica's approved call lost its thread this way; the task then showed the
+    call of unknown outcome another replica had surfaced, where it used to fail with the
+    conflict and leave its client no task that showed the open interrupt.
+    """
+    served = start_server(
+        create_app(
+            lambda: Agent(FunctionModel(_conflicting)), store=str(tmp_path / "s"), console=False
+        )
+    )
+    try:
+        task = arun(_send(served.url, _message("conflict", "lost-ctx", "m-conflict")))
+    finally:
+        served.stop()
+    assert task.status.state == State.TASK_STATE_FAILED
+    (error,) = get_data_parts(list(task.status.message.parts))
+    assert error["error"]["code"] == "SHUTTING_DOWN"

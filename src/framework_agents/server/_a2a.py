@@ -25,6 +25,9 @@ Routes: ``POST /a2a`` (JSON-RPC), ``/a2a/rest/...`` (HTTP+JSON) and the agent ca
   its status message holds a text part (``"tool: 3/10 message"``) and a data part
   ``{"type": "tool_progress", "toolCallId", "tool", "progress", "total", "message"}``
   (``total`` and ``message`` may be ``null``).
+* A message sent again under its id is not run twice (answered from the thread); a task
+  left working by a replica that died, or whose run lost its thread
+  (``CHECKPOINT_CONFLICT``), ends as the thread stands (:func:`ended_status`).
 * A failure ends the task in ``TASK_STATE_FAILED`` with a text part ``[CODE] message`` and
   a data part ``{"error": {"code", "message"}}``.
 * Tasks live in :class:`StorageTaskStore` (our ``Storage``, no SQLAlchemy); a task idle in
@@ -287,7 +290,7 @@ class A2AExecutor(AgentExecutor):
         except Exception as exc:
             await self._fail(updater, task, exc)
             return
-        await self._follow(handle, updater, task)
+        await self._follow(handle, updater, task, context.message)
 
     async def _landed(
         self, updater: TaskUpdater, task: Task, checkpoint: Any, asked: Message | None
@@ -303,7 +306,24 @@ class A2AExecutor(AgentExecutor):
                 ),
             )
             return
-        state, parts = await ended_status(self.runner, checkpoint, asked)
+        await self._end(updater, task, *await ended_status(self.runner, checkpoint, asked))
+
+    async def _lost(
+        self, updater: TaskUpdater, task: Task, thread_id: str, asked: Message | None
+    ) -> None:
+        """End a task whose run lost its thread (``CHECKPOINT_CONFLICT``: it wrote nothing).
+
+        Its replica was stopped past its lease, say, and the thread moved on without it
+        (a call it had started is now of unknown outcome): the task ends as the thread
+        stands (:func:`ended_status`). While another run holds the thread, the task stays
+        working and is settled when read once that run has ended (:func:`revive_orphan`).
+        """
+        if await self.runner.held(thread_id):
+            return
+        checkpoint = await self.runner.load(thread_id)
+        await self._end(updater, task, *await ended_status(self.runner, checkpoint, asked))
+
+    async def _end(self, updater: TaskUpdater, task: Task, state: int, parts: list[Part]) -> None:
         message = _agent_message(task, parts)
         if state == TaskState.TASK_STATE_INPUT_REQUIRED:
             await updater.requires_input(message)
@@ -349,7 +369,9 @@ class A2AExecutor(AgentExecutor):
         prompt = ours_message(role="user", content=text, id=message.message_id)
         return await self.runner.start_run(thread_id, prompt)
 
-    async def _follow(self, handle: RunHandle, updater: TaskUpdater, task: Task) -> None:
+    async def _follow(
+        self, handle: RunHandle, updater: TaskUpdater, task: Task, asked: Message | None
+    ) -> None:
         # The terminal update goes out once the run has released its thread, so a client
         # that sends its next turn as soon as it sees it never finds the thread busy.
         last: ours.AgentEvent | None = None
@@ -395,6 +417,9 @@ class A2AExecutor(AgentExecutor):
             text = last.result.text or ""
             await updater.complete(_agent_message(task, [new_text_part(text)]))
         elif isinstance(last, ours.RunErrorEvent):
+            if getattr(last.error, "code", None) == "CHECKPOINT_CONFLICT":
+                await self._lost(updater, task, handle.thread_id, asked)
+                return
             await self._fail(updater, task, last.error)
         else:
             await self._fail(updater, task, RuntimeError("the run ended without an outcome"))
@@ -497,8 +522,9 @@ async def ended_status(
         )
     else:
         error = ShuttingDownError(
-            "the server running this task stopped before it answered; the thread is at its "
-            "last checkpoint, without this message's turn: send it again"
+            "the run of this task ended with its server (stopped, or frozen past its lease) "
+            "before it answered; the thread is at its last checkpoint, without this "
+            "message's turn: send it again"
         )
     return TaskState.TASK_STATE_FAILED, _failure(error)
 
