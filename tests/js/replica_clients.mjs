@@ -21,8 +21,15 @@ process.on("unhandledRejection", (error) => {
   process.stderr.write(`unhandled rejection (ignored): ${error?.message ?? error}\n`);
 });
 
-/** Codes a client may meet while a replica dies, and retry. */
-const RETRYABLE = new Set(["THREAD_BUSY", "SHUTTING_DOWN", "BACKEND_UNAVAILABLE", "LOCK_TIMEOUT"]);
+/** Codes a client may meet while a replica dies, and retry (CHECKPOINT_CONFLICT: the run's
+ * replica lost its thread, a frozen one say, and wrote nothing). */
+const RETRYABLE = new Set([
+  "THREAD_BUSY",
+  "SHUTTING_DOWN",
+  "BACKEND_UNAVAILABLE",
+  "LOCK_TIMEOUT",
+  "CHECKPOINT_CONFLICT",
+]);
 const ATTEMPTS = 60;
 const PAUSE_MS = 250;
 
@@ -153,7 +160,9 @@ async function taskOf(client, contextId, messageId) {
 /** Send one message until it lands: the task's status then (open or final). */
 async function a2aUntil(client, message, contextId, stats) {
   // Sent again under its own id: the server does not run a message of an id it holds twice.
-  for (let i = 0; i < ATTEMPTS; i += 1) {
+  // A decision whose task failed goes again as a new task of the context (a failed task is
+  // final); it names the interrupt it answers, so it cannot answer a newer one.
+  for (let i = 0; i < ATTEMPTS; i += 1, message = { ...message, taskId: "" }) {
     let taskId = "";
     let status;
     try {
