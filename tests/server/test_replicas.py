@@ -264,8 +264,8 @@ def _get(client: httpx.Client, path: str) -> dict[str, Any]:
 class _Coded(Exception):
     """A coded error that ends a conversation."""
 
-    def __init__(self, code: str) -> None:
-        super().__init__(code)
+    def __init__(self, code: str, detail: str = "") -> None:
+        super().__init__(f"{code}: {detail}")
         self.code = code
 
 
@@ -367,9 +367,9 @@ class _A2AConversations:
                 if status.state != self.pb.TaskState.TASK_STATE_FAILED:
                     return task_id, status
                 errors = [d for d in get_data_parts(list(status.message.parts)) if "error" in d]
-                code = str(errors[0]["error"]["code"]) if errors else "FAILED"
-                if code not in RETRYABLE:
-                    raise _Coded(code)
+                error = errors[0]["error"] if errors else {"code": "FAILED", "message": ""}
+                if error["code"] not in RETRYABLE:
+                    raise _Coded(str(error["code"]), f"a2a task failed: {error['message']}")
             message.task_id = ""  # a decision: again as a new task (see above)
             await self._pause()
         raise _Coded("GAVE_UP")
@@ -407,8 +407,13 @@ class _A2AConversations:
         return "completed"
 
 
-def _python_clients(url: str, threads: list[str], report: Any, concurrency: int) -> None:
-    """Run ``threads``' conversations with the a2a-sdk client; ``report(thread, outcome)``."""
+def _python_clients(
+    url: str, threads: list[str], report: Any, concurrency: int, log: list[str]
+) -> None:
+    """Run ``threads``' conversations with the a2a-sdk client; ``report(thread, outcome)``.
+
+    Why a conversation ended with an error goes to ``log``.
+    """
     import asyncio
 
     from a2a.client import ClientConfig, create_client
@@ -430,6 +435,7 @@ def _python_clients(url: str, threads: list[str], report: Any, concurrency: int)
                     outcome = await talk.conversation(thread_id)
                 except _Coded as exc:
                     outcome = f"error:{exc.code}"
+                    log.append(f"{thread_id}: {exc}\n")
                 except Exception as exc:  # a bug of the test or the client: shown as such
                     outcome = f"crash:{exc!r}"
                 report(thread_id, outcome)
@@ -515,7 +521,7 @@ def test_official_clients_survive_a_replica_killed_and_one_frozen(
     log: list[str] = []
     nodes = [_node_clients(url, k, groups[k], report, CONCURRENCY, log) for k in ("agui", "a2a")]
     python = threading.Thread(
-        target=_python_clients, args=(url, groups["python"], report, CONCURRENCY)
+        target=_python_clients, args=(url, groups["python"], report, CONCURRENCY, log)
     )
     python.start()
     try:
@@ -534,12 +540,12 @@ def test_official_clients_survive_a_replica_killed_and_one_frozen(
                 node.kill()
             close_process(node)
     assert sorted(outcomes) == sorted(threads), "".join(log)[-3000:]
-    print("outcomes:", dict(Counter(outcomes.values())))  # shown with -s
     # Every client got its answer, or a coded error it could not retry; a call whose outcome
     # was unknown (its replica died in it) was settled by a rejection, not run again.
     wrong = {t: o for t, o in outcomes.items() if o not in ("completed", "unknown-settled")}
+    why = [line for line in log if line.split(":")[0] in wrong]  # the clients' reasons
+    print("outcomes:", dict(Counter(outcomes.values())), "".join(why))  # shown with -s
     assert all(o.startswith("error:") for o in wrong.values()), wrong
-    why = [line for line in log if line.split(":")[0] in wrong]  # the JS clients' reasons
     assert len(wrong) <= len(threads) * 0.05, (wrong, why, _tracebacks(tmp_path))
     assert not any(o == "error:INTERNAL" for o in wrong.values()), _tracebacks(tmp_path)
     published = Counter((tmp_path / "published.log").read_text().split())
