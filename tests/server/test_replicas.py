@@ -410,7 +410,7 @@ class _A2AConversations:
 def _python_clients(
     url: str, threads: list[str], report: Any, concurrency: int, log: list[str]
 ) -> None:
-    """Run ``threads``' conversations with the a2a-sdk client; ``report(thread, outcome)``.
+    """Run ``threads``' conversations with the a2a-sdk client; ``report(thread, outcome, retries)``.
 
     Why a conversation ended with an error goes to ``log``.
     """
@@ -438,7 +438,7 @@ def _python_clients(
                     log.append(f"{thread_id}: {exc}\n")
                 except Exception as exc:  # a bug of the test or the client: shown as such
                     outcome = f"crash:{exc!r}"
-                report(thread_id, outcome)
+                report(thread_id, outcome, talk.retries)
 
         try:
             await asyncio.gather(*(one(t) for t in threads))
@@ -479,7 +479,7 @@ def _node_clients(
         assert process.stdout is not None
         for line in process.stdout:
             row = json.loads(line)
-            report(row["thread"], row["outcome"])
+            report(row["thread"], row["outcome"], row["retries"])
 
     def read_log() -> None:
         assert process.stderr is not None
@@ -509,9 +509,12 @@ def test_official_clients_survive_a_replica_killed_and_one_frozen(
     outcomes: dict[str, str] = {}
     done = threading.Condition()
 
-    def report(thread_id: str, outcome: str) -> None:
+    retries: list[int] = []
+
+    def report(thread_id: str, outcome: str, tries: int) -> None:
         with done:
             outcomes[thread_id] = outcome
+            retries.append(tries)
             done.notify_all()
 
     def reached(count: int) -> None:
@@ -544,7 +547,8 @@ def test_official_clients_survive_a_replica_killed_and_one_frozen(
     # was unknown (its replica died in it) was settled by a rejection, not run again.
     wrong = {t: o for t, o in outcomes.items() if o not in ("completed", "unknown-settled")}
     why = [line for line in log if line.split(":")[0] in wrong]  # the clients' reasons
-    print("outcomes:", dict(Counter(outcomes.values())), "".join(why))  # shown with -s
+    counted = dict(Counter(outcomes.values()))
+    print("outcomes:", counted, "retries:", sum(retries), "".join(why))  # shown with -s
     assert all(o.startswith("error:") for o in wrong.values()), wrong
     assert len(wrong) <= len(threads) * 0.05, (wrong, why, _tracebacks(tmp_path))
     assert not any(o == "error:INTERNAL" for o in wrong.values()), _tracebacks(tmp_path)
