@@ -294,3 +294,36 @@ def test_list_after_is_a_keyset_range_of_the_key_index(kind: str, tmp_path: Path
 
             with psycopg.connect(PG_URL, autocommit=True) as conn:
                 conn.execute(f"DROP SCHEMA IF EXISTS {scratch} CASCADE")
+
+
+def test_a_waiting_list_shows_a_thread_a_dead_run_left_listed_running(tmp_path: Path) -> None:
+    """A dead run's call shows as waiting in ``state=waiting`` alone, once its lock is free.
+
+    Another replica died in an approved call: its line reads ``running``. While its lock
+    is still held (a lease not yet run out) a first list leaves the line as it is; a
+    list of waiting threads made after the lock is free must show the thread, although
+    it reads only the waiting lines (the crash test's SQLite case raced on this).
+    """
+    from framework_agents import ThreadCheckpoint
+    from framework_agents.checkpoint._base import thread_lock
+
+    url = f"sqlite:///{tmp_path / 'agents.db'}"
+    call = ToolCall("p1", "publish", {"title": "G"})
+    turn = Message(role="assistant", tool_calls=[call])
+    checkpoint = ThreadCheckpoint(
+        "g1", None, [Message("user", "publish G")], {}, None, turn=turn, in_flight=[call]
+    )  # approved, about to run: nothing pending
+
+    async def body() -> None:
+        async with open_store(url) as other, _runner(url) as (runner, _counting):
+            await other.checkpointer.save(checkpoint)  # the dead replica's run, mid-call
+            await runner.index.enter_running("g1", "publish G")
+            async with thread_lock(other.checkpointer, "g1"):  # its lease not run out yet
+                every, _ = await runner.list_threads()
+                assert [(s.thread_id, s.state) for s in every] == [("g1", "running")]
+            waiting, _ = await runner.list_threads(state="waiting")
+            assert [(s.thread_id, s.pending) for s in waiting] == [("g1", True)]
+            shown = await runner.load("g1")
+            assert shown is not None and shown.outcome_unknown
+
+    arun(body())

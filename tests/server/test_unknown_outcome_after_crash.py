@@ -191,10 +191,7 @@ def _approval(task: Any) -> dict[str, Any]:
     return approval
 
 
-# The SQLite case fails when it runs after the directory case in one pytest process (the
-# list never shows g1 waiting; alone it passes): under investigation, so it runs in
-# `make stress`, where the directory case is not selected. See the closing note of 2026-12-06.
-@pytest.fixture(params=["directory", pytest.param("sqlite", marks=pytest.mark.slow)])
+@pytest.fixture(params=["directory", "sqlite"])
 def store(request: pytest.FixtureRequest, tmp_path: Path) -> str:
     """A directory store (its thread lock dies with the process) or SQLite (leased)."""
     if request.param == "directory":

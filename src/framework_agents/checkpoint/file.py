@@ -583,36 +583,61 @@ class FileCheckpointer(ThreadLockBase):
 
     def _save_sync(self, checkpoint: ThreadCheckpoint) -> None:
         """Append a delta when the stored history is a prefix of the new one, else fold."""
-        thread_id = checkpoint.thread_id
-        known = self._current(thread_id)
-        new = checkpoint.messages
-        if known is None or known.progress or not known.plain or known.legacy:
+        base = self._delta_base(checkpoint)
+        if base is None:
             self._fold(checkpoint)
             return
+        known, keep = base
+        check_new_part(checkpoint, keep)
+        fields = {name: getattr(checkpoint, name) for name in OVERLAY}
+        payload = to_json(Delta(keep=keep, messages=list(checkpoint.messages[keep:]), **fields))
+        outgrown = max(FOLD_RATIO * known.doc_bytes, FOLD_MIN_BYTES)
+        if known.journal.end + len(payload) > outgrown and self._folded_if_room(checkpoint, known):
+            return
+        self._append(checkpoint, known, keep, payload)
+
+    def _delta_base(self, checkpoint: ThreadCheckpoint) -> tuple[_Known, int] | None:
+        """What this instance knows of the stored thread and how many messages a delta keeps.
+
+        ``None``: the checkpoint must be folded (nothing known, a ``progress.json``, a
+        history a delta cannot carry, an older layout, or a stored history that is not a
+        prefix of the new one).
+        """
+        known = self._current(checkpoint.thread_id)
+        if known is None or known.progress or not known.plain or known.legacy:
+            return None
         keep = len(known.messages)
         # An exact record takes only copies a read would give as they are (a lazy view
         # hands its objects out).
         may_adopt = messages_read_back_as_is if known.exact else None
-        if stored_prefix(known.messages, new, may_adopt) != keep:
+        if stored_prefix(known.messages, checkpoint.messages, may_adopt) != keep:
+            return None
+        return known, keep
+
+    def _folded_if_room(self, checkpoint: ThreadCheckpoint, known: _Known) -> bool:
+        """Fold a checkpoint whose journal outgrew its document; ``False``: no room for it.
+
+        With no room for the whole checkpoint (nothing published) the delta needs only its
+        own bytes: the caller appends it, and a later save folds once there is room.
+        """
+        try:
             self._fold(checkpoint)
-            return
-        added = new[keep:]
-        check_new_part(checkpoint, keep)
-        fields = {name: getattr(checkpoint, name) for name in OVERLAY}
-        payload = to_json(Delta(keep=keep, messages=list(added), **fields))
-        if known.journal.end + len(payload) > max(FOLD_RATIO * known.doc_bytes, FOLD_MIN_BYTES):
-            try:
-                self._fold(checkpoint)
-                return
-            except OSError as exc:
-                # No room for the whole checkpoint (nothing published): the delta needs only
-                # its own bytes; a later save folds once there is room.
-                if exc.errno not in (errno.ENOSPC, errno.EDQUOT) or getattr(
-                    exc, "may_have_landed", False
-                ):
-                    raise
-                logger.warning("thread %s: no room to fold (%s); appending", thread_id, exc)
-                self._known[thread_id] = known
+        except OSError as exc:
+            if exc.errno not in (errno.ENOSPC, errno.EDQUOT) or getattr(
+                exc, "may_have_landed", False
+            ):
+                raise
+            logger.warning("thread %s: no room to fold (%s); appending", checkpoint.thread_id, exc)
+            self._known[checkpoint.thread_id] = known
+            return False
+        return True
+
+    def _append(
+        self, checkpoint: ThreadCheckpoint, known: _Known, keep: int, payload: bytes
+    ) -> None:
+        """Append the delta ``payload`` (messages after ``keep``) to the thread's journal."""
+        thread_id = checkpoint.thread_id
+        added = checkpoint.messages[keep:]
         journal = self._files(thread_id).journal
         view = known.journal
         self._known.pop(thread_id, None)  # unknown until the append returns
@@ -620,16 +645,23 @@ class FileCheckpointer(ThreadLockBase):
         known.messages += added  # its own list: extended, never copied (the history's size)
         known.plain = plain_messages(added)
         if known.view is not None:  # what a read would give
-            read = functools.partial(Delta.model_validate_json, payload)
-            fields, tail, exact = kept_fields(checkpoint, keep, read)
-            known.exact = known.exact and exact
-            if known.exact:
-                known.view = _counted_view(checkpoint, fields, len(known.messages))
-            else:
-                kept = known.view.messages(known.messages)[:keep]
-                kept += tail
-                known.view = _own_view(checkpoint, fields, kept)
+            self._extend_view(checkpoint, known, known.view, keep, payload)
         self._known[thread_id] = known
+
+    @staticmethod
+    def _extend_view(
+        checkpoint: ThreadCheckpoint, known: _Known, view: _View, keep: int, payload: bytes
+    ) -> None:
+        """Bring ``known``'s ``view`` (what a read would give) past the appended delta."""
+        read = functools.partial(Delta.model_validate_json, payload)
+        fields, tail, exact = kept_fields(checkpoint, keep, read)
+        known.exact = known.exact and exact
+        if known.exact:
+            known.view = _counted_view(checkpoint, fields, len(known.messages))
+        else:
+            kept = view.messages(known.messages)[:keep]
+            kept += tail
+            known.view = _own_view(checkpoint, fields, kept)
 
     def _fold(self, checkpoint: ThreadCheckpoint) -> None:
         check_new_part(checkpoint, 0)

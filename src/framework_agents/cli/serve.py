@@ -1,10 +1,14 @@
 """``framework-agents serve``: the server (A2A, AG-UI, JSON API, console) under uvicorn.
 
 ``APP`` is ``module:attr`` naming an agent factory; without it the built-in assistant
-runs on ``--model``. Without ``--token`` the server listens on loopback only: any other
-address is refused before anything starts. ``--allowed-host`` and ``--allowed-origin``
-name the hosts clients reach the server by and the other sites whose pages may call it
-(``create_app(allowed_hosts=..., allowed_origins=...)``); a ``--host`` name is allowed.
+runs on ``--model``. Without ``--token`` (or ``--tokens``) the server listens on loopback
+only: any other address is refused before anything starts. ``--tokens FILE`` serves
+tenants: one ``TOKEN TENANT`` pair a line (``create_app(tokens=...)``); a line of another
+shape is refused with its line number (never its token), and the workers of
+``--workers`` read the file themselves (no token travels in their environment).
+``--allowed-host`` and ``--allowed-origin`` name the hosts clients reach the server by
+and the other sites whose pages may call it (``create_app(allowed_hosts=...,
+allowed_origins=...)``); a ``--host`` name is allowed.
 ``--bank URL`` serves the memory bank at that URL (any URL ``MemoryBank`` takes; the
 ``--store`` URL keeps the bank beside the threads) under ``/api/memories`` and in the
 console. ``--mcp`` serves the agent over MCP at ``/mcp`` too (with ``--bank``, the memory
@@ -159,6 +163,11 @@ def serve_parser() -> argparse.ArgumentParser:
         help="Bearer token every client sends (default: $FRAMEWORK_AGENTS_TOKEN).",
     )
     add(
+        "--tokens",
+        metavar="FILE",
+        help="Serve tenants: a file of 'TOKEN TENANT' lines, one tenant per token.",
+    )
+    add(
         "--console",
         action=argparse.BooleanOptionalAction,
         default=True,
@@ -230,6 +239,7 @@ def _options(args: argparse.Namespace) -> dict[str, Any]:
         "model": args.model,
         "store": args.store,
         "token": args.token,
+        "tokens_file": None if args.tokens is None else str(Path(args.tokens).resolve()),
         "console": args.console,
         "bank": args.bank,
         "mcp": args.mcp,
@@ -256,6 +266,10 @@ def _build(options: dict[str, Any]) -> Any:
         from ..server._base import parse_namespace
 
         extra |= {"mcp": True, "mcp_namespace": parse_namespace(options["mcp_namespace"])}
+    if options.get("tokens_file"):
+        from ..server._base import read_tokens_file
+
+        extra["tokens"] = read_tokens_file(options["tokens_file"])
     store = resolve_store(options["store"], lease=options["lease"])
     common = {"store": store, "token": options["token"], "console": options["console"]}
     if options["target"] is not None:
@@ -304,7 +318,12 @@ def run_serve(argv: Sequence[str]) -> int:
     )
     options = _options(args)
     try:
-        check_listen(args.host, args.token)
+        if args.tokens is not None and args.token:
+            raise InvalidArgumentError(
+                "give --token (one client) or --tokens FILE (tenants), not both "
+                "(FRAMEWORK_AGENTS_TOKEN sets --token)"
+            )
+        check_listen(args.host, args.token or args.tokens)
         if args.workers > 1 and args.store == "memory:":
             raise InvalidArgumentError(
                 "--workers needs a store the worker processes share: 'memory:' lives in one "
@@ -347,6 +366,7 @@ def _served(args: argparse.Namespace) -> str:
     """What the server serves, for the line it says at start."""
     served = f"store {redact(args.store)}" + (f", memory bank {args.bank}" if args.bank else "")
     served += ", MCP at /mcp" if args.mcp else ""
+    served += ", tenants from --tokens" if args.tokens else ""
     served += f", {args.workers} workers" if args.workers > 1 else ""
     return served
 

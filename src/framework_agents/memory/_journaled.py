@@ -346,40 +346,63 @@ class MemoryFiles:
         )
 
     def _journal_state(self, state: State, known: State | None) -> State:
+        """``state`` (its document part read) with the journal's records added.
+
+        A journal ``known`` read already (same document, same file) is read on from
+        where it stopped; any other from the top, where its header must bind it to the
+        document (else it is stale: a writer that died before removing it).
+        """
         assert state.token is not None
         opened = self._open(self.journal)
-        fd, st = opened if opened is not None else (-1, None)
-        key = None if st is None else (st.st_dev, st.st_ino)
+        key = None if opened is None else (opened[1].st_dev, opened[1].st_ino)
         warm = _continued_from(state, known, key)
         if warm is None and known is not None and state.entries is known.entries:
             self._keep_document_part(state)
-        if st is None or key is None:
+        if opened is None or key is None:
             return state
+        found = self._read_journal(opened, state, warm)
+        if warm is None:
+            payloads = self._bound_records(state, found.payloads)
+            if payloads is None:
+                state.journal_key = key
+                state.stale = True
+                return state
+            entries = state.entries
+        else:
+            payloads = found.payloads
+            state.journal_token = warm.journal_token
+            entries = warm.entries
+        state.journal_version = found.version
+        state.entries = self._add_records(entries, payloads)
+        state.journal_key = key
+        state.journal_end = found.end
+        return state
+
+    def _read_journal(
+        self, opened: tuple[int, os.stat_result], state: State, warm: State | None
+    ) -> _Scanned:
+        """The journal's records after ``warm``'s end (``None``: all of them); closes it."""
+        fd, st = opened
         start = 0 if warm is None else warm.journal_end
         try:
             data = self._read(fd, st, self.journal, start, self.max_bytes - state.doc_bytes)
         finally:
             os.close(fd)
-        found = self._scan(data, start, None if warm is None else warm.journal_version)
-        payloads = found.payloads
-        if warm is None:
-            if not payloads:  # an empty file: nothing was ever acknowledged in it
-                state.journal_key = key
-                state.stale = True
-                return state
-            state.journal_token = self._header_token(payloads[0])
-            if not self._bound(payloads[0], state.token, state.folded):
-                state.journal_key = key
-                state.stale = True
-                return state
-            payloads = payloads[1:]
-        else:
-            state.journal_token = warm.journal_token
-        state.journal_version = found.version
-        state.entries = self._add_records(state.entries if warm is None else warm.entries, payloads)
-        state.journal_key = key
-        state.journal_end = found.end
-        return state
+        return self._scan(data, start, None if warm is None else warm.journal_version)
+
+    def _bound_records(self, state: State, payloads: list[bytes]) -> list[bytes] | None:
+        """The records after a whole journal's header, noting its token in ``state``.
+
+        ``None``: the journal is stale (an empty file, where nothing was ever acknowledged,
+        or a header that does not bind it to ``state``'s document).
+        """
+        assert state.token is not None
+        if not payloads:
+            return None
+        state.journal_token = self._header_token(payloads[0])
+        if not self._bound(payloads[0], state.token, state.folded):
+            return None
+        return payloads[1:]
 
     def _keep_document_part(self, state: State) -> None:
         """Cut ``state``'s entries back to the document's (journal records dropped)."""

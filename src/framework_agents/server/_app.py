@@ -14,7 +14,9 @@ thread. Around the routes, outermost first:
 * CORS answers for the allowed origins (their preflights carry no token);
 * the body guard: with a token, every route but the agent card, ``/healthz`` and the
   console's static files needs ``Authorization: Bearer <token>`` (compared in constant
-  time), else 401; a request body is JSON only as ``application/json`` (415 otherwise: a
+  time), else 401; with ``tokens=`` the token names the tenant the request is served as
+  (``_tenants``); the ``Authorization`` header goes no further (no route, SDK or log
+  line sees the token); a request body is JSON only as ``application/json`` (415 otherwise: a
   page can post ``text/plain`` and forms to another site without a preflight); a body
   larger than ``max_body`` bytes is refused with 413 before the route sees it (the body is
   read up to the bound, then handed on).
@@ -22,12 +24,13 @@ thread. Around the routes, outermost first:
 
 from __future__ import annotations
 
+import hashlib
 import hmac
 import logging
 import signal
 import threading
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager
 from pathlib import Path
 from typing import Any
@@ -58,6 +61,7 @@ from ._memories import memory_routes
 from ._runner import AgentFactory, ThreadRunner
 from ._site import SiteGuard, check_hosts, check_origins, first_headers
 from ._store import DEFAULT_STORE, ServerStore, probe_store, resolve_store
+from ._tenants import TokenTable, check_tokens, serving_tenant, tenant_store
 
 __all__ = ["DEFAULT_MAX_BODY", "DEFAULT_MCP_NAMESPACE", "DEFAULT_SHUTDOWN_GRACE", "create_app"]
 
@@ -127,26 +131,55 @@ def _is_json(content_type: bytes) -> bool:
 
 
 class _Guard:
-    """Bearer token, JSON media type and body size bound, before any route (module docstring)."""
+    """Bearer token, JSON media type and body size bound, before any route (module docstring).
 
-    def __init__(self, app: ASGIApp, *, token: str | None, max_body: int) -> None:
+    With ``tokens`` (``{token: tenant}``), the request is served as the tenant its token
+    names (:func:`~._tenants.serving_tenant`); an open path is served as no tenant (it
+    reaches no tenant's data).
+    """
+
+    def __init__(
+        self,
+        app: ASGIApp,
+        *,
+        token: str | None,
+        max_body: int,
+        tokens: dict[str, str] | None = None,
+    ) -> None:
         self.app = app
-        self.expected = f"Bearer {token}".encode() if token else None
+        # Hashed, as every tokens= entry: the comparison does not reveal the token's length.
+        self.expected = hashlib.sha256(f"Bearer {token}".encode()).digest() if token else None
+        self.table = TokenTable(tokens) if tokens else None
         self.max_body = max_body
 
-    def _authorized(self, scope: Scope, headers: dict[bytes, bytes]) -> bool:
-        if self.expected is None or _is_open(scope.get("path", "")):
-            return True
-        return hmac.compare_digest(headers.get(b"authorization", b""), self.expected)
+    def _authorized(self, scope: Scope, headers: dict[bytes, bytes]) -> tuple[bool, str | None]:
+        """Whether the request may go on, and as which tenant."""
+        if _is_open(scope.get("path", "")):
+            return True, None
+        if self.table is not None:
+            tenant = self.table.tenant_of(headers.get(b"authorization", b""))
+            return tenant is not None, tenant
+        if self.expected is None:
+            return True, None
+        given = hashlib.sha256(headers.get(b"authorization", b"")).digest()
+        return hmac.compare_digest(given, self.expected), None
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
         headers = first_headers(scope, _GUARD_HEADERS)
-        if not self._authorized(scope, headers):
+        authorized, tenant = self._authorized(scope, headers)
+        if not authorized:
             await send_error(send, UnauthorizedError("a valid 'Authorization: Bearer' is needed"))
             return
+        with serving_tenant(tenant):
+            await self._checked(_without_authorization(scope), receive, send, headers)
+
+    async def _checked(
+        self, scope: Scope, receive: Receive, send: Send, headers: dict[bytes, bytes]
+    ) -> None:
+        """The media type and body size checks, then the route."""
         if scope.get("method") in ("GET", "HEAD", "OPTIONS"):
             await self.app(scope, receive, send)
             return
@@ -194,6 +227,18 @@ class _Guard:
         return BodyTooLargeError(f"the request body is larger than {self.max_body} bytes")
 
 
+def _without_authorization(scope: Scope) -> Scope:
+    """``scope`` without its ``Authorization`` header: the token stops at the guard.
+
+    No route needs it once the guard has read it, and the SDKs behind some routes log
+    their requests' headers at DEBUG (the a2a-sdk's call context holds them all).
+    """
+    headers = scope.get("headers") or []
+    if not any(name == b"authorization" for name, _value in headers):
+        return scope
+    return {**scope, "headers": [(n, v) for n, v in headers if n != b"authorization"]}
+
+
 def _not_json(content_type: bytes) -> UnsupportedMediaTypeError:
     given = repr(content_type.decode("latin-1")[:100]) if content_type else "no Content-Type"
     return UnsupportedMediaTypeError(
@@ -218,18 +263,19 @@ async def _healthz(request: Request) -> Response:
     return JSONResponse({"status": "ok"})
 
 
-def _readyz_route(runner: ThreadRunner) -> Route:
-    """``GET /readyz``: 200 when the store answers and its schema is current, else 503.
+def _readyz_route(runner: ThreadRunner, store: ServerStore) -> Route:
+    """``GET /readyz``: 200 when ``store`` answers and its schema is current, else 503.
 
     A draining server (SIGTERM) is not ready: 503 ``SHUTTING_DOWN``, so a proxy's health
-    check sends no more work its way.
+    check sends no more work its way. ``store`` is the store itself, not a tenant's view
+    of it (the probe belongs to no tenant).
     """
 
     async def readyz(request: Request) -> Response:
         try:
             if runner.drain_deadline is not None:
                 raise ShuttingDownError("this server is shutting down")
-            await probe_store(runner.store, READY_SECONDS)
+            await probe_store(store, READY_SECONDS)
         except AgentError as exc:
             return error_response(exc)
         return JSONResponse({"status": "ready"})
@@ -311,11 +357,17 @@ async def _http_error(request: Request, exc: Exception) -> Response:
     return error_response(NotFoundError(f"no route {request.url.path!r}"))
 
 
-def _check_token_and_body(token: object, max_body: object) -> None:
+def _check_token_and_body(token: object, tokens: object, max_body: object) -> dict[str, str] | None:
+    """The checked ``tokens`` (``None`` without them); ``INVALID_ARGUMENT`` for bad ones."""
     if token is not None and (not isinstance(token, str) or not token.strip()):
         raise InvalidArgumentError("token must be a non-empty string or None")
+    if token is not None and tokens is not None:
+        raise InvalidArgumentError(
+            "give token= (one client) or tokens= (a tenant per token), not both"
+        )
     if not isinstance(max_body, int) or max_body < 1:
         raise InvalidArgumentError(f"max_body must be a positive int, got {max_body!r}")
+    return None if tokens is None else check_tokens(tokens)
 
 
 def _check_mcp(mcp: object, mcp_namespace: Sequence[str]) -> Sequence[str]:
@@ -348,7 +400,12 @@ def _a2a_routes(
 
 
 def _mcp_routes(
-    runner: ThreadRunner, *, name: str, bank: MemoryBank | None, namespace: Sequence[str]
+    runner: ThreadRunner,
+    *,
+    name: str,
+    bank: MemoryBank | None,
+    namespace: Sequence[str],
+    tenants: bool,
 ) -> tuple[list[Route], Callable[[], AbstractAsyncContextManager[None]]]:
     """The MCP routes and their running context (the ``mcp`` extra imported here)."""
     try:
@@ -357,7 +414,7 @@ def _mcp_routes(
         raise ImportError(
             f"create_app(mcp=True) needs the 'mcp' extra (the MCP SDK): {install_hint('mcp')}"
         ) from exc
-    return mcp_routes(runner, name=name, bank=bank, namespace=namespace)
+    return mcp_routes(runner, name=name, bank=bank, namespace=namespace, tenants=tenants)
 
 
 def create_app(
@@ -365,6 +422,7 @@ def create_app(
     *,
     store: str | ServerStore = DEFAULT_STORE,
     token: str | None = None,
+    tokens: Mapping[str, str] | None = None,
     name: str = "framework-agents",
     description: str = "An agent served by framework-agents (A2A, AG-UI and a JSON API).",
     console: bool = True,
@@ -387,6 +445,10 @@ def create_app(
             ``framework_agents.stores``) or a resolved :class:`ServerStore`.
         token: the bearer token every protected route needs (``None``: no token; then
             serve on loopback only, which ``framework-agents serve`` enforces).
+        tokens: ``{token: tenant}``: several clients, each a tenant that sees only its own
+            threads, tasks, memories and console listing (another tenant's id is 404, as
+            an id nobody used); thread ids, storage keys and bank namespaces are scoped
+            by tenant inside the store (``docs/security.md``). Not with ``token``.
         name: the agent's name on its A2A card.
         description: the agent's description on its A2A card.
         console: serve the web console at ``/`` and ``/console/``.
@@ -412,24 +474,29 @@ def create_app(
             ``mcp``): the tools ``ask`` and ``decide``, and with a bank ``memory_search``,
             ``memory_remember`` and ``memory_forget`` (``docs/mcp.md``).
         mcp_namespace: the bank namespace the MCP memory tools read and write. It is the
-            server's choice, never a client's: every holder of the token reaches it.
+            server's choice, never a client's: every holder of the token reaches it
+            (with ``tokens``, each tenant its own copy, under its tenant part).
         shutdown_grace: seconds runs in flight have to end when the server stops. Under a
             server that handles SIGTERM (uvicorn), the signal first stops the app taking
             runs (503 ``SHUTTING_DOWN``, ``/readyz`` 503); at the app's shutdown the runs
             still going after the grace are stopped at their last checkpoint (resumable).
     """
-    _check_token_and_body(token, max_body)
+    table = _check_token_and_body(token, tokens, max_body)
     hosts = check_hosts(allowed_hosts)
     origins = check_origins(allowed_origins) + check_origins(cors_origins, "cors_origins")
     served_bank, own_bank = _resolve_bank(bank)
     namespace = _check_mcp(mcp, mcp_namespace)
     _check_grace(shutdown_grace)
     resolved = store if isinstance(store, ServerStore) else resolve_store(store)
-    runner = ThreadRunner(agent_factory, resolved, keepalive=keepalive)
-    routes: list[BaseRoute] = [Route("/healthz", _healthz, methods=["GET"]), _readyz_route(runner)]
+    served_store = resolved if table is None else tenant_store(resolved)
+    runner = ThreadRunner(agent_factory, served_store, keepalive=keepalive)
+    routes: list[BaseRoute] = [
+        Route("/healthz", _healthz, methods=["GET"]),
+        _readyz_route(runner, resolved),
+    ]
     routes.append(_info_route(name, bank=served_bank is not None))
     routes += api_routes(runner)
-    routes += memory_routes(served_bank)
+    routes += memory_routes(served_bank, tenants=table is not None)
     routes += agui_routes(runner)
     closers: list[Any] = []
     if own_bank and served_bank is not None:
@@ -441,7 +508,7 @@ def create_app(
     running: list[Callable[[], AbstractAsyncContextManager[None]]] = []
     if mcp:
         mcp_list, mcp_running = _mcp_routes(
-            runner, name=name, bank=served_bank, namespace=namespace
+            runner, name=name, bank=served_bank, namespace=namespace, tenants=table is not None
         )
         routes += mcp_list
         running.append(mcp_running)
@@ -467,7 +534,7 @@ def create_app(
         exception_handlers={HTTPException: _http_error},
     )
     app.state.runner = runner
-    app.add_middleware(_Guard, token=token, max_body=max_body)
+    app.add_middleware(_Guard, token=token, max_body=max_body, tokens=table)
     if origins:  # outside the token check: a preflight carries no token
         app.add_middleware(
             CORSMiddleware,

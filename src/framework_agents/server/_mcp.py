@@ -52,6 +52,7 @@ from ..errors import HitlDecisionError
 from ..tools import Tool, encode_tool_result
 from ._errors import NotFoundError, error_payload
 from ._runner import Pending, RunHandle, ThreadRunner
+from ._tenants import bank_namespace, current_tenant
 
 __all__ = ["APPROVAL_KEY", "mcp_routes"]
 
@@ -236,12 +237,30 @@ def _pending_result(
 class _McpTools:
     """The tools ``/mcp`` serves, and what a call of each does."""
 
-    def __init__(self, runner: ThreadRunner, memory: Sequence[Tool]) -> None:
+    def __init__(
+        self,
+        runner: ThreadRunner,
+        memory: Sequence[Tool],
+        memory_of: Callable[[], Sequence[Tool]] | None = None,
+    ) -> None:
+        """Serve ``runner``'s threads; ``memory``: the memory tools (listed, and called).
+
+        ``memory_of``: the memory tools of the request being served, when they depend on
+        it (a tenant's own namespace); ``memory`` then only gives the listed schemas.
+        """
         self.runner = runner
         self.ask = Tool(_ask, name="ask")
         self.decide = Tool(_decide, name="decide")
         self.memory = {tool.name: tool for tool in memory}
+        self.memory_of = memory_of
         self.listed = [_schema(t) for t in (self.ask, self.decide, *memory)]
+
+    def _memory_tool(self, name: str) -> Tool | None:
+        if name not in self.memory:
+            return None
+        if self.memory_of is None:
+            return self.memory[name]
+        return {tool.name: tool for tool in self.memory_of()}[name]
 
     async def list_tools(
         self, ctx: Any, params: types.PaginatedRequestParams | None
@@ -259,7 +278,7 @@ class _McpTools:
                 return await self._ask(ctx, params, **self.ask.validate(args))
             if name == "decide":
                 return await self._decide(ctx, **self.decide.validate(args))
-            tool = self.memory.get(name)
+            tool = self._memory_tool(name)
             if tool is None:
                 known = ", ".join(t.name for t in self.listed)
                 error = NotFoundError(f"no tool {name[:100]!r} (tools: {known})")
@@ -382,13 +401,26 @@ def mcp_routes(
     name: str,
     bank: MemoryBank | None,
     namespace: Sequence[str],
+    tenants: bool = False,
 ) -> tuple[list[Route], Callable[[], AbstractAsyncContextManager[None]]]:
     """The ``/mcp`` route and the lifespan its session manager runs in.
 
-    ``bank`` adds the memory tools, bound to ``namespace``.
+    ``bank`` adds the memory tools, bound to ``namespace``; with ``tenants``, to the
+    current tenant's ``namespace`` (its own tools, made on its first call).
     """
     memory = namespace_tools(bank, tuple(namespace)) if bank is not None else []
-    tools = _McpTools(runner, memory)
+    memory_of: Callable[[], Sequence[Tool]] | None = None
+    if tenants and bank is not None:
+        made: dict[str | None, list[Tool]] = {}
+
+        def tenant_tools() -> Sequence[Tool]:
+            tenant = current_tenant()
+            if tenant not in made:
+                made[tenant] = namespace_tools(bank, bank_namespace(namespace))
+            return made[tenant]
+
+        memory_of = tenant_tools
+    tools = _McpTools(runner, memory, memory_of)
     server: Server[Any] = Server(
         name,
         version="1.0.0",

@@ -19,16 +19,18 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import datetime
+from typing import Any
 
 from starlette.datastructures import QueryParams
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from ..bank import MemoryBank
+from ..bank import MemoryBank, MemoryRecord
 from ..errors import InvalidArgumentError, MemoryNotFoundError
 from ._api import Endpoint, guarded
 from ._errors import NotFoundError
+from ._tenants import bank_namespace, client_namespace
 
 __all__ = ["memory_routes", "parse_namespace"]
 
@@ -82,8 +84,20 @@ def _moment(params: QueryParams, name: str) -> datetime | None:
         ) from None
 
 
-def memory_routes(bank: MemoryBank | None) -> Sequence[Route]:
-    """The ``/api/memories`` routes over ``bank`` (``None``: each answers 404)."""
+def _shown(record: MemoryRecord, tenants: bool) -> dict[str, Any]:
+    """A record as the client sees it (with tenants, its namespace without the tenant part)."""
+    data = record.to_dict()
+    if tenants:
+        data["namespace"] = list(client_namespace(record.namespace) or ())
+    return data
+
+
+def memory_routes(bank: MemoryBank | None, *, tenants: bool = False) -> Sequence[Route]:
+    """The ``/api/memories`` routes over ``bank`` (``None``: each answers 404).
+
+    ``tenants``: every namespace is the current tenant's (``_tenants.bank_namespace``), and
+    a record of another tenant answers as one that does not exist.
+    """
 
     def _bank() -> MemoryBank:
         if bank is None:
@@ -97,6 +111,8 @@ def memory_routes(bank: MemoryBank | None) -> Sequence[Route]:
         served = _bank()
         params = request.query_params
         namespace = parse_namespace(params.get("namespace"))
+        if tenants:
+            namespace = bank_namespace(namespace)
         kinds = _kinds(params)
         query = params.get("q") or None
         if query is not None:
@@ -108,33 +124,44 @@ def memory_routes(bank: MemoryBank | None) -> Sequence[Route]:
                 as_of=_moment(params, "as_of"),
                 include_past=_flag(params, "include_past"),
             )
-            return JSONResponse({"hits": [hit.to_dict() for hit in hits]})
+            shown = [{"record": _shown(h.record, tenants), "score": h.score} for h in hits]
+            return JSONResponse({"hits": shown})
         limit = _int(params, "limit", 100)
-        page = await served.list(
-            namespace, kinds=kinds, limit=limit, after=params.get("after") or None
-        )
+        after = params.get("after") or None
+        if tenants and after is not None and await _mine(after) is None:
+            # Another tenant's record continues no listing: the bank's own refusal of an
+            # id it does not hold, word for word.
+            raise InvalidArgumentError(f"after={after!r} is not a record of this bank")
+        page = await served.list(namespace, kinds=kinds, limit=limit, after=after)
         more = len(page) == limit and bool(
             await served.list(namespace, kinds=kinds, limit=1, after=page[-1].id)
         )
         return JSONResponse(
             {
-                "records": [record.to_dict() for record in page],
+                "records": [_shown(record, tenants) for record in page],
                 "next_after": page[-1].id if more else None,
             }
         )
 
+    async def _mine(record_id: str) -> MemoryRecord | None:
+        """The record, if it exists and (with tenants) is the current tenant's."""
+        record = await _bank().get(record_id)
+        if record is None or (tenants and client_namespace(record.namespace) is None):
+            return None
+        return record
+
     async def read(request: Request) -> Response:
         """``GET /api/memories/{record_id}``: the record's latest revision."""
         record_id = request.path_params["record_id"]
-        record = await _bank().get(record_id)
+        record = await _mine(record_id)
         if record is None:
             raise MemoryNotFoundError(f"no memory record {record_id!r}")
-        return JSONResponse(record.to_dict())
+        return JSONResponse(_shown(record, tenants))
 
     async def forget(request: Request) -> Response:
         """``DELETE /api/memories/{record_id}``: forget the record and every revision."""
         record_id = request.path_params["record_id"]
-        if not await _bank().forget(record_id):
+        if await _mine(record_id) is None or not await _bank().forget(record_id):
             raise MemoryNotFoundError(f"no memory record {record_id!r}")
         return Response(status_code=204)
 

@@ -64,6 +64,7 @@ from ._errors import ApprovalPendingError, ShuttingDownError
 from ._index import MAX_LIMIT, STATES, ThreadIndex, decode_cursor, encode_cursor, state_of
 from ._questions import ANSWER_KINDS, question_of
 from ._store import ServerStore
+from ._tenants import current_tenant
 
 __all__ = [
     "AgentFactory",
@@ -217,6 +218,8 @@ class RunHandle:
     held: list[Any] = field(default_factory=list)
     #: The write that lists the thread as running, done beside the run (awaited at its end).
     listing: asyncio.Task[None] | None = None
+    #: The tenant the run is for (``None``: a server without tenants).
+    tenant: str | None = None
 
     def emit(self, event: AgentEvent) -> None:
         """Queue ``event`` for the reader (from the terminal one on: once released)."""
@@ -315,9 +318,11 @@ class ThreadRunner:
         self.store = store
         self.index = ThreadIndex(store.storage, _summary_json)
         self.keepalive = float(keepalive)
-        self._active: dict[str, RunHandle] = {}
+        #: The runs in progress here, by tenant and thread id (one thread id, several tenants).
+        self._active: dict[tuple[str | None, str], RunHandle] = {}
         self._tools: dict[str, Any] | None = None
-        self._reconciled = -RECONCILE_SECONDS  # the first listing looks for new threads
+        #: When each tenant's thread list last looked for new threads (none yet: at once).
+        self._reconciled: dict[str | None, float] = {}
         #: ``time.monotonic()`` by which runs in flight must end once :meth:`drain` ran.
         self.drain_deadline: float | None = None
 
@@ -476,9 +481,8 @@ class ThreadRunner:
         if state is not None and state not in STATES:
             raise InvalidArgumentError(f"state must be one of {', '.join(STATES)}, got {state!r}")
         after = decode_cursor(cursor) if cursor else None
-        if after is None and time.monotonic() >= self._reconciled + RECONCILE_SECONDS:
-            self._reconciled = time.monotonic()
-            await self.index.reconcile(await self.checkpointer.list_threads(), self.load)
+        if after is None:
+            await self._before_first_page(state)
         rows, last = await self.index.page(
             limit=limit,
             after=after,
@@ -492,6 +496,34 @@ class ThreadRunner:
         if state is not None:
             page = [s for s in page if s.state == state]
         return page, (encode_cursor(last) if last is not None else None)
+
+    async def _before_first_page(self, state: str | None) -> None:
+        """Bring the index up to date for a list's first page.
+
+        Threads written by another tool are entered at most every ``RECONCILE_SECONDS``
+        (per tenant: each has its own index); a list of waiting threads settles the lines
+        listed running first.
+        """
+        tenant = current_tenant()
+        looked = self._reconciled.get(tenant, -RECONCILE_SECONDS)
+        if time.monotonic() >= looked + RECONCILE_SECONDS:
+            self._reconciled[tenant] = time.monotonic()
+            await self.index.reconcile(await self.checkpointer.list_threads(), self.load)
+        if state == "waiting":
+            await self._settle_running()
+
+    async def _settle_running(self) -> None:
+        """Re-list as waiting the lines listed running whose run died in a call.
+
+        A list of waiting threads reads the waiting lines only: a thread a dead run left
+        listed running would never appear in it, unless an unfiltered list happened to
+        settle it (:meth:`_settled`) once its lock was free (a dead holder's lease may
+        still run then). So its first page settles the running lines first (up to
+        ``MAX_LIMIT``): a checkpoint read per line not running in this process.
+        """
+        rows, _last = await self.index.page(limit=MAX_LIMIT, after=None, state="running")
+        lines = [s for s in map(_summary_from_json, rows) if s is not None]
+        await asyncio.gather(*map(self._settled, lines))
 
     async def _settled(self, summary: ThreadSummary) -> ThreadSummary:
         """``summary``, or a line listed running whose run died in a call: now waiting.
@@ -604,8 +636,8 @@ class ThreadRunner:
     # -- running ------------------------------------------------------------------------
 
     def busy(self, thread_id: str) -> bool:
-        """Whether a run of ``thread_id`` is in progress in this process."""
-        return thread_id in self._active
+        """Whether a run of the current tenant's ``thread_id`` is in progress in this process."""
+        return (current_tenant(), thread_id) in self._active
 
     async def held(self, thread_id: str) -> bool:
         """Whether a run holds ``thread_id``'s lock, in this process or another replica.
@@ -650,18 +682,19 @@ class ThreadRunner:
             raise ShuttingDownError(
                 "this server is shutting down and takes no new runs; retry on another replica"
             )
-        if thread_id in self._active:
+        tenant = current_tenant()
+        if (tenant, thread_id) in self._active:
             raise ThreadBusyError(
                 f"thread {thread_id!r} is running; wait for its run to end (HTTP 409)"
             )
-        handle = RunHandle(thread_id, resume)
-        self._active[thread_id] = handle
+        handle = RunHandle(thread_id, resume, tenant=tenant)
+        self._active[tenant, thread_id] = handle
         return handle
 
     def release(self, handle: RunHandle) -> None:
         """Let go of the thread ``handle`` holds."""
-        if self._active.get(handle.thread_id) is handle:
-            del self._active[handle.thread_id]
+        if self._active.get((handle.tenant, handle.thread_id)) is handle:
+            del self._active[handle.tenant, handle.thread_id]
 
     async def start_run(self, thread_id: str, prompt: str | Message) -> RunHandle:
         """Check, then start a run of ``prompt`` on the thread; its events stream from the handle.

@@ -493,59 +493,27 @@ class LocalFileStorage(CompareAndPut, AutoPrune):
         (``_Exists`` otherwise), which needs no lock: no other writer's value can be
         replaced.
         """
-        try:
-            st = os.stat(name, dir_fd=dfd, follow_symlinks=False)
-        except FileNotFoundError:
-            pass
-        else:
-            if new_only and stat.S_ISREG(st.st_mode):
-                raise _Exists
-            if stat.S_ISLNK(st.st_mode):
-                raise _symlink_error(key, name)
-            if stat.S_ISDIR(st.st_mode):
-                raise StorageKeyInvalidError(
-                    f"cannot store {key!r}: other keys are stored under it"
-                )
-            if not stat.S_ISREG(st.st_mode):
-                raise _odd_file_error(key)
-        # A temp file left by a writer killed just before (a quick restart) is too young
-        # for the first sweep; sweep again once a minute, not only once per instance.
-        now = time.monotonic()
-        if now >= self._next_sweep.get(dirs, 0.0):
-            self._sweep(dfd)
-            self._next_sweep[dirs] = now + _SWEEP_INTERVAL_SECONDS
-        tmp = f".{name}.{uuid.uuid4().hex}{TEMP_SUFFIX}"
-        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW | _CLOEXEC
-        fd = os.open(tmp, flags, _FILE_MODE, dir_fd=dfd)
+        _check_target(key, dfd, name, new_only=new_only)
+        self._sweep_when_due(dirs, dfd)
         token = uuid.uuid4().hex
-        head = value_header(token, folded or "", data)
-        try:
-            try:
-                for part in (head, data):
-                    view = memoryview(part)
-                    while view:
-                        view = view[os.write(fd, view) :]
-                os.fsync(fd)
-            finally:
-                os.close(fd)
-            if not new_only:
-                os.replace(tmp, name, src_dir_fd=dfd, dst_dir_fd=dfd)
-            else:
-                try:
-                    os.link(tmp, name, src_dir_fd=dfd, dst_dir_fd=dfd)
-                except FileExistsError:
-                    raise _Exists from None
-                finally:
-                    os.unlink(tmp, dir_fd=dfd)
-        except BaseException:
-            with contextlib.suppress(OSError):
-                os.unlink(tmp, dir_fd=dfd)
-            raise
+        tmp = _write_temp(dfd, name, value_header(token, folded or "", data), data)
+        _link_temp(tmp, dfd, name, new_only=new_only)
         try:
             os.fsync(dfd)
         except OSError as exc:
             raise mark_landed(exc) from None
         return token
+
+    def _sweep_when_due(self, dirs: tuple[str, ...], dfd: int) -> None:
+        """Sweep the directory's stale temp files, once a minute at most.
+
+        A temp file left by a writer killed just before (a quick restart) is too young
+        for the first sweep; sweep again once a minute, not only once per instance.
+        """
+        now = time.monotonic()
+        if now >= self._next_sweep.get(dirs, 0.0):
+            self._sweep(dfd)
+            self._next_sweep[dirs] = now + _SWEEP_INTERVAL_SECONDS
 
     @staticmethod
     def _sweep(dfd: int) -> None:
@@ -931,6 +899,72 @@ class LocalFileStorage(CompareAndPut, AutoPrune):
         if dirs:
             self._check_contained(prefix, dirs)
         return await self._io("list", prefix, self._list_sync, prefix, dirs, tail)
+
+
+def _check_target(key: str, dfd: int, name: str, *, new_only: bool) -> None:
+    """Refuse to publish over what ``name`` is, unless a value file or nothing.
+
+    ``new_only``: a value file there is ``_Exists``. A symlink, a directory (of other
+    keys) or an odd file is ``STORAGE_KEY_INVALID``.
+    """
+    try:
+        st = os.stat(name, dir_fd=dfd, follow_symlinks=False)
+    except FileNotFoundError:
+        return
+    if new_only and stat.S_ISREG(st.st_mode):
+        raise _Exists
+    if stat.S_ISLNK(st.st_mode):
+        raise _symlink_error(key, name)
+    if stat.S_ISDIR(st.st_mode):
+        raise StorageKeyInvalidError(f"cannot store {key!r}: other keys are stored under it")
+    if not stat.S_ISREG(st.st_mode):
+        raise _odd_file_error(key)
+
+
+def _write_temp(dfd: int, name: str, head: bytes, data: bytes) -> str:
+    """A new temp file beside ``name`` holding ``head`` then ``data``, fsynced: its name.
+
+    Removed again when writing it fails.
+    """
+    tmp = f".{name}.{uuid.uuid4().hex}{TEMP_SUFFIX}"
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW | _CLOEXEC
+    fd = os.open(tmp, flags, _FILE_MODE, dir_fd=dfd)
+    try:
+        try:
+            for part in (head, data):
+                view = memoryview(part)
+                while view:
+                    view = view[os.write(fd, view) :]
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp, dir_fd=dfd)
+        raise
+    return tmp
+
+
+def _link_temp(tmp: str, dfd: int, name: str, *, new_only: bool) -> None:
+    """Put the temp file ``tmp`` in place as ``name`` (renamed over it); removed on failure.
+
+    ``new_only``: linked in only where no value exists (``_Exists`` otherwise), then the
+    temp name removed.
+    """
+    try:
+        if not new_only:
+            os.replace(tmp, name, src_dir_fd=dfd, dst_dir_fd=dfd)
+            return
+        try:
+            os.link(tmp, name, src_dir_fd=dfd, dst_dir_fd=dfd)
+        except FileExistsError:
+            raise _Exists from None
+        finally:
+            os.unlink(tmp, dir_fd=dfd)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp, dir_fd=dfd)
+        raise
 
 
 def _read_whole(fd: int, size: int) -> bytes:
