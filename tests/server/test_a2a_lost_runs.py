@@ -156,3 +156,17 @@ def test_a_run_that_lost_its_thread_ends_its_task_as_the_thread_stands(tmp_path:
     assert task.status.state == State.TASK_STATE_FAILED
     (error,) = get_data_parts(list(task.status.message.parts))
     assert error["error"]["code"] == "SHUTTING_DOWN"
+
+
+def test_the_lease_is_the_stores_also_through_a_tenants_checkpointer() -> None:
+    from framework_agents.server._tenants import TenantCheckpointer
+
+    inner = InMemoryCheckpointer()
+    inner.lease = 7.0  # type: ignore[attr-defined]  # as a database store's checkpointer has
+    plain = ThreadRunner(make_agent, ServerStore(inner, InMemoryStorage()))
+    scoped = ThreadRunner(make_agent, ServerStore(TenantCheckpointer(inner), InMemoryStorage()))
+    assert plain.lease == scoped.lease == 7.0
+    assert (
+        ThreadRunner(make_agent, ServerStore(InMemoryCheckpointer(), InMemoryStorage())).lease
+        == 30.0
+    )

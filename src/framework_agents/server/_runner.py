@@ -654,9 +654,15 @@ class ThreadRunner:
 
     @property
     def lease(self) -> float:
-        """Seconds a dead holder keeps a thread locked (the store's lease; 30 without one)."""
-        lease = getattr(self.checkpointer, "lease", None)
-        return float(lease) if isinstance(lease, int | float) else 30.0
+        """Seconds a dead holder keeps a thread locked (the store's lease; 30 without one).
+
+        A tenant's checkpointer wraps the store's (``inner``): its lease is the store's.
+        """
+        for checkpointer in (self.checkpointer, getattr(self.checkpointer, "inner", None)):
+            lease = getattr(checkpointer, "lease", None)
+            if isinstance(lease, int | float):
+                return float(lease)
+        return 30.0
 
     def drain(self, grace: float) -> None:
         """Stop taking runs (``SHUTTING_DOWN``); those in flight have ``grace`` seconds left."""
