@@ -27,7 +27,12 @@ from async_helper import arun
 from framework_agents import Agent, FunctionModel, InMemoryCheckpointer, InMemoryStorage, Message
 from framework_agents.errors import CheckpointConflictError
 from framework_agents.server import create_app
-from framework_agents.server._a2a import revive_orphan
+from framework_agents.server._a2a import (
+    _agent_message,
+    input_request,
+    revive_orphan,
+    revive_settled,
+)
 from framework_agents.server._runner import ThreadRunner
 from framework_agents.server._store import ServerStore
 
@@ -170,3 +175,31 @@ def test_the_lease_is_the_stores_also_through_a_tenants_checkpointer() -> None:
         ThreadRunner(make_agent, ServerStore(InMemoryCheckpointer(), InMemoryStorage())).lease
         == 30.0
     )
+
+
+def test_a_task_showing_an_approval_settled_since_ends_as_the_thread_stands() -> None:
+    """Its decision ran, but the replica died before the task's end was saved."""
+    runner = ThreadRunner(make_agent, ServerStore(InMemoryCheckpointer(), InMemoryStorage()))
+    asked = _message("publish Late", "t3", "m3")
+
+    async def scenario() -> tuple[Any, Any]:
+        await (
+            await runner.start_run("t3", Message(role="user", content="publish Late", id="m3"))
+        ).wait()
+        checkpoint = await runner.load("t3")
+        assert checkpoint is not None
+        pending = await runner.pending_of(checkpoint)
+        assert pending is not None
+        task = _task("t3", asked, age=0)
+        task.status.state = State.TASK_STATE_INPUT_REQUIRED
+        task.status.message.CopyFrom(_agent_message(task, input_request(pending)))
+        waiting = await revive_settled(runner, task)  # the approval is still open: left alone
+        await (await runner.start_resume("t3", {pending.interrupt_id: "approve"})).wait()
+        return waiting, await revive_settled(runner, task)
+
+    PUBLISHED.clear()
+    waiting, settled = arun(scenario())
+    assert waiting is None
+    assert settled.status.state == State.TASK_STATE_COMPLETED
+    assert get_text_parts(list(settled.status.message.parts)) == ["done: published 'Late' x3"]
+    assert PUBLISHED == [{"title": "Late", "copies": 3}]

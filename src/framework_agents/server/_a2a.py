@@ -26,8 +26,9 @@ Routes: ``POST /a2a`` (JSON-RPC), ``/a2a/rest/...`` (HTTP+JSON) and the agent ca
   ``{"type": "tool_progress", "toolCallId", "tool", "progress", "total", "message"}``
   (``total`` and ``message`` may be ``null``).
 * A message sent again under its id is not run twice (answered from the thread); a task
-  left working by a replica that died, or whose run lost its thread
-  (``CHECKPOINT_CONFLICT``), ends as the thread stands (:func:`ended_status`).
+  left working by a replica that died, whose run lost its thread
+  (``CHECKPOINT_CONFLICT``), or still showing an approval its thread no longer waits
+  for, ends as the thread stands (:func:`ended_status`).
 * A failure ends the task in ``TASK_STATE_FAILED`` with a text part ``[CODE] message`` and
   a data part ``{"error": {"code", "message"}}``.
 * Tasks live in :class:`StorageTaskStore` (our ``Storage``, no SQLAlchemy); a task idle in
@@ -555,6 +556,33 @@ async def revive_orphan(runner: ThreadRunner, task: Task) -> Task | None:
     return revived
 
 
+async def revive_settled(runner: ThreadRunner, task: Task) -> Task | None:
+    """``task`` showing an approval its thread no longer waits for: ended as the thread stands.
+
+    The run that settled the approval ended without saving the task's end (its replica
+    died after the thread's last save): the thread went on while the task still showed
+    the approval, and the decision sent again met "no approval waiting". Only when the
+    thread waits for nothing and no run holds it (:func:`ended_status`); a newer approval
+    is never shown in place of the one the task showed (a decision that names no interrupt
+    is bound to the one its task showed, :func:`check_bound`).
+    """
+    if task.status.state != TaskState.TASK_STATE_INPUT_REQUIRED or shown_interrupt(task) is None:
+        return None
+    thread_id = check_thread_id(task.context_id)
+    if await runner.held(thread_id):
+        return None
+    checkpoint = await runner.load(thread_id)  # again: a run may have ended since
+    if checkpoint is None or checkpoint.pending is not None:
+        return None
+    state, parts = await ended_status(runner, checkpoint, _asked(task))
+    revived = Task()
+    revived.CopyFrom(task)
+    revived.status.timestamp.GetCurrentTime()
+    revived.status.state = state  # type: ignore[assignment]
+    revived.status.message.CopyFrom(_agent_message(task, parts))
+    return revived
+
+
 def agent_card(base_url: str, *, name: str, description: str) -> a2a_pb2.AgentCard:
     """The agent card, its interfaces under ``base_url``."""
     base = base_url.rstrip("/")
@@ -662,7 +690,8 @@ def a2a_routes(
     async def revive(task: Task) -> Task | None:
         """A task whose run died (:func:`revive_orphan`), or died in a call of unknown outcome.
 
-        The second: input-required, showing that call.
+        The second: input-required, showing that call. A task showing an approval its
+        thread no longer waits for: :func:`revive_settled`.
         """
         if not task.context_id or runner.busy(task.context_id):
             return None
@@ -671,7 +700,9 @@ def a2a_routes(
             return orphan
         checkpoint = await runner.load(check_thread_id(task.context_id))
         pending = await runner.pending_of(checkpoint) if checkpoint else None
-        if pending is None or not pending.outcome_unknown:
+        if pending is None:
+            return await revive_settled(runner, task)
+        if not pending.outcome_unknown:
             return None
         if shown_interrupt(task) == pending.interrupt_id:
             return None  # shown already
