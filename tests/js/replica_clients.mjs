@@ -180,7 +180,9 @@ async function a2aUntil(client, message, contextId, stats) {
       status = undefined; // the stream broke: look at what landed before sending again
     }
     if (status === undefined || !OPEN.has(status.state)) {
-      const task = taskId ? { id: taskId } : await taskOf(client, contextId, message.messageId);
+      // the task it answered (a decision), else the one it started, found by the message's id
+      const known = taskId || message.taskId;
+      const task = known ? { id: known } : await taskOf(client, contextId, message.messageId);
       if (task) {
         const settled = await settledTask(client, task.id, stats);
         status = settled.status;

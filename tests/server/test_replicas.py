@@ -357,6 +357,8 @@ class _A2AConversations:
             except Exception:  # the stream broke: look at what landed before sending again
                 status = None
             if status is None or status.state not in self.open:
+                # the task it answered (a decision), else the one it started (by its id)
+                task_id = task_id or message.task_id
                 if not task_id:
                     found = await self._task_of(context_id, message.message_id)
                     task_id = found.id if found is not None else ""
