@@ -19,7 +19,7 @@ import pytest
 pytest.importorskip("a2a")
 
 from a2a.client import ClientConfig, create_client
-from a2a.helpers.proto_helpers import get_data_parts, get_text_parts, new_text_part
+from a2a.helpers.proto_helpers import get_data_parts, get_text_parts, new_data_part, new_text_part
 from a2a.types import a2a_pb2
 from server_support import PUBLISHED, Served, make_agent, start_server
 
@@ -203,3 +203,66 @@ def test_a_task_showing_an_approval_settled_since_ends_as_the_thread_stands() ->
     assert settled.status.state == State.TASK_STATE_COMPLETED
     assert get_text_parts(list(settled.status.message.parts)) == ["done: published 'Late' x3"]
     assert PUBLISHED == [{"title": "Late", "copies": 3}]
+
+
+def test_an_answer_that_cannot_run_now_leaves_its_task_waiting(
+    served: Served, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A run holds the thread and nothing waits (a dead replica's decision, in its call).
+
+    ``THREAD_BUSY`` on the task, which still waits (a failed task could never show the
+    call of unknown outcome the thread shows once the lease runs out).
+    """
+    runner = served.app.state.runner
+    PUBLISHED.clear()
+
+    async def scenario() -> tuple[list[str], a2a_pb2.Task, a2a_pb2.Task]:
+        client = await create_client(served.url, client_config=ClientConfig(streaming=False))
+        try:
+            asked = await _send(served.url, _message("publish Held", "held-ctx", "m-held"))
+            (request,) = get_data_parts(list(asked.status.message.parts))
+            data = {"decision": "approve", "interruptId": request["interruptId"]}
+            answer = a2a_pb2.Message(
+                message_id=uuid.uuid4().hex,
+                role=a2a_pb2.Role.ROLE_USER,
+                parts=[new_data_part(data)],
+                context_id="held-ctx",
+                task_id=asked.id,
+            )
+
+            async def held(thread_id: str) -> bool:
+                return True
+
+            async def nothing(checkpoint: Any) -> None:
+                return None
+
+            with monkeypatch.context() as patch:
+                patch.setattr(runner, "held", held)
+                patch.setattr(runner, "pending_of", nothing)
+                async for _ in client.send_message(a2a_pb2.SendMessageRequest(message=answer)):
+                    pass
+                waiting = await client.get_task(a2a_pb2.GetTaskRequest(id=asked.id))
+                refused = [
+                    d["error"]["code"]
+                    for d in get_data_parts(list(waiting.status.message.parts))
+                    if "error" in d
+                ]
+                shown = [
+                    d["interruptId"]
+                    for d in get_data_parts(list(waiting.status.message.parts))
+                    if d.get("type") == "tool_approval_request"
+                ]
+                assert shown == [request["interruptId"]]  # the same approval, still shown
+            answer.message_id = uuid.uuid4().hex  # answered again once the run has ended
+            async for _ in client.send_message(a2a_pb2.SendMessageRequest(message=answer)):
+                pass
+            done = await client.get_task(a2a_pb2.GetTaskRequest(id=asked.id))
+            return refused, waiting, done
+        finally:
+            await client.close()
+
+    refused, waiting, done = arun(scenario())
+    assert refused == ["THREAD_BUSY"]
+    assert waiting.status.state == State.TASK_STATE_INPUT_REQUIRED
+    assert done.status.state == State.TASK_STATE_COMPLETED
+    assert PUBLISHED == [{"title": "Held", "copies": 3}]

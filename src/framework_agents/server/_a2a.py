@@ -29,6 +29,12 @@ Routes: ``POST /a2a`` (JSON-RPC), ``/a2a/rest/...`` (HTTP+JSON) and the agent ca
   left working by a replica that died, whose run lost its thread
   (``CHECKPOINT_CONFLICT``), or still showing an approval its thread no longer waits
   for, ends as the thread stands (:func:`ended_status`).
+* An answer on an ``input-required`` task that cannot run now (``THREAD_BUSY``: a run
+  holds the thread, a dead replica's until its lease runs out; ``LOCK_TIMEOUT``,
+  ``SHUTTING_DOWN``, ``BACKEND_UNAVAILABLE``) leaves the task ``input-required``, its
+  status message a text part ``[CODE] message``, the request it showed and a data part
+  ``{"error": {"code", "message"}}``: read the task again (it shows what the thread waits
+  for then, a call of unknown outcome say) and answer.
 * A failure ends the task in ``TASK_STATE_FAILED`` with a text part ``[CODE] message`` and
   a data part ``{"error": {"code", "message"}}``.
 * Tasks live in :class:`StorageTaskStore` (our ``Storage``, no SQLAlchemy); a task idle in
@@ -159,6 +165,9 @@ def progress_parts(event: ours.ToolProgressEvent) -> list[Part]:
 #: The ``type`` of the data parts that show what a task waits for.
 _REQUESTS = ("tool_approval_request", "elicitation")
 
+#: Codes of an answer that could not run now: its task is left waiting, not failed.
+_RETRY_LATER = frozenset({"THREAD_BUSY", "LOCK_TIMEOUT", "SHUTTING_DOWN", "BACKEND_UNAVAILABLE"})
+
 #: Task states after which a task never changes.
 _FINAL = frozenset(
     {
@@ -275,6 +284,7 @@ class A2AExecutor(AgentExecutor):
             raise UnsupportedOperationError(
                 message=f"task {task.id} is in a final state: {TaskState.Name(task.status.state)}"
             )
+        answers = task is not None and task.status.state == TaskState.TASK_STATE_INPUT_REQUIRED
         if task is None:
             assert context.message is not None
             try:
@@ -289,6 +299,20 @@ class A2AExecutor(AgentExecutor):
             await self._landed(updater, task, landed.checkpoint, context.message)
             return
         except Exception as exc:
+            shown = _shown_request(task) if answers else None
+            if shown is not None and getattr(exc, "code", None) in _RETRY_LATER:
+                # An answer that cannot run now leaves its task waiting (failing it would
+                # leave the approval with no task to show it on): read it again (it shows
+                # what the thread waits for then) and answer.
+                payload = error_payload(exc)
+                note = new_text_part(f"[{payload['code']}] {payload['message']}")
+                parts = [
+                    note,
+                    *(p for p in shown.parts if p.HasField("data")),
+                    new_data_part({"error": payload}),
+                ]
+                await updater.requires_input(_agent_message(task, parts))
+                return
             await self._fail(updater, task, exc)
             return
         await self._follow(handle, updater, task, context.message)
@@ -346,6 +370,13 @@ class A2AExecutor(AgentExecutor):
             checkpoint = await self.runner.require(thread_id)
             pending = await self.runner.pending_of(checkpoint)
             if pending is None:
+                if await self.runner.held(thread_id):
+                    # A run holds the thread: the decision itself, maybe, on a replica that
+                    # died in its call (shown as of unknown outcome once its lease ran out).
+                    raise ThreadBusyError(
+                        f"a run holds context {thread_id!r} and nothing waits for a decision "
+                        "now: read the task again once that run has ended"
+                    )
                 raise HitlDecisionError(f"context {thread_id!r} has no approval waiting")
             check_bound(pending, context.current_task, decisions[0])
             if pending.outcome_unknown and decisions[0].get("interruptId") != pending.interrupt_id:
@@ -451,6 +482,22 @@ class A2AExecutor(AgentExecutor):
                 handle = await self.runner.start_resume(context_id, {pending.tool_call_id: undo})
                 await handle.wait()
         await updater.cancel()
+
+
+def _shown_request(task: Task) -> Message | None:
+    """The agent message that showed what ``task`` waits for (its status, or moved to history).
+
+    The SDK moves the status message into the history when an answer arrives.
+    """
+    messages: list[Message] = [task.status.message] if task.status.HasField("message") else []
+    for message in [*messages, *reversed(task.history)]:
+        if message.role == Role.ROLE_USER:
+            continue
+        for data in get_data_parts(list(message.parts)):
+            if isinstance(data, dict) and data.get("type") in _REQUESTS:
+                shown: Message = message
+                return shown
+    return None
 
 
 def _asked(task: Task) -> Message | None:
