@@ -207,8 +207,19 @@ async function a2aConversation(client, threadId, stats) {
     throw new Coded("WRONG_ANSWER", "hello");
   }
   let turn = await a2aUntil(client, text(`publish ${threadId}`), threadId, stats);
+  let answered;
   for (let i = 0; i < ATTEMPTS && turn.status.state === TASK_STATE.INPUT_REQUIRED; i += 1) {
-    const [request] = dataParts(turn.status.message);
+    const [request] = dataParts(turn.status.message).filter((d) => d.type === "tool_approval_request");
+    if (request.interruptId === answered) {
+      // Still waiting (a run held the thread, THREAD_BUSY on the task): read the task again,
+      // it shows what the thread waits for now.
+      stats.retries += 1;
+      await sleep(PAUSE_MS);
+      const task = await settledTask(client, turn.taskId, stats);
+      turn = { taskId: task.id, status: task.status };
+      continue;
+    }
+    answered = request.interruptId;
     const unknown = request.outcomeUnknown === true;
     const data = unknown
       ? { decision: "reject", toolCallId: request.toolCallId, interruptId: request.interruptId, reason: "outcome unknown" }

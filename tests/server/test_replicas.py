@@ -387,10 +387,23 @@ class _A2AConversations:
         task_id, status = await self._until(
             _a2a_message(thread_id, text=f"publish {thread_id}"), thread_id
         )
+        answered = None
         for _ in range(ATTEMPTS):
             if status.state != self.pb.TaskState.TASK_STATE_INPUT_REQUIRED:
                 break
-            (request,) = get_data_parts(list(status.message.parts))
+            requests = [
+                d
+                for d in get_data_parts(list(status.message.parts))
+                if d.get("type") == "tool_approval_request"
+            ]
+            if requests[0]["interruptId"] == answered:
+                # Still waiting (a run held the thread, THREAD_BUSY on the task): read the
+                # task again, it shows what the thread waits for now.
+                await self._pause()
+                status = (await self._settled(task_id)).status
+                continue
+            request = requests[0]
+            answered = request["interruptId"]
             unknown = request.get("outcomeUnknown") is True
             data = {
                 "decision": "reject" if unknown else "approve",
