@@ -387,7 +387,7 @@ class _A2AConversations:
         task_id, status = await self._until(
             _a2a_message(thread_id, text=f"publish {thread_id}"), thread_id
         )
-        answered = None
+        answered, reread = None, False
         for _ in range(ATTEMPTS):
             if status.state != self.pb.TaskState.TASK_STATE_INPUT_REQUIRED:
                 break
@@ -396,13 +396,14 @@ class _A2AConversations:
                 for d in get_data_parts(list(status.message.parts))
                 if d.get("type") == "tool_approval_request"
             ]
-            if requests[0]["interruptId"] == answered:
+            if requests[0]["interruptId"] == answered and not reread:
                 # Still waiting (a run held the thread, THREAD_BUSY on the task): read the
-                # task again, it shows what the thread waits for now.
+                # task again, it shows what the thread waits for now; then answer that.
                 await self._pause()
                 status = (await self._settled(task_id)).status
+                reread = True
                 continue
-            request = requests[0]
+            request, reread = requests[0], False
             answered = request["interruptId"]
             unknown = request.get("outcomeUnknown") is True
             data = {
