@@ -266,3 +266,44 @@ def test_an_answer_that_cannot_run_now_leaves_its_task_waiting(
     assert waiting.status.state == State.TASK_STATE_INPUT_REQUIRED
     assert done.status.state == State.TASK_STATE_COMPLETED
     assert PUBLISHED == [{"title": "Held", "copies": 3}]
+
+
+def test_a_decision_after_its_approval_was_settled_reads_the_answer(served: Served) -> None:
+    """Its approval was settled meanwhile (here over the JSON API): not HITL_DECISION, the task
+    ends as the thread stands, the tool having run once."""
+    PUBLISHED.clear()
+
+    async def scenario() -> a2a_pb2.Task:
+        asked = await _send(served.url, _message("publish Twice", "settled-ctx", "m-settled"))
+        (request,) = get_data_parts(list(asked.status.message.parts))
+        headers = {"Accept": "application/json"}
+        async with httpx.AsyncClient(base_url=served.url, headers=headers) as api:
+            done = await api.post(
+                "/api/threads/settled-ctx/resume",
+                json={"decisions": {request["interruptId"]: "approve"}},
+            )
+            assert done.json()["status"] == "completed"
+        client = await create_client(served.url, client_config=ClientConfig(streaming=False))
+        try:
+            answer = a2a_pb2.Message(
+                message_id=uuid.uuid4().hex,
+                role=a2a_pb2.Role.ROLE_USER,
+                parts=[
+                    new_data_part({"decision": "approve", "interruptId": request["interruptId"]})
+                ],
+                context_id="settled-ctx",
+                task_id=asked.id,
+            )
+            try:
+                async for _ in client.send_message(a2a_pb2.SendMessageRequest(message=answer)):
+                    pass
+            except Exception:  # the task read as completed first: a finished task is refused
+                pass
+            return await client.get_task(a2a_pb2.GetTaskRequest(id=asked.id))
+        finally:
+            await client.close()
+
+    task = arun(scenario())
+    assert task.status.state == State.TASK_STATE_COMPLETED
+    assert get_text_parts(list(task.status.message.parts)) == ["done: published 'Twice' x3"]
+    assert PUBLISHED == [{"title": "Twice", "copies": 3}]

@@ -261,7 +261,7 @@ def _agent_message(task: Task | RequestContext, parts: list[Part]) -> Message:
 
 
 class _Landed(Exception):
-    """The message of a new task ran before: the thread holds a user message of its id."""
+    """The message of a task ran before (a prompt of its id, or the decision it answered)."""
 
     def __init__(self, checkpoint: Any) -> None:
         super().__init__("landed")
@@ -377,6 +377,12 @@ class A2AExecutor(AgentExecutor):
                         f"a run holds context {thread_id!r} and nothing waits for a decision "
                         "now: read the task again once that run has ended"
                     )
+                task_shown = context.current_task
+                if task_shown is not None and _shown_request(task_shown) is not None:
+                    # The approval this task showed was settled since (by this decision on
+                    # a replica that stopped before it saved the task's end, say): the task
+                    # ends as the thread stands, as it reads once settled (revive_settled).
+                    raise _Landed(checkpoint)
                 raise HitlDecisionError(f"context {thread_id!r} has no approval waiting")
             check_bound(pending, context.current_task, decisions[0])
             if pending.outcome_unknown and decisions[0].get("interruptId") != pending.interrupt_id:
