@@ -211,6 +211,14 @@ async function a2aConversation(client, threadId, stats) {
   let reread = false;
   for (let i = 0; i < ATTEMPTS && turn.status.state === TASK_STATE.INPUT_REQUIRED; i += 1) {
     const [request] = dataParts(turn.status.message).filter((d) => d.type === "tool_approval_request");
+    if (request === undefined) {
+      // a status without the request (seen once with the Python client): read it again
+      stats.retries += 1;
+      await sleep(PAUSE_MS);
+      const task = await settledTask(client, turn.taskId, stats);
+      turn = { taskId: task.id, status: task.status };
+      continue;
+    }
     if (request.interruptId === answered && !reread) {
       // Still waiting (a run held the thread, THREAD_BUSY on the task): read the task again,
       // it shows what the thread waits for now; then answer that.

@@ -396,6 +396,10 @@ class _A2AConversations:
                 for d in get_data_parts(list(status.message.parts))
                 if d.get("type") == "tool_approval_request"
             ]
+            if not requests:  # a status without the request (seen once): read it again
+                await self._pause()
+                status = (await self._settled(task_id)).status
+                continue
             if requests[0]["interruptId"] == answered and not reread:
                 # Still waiting (a run held the thread, THREAD_BUSY on the task): read the
                 # task again, it shows what the thread waits for now; then answer that.
