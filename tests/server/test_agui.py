@@ -155,9 +155,26 @@ def test_resent_history_is_reconciled_by_id(served: Served) -> None:
             "echo: two",
         ]
         assert thread["messages"][0]["id"] == first["id"]
-        again = agui(client, run_input("g4", thread["messages"][:1]))  # nothing new to run
-        assert kinds(again) == ["RUN_STARTED", "RUN_ERROR"]
-        assert again[-1]["code"] == "INVALID_ARGUMENT"
+        # Nothing new to run (a client catching up after a lost answer): the thread as it
+        # stands, nothing run; on a thread that does not exist, INVALID_ARGUMENT.
+        again = agui(client, run_input("g4", thread["messages"][:1]))
+        assert kinds(again) == [
+            "RUN_STARTED",
+            "STATE_SNAPSHOT",
+            "MESSAGES_SNAPSHOT",
+            "RUN_FINISHED",
+        ]
+        assert [m["content"] for m in again[2]["messages"]] == [
+            "one",
+            "echo: one",
+            "two",
+            "echo: two",
+        ]
+        assert (again[-1].get("outcome") or {}).get("type") != "interrupt"
+        assert len(client.get("/api/threads/g4").json()["messages"]) == 4
+        missing = agui(client, run_input("g4-none", []))
+        assert kinds(missing) == ["RUN_STARTED", "RUN_ERROR"]
+        assert missing[-1]["code"] == "INVALID_ARGUMENT"
 
 
 def test_bad_inputs(served: Served) -> None:

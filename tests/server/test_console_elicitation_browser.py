@@ -182,3 +182,22 @@ def test_axe_finds_no_accessibility_violations_in_the_question(page: Page, serve
     expect(form.locator("[data-field=nights] .field-error")).to_be_visible()
     results = axe_module.Axe().run(page)
     assert results.violations_count == 0, results.generate_report()
+
+
+def test_the_threads_list_tells_a_question_from_an_approval(page: Page, server: str) -> None:
+    headers = {"Authorization": f"Bearer {TOKEN}", "Accept": "application/json"}
+    for thread_id, prompt in (("list-asks", "find me a hotel"), ("list-approves", "book a seat")):
+        response = httpx.post(
+            f"{server}api/threads/{thread_id}/runs", json={"prompt": prompt}, headers=headers
+        )
+        assert response.json()["status"] == "interrupted"
+    listed = httpx.get(f"{server}api/threads", headers=headers, params={"q": "list-"}).json()
+    kinds = {t["thread_id"]: t["pending_kind"] for t in listed["threads"]}
+    assert kinds == {"list-asks": "elicitation", "list-approves": "tool_call"}
+    page.goto(server)
+    page.get_by_label("Search threads").fill("list-")
+    page.get_by_role("button", name="Search").click()
+    asks = page.locator('#thread-list a[data-thread-id="list-asks"] .badge-wait')
+    expect(asks).to_have_text("Waiting for an answer")
+    approves = page.locator('#thread-list a[data-thread-id="list-approves"] .badge-wait')
+    expect(approves).to_have_text("Waiting for approval")

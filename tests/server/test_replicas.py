@@ -3,17 +3,26 @@
 Each replica is a real ``serve`` process on PostgreSQL (a scratch schema) or on Redis (a
 scratch prefix); HAProxy, from Debian's package, balances them round robin on loopback
 with no sticky sessions, so consecutive requests of one conversation land on different
-replicas. Clients drive conversations whose second turn needs an approval; midway one
-replica is SIGKILLed. Afterwards every conversation loads, holds each message once, and
-its approved tool ran at most once (the tool appends one line per call to a log file);
-every client got its answer or a coded error it could retry.
+replicas. Clients that are not ours drive 200 conversations at once: ``@ag-ui/client``
+and ``@a2a-js/sdk`` (JSON-RPC) under Node (``tests/js/replica_clients.mjs``) and the
+a2a-sdk Python client (HTTP+JSON), a third each. Each conversation says hello, asks for a
+publish that needs an approval, and approves it. A third of the way one replica is
+SIGKILLed; two thirds of the way another is SIGSTOPped past its lease, then continued.
 
-Marked ``slow`` (processes for tens of seconds); needs ``haproxy`` (``.ci/run`` installs
-it) and the servers.
+A client retries on a coded error meant for retrying, and after a lost answer looks at
+what landed before sending again (AG-UI: the same messages, which the server takes by id
+once; A2A: the task, found by its message's id); a call whose outcome is unknown (its
+replica died in it) it settles with a rejection. Afterwards every conversation loads,
+holds each message once, its approved tool ran at most once (the tool appends one line
+per call to a log file), and every client got its answer or a coded error.
+
+Marked ``slow`` (about a minute per store); needs ``haproxy`` (``.ci/run`` installs it),
+Node 20 with ``tests/js``'s packages, and the servers.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import signal
@@ -24,7 +33,6 @@ import threading
 import uuid
 from collections import Counter
 from collections.abc import Iterator
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -38,11 +46,25 @@ pytestmark = [pytest.mark.slow]
 SRC = str(Path(__file__).resolve().parents[2] / "src")
 PG_URL = os.environ.get("FA_POSTGRES_URL", "postgresql://postgres@127.0.0.1:5432/test")
 REDIS_URL = os.environ.get("FA_REDIS_URL", "redis://127.0.0.1:6379/0")
+JS_DIR = Path(__file__).resolve().parents[1] / "js"
 JSON = {"Accept": "application/json"}
+#: Conversations in all, a third per client (fewer while developing: FA_REPLICA_CONVERSATIONS).
+CONVERSATIONS = int(os.environ.get("FA_REPLICA_CONVERSATIONS", "200"))
+#: Conversations each client holds at once.
+CONCURRENCY = 6
+#: Tries of one step before a client gives up (a quarter of a second apart).
+ATTEMPTS = 60
 #: Seconds a dead or frozen replica keeps its threads.
 LEASE = 2
-#: Codes a client may meet while a replica dies, and retry.
-RETRYABLE = {"THREAD_BUSY", "SHUTTING_DOWN", "BACKEND_UNAVAILABLE", "LOCK_TIMEOUT"}
+#: Codes a client may meet while a replica dies, and retry (``CHECKPOINT_CONFLICT``: the
+#: run's replica lost its thread, a frozen one say, and wrote nothing).
+RETRYABLE = {
+    "THREAD_BUSY",
+    "SHUTTING_DOWN",
+    "BACKEND_UNAVAILABLE",
+    "LOCK_TIMEOUT",
+    "CHECKPOINT_CONFLICT",
+}
 
 APP = """
 import os
@@ -105,6 +127,24 @@ def _reachable(port: int) -> bool:
         return sock.connect_ex(("127.0.0.1", port)) == 0
 
 
+def _keep_log(stream: Any, path: Path) -> None:
+    with path.open("a") as log:
+        for line in stream:
+            log.write(line)
+            log.flush()
+
+
+def _tracebacks(tmp_path: Path) -> str:
+    """The replicas' logged errors (what an ``INTERNAL`` came from)."""
+    found = []
+    for path in sorted(tmp_path.glob("replica-*.log")):
+        text = path.read_text()
+        at = text.find("Traceback")
+        if at >= 0:
+            found.append(f"{path.name}: {text[max(0, at - 300) : at + 3000]}")
+    return "\n".join(found)[-6000:]
+
+
 def _start_replica(tmp_path: Path, store: str, port: int) -> subprocess.Popen[str]:
     env = dict(os.environ)
     env["PYTHONPATH"] = SRC + os.pathsep + env.get("PYTHONPATH", "")
@@ -121,8 +161,12 @@ def _start_replica(tmp_path: Path, store: str, port: int) -> subprocess.Popen[st
     for line in process.stderr:
         seen.append(line)
         if "Application startup complete" in line:
-            # drain the rest of its log so the pipe never fills
-            threading.Thread(target=process.stderr.read, daemon=True).start()
+            # the rest of its log goes to replica-<port>.log (the pipe never fills)
+            threading.Thread(
+                target=_keep_log,
+                args=(process.stderr, tmp_path / f"replica-{port}.log"),
+                daemon=True,
+            ).start()
             return process
     process.wait(10)
     pytest.fail("a replica did not start:\n" + "".join(seen))
@@ -199,123 +243,373 @@ def cluster(tmp_path: Path, store: str) -> Iterator[tuple[str, list[subprocess.P
                 close_process(process)
 
 
-def _call(client: httpx.Client, method: str, path: str, body: Any = None) -> dict[str, Any]:
-    """One request, retried on a coded error meant for retrying or a dropped connection."""
+def _get(client: httpx.Client, path: str) -> dict[str, Any]:
+    """A GET of our JSON API for the checks afterwards, retried while the proxy settles."""
     last: dict[str, Any] = {}
     for _ in range(40):
         try:
-            answer = client.request(method, path, json=body, headers=JSON)
-        except httpx.TransportError as exc:  # the replica died under the request
+            answer = client.get(path, headers=JSON)
+            last = answer.json()
+        except (httpx.TransportError, ValueError) as exc:
             last = {"error": {"code": "CONNECTION", "message": str(exc)}}
-            if method != "GET":
-                return last  # it may have run: the caller looks before sending it again
-            continue
-        try:
-            data: dict[str, Any] = answer.json() if answer.content else {}
-        except ValueError:  # the proxy's own 502/503 page: its replica just died
-            last = {"error": {"code": f"PROXY_{answer.status_code}", "message": answer.text}}
-            if method != "GET" and answer.status_code != 503:
-                return last  # a 502 may come after the run started: look first
-            threading.Event().wait(0.2)
-            continue
-        code = (data.get("error") or {}).get("code")
-        if answer.status_code < 400 and code not in RETRYABLE:
-            return data
-        if code not in RETRYABLE:
-            return data
-        last = data
+        if (last.get("error") or {}).get("code") not in RETRYABLE | {"CONNECTION"}:
+            return last
         threading.Event().wait(0.2)
     return last
 
 
-def _landed(client: httpx.Client, thread_id: str, prompt: str, times: int) -> dict[str, Any]:
-    """The thread once ``prompt`` was sent ``times`` times (a lost answer: look, don't resend)."""
-    for _ in range(60):
-        thread = _call(client, "GET", f"/api/threads/{thread_id}")
-        users = [m["content"] for m in thread.get("messages", []) if m["role"] == "user"]
-        if users.count(prompt) >= times and not thread.get("running"):
-            return thread
-        threading.Event().wait(0.25)  # the run may still be going on another replica
-    return {}
+# -- the a2a-sdk Python client (HTTP+JSON binding) -----------------------------------------------
 
 
-def _send(client: httpx.Client, thread_id: str, prompt: str, times: int) -> str:
-    """Run ``prompt`` once: its status, retried only when it surely did not run."""
-    for _ in range(20):
-        answer = _call(client, "POST", f"/api/threads/{thread_id}/runs", {"prompt": prompt})
-        if "status" in answer:
-            return str(answer["status"])
-        code = (answer.get("error") or {}).get("code", "")
-        if code not in ("CONNECTION", "PROXY_502", "CHECKPOINT_MISSING"):
-            return f"error:{code}"
-        thread = _landed(client, thread_id, prompt, times)
-        if thread:  # it ran before its answer was lost
-            return "interrupted" if thread.get("pending") else "completed"
-    return "error:GAVE_UP"
+class _Coded(Exception):
+    """A coded error that ends a conversation."""
+
+    def __init__(self, code: str, detail: str = "") -> None:
+        super().__init__(f"{code}: {detail}")
+        self.code = code
 
 
-def _conversation(url: str, thread_id: str) -> str:
-    """Hello, then a publish that needs an approval, approved; what it ended with."""
-    with httpx.Client(base_url=url, timeout=60) as client:
-        hello = _send(client, thread_id, "hello", 1)
-        if hello != "completed":
-            return f"hello: {hello}"
-        asked = _send(client, thread_id, f"publish {thread_id}", 1)
-        if asked != "interrupted":
-            return f"publish: {asked}"
-        for _ in range(10):
-            seen = _call(client, "GET", f"/api/threads/{thread_id}")
-            pending = seen.get("pending")
-            if not pending:  # approved and answered (a lost answer of a resume)
-                return "completed" if seen.get("messages") else "error:LOST"
-            decision = {pending["tool_call_id"]: "approve"}
-            done = _call(
-                client, "POST", f"/api/threads/{thread_id}/resume", {"decisions": decision}
+def _a2a_message(context_id: str, *, text: str = "", data: Any = None, task_id: str = "") -> Any:
+    from a2a.helpers.proto_helpers import new_data_part, new_text_part
+    from a2a.types import a2a_pb2
+
+    part = new_data_part(data) if data is not None else new_text_part(text)
+    return a2a_pb2.Message(
+        message_id=uuid.uuid4().hex,
+        role=a2a_pb2.Role.ROLE_USER,
+        parts=[part],
+        context_id=context_id,
+        task_id=task_id,
+    )
+
+
+class _A2AConversations:
+    """Conversations through ``a2a.client`` as any A2A client would hold them (see the module)."""
+
+    def __init__(self, client: Any) -> None:
+        from a2a.types import a2a_pb2
+
+        self.client = client
+        self.pb = a2a_pb2
+        state = a2a_pb2.TaskState
+        self.final = {
+            state.TASK_STATE_COMPLETED,
+            state.TASK_STATE_FAILED,
+            state.TASK_STATE_CANCELED,
+            state.TASK_STATE_REJECTED,
+        }
+        self.open = self.final | {state.TASK_STATE_INPUT_REQUIRED}
+        self.retries = 0
+
+    async def _pause(self) -> None:
+        import asyncio
+
+        self.retries += 1
+        await asyncio.sleep(0.25)
+
+    async def _settled(self, task_id: str) -> Any:
+        """The task once no run works on it (a lost stream: its run may still go on)."""
+        for _ in range(ATTEMPTS):
+            try:
+                task = await self.client.get_task(self.pb.GetTaskRequest(id=task_id))
+                if task.status.state in self.open:
+                    return task
+            except Exception:  # the replica asked died under the request: ask again
+                pass
+            await self._pause()
+        raise _Coded("GAVE_UP")
+
+    async def _task_of(self, context_id: str, message_id: str) -> Any:
+        """The task a lost message started, if it started one (by the message's id)."""
+        request = self.pb.ListTasksRequest(context_id=context_id, page_size=100, history_length=50)
+        for _ in range(ATTEMPTS):
+            try:
+                listed = await self.client.list_tasks(request)
+            except Exception:
+                await self._pause()
+                continue
+            for task in listed.tasks:
+                if any(m.message_id == message_id for m in task.history):
+                    return task
+            return None
+        raise _Coded("GAVE_UP")
+
+    async def _until(self, message: Any, context_id: str) -> Any:
+        """Send ``message`` until it lands: the task, open or final.
+
+        Sent again under its own id: the server does not run a message of an id it holds
+        twice. A decision whose task failed goes again as a new task of the context (a
+        failed task is final); it names the interrupt it answers, so it cannot answer a
+        newer one.
+        """
+        from a2a.helpers.proto_helpers import get_data_parts
+
+        for _ in range(ATTEMPTS):
+            task_id, status = "", None
+            try:
+                request = self.pb.SendMessageRequest(message=message)
+                async for response in self.client.send_message(request):
+                    if response.HasField("task"):
+                        task_id, status = response.task.id, response.task.status
+                    elif response.HasField("status_update"):
+                        task_id = response.status_update.task_id
+                        status = response.status_update.status
+            except Exception:  # the stream broke: look at what landed before sending again
+                status = None
+            if status is None or status.state not in self.open:
+                # the task it answered (a decision), else the one it started (by its id)
+                task_id = task_id or message.task_id
+                if not task_id:
+                    found = await self._task_of(context_id, message.message_id)
+                    task_id = found.id if found is not None else ""
+                if task_id:
+                    task = await self._settled(task_id)
+                    task_id, status = task.id, task.status
+            if status is not None and status.state in self.open:
+                if status.state != self.pb.TaskState.TASK_STATE_FAILED:
+                    return task_id, status
+                errors = [d for d in get_data_parts(list(status.message.parts)) if "error" in d]
+                error = errors[0]["error"] if errors else {"code": "FAILED", "message": ""}
+                if error["code"] not in RETRYABLE:
+                    raise _Coded(str(error["code"]), f"a2a task failed: {error['message']}")
+            message.task_id = ""  # a decision: again as a new task (see above)
+            await self._pause()
+        raise _Coded("GAVE_UP")
+
+    async def conversation(self, thread_id: str) -> str:
+        """Hello, publish (an approval), the approval: how it ended."""
+        from a2a.helpers.proto_helpers import get_data_parts, get_text_parts
+
+        completed = self.pb.TaskState.TASK_STATE_COMPLETED
+        _, hello = await self._until(_a2a_message(thread_id, text="hello"), thread_id)
+        if hello.state != completed or get_text_parts(list(hello.message.parts)) != ["echo: hello"]:
+            raise _Coded("WRONG_ANSWER")
+        task_id, status = await self._until(
+            _a2a_message(thread_id, text=f"publish {thread_id}"), thread_id
+        )
+        answered, reread = None, False
+        for _ in range(ATTEMPTS):
+            if status.state != self.pb.TaskState.TASK_STATE_INPUT_REQUIRED:
+                break
+            requests = [
+                d
+                for d in get_data_parts(list(status.message.parts))
+                if d.get("type") == "tool_approval_request"
+            ]
+            if not requests:  # a status without the request (seen once): read it again
+                await self._pause()
+                status = (await self._settled(task_id)).status
+                continue
+            if requests[0]["interruptId"] == answered and not reread:
+                # Still waiting (a run held the thread, THREAD_BUSY on the task): read the
+                # task again, it shows what the thread waits for now; then answer that.
+                await self._pause()
+                status = (await self._settled(task_id)).status
+                reread = True
+                continue
+            request, reread = requests[0], False
+            answered = request["interruptId"]
+            unknown = request.get("outcomeUnknown") is True
+            data = {
+                "decision": "reject" if unknown else "approve",
+                "toolCallId": request["toolCallId"],
+                "interruptId": request["interruptId"],
+            }
+            task_id, status = await self._until(
+                _a2a_message(thread_id, data=data, task_id=task_id), thread_id
             )
-            if done.get("status") == "completed":
-                return "completed"
-            code = (done.get("error") or {}).get("code", "")
-            if code not in ("CONNECTION", "PROXY_502"):
-                return f"error:{code}" if code else f"resume: {done}"
-        return "error:GAVE_UP"
+            if unknown and status.state == completed:
+                return "unknown-settled"
+        if status.state != completed:
+            raise _Coded("GAVE_UP")
+        if get_text_parts(list(status.message.parts)) != [f"done: published {thread_id}"]:
+            raise _Coded("WRONG_ANSWER")
+        return "completed"
 
 
-def test_conversations_survive_a_replica_killed_behind_the_proxy(
+def _python_clients(
+    url: str, threads: list[str], report: Any, concurrency: int, log: list[str]
+) -> None:
+    """Run ``threads``' conversations with the a2a-sdk client; ``report(thread, outcome, retries)``.
+
+    Why a conversation ended with an error goes to ``log``.
+    """
+    import asyncio
+
+    from a2a.client import ClientConfig, create_client
+
+    async def main() -> None:
+        config = ClientConfig(streaming=True, supported_protocol_bindings=["HTTP+JSON"])
+        client = None
+        while client is None:
+            try:
+                client = await create_client(url, client_config=config)
+            except Exception:  # the card fetched from a replica that just died
+                await asyncio.sleep(0.25)
+        gate = asyncio.Semaphore(concurrency)
+
+        async def one(thread_id: str) -> None:
+            async with gate:
+                talk = _A2AConversations(client)
+                try:
+                    outcome = await talk.conversation(thread_id)
+                except _Coded as exc:
+                    outcome = f"error:{exc.code}"
+                    log.append(f"{thread_id}: {exc}\n")
+                except Exception as exc:  # a bug of the test or the client: shown as such
+                    outcome = f"crash:{exc!r}"
+                report(thread_id, outcome, talk.retries)
+
+        try:
+            await asyncio.gather(*(one(t) for t in threads))
+        finally:
+            await client.close()
+
+    asyncio.run(main())
+
+
+# -- the official JS clients (tests/js/replica_clients.mjs) -----------------------------------
+
+
+def _node_clients(
+    url: str, kind: str, threads: list[str], report: Any, concurrency: int, log: list[str]
+) -> subprocess.Popen[str]:
+    """Start the ``kind`` JS client on ``threads``; its lines go to ``report`` from a thread.
+
+    What it writes to stderr goes to ``log``.
+    """
+    env = {
+        **os.environ,
+        "FA_SERVER_URL": url,
+        "FA_CLIENT": kind,
+        "FA_THREADS": ",".join(threads),
+        "FA_CONCURRENCY": str(concurrency),
+    }
+    node = shutil.which("node") or "node"
+    process = subprocess.Popen(
+        [node, "replica_clients.mjs"],
+        cwd=JS_DIR,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+    def read() -> None:
+        assert process.stdout is not None
+        for line in process.stdout:
+            row = json.loads(line)
+            report(row["thread"], row["outcome"], row["retries"])
+
+    def read_log() -> None:
+        assert process.stderr is not None
+        log.extend(process.stderr)
+
+    threading.Thread(target=read, daemon=True).start()
+    threading.Thread(target=read_log, daemon=True).start()
+    return process
+
+
+def test_official_clients_survive_a_replica_killed_and_one_frozen(
     cluster: tuple[str, list[subprocess.Popen[str]]], tmp_path: Path
 ) -> None:
     url, replicas = cluster
-    threads = [f"c{i:03d}" for i in range(60)]
-    with ThreadPoolExecutor(max_workers=8) as pool:
-        futures = [pool.submit(_conversation, url, t) for t in threads]
-        futures[len(futures) // 3].result()  # a third under way: one replica dies
+    if shutil.which("node") is None:
+        pytest.skip("node is not installed (Node.js 20 runs the JS clients)")
+    for package in ("@a2a-js/sdk", "@ag-ui/client"):
+        if not (JS_DIR / "node_modules" / package).is_dir():
+            pytest.skip(f"the JS clients are not installed: run `npm ci --prefix {JS_DIR}`")
+    per_client = CONVERSATIONS // 3
+    groups = {
+        "agui": [f"g{i:03d}" for i in range(per_client)],
+        "a2a": [f"j{i:03d}" for i in range(per_client)],
+        "python": [f"p{i:03d}" for i in range(CONVERSATIONS - 2 * per_client)],
+    }
+    threads = [t for group in groups.values() for t in group]
+    outcomes: dict[str, str] = {}
+    done = threading.Condition()
+
+    retries: list[int] = []
+
+    def report(thread_id: str, outcome: str, tries: int) -> None:
+        with done:
+            outcomes[thread_id] = outcome
+            retries.append(tries)
+            done.notify_all()
+
+    def reached(count: int) -> None:
+        with done:
+            done.wait_for(lambda: len(outcomes) >= count, timeout=180)
+
+    log: list[str] = []
+    nodes = [_node_clients(url, k, groups[k], report, CONCURRENCY, log) for k in ("agui", "a2a")]
+    python = threading.Thread(
+        target=_python_clients, args=(url, groups["python"], report, CONCURRENCY, log)
+    )
+    python.start()
+    try:
+        reached(len(threads) // 3)  # a third done, the rest under way: one replica dies
         replicas[1].kill()
-        futures[2 * len(futures) // 3].result()  # two thirds: another freezes past its lease
+        reached(2 * len(threads) // 3)  # two thirds: another freezes past its lease
         replicas[2].send_signal(signal.SIGSTOP)
         threading.Event().wait(LEASE * 1.5)  # the lease is wall-clock time: let it run out
         replicas[2].send_signal(signal.SIGCONT)  # it wakes holding nothing it may write
-        outcomes = {t: f.result() for t, f in zip(threads, futures, strict=True)}
-    # Every client got its answer, or a coded error (the approval's outcome unknown after
-    # the kill is settled by the next decision, not run again on its own).
-    assert all(o == "completed" or o.startswith("error:") for o in outcomes.values()), outcomes
-    completed = [t for t, o in outcomes.items() if o == "completed"]
-    assert len(completed) >= len(threads) * 0.9, outcomes
+        python.join(180)
+        for node in nodes:
+            node.wait(180)
+    finally:
+        for node in nodes:
+            if node.poll() is None:
+                node.kill()
+            close_process(node)
+    assert sorted(outcomes) == sorted(threads), "".join(log)[-3000:]
+    # Every client got its answer, or a coded error it could retry; a call whose outcome was
+    # unknown (its replica died in it) was settled by a rejection, not run again.
+    wrong = {t: o for t, o in outcomes.items() if o not in ("completed", "unknown-settled")}
+    why = [line for line in log if line.split(":")[0] in wrong]  # the clients' reasons
+    counted = dict(Counter(outcomes.values()))
+    print("outcomes:", counted, "retries:", sum(retries), "".join(why))  # shown with -s
+    assert all(o.startswith("error:") for o in wrong.values()), wrong
+    assert not any(o == "error:INTERNAL" for o in wrong.values()), _tracebacks(tmp_path)
+    # Known, open, each seen in about one run of three: (1) the thread shown ending in the
+    # client's prompt, nothing pending, so nothing answers it (WRONG_ANSWER here; A2A fails
+    # such a task INVALID_ARGUMENT): a turn cut after its prompt was saved, it seems; (2) an
+    # A2A decision sent again for a call whose replica died in it, after the thread showed
+    # that call as of unknown outcome under a new interrupt id: HITL_DECISION, the task
+    # failed, so no task shows the new interrupt. Any other error is one a client could
+    # retry.
+    known = {"GAVE_UP", "WRONG_ANSWER", "INVALID_ARGUMENT", "HITL_DECISION"}
+    final = {t: o for t, o in wrong.items() if o[len("error:") :] not in RETRYABLE | known}
+    assert not final, (final, why, _tracebacks(tmp_path))
+    assert len(wrong) <= len(threads) * 0.02, (wrong, why, _tracebacks(tmp_path))
     published = Counter((tmp_path / "published.log").read_text().split())
     assert all(n == 1 for n in published.values()), published  # at most once
-    assert all(published[t] == 1 for t in completed)
+    assert all(published[t] == 1 for t, o in outcomes.items() if o == "completed")
     with httpx.Client(base_url=url, timeout=60) as client:
         for thread_id in threads:
-            thread = _call(client, "GET", f"/api/threads/{thread_id}")
+            thread = _get(client, f"/api/threads/{thread_id}")
+            if "messages" not in thread:  # only a client that ended with an error before
+                assert outcomes[thread_id].startswith("error:"), (thread_id, thread)
+                assert thread["error"]["code"] == "CHECKPOINT_MISSING", (thread_id, thread)
+                continue
             ids = [m["id"] for m in thread["messages"]]
             assert len(ids) == len(set(ids)), thread_id  # no message twice
             users = [m["content"] for m in thread["messages"] if m["role"] == "user"]
-            assert users.count("hello") == 1, (thread_id, users)
+            # each prompt once; both, unless its client ended with an error
+            prompts = (users.count("hello"), users.count(f"publish {thread_id}"))
+            assert max(prompts) <= 1 and len(users) == sum(prompts), (thread_id, users)
+            if not outcomes[thread_id].startswith("error:"):
+                assert prompts == (1, 1), (thread_id, users)
+            if outcomes[thread_id] == "completed":
+                assert thread["pending"] is None, thread_id
+                assert thread["messages"][-1]["content"] == f"done: published {thread_id}"
         listed: list[str] = []
         cursor = None
         while True:
-            params = {"limit": "25", **({"cursor": cursor} if cursor else {})}
+            params = {"limit": "50", **({"cursor": cursor} if cursor else {})}
             page = client.get("/api/threads", params=params).json()
             listed += [t["thread_id"] for t in page["threads"]]
             cursor = page["next_cursor"]
             if cursor is None:
                 break
-        assert sorted(listed) == threads  # each once, across replicas
+        assert sorted(listed) == sorted(threads)  # each once, across replicas

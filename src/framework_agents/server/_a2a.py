@@ -20,6 +20,21 @@ Routes: ``POST /a2a`` (JSON-RPC), ``/a2a/rest/...`` (HTTP+JSON) and the agent ca
   "accept", "content": {...}}`` (checked against the schema), ``{"action": "decline"}`` or
   ``{"action": "cancel"}`` (``interruptId`` optional, as for a decision); cancelling the
   task answers ``cancel``.
+* A running call's progress (``ToolContext.report_progress``, an MCP server's progress
+  notification) is a ``TaskStatusUpdateEvent`` that keeps the task ``TASK_STATE_WORKING``;
+  its status message holds a text part (``"tool: 3/10 message"``) and a data part
+  ``{"type": "tool_progress", "toolCallId", "tool", "progress", "total", "message"}``
+  (``total`` and ``message`` may be ``null``).
+* A message sent again under its id is not run twice (answered from the thread); a task
+  left working by a replica that died, whose run lost its thread
+  (``CHECKPOINT_CONFLICT``), or still showing an approval its thread no longer waits
+  for, ends as the thread stands (:func:`ended_status`).
+* An answer on an ``input-required`` task that cannot run now (``THREAD_BUSY``: a run
+  holds the thread, a dead replica's until its lease runs out; ``LOCK_TIMEOUT``,
+  ``SHUTTING_DOWN``, ``BACKEND_UNAVAILABLE``) leaves the task ``input-required``, its
+  status message a text part ``[CODE] message``, the request it showed and a data part
+  ``{"error": {"code", "message"}}``: read the task again (it shows what the thread waits
+  for then, a call of unknown outcome say) and answer.
 * A failure ends the task in ``TASK_STATE_FAILED`` with a text part ``[CODE] message`` and
   a data part ``{"error": {"code", "message"}}``.
 * Tasks live in :class:`StorageTaskStore` (our ``Storage``, no SQLAlchemy); a task idle in
@@ -36,7 +51,9 @@ os.environ.setdefault("OTEL_INSTRUMENTATION_A2A_SDK_ENABLED", "false")
 
 import json
 import logging
+import time
 from collections.abc import Awaitable, Callable
+from datetime import UTC
 from typing import Any
 
 from a2a.helpers.proto_helpers import (
@@ -60,10 +77,11 @@ from starlette.routing import BaseRoute, Mount, Route
 
 from .. import agent as ours
 from ..checkpoint.model import check_thread_id
-from ..errors import HitlDecisionError
+from ..errors import HitlDecisionError, InvalidArgumentError, ThreadBusyError
+from ..messages import Message as ours_message
 from ..messages import new_id
 from ._a2a_store import StorageTaskStore
-from ._errors import error_payload
+from ._errors import ShuttingDownError, error_payload
 from ._questions import answer_decision
 from ._runner import Pending, RunHandle, ThreadRunner
 
@@ -129,8 +147,26 @@ def input_request(pending: Pending) -> list[Part]:
     return [new_text_part(text), new_data_part(approval_request(pending))]
 
 
+def progress_parts(event: ours.ToolProgressEvent) -> list[Part]:
+    """The status message parts of a running call's progress: a text and a data part."""
+    done = f"{event.progress:g}" + (f"/{event.total:g}" if event.total is not None else "")
+    text = f"{event.tool}: {done}" + (f" {event.message}" if event.message else "")
+    data = {
+        "type": "tool_progress",
+        "toolCallId": event.call_id,
+        "tool": event.tool,
+        "progress": event.progress,
+        "total": event.total,
+        "message": event.message,
+    }
+    return [new_text_part(text), new_data_part(data)]
+
+
 #: The ``type`` of the data parts that show what a task waits for.
 _REQUESTS = ("tool_approval_request", "elicitation")
+
+#: Codes of an answer that could not run now: its task is left waiting, not failed.
+_RETRY_LATER = frozenset({"THREAD_BUSY", "LOCK_TIMEOUT", "SHUTTING_DOWN", "BACKEND_UNAVAILABLE"})
 
 #: Task states after which a task never changes.
 _FINAL = frozenset(
@@ -224,6 +260,14 @@ def _agent_message(task: Task | RequestContext, parts: list[Part]) -> Message:
     )
 
 
+class _Landed(Exception):
+    """The message of a task ran before (a prompt of its id, or the decision it answered)."""
+
+    def __init__(self, checkpoint: Any) -> None:
+        super().__init__("landed")
+        self.checkpoint = checkpoint
+
+
 class A2AExecutor(AgentExecutor):
     """Runs the thread of a task's context with our runner; maps our events to task updates."""
 
@@ -240,6 +284,7 @@ class A2AExecutor(AgentExecutor):
             raise UnsupportedOperationError(
                 message=f"task {task.id} is in a final state: {TaskState.Name(task.status.state)}"
             )
+        answers = task is not None and task.status.state == TaskState.TASK_STATE_INPUT_REQUIRED
         if task is None:
             assert context.message is not None
             try:
@@ -250,10 +295,67 @@ class A2AExecutor(AgentExecutor):
         updater = TaskUpdater(event_queue, task.id, task.context_id)
         try:
             handle = await self._start(task, context)
+        except _Landed as landed:
+            await self._landed(updater, task, landed.checkpoint, context.message)
+            return
         except Exception as exc:
+            shown = _shown_request(task) if answers else None
+            if shown is not None and getattr(exc, "code", None) in _RETRY_LATER:
+                # An answer that cannot run now leaves its task waiting (failing it would
+                # leave the approval with no task to show it on): read it again (it shows
+                # what the thread waits for then) and answer.
+                payload = error_payload(exc)
+                note = new_text_part(f"[{payload['code']}] {payload['message']}")
+                parts = [
+                    note,
+                    *(p for p in shown.parts if p.HasField("data")),
+                    new_data_part({"error": payload}),
+                ]
+                await updater.requires_input(_agent_message(task, parts))
+                return
             await self._fail(updater, task, exc)
             return
-        await self._follow(handle, updater, task)
+        await self._follow(handle, updater, task, context.message)
+
+    async def _landed(
+        self, updater: TaskUpdater, task: Task, checkpoint: Any, asked: Message | None
+    ) -> None:
+        """End a task whose message ran before (a client's retry): how that turn ended."""
+        if await self.runner.held(task.context_id):
+            await self._fail(
+                updater,
+                task,
+                ThreadBusyError(
+                    f"a message of id {asked.message_id if asked else ''!r:.80} is running "
+                    "in this context: ask for its task, or send it again once it ended"
+                ),
+            )
+            return
+        await self._end(updater, task, *await ended_status(self.runner, checkpoint, asked))
+
+    async def _lost(
+        self, updater: TaskUpdater, task: Task, thread_id: str, asked: Message | None
+    ) -> None:
+        """End a task whose run lost its thread (``CHECKPOINT_CONFLICT``: it wrote nothing).
+
+        Its replica was stopped past its lease, say, and the thread moved on without it
+        (a call it had started is now of unknown outcome): the task ends as the thread
+        stands (:func:`ended_status`). While another run holds the thread, the task stays
+        working and is settled when read once that run has ended (:func:`revive_orphan`).
+        """
+        if await self.runner.held(thread_id):
+            return
+        checkpoint = await self.runner.load(thread_id)
+        await self._end(updater, task, *await ended_status(self.runner, checkpoint, asked))
+
+    async def _end(self, updater: TaskUpdater, task: Task, state: int, parts: list[Part]) -> None:
+        message = _agent_message(task, parts)
+        if state == TaskState.TASK_STATE_INPUT_REQUIRED:
+            await updater.requires_input(message)
+        elif state == TaskState.TASK_STATE_COMPLETED:
+            await updater.complete(message)
+        else:
+            await updater.failed(message)
 
     async def _start(self, task: Task, context: RequestContext) -> RunHandle:
         thread_id = check_thread_id(task.context_id)
@@ -268,6 +370,19 @@ class A2AExecutor(AgentExecutor):
             checkpoint = await self.runner.require(thread_id)
             pending = await self.runner.pending_of(checkpoint)
             if pending is None:
+                if await self.runner.held(thread_id):
+                    # A run holds the thread: the decision itself, maybe, on a replica that
+                    # died in its call (shown as of unknown outcome once its lease ran out).
+                    raise ThreadBusyError(
+                        f"a run holds context {thread_id!r} and nothing waits for a decision "
+                        "now: read the task again once that run has ended"
+                    )
+                task_shown = context.current_task
+                if task_shown is not None and _shown_request(task_shown) is not None:
+                    # The approval this task showed was settled since (by this decision on
+                    # a replica that stopped before it saved the task's end, say): the task
+                    # ends as the thread stands, as it reads once settled (revive_settled).
+                    raise _Landed(checkpoint)
                 raise HitlDecisionError(f"context {thread_id!r} has no approval waiting")
             check_bound(pending, context.current_task, decisions[0])
             if pending.outcome_unknown and decisions[0].get("interruptId") != pending.interrupt_id:
@@ -280,9 +395,21 @@ class A2AExecutor(AgentExecutor):
             decision = read(decisions[0], pending)
             return await self.runner.start_resume(thread_id, {pending.interrupt_id: decision})
         text = "\n".join(get_text_parts(parts)).strip()
-        return await self.runner.start_run(thread_id, text)
+        if not text or message is None or not message.message_id:
+            return await self.runner.start_run(thread_id, text)
+        # The client's message id is kept: a task whose run died is matched to its turn,
+        # and a message sent again (its answer was lost) does not run twice.
+        held = await self.runner.load(thread_id)
+        if held is not None and any(
+            m.role == "user" and m.id == message.message_id for m in held.messages
+        ):
+            raise _Landed(held)
+        prompt = ours_message(role="user", content=text, id=message.message_id)
+        return await self.runner.start_run(thread_id, prompt)
 
-    async def _follow(self, handle: RunHandle, updater: TaskUpdater, task: Task) -> None:
+    async def _follow(
+        self, handle: RunHandle, updater: TaskUpdater, task: Task, asked: Message | None
+    ) -> None:
         # The terminal update goes out once the run has released its thread, so a client
         # that sends its next turn as soon as it sees it never finds the thread busy.
         last: ours.AgentEvent | None = None
@@ -309,6 +436,11 @@ class A2AExecutor(AgentExecutor):
                     append=False,
                     last_chunk=True,
                 )
+            elif isinstance(event, ours.ToolProgressEvent):
+                await updater.update_status(
+                    TaskState.TASK_STATE_WORKING,
+                    message=_agent_message(task, progress_parts(event)),
+                )
             elif isinstance(
                 event, ours.InterruptEvent | ours.RunFinishedEvent | ours.RunErrorEvent
             ):
@@ -323,17 +455,15 @@ class A2AExecutor(AgentExecutor):
             text = last.result.text or ""
             await updater.complete(_agent_message(task, [new_text_part(text)]))
         elif isinstance(last, ours.RunErrorEvent):
+            if getattr(last.error, "code", None) == "CHECKPOINT_CONFLICT":
+                await self._lost(updater, task, handle.thread_id, asked)
+                return
             await self._fail(updater, task, last.error)
         else:
             await self._fail(updater, task, RuntimeError("the run ended without an outcome"))
 
     async def _fail(self, updater: TaskUpdater, task: Task, exc: BaseException) -> None:
-        payload = error_payload(exc)
-        parts = [
-            new_text_part(f"[{payload['code']}] {payload['message']}"),
-            new_data_part({"error": payload}),
-        ]
-        await updater.failed(_agent_message(task, parts))
+        await updater.failed(_agent_message(task, _failure(exc)))
 
     async def cancel(self, context: RequestContext, event_queue: EventQueue) -> None:
         """Cancel the task; an approval it waits for is rejected (a question: cancelled).
@@ -358,6 +488,152 @@ class A2AExecutor(AgentExecutor):
                 handle = await self.runner.start_resume(context_id, {pending.tool_call_id: undo})
                 await handle.wait()
         await updater.cancel()
+
+
+def _shown_request(task: Task) -> Message | None:
+    """The agent message that showed what ``task`` waits for (its status, or moved to history).
+
+    The SDK moves the status message into the history when an answer arrives.
+    """
+    messages: list[Message] = [task.status.message] if task.status.HasField("message") else []
+    for message in [*messages, *reversed(task.history)]:
+        if message.role == Role.ROLE_USER:
+            continue
+        for data in get_data_parts(list(message.parts)):
+            if isinstance(data, dict) and data.get("type") in _REQUESTS:
+                shown: Message = message
+                return shown
+    return None
+
+
+def _asked(task: Task) -> Message | None:
+    """The user message that started ``task`` (its last one in the history)."""
+    for message in reversed(task.history):
+        if message.role == Role.ROLE_USER:
+            asked: Message = message
+            return asked
+    return None
+
+
+def answer_in(checkpoint: Any, asked: Message | None) -> tuple[bool, str | None]:
+    """Whether ``checkpoint`` holds the turn of ``asked``, and the answer it holds to it.
+
+    ``asked`` is a prompt (found by its message id) or a decision (found by the tool
+    message of the call it decided); the answer is the text of the first assistant
+    message without calls after it (``None`` before one).
+    """
+    if asked is None:
+        return False, None
+    decided = [d for d in get_data_parts(list(asked.parts)) if isinstance(d, dict)]
+    call_id = decided[0].get("toolCallId") if decided else None
+    messages = list(checkpoint.messages)
+    start = None
+    for at, message in enumerate(messages):
+        if (call_id is None and message.role == "user" and message.id == asked.message_id) or (
+            call_id is not None and message.role == "tool" and message.tool_call_id == call_id
+        ):
+            start = at
+    if start is None:
+        return False, None
+    for message in messages[start + 1 :]:
+        if message.role == "user":
+            break
+        if message.role == "assistant" and not message.tool_calls and message.text:
+            return True, str(message.text)
+    return True, None
+
+
+def _failure(exc: BaseException) -> list[Part]:
+    """The parts of a failed task's status: ``[CODE] message`` and ``{"error": ...}``."""
+    payload = error_payload(exc)
+    return [
+        new_text_part(f"[{payload['code']}] {payload['message']}"),
+        new_data_part({"error": payload}),
+    ]
+
+
+async def ended_status(
+    runner: ThreadRunner, checkpoint: Any, asked: Message | None
+) -> tuple[int, list[Part]]:
+    """The state and status parts of a task asking ``asked`` whose run is over.
+
+    Over, not followed: it died with its replica, or ran on an earlier message of the same
+    id. The thread waits for a decision: input-required, showing it (a call of unknown
+    outcome too); it answered ``asked``: completed with that answer; it holds no turn of
+    ``asked``: failed with ``SHUTTING_DOWN`` (send it again); it holds the turn without an
+    answer: failed with ``INVALID_ARGUMENT`` (sending it again would not run it).
+    """
+    pending = await runner.pending_of(checkpoint) if checkpoint is not None else None
+    if pending is not None:
+        return TaskState.TASK_STATE_INPUT_REQUIRED, input_request(pending)
+    found, answer = answer_in(checkpoint, asked) if checkpoint is not None else (False, None)
+    if answer is not None:
+        return TaskState.TASK_STATE_COMPLETED, [new_text_part(answer)]
+    if found:
+        error: BaseException = InvalidArgumentError(
+            "the thread holds this message's turn without an answer (its run stopped in it): "
+            "send the next message"
+        )
+    else:
+        error = ShuttingDownError(
+            "the run of this task ended with its server (stopped, or frozen past its lease) "
+            "before it answered; the thread is at its last checkpoint, without this "
+            "message's turn: send it again"
+        )
+    return TaskState.TASK_STATE_FAILED, _failure(error)
+
+
+async def revive_orphan(runner: ThreadRunner, task: Task) -> Task | None:
+    """``task`` as it stands when the run working on it died with its replica, else ``None``.
+
+    A task submitted or working for longer than the store's lease whose thread no run
+    holds (here or on another replica) lost its run: the thread's checkpoint says how far
+    it got (:func:`ended_status`).
+    """
+    if task.status.state not in (TaskState.TASK_STATE_SUBMITTED, TaskState.TASK_STATE_WORKING):
+        return None
+    if task.status.HasField("timestamp"):
+        age = time.time() - task.status.timestamp.ToDatetime(tzinfo=UTC).timestamp()
+        if age < runner.lease:
+            return None  # its run may be about to take the thread, or to report its end
+    thread_id = check_thread_id(task.context_id)
+    if await runner.held(thread_id):
+        return None
+    checkpoint = await runner.load(thread_id)
+    state, parts = await ended_status(runner, checkpoint, _asked(task))
+    revived = Task()
+    revived.CopyFrom(task)
+    revived.status.timestamp.GetCurrentTime()
+    revived.status.state = state  # type: ignore[assignment]
+    revived.status.message.CopyFrom(_agent_message(task, parts))
+    return revived
+
+
+async def revive_settled(runner: ThreadRunner, task: Task) -> Task | None:
+    """``task`` showing an approval its thread no longer waits for: ended as the thread stands.
+
+    The run that settled the approval ended without saving the task's end (its replica
+    died after the thread's last save): the thread went on while the task still showed
+    the approval, and the decision sent again met "no approval waiting". Only when the
+    thread waits for nothing and no run holds it (:func:`ended_status`); a newer approval
+    is never shown in place of the one the task showed (a decision that names no interrupt
+    is bound to the one its task showed, :func:`check_bound`).
+    """
+    if task.status.state != TaskState.TASK_STATE_INPUT_REQUIRED or shown_interrupt(task) is None:
+        return None
+    thread_id = check_thread_id(task.context_id)
+    if await runner.held(thread_id):
+        return None
+    checkpoint = await runner.load(thread_id)  # again: a run may have ended since
+    if checkpoint is None or checkpoint.pending is not None:
+        return None
+    state, parts = await ended_status(runner, checkpoint, _asked(task))
+    revived = Task()
+    revived.CopyFrom(task)
+    revived.status.timestamp.GetCurrentTime()
+    revived.status.state = state  # type: ignore[assignment]
+    revived.status.message.CopyFrom(_agent_message(task, parts))
+    return revived
 
 
 def agent_card(base_url: str, *, name: str, description: str) -> a2a_pb2.AgentCard:
@@ -465,12 +741,21 @@ def a2a_routes(
     card = agent_card("http://127.0.0.1", name=name, description=description)
 
     async def revive(task: Task) -> Task | None:
-        """A task whose run died in a call of unknown outcome: input-required, showing it."""
+        """A task whose run died (:func:`revive_orphan`), or died in a call of unknown outcome.
+
+        The second: input-required, showing that call. A task showing an approval its
+        thread no longer waits for: :func:`revive_settled`.
+        """
         if not task.context_id or runner.busy(task.context_id):
             return None
+        orphan = await revive_orphan(runner, task)
+        if orphan is not None:
+            return orphan
         checkpoint = await runner.load(check_thread_id(task.context_id))
         pending = await runner.pending_of(checkpoint) if checkpoint else None
-        if pending is None or not pending.outcome_unknown:
+        if pending is None:
+            return await revive_settled(runner, task)
+        if not pending.outcome_unknown:
             return None
         if shown_interrupt(task) == pending.interrupt_id:
             return None  # shown already

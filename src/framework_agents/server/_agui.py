@@ -13,15 +13,21 @@ A tool's question (an MCP server's elicitation) is an interrupt with ``reason ==
 (also in ``metadata.requestedSchema``). A ``resolved`` entry answers with that payload;
 ``cancelled`` answers ``cancel``.
 
+A running call's progress (a tool's ``ToolContext.report_progress``, an MCP server's
+progress notification) is a ``CUSTOM`` event named ``tool_progress`` whose ``value`` is
+``{"toolCallId", "tool", "progress", "total", "message"}`` (``total`` and ``message``
+may be ``null``), between the call's ``TOOL_CALL_END`` and its ``TOOL_CALL_RESULT``.
+
 Every run ends with ``STATE_SNAPSHOT`` and ``MESSAGES_SNAPSHOT``, then ``RUN_FINISHED``
 (an interrupt: ``outcome = {"type": "interrupt", "interrupts": [...]}``) or ``RUN_ERROR``
 with our error code. A request that cannot run (a bad thread id, a busy thread, a new
 prompt while an approval is open, a decision for another interrupt) is answered with
 ``RUN_STARTED`` then ``RUN_ERROR``; only a body that is not a ``RunAgentInput`` at all is
-an HTTP 400. A request with no new user message and no ``resume`` on a thread that waits
-for a decision (a client catching up, say after the server that ran the thread died in an
-approved call: a call of unknown outcome) runs nothing: the snapshots, then
-``RUN_FINISHED`` with the open interrupt.
+an HTTP 400. A request with no new user message and no ``resume`` on a thread that exists
+(a client catching up: its answer was lost with the replica that ran it, or that server
+died in an approved call, a call of unknown outcome) runs nothing: the snapshots, then
+``RUN_FINISHED``, with the open interrupt if the thread waits for one; ``THREAD_BUSY``
+while a run holds the thread (on any replica).
 """
 
 from __future__ import annotations
@@ -71,7 +77,7 @@ from starlette.routing import Route
 
 from .. import agent as ours
 from ..checkpoint.model import check_thread_id
-from ..errors import HitlDecisionError, InvalidArgumentError
+from ..errors import HitlDecisionError, InvalidArgumentError, ThreadBusyError
 from ..messages import Message
 from ..swarm import HandoffEvent, MemberEvent
 from ._api import KEEPALIVE, error_response, read_json
@@ -85,6 +91,7 @@ __all__ = [
     "answer_of",
     "answer_schema",
     "decision_of",
+    "progress_value",
     "to_agui_messages",
 ]
 
@@ -109,6 +116,17 @@ def answer_schema(requested: dict[str, Any] | None) -> dict[str, Any]:
             "content": requested or {"type": "object"},
         },
         "required": ["action"],
+    }
+
+
+def progress_value(event: ours.ToolProgressEvent) -> dict[str, Any]:
+    """The ``value`` of the ``CUSTOM`` event ``tool_progress`` (A2A's data part, less its type)."""
+    return {
+        "toolCallId": event.call_id,
+        "tool": event.tool,
+        "progress": event.progress,
+        "total": event.total,
+        "message": event.message,
     }
 
 
@@ -254,6 +272,7 @@ class AguiTranslator:
 
         A served swarm adds steps: each member's turn is ``STEP_STARTED`` /
         ``STEP_FINISHED`` named by the member, and a handoff a ``CUSTOM`` event ``handoff``.
+        A running call's progress is a ``CUSTOM`` event ``tool_progress``.
         """
         if isinstance(event, MemberEvent):
             if isinstance(event.event, ours.RunStartedEvent):
@@ -267,6 +286,8 @@ class AguiTranslator:
             data = event.to_dict()
             value = {name: data[name] for name in ("from", "to", "message")}
             return [CustomEvent(name="handoff", value=value)]
+        if isinstance(event, ours.ToolProgressEvent):
+            return [CustomEvent(name="tool_progress", value=progress_value(event))]
         if isinstance(event, ours.TextDeltaEvent):
             return self._text(event.message_id, event.delta) if event.delta else []
         if isinstance(event, ours.ReasoningDeltaEvent):
@@ -413,7 +434,7 @@ async def _new_prompt(runner: ThreadRunner, run: RunAgentInput) -> Message | Non
 
 
 class _Waiting(Exception):
-    """A run with nothing new to run on a thread that waits for a decision."""
+    """A run with nothing new to run on a thread no run holds: shown the thread."""
 
 
 async def _start(runner: ThreadRunner, run: RunAgentInput) -> RunHandle:
@@ -433,9 +454,13 @@ async def _start(runner: ThreadRunner, run: RunAgentInput) -> RunHandle:
     prompt = await _new_prompt(runner, run)
     if prompt is None:
         current = await runner.load(run.thread_id)
-        if current is not None and current.pending is not None:
-            raise _Waiting  # a client catching up: shown the interrupt the thread waits for
-        raise InvalidArgumentError("no new user message to run and no resume entries")
+        if current is None:
+            raise InvalidArgumentError("no new user message to run and no resume entries")
+        if await runner.held(run.thread_id):
+            raise ThreadBusyError(
+                f"thread {run.thread_id!r} is running: catch up once its run has ended"
+            )
+        raise _Waiting  # a client catching up: shown the thread as it stands
     return await runner.start_run(run.thread_id, prompt)
 
 

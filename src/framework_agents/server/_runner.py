@@ -170,6 +170,9 @@ class ThreadSummary:
     pending: bool
     #: ``running``, ``waiting`` (an approval is open) or ``finished``.
     state: str = "finished"
+    #: What a waiting thread waits for: ``tool_call`` (an approval) or ``elicitation`` (a
+    #: tool's question); ``None`` when nothing is pending (or a line written before it).
+    pending_kind: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         """The JSON API shape."""
@@ -179,6 +182,7 @@ class ThreadSummary:
             "title": self.title,
             "message_count": self.message_count,
             "pending": self.pending,
+            "pending_kind": self.pending_kind,
             "state": self.state,
         }
 
@@ -264,7 +268,19 @@ def _summary_json(checkpoint: ThreadCheckpoint) -> dict[str, Any]:
         "title": title_of(checkpoint.messages),
         "message_count": len(checkpoint.messages),
         "pending": checkpoint.pending is not None,
+        "pending_kind": pending_kind(checkpoint),
     }
+
+
+def pending_kind(checkpoint: ThreadCheckpoint) -> str | None:
+    """What the thread waits for: ``tool_call`` (an approval), ``elicitation`` (a question)."""
+    if checkpoint.pending is None:
+        return None
+    return "elicitation" if question_of(checkpoint) else "tool_call"
+
+
+def _kind(value: Any) -> str | None:
+    return value if value in ("tool_call", "elicitation") else None
 
 
 def _summary_from_json(row: dict[str, Any]) -> ThreadSummary | None:
@@ -277,6 +293,8 @@ def _summary_from_json(row: dict[str, Any]) -> ThreadSummary | None:
             int(row["message_count"]),
             bool(row["pending"]),
             state_of(row),
+            # only with a pending call: a running line keeps its last waiting one's key
+            _kind(row.get("pending_kind")) if row["pending"] else None,
         )
     except (KeyError, TypeError, ValueError):
         return None
@@ -620,6 +638,31 @@ class ThreadRunner:
     def busy(self, thread_id: str) -> bool:
         """Whether a run of the current tenant's ``thread_id`` is in progress in this process."""
         return (current_tenant(), thread_id) in self._active
+
+    async def held(self, thread_id: str) -> bool:
+        """Whether a run holds ``thread_id``'s lock, in this process or another replica.
+
+        A holder that died keeps it until its lease runs out.
+        """
+        if self.busy(thread_id):
+            return True
+        try:
+            async with self._probe_lock(thread_id):
+                return False
+        except ThreadBusyError:
+            return True
+
+    @property
+    def lease(self) -> float:
+        """Seconds a dead holder keeps a thread locked (the store's lease; 30 without one).
+
+        A tenant's checkpointer wraps the store's (``inner``): its lease is the store's.
+        """
+        for checkpointer in (self.checkpointer, getattr(self.checkpointer, "inner", None)):
+            lease = getattr(checkpointer, "lease", None)
+            if isinstance(lease, int | float):
+                return float(lease)
+        return 30.0
 
     def drain(self, grace: float) -> None:
         """Stop taking runs (``SHUTTING_DOWN``); those in flight have ``grace`` seconds left."""

@@ -44,7 +44,13 @@ function renderList() {
       "a",
       { href: `#/t/${encodeURIComponent(id)}`, "data-thread-id": id, "aria-current": id === list.current ? "page" : null },
       h("span", { class: "thread-id" }, id),
-      waiting ? h("span", { class: "badge badge-wait", "data-waiting": "true" }, "Waiting for approval") : null,
+      waiting
+        ? h(
+            "span",
+            { class: "badge badge-wait", "data-waiting": "true" },
+            row.pending_kind === "elicitation" ? "Waiting for an answer" : "Waiting for approval",
+          )
+        : null,
       row.parent ? h("span", { class: "badge badge-branch" }, "branch") : null,
       row.title ? h("span", { class: "thread-preview" }, row.title) : null,
       h(
