@@ -47,6 +47,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ._install import install_hint
+from ._util import read_pairs
 from .errors import InvalidArgumentError, StoreIntegrityError
 
 __all__ = [
@@ -364,24 +365,8 @@ def read_keys_file(path: str | os.PathLike[str]) -> Cipher:
     appending a line, then ``rotate()``. A line of another shape is ``INVALID_ARGUMENT``
     naming the file and line, never the key material.
     """
-    try:
-        with open(path, encoding="utf-8") as handle:
-            text = handle.read()
-    except (OSError, UnicodeDecodeError) as exc:
-        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else type(exc).__name__
-        raise InvalidArgumentError(f"cannot read the keys file {str(path)!r}: {reason}") from None
     keys: dict[str, bytes] = {}
-    for number, line in enumerate(text.splitlines(), start=1):
-        stripped = line.strip()
-        if not stripped or stripped.startswith("#"):
-            continue
-        where = f"keys file {str(path)!r} line {number}"
-        fields = stripped.split()
-        if len(fields) != 2:
-            raise InvalidArgumentError(
-                f"{where}: expected 'KEY_ID BASE64_KEY' (two fields), found {len(fields)}"
-            )
-        key_id, encoded = fields
+    for where, key_id, encoded in read_pairs(path, "keys", "KEY_ID BASE64_KEY"):
         try:
             key = base64.b64decode(encoded, validate=True)
         except (binascii.Error, ValueError):
@@ -393,8 +378,6 @@ def read_keys_file(path: str | os.PathLike[str]) -> Cipher:
         except InvalidArgumentError as exc:
             raise InvalidArgumentError(f"{where}: {exc.message}") from None
         keys[key_id] = key
-    if not keys:
-        raise InvalidArgumentError(f"the keys file {str(path)!r} holds no 'KEY_ID BASE64_KEY' line")
     return Cipher(keys=keys, current=list(keys)[-1])
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import inspect
+import os
 import weakref
 from collections.abc import Awaitable, Callable, Iterator, Mapping
 from datetime import UTC, datetime
@@ -17,6 +18,7 @@ __all__ = [
     "implements",
     "maybe_await",
     "protocol_methods",
+    "read_pairs",
     "redact",
 ]
 
@@ -124,3 +126,39 @@ def redact(url: str) -> str:
         return urlunsplit(parts._replace(netloc=f"{user}:***@{netloc[1]}"))
     except ValueError:
         return "<unparsable url>"
+
+
+def read_pairs(
+    path: str | os.PathLike[str], what: str, shape: str
+) -> Iterator[tuple[str, str, str]]:
+    """The ``(where, first, second)`` of each line of a two-field file, in order.
+
+    ``what`` names the file in messages (``"tokens"``: "the tokens file"), ``shape`` its
+    line (``"TOKEN TENANT"``). Blank lines and ``#`` comments are skipped; ``where`` is
+    ``"<what> file '<path>' line <n>"`` for the caller's own checks. An unreadable file,
+    a line of another shape, or no line at all is ``INVALID_ARGUMENT`` naming the file and
+    the line, never a field (the fields may be secrets).
+    """
+    from .errors import InvalidArgumentError
+
+    try:
+        with open(path, encoding="utf-8") as handle:
+            text = handle.read()
+    except (OSError, UnicodeDecodeError) as exc:
+        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else type(exc).__name__
+        raise InvalidArgumentError(f"cannot read the {what} file {str(path)!r}: {reason}") from None
+    found = False
+    for number, line in enumerate(text.splitlines(), start=1):
+        stripped = line.strip()
+        if not stripped or stripped.startswith("#"):
+            continue
+        where = f"{what} file {str(path)!r} line {number}"
+        fields = stripped.split()
+        if len(fields) != 2:
+            raise InvalidArgumentError(
+                f"{where}: expected '{shape}' (two fields), found {len(fields)}"
+            )
+        found = True
+        yield where, fields[0], fields[1]
+    if not found:
+        raise InvalidArgumentError(f"the {what} file {str(path)!r} holds no '{shape}' line")

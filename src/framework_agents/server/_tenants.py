@@ -39,6 +39,7 @@ from pathlib import Path
 from types import EllipsisType
 from typing import Any
 
+from .._util import read_pairs
 from ..checkpoint._base import (
     DEFAULT_LOCK_TIMEOUT,
     HeldThread,
@@ -147,33 +148,16 @@ def read_tokens_file(path: str | Path) -> dict[str, str]:
     token given twice or an unreadable file is ``INVALID_ARGUMENT`` naming the file and
     the line (never the token).
     """
-    try:
-        text = Path(path).read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else type(exc).__name__
-        raise InvalidArgumentError(f"cannot read the tokens file {str(path)!r}: {reason}") from None
     tokens: dict[str, str] = {}
-    first_line: dict[str, int] = {}
-    for number, line in enumerate(text.splitlines(), start=1):
-        stripped = line.strip()
-        if not stripped or stripped.startswith("#"):
-            continue
-        where = f"tokens file {str(path)!r} line {number}"
-        fields = stripped.split()
-        if len(fields) != 2:
-            raise InvalidArgumentError(
-                f"{where}: expected 'TOKEN TENANT' (two fields), found {len(fields)}"
-            )
-        token, tenant = fields
+    first_line: dict[str, str] = {}
+    for where, token, tenant in read_pairs(path, "tokens", "TOKEN TENANT"):
         _check_pair(token, tenant, where)
         if token in tokens:
             raise InvalidArgumentError(
-                f"{where}: this token is already on line {first_line[token]} (each token once)"
+                f"{where}: this token is already on {first_line[token]} (each token once)"
             )
         tokens[token] = tenant
-        first_line[token] = number
-    if not tokens:
-        raise InvalidArgumentError(f"the tokens file {str(path)!r} holds no 'TOKEN TENANT' line")
+        first_line[token] = where[where.rindex("line ") :]  # "line <n>"
     return tokens
 
 
