@@ -600,6 +600,11 @@ async def revive_orphan(runner: ThreadRunner, task: Task) -> Task | None:
     if await runner.held(thread_id):
         return None
     checkpoint = await runner.load(thread_id)
+    return await _ended_as_thread_stands(runner, task, checkpoint)
+
+
+async def _ended_as_thread_stands(runner: ThreadRunner, task: Task, checkpoint: Any) -> Task:
+    """A copy of ``task`` ended as ``checkpoint`` stands (:func:`ended_status`), stamped now."""
     state, parts = await ended_status(runner, checkpoint, _asked(task))
     revived = Task()
     revived.CopyFrom(task)
@@ -627,13 +632,7 @@ async def revive_settled(runner: ThreadRunner, task: Task) -> Task | None:
     checkpoint = await runner.load(thread_id)  # again: a run may have ended since
     if checkpoint is None or checkpoint.pending is not None:
         return None
-    state, parts = await ended_status(runner, checkpoint, _asked(task))
-    revived = Task()
-    revived.CopyFrom(task)
-    revived.status.timestamp.GetCurrentTime()
-    revived.status.state = state  # type: ignore[assignment]
-    revived.status.message.CopyFrom(_agent_message(task, parts))
-    return revived
+    return await _ended_as_thread_stands(runner, task, checkpoint)
 
 
 def agent_card(base_url: str, *, name: str, description: str) -> a2a_pb2.AgentCard:
