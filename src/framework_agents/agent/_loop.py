@@ -22,6 +22,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from .._telemetry import tool_suspended, trace_chat, trace_chat_stream, trace_tool
+from ..conversation.null import keeps_everything
 from ..elicitation import ElicitationAnswer, ElicitationRequired, schema_problem
 from ..errors import (
     AgentError,
@@ -723,7 +724,10 @@ def _next_turn(setup: RunSetup, run: LoopRun) -> int:
 
 async def _manage(setup: RunSetup, run: LoopRun) -> None:
     """Let the conversation manager shape the transcript before a model call."""
-    managed = await setup.manager().before_model(run.checked_transcript())
+    manager, checked = setup.manager(), run.checked_transcript()
+    if keeps_everything(manager):
+        return  # it would hand back the transcript's messages (no copy, no comparison)
+    managed = await manager.before_model(checked)
     # A manager that keeps everything hands back the transcript's messages: one
     # list-to-list comparison, and the loop goes on with its own list.
     if not (isinstance(managed, list) and managed == run.transcript):
