@@ -260,9 +260,10 @@ async def _prepared_call(
     setup: RunSetup, run: LoopRun, turn: int
 ) -> tuple[ModelCallContext, list[Message]]:
     """The ``before_model`` context of one call and the messages it sends (never empty)."""
+    given = list(run.transcript)  # the model's own list: the loop appends to its transcript
     ctx = ModelCallContext(
         setup.owner,
-        list(run.transcript),
+        given,
         list(setup.tool_specs),
         setup.system_prompt,
         turn,
@@ -272,8 +273,10 @@ async def _prepared_call(
     _check_model_context(ctx)
     sent = ctx.messages
     # run.transcript is well formed (an invariant of the loop), so the repair before the
-    # model call is skipped when the messages to send are exactly the transcript.
-    if not (isinstance(sent, list) and _same(sent, run.transcript)):
+    # model call is skipped when the messages to send are exactly the transcript: without
+    # a before_model hook they are its copy untouched (no pass to compare them).
+    untouched = sent is given and not setup.middleware.has("before_model")
+    if not (untouched or (isinstance(sent, list) and _same(sent, run.transcript))):
         sent = repair_history(_checked_messages(sent, "before_model's ctx.messages"))
     if not sent:
         raise ContextOverflowError(
