@@ -196,14 +196,31 @@ class CheckedHistory(Sequence[Message]):
         """The messages as a new list (one C-level copy)."""
         return self._log[self._start : self._stop]
 
+    def _messages(self) -> list[Message]:
+        """The messages as a list to read, never to change.
+
+        The shared list itself when this history spans all of it (no copy), else a copy.
+        """
+        log = self._log
+        if self._start == 0 and self._stop == len(log):
+            return log
+        return log[self._start : self._stop]
+
+    def _head(self, n: int) -> list[Message]:
+        """The first ``n`` messages as a list to read, never to change (see ``_messages``)."""
+        log = self._log
+        if self._start == 0 and n == len(log):
+            return log
+        return log[self._start : self._start + n]
+
     def __eq__(self, other: object) -> bool:
         """Equal to a checked history, list or tuple holding equal messages in order."""
         if isinstance(other, CheckedHistory):
             if other._log is self._log and other._start == self._start:
                 return other._stop == self._stop
-            return len(other) == len(self) and other.to_list() == self.to_list()
+            return len(other) == len(self) and other._messages() == self._messages()
         if isinstance(other, list):
-            return len(other) == len(self) and other == self.to_list()
+            return len(other) == len(self) and other == self._messages()
         if isinstance(other, tuple):
             return len(other) == len(self) and list(other) == self.to_list()
         return NotImplemented
@@ -267,10 +284,11 @@ class CheckedHistory(Sequence[Message]):
         if isinstance(messages, CheckedHistory):
             if messages._log is self._log and messages._start == self._start:
                 return True  # one grew from the other: they share the list
-            start = messages._start
-            return messages._log[start : start + n] == self.to_list()
+            return messages._head(n) == self._messages()
+        if isinstance(messages, list) and len(messages) == n:
+            return messages == self._messages()  # no copy of either side
         head = messages[:n]
-        return (head if isinstance(head, list) else list(head)) == self.to_list()
+        return (head if isinstance(head, list) else list(head)) == self._messages()
 
     def tail_offset(self, other: CheckedHistory) -> int | None:
         """Where in ``other`` this history begins if it is ``other``'s tail, else ``None``.
@@ -282,8 +300,10 @@ class CheckedHistory(Sequence[Message]):
             return None
         if other._log is self._log and other._stop == self._stop:
             return self._start - other._start
+        if n == m:
+            return 0 if other._messages() == self._messages() else None
         tail = other._log[other._stop - n : other._stop]
-        return m - n if tail == self.to_list() else None
+        return m - n if tail == self._messages() else None
 
     @classmethod
     def of(cls, messages: Sequence[Message], base: CheckedHistory) -> CheckedHistory:

@@ -30,6 +30,7 @@ from .._telemetry import trace_store
 from .._util import implements
 from ..checkpoint._base import Checkpointer
 from ..conversation._base import ConversationManager
+from ..conversation.null import keeps_everything
 from ..errors import InvalidArgumentError
 from ..history import CheckedHistory
 from ..memory._base import AppendableMemory, Memory, replace_history
@@ -206,13 +207,16 @@ class AgentHistory:
                 checked = CheckedHistory.of(transcript, known)
             except InvalidArgumentError:  # the loop keeps it well formed; repair anyway
                 checked = CheckedHistory.repaired(transcript)
-        managed = await manager.apply(checked)
-        # A manager that keeps everything hands back the transcript's messages: compare
-        # list to list (one C-level pass) before anything is checked or copied again.
-        if isinstance(managed, list) and managed == transcript:
+        if keeps_everything(manager):  # it would hand back the transcript's messages
             history = checked
         else:
-            history, grown_from = kept_checked(managed, checked), None
+            managed = await manager.apply(checked)
+            # A manager that keeps everything hands back the transcript's messages: compare
+            # list to list (one C-level pass) before anything is checked or copied again.
+            if isinstance(managed, list) and managed == transcript:
+                history = checked
+            else:
+                history, grown_from = kept_checked(managed, checked), None
         await self._store(history, grown_from)
         self.origin = HistoryOrigin.COMMITTED
         self.thread = None  # a thread's run binds it again (bind_thread)

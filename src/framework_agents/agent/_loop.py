@@ -22,6 +22,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from .._telemetry import tool_suspended, trace_chat, trace_chat_stream, trace_tool
+from ..conversation.null import keeps_everything
 from ..elicitation import ElicitationAnswer, ElicitationRequired, schema_problem
 from ..errors import (
     AgentError,
@@ -259,9 +260,10 @@ async def _prepared_call(
     setup: RunSetup, run: LoopRun, turn: int
 ) -> tuple[ModelCallContext, list[Message]]:
     """The ``before_model`` context of one call and the messages it sends (never empty)."""
+    given = list(run.transcript)  # the model's own list: the loop appends to its transcript
     ctx = ModelCallContext(
         setup.owner,
-        list(run.transcript),
+        given,
         list(setup.tool_specs),
         setup.system_prompt,
         turn,
@@ -271,8 +273,10 @@ async def _prepared_call(
     _check_model_context(ctx)
     sent = ctx.messages
     # run.transcript is well formed (an invariant of the loop), so the repair before the
-    # model call is skipped when the messages to send are exactly the transcript.
-    if not (isinstance(sent, list) and _same(sent, run.transcript)):
+    # model call is skipped when the messages to send are exactly the transcript: without
+    # a before_model hook they are its copy untouched (no pass to compare them).
+    untouched = sent is given and not setup.middleware.has("before_model")
+    if not (untouched or (isinstance(sent, list) and _same(sent, run.transcript))):
         sent = repair_history(_checked_messages(sent, "before_model's ctx.messages"))
     if not sent:
         raise ContextOverflowError(
@@ -723,7 +727,10 @@ def _next_turn(setup: RunSetup, run: LoopRun) -> int:
 
 async def _manage(setup: RunSetup, run: LoopRun) -> None:
     """Let the conversation manager shape the transcript before a model call."""
-    managed = await setup.manager().before_model(run.checked_transcript())
+    manager, checked = setup.manager(), run.checked_transcript()
+    if keeps_everything(manager):
+        return  # it would hand back the transcript's messages (no copy, no comparison)
+    managed = await manager.before_model(checked)
     # A manager that keeps everything hands back the transcript's messages: one
     # list-to-list comparison, and the loop goes on with its own list.
     if not (isinstance(managed, list) and managed == run.transcript):

@@ -111,7 +111,8 @@ class RunHooks:
     * ``prepare()``: the starting history, or ``None`` for the agent's own start (its
       memory, seeded on the first run): a thread's checkpoint gives it here.
     * ``on_turn_start(history, assistant)``: a tool turn is about to run its calls;
-      ``history`` is the transcript before ``assistant`` (checkpointing records it).
+      ``history`` is the transcript before ``assistant``, a new list the hook may keep
+      (checkpointing records it).
     * ``on_tool_start(call, decision)``: just before a tool actually runs.
     * ``on_tool_result(progress)``: after each result, before the loop goes on.
     * ``on_tool_turn(messages)``: after a whole tool turn is in the transcript.

@@ -258,7 +258,7 @@ class _ThreadRun:
         return checked_start(self.start, history.recall_thread(self.checkpointer, self.thread_id))
 
     async def on_turn_start(self, history: list[Message], assistant: Message) -> None:
-        self.turn = _Turn(list(history), assistant)
+        self.turn = _Turn(history, assistant)  # the loop hands each tool turn a new list
         replay = self.replay
         if replay is not None and replay.turn.id == assistant.id:
             # The results that landed before a question stopped this turn are part of every
@@ -488,7 +488,7 @@ def _refuse_idle_resume(base: ThreadCheckpoint, given: Mapping[str, Any]) -> Non
             f"thread {base.thread_id!r} is finished (its last run ended on the model's "
             "answer): nothing to resume; run it with a new prompt"
         )
-    if not base.resumable_history():
+    if not base.messages and base.turn is None:  # resumable_history() is empty (no copy)
         raise InvalidArgumentError(
             f"thread {base.thread_id!r} holds no message: nothing to resume "
             "(the model is never called with no message); run it with a prompt"
@@ -727,7 +727,8 @@ def _plan_start(
     run = start.run
     run.state = base.state
     run.app_data = base.app_data
-    run.start = base.resumable_history()
+    # Only read (checked_start slices it or repairs it into a new list): no copy needed.
+    run.start = base.messages if base.turn is None else base.resumable_history()
     question = _question(base)
     if admitted.surface is not None:
         start.surface, start.stale = admitted.surface, admitted.stale

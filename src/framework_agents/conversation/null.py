@@ -33,3 +33,13 @@ class NullConversationManager:
 
     def __repr__(self) -> str:
         return "NullConversationManager()"
+
+
+def keeps_everything(manager: object) -> bool:
+    """Whether ``manager`` is exactly a :class:`NullConversationManager` (not a subclass).
+
+    Given a checked history (what the agent passes), such a manager hands back the same
+    messages, so the agent skips the call and its whole-history copy and comparison: what
+    a run costs stays what it adds.
+    """
+    return type(manager) is NullConversationManager
