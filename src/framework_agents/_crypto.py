@@ -59,6 +59,7 @@ __all__ = [
     "is_sealed",
     "is_sealed_text",
     "read_keys_file",
+    "sealed_without_cipher",
     "text_envelope",
 ]
 
@@ -355,6 +356,14 @@ class Cipher(_Sealer):
         if not sep or len(material) != _KEY_BYTES:
             raise StoreIntegrityError(f"{place.describe()} is not a wrapped data key")
         return DataKey(material, key_id.decode("ascii"))
+
+
+def sealed_without_cipher(what: str) -> StoreIntegrityError:
+    """``STORE_INTEGRITY`` for a sealed value met by a reader that holds no cipher."""
+    return StoreIntegrityError(
+        f"{what} is sealed (encrypted at rest) and this store was opened without cipher=: "
+        "open it with the Cipher that wrote it; left as it is"
+    )
 
 
 def read_keys_file(path: str | os.PathLike[str]) -> Cipher:

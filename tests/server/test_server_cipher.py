@@ -3,7 +3,8 @@
 Every thread, approval, server record (timeline, thread list, A2A task) and bank memory the
 server writes is sealed: no plaintext of a prompt, an answer, a tool argument or a memory
 appears in any byte of the store; the same cipher reads it all back; a server without it
-reads nothing (a coded error), and the store is left as it is.
+reads nothing (``STORE_INTEGRITY``: sealed, open it with the cipher), and the store is left
+as it is.
 """
 
 from __future__ import annotations
@@ -124,10 +125,10 @@ def test_a_sealed_server_writes_no_plaintext_and_reads_only_with_its_cipher(
     try:
         with httpx.Client(base_url=plain.url, timeout=60) as client:
             refused = client.get("/api/threads/t1")
-            # A coded refusal (the plain reader calls a sealed checkpoint corrupt: it cannot
-            # tell an envelope from damage yet), never the thread's text.
+            # Refused as sealed (not called corrupt), never the thread's text.
             assert refused.status_code >= 500
-            assert refused.json()["error"]["code"] in ("STORE_INTEGRITY", "CHECKPOINT_CORRUPT")
+            assert refused.json()["error"]["code"] == "STORE_INTEGRITY", refused.text
+            assert "opened without cipher=" in refused.json()["error"]["message"]
             assert CANARY not in refused.text
     finally:
         plain.stop()

@@ -432,3 +432,23 @@ def test_redis_rotate_and_migrate(redis_prefix: str) -> None:
 
     arun(plain_then_migrate())
     assert CANARY.encode() not in redis_scan(redis_prefix)
+
+
+async def _refused_without_cipher(plain: Any) -> None:
+    try:
+        with pytest.raises(StoreIntegrityError, match="opened without cipher="):
+            await plain.load("a")
+    finally:
+        await plain.close()
+
+
+def test_postgres_sealed_thread_read_without_the_cipher_says_so(pg_schema: str) -> None:
+    arun(pg_fill(pg_schema))
+    arun(_refused_without_cipher(PostgresCheckpointer(PG_URL, schema=pg_schema)))
+    assert arun(pg_load(pg_schema, "a")).messages == history(2, "a")  # left as it was
+
+
+def test_redis_sealed_thread_read_without_the_cipher_says_so(redis_prefix: str) -> None:
+    arun(redis_fill(redis_prefix))
+    arun(_refused_without_cipher(RedisCheckpointer(REDIS_URL, prefix=redis_prefix)))
+    assert arun(redis_load(redis_prefix, "a")).messages == history(2, "a")  # left as it was

@@ -19,7 +19,14 @@ from typing import Any, TypeVar, cast
 
 from pydantic import ValidationError
 
-from .._crypto import Cipher, Place, is_sealed, text_envelope
+from .._crypto import (
+    TEXT_PREFIX,
+    Cipher,
+    Place,
+    is_sealed,
+    sealed_without_cipher,
+    text_envelope,
+)
 from .._fs import atomic_write, sweep_temp_files
 from .._persist import (
     FileIdent,
@@ -178,6 +185,17 @@ class _Parsed:
     checkpoint: ThreadCheckpoint
     token: str
     folded: str | None  # None: a layout before v3, which named no folded journal
+
+
+#: How far into a ``checkpoint.json`` a sealed payload starts (after the v3 envelope's
+#: header): a plain reader looks that far for one before parsing.
+_SEALED_LOOK = 512
+
+
+def _sealed_file(data: bytes) -> bool:
+    """Whether a ``checkpoint.json`` holds a sealed payload (a plain one is an object)."""
+    parts = split_envelope(data)
+    return parts is not None and parts[2].startswith(b'"' + TEXT_PREFIX.encode())
 
 
 class FileCheckpointer(ThreadLockBase):
@@ -359,6 +377,8 @@ class FileCheckpointer(ThreadLockBase):
         """The checkpoint of a ``checkpoint.json`` of any layout and the tokens it names."""
         if self._cipher is not None:
             data = self._unsealed(thread_id, data)
+        elif data.find(b'"' + TEXT_PREFIX.encode(), 0, _SEALED_LOOK) != -1 and _sealed_file(data):
+            raise sealed_without_cipher(f"checkpoint {str(path)!r}")
         items = data.count(b'"id":')
         if items > self.max_items:
             raise CheckpointCorruptError(

@@ -14,7 +14,7 @@ import contextlib
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass
 
-from .._crypto import Cipher
+from .._crypto import Cipher, sealed_without_cipher
 from .._persist import check_seconds, shared_prefix
 from .._retention import AutoPrune, check_ttl, waits_for_approval
 from ..checkpoint._base import ThreadLockBase, check_checkpoint, check_new_part
@@ -29,7 +29,14 @@ from ._codec import (
     encode_head,
 )
 from ._lease import LeaseLocks
-from ._sealed import CHECKPOINT_MESSAGE, open_bodies, open_head, seal_body, seal_head
+from ._sealed import (
+    CHECKPOINT_MESSAGE,
+    is_sealed_head,
+    open_bodies,
+    open_head,
+    seal_body,
+    seal_head,
+)
 
 __all__ = ["LeasedCheckpointer", "SavePlan"]
 
@@ -120,6 +127,8 @@ class LeasedCheckpointer(AutoPrune, ThreadLockBase):
         if cipher is not None:
             head = open_head(cipher, thread_id, length, head)
             bodies = open_bodies(cipher, CHECKPOINT_MESSAGE, thread_id, bodies, indexed=True)
+        elif is_sealed_head(head):
+            raise sealed_without_cipher(source)
         checkpoint = decode_checkpoint(thread_id, head, bodies, source=source)
         self._cache[thread_id] = ThreadCache.of(version, checkpoint.messages)
         return checkpoint

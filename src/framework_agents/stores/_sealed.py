@@ -20,9 +20,10 @@ does not authenticate for its row, is ``STORE_INTEGRITY``, left as it is.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Sequence
 
-from .._crypto import Cipher, Place
+from .._crypto import TEXT_PREFIX, Cipher, Place
 from ..checkpoint.model import CHECKPOINT_FORMAT_VERSION
 from ..errors import StoreIntegrityError
 from ..messages import MESSAGES_FORMAT_VERSION
@@ -128,6 +129,16 @@ def seal_head(cipher: Cipher, thread_id: str, length: int, head: bytes) -> bytes
     """The sealed form of a checkpoint head."""
     text = cipher.seal_text(head, head_place(thread_id, length))
     return b'{"sealed":"%s"}' % text.encode("ascii")
+
+
+_SEALED_HEAD = re.compile(rb'\{\s*"sealed"\s*:\s*"' + re.escape(TEXT_PREFIX.encode()))
+
+
+def is_sealed_head(head: bytes) -> bool:
+    """Whether a stored head is a sealed one (``{"sealed": "fae1...."}``), by its shape."""
+    # A plain head is a ThreadCheckpoint's JSON, whose first key is never "sealed"; a
+    # database may give the JSON back spaced ('{"sealed": "fae1.').
+    return _SEALED_HEAD.match(head) is not None
 
 
 def open_head(cipher: Cipher, thread_id: str, length: int, head: bytes) -> bytes:
