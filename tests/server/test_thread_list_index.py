@@ -327,3 +327,39 @@ def test_a_waiting_list_shows_a_thread_a_dead_run_left_listed_running(tmp_path: 
             assert shown is not None and shown.outcome_unknown
 
     arun(body())
+
+
+def test_a_reconcile_never_replaces_the_line_a_starting_run_wrote() -> None:
+    """The index's reconcile read a thread's checkpoint while its run started: the line it
+    wrote from that checkpoint replaced the run's ``running`` line (a tenants test saw a
+    run never listed running). A thread running here is skipped; one entered meanwhile
+    is left as entered."""
+    from framework_agents import ThreadCheckpoint
+    from framework_agents.server._index import ThreadIndex
+    from framework_agents.server._runner import _summary_json
+    from framework_agents.sessions import InMemoryStorage
+
+    index = ThreadIndex(InMemoryStorage(), _summary_json)
+
+    async def body() -> list[str]:
+        saved = ThreadCheckpoint(thread_id="t", messages=[Message("user", "hi", id="u1")])
+
+        async def load(thread_id: str) -> ThreadCheckpoint | None:
+            # The run starts while the reconcile reads: it lists the thread running.
+            await index.enter_running(thread_id, "hi")
+            return saved
+
+        await index.reconcile(["t"], load)
+        raced, _ = await index.page(limit=10, after=None, state="running")
+        return [str(r["thread_id"]) for r in raced]
+
+    async def skipping() -> list[str]:
+        await index.reconcile(["u"], load_unused, running=lambda thread_id: True)
+        listed, _ = await index.page(limit=10, after=None)
+        return [str(r["thread_id"]) for r in listed]
+
+    async def load_unused(thread_id: str) -> ThreadCheckpoint | None:
+        raise AssertionError("a thread running here is not loaded")
+
+    assert arun(body()) == ["t"]  # still listed running
+    assert arun(skipping()) == ["t"]  # not entered from a checkpoint

@@ -274,10 +274,16 @@ class ThreadIndex:
         return None if raw is None else _parsed(raw, thread_id)
 
     async def reconcile(
-        self, known: list[str], load: Callable[[str], Awaitable[ThreadCheckpoint | None]]
+        self,
+        known: list[str],
+        load: Callable[[str], Awaitable[ThreadCheckpoint | None]],
+        running: Callable[[str], bool] = lambda thread_id: False,
     ) -> None:
         """Enter the ``known`` threads that have no entry, drop entries of threads gone.
 
+        A thread ``running`` here, or one entered by someone else while this looked, is
+        left alone: its run writes its own line, and a line written from a checkpoint
+        read before it would replace that line (a run listed running, then not).
         Costs a listing of every entry (names only) and one load per thread entered.
         """
         alive = {t for t in known if _listable(t)}
@@ -294,9 +300,13 @@ class ThreadIndex:
                 except StorageKeyInvalidError:
                     await self.storage.delete(key)
         for thread_id in sorted(alive - entered):
+            if running(thread_id):
+                continue
             try:
                 checkpoint = await load(thread_id)
-                if checkpoint is not None:
+                if checkpoint is not None and not running(thread_id):
+                    if await self._pointed(thread_id):
+                        continue  # entered meanwhile (a run that started, another replica)
                     await self.enter(checkpoint)
             except (ThreadIdInvalidError, StorageKeyInvalidError, CorruptStoreError) as exc:
                 # One thread that cannot be listed (a damaged checkpoint) is left out,

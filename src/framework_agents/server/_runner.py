@@ -508,7 +508,8 @@ class ThreadRunner:
         looked = self._reconciled.get(tenant, -RECONCILE_SECONDS)
         if time.monotonic() >= looked + RECONCILE_SECONDS:
             self._reconciled[tenant] = time.monotonic()
-            await self.index.reconcile(await self.checkpointer.list_threads(), self.load)
+            known = await self.checkpointer.list_threads()
+            await self.index.reconcile(known, self.load, self.busy)
         if state == "waiting":
             await self._settle_running()
 
