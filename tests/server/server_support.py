@@ -5,11 +5,15 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import os
+import socket
 import threading
-from collections.abc import Callable
+import uuid
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
+import pytest
 import uvicorn
 
 from framework_agents import (
@@ -177,3 +181,41 @@ def start_server(app: Any) -> Served:
         thread.join(30)
 
     return Served(f"http://127.0.0.1:{port}", app, stop)
+
+
+PG_URL = os.environ.get("FA_POSTGRES_URL", "postgresql://postgres@127.0.0.1:5432/test")
+REDIS_URL = os.environ.get("FA_REDIS_URL", "redis://127.0.0.1:6379/0")
+
+
+def reachable(port: int) -> bool:
+    """Whether something answers on 127.0.0.1:``port``."""
+    with socket.socket() as sock:
+        sock.settimeout(1)
+        return sock.connect_ex(("127.0.0.1", port)) == 0
+
+
+@contextlib.contextmanager
+def scratch_store(kind: str, tag: str) -> Iterator[str]:
+    """The URL of a fresh PostgreSQL schema or Redis prefix named ``tag_<random>``.
+
+    Skips the test when that server does not answer; the schema is dropped, or the
+    prefix's keys deleted, afterwards.
+    """
+    port = 5432 if kind == "postgres" else 6379
+    if not reachable(port):
+        pytest.skip(f"no {kind} server on 127.0.0.1:{port}")
+    scratch = f"{tag}_{uuid.uuid4().hex[:10]}"
+    if kind == "redis":
+        yield f"{REDIS_URL}?prefix={scratch}:"
+        import redis
+
+        client = redis.Redis.from_url(REDIS_URL)
+        for key in client.scan_iter(f"{scratch}:*"):
+            client.delete(key)
+        client.close()
+        return
+    yield f"{PG_URL}?schema={scratch}"
+    import psycopg
+
+    with psycopg.connect(PG_URL, autocommit=True) as conn:
+        conn.execute(f"DROP SCHEMA IF EXISTS {scratch} CASCADE")

@@ -38,14 +38,13 @@ from typing import Any
 
 import httpx
 import pytest
+from server_support import scratch_store
 
 from processes import close_process
 
 pytestmark = [pytest.mark.slow]
 
 SRC = str(Path(__file__).resolve().parents[2] / "src")
-PG_URL = os.environ.get("FA_POSTGRES_URL", "postgresql://postgres@127.0.0.1:5432/test")
-REDIS_URL = os.environ.get("FA_REDIS_URL", "redis://127.0.0.1:6379/0")
 JS_DIR = Path(__file__).resolve().parents[1] / "js"
 JSON = {"Accept": "application/json"}
 #: Conversations in all, a third per client (fewer while developing: FA_REPLICA_CONVERSATIONS).
@@ -121,12 +120,6 @@ def _free_port() -> int:
         return port
 
 
-def _reachable(port: int) -> bool:
-    with socket.socket() as sock:
-        sock.settimeout(1)
-        return sock.connect_ex(("127.0.0.1", port)) == 0
-
-
 def _keep_log(stream: Any, path: Path) -> None:
     with path.open("a") as log:
         for line in stream:
@@ -175,24 +168,8 @@ def _start_replica(tmp_path: Path, store: str, port: int) -> subprocess.Popen[st
 @pytest.fixture(params=["postgres", "redis"])
 def store(request: pytest.FixtureRequest) -> Iterator[str]:
     """A scratch PostgreSQL schema or Redis prefix, removed afterwards."""
-    port = 5432 if request.param == "postgres" else 6379
-    if not _reachable(port):
-        pytest.skip(f"no {request.param} server on 127.0.0.1:{port}")
-    scratch = f"h35rep_{uuid.uuid4().hex[:10]}"
-    if request.param == "redis":
-        yield f"{REDIS_URL}?prefix={scratch}:"
-        import redis
-
-        client = redis.Redis.from_url(REDIS_URL)
-        for key in client.scan_iter(f"{scratch}:*"):
-            client.delete(key)
-        client.close()
-        return
-    yield f"{PG_URL}?schema={scratch}"
-    import psycopg
-
-    with psycopg.connect(PG_URL, autocommit=True) as conn:
-        conn.execute(f"DROP SCHEMA IF EXISTS {scratch} CASCADE")
+    with scratch_store(request.param, "h35rep") as url:
+        yield url
 
 
 @pytest.fixture

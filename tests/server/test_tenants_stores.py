@@ -10,8 +10,6 @@ Redis cases skip without their servers.
 from __future__ import annotations
 
 import asyncio
-import os
-import socket
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -21,14 +19,12 @@ import pytest
 from a2a.client import ClientConfig, create_client
 from a2a.helpers.proto_helpers import new_text_part
 from a2a.types import a2a_pb2
-from server_support import make_agent, start_server
+from server_support import make_agent, scratch_store, start_server
 
 from framework_agents.server import create_app, resolve_store
 
 pytest.importorskip("framework_agents.stores", reason="needs the stores package")
 
-PG_URL = os.environ.get("FA_POSTGRES_URL", "postgresql://postgres@127.0.0.1:5432/test")
-REDIS_URL = os.environ.get("FA_REDIS_URL", "redis://127.0.0.1:6379/0")
 TOKENS = {"st-alpha-1x": "alpha", "st-beta-2y": "beta", "st-gamma-3z": "gamma"}
 TOKEN_OF = {tenant: token for token, tenant in TOKENS.items()}
 TENANTS = sorted(TOKEN_OF)
@@ -38,12 +34,6 @@ JSON = {"Accept": "application/json"}
 def own_ids(tenant: str) -> list[str]:
     """The 12 thread ids of ``tenant`` (6 every tenant uses)."""
     return [f"same-{i}" for i in range(6)] + [f"{tenant}-{i}" for i in range(6)]
-
-
-def _reachable(port: int) -> bool:
-    with socket.socket() as sock:
-        sock.settimeout(1)
-        return sock.connect_ex(("127.0.0.1", port)) == 0
 
 
 @pytest.fixture(
@@ -58,24 +48,8 @@ def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
     if request.param == "sqlite":
         yield f"sqlite:///{tmp_path / 'agents.db'}"
         return
-    port = 5432 if request.param == "postgres" else 6379
-    if not _reachable(port):
-        pytest.skip(f"no {request.param} server on 127.0.0.1:{port}")
-    scratch = f"h36ten_{uuid.uuid4().hex[:10]}"
-    if request.param == "redis":
-        yield f"{REDIS_URL}?prefix={scratch}:"
-        import redis
-
-        client = redis.Redis.from_url(REDIS_URL)
-        for key in client.scan_iter(f"{scratch}:*"):
-            client.delete(key)
-        client.close()
-        return
-    yield f"{PG_URL}?schema={scratch}"
-    import psycopg
-
-    with psycopg.connect(PG_URL, autocommit=True) as conn:
-        conn.execute(f"DROP SCHEMA IF EXISTS {scratch} CASCADE")
+    with scratch_store(request.param, "h36ten") as url:
+        yield url
 
 
 def _paged(client: httpx.Client) -> list[str]:

@@ -10,8 +10,6 @@ from __future__ import annotations
 import asyncio
 import builtins
 import contextlib
-import os
-import socket
 import uuid
 from collections.abc import AsyncIterator, Iterator
 from datetime import UTC, datetime
@@ -20,7 +18,7 @@ from typing import Any
 
 import httpx
 import pytest
-from server_support import make_agent
+from server_support import PG_URL, REDIS_URL, make_agent, reachable, scratch_store
 
 from async_helper import arun
 from framework_agents import Agent, FunctionModel, Message, ToolCall, tool
@@ -29,15 +27,7 @@ from framework_agents.server._runner import ThreadRunner
 from framework_agents.server._store import ServerStore
 from framework_agents.stores import open_store
 
-PG_URL = os.environ.get("FA_POSTGRES_URL", "postgresql://postgres@127.0.0.1:5432/test")
-REDIS_URL = os.environ.get("FA_REDIS_URL", "redis://127.0.0.1:6379/0")
 JSON = {"Accept": "application/json"}
-
-
-def _reachable(port: int) -> bool:
-    with socket.socket() as sock:
-        sock.settimeout(1)
-        return sock.connect_ex(("127.0.0.1", port)) == 0
 
 
 @pytest.fixture(
@@ -50,30 +40,14 @@ def _reachable(port: int) -> bool:
 )
 def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
     """A fresh store URL of each kind (a scratch schema or prefix on the servers)."""
-    scratch = f"h35list_{uuid.uuid4().hex[:10]}"
     if request.param == "sqlite":
         yield f"sqlite:///{tmp_path / 'agents.db'}"
         return
     if request.param == "directory":
         yield str(tmp_path / "store")
         return
-    port = 5432 if request.param == "postgres" else 6379
-    if not _reachable(port):
-        pytest.skip(f"no {request.param} server on 127.0.0.1:{port}")
-    if request.param == "redis":
-        yield f"{REDIS_URL}?prefix={scratch}:"
-        import redis
-
-        client = redis.Redis.from_url(REDIS_URL)
-        for key in client.scan_iter(f"{scratch}:*"):
-            client.delete(key)
-        client.close()
-        return
-    yield f"{PG_URL}?schema={scratch}"
-    import psycopg
-
-    with psycopg.connect(PG_URL, autocommit=True) as conn:
-        conn.execute(f"DROP SCHEMA IF EXISTS {scratch} CASCADE")
+    with scratch_store(request.param, "h35list") as url:
+        yield url
 
 
 class Counting:
@@ -264,7 +238,7 @@ def test_the_json_api_clamps_the_limit_refuses_a_foreign_cursor_and_bad_filters(
 
 @pytest.mark.parametrize("kind", ["sqlite", "postgres", "redis"])
 def test_list_after_is_a_keyset_range_of_the_key_index(kind: str, tmp_path: Path) -> None:
-    if kind != "sqlite" and not _reachable(5432 if kind == "postgres" else 6379):
+    if kind != "sqlite" and not reachable(5432 if kind == "postgres" else 6379):
         pytest.skip(f"no {kind} server")
     scratch = f"h35ka_{uuid.uuid4().hex[:10]}"
     url = {
