@@ -3,6 +3,9 @@
 For each backend (the directory store, SQLite; PostgreSQL with ``--pg``), in the same run,
 one store opened with a ``Cipher`` and one without:
 
+The conversation is ``bench/stores.py``'s (a user question and an assistant answer a
+turn).
+
 * save p50: a thread holding L messages (L = 10 and 1,000) gains one turn (two messages)
   per ``checkpointer.save``; a memory gains one turn per ``memory.save``; a session's
   ``save_latest`` gains one turn (an appended log record). Target: cipher/plain <= 1.3x.
@@ -22,39 +25,22 @@ import functools
 import json
 import os
 import tempfile
-import time
 import uuid
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from framework_agents import Cipher, Message, ThreadCheckpoint
+from framework_agents import Cipher, ThreadCheckpoint
 from framework_agents.sessions import SessionManager
 from framework_agents.sessions.snapshot import Snapshot, SnapshotData
 from framework_agents.stores import Store, open_store
+from stores import _history, _timed, _turn  # the workload bench/stores.py times, and its timer
 
 CIPHER = Cipher(keys={"bench": os.urandom(32)}, current="bench")
 
 
-def _turn(i: int) -> list[Message]:
-    return [
-        Message("user", f"question {i}: what is the weather like in Paris today?"),
-        Message("assistant", f"answer {i}: sunny, 21 degrees, light wind from the west."),
-    ]
-
-
-def _history(n: int) -> list[Message]:
-    return [m for i in range(n // 2) for m in _turn(i)]
-
-
 def _p50(samples: list[float]) -> float:
     return sorted(samples)[len(samples) // 2] * 1000
-
-
-async def _timed(samples: list[float], call: Callable[[], Awaitable[Any]]) -> None:
-    start = time.perf_counter()
-    await call()
-    samples.append(time.perf_counter() - start)
 
 
 async def _saves(store: Store, size: int, saves: int) -> dict[str, float]:
