@@ -57,7 +57,9 @@ __all__ = [
     "DataKey",
     "Place",
     "is_sealed",
+    "is_sealed_json_string",
     "is_sealed_text",
+    "SEALED_JSON_PREFIX",
     "read_keys_file",
     "sealed_without_cipher",
     "text_envelope",
@@ -139,6 +141,15 @@ def is_sealed(value: bytes | bytearray | memoryview) -> bool:
 def is_sealed_text(value: str) -> bool:
     """Whether a text column's ``value`` is in the sealed text form."""
     return value.startswith(TEXT_PREFIX)
+
+
+#: A sealed text as a JSON string begins with these bytes (``"fae1.``).
+SEALED_JSON_PREFIX = b'"' + TEXT_PREFIX.encode("ascii")
+
+
+def is_sealed_json_string(raw: bytes) -> bool:
+    """Whether ``raw`` is a JSON string holding a sealed text (a document's sealed payload)."""
+    return raw.startswith(SEALED_JSON_PREFIX) and raw.endswith(b'"')
 
 
 def _check_key(key_id: object, key: object) -> bytes:

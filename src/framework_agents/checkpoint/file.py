@@ -20,10 +20,11 @@ from typing import Any, TypeVar, cast
 from pydantic import ValidationError
 
 from .._crypto import (
-    TEXT_PREFIX,
+    SEALED_JSON_PREFIX,
     Cipher,
     Place,
     is_sealed,
+    is_sealed_json_string,
     sealed_without_cipher,
     text_envelope,
 )
@@ -195,7 +196,7 @@ _SEALED_LOOK = 512
 def _sealed_file(data: bytes) -> bool:
     """Whether a ``checkpoint.json`` holds a sealed payload (a plain one is an object)."""
     parts = split_envelope(data)
-    return parts is not None and parts[2].startswith(b'"' + TEXT_PREFIX.encode())
+    return parts is not None and is_sealed_json_string(parts[2])
 
 
 class FileCheckpointer(ThreadLockBase):
@@ -331,7 +332,7 @@ class FileCheckpointer(ThreadLockBase):
         assert cipher is not None
         parts = split_envelope(data)
         payload = parts[2] if parts is not None else b""
-        if parts is None or not payload.startswith(b'"fae1.') or not payload.endswith(b'"'):
+        if parts is None or not is_sealed_json_string(payload):
             self._plain_found(thread_id, Place("checkpoint.file", thread_id))
             return data
         token, folded, _ = parts
@@ -377,7 +378,7 @@ class FileCheckpointer(ThreadLockBase):
         """The checkpoint of a ``checkpoint.json`` of any layout and the tokens it names."""
         if self._cipher is not None:
             data = self._unsealed(thread_id, data)
-        elif data.find(b'"' + TEXT_PREFIX.encode(), 0, _SEALED_LOOK) != -1 and _sealed_file(data):
+        elif data.find(SEALED_JSON_PREFIX, 0, _SEALED_LOOK) != -1 and _sealed_file(data):
             raise sealed_without_cipher(f"checkpoint {str(path)!r}")
         items = data.count(b'"id":')
         if items > self.max_items:

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from itertools import islice
 from pathlib import Path
 
-from .._crypto import Cipher, Place, is_sealed, text_envelope
+from .._crypto import Cipher, Place, is_sealed, is_sealed_json_string, text_envelope
 from .._persist import (
     JOURNAL_FORMAT_VERSION,
     FileIdent,
@@ -190,7 +190,7 @@ class MemoryFiles:
         if cipher is not None:
             parts = split_v3(data)
             body = parts[2] if parts is not None else b""
-            if parts is None or not body.startswith(b'"fae1.') or not body.endswith(b'"'):
+            if parts is None or not is_sealed_json_string(body):
                 self._plain_found(Place("memory.document", self.where))
             else:
                 token, folded, _ = parts

@@ -36,7 +36,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from .._crypto import Cipher, DataKey, Place, is_sealed
+from .._crypto import Cipher, DataKey, Place, is_sealed, is_sealed_text
 from ..bank._base import (
     Job,
     Revision,
@@ -311,7 +311,7 @@ class RedisBankBackend:
         for job_id, value in jobs.items():
             order, _, body = bytes(value).partition(b"\n")
             doc = json.loads(body)
-            if str(doc.get("payload", "")).startswith("fae1."):
+            if is_sealed_text(str(doc.get("payload", ""))):
                 continue
             job = Job(bytes(job_id).decode(), check_namespace(doc["namespace"]), b"")
             payload = base64.b64decode(doc["payload"])
@@ -632,7 +632,7 @@ class RedisBankBackend:
         if self._cipher is None:
             return base64.b64decode(text, validate=True)
         place = Place("bank.job", job_id)
-        if not isinstance(text, str) or not text.startswith("fae1."):
+        if not isinstance(text, str) or not is_sealed_text(text):
             self._cipher.open(b"{", place)  # raises: plain in an encrypted store
         namespace = namespace_text(check_namespace(doc["namespace"]))
         key = self._dkeys.get(namespace)

@@ -45,6 +45,9 @@ __all__ = [
 MEMORY_MESSAGE = "memory.message"
 CHECKPOINT_MESSAGE = "checkpoint.message"
 _SEALED_KEY = b'"sealed":"'
+#: A sealed value's key and the start of its text, as :func:`seal_body` writes them.
+_SEALED_VALUE = _SEALED_KEY + TEXT_PREFIX.encode("ascii")
+_BODY_MARK = b'",' + _SEALED_VALUE  # after a body's id
 
 
 def message_place(kind: str, where: str, msg_id: str, index: int | None) -> Place:
@@ -92,7 +95,7 @@ def open_body(
 
 def _fast_parts(body: bytes) -> tuple[str, str] | None:
     """(id, sealed text) of a body exactly as :func:`seal_body` wrote it, else ``None``."""
-    at = body.rfind(b'","sealed":"fae1.')
+    at = body.rfind(_BODY_MARK)
     if not body.startswith(b'{"id":"') or not body.endswith(b'"}') or at < 7:
         return None
     raw_id = body[7:at]
@@ -117,7 +120,7 @@ def open_bodies(
 
 def is_sealed_body(body: bytes) -> bool:
     """Whether a stored body or head is in a sealed form (says nothing about authenticity)."""
-    return body.startswith(b"{") and _SEALED_KEY + b"fae1." in body
+    return body.startswith(b"{") and _SEALED_VALUE in body
 
 
 def head_place(thread_id: str, length: int) -> Place:
