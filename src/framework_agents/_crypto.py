@@ -386,7 +386,7 @@ def read_keys_file(path: str | os.PathLike[str]) -> Cipher:
     naming the file and line, never the key material.
     """
     keys: dict[str, bytes] = {}
-    for where, key_id, encoded in read_pairs(path, "keys", "KEY_ID BASE64_KEY"):
+    for _number, where, key_id, encoded in read_pairs(path, "keys", "KEY_ID BASE64_KEY"):
         try:
             key = base64.b64decode(encoded, validate=True)
         except (binascii.Error, ValueError):

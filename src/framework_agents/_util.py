@@ -130,8 +130,8 @@ def redact(url: str) -> str:
 
 def read_pairs(
     path: str | os.PathLike[str], what: str, shape: str
-) -> Iterator[tuple[str, str, str]]:
-    """The ``(where, first, second)`` of each line of a two-field file, in order.
+) -> Iterator[tuple[int, str, str, str]]:
+    """The ``(line number, where, first, second)`` of each line of a two-field file.
 
     ``what`` names the file in messages (``"tokens"``: "the tokens file"), ``shape`` its
     line (``"TOKEN TENANT"``). Blank lines and ``#`` comments are skipped; ``where`` is
@@ -159,6 +159,6 @@ def read_pairs(
                 f"{where}: expected '{shape}' (two fields), found {len(fields)}"
             )
         found = True
-        yield where, fields[0], fields[1]
+        yield number, where, fields[0], fields[1]
     if not found:
         raise InvalidArgumentError(f"the {what} file {str(path)!r} holds no '{shape}' line")

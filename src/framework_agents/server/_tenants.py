@@ -149,15 +149,15 @@ def read_tokens_file(path: str | Path) -> dict[str, str]:
     the line (never the token).
     """
     tokens: dict[str, str] = {}
-    first_line: dict[str, str] = {}
-    for where, token, tenant in read_pairs(path, "tokens", "TOKEN TENANT"):
+    first_line: dict[str, int] = {}
+    for number, where, token, tenant in read_pairs(path, "tokens", "TOKEN TENANT"):
         _check_pair(token, tenant, where)
         if token in tokens:
             raise InvalidArgumentError(
-                f"{where}: this token is already on {first_line[token]} (each token once)"
+                f"{where}: this token is already on line {first_line[token]} (each token once)"
             )
         tokens[token] = tenant
-        first_line[token] = where[where.rindex("line ") :]  # "line <n>"
+        first_line[token] = number
     return tokens
 
 
