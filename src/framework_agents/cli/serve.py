@@ -261,8 +261,8 @@ def _options(args: argparse.Namespace) -> dict[str, Any]:
     }
 
 
-def _build(options: dict[str, Any]) -> Any:
-    """The ASGI app ``options`` describe (``INVALID_ARGUMENT`` or ``ImportError`` first)."""
+def _build(options: dict[str, Any], cipher: Any) -> Any:
+    """The ASGI app ``options`` describe, sealed by ``cipher`` (``--keys``, read once)."""
     from ..server import create_app
     from ..server._base import resolve_store
 
@@ -280,7 +280,6 @@ def _build(options: dict[str, Any]) -> Any:
         from ..server._base import read_tokens_file
 
         extra["tokens"] = read_tokens_file(options["tokens_file"])
-    cipher = _cipher(options.get("keys_file"))
     if cipher is not None:
         extra["cipher"] = cipher  # the bank URL's records; the store is sealed below
     store = resolve_store(options["store"], lease=options["lease"], cipher=cipher)
@@ -310,7 +309,8 @@ def _cipher(keys_file: str | None) -> Any:
 
 def worker_app() -> Any:
     """The app of one ``--workers`` process, built from the options ``serve`` passed on."""
-    return _build(json.loads(os.environ[_WORKER_OPTIONS]))
+    options = json.loads(os.environ[_WORKER_OPTIONS])
+    return _build(options, _cipher(options.get("keys_file")))
 
 
 def _uvicorn() -> Any:
@@ -342,7 +342,8 @@ def run_serve(argv: Sequence[str]) -> int:
     try:
         _check_together(args)
         uvicorn = _uvicorn()
-        app = _build(options)  # bad options and missing extras stop here, before the store
+        cipher = _cipher(options["keys_file"])  # read once: the app and the store check
+        app = _build(options, cipher)  # bad options, missing extras: before the store
     except ImportError as exc:
         _say(str(exc))
         return 1
@@ -350,7 +351,6 @@ def run_serve(argv: Sequence[str]) -> int:
         _say(str(exc))
         return 2
     try:
-        cipher = _cipher(options["keys_file"])
         asyncio.run(check_store(args.store, lease=args.lease, cipher=cipher))
     except (AgentError, OSError) as exc:
         _say(f"refusing to start: the store {redact(args.store)} cannot be used: {exc}")
