@@ -1,17 +1,22 @@
 """The store conformance suite: the memory bank's two clocks, expiry and pruning (a mixin).
 
 ``valid_from``/``valid_to`` (when a record holds in the world) are set explicitly in the
-past, so these tests do not depend on how fast the backend is; only the ``ttl`` tests
-wait, for the wall clock to pass a record's expiry.
+past, so these tests do not depend on how fast the backend is; the ``ttl`` tests move the
+bank's clock past a record's expiry (a slow machine cannot expire a record early, and no
+test sleeps for it).
 """
 
 from __future__ import annotations
 
-import asyncio
+import contextlib
+from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from typing import Any
+from unittest import mock
 
 from ..bank import MemoryBank, MemoryRecord
+from ..bank import bank as bank_module
+from ..bank._records import to_micros
 from ..stores._base import Store
 from ._suite import StoreFactory, error_code, run_on_bank, run_on_store
 
@@ -25,10 +30,28 @@ async def _texts(
     return {h.record.text for h in hits}
 
 
-async def _past(record: MemoryRecord, ttl: float) -> None:
-    """Wait until the wall clock is past ``record``'s expiry (``ttl`` seconds after it)."""
-    deadline = record.recorded_at + timedelta(seconds=ttl)
-    await asyncio.sleep(max(0.0, (deadline - datetime.now(UTC)).total_seconds()) + 0.05)
+class _Clock:
+    """The bank's clock, moved forward on demand (the wall clock plus what was skipped)."""
+
+    def __init__(self, now: Any) -> None:
+        self._now = now
+        self.skipped_us = 0
+
+    def __call__(self) -> int:
+        return int(self._now()) + self.skipped_us
+
+    def past(self, record: MemoryRecord, ttl: float) -> None:
+        """Move the clock just past ``record``'s expiry (``ttl`` seconds after it)."""
+        expiry = to_micros(record.recorded_at, "recorded_at") + round(ttl * 1_000_000)
+        self.skipped_us += max(0, expiry - self()) + 1000
+
+
+@contextlib.contextmanager
+def _moved_clock() -> Iterator[_Clock]:
+    """The bank's clock, which the body may move past a record's expiry."""
+    clock = _Clock(bank_module._now)
+    with mock.patch.object(bank_module, "_now", clock):
+        yield clock
 
 
 class BankTimeSuite:
@@ -122,9 +145,13 @@ class BankTimeSuite:
         """A record past its ttl is gone for every read, in every bank of the store."""
 
         async def body(store: Store) -> None:
+            with _moved_clock() as clock:
+                await expire(store, clock)
+
+        async def expire(store: Store, clock: _Clock) -> None:
             bank, other = store.bank(), store.bank()
             ns = ("user-23",)
-            brief = await bank.remember("a brief apple", namespace=ns, ttl=0.5)
+            brief = await bank.remember("a brief apple", namespace=ns, ttl=60)
             lasting = await bank.remember("a lasting apple", namespace=ns, ttl=3600)
             plain = await bank.remember("a plain apple", namespace=ns)
             assert await bank.get(brief.id) == brief
@@ -133,7 +160,7 @@ class BankTimeSuite:
                 "a lasting apple",
                 "a plain apple",
             }
-            await _past(brief, 0.5)
+            clock.past(brief, 60)
             for reader in (bank, other):
                 assert await reader.get(brief.id) is None
                 assert await reader.revisions(brief.id) == []
@@ -151,6 +178,10 @@ class BankTimeSuite:
         """Prune removes what stopped holding or was recorded before the cut, and what expired."""
 
         async def body(bank: MemoryBank) -> None:
+            with _moved_clock() as clock:
+                await prune(bank, clock)
+
+        async def prune(bank: MemoryBank, clock: _Clock) -> None:
             ns = ("user-24",)
             now = datetime.now(UTC)
             old = await bank.remember(
@@ -167,8 +198,8 @@ class BankTimeSuite:
                 "plain value",
             }
             assert await bank.prune(timedelta(days=1)) == 0
-            brief = await bank.remember("brief value", namespace=ns, ttl=0.3)
-            await _past(brief, 0.3)
+            brief = await bank.remember("brief value", namespace=ns, ttl=60)
+            clock.past(brief, 60)
             assert await bank.prune(timedelta(days=365)) == 1
             assert await bank.list(ns) == [new, plain]
             assert await bank.prune(timedelta(0)) == 2
