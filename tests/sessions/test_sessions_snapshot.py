@@ -194,6 +194,15 @@ def test_state_and_app_data_must_be_json(bad: dict[object, object]) -> None:
         Snapshot(SnapshotData(), app_data=bad)
 
 
+@pytest.mark.parametrize("where", ["app_data", "state"])
+def test_state_changed_in_place_after_validation_is_refused_when_stored(where: str) -> None:
+    # Not written as null (pydantic's default for a NaN): the stored form would differ.
+    snap = Snapshot(SnapshotData(state={"a": 1}), app_data={"b": 2})
+    (snap.app_data if where == "app_data" else snap.data.state)["x"] = float("nan")  # type: ignore[index]
+    with pytest.raises(StateNotJsonError):
+        snap.to_json()
+
+
 def _stored(**overrides: object) -> bytes:
     doc = json.loads(Snapshot(SnapshotData(messages=_history(), state={"a": 1})).to_json())
     doc.update(overrides)

@@ -401,6 +401,12 @@ class Snapshot(BaseModel):
 
     def to_json(self) -> bytes:
         """The stored form of this snapshot (UTF-8 JSON); ``STATE_NOT_JSON`` if it has none."""
+        # The state and app data are checked when the snapshot is made, but they are
+        # mutable: a NaN put in afterwards would be written as null (pydantic's default),
+        # so they are checked again here (they are small; the messages are immutable).
+        _require_json(self.app_data, "app_data")
+        if self.data.state is not None:
+            _require_json(self.data.state, "data.state")
         try:
             return self.model_dump_json().encode()
         except (PydanticSerializationError, UnicodeEncodeError) as exc:
