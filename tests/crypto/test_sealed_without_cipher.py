@@ -1,4 +1,4 @@
-"""A sealed thread read without the cipher says so; a plain thread that merely holds the
+"""A sealed thread or session read without the cipher says so; a plain thread that merely holds the
 envelope's prefix in its text is still plain."""
 
 from __future__ import annotations
@@ -10,6 +10,7 @@ import pytest
 from async_helper import arun
 from framework_agents import Cipher, Message, ThreadCheckpoint, open_store
 from framework_agents.errors import StoreIntegrityError
+from framework_agents.sessions import SessionManager, Snapshot, SnapshotData
 
 pytest.importorskip("cryptography", reason="needs the crypto extra (cryptography)")
 
@@ -56,5 +57,24 @@ def test_a_plain_thread_holding_the_prefix_stays_plain(url: str) -> None:
             assert loaded is not None
             assert loaded.messages[0].text == LOOKALIKE
             assert loaded.state == {"sealed": LOOKALIKE}
+
+    arun(run())
+
+
+def test_a_sealed_session_opened_without_the_cipher_is_store_integrity(url: str) -> None:
+    snapshot = Snapshot(SnapshotData(messages=[Message("user", "hello", id="u1")]))
+
+    async def run() -> None:
+        async with open_store(url, cipher=_cipher()) as sealed:
+            manager = SessionManager("s1", sealed.storage)
+            await manager.save_latest(snapshot)
+            grown = [*snapshot.data.messages, Message("assistant", "hi", id="a1")]
+            await manager.save_latest(Snapshot(SnapshotData(messages=grown)))  # a log record
+        async with open_store(url) as plain:
+            with pytest.raises(StoreIntegrityError, match="opened without cipher="):
+                await SessionManager("s1", plain.storage).load_latest()
+        async with open_store(url, cipher=_cipher()) as sealed:
+            loaded = await SessionManager("s1", sealed.storage).load_latest()
+            assert loaded is not None and loaded.data.messages == grown
 
     arun(run())

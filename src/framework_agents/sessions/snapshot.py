@@ -45,6 +45,7 @@ from pydantic import (
 )
 from pydantic_core import PydanticSerializationError
 
+from .._crypto import is_sealed, sealed_without_cipher
 from .._persist import (
     PARSE_SLICE,
     json_problem,
@@ -505,6 +506,8 @@ class Snapshot(BaseModel):
             # lone surrogate would not read back equal once the snapshot is saved again.
             doc = strict_loads(raw)
         except (ValueError, RecursionError) as exc:
+            if is_sealed(raw):  # a sealed store's value, read through plain storage
+                raise sealed_without_cipher(source) from None
             raise SnapshotCorruptError(f"{source} is not valid JSON: {exc}") from None
         if not isinstance(doc, dict):
             raise SnapshotCorruptError(f"{source} is not a JSON object")
