@@ -416,7 +416,9 @@ def test_redis_rotate_and_migrate(redis_prefix: str) -> None:
             await threads.close()
             await storage.inner.close()  # type: ignore[attr-defined]
 
-    assert arun(rotate(cipher("k2"))) == 2 * (1 + 6) + 2 * 6 + 1  # threads, memories, key
+    # threads: a head and one group each (a's second save took its first group in),
+    # memories: a value per message, the session's data key
+    assert arun(rotate(cipher("k2"))) == 2 * (1 + 1) + 2 * 6 + 1
     assert arun(rotate(only_k2)) == 0
     loaded = arun(redis_load(redis_prefix, "b", only_k2))
     assert loaded is not None and loaded.messages == history(2, "b")
