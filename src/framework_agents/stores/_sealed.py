@@ -15,10 +15,11 @@ names its message's ``id`` in the clear, so the database logic that reads a body
   envelope a save instead of one a message. One row per message still: the group's first
   row is ``{"id":…,"count":n,"sealed":"fae1.…"}``, each following row
   ``{"id":…,"group":<first position>}``. The associated data (kind
-  ``checkpoint.messages``) binds the thread id, the first position, the count, every
-  row's id in order (as the JSON string the row holds) and the format version: a row
-  dropped from or added to a group, a member's id changed, a group moved to another
-  position or thread, its count changed, all fail to authenticate or to line up;
+  ``checkpoint.messages``) binds the thread id, the first position, the count, the
+  first row's id, the exact bytes of every other row in order, and the format version:
+  a row dropped from or added to a group, a member's id changed, a group moved to
+  another position or thread, its count changed, all fail to authenticate. Binding the
+  other rows' bytes, not ids parsed out of them, keeps a load from parsing them;
 * a checkpoint head: ``{"sealed":"fae1.<base64 envelope>"}``, bound to the thread id and
   the history's length stored beside it (a head replayed from another length of the
   thread does not authenticate); with the head authenticated, a row count other than
@@ -277,22 +278,30 @@ _AFTER_COUNT = b',"sealed":"'
 _ID_OPEN = b'{"id":'
 
 
-def group_place(where: str, first: int, raw_ids: Sequence[bytes]) -> Place:
-    """The place of the group at position ``first`` whose rows' ids are ``raw_ids`` (JSON).
+def group_place(where: str, first: int, raw_id: bytes, members: Sequence[bytes]) -> Place:
+    """The place of the group at position ``first`` of thread ``where``.
 
-    Its position binds the first position, the count and every id in order (each as the
-    JSON string its row holds, ASCII): a group moved, cut, grown, reordered or given
-    another id does not authenticate.
+    Its position binds the first position, the count, the first row's id (``raw_id``,
+    the JSON string that row holds) and the exact bytes of every other row of the group
+    in order (each names its id and the group; none holds a newline, the separator): a
+    group moved, cut, grown, reordered or given another id does not authenticate.
     """
-    position = b"%d:%d:%s" % (first, len(raw_ids), b",".join(raw_ids))
+    joined = b"\n".join(members)
+    if joined.count(b"\n") != max(0, len(members) - 1):
+        raise _altered(where, first)
+    position = b"%d:%d:%s\n%s" % (first, len(members) + 1, raw_id, joined)
     try:
         text = position.decode("ascii")
     except UnicodeDecodeError:
-        raise StoreIntegrityError(
-            f"a message group of {Place(CHECKPOINT_GROUP, where).describe()} at "
-            f"{first} holds an id in a form the cipher never writes: altered; left as it is"
-        ) from None
+        raise _altered(where, first) from None
     return Place(CHECKPOINT_GROUP, where, text, MESSAGES_FORMAT_VERSION)
+
+
+def _altered(where: str, first: int) -> StoreIntegrityError:
+    return StoreIntegrityError(
+        f"the message group at {first} of {Place(CHECKPOINT_GROUP, where).describe()} has "
+        "a row in a form the cipher never writes: altered; left as it is"
+    )
 
 
 def _raw_id(msg_id: str) -> bytes:
@@ -318,10 +327,11 @@ def seal_group(
     """
     if len(bodies) == 1:
         return [seal_body(cipher, CHECKPOINT_MESSAGE, where, ids[0], bodies[0], first)]
-    raws = [_raw_id(i) for i in ids]
-    text = cipher.seal_text(b",".join(bodies), group_place(where, first, raws))
     suffix = _member_suffix(first)
-    return [_lead_row(raws[0], len(raws), text), *[_ID_OPEN + r + suffix for r in raws[1:]]]
+    members = [_ID_OPEN + _raw_id(i) + suffix for i in ids[1:]]
+    raw_id = _raw_id(ids[0])
+    text = cipher.seal_text(b",".join(bodies), group_place(where, first, raw_id, members))
+    return [_lead_row(raw_id, len(ids), text), *members]
 
 
 def _loads_row(body: bytes) -> dict[str, object] | None:
@@ -358,22 +368,6 @@ def _lead(body: bytes) -> tuple[bytes, int, str] | None:
     return _raw_id(found["id"]), found["count"], found["sealed"]
 
 
-def _member(body: bytes, suffix: bytes, first: int) -> bytes | None:
-    """The raw id of a row of the group at ``first``; ``None``: not one of its rows."""
-    if body.startswith(_ID_OPEN) and body.endswith(suffix) and len(body) > 6 + len(suffix):
-        return body[6 : -len(suffix)]
-    found = _loads_row(body)
-    if (
-        found is None
-        or found.keys() != {"id", "group"}
-        or not isinstance(found["id"], str)
-        or type(found["group"]) is not int
-        or found["group"] != first
-    ):
-        return None
-    return _raw_id(found["id"])
-
-
 def _is_member(body: bytes) -> bool:
     found = _loads_row(body) if b'"group"' in body else None
     return found is not None and found.keys() == {"id", "group"}
@@ -383,24 +377,14 @@ def _group(
     cipher: Cipher, where: str, bodies: Sequence[bytes], first: int, lead: tuple[bytes, int, str]
 ) -> tuple[Place, bytes]:
     """(place, plain comma-joined bodies) of the group at ``first`` (STORE_INTEGRITY)."""
-    raw, count, text = lead
-    what = f"the message group at {first} of {Place(CHECKPOINT_GROUP, where).describe()}"
+    raw_id, count, text = lead
     if first + count > len(bodies):
         raise StoreIntegrityError(
-            f"{what} has {count} messages but only {len(bodies) - first} rows follow: "
-            "rows dropped; left as it is"
+            f"the message group at {first} of {Place(CHECKPOINT_GROUP, where).describe()} "
+            f"has {count} messages but only {len(bodies) - first} rows follow: rows "
+            "dropped; left as it is"
         )
-    raws = [raw]
-    suffix = _member_suffix(first)
-    for i in range(first + 1, first + count):
-        member = _member(bodies[i], suffix, first)
-        if member is None:
-            raise StoreIntegrityError(
-                f"{what}: row {i} is not one of its rows (dropped, moved, replaced or "
-                "planted); left as it is"
-            )
-        raws.append(member)
-    place = group_place(where, first, raws)
+    place = group_place(where, first, raw_id, bodies[first + 1 : first + count])
     return place, cipher.open_text(text, place)
 
 
