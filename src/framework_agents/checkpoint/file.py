@@ -337,9 +337,9 @@ class FileCheckpointer(ThreadLockBase):
             return data
         token, folded, _ = parts
         place = self._doc_place(thread_id, token)
-        text = payload[1:-1].decode("ascii", "replace")
-        self._note_key(thread_id, text_envelope(text, place))
-        plain = cipher.open_text(text, place)
+        sealed = text_envelope(payload[1:-1].decode("ascii", "replace"), place)
+        self._note_key(thread_id, sealed)
+        plain = cipher.open(sealed, place)  # the base64 decoded once, not twice
         head, tail = envelope(token, folded, plain)
         return head + plain + tail
 

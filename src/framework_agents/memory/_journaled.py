@@ -195,10 +195,10 @@ class MemoryFiles:
             else:
                 token, folded, _ = parts
                 place = Place("memory.document", self.where, token, MEMORY_FORMAT_VERSION)
-                text = body[1:-1].decode("ascii", "replace")
-                if cipher.key_id_of(text_envelope(text, place)) != cipher.current:
+                sealed = text_envelope(body[1:-1].decode("ascii", "replace"), place)
+                if cipher.key_id_of(sealed) != cipher.current:
                     self.stale_key = True
-                plain = cipher.open_text(text, place)
+                plain = cipher.open(sealed, place)  # the base64 decoded once, not twice
                 data = header(token, folded, plain) + plain + FOOTER
         return parse_document(data, self.doc, max_items=self.max_items)
 
