@@ -25,8 +25,8 @@ from .._crypto import (
     Place,
     is_sealed,
     is_sealed_json_string,
+    sealed_json_envelope,
     sealed_without_cipher,
-    text_envelope,
 )
 from .._fs import atomic_write, sweep_temp_files
 from .._persist import (
@@ -337,9 +337,9 @@ class FileCheckpointer(ThreadLockBase):
             return data
         token, folded, _ = parts
         place = self._doc_place(thread_id, token)
-        sealed = text_envelope(payload[1:-1].decode("ascii", "replace"), place)
+        sealed = sealed_json_envelope(payload, place)  # decoded once, with no copy
         self._note_key(thread_id, sealed)
-        plain = cipher.open(sealed, place)  # the base64 decoded once, not twice
+        plain = cipher.open(sealed, place)
         head, tail = envelope(token, folded, plain)
         return head + plain + tail
 
