@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import shutil
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -143,3 +144,30 @@ def test_memory_attacks_refused(tmp_path: Path) -> None:
     (tmp_path / "user-b" / "memory.json.journal").unlink()
     with pytest.raises(StoreIntegrityError, match="plain"):
         arun(FileMemory(tmp_path / "user-b", 100, cipher=cipher()).load())
+
+
+def test_a_sealed_document_is_decoded_from_base64_once(tmp_path: Path, monkeypatch: Any) -> None:
+    """Reading a sealed document decodes its base64 text once (it was twice: the key check)."""
+    import binascii
+
+    arun(threads(tmp_path))
+
+    async def fill_memory() -> None:
+        await FileMemory(tmp_path / "mem", cipher=cipher()).replace(HISTORY)  # a document
+
+    arun(fill_memory())
+    decoded: list[int] = []
+    real = binascii.a2b_base64
+
+    def counting(data: Any, **options: Any) -> bytes:
+        decoded.append(len(data))
+        return real(data, **options)
+
+    monkeypatch.setattr(binascii, "a2b_base64", counting)
+    loaded = arun(load(tmp_path, "a"))
+    assert loaded is not None and loaded.messages == HISTORY
+    assert len(decoded) == 1
+
+    decoded.clear()
+    assert arun(FileMemory(tmp_path / "mem", cipher=cipher()).load()) == HISTORY
+    assert len(decoded) == 1

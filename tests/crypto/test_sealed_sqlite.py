@@ -233,7 +233,9 @@ def test_rotate_reseals_under_current_and_migrates_plain(tmp_path: Path) -> None
         assert CANARY.encode() not in path.read_bytes()
         # rotate: k1 -> k2, then only k2 is needed
         new = SqliteCheckpointer(path, cipher=cipher("k2"))
-        assert await new.rotate() == (1 + 6) + (1 + 3)
+        # p: its head and 6 rows migrated one by one; q: its head and one group (3 messages
+        # saved together are one envelope)
+        assert await new.rotate() == (1 + 6) + (1 + 1)
         assert await new.rotate() == 0  # resumable: what is current is skipped
         assert await SqliteMemory.rotate_all(new._db, cipher("k2")) == 6
         await new.close()
@@ -256,3 +258,205 @@ def test_rotate_reseals_under_current_and_migrates_plain(tmp_path: Path) -> None
         await again.close()
 
     arun(body())
+
+
+# -- message groups: the messages one save appends are one envelope ------------------------
+
+
+def rows_of(path: Path, thread_id: str) -> list[tuple[int, bytes]]:
+    return sql(
+        path, "SELECT seq, body FROM fa_thread_messages WHERE thread_id = ? ORDER BY seq", thread_id
+    )
+
+
+def same_history(thread_id: str, turns: int) -> ThreadCheckpoint:
+    """A checkpoint whose messages (ids too) are the same whatever ``thread_id`` is."""
+    return ThreadCheckpoint(thread_id=thread_id, messages=history(turns, "same"))
+
+
+async def _two_groups(path: Path) -> None:
+    """Threads "a" and "b" with the same 9 messages: a group of 6 at 0, one of 3 at 6."""
+    store = SqliteCheckpointer(path, cipher=cipher())
+    for thread_id in ("a", "b"):
+        await store.save(same_history(thread_id, 2))
+        await store.save(same_history(thread_id, 3))  # 3 new: too few to take the 6 in
+    await store.close()
+
+
+def _replace_rows(path: Path, thread_id: str, rows: list[tuple[int, bytes]]) -> None:
+    sql(path, "DELETE FROM fa_thread_messages WHERE thread_id = ?", thread_id)
+    for seq, body in rows:
+        sql(
+            path,
+            "INSERT INTO fa_thread_messages (thread_id, seq, body) VALUES (?, ?, ?)",
+            thread_id,
+            seq,
+            body,
+        )
+
+
+def test_a_save_seals_its_messages_as_one_group(tmp_path: Path) -> None:
+    path = tmp_path / "db.sqlite"
+    arun(_two_groups(path))
+    rows = [body for _seq, body in rows_of(path, "a")]
+    assert len(rows) == 9  # one row per message, each naming its id in the clear
+    assert rows[0].startswith(b'{"id":"usame0","count":6,"sealed":"fae1.')
+    assert rows[1:6] == [b'{"id":"%s","group":0}' % i.encode() for i in ("asame0", "tsame0")] + [
+        b'{"id":"%s","group":0}' % i.encode() for i in ("usame1", "asame1", "tsame1")
+    ]
+    assert rows[6].startswith(b'{"id":"usame2","count":3,"sealed":"fae1.')
+    assert rows[7:] == [b'{"id":"asame2","group":6}', b'{"id":"tsame2","group":6}']
+    loaded = arun(_load(path, "a"))
+    assert loaded is not None and loaded.messages == same_history("a", 3).messages
+
+
+def _attack(path: Path, attack: str) -> None:
+    a, b = rows_of(path, "a"), rows_of(path, "b")
+    if attack == "row dropped from a group":
+        # the count stays right: the last row of another group fills the gap
+        _replace_rows(path, "b", [*b[:2], *b[3:], (99, b[1][1])])
+    elif attack == "row dropped and the head's length lowered":
+        sql(path, "DELETE FROM fa_thread_messages WHERE thread_id = 'b' AND seq = ?", b[2][0])
+        sql(path, "UPDATE fa_threads SET length = 8 WHERE thread_id = 'b'")
+    elif attack == "row added to a group":
+        _replace_rows(path, "b", [*b[:6], (98, b[5][1]), *b[6:8]])
+    elif attack == "group moved to another thread":
+        _replace_rows(path, "b", a)  # the same ids and bodies, another thread
+    elif attack == "group moved to another position":
+        # the second group's rows at 0, its members renamed to match
+        moved = [b[6][1], *(r[1].replace(b'"group":6', b'"group":0') for r in b[7:])]
+        rest = [r[1] for r in (*b[3:6], b[0], *b[1:3])]
+        _replace_rows(path, "b", list(enumerate([*moved, *rest])))
+    elif attack == "member id changed":
+        changed = b[3][1].replace(b"usame1", b"usame9")
+        sql(path, "UPDATE fa_thread_messages SET body = ? WHERE thread_id='b' AND seq=3", changed)
+    elif attack == "member made plain":
+        plain = Message(role="user", content="planted", id="usame1").model_dump_json().encode()
+        sql(path, "UPDATE fa_thread_messages SET body = ? WHERE thread_id='b' AND seq=3", plain)
+    elif attack == "count changed":
+        lead = b[0][1].replace(b'"count":6', b'"count":5')
+        sql(path, "UPDATE fa_thread_messages SET body = ? WHERE thread_id='b' AND seq=0", lead)
+    elif attack == "group replaced by its per-message form":
+        # today's form of row 0 at its place, sealed right, in a group's place
+        from framework_agents.stores._sealed import CHECKPOINT_MESSAGE, seal_body
+
+        body = same_history("b", 1).messages[0].model_dump_json().encode()
+        single = seal_body(cipher(), CHECKPOINT_MESSAGE, "b", "usame0", body, 0)
+        sql(path, "UPDATE fa_thread_messages SET body = ? WHERE thread_id='b' AND seq=0", single)
+    else:  # pragma: no cover
+        raise AssertionError(attack)
+
+
+GROUP_ATTACKS = [
+    "row dropped from a group",
+    "row dropped and the head's length lowered",
+    "row added to a group",
+    "group moved to another thread",
+    "group moved to another position",
+    "member id changed",
+    "member made plain",
+    "count changed",
+    "group replaced by its per-message form",
+]
+
+
+@pytest.mark.parametrize("attack", GROUP_ATTACKS)
+def test_group_attacks_refused_and_left(tmp_path: Path, attack: str) -> None:
+    path = tmp_path / "db.sqlite"
+    arun(_two_groups(path))
+    _attack(path, attack)
+    head_of_b = "SELECT * FROM fa_threads WHERE thread_id = 'b'"
+    stored = rows_of(path, "b"), sql(path, head_of_b)
+    with pytest.raises(StoreIntegrityError):
+        arun(_load(path, "b"))
+
+    async def rotate() -> None:
+        store = SqliteCheckpointer(path, cipher=cipher("k2"))
+        try:
+            await store.rotate()
+        finally:
+            await store.close()
+
+    with pytest.raises(StoreIntegrityError):
+        arun(rotate())  # rotation authenticates too, and writes nothing of "b"
+    assert (rows_of(path, "b"), sql(path, head_of_b)) == stored
+    assert arun(_load(path, "a")) is not None
+
+
+def test_rows_in_the_per_message_form_are_still_read(tmp_path: Path) -> None:
+    """A thread a previous release wrote (a sealed row per message) loads, grows, rotates."""
+    from framework_agents.stores._sealed import CHECKPOINT_MESSAGE, seal_body
+
+    path = tmp_path / "db.sqlite"
+    arun(_two_groups(path))
+    messages = same_history("a", 3).messages
+    old = [
+        seal_body(cipher(), CHECKPOINT_MESSAGE, "a", m.id, m.model_dump_json().encode(), i)
+        for i, m in enumerate(messages)
+    ]
+    _replace_rows(path, "a", list(enumerate(old)))
+
+    async def body() -> None:
+        store = SqliteCheckpointer(path, cipher=cipher())
+        loaded = await store.load("a")
+        assert loaded is not None and loaded.messages == messages
+        grown = same_history("a", 4)
+        await store.save(grown)  # appends a group after the per-message rows
+        assert await store.rotate() == 0
+        await store.close()
+        rotating = SqliteCheckpointer(path, cipher=cipher("k2"))
+        assert await rotating.rotate() > 0
+        await rotating.close()
+        only = Cipher(keys={"k2": K2}, current="k2")
+        again = await _load(path, "a", only)
+        assert again is not None and again.messages == grown.messages
+
+    arun(body())
+    bodies = [b for _s, b in rows_of(path, "a")]
+    assert b'"group"' in b"".join(bodies) and bodies[0] != old[0]
+
+
+def test_group_changes_keep_every_history(tmp_path: Path, monkeypatch: Any) -> None:
+    """Appends, edits inside a group, cuts and saves by fresh instances, small groups."""
+    import random
+
+    from framework_agents.stores import _checkpointer
+
+    monkeypatch.setattr(_checkpointer, "GROUP_MAX", 7)
+    path = tmp_path / "db.sqlite"
+    rng = random.Random(36)
+
+    async def body() -> None:
+        store = SqliteCheckpointer(path, cipher=cipher())
+        messages: list[Message] = []
+        serial = 0
+        for step in range(80):
+            choice = rng.random()
+            if choice < 0.55 or not messages:
+                for _ in range(rng.randint(1, 9)):
+                    serial += 1
+                    text, name = f"m{serial}", f"m{serial}"
+                    messages.append(
+                        Message(role="user", content=text, id=name)
+                        if serial % 2
+                        else Message(role="assistant", content=text, id=name)
+                    )
+            elif choice < 0.8:
+                at = rng.randrange(len(messages))
+                old = messages[at]
+                messages[at] = old.model_copy(update={"content": f"{old.content} edited {step}"})
+            else:
+                del messages[rng.randint(0, len(messages) - 1) :]
+            if rng.random() < 0.2:
+                await store.close()
+                store = SqliteCheckpointer(path, cipher=cipher())
+                await store.load("t")  # a fresh instance learns the groups from the rows
+            await store.save(ThreadCheckpoint(thread_id="t", messages=list(messages)))
+            loaded = await _load(path, "t")
+            assert loaded is not None and loaded.messages == messages, step
+        await store.close()
+
+    arun(body())
+    bodies = [b for _s, b in rows_of(path, "t")]
+    assert any(b'"count":' in b for b in bodies)
+    assert all(b.count(b'"count":') <= 1 for b in bodies)

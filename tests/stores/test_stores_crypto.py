@@ -4,7 +4,9 @@ The same threads and memories as ``tests/crypto`` (directory and SQLite), writte
 ``cipher=`` into a fresh schema or key prefix, then attacked in the database itself: a
 planted plain row, a body or head copied from another thread, a head replayed from an
 older version, a memory message copied from another key, a flipped bit, another store
-key. Every row (PostgreSQL) and every key (Redis) is scanned for the canary.
+key, and the attacks on a thread's message group (a row dropped or added, a member's id
+changed, the group moved to another thread). Every row (PostgreSQL) and every key
+(Redis) is scanned for the canary.
 """
 
 from __future__ import annotations
@@ -154,6 +156,45 @@ def test_postgres_attacks_refused(pg_schema: str, attack: str) -> None:
     with pytest.raises(StoreIntegrityError):
         arun(pg_load(pg_schema, "b"))
     assert arun(pg_load(pg_schema, "a")) is not None
+
+
+#: Attacks on a thread's message group (thread "b": the 6 messages of one save, one
+#: envelope in its first row, each other row naming the group): each leaves "b" unreadable.
+GROUP_ATTACKS: dict[str, list[str]] = {
+    "row dropped from a group": [
+        "DELETE FROM {s}.fa_thread_messages WHERE thread_id = 'b' AND seq = 2",
+        "INSERT INTO {s}.fa_thread_messages (thread_id, seq, body) SELECT thread_id, 99, body "
+        "FROM {s}.fa_thread_messages WHERE thread_id = 'b' AND seq = 1",  # the count kept
+    ],
+    "row added to a group": [
+        "INSERT INTO {s}.fa_thread_messages (thread_id, seq, body) SELECT thread_id, 99, body "
+        "FROM {s}.fa_thread_messages WHERE thread_id = 'b' AND seq = 5",
+    ],
+    "group moved to another thread": [
+        "UPDATE {s}.fa_thread_messages m SET body = (SELECT x.body FROM "
+        "{s}.fa_thread_messages x WHERE x.thread_id = 'a' AND x.seq = m.seq) "
+        "WHERE m.thread_id = 'b'",
+    ],
+    "member id changed": [
+        'UPDATE {s}.fa_thread_messages SET body = convert_to(\'{"id":"ua0","group":0}\','
+        " 'UTF8') WHERE thread_id = 'b' AND seq = 2",
+    ],
+}
+
+
+@pytest.mark.parametrize("attack", sorted(GROUP_ATTACKS))
+def test_postgres_group_attacks_refused_and_left(pg_schema: str, attack: str) -> None:
+    arun(pg_fill(pg_schema))
+    rows = "SELECT seq, body FROM {s}.fa_thread_messages WHERE thread_id = 'b' ORDER BY seq"
+    assert pg(pg_schema, rows)[1][1] == b'{"id":"ab0","group":0}'  # a group of 6 at 0
+    for statement in GROUP_ATTACKS[attack]:
+        pg(pg_schema, statement)
+    stored = pg(pg_schema, rows)
+    with pytest.raises(StoreIntegrityError):
+        arun(pg_load(pg_schema, "b"))
+    assert pg(pg_schema, rows) == stored
+    loaded = arun(pg_load(pg_schema, "a"))
+    assert loaded is not None and loaded.messages == history(2, "a")
 
 
 def test_postgres_older_head_and_other_key_refused(pg_schema: str) -> None:
@@ -344,6 +385,52 @@ def test_redis_attacks_refused(redis_prefix: str, attack: str) -> None:
     assert arun(redis_load(redis_prefix, "a")) is not None
 
 
+def _redis_group_attacks(prefix: str) -> dict[str, Callable[[Any], object]]:
+    """Attacks on thread "b"'s message group (its 6 messages: one envelope, 5 member rows)."""
+    ma, mb = f"{prefix}m:a", f"{prefix}m:b"
+
+    def drop(c: Any) -> None:  # a member gone, the count kept by another member's copy
+        c.lset(mb, 2, b"gone")
+        c.lrem(mb, 1, b"gone")
+        c.rpush(mb, c.lindex(mb, 1))
+
+    def moved(c: Any) -> None:
+        for i, body in enumerate(c.lrange(ma, 0, -1)):
+            c.lset(mb, i, body)
+
+    return {
+        "row dropped from a group": drop,
+        "row added to a group": lambda c: c.rpush(mb, c.lindex(mb, 5)),
+        "group moved to another thread": moved,
+        "member id changed": lambda c: c.lset(mb, 2, b'{"id":"ua0","group":0}'),
+    }
+
+
+@pytest.mark.parametrize(
+    "attack",
+    [
+        "row dropped from a group",
+        "row added to a group",
+        "group moved to another thread",
+        "member id changed",
+    ],
+)
+def test_redis_group_attacks_refused_and_left(redis_prefix: str, attack: str) -> None:
+    arun(redis_fill(redis_prefix))
+    client = redis_client()
+    try:
+        assert client.lindex(f"{redis_prefix}m:b", 1) == b'{"id":"ab0","group":0}'
+        _redis_group_attacks(redis_prefix)[attack](client)
+        stored = client.lrange(f"{redis_prefix}m:b", 0, -1)
+        with pytest.raises(StoreIntegrityError):
+            arun(redis_load(redis_prefix, "b"))
+        assert client.lrange(f"{redis_prefix}m:b", 0, -1) == stored
+    finally:
+        client.close()
+    loaded = arun(redis_load(redis_prefix, "a"))
+    assert loaded is not None and loaded.messages == history(2, "a")
+
+
 def test_redis_memory_copied_and_other_key_refused(redis_prefix: str) -> None:
     arun(redis_fill(redis_prefix))
     with pytest.raises(StoreIntegrityError):
@@ -416,7 +503,9 @@ def test_redis_rotate_and_migrate(redis_prefix: str) -> None:
             await threads.close()
             await storage.inner.close()  # type: ignore[attr-defined]
 
-    assert arun(rotate(cipher("k2"))) == 2 * (1 + 6) + 2 * 6 + 1  # threads, memories, key
+    # threads: a head and one group each (a's second save took its first group in),
+    # memories: a value per message, the session's data key
+    assert arun(rotate(cipher("k2"))) == 2 * (1 + 1) + 2 * 6 + 1
     assert arun(rotate(only_k2)) == 0
     loaded = arun(redis_load(redis_prefix, "b", only_k2))
     assert loaded is not None and loaded.messages == history(2, "b")

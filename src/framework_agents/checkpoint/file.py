@@ -25,8 +25,8 @@ from .._crypto import (
     Place,
     is_sealed,
     is_sealed_json_string,
+    sealed_json_envelope,
     sealed_without_cipher,
-    text_envelope,
 )
 from .._fs import atomic_write, sweep_temp_files
 from .._persist import (
@@ -55,6 +55,7 @@ from ..messages import Message
 from ._base import HeldThread, ThreadLockBase, held_then_loaded
 from ._file_format import (
     OVERLAY_FIELDS,
+    Enveloped,
     Progress,
     canonical,
     canonical_enveloped,
@@ -321,12 +322,13 @@ class FileCheckpointer(ThreadLockBase):
         self._note_key(thread_id, payload)
         return self._cipher.open(payload, place)
 
-    def _unsealed(self, thread_id: str, data: bytes) -> bytes:
-        """A sealed ``checkpoint.json``'s bytes as the plain file they stand for.
+    def _unsealed(self, thread_id: str, data: bytes) -> tuple[bytes, str, str] | None:
+        """A sealed ``checkpoint.json``'s checkpoint JSON, token and folded token.
 
-        The envelope is rebuilt around the opened checkpoint (tokens kept, its checksum
-        computed again), so the plain reader, fast paths included, reads it. A plain
-        file is returned as it is while the thread is migrated, else STORE_INTEGRITY.
+        The plain reader then reads the checkpoint as it reads the one inside a plain
+        file's envelope (fast paths included), without the envelope rebuilt around it or
+        its checksum computed twice: the authentication binds the token and is stronger.
+        A plain file gives ``None`` while the thread is migrated, else STORE_INTEGRITY.
         """
         cipher = self._cipher
         assert cipher is not None
@@ -334,14 +336,12 @@ class FileCheckpointer(ThreadLockBase):
         payload = parts[2] if parts is not None else b""
         if parts is None or not is_sealed_json_string(payload):
             self._plain_found(thread_id, Place("checkpoint.file", thread_id))
-            return data
+            return None
         token, folded, _ = parts
         place = self._doc_place(thread_id, token)
-        text = payload[1:-1].decode("ascii", "replace")
-        self._note_key(thread_id, text_envelope(text, place))
-        plain = cipher.open_text(text, place)
-        head, tail = envelope(token, folded, plain)
-        return head + plain + tail
+        sealed = sealed_json_envelope(payload, place)  # decoded once, with no copy
+        self._note_key(thread_id, sealed)
+        return cipher.open(sealed, place), token, folded
 
     def __repr__(self) -> str:
         """A developer-facing description."""
@@ -376,10 +376,13 @@ class FileCheckpointer(ThreadLockBase):
 
     def _parse_file(self, thread_id: str, path: Path, data: bytes) -> _Parsed:
         """The checkpoint of a ``checkpoint.json`` of any layout and the tokens it names."""
+        opened = None
         if self._cipher is not None:
-            data = self._unsealed(thread_id, data)
+            opened = self._unsealed(thread_id, data)
         elif data.find(SEALED_JSON_PREFIX, 0, _SEALED_LOOK) != -1 and _sealed_file(data):
             raise sealed_without_cipher(f"checkpoint {str(path)!r}")
+        if opened is not None:  # the checkpoint alone, as if cut out of its envelope
+            data = opened[0]
         items = data.count(b'"id":')
         if items > self.max_items:
             raise CheckpointCorruptError(
@@ -387,7 +390,10 @@ class FileCheckpointer(ThreadLockBase):
                 f"the bound of {self.max_items} (FileCheckpointer(max_items=...)); "
                 "it was left untouched"
             )
-        found = find_envelope(path, data)
+        if opened is not None:
+            found: Enveloped | None = Enveloped(0, len(data), opened[1], opened[2])
+        else:
+            found = find_envelope(path, data)
         if found is None:
             return _Parsed(self._parse(thread_id, path, data), _digest(data), None)
         # Parsed from the file's bytes as they are: no copy of the checkpoint's.

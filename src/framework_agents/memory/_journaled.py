@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from itertools import islice
 from pathlib import Path
 
-from .._crypto import Cipher, Place, is_sealed, is_sealed_json_string, text_envelope
+from .._crypto import Cipher, Place, is_sealed, is_sealed_json_string, sealed_json_envelope
 from .._persist import (
     JOURNAL_FORMAT_VERSION,
     FileIdent,
@@ -195,10 +195,10 @@ class MemoryFiles:
             else:
                 token, folded, _ = parts
                 place = Place("memory.document", self.where, token, MEMORY_FORMAT_VERSION)
-                text = body[1:-1].decode("ascii", "replace")
-                if cipher.key_id_of(text_envelope(text, place)) != cipher.current:
+                sealed = sealed_json_envelope(body, place)  # decoded once, with no copy
+                if cipher.key_id_of(sealed) != cipher.current:
                     self.stale_key = True
-                plain = cipher.open_text(text, place)
+                plain = cipher.open(sealed, place)
                 data = header(token, folded, plain) + plain + FOOTER
         return parse_document(data, self.doc, max_items=self.max_items)
 

@@ -10,6 +10,7 @@ backend's three lock operations (``_try_acquire``, ``_renew``, ``_release``).
 
 from __future__ import annotations
 
+import bisect
 import contextlib
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass
@@ -19,7 +20,7 @@ from .._persist import check_seconds, shared_prefix
 from .._retention import AutoPrune, check_ttl, waits_for_approval
 from ..checkpoint._base import ThreadLockBase, check_checkpoint, check_new_part
 from ..checkpoint.model import ThreadCheckpoint
-from ..errors import CheckpointCorruptError, InvalidArgumentError
+from ..errors import CheckpointCorruptError, InvalidArgumentError, StoreIntegrityError
 from ..messages import Message
 from ._codec import (
     ThreadCache,
@@ -29,14 +30,7 @@ from ._codec import (
     encode_head,
 )
 from ._lease import LeaseLocks
-from ._sealed import (
-    CHECKPOINT_MESSAGE,
-    is_sealed_head,
-    open_bodies,
-    open_head,
-    seal_body,
-    seal_head,
-)
+from ._sealed import GROUP_MAX, is_sealed_head, open_head, open_thread, seal_group, seal_head
 
 __all__ = ["LeasedCheckpointer", "SavePlan"]
 
@@ -57,6 +51,28 @@ class SavePlan:
     pending: bool
     length: int
     cache: ThreadCache | None
+    #: Where the sealed message groups this save writes start (``cipher=``; else empty).
+    starts: Sequence[int] = ()
+
+
+def group_keep(starts: Sequence[int], stored: int, keep: int, total: int) -> int:
+    """Where a sealed save starts writing: ``keep``, moved back to a group's start.
+
+    ``starts``: where the stored log's groups start (``stored`` messages); ``keep``: how
+    many of them the new history (``total`` messages) keeps. A ``keep`` inside a group
+    goes back to its start (the group is re-sealed with the new messages). Then the
+    group before it is taken in too while it is no bigger than what is written and the
+    result stays within ``GROUP_MAX``: a thread that grows a turn a save then holds
+    groups of growing sizes (a binary counter's), not one group a save.
+    """
+    at = bisect.bisect_right(starts, keep) - 1
+    if at >= 0 and keep < stored and starts[at] != keep:
+        keep = starts[at]
+    at = bisect.bisect_left(starts, keep) - 1
+    while at >= 0 and keep - starts[at] <= total - keep and total - starts[at] <= GROUP_MAX:
+        keep = starts[at]
+        at -= 1
+    return keep
 
 
 class LeasedCheckpointer(AutoPrune, ThreadLockBase):
@@ -119,18 +135,24 @@ class LeasedCheckpointer(AutoPrune, ThreadLockBase):
         source: str,
     ) -> ThreadCheckpoint:
         """The checkpoint read back (CHECKPOINT_CORRUPT when it does not add up); cached."""
-        if len(bodies) != length:
+        cipher = self._cipher
+        starts: list[int] = []
+        if cipher is not None:
+            head = open_head(cipher, thread_id, length, head)  # authenticates the length
+            if len(bodies) != length:
+                raise StoreIntegrityError(
+                    f"{source}: {len(bodies)} messages stored, {length} expected by its "
+                    "sealed head: rows dropped or added; left as it is"
+                )
+            bodies, starts = open_thread(cipher, thread_id, bodies)
+        elif len(bodies) != length:
             raise CheckpointCorruptError(
                 f"{source} is unreadable: {len(bodies)} messages stored, {length} expected"
             )
-        cipher = self._cipher
-        if cipher is not None:
-            head = open_head(cipher, thread_id, length, head)
-            bodies = open_bodies(cipher, CHECKPOINT_MESSAGE, thread_id, bodies, indexed=True)
         elif is_sealed_head(head):
             raise sealed_without_cipher(source)
         checkpoint = decode_checkpoint(thread_id, head, bodies, source=source)
-        self._cache[thread_id] = ThreadCache.of(version, checkpoint.messages)
+        self._cache[thread_id] = ThreadCache.of(version, checkpoint.messages, starts)
         return checkpoint
 
     def _plan(self, checkpoint: object) -> SavePlan:
@@ -139,16 +161,22 @@ class LeasedCheckpointer(AutoPrune, ThreadLockBase):
         cache = self._cache.get(checkpoint.thread_id)
         keep = 0 if cache is None else shared_prefix(cache.messages, checkpoint.messages)
         check_new_part(checkpoint, keep)
+        cipher, thread_id = self._cipher, checkpoint.thread_id
+        total = len(checkpoint.messages)
+        if cipher is not None and cache is not None:
+            keep = group_keep(cache.starts, len(cache.messages), keep, total)
         added = checkpoint.messages[keep:]
         bodies, head = encode_checked(added), encode_head(checkpoint)
-        cipher, thread_id = self._cipher, checkpoint.thread_id
+        starts: list[int] = []
         if cipher is not None:
-            length = len(checkpoint.messages)
-            bodies = [
-                seal_body(cipher, CHECKPOINT_MESSAGE, thread_id, m.id, b, keep + i)
-                for i, (m, b) in enumerate(zip(added, bodies, strict=True))
-            ]
-            head = seal_head(cipher, thread_id, length, head)
+            sealed: list[bytes] = []
+            for at in range(0, len(added), GROUP_MAX):
+                part = added[at : at + GROUP_MAX]
+                ids = [m.id for m in part]
+                sealed += seal_group(cipher, thread_id, keep + at, ids, bodies[at : at + GROUP_MAX])
+                starts.append(keep + at)
+            bodies = sealed
+            head = seal_head(cipher, thread_id, total, head)
         return SavePlan(
             thread_id=checkpoint.thread_id,
             expected=None if cache is None else cache.version,
@@ -157,14 +185,15 @@ class LeasedCheckpointer(AutoPrune, ThreadLockBase):
             bodies=bodies,
             head=head,
             pending=waits_for_approval(checkpoint),
-            length=len(checkpoint.messages),
+            length=total,
             cache=cache,
+            starts=starts,
         )
 
     def _saved(self, plan: SavePlan, version: int) -> None:
         """Remember the history ``plan`` stored as ``version``."""
         base = plan.cache if plan.cache is not None else ThreadCache(0)
-        self._cache[plan.thread_id] = base.advanced(version, plan.keep, plan.added)
+        self._cache[plan.thread_id] = base.advanced(version, plan.keep, plan.added, plan.starts)
 
     def _forget(self, thread_id: str) -> None:
         """Forget what this instance knows of ``thread_id`` (read it again before writing)."""

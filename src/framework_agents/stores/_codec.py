@@ -398,17 +398,27 @@ class ThreadCache:
 
     version: int
     messages: list[Message] = field(default_factory=list)
+    #: Where each sealed message group of the stored log starts (``cipher=`` only).
+    starts: list[int] = field(default_factory=list)
 
     @classmethod
-    def of(cls, version: int, messages: Sequence[Message]) -> ThreadCache:
-        """A cache entry remembering ``messages``."""
-        return cls(version, list(messages))
+    def of(
+        cls, version: int, messages: Sequence[Message], starts: Sequence[int] = ()
+    ) -> ThreadCache:
+        """A cache entry remembering ``messages`` (and their groups' ``starts``)."""
+        return cls(version, list(messages), list(starts))
 
-    def advanced(self, version: int, keep: int, added: Sequence[Message]) -> ThreadCache:
-        """The entry after a save that kept ``keep`` messages and appended ``added``."""
+    def advanced(
+        self, version: int, keep: int, added: Sequence[Message], starts: Sequence[int] = ()
+    ) -> ThreadCache:
+        """The entry after a save that kept ``keep`` messages and appended ``added``.
+
+        ``starts``: where the groups the save wrote start (all at ``keep`` or after).
+        """
         del self.messages[keep:]
         self.messages.extend(added)
-        return ThreadCache(version, self.messages)
+        kept = [s for s in self.starts if s < keep]
+        return ThreadCache(version, self.messages, [*kept, *starts])
 
 
 def dumps(value: Any) -> str:

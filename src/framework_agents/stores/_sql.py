@@ -44,7 +44,7 @@ from ..sessions._base import (
 from ..sessions.memory_storage import as_bytes
 from ._checkpointer import LeasedCheckpointer, SavePlan
 from ._codec import ClosableStore, MergingMemory, appended_by_others, wall_clock
-from ._sealed import CHECKPOINT_MESSAGE, MEMORY_MESSAGE, reseal_body, reseal_head
+from ._sealed import MEMORY_MESSAGE, reseal_body, reseal_head, reseal_thread
 
 __all__ = [
     "Dialect",
@@ -420,13 +420,11 @@ class SqlCheckpointer(ClosableStore[SqlDb], LeasedCheckpointer):
                 yield Query(sql.set_head, {"thread_id": thread_id, "head": head})
                 written += 1
             rows = yield Query(sql.rotate_bodies, params, "all")
-            for index, (seq, body) in enumerate(rows):
-                kind = CHECKPOINT_MESSAGE
-                new = reseal_body(cipher, kind, thread_id, bytes(body), index, migrate=migrate)
-                if new is not None:
-                    values = {"thread_id": thread_id, "seq": seq, "body": new}
-                    yield Query(sql.set_body, values)
-                    written += 1
+            bodies = [bytes(body) for _seq, body in rows]
+            for index, new in reseal_thread(cipher, thread_id, bodies, migrate=migrate):
+                values = {"thread_id": thread_id, "seq": rows[index][0], "body": new}
+                yield Query(sql.set_body, values)
+                written += 1
             return written
 
         return await self._db.transact(write)

@@ -71,7 +71,7 @@ from ._codec import (
     redact,
     unavailable,
 )
-from ._sealed import CHECKPOINT_MESSAGE, MEMORY_MESSAGE, reseal_body, reseal_head
+from ._sealed import MEMORY_MESSAGE, reseal_body, reseal_head, reseal_thread
 
 __all__ = ["RedisCheckpointer", "RedisDb", "RedisMemory", "RedisStorage", "redis_store"]
 
@@ -570,13 +570,9 @@ class RedisCheckpointer(_Closable, LeasedCheckpointer):
                 args = ["head", old, new]
                 written += int(await self._db.script("RESEAL_HASH_FIELD", [head_key], args))
             changes: list[Any] = []
-            for index, body in enumerate(bodies):
-                body = bytes(body)
-                again = reseal_body(
-                    cipher, CHECKPOINT_MESSAGE, thread_id, body, index, migrate=migrate
-                )
-                if again is not None:
-                    changes += [index, body, again]
+            rows = [bytes(body) for body in bodies]
+            for index, again in reseal_thread(cipher, thread_id, rows, migrate=migrate):
+                changes += [index, rows[index], again]
             if changes:
                 written += int(await self._db.script("RESEAL_LIST", [list_key], changes))
         return written
