@@ -82,6 +82,7 @@ from ..messages import Message as ours_message
 from ..messages import new_id
 from ._a2a_store import StorageTaskStore
 from ._errors import ShuttingDownError, error_payload
+from ._held import placement
 from ._questions import answer_decision
 from ._runner import Pending, RunHandle, ThreadRunner
 
@@ -398,11 +399,11 @@ class A2AExecutor(AgentExecutor):
         if not text or message is None or not message.message_id:
             return await self.runner.start_run(thread_id, text)
         # The client's message id is kept: a task whose run died is matched to its turn,
-        # and a message sent again (its answer was lost) does not run twice.
+        # and a message sent again (its answer was lost) does not run twice; one the
+        # thread holds unanswered at its end is answered (decided under the thread's lock:
+        # a message taken meanwhile runs nothing, ``handle.taken``).
         held = await self.runner.load(thread_id)
-        if held is not None and any(
-            m.role == "user" and m.id == message.message_id for m in held.messages
-        ):
+        if placement(held, message.message_id) == "taken":
             raise _Landed(held)
         prompt = ours_message(role="user", content=text, id=message.message_id)
         return await self.runner.start_run(thread_id, prompt)
@@ -445,6 +446,9 @@ class A2AExecutor(AgentExecutor):
                 event, ours.InterruptEvent | ours.RunFinishedEvent | ours.RunErrorEvent
             ):
                 last = event
+        if last is None and handle.taken:  # its message was taken meanwhile
+            await self._landed(updater, task, await self.runner.load(handle.thread_id), asked)
+            return
         if isinstance(last, ours.InterruptEvent):
             checkpoint = await self.runner.load(handle.thread_id)
             pending = await self.runner.pending_of(checkpoint) if checkpoint else None
@@ -560,8 +564,10 @@ async def ended_status(
     Over, not followed: it died with its replica, or ran on an earlier message of the same
     id. The thread waits for a decision: input-required, showing it (a call of unknown
     outcome too); it answered ``asked``: completed with that answer; it holds no turn of
-    ``asked``: failed with ``SHUTTING_DOWN`` (send it again); it holds the turn without an
-    answer: failed with ``INVALID_ARGUMENT`` (sending it again would not run it).
+    ``asked``, or ends in ``asked`` unanswered (its run died before the model answered):
+    failed with ``SHUTTING_DOWN`` (send it again: it runs, or is answered where the thread
+    left it); it holds the turn without an answer otherwise: failed with
+    ``INVALID_ARGUMENT`` (sending it again would not run it).
     """
     pending = await runner.pending_of(checkpoint) if checkpoint is not None else None
     if pending is not None:
@@ -569,6 +575,8 @@ async def ended_status(
     found, answer = answer_in(checkpoint, asked) if checkpoint is not None else (False, None)
     if answer is not None:
         return TaskState.TASK_STATE_COMPLETED, [new_text_part(answer)]
+    if found and placement(checkpoint, asked.message_id if asked else None) == "continue":
+        found = False  # sent again, it is answered where the thread left it
     if found:
         error: BaseException = InvalidArgumentError(
             "the thread holds this message's turn without an answer (its run stopped in it): "
@@ -578,7 +586,7 @@ async def ended_status(
         error = ShuttingDownError(
             "the run of this task ended with its server (stopped, or frozen past its lease) "
             "before it answered; the thread is at its last checkpoint, without this "
-            "message's turn: send it again"
+            "message's answer: send it again"
         )
     return TaskState.TASK_STATE_FAILED, _failure(error)
 

@@ -82,6 +82,7 @@ from ..messages import Message
 from ..swarm import HandoffEvent, MemberEvent
 from ._api import KEEPALIVE, error_response, read_json
 from ._errors import BadRequestError, error_payload
+from ._held import placement
 from ._questions import answer_decision
 from ._runner import Pending, RunHandle, ThreadRunner
 
@@ -416,13 +417,17 @@ def _encode(event: BaseEvent) -> str:
 
 
 async def _new_prompt(runner: ThreadRunner, run: RunAgentInput) -> Message | None:
-    """The newest user message the thread does not hold yet, keeping its id."""
+    """The newest user message, keeping its id, unless the thread took it already.
+
+    One the thread holds unanswered at its end (its run died before the model answered)
+    is run again: the runner decides under the thread's lock whether it is answered there
+    or was taken meanwhile (``_held``). ``None``: nothing new to run.
+    """
     checkpoint = await runner.load(run.thread_id)
-    known = {m.id for m in checkpoint.messages} if checkpoint else set()
     for message in reversed(run.messages):
         if message.role != "user":
             continue
-        if message.id in known:
+        if placement(checkpoint, message.id) == "taken":
             return None
         content = message.content
         if isinstance(content, list):
@@ -492,6 +497,9 @@ async def _events(runner: ThreadRunner, run: RunAgentInput) -> AsyncIterator[str
         else:
             out = tr.translate(ev)
         for event in out:
+            yield _encode(event)
+    if handle.taken:  # its message was taken meanwhile: the thread as it stands
+        for event in await tr.finish(runner, None):
             yield _encode(event)
 
 

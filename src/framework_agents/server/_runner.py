@@ -46,7 +46,7 @@ from ..agent.events import (
     ToolResultEvent,
 )
 from ..agent.result import RunResult
-from ..checkpoint._base import thread_lock
+from ..checkpoint._base import hold_thread, thread_lock
 from ..checkpoint.model import ThreadCheckpoint, check_thread_id
 from ..elicitation import parse_answer
 from ..errors import (
@@ -61,6 +61,7 @@ from ..messages import Message, ToolCall, new_id
 from ..sessions._base import as_logged, digest, swap
 from ..tools import DECISION_KINDS
 from ._errors import ApprovalPendingError, ShuttingDownError
+from ._held import HeldCheckpointer, placement
 from ._index import MAX_LIMIT, STATES, ThreadIndex, decode_cursor, encode_cursor, state_of
 from ._questions import ANSWER_KINDS, question_of
 from ._store import ServerStore
@@ -220,6 +221,9 @@ class RunHandle:
     listing: asyncio.Task[None] | None = None
     #: The tenant the run is for (``None``: a server without tenants).
     tenant: str | None = None
+    #: The run's message was taken before (answered, or waiting for a decision): nothing
+    #: ran and no terminal event comes; the protocol shows the thread as it stands.
+    taken: bool = False
 
     def emit(self, event: AgentEvent) -> None:
         """Queue ``event`` for the reader (from the terminal one on: once released)."""
@@ -610,6 +614,10 @@ class ThreadRunner:
             logger.warning(
                 "timeline of thread %s: gave up after %d conflicts", thread_id, _TIMELINE_ATTEMPTS
             )
+        await self._relist(thread_id)
+
+    async def _relist(self, thread_id: str) -> None:
+        """The thread list's line of ``thread_id`` as the thread now stands."""
         checkpoint = await self.load(thread_id)
         if checkpoint is not None:  # the thread list's line for it, as it now stands
             await self.index.enter(checkpoint)
@@ -707,14 +715,19 @@ class ThreadRunner:
         """Check, then start a run of ``prompt`` on the thread; its events stream from the handle.
 
         Refused before anything runs: a bad thread id, a busy thread (``THREAD_BUSY``), a
-        thread waiting for an approval (``APPROVAL_PENDING``), an empty prompt.
+        thread waiting for an approval (``APPROVAL_PENDING``), an empty prompt. A message
+        with an id is placed under the thread's lock (``_held``): a message the thread
+        holds unanswered at its end is answered, one it took otherwise runs nothing
+        (``handle.taken``).
         """
         if isinstance(prompt, str) and not prompt.strip():
             raise InvalidArgumentError("prompt must be a non-empty string")
+        message_id = None if isinstance(prompt, str) else prompt.id
         handle = self.claim(thread_id, resume=False)
         try:
             checkpoint = await self.load(thread_id, claimed=True)
-            if checkpoint is not None and checkpoint.pending is not None:
+            taken = placement(checkpoint, message_id) == "taken"
+            if checkpoint is not None and checkpoint.pending is not None and not taken:
                 raise ApprovalPendingError(
                     f"thread {thread_id!r} waits for a decision on "
                     f"{checkpoint.pending.name!r}; resume it before sending a new prompt"
@@ -792,7 +805,10 @@ class ThreadRunner:
         try:
             if handle.listing is not None:  # the running line first, then the final one
                 await asyncio.shield(handle.listing)
-            await self.record(handle.thread_id, "resume" if handle.resume else "run", label)
+            if handle.taken:  # nothing ran: no timeline entry, the line as the thread stands
+                await self._relist(handle.thread_id)
+            else:
+                await self.record(handle.thread_id, "resume" if handle.resume else "run", label)
         except Exception:  # the run itself is saved; a lost timeline line is only logged
             logger.exception("could not record the timeline of thread %s", handle.thread_id)
         finally:
@@ -804,8 +820,36 @@ class ThreadRunner:
 
     async def _drive_run(self, handle: RunHandle, agent: Any, prompt: str | Message) -> None:
         handle.listing = asyncio.create_task(self._enter_running(handle.thread_id, prompt))
-        events = agent.stream(prompt, checkpointer=self.checkpointer, thread_id=handle.thread_id)
-        await self._pump(handle, events)
+        await self._pump(handle, self._placed_run(handle, agent, prompt))
+
+    async def _placed_run(
+        self, handle: RunHandle, agent: Any, prompt: str | Message
+    ) -> AsyncIterator[AgentEvent]:
+        """The run's events, its message placed under the thread's lock (see ``_held``).
+
+        The lock is taken here and lent to the agent's run, so what the message does
+        (appended, answered where the thread left it, or nothing) is decided on the
+        checkpoint no other run can change before the run saves. A new message on a thread
+        that came to wait for a decision meanwhile is ``APPROVAL_PENDING``.
+        """
+        thread_id = handle.thread_id
+        async with hold_thread(self.checkpointer, thread_id) as held:
+            base = held.checkpoint
+            placed = placement(base, None if isinstance(prompt, str) else prompt.id)
+            if placed == "taken":
+                handle.taken = True
+                return
+            if placed == "new" and base is not None and base.pending is not None:
+                raise ApprovalPendingError(
+                    f"thread {thread_id!r} waits for a decision on {base.pending.name!r}; "
+                    "resume it before sending a new prompt"
+                )
+            view = HeldCheckpointer(self.checkpointer, thread_id, held)
+            message = prompt if placed == "new" else None  # continue: the thread has it
+            events = agent.stream(message, checkpointer=view, thread_id=thread_id)
+            async with contextlib.aclosing(events):
+                async for event in events:
+                    yield event
 
     async def _pump(self, handle: RunHandle, events: AsyncIterator[AgentEvent]) -> None:
         """Feed a run's events to the handle's queue as they come, then finish the run."""
