@@ -269,6 +269,36 @@ class _Landed(Exception):
         self.checkpoint = checkpoint
 
 
+class _Shown(Exception):
+    """A decision for a call now of unknown outcome, as it was before it ran (:func:`replaced`)."""
+
+    def __init__(self, pending: Pending) -> None:
+        super().__init__("shown")
+        self.pending = pending
+
+
+def replaced(pending: Pending, task: Task | None, data: dict[str, Any]) -> bool:
+    """Whether ``data`` decides an approval ``pending`` replaced: the same call, now unknown.
+
+    The approval's decision ran the call, its replica died in it, and the thread shows the
+    call as of unknown outcome under a new interrupt id; the decision sent again (its
+    stream broke) names the approval its task showed. It must not fail the task (no task
+    would show the new interrupt) nor run the call again: the task shows the new one.
+    The call is the one the decision names (``toolCallId``), else the one its task showed.
+    """
+    if not pending.outcome_unknown:
+        return False
+    bound = {shown_interrupt(task), data.get("interruptId")} - {None}
+    if not bound or bound == {pending.interrupt_id}:
+        return False
+    call = data.get("toolCallId")
+    if call is None and task is not None:
+        shown = _shown_request(task)
+        requests = [] if shown is None else get_data_parts(list(shown.parts))
+        call = next((d.get("toolCallId") for d in requests if isinstance(d, dict)), None)
+    return call == pending.tool_call_id
+
+
 class A2AExecutor(AgentExecutor):
     """Runs the thread of a task's context with our runner; maps our events to task updates."""
 
@@ -298,6 +328,9 @@ class A2AExecutor(AgentExecutor):
             handle = await self._start(task, context)
         except _Landed as landed:
             await self._landed(updater, task, landed.checkpoint, context.message)
+            return
+        except _Shown as replay:  # nothing ran: the task shows the call's new interrupt
+            await updater.requires_input(_agent_message(task, input_request(replay.pending)))
             return
         except Exception as exc:
             shown = _shown_request(task) if answers else None
@@ -385,6 +418,8 @@ class A2AExecutor(AgentExecutor):
                     # ends as the thread stands, as it reads once settled (revive_settled).
                     raise _Landed(checkpoint)
                 raise HitlDecisionError(f"context {thread_id!r} has no approval waiting")
+            if replaced(pending, context.current_task, decisions[0]):
+                raise _Shown(pending)
             check_bound(pending, context.current_task, decisions[0])
             if pending.outcome_unknown and decisions[0].get("interruptId") != pending.interrupt_id:
                 raise HitlDecisionError(

@@ -439,7 +439,11 @@ async def _new_prompt(runner: ThreadRunner, run: RunAgentInput) -> Message | Non
 
 
 class _Waiting(Exception):
-    """A run with nothing new to run on a thread no run holds: shown the thread."""
+    """A request that runs nothing: shown the thread as it stands.
+
+    Nothing new to run on a thread no run holds (a client catching up), or a decision for
+    a call now of unknown outcome, naming it as it was before it ran (``Pending.replaced``).
+    """
 
 
 async def _start(runner: ThreadRunner, run: RunAgentInput) -> RunHandle:
@@ -450,6 +454,8 @@ async def _start(runner: ThreadRunner, run: RunAgentInput) -> RunHandle:
         if pending is None:
             raise HitlDecisionError(f"thread {run.thread_id!r} has no interrupt to resume")
         entries = [e for e in run.resume if e.interrupt_id in pending.names()]
+        if len(run.resume) == 1 and pending.replaced(run.resume[0].interrupt_id):
+            raise _Waiting  # a decision for a call now of unknown outcome: shown that call
         if len(entries) != 1 or len(run.resume) != 1:
             raise HitlDecisionError(
                 f"resume must answer the open interrupt {pending.interrupt_id!r} exactly once"

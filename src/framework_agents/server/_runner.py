@@ -56,7 +56,14 @@ from ..errors import (
     InvalidArgumentError,
     ThreadBusyError,
 )
-from ..hitl import HitlInterrupt, InterruptKind, check_edit, hitl_key, parse_decision
+from ..hitl import (
+    HitlInterrupt,
+    InterruptKind,
+    check_edit,
+    hitl_key,
+    is_interrupt_id,
+    parse_decision,
+)
 from ..messages import Message, ToolCall, new_id
 from ..sessions._base import as_logged, digest, swap
 from ..tools import DECISION_KINDS
@@ -144,6 +151,17 @@ class Pending:
             return {self.interrupt_id}
         return {self.interrupt_id, self.tool_call_id, self.key, self.tool}
 
+    def replaced(self, key: str) -> bool:
+        """Whether ``key`` names this call of unknown outcome as it was before it ran.
+
+        Its call, its tool, or an interrupt id (the approval that let it run, replaced by
+        this interrupt when its process died in it): a decision sent again after its
+        answer was lost. Such a decision runs nothing; it is answered with this interrupt.
+        """
+        if not self.outcome_unknown or key == self.interrupt_id:
+            return False
+        return key in (self.tool_call_id, self.key, self.tool) or is_interrupt_id(key)
+
     def to_json(self) -> dict[str, Any]:
         """The JSON API shape (``docs/server.md``)."""
         return {
@@ -221,8 +239,10 @@ class RunHandle:
     listing: asyncio.Task[None] | None = None
     #: The tenant the run is for (``None``: a server without tenants).
     tenant: str | None = None
-    #: The run's message was taken before (answered, or waiting for a decision): nothing
-    #: ran and no terminal event comes; the protocol shows the thread as it stands.
+    #: Nothing ran and no terminal event comes; the protocol shows the thread as it
+    #: stands. A run: its message was taken before (answered, or waiting for a decision).
+    #: A resume: its decision names a call now of unknown outcome as it was before it ran
+    #: (:meth:`Pending.replaced`); ``pending`` is that call's interrupt.
     taken: bool = False
 
     def emit(self, event: AgentEvent) -> None:
@@ -745,11 +765,24 @@ class ThreadRunner:
         ``decisions`` maps a name of the pending approval (its ``tool_call_id``,
         ``interrupt_id``, ``key`` or tool name) to a decision. Nothing pending, a key that
         names something else, or a decision the tool does not allow: ``HITL_DECISION``.
+        A decision for a call now of unknown outcome that names it as it was before it
+        ran (sent again after its answer was lost, :meth:`Pending.replaced`) runs nothing:
+        the handle is ``taken``, its ``pending`` the interrupt to settle the call by.
         """
         handle = self.claim(thread_id, resume=True)
         try:
             checkpoint = await self.require(thread_id, claimed=True)
             pending = await self.pending_of(checkpoint)
+            if (
+                pending is not None
+                and isinstance(decisions, Mapping)
+                and len(decisions) == 1
+                and pending.replaced(next(iter(decisions)))
+            ):
+                handle.pending, handle.taken = pending, True
+                self.release(handle)
+                handle.queue.put_nowait(_END)
+                return handle
             decision = self._one_decision(thread_id, pending, decisions)
             agent = await self.make_agent()
             assert pending is not None
