@@ -25,7 +25,10 @@ Routes: ``POST /a2a`` (JSON-RPC), ``/a2a/rest/...`` (HTTP+JSON) and the agent ca
   its status message holds a text part (``"tool: 3/10 message"``) and a data part
   ``{"type": "tool_progress", "toolCallId", "tool", "progress", "total", "message"}``
   (``total`` and ``message`` may be ``null``).
-* A message sent again under its id is not run twice (answered from the thread); a task
+* A message sent again under its id is not run twice (answered from the thread; one the
+  thread ends in unanswered, its replica dead before the model answered, is answered: see
+  ``_held``); a decision sent again for a call its replica died in, now shown as of
+  unknown outcome under a new interrupt, leaves its task showing that one; a task
   left working by a replica that died, whose run lost its thread
   (``CHECKPOINT_CONFLICT``), or still showing an approval its thread no longer waits
   for, ends as the thread stands (:func:`ended_status`).
@@ -524,7 +527,7 @@ class A2AExecutor(AgentExecutor):
                 and not self.runner.busy(context_id)
             ):
                 undo = {"cancel": True} if pending.asks else {"reject": "The task was cancelled."}
-                handle = await self.runner.start_resume(context_id, {pending.tool_call_id: undo})
+                handle = await self.runner.start_resume(context_id, {pending.interrupt_id: undo})
                 await handle.wait()
         await updater.cancel()
 

@@ -2,10 +2,12 @@
 
 The server's checkpoint is the source of truth. Of the ``messages`` a client sends, only
 the newest user message whose id the thread does not hold yet is taken, as the new
-prompt (it keeps the client's id, so the next request reconciles by id); the client's
-``state`` and older messages are not trusted. ``resume`` entries answer the open
-interrupt: ``resolved`` with ``{"approved": true}`` approves, with ``editedArgs`` edits,
-with ``{"approved": false, "reason"?}`` rejects; ``cancelled`` rejects.
+prompt (it keeps the client's id, so the next request reconciles by id); one the thread
+ends in unanswered (its replica died before the model answered) is answered (see
+``_held``); the client's ``state`` and older messages are not trusted. ``resume``
+entries answer the open interrupt: ``resolved`` with ``{"approved": true}`` approves,
+with ``editedArgs`` edits, with ``{"approved": false, "reason"?}`` rejects; ``cancelled``
+rejects.
 
 A tool's question (an MCP server's elicitation) is an interrupt with ``reason ==
 "elicitation"``: ``message`` is the question, ``responseSchema`` asks for ``{"action":

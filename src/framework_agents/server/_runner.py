@@ -7,7 +7,10 @@ goes on to its end and its checkpoint is complete (it finishes or stops at an in
 
 Two runs of one thread never interleave. In this process a second run of a busy thread is
 refused at once with ``THREAD_BUSY``; across processes (replicas sharing a store) the
-checkpointer's thread lock makes the second run wait, then fail with ``THREAD_BUSY``.
+checkpointer's thread lock makes the second run wait, then fail with ``THREAD_BUSY``. A
+run takes that lock itself and lends it to the agent's run (``_held``), so what its
+message does (appended, answered where a dead replica left it, or nothing: taken before)
+is decided under the lock the run holds.
 
 A resume runs the call the human saw: the agent's ``resume_stream(..., reissue=False)``
 when it has that mode (checked once per agent class in :func:`supports_reissue`), whose
