@@ -20,6 +20,7 @@ from framework_agents import (
     ThreadCheckpoint,
 )
 from framework_agents.server import _runner as runner_module
+from framework_agents.server import _timeline as timeline_module
 from framework_agents.server._runner import ThreadRunner
 from framework_agents.server._store import ServerStore
 
@@ -114,7 +115,7 @@ def test_a_bad_cursor_or_limit_is_invalid_argument() -> None:
 def test_the_timeline_appends_entries_and_two_recorders_lose_none(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(runner_module, "_TIMELINE_FOLD", 4)
+    monkeypatch.setattr(timeline_module, "_TIMELINE_FOLD", 4)
 
     async def body() -> None:
         storage = LocalFileStorage(tmp_path)

@@ -87,7 +87,8 @@ from ._a2a_store import StorageTaskStore
 from ._errors import ShuttingDownError, error_payload
 from ._held import placement
 from ._questions import answer_decision
-from ._runner import Pending, RunHandle, ThreadRunner
+from ._runner import RunHandle, ThreadRunner
+from ._shapes import Pending
 
 __all__ = ["INTERRUPTED_TASK_TIMEOUT", "A2AExecutor", "StorageTaskStore", "a2a_routes"]
 

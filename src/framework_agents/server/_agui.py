@@ -86,7 +86,8 @@ from ._api import KEEPALIVE, error_response, read_json
 from ._errors import BadRequestError, error_payload
 from ._held import placement
 from ._questions import answer_decision
-from ._runner import Pending, RunHandle, ThreadRunner
+from ._runner import RunHandle, ThreadRunner
+from ._shapes import Pending
 
 __all__ = [
     "AguiTranslator",

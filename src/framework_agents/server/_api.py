@@ -36,7 +36,8 @@ from ..swarm import HandoffEvent, MemberEvent
 from ._edits import branch_thread, edit_message, parent_of
 from ._errors import BadRequestError, UnauthorizedError, error_payload, status_for
 from ._index import MAX_LIMIT
-from ._runner import Pending, RunHandle, ThreadRunner, title_of
+from ._runner import RunHandle, ThreadRunner
+from ._shapes import Pending, title_of
 
 __all__ = [
     "KEEPALIVE",

@@ -17,9 +17,11 @@ when it has that mode (checked once per agent class in :func:`supports_reissue`)
 events stream as they happen (tokens included) and answer the pending ``tool_call_id``.
 An agent without it (a third-party agent-shaped object) gets the older resume that asks
 the model again, with the decision keyed by the pending call's ``hitl_key``, and its
-events are rebuilt
-from the checkpoint afterwards (:func:`replay`). Either way the arguments come from the
-checkpoint (an edit replaces them), never from the client's copy.
+events are rebuilt from the checkpoint afterwards (``_replay``). Either way the arguments
+come from the checkpoint (an edit replaces them), never from the client's copy.
+
+What a thread looks like to the protocols (:class:`~._shapes.Pending`, the thread list's
+lines) is in ``_shapes``, its timeline in ``_timeline``.
 """
 
 from __future__ import annotations
@@ -27,33 +29,26 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import inspect
-import json
 import logging
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
 from .._util import maybe_await
 from ..agent.events import (
     AgentEvent,
     InterruptEvent,
-    MessageCompletedEvent,
-    MessageStartedEvent,
     RunErrorEvent,
     RunFinishedEvent,
     RunStartedEvent,
-    TextDeltaEvent,
-    ToolCallEvent,
-    ToolResultEvent,
 )
 from ..agent.result import RunResult
 from ..checkpoint._base import hold_thread, thread_lock
 from ..checkpoint.model import ThreadCheckpoint, check_thread_id
 from ..elicitation import parse_answer
 from ..errors import (
-    CheckpointConflictError,
     CheckpointMissingError,
     HitlDecisionError,
     InvalidArgumentError,
@@ -61,28 +56,27 @@ from ..errors import (
 )
 from ..hitl import (
     HitlInterrupt,
-    InterruptKind,
     check_edit,
     hitl_key,
-    is_interrupt_id,
     parse_decision,
 )
-from ..messages import Message, ToolCall, new_id
-from ..sessions._base import as_logged, digest, swap
+from ..messages import Message, new_id
 from ..tools import DECISION_KINDS
 from ._errors import ApprovalPendingError, ShuttingDownError
 from ._held import HeldCheckpointer, placement
-from ._index import MAX_LIMIT, STATES, ThreadIndex, decode_cursor, encode_cursor, state_of
+from ._index import MAX_LIMIT, STATES, ThreadIndex, decode_cursor, encode_cursor
 from ._questions import ANSWER_KINDS, question_of
+from ._replay import replay
+from ._shapes import Pending, ThreadSummary, summary_from_json, summary_json, title_of
 from ._store import ServerStore
 from ._tenants import current_tenant
+from ._timeline import Timeline
 
 __all__ = [
     "AgentFactory",
-    "Pending",
     "RunHandle",
     "ThreadRunner",
-    "ThreadSummary",
+    "parent_key",
     "supports_reissue",
 ]
 
@@ -92,11 +86,6 @@ logger = logging.getLogger(__name__)
 AgentFactory = Callable[[], Any]
 
 _REISSUE: dict[type, bool] = {}
-_TITLE_LENGTH = 80
-#: A timeline's log is folded into its document after this many appended entries.
-_TIMELINE_FOLD = 256
-#: Conditional timeline writes retried on a conflict before the entry is given up (logged).
-_TIMELINE_ATTEMPTS = 8
 #: A first page of the thread list looks for threads the server never recorded (written
 #: by another tool: every thread id listed, O(threads)) at most this often.
 RECONCILE_SECONDS = 30.0
@@ -113,109 +102,6 @@ def supports_reissue(agent: object) -> bool:
             known = False
         _REISSUE[cls] = known
     return known
-
-
-@dataclass(frozen=True, slots=True)
-class Pending:
-    """The approval (or the tool's question) a thread waits for, as every protocol shows it.
-
-    ``kind`` is ``"tool_call"`` for an approval and ``"elicitation"`` for a question a
-    tool asked mid-call (an MCP server's elicitation): then ``message`` and ``schema`` are
-    the question and the requested schema (the tool's own state stays in the checkpoint),
-    and ``allowed_decisions`` are :data:`ANSWER_KINDS`.
-    """
-
-    interrupt_id: str
-    tool_call_id: str
-    tool: str
-    args: dict[str, Any]
-    key: str
-    allowed_decisions: tuple[str, ...]
-    outcome_unknown: bool = False
-    #: The key the agent's decisions use for this interrupt.
-    decision_key: str = ""
-    kind: InterruptKind = "tool_call"
-    message: str | None = None
-    schema: dict[str, Any] | None = None
-
-    @property
-    def asks(self) -> bool:
-        """Whether this is a tool's question (``kind == "elicitation"``), not an approval."""
-        return self.kind == "elicitation"
-
-    def names(self) -> set[str]:
-        """Every key a client may use to name this approval.
-
-        A call of unknown outcome only by its ``interrupt_id``: a decision given before it
-        ran (a replayed request, a double click) names the call or the tool, and must not
-        run it again.
-        """
-        if self.outcome_unknown:
-            return {self.interrupt_id}
-        return {self.interrupt_id, self.tool_call_id, self.key, self.tool}
-
-    def replaced(self, key: str) -> bool:
-        """Whether ``key`` names this call of unknown outcome as it was before it ran.
-
-        Its call, its tool, or an interrupt id (the approval that let it run, replaced by
-        this interrupt when its process died in it): a decision sent again after its
-        answer was lost. Such a decision runs nothing; it is answered with this interrupt.
-        """
-        if not self.outcome_unknown or key == self.interrupt_id:
-            return False
-        return key in (self.tool_call_id, self.key, self.tool) or is_interrupt_id(key)
-
-    def to_json(self) -> dict[str, Any]:
-        """The JSON API shape (``docs/server.md``)."""
-        return {
-            "interrupt_id": self.interrupt_id,
-            "kind": self.kind,
-            "tool_call_id": self.tool_call_id,
-            "tool": self.tool,
-            "args": self.args,
-            "key": self.key,
-            "allowed_decisions": list(self.allowed_decisions),
-            "outcome_unknown": self.outcome_unknown,
-            "message": self.message,
-            "schema": self.schema,
-        }
-
-
-@dataclass(frozen=True, slots=True)
-class ThreadSummary:
-    """One line of the thread list."""
-
-    thread_id: str
-    saved_at: datetime
-    title: str
-    message_count: int
-    pending: bool
-    #: ``running``, ``waiting`` (an approval is open) or ``finished``.
-    state: str = "finished"
-    #: What a waiting thread waits for: ``tool_call`` (an approval) or ``elicitation`` (a
-    #: tool's question); ``None`` when nothing is pending (or a line written before it).
-    pending_kind: str | None = None
-
-    def to_json(self) -> dict[str, Any]:
-        """The JSON API shape."""
-        return {
-            "thread_id": self.thread_id,
-            "saved_at": self.saved_at.isoformat(),
-            "title": self.title,
-            "message_count": self.message_count,
-            "pending": self.pending,
-            "pending_kind": self.pending_kind,
-            "state": self.state,
-        }
-
-
-def title_of(messages: list[Message]) -> str:
-    """The first user message's text, cut to 80 characters."""
-    for message in messages:
-        if message.role == "user":
-            text = " ".join(message.text.split())
-            return text if len(text) <= _TITLE_LENGTH else text[: _TITLE_LENGTH - 1] + "\u2026"
-    return ""
 
 
 _END = object()
@@ -288,45 +174,6 @@ def parent_key(thread_id: str) -> str:
     return f"server/threads/{thread_id}/parent.json"
 
 
-def _summary_json(checkpoint: ThreadCheckpoint) -> dict[str, Any]:
-    """The thread list's line of a thread (``_index`` keeps it)."""
-    return {
-        "saved_at": checkpoint.saved_at.isoformat(),
-        "title": title_of(checkpoint.messages),
-        "message_count": len(checkpoint.messages),
-        "pending": checkpoint.pending is not None,
-        "pending_kind": pending_kind(checkpoint),
-    }
-
-
-def pending_kind(checkpoint: ThreadCheckpoint) -> str | None:
-    """What the thread waits for: ``tool_call`` (an approval), ``elicitation`` (a question)."""
-    if checkpoint.pending is None:
-        return None
-    return "elicitation" if question_of(checkpoint) else "tool_call"
-
-
-def _kind(value: Any) -> str | None:
-    return value if value in ("tool_call", "elicitation") else None
-
-
-def _summary_from_json(row: dict[str, Any]) -> ThreadSummary | None:
-    """A stored line back as a summary (``None`` for a damaged one: it is skipped)."""
-    try:
-        return ThreadSummary(
-            str(row["thread_id"]),
-            datetime.fromisoformat(str(row["saved_at"])),
-            str(row["title"]),
-            int(row["message_count"]),
-            bool(row["pending"]),
-            state_of(row),
-            # only with a pending call: a running line keeps its last waiting one's key
-            _kind(row.get("pending_kind")) if row["pending"] else None,
-        )
-    except (KeyError, TypeError, ValueError):
-        return None
-
-
 class ThreadRunner:
     """Runs, resumes, reads and deletes threads of one store with agents of one factory."""
 
@@ -343,7 +190,8 @@ class ThreadRunner:
             raise InvalidArgumentError(f"keepalive must be a positive number, got {keepalive!r}")
         self._factory = factory
         self.store = store
-        self.index = ThreadIndex(store.storage, _summary_json)
+        self.index = ThreadIndex(store.storage, summary_json)
+        self.timelines = Timeline(store.storage)
         self.keepalive = float(keepalive)
         #: The runs in progress here, by tenant and thread id (one thread id, several tenants).
         self._active: dict[tuple[str | None, str], RunHandle] = {}
@@ -518,7 +366,7 @@ class ThreadRunner:
             updated_after=updated_after,
             updated_before=updated_before,
         )
-        page = [s for s in map(_summary_from_json, rows) if s is not None]
+        page = [s for s in map(summary_from_json, rows) if s is not None]
         page = list(await asyncio.gather(*map(self._settled, page)))
         if state is not None:
             page = [s for s in page if s.state == state]
@@ -550,7 +398,7 @@ class ThreadRunner:
         ``MAX_LIMIT``): a checkpoint read per line not running in this process.
         """
         rows, _last = await self.index.page(limit=MAX_LIMIT, after=None, state="running")
-        lines = [s for s in map(_summary_from_json, rows) if s is not None]
+        lines = [s for s in map(summary_from_json, rows) if s is not None]
         await asyncio.gather(*map(self._settled, lines))
 
     async def _settled(self, summary: ThreadSummary) -> ThreadSummary:
@@ -569,7 +417,7 @@ class ThreadRunner:
             return summary
         if checkpoint is None or checkpoint.pending is None:
             return summary
-        shown = _summary_from_json({**_summary_json(checkpoint), "thread_id": summary.thread_id})
+        shown = summary_from_json({**summary_json(checkpoint), "thread_id": summary.thread_id})
         return shown or summary
 
     async def _enter_running(self, thread_id: str, prompt: str | Message) -> None:
@@ -582,61 +430,17 @@ class ThreadRunner:
 
     # -- timeline -----------------------------------------------------------------------
 
-    @staticmethod
-    def _timeline_key(thread_id: str) -> str:
-        return f"server/threads/{thread_id}/timeline.json"
-
     async def timeline(self, thread_id: str) -> list[dict[str, Any]]:
         """The thread's runs and resumes as the server recorded them, oldest first."""
         check_thread_id(thread_id)
-        entries, _tag, _records = await self._read_timeline(thread_id)
-        return entries
-
-    async def _read_timeline(self, thread_id: str) -> tuple[list[dict[str, Any]], str | None, int]:
-        """The entries, the tag a conditional write expects, and how many are logged."""
-        storage, key = self.store.storage, self._timeline_key(thread_id)
-        logged = as_logged(storage)
-        if logged is not None:
-            raw, records, tag = await logged.read_logged(key)
-        else:
-            raw = await storage.get(key)
-            records, tag = [], None if raw is None else digest(raw)
-        entries: list[dict[str, Any]] = []
-        try:
-            base = [] if raw is None else json.loads(raw)
-            entries = [e for e in base if isinstance(e, dict)] if isinstance(base, list) else []
-            entries += [json.loads(r) for r in records]
-        except ValueError:
-            logger.warning("unreadable timeline of thread %s; shown as far as it reads", thread_id)
-        return entries, tag, len(records)
+        return await self.timelines.entries(thread_id)
 
     async def record(self, thread_id: str, kind: str, label: str | None) -> None:
-        """Append one entry (``run``, ``resume``, ``edit``, ``branch``) to the thread's timeline.
+        """Append one entry (``run``, ``resume``, ``edit``, ``branch``) to the timeline.
 
-        On a storage that keeps logs (``append_logged``) the entry is one appended record,
-        whatever the timeline's length (folded into the document every
-        ``_TIMELINE_FOLD`` records); elsewhere the document is written again. Writes are
-        conditional where the storage can (``swap``): two replicas recording one thread
-        at once both land, the later one after reading the other's entry.
+        Then the thread list's line of the thread is entered as the thread now stands.
         """
-        storage, key = self.store.storage, self._timeline_key(thread_id)
-        logged = as_logged(storage)
-        for _ in range(_TIMELINE_ATTEMPTS):
-            entries, tag, count = await self._read_timeline(thread_id)
-            rev = int(entries[-1].get("rev", len(entries))) + 1 if entries else 1
-            entry = {"rev": rev, "kind": kind, "label": label, "at": datetime.now(UTC).isoformat()}
-            try:
-                if logged is not None and tag is not None and count < _TIMELINE_FOLD:
-                    await logged.append_logged(key, json.dumps(entry).encode(), tag)
-                else:
-                    await swap(storage, key, json.dumps([*entries, entry]).encode(), tag)
-            except CheckpointConflictError:
-                continue  # another writer recorded meanwhile: read again
-            break
-        else:
-            logger.warning(
-                "timeline of thread %s: gave up after %d conflicts", thread_id, _TIMELINE_ATTEMPTS
-            )
+        await self.timelines.append(thread_id, kind, label)
         await self._relist(thread_id)
 
     async def _relist(self, thread_id: str) -> None:
@@ -660,7 +464,7 @@ class ThreadRunner:
                 # Still holding the thread: a run that starts right after the delete must
                 # not lose its timeline (or its list line) to this clean-up.
                 await self.index.drop(thread_id)
-                for key in (self._timeline_key(thread_id), parent_key(thread_id)):
+                for key in (Timeline.key(thread_id), parent_key(thread_id)):
                     await self.store.storage.delete(key)
         finally:
             self.release(handle)
@@ -1000,63 +804,3 @@ class ThreadRunner:
             if late:
                 await asyncio.gather(*late, return_exceptions=True)
         await self.store.close()
-
-
-def replay(added: list[Message], pending: Pending, tools: Mapping[str, Any]) -> list[AgentEvent]:
-    """The events of messages a resume added, answering the pending call under its own id.
-
-    The assistant turn that holds the approved call is announced by one ``tool_call``
-    event under the id the human saw (its stored message may have a new id: the turn is
-    rebuilt when it runs), and the call's result carries the pending ``tool_call_id``
-    (the older resume asks the model again, which names the call anew).
-    """
-    events: list[AgentEvent] = []
-    approved: set[str] = set()
-    turn = 0
-    for message in added:
-        if message.role == "assistant":
-            again = _approved_call(message, pending, approved)
-            if again is not None:
-                # The approved call, under the id the human saw, in the turn now stored.
-                approved.add(again.id)
-                shown = again.model_copy(update={"id": pending.tool_call_id})
-                events.append(ToolCallEvent(call=shown, message_id=message.id))
-                continue
-            turn += 1
-            events += _turn_events(message, turn, tools)
-        elif message.role == "tool" and message.tool_call_id is not None:
-            call_id = message.tool_call_id
-            if call_id in approved:
-                call_id = pending.tool_call_id
-            events.append(
-                ToolResultEvent(call_id=call_id, tool=message.name or "", message=message)
-            )
-    return events
-
-
-def _approved_call(message: Message, pending: Pending, approved: set[str]) -> ToolCall | None:
-    """The pending call in a text-free assistant turn (by id, or by name before it ran)."""
-    if message.text:
-        return None
-    for call in message.tool_calls:
-        if call.id == pending.tool_call_id or (not approved and call.name == pending.tool):
-            return call
-    return None
-
-
-def _turn_events(message: Message, turn: int, tools: Mapping[str, Any]) -> list[AgentEvent]:
-    """The events of one stored assistant turn, as a run streams them."""
-    events: list[AgentEvent] = [MessageStartedEvent(message_id=message.id, turn=turn)]
-    if message.text:
-        events.append(TextDeltaEvent(message_id=message.id, delta=message.text))
-    events.append(MessageCompletedEvent(message=message, turn=turn))
-    for call in message.tool_calls:
-        tool = tools.get(call.name)
-        events.append(
-            ToolCallEvent(
-                call=call,
-                message_id=message.id,
-                requires_approval=bool(getattr(tool, "requires_approval", False)),
-            )
-        )
-    return events
