@@ -27,6 +27,7 @@ from server_support import PUBLISHED, Served
 from test_agui import agui, kinds, run_input
 
 from async_helper import arun
+from framework_agents import Message
 from framework_agents.server._store import resolve_store
 
 State = a2a_pb2.TaskState
@@ -48,6 +49,34 @@ def _died_in_the_call(store_dir: Path, thread_id: str) -> None:
             update = {
                 "turn": checkpoint.pending_turn,
                 "in_flight": [checkpoint.pending],
+                "pending": None,
+                "pending_turn": None,
+                "interrupt_id": None,
+            }
+            await store.checkpointer.save(checkpoint.model_copy(update=update))
+        finally:
+            await store.close()
+
+    arun(save())
+
+
+def _died_after_the_result(store_dir: Path, thread_id: str, result: str) -> None:
+    """The thread as a process that died after the approved call's result landed left it.
+
+    The turn and its result saved (the protocol's second step), nothing pending or in
+    flight, no answer yet.
+    """
+
+    async def save() -> None:
+        store = resolve_store(str(store_dir))
+        try:
+            checkpoint = await store.checkpointer.load(thread_id)
+            assert checkpoint is not None and checkpoint.pending is not None
+            call = checkpoint.pending
+            landed = Message(role="tool", content=result, tool_call_id=call.id, name=call.name)
+            update = {
+                "turn": checkpoint.pending_turn,
+                "results": [landed],
                 "pending": None,
                 "pending_turn": None,
                 "interrupt_id": None,
@@ -180,3 +209,33 @@ def test_api_a_resume_sent_again_shows_the_calls_new_interrupt(
     assert unknown["tool_call_id"] == first["tool_call_id"]
     assert unknown["interrupt_id"] != first["interrupt_id"]
     assert PUBLISHED == []
+
+
+@pytest.mark.parametrize("same_task", [True, False], ids=["on-its-task", "as-a-new-task"])
+def test_a2a_a_decision_sent_again_after_its_call_landed_is_answered_once(
+    served: Served, store_dir: Path, same_task: bool
+) -> None:
+    """Its run died after the call's result landed, before the model answered: the decision
+    sent again has the thread answered, the call not run again (it was HITL_DECISION for a
+    new task, and the task failed SHUTTING_DOWN "send it again" on its own)."""
+    PUBLISHED.clear()
+    context = f"landed-{uuid.uuid4().hex[:8]}"
+    asked = arun(_a2a(served.url, _a2a_message(context, "", text="publish Once")))
+    shown = _request(asked.status.message.parts)
+    _died_after_the_result(store_dir, context, "published 'Once' x3")
+    decision = {
+        "decision": "approve",
+        "toolCallId": shown["toolCallId"],
+        "interruptId": shown["interruptId"],
+    }
+    again = arun(
+        _a2a(served.url, _a2a_message(context, asked.id if same_task else "", data=decision))
+    )
+    assert again.status.state == State.TASK_STATE_COMPLETED, again.status
+    assert get_text_parts(list(again.status.message.parts)) == ["done: published 'Once' x3"]
+    assert PUBLISHED == []
+    thread = httpx.get(f"{served.url}/api/threads/{context}").json()
+    assert [m["role"] for m in thread["messages"]] == ["user", "assistant", "tool", "assistant"]
+    once_more = arun(_a2a(served.url, _a2a_message(context, "", data=decision)))
+    assert once_more.status.state == State.TASK_STATE_FAILED  # nothing waits: not run again
+    assert len(httpx.get(f"{served.url}/api/threads/{context}").json()["messages"]) == 4

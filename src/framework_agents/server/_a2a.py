@@ -85,7 +85,7 @@ from ..messages import Message as ours_message
 from ..messages import new_id
 from ._a2a_store import StorageTaskStore
 from ._errors import ShuttingDownError, error_payload
-from ._held import placement
+from ._held import placement, ran_unanswered
 from ._questions import answer_decision
 from ._runner import RunHandle, ThreadRunner
 from ._shapes import Pending
@@ -281,6 +281,16 @@ class _Shown(Exception):
         self.pending = pending
 
 
+def _decided_call(data: dict[str, Any], task: Task | None) -> str | None:
+    """The call a decision answers: its ``toolCallId``, else the one its task showed."""
+    call = data.get("toolCallId")
+    if call is None and task is not None:
+        shown = _shown_request(task)
+        requests = [] if shown is None else get_data_parts(list(shown.parts))
+        call = next((d.get("toolCallId") for d in requests if isinstance(d, dict)), None)
+    return call if isinstance(call, str) else None
+
+
 def replaced(pending: Pending, task: Task | None, data: dict[str, Any]) -> bool:
     """Whether ``data`` decides an approval ``pending`` replaced: the same call, now unknown.
 
@@ -295,12 +305,7 @@ def replaced(pending: Pending, task: Task | None, data: dict[str, Any]) -> bool:
     bound = {shown_interrupt(task), data.get("interruptId")} - {None}
     if not bound or bound == {pending.interrupt_id}:
         return False
-    call = data.get("toolCallId")
-    if call is None and task is not None:
-        shown = _shown_request(task)
-        requests = [] if shown is None else get_data_parts(list(shown.parts))
-        call = next((d.get("toolCallId") for d in requests if isinstance(d, dict)), None)
-    return call == pending.tool_call_id
+    return _decided_call(data, task) == pending.tool_call_id
 
 
 class A2AExecutor(AgentExecutor):
@@ -416,6 +421,11 @@ class A2AExecutor(AgentExecutor):
                         "now: read the task again once that run has ended"
                     )
                 task_shown = context.current_task
+                call_id = _decided_call(decisions[0], task_shown)
+                if call_id is not None and ran_unanswered(checkpoint, call_id):
+                    # The decision ran the call and its run died after the result landed,
+                    # before the answer: the thread goes on from there (runs nothing again).
+                    return await self.runner.start_answer(thread_id, call_id)
                 if task_shown is not None and _shown_request(task_shown) is not None:
                     # The approval this task showed was settled since (by this decision on
                     # a replica that stopped before it saved the task's end, say): the task
@@ -669,7 +679,9 @@ async def revive_settled(runner: ThreadRunner, task: Task) -> Task | None:
     the approval, and the decision sent again met "no approval waiting". Only when the
     thread waits for nothing and no run holds it (:func:`ended_status`); a newer approval
     is never shown in place of the one the task showed (a decision that names no interrupt
-    is bound to the one its task showed, :func:`check_bound`).
+    is bound to the one its task showed, :func:`check_bound`). Left as it is when the
+    thread holds that call's result unanswered (its run died after it landed): the
+    decision sent again on the task has the thread answered (``ThreadRunner.start_answer``).
     """
     if task.status.state != TaskState.TASK_STATE_INPUT_REQUIRED or shown_interrupt(task) is None:
         return None
@@ -679,6 +691,9 @@ async def revive_settled(runner: ThreadRunner, task: Task) -> Task | None:
     checkpoint = await runner.load(thread_id)  # again: a run may have ended since
     if checkpoint is None or checkpoint.pending is not None:
         return None
+    call_id = _decided_call({}, task)
+    if call_id is not None and ran_unanswered(checkpoint, call_id):
+        return None  # the call's result landed, unanswered: the decision sent again answers
     return await _ended_as_thread_stands(runner, task, checkpoint)
 
 

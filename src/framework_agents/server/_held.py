@@ -28,7 +28,7 @@ from typing import Any, Literal
 from ..checkpoint._base import HeldThread, hold_thread, save_progress, thread_lock
 from ..checkpoint.model import ThreadCheckpoint
 
-__all__ = ["HeldCheckpointer", "Placement", "placement"]
+__all__ = ["HeldCheckpointer", "Placement", "placement", "ran_unanswered"]
 
 #: How a run's message goes on a thread (see the module docstring).
 Placement = Literal["new", "continue", "taken"]
@@ -55,6 +55,20 @@ def placement(checkpoint: ThreadCheckpoint | None, message_id: str | None) -> Pl
         and checkpoint.turn is None
     )
     return "continue" if unanswered else "taken"
+
+
+def ran_unanswered(checkpoint: ThreadCheckpoint | None, call_id: str) -> bool:
+    """Whether the thread holds the decided turn of ``call_id`` with its result, unanswered.
+
+    A decision's run died after the call's result landed, before the model answered: the
+    turn and its results are saved, nothing is pending or in flight. The decision sent
+    again answers it (the call does not run again); decided under the lock like a prompt.
+    """
+    if checkpoint is None or checkpoint.turn is None:
+        return False
+    if checkpoint.pending is not None or checkpoint.in_flight:
+        return False
+    return any(r.tool_call_id == call_id for r in checkpoint.results)
 
 
 class HeldCheckpointer:

@@ -63,7 +63,7 @@ from ..hitl import (
 from ..messages import Message, new_id
 from ..tools import DECISION_KINDS
 from ._errors import ApprovalPendingError, ShuttingDownError
-from ._held import HeldCheckpointer, placement
+from ._held import HeldCheckpointer, placement, ran_unanswered
 from ._index import MAX_LIMIT, STATES, ThreadIndex, decode_cursor, encode_cursor
 from ._questions import ANSWER_KINDS, question_of
 from ._replay import replay
@@ -105,6 +105,8 @@ def supports_reissue(agent: object) -> bool:
 
 
 _END = object()
+#: What a held run's opening gives when nothing is to run (``RunHandle.taken``).
+_TAKEN = object()
 
 
 @dataclass(slots=True)
@@ -660,32 +662,64 @@ class ThreadRunner:
 
     async def _drive_run(self, handle: RunHandle, agent: Any, prompt: str | Message) -> None:
         handle.listing = asyncio.create_task(self._enter_running(handle.thread_id, prompt))
-        await self._pump(handle, self._placed_run(handle, agent, prompt))
 
-    async def _placed_run(
-        self, handle: RunHandle, agent: Any, prompt: str | Message
+        def opening(base: ThreadCheckpoint | None) -> Any:
+            placed = placement(base, None if isinstance(prompt, str) else prompt.id)
+            if placed == "taken":
+                return _TAKEN
+            if placed == "new" and base is not None and base.pending is not None:
+                raise ApprovalPendingError(
+                    f"thread {handle.thread_id!r} waits for a decision on "
+                    f"{base.pending.name!r}; resume it before sending a new prompt"
+                )
+            return prompt if placed == "new" else None  # continue: the thread has it
+
+        await self._pump(handle, self._held_run(handle, agent, opening))
+
+    async def start_answer(self, thread_id: str, call_id: str) -> RunHandle:
+        """Answer the turn a decision ran, when its run died after the call's result landed.
+
+        The thread holds the decided turn with the result of ``call_id`` saved, nothing
+        pending, no answer (``_held.ran_unanswered``): the run goes on from there (the
+        model answers; the call does not run again). Decided under the thread's lock: a
+        thread answered meanwhile runs nothing (``handle.taken``).
+        """
+        handle = self.claim(thread_id, resume=True)
+        try:
+            agent = await self.make_agent()
+        except BaseException:
+            self.release(handle)
+            raise
+        handle.listing = asyncio.create_task(self._enter_running(thread_id, ""))
+
+        def opening(base: ThreadCheckpoint | None) -> Any:
+            return None if ran_unanswered(base, call_id) else _TAKEN
+
+        handle.task = asyncio.create_task(
+            self._pump(handle, self._held_run(handle, agent, opening))
+        )
+        return handle
+
+    async def _held_run(
+        self,
+        handle: RunHandle,
+        agent: Any,
+        opening: Callable[[ThreadCheckpoint | None], Any],
     ) -> AsyncIterator[AgentEvent]:
-        """The run's events, its message placed under the thread's lock (see ``_held``).
+        """The run's events, how it opens decided under the thread's lock (see ``_held``).
 
-        The lock is taken here and lent to the agent's run, so what the message does
-        (appended, answered where the thread left it, or nothing) is decided on the
-        checkpoint no other run can change before the run saves. A new message on a thread
-        that came to wait for a decision meanwhile is ``APPROVAL_PENDING``.
+        The lock is taken here and lent to the agent's run, so what the run does is decided
+        on the checkpoint no other run can change before the run saves: ``opening(base)``
+        gives the prompt to run (``None``: go on from the thread as it stands) or
+        ``_TAKEN`` (nothing runs), or raises (a coded refusal).
         """
         thread_id = handle.thread_id
         async with hold_thread(self.checkpointer, thread_id) as held:
-            base = held.checkpoint
-            placed = placement(base, None if isinstance(prompt, str) else prompt.id)
-            if placed == "taken":
+            message = opening(held.checkpoint)
+            if message is _TAKEN:
                 handle.taken = True
                 return
-            if placed == "new" and base is not None and base.pending is not None:
-                raise ApprovalPendingError(
-                    f"thread {thread_id!r} waits for a decision on {base.pending.name!r}; "
-                    "resume it before sending a new prompt"
-                )
             view = HeldCheckpointer(self.checkpointer, thread_id, held)
-            message = prompt if placed == "new" else None  # continue: the thread has it
             events = agent.stream(message, checkpointer=view, thread_id=thread_id)
             async with contextlib.aclosing(events):
                 async for event in events:
