@@ -64,10 +64,11 @@ from ..messages import Message, new_id
 from ..tools import DECISION_KINDS
 from ._errors import ApprovalPendingError, ShuttingDownError
 from ._held import HeldCheckpointer, placement, ran_unanswered
-from ._index import MAX_LIMIT, STATES, ThreadIndex, decode_cursor, encode_cursor
+from ._index import ThreadIndex
+from ._listing import ThreadList
 from ._questions import ANSWER_KINDS, question_of
 from ._replay import replay
-from ._shapes import Pending, ThreadSummary, summary_from_json, summary_json, title_of
+from ._shapes import Pending, ThreadSummary, summary_json, title_of
 from ._store import ServerStore
 from ._tenants import current_tenant
 from ._timeline import Timeline
@@ -86,9 +87,6 @@ logger = logging.getLogger(__name__)
 AgentFactory = Callable[[], Any]
 
 _REISSUE: dict[type, bool] = {}
-#: A first page of the thread list looks for threads the server never recorded (written
-#: by another tool: every thread id listed, O(threads)) at most this often.
-RECONCILE_SECONDS = 30.0
 
 
 def supports_reissue(agent: object) -> bool:
@@ -194,12 +192,11 @@ class ThreadRunner:
         self.store = store
         self.index = ThreadIndex(store.storage, summary_json)
         self.timelines = Timeline(store.storage)
+        self.threads = ThreadList(self.index, self._known_threads, self.load, self.busy)
         self.keepalive = float(keepalive)
         #: The runs in progress here, by tenant and thread id (one thread id, several tenants).
         self._active: dict[tuple[str | None, str], RunHandle] = {}
         self._tools: dict[str, Any] | None = None
-        #: When each tenant's thread list last looked for new threads (none yet: at once).
-        self._reconciled: dict[str | None, float] = {}
         #: ``time.monotonic()`` by which runs in flight must end once :meth:`drain` ran.
         self.drain_deadline: float | None = None
 
@@ -347,80 +344,19 @@ class ThreadRunner:
         updated_after: datetime | None = None,
         updated_before: datetime | None = None,
     ) -> tuple[list[ThreadSummary], str | None]:
-        """A page of threads, newest first, and the cursor of the next page.
-
-        Reads the page's summaries only (see ``_index``), never the threads' histories.
-        ``state``: ``running``, ``waiting`` or ``finished`` only; ``updated_after`` /
-        ``updated_before``: last updated after / before that time.
-        """
-        if not 1 <= limit <= MAX_LIMIT:
-            raise InvalidArgumentError(f"limit must be between 1 and {MAX_LIMIT}, got {limit}")
-        if state is not None and state not in STATES:
-            raise InvalidArgumentError(f"state must be one of {', '.join(STATES)}, got {state!r}")
-        after = decode_cursor(cursor) if cursor else None
-        if after is None:
-            await self._before_first_page(state)
-        rows, last = await self.index.page(
+        """A page of threads, newest first, and the cursor of the next page (``_listing``)."""
+        return await self.threads.page(
             limit=limit,
-            after=after,
+            cursor=cursor,
             query=query,
             state=state,
             updated_after=updated_after,
             updated_before=updated_before,
         )
-        page = [s for s in map(summary_from_json, rows) if s is not None]
-        page = list(await asyncio.gather(*map(self._settled, page)))
-        if state is not None:
-            page = [s for s in page if s.state == state]
-        return page, (encode_cursor(last) if last is not None else None)
 
-    async def _before_first_page(self, state: str | None) -> None:
-        """Bring the index up to date for a list's first page.
-
-        Threads written by another tool are entered at most every ``RECONCILE_SECONDS``
-        (per tenant: each has its own index); a list of waiting threads settles the lines
-        listed running first.
-        """
-        tenant = current_tenant()
-        looked = self._reconciled.get(tenant, -RECONCILE_SECONDS)
-        if time.monotonic() >= looked + RECONCILE_SECONDS:
-            self._reconciled[tenant] = time.monotonic()
-            known = await self.checkpointer.list_threads()
-            await self.index.reconcile(known, self.load, self.busy)
-        if state == "waiting":
-            await self._settle_running()
-
-    async def _settle_running(self) -> None:
-        """Re-list as waiting the lines listed running whose run died in a call.
-
-        A list of waiting threads reads the waiting lines only: a thread a dead run left
-        listed running would never appear in it, unless an unfiltered list happened to
-        settle it (:meth:`_settled`) once its lock was free (a dead holder's lease may
-        still run then). So its first page settles the running lines first (up to
-        ``MAX_LIMIT``): a checkpoint read per line not running in this process.
-        """
-        rows, _last = await self.index.page(limit=MAX_LIMIT, after=None, state="running")
-        lines = [s for s in map(summary_from_json, rows) if s is not None]
-        await asyncio.gather(*map(self._settled, lines))
-
-    async def _settled(self, summary: ThreadSummary) -> ThreadSummary:
-        """``summary``, or a line listed running whose run died in a call: now waiting.
-
-        A line stays ``running`` when its run is in progress here or elsewhere; one left by
-        a dead run in an approved call shows that call as an open interrupt (see
-        :meth:`_show_unknown`). Costs a checkpoint read per line listed running elsewhere.
-        """
-        if summary.state != "running" or self.busy(summary.thread_id):
-            return summary
-        try:
-            checkpoint = await self.load(summary.thread_id)
-        except Exception:  # the line is shown as it was; the thread's own GET says why
-            logger.exception("thread list: could not read thread %s", summary.thread_id)
-            return summary
-        if checkpoint is None or checkpoint.pending is None:
-            return summary
-        shown = summary_from_json({**summary_json(checkpoint), "thread_id": summary.thread_id})
-        return shown or summary
+    async def _known_threads(self) -> list[str]:
+        known: list[str] = await self.checkpointer.list_threads()
+        return known
 
     async def _enter_running(self, thread_id: str, prompt: str | Message) -> None:
         """List the thread as ``running`` while its run goes (a failure is only logged)."""
