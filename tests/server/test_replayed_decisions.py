@@ -239,3 +239,24 @@ def test_a2a_a_decision_sent_again_after_its_call_landed_is_answered_once(
     once_more = arun(_a2a(served.url, _a2a_message(context, "", data=decision)))
     assert once_more.status.state == State.TASK_STATE_FAILED  # nothing waits: not run again
     assert len(httpx.get(f"{served.url}/api/threads/{context}").json()["messages"]) == 4
+
+
+def test_agui_catching_up_after_the_calls_result_landed_has_the_thread_answered(
+    served: Served, store_dir: Path
+) -> None:
+    """The approval's run died after the call's result landed, before the answer: the thread's
+    messages end in the prompt, nothing pending. A client catching up (no new message, no
+    resume) was shown just that; now the thread is answered, the call not run again."""
+    PUBLISHED.clear()
+    asking = {"id": "g-landed", "role": "user", "content": "publish Once"}
+    with httpx.Client(base_url=served.url, timeout=30) as client:
+        agui(client, run_input("g-landed", [asking]))
+        _died_after_the_result(store_dir, "g-landed", "published 'Once' x3")
+        events = agui(client, run_input("g-landed", [asking]))
+        again = agui(client, run_input("g-landed", [asking]))  # answered once only
+    deltas = [e["delta"] for e in events if e["type"] == "TEXT_MESSAGE_CONTENT"]
+    assert deltas == ["done: published 'Once' x3"], kinds(events)
+    snapshot = [e for e in events if e["type"] == "MESSAGES_SNAPSHOT"][-1]["messages"]
+    assert [m["role"] for m in snapshot] == ["user", "assistant", "tool", "assistant"]
+    assert "TEXT_MESSAGE_CONTENT" not in kinds(again)
+    assert PUBLISHED == []

@@ -84,7 +84,7 @@ from ..messages import Message
 from ..swarm import HandoffEvent, MemberEvent
 from ._api import KEEPALIVE, error_response, read_json
 from ._errors import BadRequestError, error_payload
-from ._held import placement
+from ._held import placement, ran_unanswered
 from ._questions import answer_decision
 from ._runner import RunHandle, ThreadRunner
 from ._shapes import Pending
@@ -474,6 +474,10 @@ async def _start(runner: ThreadRunner, run: RunAgentInput) -> RunHandle:
             raise ThreadBusyError(
                 f"thread {run.thread_id!r} is running: catch up once its run has ended"
             )
+        if ran_unanswered(current, None):
+            # An approved call's result landed, its run died before the answer: answered now
+            # (decided again under the thread's lock; the call does not run again).
+            return await runner.start_answer(run.thread_id, None)
         raise _Waiting  # a client catching up: shown the thread as it stands
     return await runner.start_run(run.thread_id, prompt)
 

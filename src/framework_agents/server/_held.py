@@ -57,18 +57,20 @@ def placement(checkpoint: ThreadCheckpoint | None, message_id: str | None) -> Pl
     return "continue" if unanswered else "taken"
 
 
-def ran_unanswered(checkpoint: ThreadCheckpoint | None, call_id: str) -> bool:
-    """Whether the thread holds the decided turn of ``call_id`` with its result, unanswered.
+def ran_unanswered(checkpoint: ThreadCheckpoint | None, call_id: str | None) -> bool:
+    """Whether the thread holds a decided turn with its results, unanswered.
 
     A decision's run died after the call's result landed, before the model answered: the
-    turn and its results are saved, nothing is pending or in flight. The decision sent
-    again answers it (the call does not run again); decided under the lock like a prompt.
+    turn and its results are saved, nothing is pending or in flight (the thread's
+    messages end in the prompt). The decision sent again (A2A), or a client catching up
+    (AG-UI), has it answered (the call does not run again); decided under the lock like a
+    prompt. ``call_id``: that call's result in particular (``None``: any).
     """
     if checkpoint is None or checkpoint.turn is None:
         return False
-    if checkpoint.pending is not None or checkpoint.in_flight:
+    if checkpoint.pending is not None or checkpoint.in_flight or not checkpoint.results:
         return False
-    return any(r.tool_call_id == call_id for r in checkpoint.results)
+    return call_id is None or any(r.tool_call_id == call_id for r in checkpoint.results)
 
 
 class HeldCheckpointer:

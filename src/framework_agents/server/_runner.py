@@ -612,11 +612,11 @@ class ThreadRunner:
 
         await self._pump(handle, self._held_run(handle, agent, opening))
 
-    async def start_answer(self, thread_id: str, call_id: str) -> RunHandle:
+    async def start_answer(self, thread_id: str, call_id: str | None) -> RunHandle:
         """Answer the turn a decision ran, when its run died after the call's result landed.
 
-        The thread holds the decided turn with the result of ``call_id`` saved, nothing
-        pending, no answer (``_held.ran_unanswered``): the run goes on from there (the
+        The thread holds the decided turn with the result of ``call_id`` (``None``: any)
+        saved, nothing pending, no answer (``_held.ran_unanswered``): the run goes on (the
         model answers; the call does not run again). Decided under the thread's lock: a
         thread answered meanwhile runs nothing (``handle.taken``).
         """
