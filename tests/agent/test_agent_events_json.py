@@ -29,7 +29,7 @@ from framework_agents.agent.result import RunResult
 from framework_agents.errors import InvalidArgumentError
 from framework_agents.hitl import HitlInterrupt
 from framework_agents.server._api import event_json
-from framework_agents.server._runner import Pending
+from framework_agents.server._shapes import Pending
 from framework_agents.swarm import (
     Handoff,
     HandoffEvent,

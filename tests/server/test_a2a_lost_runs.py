@@ -27,8 +27,8 @@ from async_helper import arun
 from framework_agents import Agent, FunctionModel, InMemoryCheckpointer, InMemoryStorage, Message
 from framework_agents.errors import CheckpointConflictError
 from framework_agents.server import create_app
-from framework_agents.server._a2a import (
-    _agent_message,
+from framework_agents.server._a2a_tasks import (
+    agent_message,
     input_request,
     revive_orphan,
     revive_settled,
@@ -192,7 +192,7 @@ def test_a_task_showing_an_approval_settled_since_ends_as_the_thread_stands() ->
         assert pending is not None
         task = _task("t3", asked, age=0)
         task.status.state = State.TASK_STATE_INPUT_REQUIRED
-        task.status.message.CopyFrom(_agent_message(task, input_request(pending)))
+        task.status.message.CopyFrom(agent_message(task, input_request(pending)))
         waiting = await revive_settled(runner, task)  # the approval is still open: left alone
         await (await runner.start_resume("t3", {pending.interrupt_id: "approve"})).wait()
         return waiting, await revive_settled(runner, task)

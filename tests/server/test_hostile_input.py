@@ -19,7 +19,7 @@ from server_support import Served
 from async_helper import arun
 from framework_agents import InMemoryStorage, Message, ThreadCheckpoint
 from framework_agents.server._index import ThreadIndex
-from framework_agents.server._runner import _summary_json
+from framework_agents.server._shapes import summary_json
 
 JSON = {"Accept": "application/json"}
 RESERVED = ["CON", "nul", "Aux", "com1", "LPT9", "con.txt", "trailing."]
@@ -100,7 +100,7 @@ def test_a_thread_stored_under_an_id_the_rule_now_refuses_is_left_out_of_the_lis
         return stored.get(thread_id)
 
     async def body() -> list[str]:
-        index = ThreadIndex(InMemoryStorage(), _summary_json)
+        index = ThreadIndex(InMemoryStorage(), summary_json)
         await index.reconcile(["CON", "ok"], load)
         rows, _ = await index.page(limit=10, after=None)
         return [str(r["thread_id"]) for r in rows]

@@ -14,7 +14,7 @@ what landed before sending again (AG-UI: the same messages, which the server tak
 once; A2A: the task, found by its message's id); a call whose outcome is unknown (its
 replica died in it) it settles with a rejection. Afterwards every conversation loads,
 holds each message once, its approved tool ran at most once (the tool appends one line
-per call to a log file), and every client got its answer or a coded error.
+per call to a log file), and every client got its answer (none ended in an error).
 
 Marked ``slow`` (about a minute per store); needs ``haproxy`` (``.ci/run`` installs it),
 Node 20 with ``tests/js``'s packages, and the servers.
@@ -540,43 +540,29 @@ def test_official_clients_survive_a_replica_killed_and_one_frozen(
                 node.kill()
             close_process(node)
     assert sorted(outcomes) == sorted(threads), "".join(log)[-3000:]
-    # Every client got its answer, or a coded error it could retry; a call whose outcome was
-    # unknown (its replica died in it) was settled by a rejection, not run again.
+    # Every client got its answer; a call whose outcome was unknown (its replica died in
+    # it) was settled by a rejection, not run again.
     wrong = {t: o for t, o in outcomes.items() if o not in ("completed", "unknown-settled")}
     why = [line for line in log if line.split(":")[0] in wrong]  # the clients' reasons
     counted = dict(Counter(outcomes.values()))
     print("outcomes:", counted, "retries:", sum(retries), "".join(why))  # shown with -s
-    assert all(o.startswith("error:") for o in wrong.values()), wrong
     assert not any(o == "error:INTERNAL" for o in wrong.values()), _tracebacks(tmp_path)
-    # Known, open, each seen in about one run of three: (1) the thread shown ending in the
-    # client's prompt, nothing pending, so nothing answers it (WRONG_ANSWER here; A2A fails
-    # such a task INVALID_ARGUMENT): a turn cut after its prompt was saved, it seems; (2) an
-    # A2A decision sent again for a call whose replica died in it, after the thread showed
-    # that call as of unknown outcome under a new interrupt id: HITL_DECISION, the task
-    # failed, so no task shows the new interrupt. Any other error is one a client could
-    # retry.
-    known = {"GAVE_UP", "WRONG_ANSWER", "INVALID_ARGUMENT", "HITL_DECISION"}
-    final = {t: o for t, o in wrong.items() if o[len("error:") :] not in RETRYABLE | known}
-    assert not final, (final, why, _tracebacks(tmp_path))
-    assert len(wrong) <= len(threads) * 0.02, (wrong, why, _tracebacks(tmp_path))
+    # None ends in an error: a prompt whose replica died before the model answered is
+    # answered when sent again, and a decision sent again for a call whose replica died in
+    # it is shown the call's new interrupt (docs/server.md, "Running several replicas").
+    assert not wrong, (wrong, why, _tracebacks(tmp_path))
     published = Counter((tmp_path / "published.log").read_text().split())
     assert all(n == 1 for n in published.values()), published  # at most once
     assert all(published[t] == 1 for t, o in outcomes.items() if o == "completed")
     with httpx.Client(base_url=url, timeout=60) as client:
         for thread_id in threads:
             thread = _get(client, f"/api/threads/{thread_id}")
-            if "messages" not in thread:  # only a client that ended with an error before
-                assert outcomes[thread_id].startswith("error:"), (thread_id, thread)
-                assert thread["error"]["code"] == "CHECKPOINT_MISSING", (thread_id, thread)
-                continue
+            assert "messages" in thread, (thread_id, thread)
             ids = [m["id"] for m in thread["messages"]]
             assert len(ids) == len(set(ids)), thread_id  # no message twice
             users = [m["content"] for m in thread["messages"] if m["role"] == "user"]
-            # each prompt once; both, unless its client ended with an error
             prompts = (users.count("hello"), users.count(f"publish {thread_id}"))
-            assert max(prompts) <= 1 and len(users) == sum(prompts), (thread_id, users)
-            if not outcomes[thread_id].startswith("error:"):
-                assert prompts == (1, 1), (thread_id, users)
+            assert prompts == (1, 1) and len(users) == 2, (thread_id, users)  # each prompt once
             if outcomes[thread_id] == "completed":
                 assert thread["pending"] is None, thread_id
                 assert thread["messages"][-1]["content"] == f"done: published {thread_id}"

@@ -19,7 +19,8 @@ from framework_agents import (
     ScriptedModel,
     ThreadCheckpoint,
 )
-from framework_agents.server import _runner as runner_module
+from framework_agents.server import _listing as listing_module
+from framework_agents.server import _timeline as timeline_module
 from framework_agents.server._runner import ThreadRunner
 from framework_agents.server._store import ServerStore
 
@@ -74,7 +75,7 @@ def test_pages_cover_every_thread_once_newest_first_without_loading_a_history() 
 def test_a_search_a_deleted_thread_and_a_thread_written_elsewhere(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setattr(runner_module, "RECONCILE_SECONDS", 0.0)  # look on every first page
+    monkeypatch.setattr(listing_module, "RECONCILE_SECONDS", 0.0)  # look on every first page
 
     async def body() -> None:
         cp = CountingCheckpointer()
@@ -114,7 +115,7 @@ def test_a_bad_cursor_or_limit_is_invalid_argument() -> None:
 def test_the_timeline_appends_entries_and_two_recorders_lose_none(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(runner_module, "_TIMELINE_FOLD", 4)
+    monkeypatch.setattr(timeline_module, "_TIMELINE_FOLD", 4)
 
     async def body() -> None:
         storage = LocalFileStorage(tmp_path)

@@ -310,10 +310,10 @@ def test_a_reconcile_never_replaces_the_line_a_starting_run_wrote() -> None:
     is left as entered."""
     from framework_agents import ThreadCheckpoint
     from framework_agents.server._index import ThreadIndex
-    from framework_agents.server._runner import _summary_json
+    from framework_agents.server._shapes import summary_json
     from framework_agents.sessions import InMemoryStorage
 
-    index = ThreadIndex(InMemoryStorage(), _summary_json)
+    index = ThreadIndex(InMemoryStorage(), summary_json)
 
     async def body() -> list[str]:
         saved = ThreadCheckpoint(thread_id="t", messages=[Message("user", "hi", id="u1")])

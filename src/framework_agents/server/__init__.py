@@ -21,7 +21,8 @@ except ImportError as _exc:
     ) from _exc
 from ._builtin import builtin_factory
 from ._errors import STATUS_BY_CLASS, STATUS_BY_CODE
-from ._runner import AgentFactory, Pending, ThreadRunner
+from ._runner import AgentFactory, ThreadRunner
+from ._shapes import Pending
 from ._store import DEFAULT_STORE, ServerStore, resolve_store
 
 __all__ = [

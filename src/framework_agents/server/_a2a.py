@@ -25,7 +25,10 @@ Routes: ``POST /a2a`` (JSON-RPC), ``/a2a/rest/...`` (HTTP+JSON) and the agent ca
   its status message holds a text part (``"tool: 3/10 message"``) and a data part
   ``{"type": "tool_progress", "toolCallId", "tool", "progress", "total", "message"}``
   (``total`` and ``message`` may be ``null``).
-* A message sent again under its id is not run twice (answered from the thread); a task
+* A message sent again under its id is not run twice (answered from the thread; one the
+  thread ends in unanswered, its replica dead before the model answered, is answered: see
+  ``_held``); a decision sent again for a call its replica died in, now shown as of
+  unknown outcome under a new interrupt, leaves its task showing that one; a task
   left working by a replica that died, whose run lost its thread
   (``CHECKPOINT_CONFLICT``), or still showing an approval its thread no longer waits
   for, ends as the thread stands (:func:`ended_status`).
@@ -51,9 +54,7 @@ os.environ.setdefault("OTEL_INSTRUMENTATION_A2A_SDK_ENABLED", "false")
 
 import json
 import logging
-import time
 from collections.abc import Awaitable, Callable
-from datetime import UTC
 from typing import Any
 
 from a2a.helpers.proto_helpers import (
@@ -77,13 +78,26 @@ from starlette.routing import BaseRoute, Mount, Route
 
 from .. import agent as ours
 from ..checkpoint.model import check_thread_id
-from ..errors import HitlDecisionError, InvalidArgumentError, ThreadBusyError
+from ..errors import HitlDecisionError, ThreadBusyError
 from ..messages import Message as ours_message
-from ..messages import new_id
 from ._a2a_store import StorageTaskStore
-from ._errors import ShuttingDownError, error_payload
+from ._a2a_tasks import (
+    agent_message,
+    decided_call,
+    ended_status,
+    failure_parts,
+    input_request,
+    progress_parts,
+    revive_orphan,
+    revive_settled,
+    shown_interrupt,
+    shown_request,
+)
+from ._errors import error_payload
+from ._held import placement, ran_unanswered
 from ._questions import answer_decision
-from ._runner import Pending, RunHandle, ThreadRunner
+from ._runner import RunHandle, ThreadRunner
+from ._shapes import Pending
 
 __all__ = ["INTERRUPTED_TASK_TIMEOUT", "A2AExecutor", "StorageTaskStore", "a2a_routes"]
 
@@ -110,61 +124,6 @@ def integral(value: Any) -> Any:
     return value
 
 
-def approval_request(pending: Pending) -> dict[str, Any]:
-    """The data part of an ``input-required`` status."""
-    return {
-        "type": "tool_approval_request",
-        "toolCallId": pending.tool_call_id,
-        "tool": pending.tool,
-        "args": pending.args,
-        "key": pending.key,
-        "allowedDecisions": list(pending.allowed_decisions),
-        "interruptId": pending.interrupt_id,
-        "outcomeUnknown": pending.outcome_unknown,
-    }
-
-
-def elicitation_request(pending: Pending) -> dict[str, Any]:
-    """The data part of an ``input-required`` status for a tool's question."""
-    return {
-        "type": "elicitation",
-        "message": pending.message,
-        "schema": pending.schema,
-        "interruptId": pending.interrupt_id,
-        "toolCallId": pending.tool_call_id,
-        "tool": pending.tool,
-        "args": pending.args,
-        "allowedActions": ["accept", "decline", "cancel"],
-    }
-
-
-def input_request(pending: Pending) -> list[Part]:
-    """The parts of the status message that shows ``pending``: a text and a data part."""
-    if pending.asks:
-        text = f"The tool {pending.tool} asks: {pending.message}"
-        return [new_text_part(text), new_data_part(elicitation_request(pending))]
-    text = f"The call {pending.tool}({json.dumps(pending.args)}) needs approval."
-    return [new_text_part(text), new_data_part(approval_request(pending))]
-
-
-def progress_parts(event: ours.ToolProgressEvent) -> list[Part]:
-    """The status message parts of a running call's progress: a text and a data part."""
-    done = f"{event.progress:g}" + (f"/{event.total:g}" if event.total is not None else "")
-    text = f"{event.tool}: {done}" + (f" {event.message}" if event.message else "")
-    data = {
-        "type": "tool_progress",
-        "toolCallId": event.call_id,
-        "tool": event.tool,
-        "progress": event.progress,
-        "total": event.total,
-        "message": event.message,
-    }
-    return [new_text_part(text), new_data_part(data)]
-
-
-#: The ``type`` of the data parts that show what a task waits for.
-_REQUESTS = ("tool_approval_request", "elicitation")
-
 #: Codes of an answer that could not run now: its task is left waiting, not failed.
 _RETRY_LATER = frozenset({"THREAD_BUSY", "LOCK_TIMEOUT", "SHUTTING_DOWN", "BACKEND_UNAVAILABLE"})
 
@@ -177,19 +136,6 @@ _FINAL = frozenset(
         TaskState.TASK_STATE_REJECTED,
     }
 )
-
-
-def shown_interrupt(task: Task | None) -> str | None:
-    """The ``interruptId`` of the approval request ``task``'s status shows, if any."""
-    if task is None or task.status.state != TaskState.TASK_STATE_INPUT_REQUIRED:
-        return None
-    if not task.status.HasField("message"):
-        return None
-    for data in get_data_parts(list(task.status.message.parts)):
-        if isinstance(data, dict) and data.get("type") in _REQUESTS:
-            shown = data.get("interruptId")
-            return shown if isinstance(shown, str) else None
-    return None
 
 
 def check_bound(pending: Pending, task: Task | None, data: dict[str, Any] | None) -> None:
@@ -248,24 +194,37 @@ def decision_of(data: dict[str, Any], pending: Pending) -> Any:
     raise HitlDecisionError(f"decision must be approve, edit or reject, not {kind!r:.40}")
 
 
-def _agent_message(task: Task | RequestContext, parts: list[Part]) -> Message:
-    task_id = task.id if isinstance(task, Task) else (task.task_id or "")
-    context_id = task.context_id or ""
-    return Message(
-        message_id=new_id(),
-        role=Role.ROLE_AGENT,
-        parts=parts,
-        task_id=task_id,
-        context_id=context_id,
-    )
-
-
 class _Landed(Exception):
     """The message of a task ran before (a prompt of its id, or the decision it answered)."""
 
     def __init__(self, checkpoint: Any) -> None:
         super().__init__("landed")
         self.checkpoint = checkpoint
+
+
+class _Shown(Exception):
+    """A decision for a call now of unknown outcome, as it was before it ran (:func:`replaced`)."""
+
+    def __init__(self, pending: Pending) -> None:
+        super().__init__("shown")
+        self.pending = pending
+
+
+def replaced(pending: Pending, task: Task | None, data: dict[str, Any]) -> bool:
+    """Whether ``data`` decides an approval ``pending`` replaced: the same call, now unknown.
+
+    The approval's decision ran the call, its replica died in it, and the thread shows the
+    call as of unknown outcome under a new interrupt id; the decision sent again (its
+    stream broke) names the approval its task showed. It must not fail the task (no task
+    would show the new interrupt) nor run the call again: the task shows the new one.
+    The call is the one the decision names (``toolCallId``), else the one its task showed.
+    """
+    if not pending.outcome_unknown:
+        return False
+    bound = {shown_interrupt(task), data.get("interruptId")} - {None}
+    if not bound or bound == {pending.interrupt_id}:
+        return False
+    return decided_call(data, task) == pending.tool_call_id
 
 
 class A2AExecutor(AgentExecutor):
@@ -298,8 +257,11 @@ class A2AExecutor(AgentExecutor):
         except _Landed as landed:
             await self._landed(updater, task, landed.checkpoint, context.message)
             return
+        except _Shown as replay:  # nothing ran: the task shows the call's new interrupt
+            await updater.requires_input(agent_message(task, input_request(replay.pending)))
+            return
         except Exception as exc:
-            shown = _shown_request(task) if answers else None
+            shown = shown_request(task) if answers else None
             if shown is not None and getattr(exc, "code", None) in _RETRY_LATER:
                 # An answer that cannot run now leaves its task waiting (failing it would
                 # leave the approval with no task to show it on): read it again (it shows
@@ -311,7 +273,7 @@ class A2AExecutor(AgentExecutor):
                     *(p for p in shown.parts if p.HasField("data")),
                     new_data_part({"error": payload}),
                 ]
-                await updater.requires_input(_agent_message(task, parts))
+                await updater.requires_input(agent_message(task, parts))
                 return
             await self._fail(updater, task, exc)
             return
@@ -349,7 +311,7 @@ class A2AExecutor(AgentExecutor):
         await self._end(updater, task, *await ended_status(self.runner, checkpoint, asked))
 
     async def _end(self, updater: TaskUpdater, task: Task, state: int, parts: list[Part]) -> None:
-        message = _agent_message(task, parts)
+        message = agent_message(task, parts)
         if state == TaskState.TASK_STATE_INPUT_REQUIRED:
             await updater.requires_input(message)
         elif state == TaskState.TASK_STATE_COMPLETED:
@@ -378,12 +340,19 @@ class A2AExecutor(AgentExecutor):
                         "now: read the task again once that run has ended"
                     )
                 task_shown = context.current_task
-                if task_shown is not None and _shown_request(task_shown) is not None:
+                call_id = decided_call(decisions[0], task_shown)
+                if call_id is not None and ran_unanswered(checkpoint, call_id):
+                    # The decision ran the call and its run died after the result landed,
+                    # before the answer: the thread goes on from there (runs nothing again).
+                    return await self.runner.start_answer(thread_id, call_id)
+                if task_shown is not None and shown_request(task_shown) is not None:
                     # The approval this task showed was settled since (by this decision on
                     # a replica that stopped before it saved the task's end, say): the task
                     # ends as the thread stands, as it reads once settled (revive_settled).
                     raise _Landed(checkpoint)
                 raise HitlDecisionError(f"context {thread_id!r} has no approval waiting")
+            if replaced(pending, context.current_task, decisions[0]):
+                raise _Shown(pending)
             check_bound(pending, context.current_task, decisions[0])
             if pending.outcome_unknown and decisions[0].get("interruptId") != pending.interrupt_id:
                 raise HitlDecisionError(
@@ -398,11 +367,11 @@ class A2AExecutor(AgentExecutor):
         if not text or message is None or not message.message_id:
             return await self.runner.start_run(thread_id, text)
         # The client's message id is kept: a task whose run died is matched to its turn,
-        # and a message sent again (its answer was lost) does not run twice.
+        # and a message sent again (its answer was lost) does not run twice; one the
+        # thread holds unanswered at its end is answered (decided under the thread's lock:
+        # a message taken meanwhile runs nothing, ``handle.taken``).
         held = await self.runner.load(thread_id)
-        if held is not None and any(
-            m.role == "user" and m.id == message.message_id for m in held.messages
-        ):
+        if placement(held, message.message_id) == "taken":
             raise _Landed(held)
         prompt = ours_message(role="user", content=text, id=message.message_id)
         return await self.runner.start_run(thread_id, prompt)
@@ -439,21 +408,24 @@ class A2AExecutor(AgentExecutor):
             elif isinstance(event, ours.ToolProgressEvent):
                 await updater.update_status(
                     TaskState.TASK_STATE_WORKING,
-                    message=_agent_message(task, progress_parts(event)),
+                    message=agent_message(task, progress_parts(event)),
                 )
             elif isinstance(
                 event, ours.InterruptEvent | ours.RunFinishedEvent | ours.RunErrorEvent
             ):
                 last = event
+        if last is None and handle.taken:  # its message was taken meanwhile
+            await self._landed(updater, task, await self.runner.load(handle.thread_id), asked)
+            return
         if isinstance(last, ours.InterruptEvent):
             checkpoint = await self.runner.load(handle.thread_id)
             pending = await self.runner.pending_of(checkpoint) if checkpoint else None
             if pending is not None:
-                await updater.requires_input(_agent_message(task, input_request(pending)))
+                await updater.requires_input(agent_message(task, input_request(pending)))
                 return
         if isinstance(last, ours.RunFinishedEvent):
             text = last.result.text or ""
-            await updater.complete(_agent_message(task, [new_text_part(text)]))
+            await updater.complete(agent_message(task, [new_text_part(text)]))
         elif isinstance(last, ours.RunErrorEvent):
             if getattr(last.error, "code", None) == "CHECKPOINT_CONFLICT":
                 await self._lost(updater, task, handle.thread_id, asked)
@@ -463,7 +435,7 @@ class A2AExecutor(AgentExecutor):
             await self._fail(updater, task, RuntimeError("the run ended without an outcome"))
 
     async def _fail(self, updater: TaskUpdater, task: Task, exc: BaseException) -> None:
-        await updater.failed(_agent_message(task, _failure(exc)))
+        await updater.failed(agent_message(task, failure_parts(exc)))
 
     async def cancel(self, context: RequestContext, event_queue: EventQueue) -> None:
         """Cancel the task; an approval it waits for is rejected (a question: cancelled).
@@ -485,154 +457,9 @@ class A2AExecutor(AgentExecutor):
                 and not self.runner.busy(context_id)
             ):
                 undo = {"cancel": True} if pending.asks else {"reject": "The task was cancelled."}
-                handle = await self.runner.start_resume(context_id, {pending.tool_call_id: undo})
+                handle = await self.runner.start_resume(context_id, {pending.interrupt_id: undo})
                 await handle.wait()
         await updater.cancel()
-
-
-def _shown_request(task: Task) -> Message | None:
-    """The agent message that showed what ``task`` waits for (its status, or moved to history).
-
-    The SDK moves the status message into the history when an answer arrives.
-    """
-    messages: list[Message] = [task.status.message] if task.status.HasField("message") else []
-    for message in [*messages, *reversed(task.history)]:
-        if message.role == Role.ROLE_USER:
-            continue
-        for data in get_data_parts(list(message.parts)):
-            if isinstance(data, dict) and data.get("type") in _REQUESTS:
-                shown: Message = message
-                return shown
-    return None
-
-
-def _asked(task: Task) -> Message | None:
-    """The user message that started ``task`` (its last one in the history)."""
-    for message in reversed(task.history):
-        if message.role == Role.ROLE_USER:
-            asked: Message = message
-            return asked
-    return None
-
-
-def answer_in(checkpoint: Any, asked: Message | None) -> tuple[bool, str | None]:
-    """Whether ``checkpoint`` holds the turn of ``asked``, and the answer it holds to it.
-
-    ``asked`` is a prompt (found by its message id) or a decision (found by the tool
-    message of the call it decided); the answer is the text of the first assistant
-    message without calls after it (``None`` before one).
-    """
-    if asked is None:
-        return False, None
-    decided = [d for d in get_data_parts(list(asked.parts)) if isinstance(d, dict)]
-    call_id = decided[0].get("toolCallId") if decided else None
-    messages = list(checkpoint.messages)
-    start = None
-    for at, message in enumerate(messages):
-        if (call_id is None and message.role == "user" and message.id == asked.message_id) or (
-            call_id is not None and message.role == "tool" and message.tool_call_id == call_id
-        ):
-            start = at
-    if start is None:
-        return False, None
-    for message in messages[start + 1 :]:
-        if message.role == "user":
-            break
-        if message.role == "assistant" and not message.tool_calls and message.text:
-            return True, str(message.text)
-    return True, None
-
-
-def _failure(exc: BaseException) -> list[Part]:
-    """The parts of a failed task's status: ``[CODE] message`` and ``{"error": ...}``."""
-    payload = error_payload(exc)
-    return [
-        new_text_part(f"[{payload['code']}] {payload['message']}"),
-        new_data_part({"error": payload}),
-    ]
-
-
-async def ended_status(
-    runner: ThreadRunner, checkpoint: Any, asked: Message | None
-) -> tuple[int, list[Part]]:
-    """The state and status parts of a task asking ``asked`` whose run is over.
-
-    Over, not followed: it died with its replica, or ran on an earlier message of the same
-    id. The thread waits for a decision: input-required, showing it (a call of unknown
-    outcome too); it answered ``asked``: completed with that answer; it holds no turn of
-    ``asked``: failed with ``SHUTTING_DOWN`` (send it again); it holds the turn without an
-    answer: failed with ``INVALID_ARGUMENT`` (sending it again would not run it).
-    """
-    pending = await runner.pending_of(checkpoint) if checkpoint is not None else None
-    if pending is not None:
-        return TaskState.TASK_STATE_INPUT_REQUIRED, input_request(pending)
-    found, answer = answer_in(checkpoint, asked) if checkpoint is not None else (False, None)
-    if answer is not None:
-        return TaskState.TASK_STATE_COMPLETED, [new_text_part(answer)]
-    if found:
-        error: BaseException = InvalidArgumentError(
-            "the thread holds this message's turn without an answer (its run stopped in it): "
-            "send the next message"
-        )
-    else:
-        error = ShuttingDownError(
-            "the run of this task ended with its server (stopped, or frozen past its lease) "
-            "before it answered; the thread is at its last checkpoint, without this "
-            "message's turn: send it again"
-        )
-    return TaskState.TASK_STATE_FAILED, _failure(error)
-
-
-async def revive_orphan(runner: ThreadRunner, task: Task) -> Task | None:
-    """``task`` as it stands when the run working on it died with its replica, else ``None``.
-
-    A task submitted or working for longer than the store's lease whose thread no run
-    holds (here or on another replica) lost its run: the thread's checkpoint says how far
-    it got (:func:`ended_status`).
-    """
-    if task.status.state not in (TaskState.TASK_STATE_SUBMITTED, TaskState.TASK_STATE_WORKING):
-        return None
-    if task.status.HasField("timestamp"):
-        age = time.time() - task.status.timestamp.ToDatetime(tzinfo=UTC).timestamp()
-        if age < runner.lease:
-            return None  # its run may be about to take the thread, or to report its end
-    thread_id = check_thread_id(task.context_id)
-    if await runner.held(thread_id):
-        return None
-    checkpoint = await runner.load(thread_id)
-    return await _ended_as_thread_stands(runner, task, checkpoint)
-
-
-async def _ended_as_thread_stands(runner: ThreadRunner, task: Task, checkpoint: Any) -> Task:
-    """A copy of ``task`` ended as ``checkpoint`` stands (:func:`ended_status`), stamped now."""
-    state, parts = await ended_status(runner, checkpoint, _asked(task))
-    revived = Task()
-    revived.CopyFrom(task)
-    revived.status.timestamp.GetCurrentTime()
-    revived.status.state = state  # type: ignore[assignment]
-    revived.status.message.CopyFrom(_agent_message(task, parts))
-    return revived
-
-
-async def revive_settled(runner: ThreadRunner, task: Task) -> Task | None:
-    """``task`` showing an approval its thread no longer waits for: ended as the thread stands.
-
-    The run that settled the approval ended without saving the task's end (its replica
-    died after the thread's last save): the thread went on while the task still showed
-    the approval, and the decision sent again met "no approval waiting". Only when the
-    thread waits for nothing and no run holds it (:func:`ended_status`); a newer approval
-    is never shown in place of the one the task showed (a decision that names no interrupt
-    is bound to the one its task showed, :func:`check_bound`).
-    """
-    if task.status.state != TaskState.TASK_STATE_INPUT_REQUIRED or shown_interrupt(task) is None:
-        return None
-    thread_id = check_thread_id(task.context_id)
-    if await runner.held(thread_id):
-        return None
-    checkpoint = await runner.load(thread_id)  # again: a run may have ended since
-    if checkpoint is None or checkpoint.pending is not None:
-        return None
-    return await _ended_as_thread_stands(runner, task, checkpoint)
 
 
 def agent_card(base_url: str, *, name: str, description: str) -> a2a_pb2.AgentCard:
@@ -761,7 +588,7 @@ def a2a_routes(
         revived = Task()
         revived.CopyFrom(task)
         revived.status.state = TaskState.TASK_STATE_INPUT_REQUIRED
-        revived.status.message.CopyFrom(_agent_message(task, input_request(pending)))
+        revived.status.message.CopyFrom(agent_message(task, input_request(pending)))
         return revived
 
     handler = DefaultRequestHandler(

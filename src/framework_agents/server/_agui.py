@@ -2,10 +2,12 @@
 
 The server's checkpoint is the source of truth. Of the ``messages`` a client sends, only
 the newest user message whose id the thread does not hold yet is taken, as the new
-prompt (it keeps the client's id, so the next request reconciles by id); the client's
-``state`` and older messages are not trusted. ``resume`` entries answer the open
-interrupt: ``resolved`` with ``{"approved": true}`` approves, with ``editedArgs`` edits,
-with ``{"approved": false, "reason"?}`` rejects; ``cancelled`` rejects.
+prompt (it keeps the client's id, so the next request reconciles by id); one the thread
+ends in unanswered (its replica died before the model answered) is answered (see
+``_held``); the client's ``state`` and older messages are not trusted. ``resume``
+entries answer the open interrupt: ``resolved`` with ``{"approved": true}`` approves,
+with ``editedArgs`` edits, with ``{"approved": false, "reason"?}`` rejects; ``cancelled``
+rejects.
 
 A tool's question (an MCP server's elicitation) is an interrupt with ``reason ==
 "elicitation"``: ``message`` is the question, ``responseSchema`` asks for ``{"action":
@@ -82,8 +84,10 @@ from ..messages import Message
 from ..swarm import HandoffEvent, MemberEvent
 from ._api import KEEPALIVE, error_response, read_json
 from ._errors import BadRequestError, error_payload
+from ._held import placement, ran_unanswered
 from ._questions import answer_decision
-from ._runner import Pending, RunHandle, ThreadRunner
+from ._runner import RunHandle, ThreadRunner
+from ._shapes import Pending
 
 __all__ = [
     "AguiTranslator",
@@ -416,13 +420,17 @@ def _encode(event: BaseEvent) -> str:
 
 
 async def _new_prompt(runner: ThreadRunner, run: RunAgentInput) -> Message | None:
-    """The newest user message the thread does not hold yet, keeping its id."""
+    """The newest user message, keeping its id, unless the thread took it already.
+
+    One the thread holds unanswered at its end (its run died before the model answered)
+    is run again: the runner decides under the thread's lock whether it is answered there
+    or was taken meanwhile (``_held``). ``None``: nothing new to run.
+    """
     checkpoint = await runner.load(run.thread_id)
-    known = {m.id for m in checkpoint.messages} if checkpoint else set()
     for message in reversed(run.messages):
         if message.role != "user":
             continue
-        if message.id in known:
+        if placement(checkpoint, message.id) == "taken":
             return None
         content = message.content
         if isinstance(content, list):
@@ -434,7 +442,11 @@ async def _new_prompt(runner: ThreadRunner, run: RunAgentInput) -> Message | Non
 
 
 class _Waiting(Exception):
-    """A run with nothing new to run on a thread no run holds: shown the thread."""
+    """A request that runs nothing: shown the thread as it stands.
+
+    Nothing new to run on a thread no run holds (a client catching up), or a decision for
+    a call now of unknown outcome, naming it as it was before it ran (``Pending.replaced``).
+    """
 
 
 async def _start(runner: ThreadRunner, run: RunAgentInput) -> RunHandle:
@@ -445,6 +457,8 @@ async def _start(runner: ThreadRunner, run: RunAgentInput) -> RunHandle:
         if pending is None:
             raise HitlDecisionError(f"thread {run.thread_id!r} has no interrupt to resume")
         entries = [e for e in run.resume if e.interrupt_id in pending.names()]
+        if len(run.resume) == 1 and pending.replaced(run.resume[0].interrupt_id):
+            raise _Waiting  # a decision for a call now of unknown outcome: shown that call
         if len(entries) != 1 or len(run.resume) != 1:
             raise HitlDecisionError(
                 f"resume must answer the open interrupt {pending.interrupt_id!r} exactly once"
@@ -460,6 +474,10 @@ async def _start(runner: ThreadRunner, run: RunAgentInput) -> RunHandle:
             raise ThreadBusyError(
                 f"thread {run.thread_id!r} is running: catch up once its run has ended"
             )
+        if ran_unanswered(current, None):
+            # An approved call's result landed, its run died before the answer: answered now
+            # (decided again under the thread's lock; the call does not run again).
+            return await runner.start_answer(run.thread_id, None)
         raise _Waiting  # a client catching up: shown the thread as it stands
     return await runner.start_run(run.thread_id, prompt)
 
@@ -492,6 +510,9 @@ async def _events(runner: ThreadRunner, run: RunAgentInput) -> AsyncIterator[str
         else:
             out = tr.translate(ev)
         for event in out:
+            yield _encode(event)
+    if handle.taken:  # its message was taken meanwhile: the thread as it stands
+        for event in await tr.finish(runner, None):
             yield _encode(event)
 
 

@@ -36,7 +36,8 @@ from ..swarm import HandoffEvent, MemberEvent
 from ._edits import branch_thread, edit_message, parent_of
 from ._errors import BadRequestError, UnauthorizedError, error_payload, status_for
 from ._index import MAX_LIMIT
-from ._runner import Pending, RunHandle, ThreadRunner, title_of
+from ._runner import RunHandle, ThreadRunner
+from ._shapes import Pending, title_of
 
 __all__ = [
     "KEEPALIVE",
@@ -207,6 +208,13 @@ async def _stream(runner: ThreadRunner, handle: RunHandle) -> AsyncIterator[str]
             else None
         )
         yield sse(*event_json(event, pending))
+    if handle.taken:  # nothing ran: the call of unknown outcome to settle, as it stands
+        yield sse("interrupt", _shown(handle))
+
+
+def _shown(handle: RunHandle) -> dict[str, Any]:
+    """The ``interrupt`` data of a resume that ran nothing (``RunHandle.taken``)."""
+    return {"run_id": "", "pending": handle.pending.to_json() if handle.pending else None}
 
 
 async def _summary(runner: ThreadRunner, handle: RunHandle) -> tuple[dict[str, Any], int]:
@@ -228,6 +236,8 @@ async def _summary(runner: ThreadRunner, handle: RunHandle) -> tuple[dict[str, A
         elif isinstance(event, RunErrorEvent):
             summary.update(status="failed", error=error_payload(event.error))
             status = status_for(event.error)
+    if handle.taken:
+        summary.update(status="interrupted", pending=_shown(handle)["pending"])
     return summary, status
 
 

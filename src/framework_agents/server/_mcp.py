@@ -51,7 +51,8 @@ from ..bank.memory import namespace_tools
 from ..errors import HitlDecisionError
 from ..tools import Tool, encode_tool_result
 from ._errors import NotFoundError, error_payload
-from ._runner import Pending, RunHandle, ThreadRunner
+from ._runner import RunHandle, ThreadRunner
+from ._shapes import Pending
 from ._tenants import bank_namespace, current_tenant
 
 __all__ = ["APPROVAL_KEY", "mcp_routes"]

@@ -7,16 +7,21 @@ goes on to its end and its checkpoint is complete (it finishes or stops at an in
 
 Two runs of one thread never interleave. In this process a second run of a busy thread is
 refused at once with ``THREAD_BUSY``; across processes (replicas sharing a store) the
-checkpointer's thread lock makes the second run wait, then fail with ``THREAD_BUSY``.
+checkpointer's thread lock makes the second run wait, then fail with ``THREAD_BUSY``. A
+run takes that lock itself and lends it to the agent's run (``_held``), so what its
+message does (appended, answered where a dead replica left it, or nothing: taken before)
+is decided under the lock the run holds.
 
 A resume runs the call the human saw: the agent's ``resume_stream(..., reissue=False)``
 when it has that mode (checked once per agent class in :func:`supports_reissue`), whose
 events stream as they happen (tokens included) and answer the pending ``tool_call_id``.
 An agent without it (a third-party agent-shaped object) gets the older resume that asks
 the model again, with the decision keyed by the pending call's ``hitl_key``, and its
-events are rebuilt
-from the checkpoint afterwards (:func:`replay`). Either way the arguments come from the
-checkpoint (an edit replaces them), never from the client's copy.
+events are rebuilt from the checkpoint afterwards (``_replay``). Either way the arguments
+come from the checkpoint (an edit replaces them), never from the client's copy.
+
+What a thread looks like to the protocols (:class:`~._shapes.Pending`, the thread list's
+lines) is in ``_shapes``, its timeline in ``_timeline``.
 """
 
 from __future__ import annotations
@@ -24,54 +29,55 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import inspect
-import json
 import logging
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
 from .._util import maybe_await
 from ..agent.events import (
     AgentEvent,
     InterruptEvent,
-    MessageCompletedEvent,
-    MessageStartedEvent,
     RunErrorEvent,
     RunFinishedEvent,
     RunStartedEvent,
-    TextDeltaEvent,
-    ToolCallEvent,
-    ToolResultEvent,
 )
 from ..agent.result import RunResult
-from ..checkpoint._base import thread_lock
+from ..checkpoint._base import hold_thread, thread_lock
 from ..checkpoint.model import ThreadCheckpoint, check_thread_id
 from ..elicitation import parse_answer
 from ..errors import (
-    CheckpointConflictError,
     CheckpointMissingError,
     HitlDecisionError,
     InvalidArgumentError,
     ThreadBusyError,
 )
-from ..hitl import HitlInterrupt, InterruptKind, check_edit, hitl_key, parse_decision
-from ..messages import Message, ToolCall, new_id
-from ..sessions._base import as_logged, digest, swap
+from ..hitl import (
+    HitlInterrupt,
+    check_edit,
+    hitl_key,
+    parse_decision,
+)
+from ..messages import Message, new_id
 from ..tools import DECISION_KINDS
 from ._errors import ApprovalPendingError, ShuttingDownError
-from ._index import MAX_LIMIT, STATES, ThreadIndex, decode_cursor, encode_cursor, state_of
+from ._held import HeldCheckpointer, placement, ran_unanswered
+from ._index import ThreadIndex
+from ._listing import ThreadList
 from ._questions import ANSWER_KINDS, question_of
+from ._replay import replay
+from ._shapes import Pending, ThreadSummary, summary_json, title_of
 from ._store import ServerStore
 from ._tenants import current_tenant
+from ._timeline import Timeline
 
 __all__ = [
     "AgentFactory",
-    "Pending",
     "RunHandle",
     "ThreadRunner",
-    "ThreadSummary",
+    "parent_key",
     "supports_reissue",
 ]
 
@@ -81,14 +87,6 @@ logger = logging.getLogger(__name__)
 AgentFactory = Callable[[], Any]
 
 _REISSUE: dict[type, bool] = {}
-_TITLE_LENGTH = 80
-#: A timeline's log is folded into its document after this many appended entries.
-_TIMELINE_FOLD = 256
-#: Conditional timeline writes retried on a conflict before the entry is given up (logged).
-_TIMELINE_ATTEMPTS = 8
-#: A first page of the thread list looks for threads the server never recorded (written
-#: by another tool: every thread id listed, O(threads)) at most this often.
-RECONCILE_SECONDS = 30.0
 
 
 def supports_reissue(agent: object) -> bool:
@@ -104,99 +102,9 @@ def supports_reissue(agent: object) -> bool:
     return known
 
 
-@dataclass(frozen=True, slots=True)
-class Pending:
-    """The approval (or the tool's question) a thread waits for, as every protocol shows it.
-
-    ``kind`` is ``"tool_call"`` for an approval and ``"elicitation"`` for a question a
-    tool asked mid-call (an MCP server's elicitation): then ``message`` and ``schema`` are
-    the question and the requested schema (the tool's own state stays in the checkpoint),
-    and ``allowed_decisions`` are :data:`ANSWER_KINDS`.
-    """
-
-    interrupt_id: str
-    tool_call_id: str
-    tool: str
-    args: dict[str, Any]
-    key: str
-    allowed_decisions: tuple[str, ...]
-    outcome_unknown: bool = False
-    #: The key the agent's decisions use for this interrupt.
-    decision_key: str = ""
-    kind: InterruptKind = "tool_call"
-    message: str | None = None
-    schema: dict[str, Any] | None = None
-
-    @property
-    def asks(self) -> bool:
-        """Whether this is a tool's question (``kind == "elicitation"``), not an approval."""
-        return self.kind == "elicitation"
-
-    def names(self) -> set[str]:
-        """Every key a client may use to name this approval.
-
-        A call of unknown outcome only by its ``interrupt_id``: a decision given before it
-        ran (a replayed request, a double click) names the call or the tool, and must not
-        run it again.
-        """
-        if self.outcome_unknown:
-            return {self.interrupt_id}
-        return {self.interrupt_id, self.tool_call_id, self.key, self.tool}
-
-    def to_json(self) -> dict[str, Any]:
-        """The JSON API shape (``docs/server.md``)."""
-        return {
-            "interrupt_id": self.interrupt_id,
-            "kind": self.kind,
-            "tool_call_id": self.tool_call_id,
-            "tool": self.tool,
-            "args": self.args,
-            "key": self.key,
-            "allowed_decisions": list(self.allowed_decisions),
-            "outcome_unknown": self.outcome_unknown,
-            "message": self.message,
-            "schema": self.schema,
-        }
-
-
-@dataclass(frozen=True, slots=True)
-class ThreadSummary:
-    """One line of the thread list."""
-
-    thread_id: str
-    saved_at: datetime
-    title: str
-    message_count: int
-    pending: bool
-    #: ``running``, ``waiting`` (an approval is open) or ``finished``.
-    state: str = "finished"
-    #: What a waiting thread waits for: ``tool_call`` (an approval) or ``elicitation`` (a
-    #: tool's question); ``None`` when nothing is pending (or a line written before it).
-    pending_kind: str | None = None
-
-    def to_json(self) -> dict[str, Any]:
-        """The JSON API shape."""
-        return {
-            "thread_id": self.thread_id,
-            "saved_at": self.saved_at.isoformat(),
-            "title": self.title,
-            "message_count": self.message_count,
-            "pending": self.pending,
-            "pending_kind": self.pending_kind,
-            "state": self.state,
-        }
-
-
-def title_of(messages: list[Message]) -> str:
-    """The first user message's text, cut to 80 characters."""
-    for message in messages:
-        if message.role == "user":
-            text = " ".join(message.text.split())
-            return text if len(text) <= _TITLE_LENGTH else text[: _TITLE_LENGTH - 1] + "\u2026"
-    return ""
-
-
 _END = object()
+#: What a held run's opening gives when nothing is to run (``RunHandle.taken``).
+_TAKEN = object()
 
 
 @dataclass(slots=True)
@@ -220,6 +128,11 @@ class RunHandle:
     listing: asyncio.Task[None] | None = None
     #: The tenant the run is for (``None``: a server without tenants).
     tenant: str | None = None
+    #: Nothing ran and no terminal event comes; the protocol shows the thread as it
+    #: stands. A run: its message was taken before (answered, or waiting for a decision).
+    #: A resume: its decision names a call now of unknown outcome as it was before it ran
+    #: (:meth:`Pending.replaced`); ``pending`` is that call's interrupt.
+    taken: bool = False
 
     def emit(self, event: AgentEvent) -> None:
         """Queue ``event`` for the reader (from the terminal one on: once released)."""
@@ -261,45 +174,6 @@ def parent_key(thread_id: str) -> str:
     return f"server/threads/{thread_id}/parent.json"
 
 
-def _summary_json(checkpoint: ThreadCheckpoint) -> dict[str, Any]:
-    """The thread list's line of a thread (``_index`` keeps it)."""
-    return {
-        "saved_at": checkpoint.saved_at.isoformat(),
-        "title": title_of(checkpoint.messages),
-        "message_count": len(checkpoint.messages),
-        "pending": checkpoint.pending is not None,
-        "pending_kind": pending_kind(checkpoint),
-    }
-
-
-def pending_kind(checkpoint: ThreadCheckpoint) -> str | None:
-    """What the thread waits for: ``tool_call`` (an approval), ``elicitation`` (a question)."""
-    if checkpoint.pending is None:
-        return None
-    return "elicitation" if question_of(checkpoint) else "tool_call"
-
-
-def _kind(value: Any) -> str | None:
-    return value if value in ("tool_call", "elicitation") else None
-
-
-def _summary_from_json(row: dict[str, Any]) -> ThreadSummary | None:
-    """A stored line back as a summary (``None`` for a damaged one: it is skipped)."""
-    try:
-        return ThreadSummary(
-            str(row["thread_id"]),
-            datetime.fromisoformat(str(row["saved_at"])),
-            str(row["title"]),
-            int(row["message_count"]),
-            bool(row["pending"]),
-            state_of(row),
-            # only with a pending call: a running line keeps its last waiting one's key
-            _kind(row.get("pending_kind")) if row["pending"] else None,
-        )
-    except (KeyError, TypeError, ValueError):
-        return None
-
-
 class ThreadRunner:
     """Runs, resumes, reads and deletes threads of one store with agents of one factory."""
 
@@ -316,13 +190,13 @@ class ThreadRunner:
             raise InvalidArgumentError(f"keepalive must be a positive number, got {keepalive!r}")
         self._factory = factory
         self.store = store
-        self.index = ThreadIndex(store.storage, _summary_json)
+        self.index = ThreadIndex(store.storage, summary_json)
+        self.timelines = Timeline(store.storage)
+        self.threads = ThreadList(self.index, self._known_threads, self.load, self.busy)
         self.keepalive = float(keepalive)
         #: The runs in progress here, by tenant and thread id (one thread id, several tenants).
         self._active: dict[tuple[str | None, str], RunHandle] = {}
         self._tools: dict[str, Any] | None = None
-        #: When each tenant's thread list last looked for new threads (none yet: at once).
-        self._reconciled: dict[str | None, float] = {}
         #: ``time.monotonic()`` by which runs in flight must end once :meth:`drain` ran.
         self.drain_deadline: float | None = None
 
@@ -470,80 +344,19 @@ class ThreadRunner:
         updated_after: datetime | None = None,
         updated_before: datetime | None = None,
     ) -> tuple[list[ThreadSummary], str | None]:
-        """A page of threads, newest first, and the cursor of the next page.
-
-        Reads the page's summaries only (see ``_index``), never the threads' histories.
-        ``state``: ``running``, ``waiting`` or ``finished`` only; ``updated_after`` /
-        ``updated_before``: last updated after / before that time.
-        """
-        if not 1 <= limit <= MAX_LIMIT:
-            raise InvalidArgumentError(f"limit must be between 1 and {MAX_LIMIT}, got {limit}")
-        if state is not None and state not in STATES:
-            raise InvalidArgumentError(f"state must be one of {', '.join(STATES)}, got {state!r}")
-        after = decode_cursor(cursor) if cursor else None
-        if after is None:
-            await self._before_first_page(state)
-        rows, last = await self.index.page(
+        """A page of threads, newest first, and the cursor of the next page (``_listing``)."""
+        return await self.threads.page(
             limit=limit,
-            after=after,
+            cursor=cursor,
             query=query,
             state=state,
             updated_after=updated_after,
             updated_before=updated_before,
         )
-        page = [s for s in map(_summary_from_json, rows) if s is not None]
-        page = list(await asyncio.gather(*map(self._settled, page)))
-        if state is not None:
-            page = [s for s in page if s.state == state]
-        return page, (encode_cursor(last) if last is not None else None)
 
-    async def _before_first_page(self, state: str | None) -> None:
-        """Bring the index up to date for a list's first page.
-
-        Threads written by another tool are entered at most every ``RECONCILE_SECONDS``
-        (per tenant: each has its own index); a list of waiting threads settles the lines
-        listed running first.
-        """
-        tenant = current_tenant()
-        looked = self._reconciled.get(tenant, -RECONCILE_SECONDS)
-        if time.monotonic() >= looked + RECONCILE_SECONDS:
-            self._reconciled[tenant] = time.monotonic()
-            known = await self.checkpointer.list_threads()
-            await self.index.reconcile(known, self.load, self.busy)
-        if state == "waiting":
-            await self._settle_running()
-
-    async def _settle_running(self) -> None:
-        """Re-list as waiting the lines listed running whose run died in a call.
-
-        A list of waiting threads reads the waiting lines only: a thread a dead run left
-        listed running would never appear in it, unless an unfiltered list happened to
-        settle it (:meth:`_settled`) once its lock was free (a dead holder's lease may
-        still run then). So its first page settles the running lines first (up to
-        ``MAX_LIMIT``): a checkpoint read per line not running in this process.
-        """
-        rows, _last = await self.index.page(limit=MAX_LIMIT, after=None, state="running")
-        lines = [s for s in map(_summary_from_json, rows) if s is not None]
-        await asyncio.gather(*map(self._settled, lines))
-
-    async def _settled(self, summary: ThreadSummary) -> ThreadSummary:
-        """``summary``, or a line listed running whose run died in a call: now waiting.
-
-        A line stays ``running`` when its run is in progress here or elsewhere; one left by
-        a dead run in an approved call shows that call as an open interrupt (see
-        :meth:`_show_unknown`). Costs a checkpoint read per line listed running elsewhere.
-        """
-        if summary.state != "running" or self.busy(summary.thread_id):
-            return summary
-        try:
-            checkpoint = await self.load(summary.thread_id)
-        except Exception:  # the line is shown as it was; the thread's own GET says why
-            logger.exception("thread list: could not read thread %s", summary.thread_id)
-            return summary
-        if checkpoint is None or checkpoint.pending is None:
-            return summary
-        shown = _summary_from_json({**_summary_json(checkpoint), "thread_id": summary.thread_id})
-        return shown or summary
+    async def _known_threads(self) -> list[str]:
+        known: list[str] = await self.checkpointer.list_threads()
+        return known
 
     async def _enter_running(self, thread_id: str, prompt: str | Message) -> None:
         """List the thread as ``running`` while its run goes (a failure is only logged)."""
@@ -555,61 +368,21 @@ class ThreadRunner:
 
     # -- timeline -----------------------------------------------------------------------
 
-    @staticmethod
-    def _timeline_key(thread_id: str) -> str:
-        return f"server/threads/{thread_id}/timeline.json"
-
     async def timeline(self, thread_id: str) -> list[dict[str, Any]]:
         """The thread's runs and resumes as the server recorded them, oldest first."""
         check_thread_id(thread_id)
-        entries, _tag, _records = await self._read_timeline(thread_id)
-        return entries
-
-    async def _read_timeline(self, thread_id: str) -> tuple[list[dict[str, Any]], str | None, int]:
-        """The entries, the tag a conditional write expects, and how many are logged."""
-        storage, key = self.store.storage, self._timeline_key(thread_id)
-        logged = as_logged(storage)
-        if logged is not None:
-            raw, records, tag = await logged.read_logged(key)
-        else:
-            raw = await storage.get(key)
-            records, tag = [], None if raw is None else digest(raw)
-        entries: list[dict[str, Any]] = []
-        try:
-            base = [] if raw is None else json.loads(raw)
-            entries = [e for e in base if isinstance(e, dict)] if isinstance(base, list) else []
-            entries += [json.loads(r) for r in records]
-        except ValueError:
-            logger.warning("unreadable timeline of thread %s; shown as far as it reads", thread_id)
-        return entries, tag, len(records)
+        return await self.timelines.entries(thread_id)
 
     async def record(self, thread_id: str, kind: str, label: str | None) -> None:
-        """Append one entry (``run``, ``resume``, ``edit``, ``branch``) to the thread's timeline.
+        """Append one entry (``run``, ``resume``, ``edit``, ``branch``) to the timeline.
 
-        On a storage that keeps logs (``append_logged``) the entry is one appended record,
-        whatever the timeline's length (folded into the document every
-        ``_TIMELINE_FOLD`` records); elsewhere the document is written again. Writes are
-        conditional where the storage can (``swap``): two replicas recording one thread
-        at once both land, the later one after reading the other's entry.
+        Then the thread list's line of the thread is entered as the thread now stands.
         """
-        storage, key = self.store.storage, self._timeline_key(thread_id)
-        logged = as_logged(storage)
-        for _ in range(_TIMELINE_ATTEMPTS):
-            entries, tag, count = await self._read_timeline(thread_id)
-            rev = int(entries[-1].get("rev", len(entries))) + 1 if entries else 1
-            entry = {"rev": rev, "kind": kind, "label": label, "at": datetime.now(UTC).isoformat()}
-            try:
-                if logged is not None and tag is not None and count < _TIMELINE_FOLD:
-                    await logged.append_logged(key, json.dumps(entry).encode(), tag)
-                else:
-                    await swap(storage, key, json.dumps([*entries, entry]).encode(), tag)
-            except CheckpointConflictError:
-                continue  # another writer recorded meanwhile: read again
-            break
-        else:
-            logger.warning(
-                "timeline of thread %s: gave up after %d conflicts", thread_id, _TIMELINE_ATTEMPTS
-            )
+        await self.timelines.append(thread_id, kind, label)
+        await self._relist(thread_id)
+
+    async def _relist(self, thread_id: str) -> None:
+        """The thread list's line of ``thread_id`` as the thread now stands."""
         checkpoint = await self.load(thread_id)
         if checkpoint is not None:  # the thread list's line for it, as it now stands
             await self.index.enter(checkpoint)
@@ -629,7 +402,7 @@ class ThreadRunner:
                 # Still holding the thread: a run that starts right after the delete must
                 # not lose its timeline (or its list line) to this clean-up.
                 await self.index.drop(thread_id)
-                for key in (self._timeline_key(thread_id), parent_key(thread_id)):
+                for key in (Timeline.key(thread_id), parent_key(thread_id)):
                     await self.store.storage.delete(key)
         finally:
             self.release(handle)
@@ -707,14 +480,19 @@ class ThreadRunner:
         """Check, then start a run of ``prompt`` on the thread; its events stream from the handle.
 
         Refused before anything runs: a bad thread id, a busy thread (``THREAD_BUSY``), a
-        thread waiting for an approval (``APPROVAL_PENDING``), an empty prompt.
+        thread waiting for an approval (``APPROVAL_PENDING``), an empty prompt. A message
+        with an id is placed under the thread's lock (``_held``): a message the thread
+        holds unanswered at its end is answered, one it took otherwise runs nothing
+        (``handle.taken``).
         """
         if isinstance(prompt, str) and not prompt.strip():
             raise InvalidArgumentError("prompt must be a non-empty string")
+        message_id = None if isinstance(prompt, str) else prompt.id
         handle = self.claim(thread_id, resume=False)
         try:
             checkpoint = await self.load(thread_id, claimed=True)
-            if checkpoint is not None and checkpoint.pending is not None:
+            taken = placement(checkpoint, message_id) == "taken"
+            if checkpoint is not None and checkpoint.pending is not None and not taken:
                 raise ApprovalPendingError(
                     f"thread {thread_id!r} waits for a decision on "
                     f"{checkpoint.pending.name!r}; resume it before sending a new prompt"
@@ -732,11 +510,24 @@ class ThreadRunner:
         ``decisions`` maps a name of the pending approval (its ``tool_call_id``,
         ``interrupt_id``, ``key`` or tool name) to a decision. Nothing pending, a key that
         names something else, or a decision the tool does not allow: ``HITL_DECISION``.
+        A decision for a call now of unknown outcome that names it as it was before it
+        ran (sent again after its answer was lost, :meth:`Pending.replaced`) runs nothing:
+        the handle is ``taken``, its ``pending`` the interrupt to settle the call by.
         """
         handle = self.claim(thread_id, resume=True)
         try:
             checkpoint = await self.require(thread_id, claimed=True)
             pending = await self.pending_of(checkpoint)
+            if (
+                pending is not None
+                and isinstance(decisions, Mapping)
+                and len(decisions) == 1
+                and pending.replaced(next(iter(decisions)))
+            ):
+                handle.pending, handle.taken = pending, True
+                self.release(handle)
+                handle.queue.put_nowait(_END)
+                return handle
             decision = self._one_decision(thread_id, pending, decisions)
             agent = await self.make_agent()
             assert pending is not None
@@ -792,7 +583,10 @@ class ThreadRunner:
         try:
             if handle.listing is not None:  # the running line first, then the final one
                 await asyncio.shield(handle.listing)
-            await self.record(handle.thread_id, "resume" if handle.resume else "run", label)
+            if handle.taken:  # nothing ran: no timeline entry, the line as the thread stands
+                await self._relist(handle.thread_id)
+            else:
+                await self.record(handle.thread_id, "resume" if handle.resume else "run", label)
         except Exception:  # the run itself is saved; a lost timeline line is only logged
             logger.exception("could not record the timeline of thread %s", handle.thread_id)
         finally:
@@ -804,8 +598,68 @@ class ThreadRunner:
 
     async def _drive_run(self, handle: RunHandle, agent: Any, prompt: str | Message) -> None:
         handle.listing = asyncio.create_task(self._enter_running(handle.thread_id, prompt))
-        events = agent.stream(prompt, checkpointer=self.checkpointer, thread_id=handle.thread_id)
-        await self._pump(handle, events)
+
+        def opening(base: ThreadCheckpoint | None) -> Any:
+            placed = placement(base, None if isinstance(prompt, str) else prompt.id)
+            if placed == "taken":
+                return _TAKEN
+            if placed == "new" and base is not None and base.pending is not None:
+                raise ApprovalPendingError(
+                    f"thread {handle.thread_id!r} waits for a decision on "
+                    f"{base.pending.name!r}; resume it before sending a new prompt"
+                )
+            return prompt if placed == "new" else None  # continue: the thread has it
+
+        await self._pump(handle, self._held_run(handle, agent, opening))
+
+    async def start_answer(self, thread_id: str, call_id: str | None) -> RunHandle:
+        """Answer the turn a decision ran, when its run died after the call's result landed.
+
+        The thread holds the decided turn with the result of ``call_id`` (``None``: any)
+        saved, nothing pending, no answer (``_held.ran_unanswered``): the run goes on (the
+        model answers; the call does not run again). Decided under the thread's lock: a
+        thread answered meanwhile runs nothing (``handle.taken``).
+        """
+        handle = self.claim(thread_id, resume=True)
+        try:
+            agent = await self.make_agent()
+        except BaseException:
+            self.release(handle)
+            raise
+        handle.listing = asyncio.create_task(self._enter_running(thread_id, ""))
+
+        def opening(base: ThreadCheckpoint | None) -> Any:
+            return None if ran_unanswered(base, call_id) else _TAKEN
+
+        handle.task = asyncio.create_task(
+            self._pump(handle, self._held_run(handle, agent, opening))
+        )
+        return handle
+
+    async def _held_run(
+        self,
+        handle: RunHandle,
+        agent: Any,
+        opening: Callable[[ThreadCheckpoint | None], Any],
+    ) -> AsyncIterator[AgentEvent]:
+        """The run's events, how it opens decided under the thread's lock (see ``_held``).
+
+        The lock is taken here and lent to the agent's run, so what the run does is decided
+        on the checkpoint no other run can change before the run saves: ``opening(base)``
+        gives the prompt to run (``None``: go on from the thread as it stands) or
+        ``_TAKEN`` (nothing runs), or raises (a coded refusal).
+        """
+        thread_id = handle.thread_id
+        async with hold_thread(self.checkpointer, thread_id) as held:
+            message = opening(held.checkpoint)
+            if message is _TAKEN:
+                handle.taken = True
+                return
+            view = HeldCheckpointer(self.checkpointer, thread_id, held)
+            events = agent.stream(message, checkpointer=view, thread_id=thread_id)
+            async with contextlib.aclosing(events):
+                async for event in events:
+                    yield event
 
     async def _pump(self, handle: RunHandle, events: AsyncIterator[AgentEvent]) -> None:
         """Feed a run's events to the handle's queue as they come, then finish the run."""
@@ -920,63 +774,3 @@ class ThreadRunner:
             if late:
                 await asyncio.gather(*late, return_exceptions=True)
         await self.store.close()
-
-
-def replay(added: list[Message], pending: Pending, tools: Mapping[str, Any]) -> list[AgentEvent]:
-    """The events of messages a resume added, answering the pending call under its own id.
-
-    The assistant turn that holds the approved call is announced by one ``tool_call``
-    event under the id the human saw (its stored message may have a new id: the turn is
-    rebuilt when it runs), and the call's result carries the pending ``tool_call_id``
-    (the older resume asks the model again, which names the call anew).
-    """
-    events: list[AgentEvent] = []
-    approved: set[str] = set()
-    turn = 0
-    for message in added:
-        if message.role == "assistant":
-            again = _approved_call(message, pending, approved)
-            if again is not None:
-                # The approved call, under the id the human saw, in the turn now stored.
-                approved.add(again.id)
-                shown = again.model_copy(update={"id": pending.tool_call_id})
-                events.append(ToolCallEvent(call=shown, message_id=message.id))
-                continue
-            turn += 1
-            events += _turn_events(message, turn, tools)
-        elif message.role == "tool" and message.tool_call_id is not None:
-            call_id = message.tool_call_id
-            if call_id in approved:
-                call_id = pending.tool_call_id
-            events.append(
-                ToolResultEvent(call_id=call_id, tool=message.name or "", message=message)
-            )
-    return events
-
-
-def _approved_call(message: Message, pending: Pending, approved: set[str]) -> ToolCall | None:
-    """The pending call in a text-free assistant turn (by id, or by name before it ran)."""
-    if message.text:
-        return None
-    for call in message.tool_calls:
-        if call.id == pending.tool_call_id or (not approved and call.name == pending.tool):
-            return call
-    return None
-
-
-def _turn_events(message: Message, turn: int, tools: Mapping[str, Any]) -> list[AgentEvent]:
-    """The events of one stored assistant turn, as a run streams them."""
-    events: list[AgentEvent] = [MessageStartedEvent(message_id=message.id, turn=turn)]
-    if message.text:
-        events.append(TextDeltaEvent(message_id=message.id, delta=message.text))
-    events.append(MessageCompletedEvent(message=message, turn=turn))
-    for call in message.tool_calls:
-        tool = tools.get(call.name)
-        events.append(
-            ToolCallEvent(
-                call=call,
-                message_id=message.id,
-                requires_approval=bool(getattr(tool, "requires_approval", False)),
-            )
-        )
-    return events
