@@ -62,13 +62,14 @@ def test_a_plain_thread_holding_the_prefix_stays_plain(url: str) -> None:
 
 
 def test_a_sealed_session_opened_without_the_cipher_is_store_integrity(url: str) -> None:
-    snapshot = Snapshot(SnapshotData(messages=[Message("user", "hello", id="u1")]))
+    first = [Message("user", "hello", id="u1")]
+    snapshot = Snapshot(SnapshotData(messages=first))
 
     async def run() -> None:
         async with open_store(url, cipher=_cipher()) as sealed:
             manager = SessionManager("s1", sealed.storage)
             await manager.save_latest(snapshot)
-            grown = [*snapshot.data.messages, Message("assistant", "hi", id="a1")]
+            grown = [*first, Message("assistant", "hi", id="a1")]
             await manager.save_latest(Snapshot(SnapshotData(messages=grown)))  # a log record
         async with open_store(url) as plain:
             with pytest.raises(StoreIntegrityError, match="opened without cipher="):
