@@ -25,7 +25,7 @@ import tempfile
 from pathlib import Path
 
 import pytest
-from hypothesis import settings
+from hypothesis import is_hypothesis_test, settings
 from hypothesis.configuration import set_hypothesis_home_dir
 from hypothesis.database import DirectoryBasedExampleDatabase
 
@@ -108,6 +108,18 @@ LONGEST_FIRST = (
     "tests/test_history_repair_reference.py",
     "tests/test_readme.py",
 )
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_itemcollected(item: pytest.Item) -> None:
+    """Mark every property test ``properties``: ``make stress`` runs them all at full count.
+
+    ``make test`` runs them too, those that ask for ``examples(n)`` at a quarter of their
+    examples (tests/property_budget.py); the mark is given here, before ``-m`` selects, so
+    no property test can be left out of ``make stress`` by a forgotten mark.
+    """
+    if is_hypothesis_test(getattr(item, "obj", None)):
+        item.add_marker(pytest.mark.properties)
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
