@@ -45,9 +45,12 @@ serve: $(STAMP)
 # property test (`properties`) again with all of its examples: `make test` tries a quarter
 # of those asked for as `examples(n)` (tests/property_budget.py). The workers
 # get the longest modules first (`LONGEST_FIRST` in tests/conftest.py, with
-# --no-loadscope-reorder), so both end together.
+# --no-loadscope-reorder), so both end together. Each worker collects every test module:
+# pytest keeps the modules it rewrote (assertions) in __pycache__ only where bytecode may
+# be written, so with PYTHONDONTWRITEBYTECODE set (as on CI) each worker would rewrite all
+# of them on every run (~8 s of CPU each); the runs after the first reuse them.
 test: $(STAMP)
-	$(BIN)/python -m pytest -q -m "not slow" -n 2 --dist loadscope --no-loadscope-reorder
+	PYTHONDONTWRITEBYTECODE= $(BIN)/python -m pytest -q -m "not slow" -n 2 --dist loadscope --no-loadscope-reorder
 
 stress: $(STAMP)
 	FRAMEWORK_AGENTS_PROPERTIES=full $(BIN)/python -m pytest -q -m "slow or properties"
