@@ -2,7 +2,8 @@
 #   make demo   -- runs the demo
 #   make test   -- runs the test suite (the long stress runs excepted)
 #   make stress -- runs the long runs (the 60 s lock stress, 500 random kills, the rest of
-#                  the browser pages, the fresh-venv install)
+#                  the browser pages, the fresh-venv install, every property test at its
+#                  full number of examples)
 PYTHON ?= python3
 VENV   ?= .venv
 BIN     = $(VENV)/bin
@@ -40,14 +41,19 @@ serve: $(STAMP)
 # cores. `make stress` runs the `slow` ones, one at a time: the families that need real
 # processes, servers or a browser for seconds each (multi-process kill and lock stress
 # runs, the console's browser pages, the demo with the local model, the fresh-venv
-# install), each of which keeps a quick representative case in `make test`. The workers
+# install), each of which keeps a quick representative case in `make test`, and every
+# property test (`properties`) again with all of its examples: `make test` tries a quarter
+# of those asked for as `examples(n)` (tests/property_budget.py). The workers
 # get the longest modules first (`LONGEST_FIRST` in tests/conftest.py, with
-# --no-loadscope-reorder), so both end together.
+# --no-loadscope-reorder), so both end together. Each worker collects every test module:
+# pytest keeps the modules it rewrote (assertions) in __pycache__ only where bytecode may
+# be written, so with PYTHONDONTWRITEBYTECODE set (as on CI) each worker would rewrite all
+# of them on every run (~8 s of CPU each); the runs after the first reuse them.
 test: $(STAMP)
-	$(BIN)/python -m pytest -q -m "not slow" -n 2 --dist loadscope --no-loadscope-reorder
+	PYTHONDONTWRITEBYTECODE= $(BIN)/python -m pytest -q -m "not slow" -n 2 --dist loadscope --no-loadscope-reorder
 
 stress: $(STAMP)
-	$(BIN)/python -m pytest -q -m slow
+	FRAMEWORK_AGENTS_PROPERTIES=full $(BIN)/python -m pytest -q -m "slow or properties"
 
 lint: $(STAMP)
 	$(BIN)/ruff check src tests bench

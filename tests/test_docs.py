@@ -14,6 +14,9 @@ Signatures and API listings are no programs: they go in plain ``` fences. Not ru
 - README's A2A client, which ``tests/server/test_readme_serving.py`` runs against a
   live server;
 - a block fenced ```python skip-test: it shows an API that does not exist yet.
+
+The blocks of the sections in ``IN_STRESS`` (a provider's SDK or MCP servers: a second or
+more each) are marked ``slow``: ``make stress`` runs them.
 """
 
 from __future__ import annotations
@@ -38,6 +41,20 @@ TIMEOUT = 60
 RUN_ELSEWHERE = {
     ("README.md", "Quickstart"): "tests/test_readme.py runs it twice and checks its output",
     ("README.md", "Serving"): "tests/server/test_readme_serving.py runs it against a server",
+}
+
+# (doc, section heading) -> why its blocks run in `make stress` only (marked `slow`): each
+# spends a second or more of CPU importing a provider's SDK or starting servers, and
+# `make test` stays under two minutes on two cores. The blocks of the other sections, the
+# MCP serving, server and local-model ones among them, keep the docs' blocks in `make test`.
+IN_STRESS = {
+    ("docs/models.md", "OpenAIModel"): "imports the OpenAI SDK",
+    ("docs/models.md", "AnthropicModel"): "imports the Anthropic SDK (2.5 s of CPU)",
+    ("docs/mcp.md", "A server's tools in an agent"): "starts MCP server processes",
+    ("docs/mcp.md", "Elicitation: a server's question during a call"): "starts an MCP server",
+    ("docs/server.md", "Tenants"): "imports the server; docs/server.md's first block stays",
+    ("docs/console.md", "The web console"): "imports the server; docs/server.md's stays",
+    ("docs/swarm.md", "Serving a swarm"): "imports the server; docs/server.md's stays",
 }
 
 # A name a block uses -> the module its extra installs, and how to install it.
@@ -179,6 +196,8 @@ def _params() -> list[object]:
             marks = [pytest.mark.skip(reason=elsewhere)]
         elif block.info == "skip-test":
             marks = [pytest.mark.skip(reason="an API that does not exist yet")]
+        elif (block.doc, block.section) in IN_STRESS:
+            marks = [pytest.mark.slow]
         else:
             marks = []
         params.append(pytest.param(block, id=block.id, marks=marks))
@@ -201,7 +220,7 @@ def test_the_fences_say_run_or_skip_test() -> None:
         (block.id, block.info) for block in blocks if block.info not in ("", "skip-test")
     ]
     # A renamed section would run README's block here too (or fail without its server).
-    for doc, section in RUN_ELSEWHERE:
+    for doc, section in [*RUN_ELSEWHERE, *IN_STRESS]:
         assert any(b.doc == doc and b.section == section for b in blocks), (doc, section)
 
 

@@ -10,9 +10,10 @@ from hypothesis import strategies as st
 
 from framework_agents import Message, ToolCall, is_well_formed, repair_history, trim_dangling
 from framework_agents.history import INTERRUPTED_TEXT, group_bounds, well_formed_problems
+from property_budget import examples
 
 PROPS = settings(
-    max_examples=200,
+    max_examples=examples(200),
     deadline=None,
     derandomize=True,
     suppress_health_check=[HealthCheck.function_scoped_fixture],

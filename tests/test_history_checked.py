@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 
 from framework_agents import InvalidArgumentError, Message, ToolCall
 from framework_agents.history import CheckedHistory, is_well_formed, repair_history
+from property_budget import examples
 
 
 def _calls(ids: list[str]) -> Message:
@@ -32,7 +33,7 @@ _piece = st.one_of(
 _histories = st.lists(_piece, max_size=12)
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(_histories, _histories)
 def test_a_checked_prefix_plus_a_repaired_tail_is_the_repair_of_the_whole(
     prefix: list[Message], tail: list[Message]
@@ -42,7 +43,7 @@ def test_a_checked_prefix_plus_a_repaired_tail_is_the_repair_of_the_whole(
     assert repair_history([*good, *tail]) == [*good, *repair_history(tail)]
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(_histories, _histories)
 def test_extending_accepts_exactly_the_well_formed_wholes(
     prefix: list[Message], tail: list[Message]
@@ -130,7 +131,7 @@ def test_a_checked_history_is_a_sequence() -> None:
     assert not checked.starts(msgs[:3])
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(_histories, st.integers(min_value=0, max_value=12))
 def test_tail_offset_finds_a_tail_and_nothing_else(messages: list[Message], cut: int) -> None:
     whole = CheckedHistory.repaired(messages)

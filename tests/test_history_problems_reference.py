@@ -9,6 +9,7 @@ from hypothesis import strategies as st
 
 from framework_agents import Message, ToolCall
 from framework_agents.history import well_formed_problems
+from property_budget import examples
 
 
 def _reference(messages: list[Message]) -> list[str]:
@@ -43,7 +44,7 @@ def _reference(messages: list[Message]) -> list[str]:
     return problems
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=examples(400), deadline=None)
 @given(data=st.data())
 def test_problems_match_the_reference(history_strategy: Any, data: st.DataObject) -> None:
     history = data.draw(history_strategy(well_formed=False))

@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 
 from framework_agents import Message, ToolCall, repair_history
 from framework_agents.history import INTERRUPTED_TEXT
+from property_budget import examples
 
 
 def reference_repair(messages: Sequence[Message]) -> list[Message]:
@@ -55,7 +56,7 @@ def reference_repair(messages: Sequence[Message]) -> list[Message]:
     return out
 
 
-@settings(max_examples=300)
+@settings(max_examples=examples(300))
 @given(data=st.data())
 def test_repair_matches_the_reference(history_strategy: Any, data: Any) -> None:
     history = data.draw(history_strategy(well_formed=False))
@@ -67,7 +68,7 @@ def test_repair_matches_the_reference(history_strategy: Any, data: Any) -> None:
     assert [id(m) in given_ids for m in got] == [id(m) in given_ids for m in want]
 
 
-@settings(max_examples=200)
+@settings(max_examples=examples(200))
 @given(data=st.data())
 def test_synthesised_results_never_take_an_id_in_use(history_strategy: Any, data: Any) -> None:
     # Call ids repeat across turns in these histories: every message id stays unique, so

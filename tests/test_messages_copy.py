@@ -21,6 +21,7 @@ from framework_agents.messages import (
     freeze_message,
     thaw_message,
 )
+from property_budget import examples
 
 _scalars = st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=5)
 _json: st.SearchStrategy[Any] = st.recursive(
@@ -96,7 +97,7 @@ def _same(a: Message, b: Message) -> bool:
     )
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(_messages())
 def test_copy_is_equal_and_independent_both_ways(msg: Message) -> None:
     reference = msg.model_copy(deep=True)
@@ -110,7 +111,7 @@ def test_copy_is_equal_and_independent_both_ways(msg: Message) -> None:
     assert _same(again, reference)
 
 
-@settings(max_examples=50, deadline=None)
+@settings(max_examples=examples(50), deadline=None)
 @given(st.lists(_messages(), max_size=5))
 def test_copy_messages_copies_each(messages: list[Message]) -> None:
     copies = copy_messages(iter(messages))
@@ -190,7 +191,7 @@ def test_the_frozen_field_order_is_the_models() -> None:
     assert tuple(Message.model_fields) == _FIELD_NAMES
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(_messages())
 def test_thawed_equals_the_frozen_message_and_is_independent(msg: Message) -> None:
     reference = msg.model_copy(deep=True)

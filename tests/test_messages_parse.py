@@ -17,6 +17,7 @@ from framework_agents.messages import (
     TextBlock,
     ToolCall,
 )
+from property_budget import examples
 
 _MODELS = [Message, ToolCall, TextBlock, ReasoningBlock]
 
@@ -59,7 +60,7 @@ _fields = st.fixed_dictionaries(
 )
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(_fields)
 def test_parsed_equals_constructed(data: dict[str, Any]) -> None:
     if "id" not in data:

@@ -30,6 +30,7 @@ from framework_agents import (
     tool,
 )
 from framework_agents.history import well_formed_problems
+from property_budget import examples
 
 
 @tool(requires_approval=True)
@@ -364,7 +365,7 @@ _CALLS = st.sampled_from(
 )
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(60), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.data())
 def test_every_history_sent_or_stored_is_well_formed_under_chaos(data: Any) -> None:
     chaos = _Chaos(data)

@@ -22,6 +22,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from framework_agents.bank import MemoryBank, MemoryRecord
+from property_budget import examples
 
 _NAMESPACES = [("a",), ("a", "b"), ("a", "b", "c"), ("ab",), ("c",)]
 _KEYS = [None, "city", "drink"]
@@ -165,7 +166,7 @@ async def _play(banks: list[MemoryBank], data: st.DataObject) -> None:
 _QUIET = [HealthCheck.too_slow]
 
 
-@settings(max_examples=100, deadline=None, suppress_health_check=_QUIET)
+@settings(max_examples=examples(100), deadline=None, suppress_health_check=_QUIET)
 @given(data=st.data())
 def test_in_process_bank_follows_the_model(data: st.DataObject) -> None:
     async def main() -> None:

@@ -26,6 +26,7 @@ from framework_agents.checkpoint._file_format import canonical_enveloped, envelo
 from framework_agents.checkpoint._file_format import canonical_sliced as _canonical_sliced
 from framework_agents.checkpoint.model import to_json
 from framework_agents.errors import CheckpointCorruptError
+from property_budget import examples
 
 # Text JSON escapes or writes raw: quotes, backslashes, controls, U+2028, astral characters.
 _text = st.text(
@@ -64,7 +65,7 @@ def _slow(data: bytes) -> ThreadCheckpoint:
     return checkpoint.model_copy(update={"version": 1})
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=examples(150), deadline=None)
 @given(
     messages=_messages,
     state=_objects,

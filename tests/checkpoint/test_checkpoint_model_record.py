@@ -20,6 +20,7 @@ from hypothesis import strategies as st
 from framework_agents import AgentError, Message, ThreadCheckpoint
 from framework_agents.checkpoint import model as model_module
 from framework_agents.messages import MessageList
+from property_budget import examples
 
 
 class Tagged(Message):
@@ -95,7 +96,7 @@ def _same(got: list[Message], want: list[Message], given: list[object]) -> None:
             assert type(g) is type(w) and g.to_json() == w.to_json()
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=examples(150), deadline=None)
 @given(_ops)
 def test_it_accepts_and_refuses_what_validating_the_whole_list_does(
     ops: list[tuple[str, int, list[object]]],

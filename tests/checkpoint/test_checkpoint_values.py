@@ -32,6 +32,7 @@ from framework_agents import (
 from framework_agents._persist import reads_back_as_is
 from framework_agents.checkpoint import _values
 from history_checks import count_well_formed_checks
+from property_budget import examples
 
 Factory = Callable[[Path], FileCheckpointer | InMemoryCheckpointer]
 STORES = pytest.mark.parametrize(
@@ -150,7 +151,7 @@ _values_st = st.recursive(
 _steps = st.lists(st.tuples(st.integers(0, 4), _values_st, _values_st), min_size=1, max_size=8)
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(_steps)
 def test_both_stores_load_exactly_what_a_file_read_gives(
     steps: list[tuple[int, object, object]],

@@ -187,6 +187,9 @@ def test_serves_the_memory_bank_named_by_bank(tmp_path: Path) -> None:
     assert not list((tmp_path / "data" / "bank" / "records").iterdir())  # forgotten on disk
 
 
+# A serve process driven by an MCP client (seconds): make stress. make test keeps MCP
+# serving in tests/server/test_mcp_serve.py and serve's --mcp-namespace check below.
+@pytest.mark.slow
 def test_mcp_serves_the_agent_and_the_bank_in_the_namespace_given(tmp_path: Path) -> None:
     from mcp.client.streamable_http import streamable_http_client
 

@@ -237,6 +237,9 @@ def test_sigterm_lets_the_run_in_flight_finish_then_exits_0(
     assert "draining: 1 run(s) in flight" in server.rest_of_log()
 
 
+# Two serve processes, the first stopped past its grace (seconds): make stress. make test
+# keeps SIGTERM's drain of the run in flight (above).
+@pytest.mark.slow
 def test_sigterm_stops_a_run_past_the_grace_at_its_checkpoint_and_exits_0(
     tmp_path: Path, servers: list[Server]
 ) -> None:

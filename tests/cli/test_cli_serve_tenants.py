@@ -213,6 +213,9 @@ def _children(pid: int) -> list[int]:
     return found
 
 
+# Two worker processes behind serve (seconds): make stress. make test keeps the tokens file
+# served by one process (above) and tests/cli/test_cli_serve_lifecycle.py's workers.
+@pytest.mark.slow
 @pytest.mark.skipif(not Path("/proc/self/environ").exists(), reason="needs Linux's /proc")
 def test_workers_read_the_tokens_file_and_get_no_token_in_their_environment(
     tmp_path: Path,

@@ -17,9 +17,10 @@ from framework_agents import (
     repair_history,
 )
 from framework_agents.conversation._cut import pinned_end
+from property_budget import examples
 
 PROPS = settings(
-    max_examples=150,
+    max_examples=examples(150),
     deadline=None,
     derandomize=True,
     suppress_health_check=[HealthCheck.function_scoped_fixture],

@@ -24,6 +24,7 @@ from framework_agents import (
 from framework_agents.conversation import TokenCounter, estimate_tokens
 from framework_agents.conversation._cut import pinned_end
 from history_strategies import histories
+from property_budget import examples
 
 
 class WordCounter:
@@ -103,7 +104,7 @@ def test_an_agent_commits_a_history_within_the_bound() -> None:
     assert [m.text for m in agent.messages] == ["three", answer]
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=examples(150), deadline=None)
 @given(
     history=histories(well_formed=False, max_groups=16),
     window=st.integers(1, 40),

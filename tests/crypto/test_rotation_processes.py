@@ -62,7 +62,15 @@ async def _check(url: str) -> int:
 PG_URL = os.environ.get("FA_TEST_POSTGRES", "postgresql://postgres@127.0.0.1:5432/test")
 
 
-@pytest.fixture(params=["directory", "sqlite", "postgres"])
+# make test kills the rotation on SQLite; the directory and PostgreSQL runs (seconds of
+# processes each) are in make stress.
+@pytest.fixture(
+    params=[
+        pytest.param("directory", marks=pytest.mark.slow),
+        "sqlite",
+        pytest.param("postgres", marks=pytest.mark.slow),
+    ]
+)
 def url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
     if request.param == "directory":
         yield str(tmp_path / "store")

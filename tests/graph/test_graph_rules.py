@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 from async_helper import arun
 from framework_agents.graph import ENTAILED_GRAPH, IRI, GraphStore, Literal
 from framework_agents.graph.terms import TermInput, to_term
+from property_budget import examples
 
 Fact = tuple[TermInput, TermInput, TermInput]
 
@@ -303,7 +304,7 @@ async def _check_sequence(ops: list[tuple[str, Fact, int]]) -> None:
         ]
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(300), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(ops=_ops)
 def test_incremental_add_remove_equals_recomputation(ops: list[tuple[str, Fact, int]]) -> None:
     arun(_check_sequence(ops))

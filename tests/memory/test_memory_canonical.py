@@ -22,6 +22,7 @@ from framework_agents._persist import parse_items, strict_loads
 from framework_agents.errors import MemoryCorruptError
 from framework_agents.memory._document import _canonical_messages
 from framework_agents.messages import MessageList
+from property_budget import examples
 
 _text = st.text(
     st.characters(exclude_categories=["Cs"]) | st.sampled_from(['"', "\\", "\n", "\u2028", "😀"]),
@@ -58,7 +59,9 @@ def _strict(data: bytes) -> list[Message]:
 
 
 @settings(
-    max_examples=100, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+    max_examples=examples(100),
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
 )
 @given(messages=_messages)
 def test_a_written_document_reads_back_in_one_pass_as_the_strict_reader_reads_it(
@@ -174,7 +177,7 @@ _decoyed = st.lists(
 )
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=examples(150), deadline=None)
 @given(messages=_decoyed, size=st.integers(1, 400))
 def test_a_sliced_parse_gives_what_one_parse_gives(messages: list[Message], size: int) -> None:
     data = b'{"x":' + MessageList.dump_json(messages) + b"}"

@@ -16,6 +16,7 @@ from framework_agents import FileMemory, Message
 from framework_agents._persist import encode_message, strict_loads
 from framework_agents.errors import InvalidArgumentError
 from framework_agents.memory import file as file_module
+from property_budget import examples
 
 
 def _count_encodes(monkeypatch: pytest.MonkeyPatch) -> list[Message]:
@@ -83,7 +84,7 @@ def test_an_empty_value_of_the_wrong_type_is_not_taken_for_the_stored_one(
 # -- encoding a text-only message without the read-back check ---------------------------------
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(
     role=st.sampled_from(["user", "assistant", "system", "tool"]),
     content=st.text(st.characters(exclude_categories=["Cs"])),

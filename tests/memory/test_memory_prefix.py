@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 
 from framework_agents import Message, TextBlock, ToolCall
 from framework_agents._persist import shared_prefix, stored_prefix
+from property_budget import examples
 
 # Pairs pydantic's == calls equal although JSON writes them differently.
 CONFUSED: dict[str, tuple[Any, Any]] = {
@@ -86,7 +87,7 @@ def _reference(known: list[Message], messages: list[Any]) -> int:
     return min(len(known), len(messages))
 
 
-@settings(max_examples=300)
+@settings(max_examples=examples(300))
 @given(
     pool=st.lists(_message(), min_size=1, max_size=6),
     data=st.data(),

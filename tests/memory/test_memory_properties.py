@@ -21,6 +21,7 @@ from framework_agents import (
     is_well_formed,
 )
 from history_strategies import HistoryStrategy, histories
+from property_budget import examples
 
 
 @st.composite
@@ -69,7 +70,7 @@ async def _save_all(memory: Memory, chunks: list[list[Message]]) -> list[Message
     return await memory.load()
 
 
-@settings(max_examples=120, deadline=None)
+@settings(max_examples=examples(120), deadline=None)
 @given(chunks=_saves, bound=st.integers(1, 12))
 @example(chunks=_CUT_TO_NOTHING, bound=2)
 def test_windowed_memories(chunks: list[list[Message]], bound: int) -> None:
@@ -84,7 +85,7 @@ def test_windowed_memories(chunks: list[list[Message]], bound: int) -> None:
     assert reopened == on_disk
 
 
-@settings(max_examples=120, deadline=None)
+@settings(max_examples=examples(120), deadline=None)
 @given(data=st.data(), bound=st.integers(2, 12))
 def test_compacted_memories(
     history_strategy: HistoryStrategy, data: st.DataObject, bound: int

@@ -18,6 +18,7 @@ from framework_agents.memory._window import (
     check_messages,
     window,
 )
+from property_budget import examples
 
 HistoryStrategy = Callable[..., st.SearchStrategy[list[Message]]]
 
@@ -32,7 +33,7 @@ def reference_window(messages: Sequence[Message], max_messages: int) -> list[Mes
     return []
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=examples(400), deadline=None)
 @given(data=st.data(), max_messages=st.integers(1, 20))
 def test_window_matches_its_definition(
     history_strategy: HistoryStrategy, data: st.DataObject, max_messages: int
@@ -41,7 +42,7 @@ def test_window_matches_its_definition(
     assert window(history, max_messages) == reference_window(history, max_messages)
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(data=st.data(), max_messages=st.integers(1, 20))
 def test_bounded_view_is_well_formed_and_bounded(
     history_strategy: HistoryStrategy, data: st.DataObject, max_messages: int

@@ -8,6 +8,7 @@ from hypothesis import strategies as st
 from framework_agents import Message, ToolCall
 from framework_agents.history import is_well_formed
 from framework_agents.server._edits import branch_history
+from property_budget import examples
 
 
 @st.composite
@@ -31,7 +32,7 @@ def histories(draw: st.DrawFn) -> list[Message]:
     return messages
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(histories(), st.data())
 def test_a_branch_is_well_formed_and_keeps_what_came_before(
     messages: list[Message], data: st.DataObject

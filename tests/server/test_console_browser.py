@@ -475,6 +475,9 @@ def test_a_lost_connection_keeps_what_arrived_and_offers_a_reload(page: Page, se
     expect(lost).to_have_count(0)
 
 
+# A branch compared at 390 px (a browser page of seconds): make stress. make test keeps the
+# narrow window's readability and labels (below).
+@pytest.mark.slow
 def test_compare_a_branch_without_edits_at_390_px_prints_no_null_and_fits(
     browser: Browser, server: str
 ) -> None:

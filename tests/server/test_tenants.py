@@ -283,6 +283,8 @@ def agui_run(client: httpx.Client, thread_id: str, text: str) -> list[dict[str, 
     return [json.loads(b[6:]) for b in answer.text.split("\n\n") if b.startswith("data: ")]
 
 
+# 90 AG-UI runs (seconds): make stress; the foreign-id AG-UI run below stays in make test
+@pytest.mark.slow
 def test_agui_turns_on_all_ninety_threads_stay_with_their_tenant(served: Served) -> None:
     for tenant in TENANTS:
         with api(served, tenant) as client:
@@ -342,6 +344,9 @@ async def a2a_send(client: A2AClient, text: str, context_id: str) -> a2a_pb2.Tas
     return task
 
 
+# 90 A2A sends and the paged lists (seconds): make stress; the foreign-task message and
+# the REST binding's lookups below stay in make test
+@pytest.mark.slow
 def test_a2a_tasks_list_get_and_cancel_only_the_callers_own(served: Served) -> None:
     async def scenario() -> None:
         tasks: dict[str, list[a2a_pb2.Task]] = {}

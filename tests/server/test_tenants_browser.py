@@ -84,7 +84,10 @@ def _listed(page: Page) -> list[tuple[str, str]]:
     ]
 
 
-@pytest.mark.parametrize("tenant", TENANTS)
+# One tenant's console in make test, the other two in make stress (a browser page each).
+@pytest.mark.parametrize(
+    "tenant", [TENANTS[0], *(pytest.param(t, marks=pytest.mark.slow) for t in TENANTS[1:])]
+)
 def test_each_tenants_console_lists_exactly_its_own_threads(
     browser: Browser, server: str, tenant: str
 ) -> None:

@@ -36,11 +36,13 @@ def own_ids(tenant: str) -> list[str]:
     return [f"same-{i}" for i in range(6)] + [f"{tenant}-{i}" for i in range(6)]
 
 
+# make test keeps the tenants apart on SQLite; PostgreSQL's and Redis's runs (a server
+# on a fresh schema or prefix: seconds each) are in make stress.
 @pytest.fixture(
     params=[
         "sqlite",
-        pytest.param("postgres", marks=pytest.mark.postgres),
-        pytest.param("redis", marks=pytest.mark.redis),
+        pytest.param("postgres", marks=[pytest.mark.postgres, pytest.mark.slow]),
+        pytest.param("redis", marks=[pytest.mark.redis, pytest.mark.slow]),
     ]
 )
 def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:

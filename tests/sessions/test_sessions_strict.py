@@ -31,6 +31,7 @@ from framework_agents.errors import (
 )
 from framework_agents.sessions import Storage
 from framework_agents.sessions import snapshot as snapshot_module
+from property_budget import examples
 
 # -- messages in a snapshot must read back equal ------------------------------------------
 
@@ -242,7 +243,7 @@ _messages = st.lists(
 )
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=examples(150), deadline=None)
 @given(
     messages=st.none() | _messages,
     state=st.none() | st.dictionaries(st.text(max_size=3), _values, max_size=3),

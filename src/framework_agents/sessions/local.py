@@ -34,7 +34,6 @@ import errno
 import logging
 import os
 import stat
-import threading
 import time
 import uuid
 import weakref
@@ -50,7 +49,6 @@ from .._persist import (
     Deadline,
     FileIdent,
     check_seconds,
-    flock,
     ident_or_none,
     io_error,
     mark_landed,
@@ -59,6 +57,27 @@ from .._persist import (
 from .._retention import AutoPrune, check_older_than, check_ttl
 from ..errors import InvalidArgumentError, LockTimeoutError, StorageKeyInvalidError
 from ._base import ArgumentTypeError, CompareAndPut, check_expected_tag, check_tag, digest
+from ._dirfd import (
+    CLOEXEC,
+    DIR_FLAGS,
+    DIR_MODE,
+    FILE_MODE,
+    NOFOLLOW,
+    DirHandles,
+    ValueExists,
+    check_target,
+    close_all,
+    holds_keys,
+    holds_value_file,
+    key_lock,
+    lexists,
+    lock_name,
+    odd_file_error,
+    prune_empty_dirs,
+    read_whole,
+    symlink_error,
+    written_since,
+)
 from ._keys import is_valid_key, is_valid_segment, validate_key, validate_prefix
 from ._log import (
     VALUE_HEADER_BYTES,
@@ -81,20 +100,12 @@ __all__ = ["LocalFileStorage"]
 logger = logging.getLogger(__name__)
 
 _T = TypeVar("_T")
-_FILE_MODE = 0o600
-_DIR_MODE = 0o700
-_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
-_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
-_DIR_FLAGS = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | _NOFOLLOW | _CLOEXEC
 #: Temp files younger than this may belong to a writer that is still running.
 _TEMP_GRACE_SECONDS = 60.0
 #: How often one instance scans a directory it writes into for stale temp files.
 _SWEEP_INTERVAL_SECONDS = 60.0
 #: A concurrent ``delete`` may prune a directory a ``put`` has just created; retry then.
 _PUT_ATTEMPTS = 8
-#: Keys whose directory and lock file one instance keeps open between appends (two
-#: descriptors each; the least recently appended go first).
-_OPEN_KEYS = 32
 #: Keys whose checked path segments one instance remembers.
 _CHECKED_KEYS = 1024
 
@@ -107,154 +118,11 @@ class _NotADir(Exception):
         self.index = index
 
 
-class _Exists(Exception):
-    """Internal: a value already exists where a new one was to be linked in."""
-
-
 class _Blind:
     """Sentinel: a plain ``put`` (no compare-and-swap)."""
 
 
 _BLIND = _Blind()
-
-
-def _lexists(dfd: int, name: str) -> bool:
-    try:
-        os.stat(name, dir_fd=dfd, follow_symlinks=False)
-    except FileNotFoundError:
-        return False
-    return True
-
-
-def _odd_file_error(key: str) -> StorageKeyInvalidError:
-    return StorageKeyInvalidError(
-        f"storage key {key!r}: a FIFO, device or socket is where its value belongs; "
-        "it was left untouched"
-    )
-
-
-def _lock_name(name: str) -> str:
-    """The sidecar lock file of the value file ``name`` (a dot name is never a key)."""
-    return f".{name}.lock"
-
-
-def _key_lock(
-    key: str, dfd: int, name: str, *, exclusive: bool, create: bool, deadline: Deadline | None
-) -> int | None:
-    """``flock`` of ``name``'s sidecar lock, held; ``None`` when there is none to take.
-
-    A wait past ``deadline`` is ``LOCK_TIMEOUT``; a cancel of the caller ends it. With
-    ``create``, ``FileNotFoundError`` when the directory ``dfd`` was removed meanwhile (a
-    delete of the last key in it): the caller walks to the key again, or finds it gone.
-
-    A holder that removes the value (``delete``, ``prune``) unlinks the lock file while
-    it holds it, so a lock taken on a file that is no longer the one at its name is
-    dropped and taken again on the current one: two writers never hold different inodes.
-    """
-    # A shared lock needs no write access: a reader works on a read-only file system.
-    access = os.O_RDWR if exclusive or create else os.O_RDONLY
-    flags = access | _NOFOLLOW | _CLOEXEC | (os.O_CREAT if create else 0)
-    while True:
-        try:
-            lock = os.open(_lock_name(name), flags, _FILE_MODE, dir_fd=dfd)
-        except FileNotFoundError:
-            if create:
-                raise
-            return None
-        except OSError as exc:
-            if exc.errno == errno.ELOOP:
-                raise _symlink_error(key, _lock_name(name)) from None
-            raise
-        try:
-            flock(lock, exclusive=exclusive, deadline=deadline, name=key)
-            held = os.fstat(lock)
-            try:
-                now = os.stat(_lock_name(name), dir_fd=dfd, follow_symlinks=False)
-            except FileNotFoundError:
-                now = None
-        except BaseException:
-            os.close(lock)
-            raise
-        if now is not None and (now.st_dev, now.st_ino) == (held.st_dev, held.st_ino):
-            return lock
-        os.close(lock)  # unlinked by a remover while we waited: take the current one
-
-
-class _Handles:
-    """The open directories of keys appended lately (one instance's), by key.
-
-    A directory is taken out while in use and put back after; one opened in another
-    process (before a ``fork``) is dropped, never used; one is used again only while
-    the path still names it (one ``stat``, against the walk's ``openat`` of every
-    component). Lock files are not kept: an open lock file is open for writing, which
-    would keep a file system from being remounted read-only, and each call's own open
-    file description is what makes ``flock`` exclude two threads of one instance.
-    """
-
-    def __init__(self) -> None:
-        self._open: OrderedDict[str, tuple[str, int, tuple[int, int]]] = OrderedDict()
-        self._mutex = threading.Lock()
-        self._pid = os.getpid()
-
-    def take(self, key: str, path: str) -> int | None:
-        """The directory fd of ``key`` if the path ``path`` still names it, else ``None``."""
-        with self._mutex:
-            if self._pid != os.getpid():
-                self._drop_all()
-                self._pid = os.getpid()
-            entry = self._open.pop(key, None)
-        if entry is None:
-            return None
-        held_path, dfd, ident = entry
-        try:
-            st = os.stat(held_path)
-            valid = held_path == path and (st.st_dev, st.st_ino) == ident
-        except OSError:
-            valid = False
-        if not valid:
-            os.close(dfd)
-            return None
-        return dfd
-
-    def give(self, key: str, path: str, dfd: int) -> None:
-        """Keep ``dfd``, the directory at ``path``, for the next append of ``key``."""
-        try:
-            st = os.fstat(dfd)
-        except BaseException:
-            os.close(dfd)
-            raise
-        evicted: builtins.list[tuple[str, int, tuple[int, int]]] = []
-        with self._mutex:
-            old = self._open.pop(key, None)
-            if old is not None:
-                evicted.append(old)
-            self._open[key] = (path, dfd, (st.st_dev, st.st_ino))
-            while len(self._open) > _OPEN_KEYS:
-                evicted.append(self._open.popitem(last=False)[1])
-        for _, old_dfd, _ in evicted:
-            os.close(old_dfd)
-
-    def drop(self, key: str) -> None:
-        """Close the directory kept for ``key`` (removed)."""
-        with self._mutex:
-            entry = self._open.pop(key, None)
-        if entry is not None:
-            os.close(entry[1])
-
-    def close(self) -> None:
-        """Close every directory kept."""
-        with self._mutex:
-            self._drop_all()
-
-    def _drop_all(self) -> None:
-        for _, dfd, _ in self._open.values():
-            with contextlib.suppress(OSError):
-                os.close(dfd)
-        self._open.clear()
-
-
-def _symlink_error(key: str, part: str) -> StorageKeyInvalidError:
-    return StorageKeyInvalidError(f"storage key {key!r}: {part!r} is a symlink; not followed")
 
 
 class LocalFileStorage(CompareAndPut, AutoPrune):
@@ -280,7 +148,7 @@ class LocalFileStorage(CompareAndPut, AutoPrune):
         of the caller ends the wait at once); past it, ``LOCK_TIMEOUT``, nothing written.
         """
         if not (
-            _NOFOLLOW
+            NOFOLLOW
             and hasattr(os, "O_DIRECTORY")
             and {os.open, os.mkdir, os.unlink, os.rmdir, os.stat} <= os.supports_dir_fd
         ):
@@ -300,7 +168,7 @@ class LocalFileStorage(CompareAndPut, AutoPrune):
         # Directory (as key segments) -> monotonic time of its next temp-file sweep.
         self._next_sweep: dict[tuple[str, ...], float] = {}
         # The directory and lock file of keys appended lately, kept open between appends.
-        self._handles = _Handles()
+        self._handles = DirHandles()
         self._closer = weakref.finalize(self, self._handles.close)
         # Key -> its segments, checked (allowlist and containment) once.
         self._checked: OrderedDict[str, builtins.list[str]] = OrderedDict()
@@ -339,9 +207,9 @@ class LocalFileStorage(CompareAndPut, AutoPrune):
 
     def _open_root(self, *, create: bool) -> int | None:
         if create:
-            os.makedirs(self._root, mode=_DIR_MODE, exist_ok=True)
+            os.makedirs(self._root, mode=DIR_MODE, exist_ok=True)
         try:
-            return os.open(self._root, _DIR_FLAGS)
+            return os.open(self._root, DIR_FLAGS)
         except FileNotFoundError:
             return None
         except NotADirectoryError as exc:
@@ -364,7 +232,7 @@ class LocalFileStorage(CompareAndPut, AutoPrune):
             for index, name in enumerate(dirs):
                 fds.append(self._open_dir(key, fds[-1], name, index, create=create))
         except BaseException:
-            _close_all(fds)
+            close_all(fds)
             raise
         return fds
 
@@ -372,17 +240,17 @@ class LocalFileStorage(CompareAndPut, AutoPrune):
     def _open_dir(key: str, parent: int, name: str, index: int, *, create: bool) -> int:
         for _ in range(3):
             try:
-                return os.open(name, _DIR_FLAGS, dir_fd=parent)
+                return os.open(name, DIR_FLAGS, dir_fd=parent)
             except FileNotFoundError:
                 if not create:
                     raise
                 with contextlib.suppress(FileExistsError):
-                    os.mkdir(name, _DIR_MODE, dir_fd=parent)
+                    os.mkdir(name, DIR_MODE, dir_fd=parent)
                     os.fsync(parent)
             except NotADirectoryError:
                 st = os.stat(name, dir_fd=parent, follow_symlinks=False)
                 if stat.S_ISLNK(st.st_mode):
-                    raise _symlink_error(key, name) from None
+                    raise symlink_error(key, name) from None
                 raise _NotADir(index) from None
         raise FileNotFoundError(errno.ENOENT, "directory keeps vanishing", name)
 
@@ -408,11 +276,11 @@ class LocalFileStorage(CompareAndPut, AutoPrune):
                                 key, tuple(dirs), fds[-1], name, data, folded, new_only=True
                             )
                             return
-                        except _Exists:
+                        except ValueExists:
                             pass  # a value is there: compared under its lock (a conflict)
                     self._swap_locked(key, tuple(dirs), fds[-1], name, data, expected, deadline)
                 finally:
-                    _close_all(fds)
+                    close_all(fds)
                 return
             except _NotADir as exc:
                 parent = "/".join(segments[: exc.index + 1])
@@ -438,10 +306,10 @@ class LocalFileStorage(CompareAndPut, AutoPrune):
 
         ``_BLIND`` stores without comparing (a ``put`` of a value that has a log).
         """
-        lock = _key_lock(key, dfd, name, exclusive=True, create=True, deadline=deadline)
+        lock = key_lock(key, dfd, name, exclusive=True, create=True, deadline=deadline)
         assert lock is not None  # created when missing (its directory gone: an error)
         try:
-            if isinstance(expected, _Blind) and not _lexists(dfd, log_name(name)):
+            if isinstance(expected, _Blind) and not lexists(dfd, log_name(name)):
                 token = self._publish(key, dirs, dfd, name, data, None)  # a plain put
                 self._remember_value(key, dfd, name, data, token)
                 return
@@ -490,10 +358,10 @@ class LocalFileStorage(CompareAndPut, AutoPrune):
 
         The file opens with its header (a new token, ``folded``: the token of the log on
         disk, if any, and the CRC32). ``new_only``: link it in only where no value exists
-        (``_Exists`` otherwise), which needs no lock: no other writer's value can be
+        (``ValueExists`` otherwise), which needs no lock: no other writer's value can be
         replaced.
         """
-        _check_target(key, dfd, name, new_only=new_only)
+        check_target(key, dfd, name, new_only=new_only)
         self._sweep_when_due(dirs, dfd)
         token = uuid.uuid4().hex
         tmp = _write_temp(dfd, name, value_header(token, folded or "", data), data)
@@ -540,29 +408,29 @@ class LocalFileStorage(CompareAndPut, AutoPrune):
     def _read_stored(self, key: str, dfd: int, name: str) -> Value | None:
         """The value file ``name`` in the directory ``dfd`` as stored, or ``None``."""
         # O_NONBLOCK: a FIFO planted under the root must not hang the reader.
-        flags = os.O_RDONLY | os.O_NONBLOCK | _NOFOLLOW | _CLOEXEC
+        flags = os.O_RDONLY | os.O_NONBLOCK | NOFOLLOW | CLOEXEC
         try:
             fd = os.open(name, flags, dir_fd=dfd)
         except FileNotFoundError:
             return None
         except OSError as exc:
             if exc.errno == errno.ELOOP:
-                raise _symlink_error(key, name) from None
+                raise symlink_error(key, name) from None
             raise
         try:
             mode = os.fstat(fd).st_mode
             if stat.S_ISDIR(mode):
-                if _holds_keys(fd):
+                if holds_keys(fd):
                     return None  # a directory of other keys: no value at this one
                 raise StorageKeyInvalidError(
                     f"storage key {key!r}: a directory holding no keys is where its value "
                     "belongs; it was left untouched"
                 )
             if not stat.S_ISREG(mode):
-                raise _odd_file_error(key)
+                raise odd_file_error(key)
             # The header apart, then the value into its own buffer: no copy of the value.
             head = os.read(fd, VALUE_HEADER_BYTES)
-            body = _read_whole(fd, max(os.fstat(fd).st_size - len(head), 0))
+            body = read_whole(fd, max(os.fstat(fd).st_size - len(head), 0))
         finally:
             os.close(fd)
         return open_value_parts(key, head, body)
@@ -576,7 +444,7 @@ class LocalFileStorage(CompareAndPut, AutoPrune):
         try:
             return self._read_value(key, fds[-1], name)
         finally:
-            _close_all(fds)
+            close_all(fds)
 
     def _delete_sync(
         self,
@@ -597,31 +465,31 @@ class LocalFileStorage(CompareAndPut, AutoPrune):
             return False
         try:
             dfd = fds[-1]
-            if not _holds_value_file(key, dfd, name):
+            if not holds_value_file(key, dfd, name):
                 return False
             try:
-                lock = _key_lock(key, dfd, name, exclusive=True, create=True, deadline=deadline)
+                lock = key_lock(key, dfd, name, exclusive=True, create=True, deadline=deadline)
             except FileNotFoundError:
                 return False  # its directory went with a concurrent delete of the key
             assert lock is not None  # created when missing
             try:
                 value = ident_or_none(name, dir_fd=dfd)
-                if _written_since(dfd, name, value, cutoff):
+                if written_since(dfd, name, value, cutoff):
                     return False  # written since: kept (and its lock file with it)
                 self._unlink_key(key, dfd, name)
             finally:
                 os.close(lock)
-            _prune_empty_dirs(dirs, fds)
+            prune_empty_dirs(dirs, fds)
             return value is not None
         finally:
-            _close_all(fds)
+            close_all(fds)
 
     def _unlink_key(self, key: str, dfd: int, name: str) -> None:
         """Remove the value ``name``, its log and its (held) lock file from ``dfd``."""
         with contextlib.suppress(FileNotFoundError):
             os.unlink(name, dir_fd=dfd)
         drop_log_at(dfd, name)
-        os.unlink(_lock_name(name), dir_fd=dfd)  # held: a waiter takes it again
+        os.unlink(lock_name(name), dir_fd=dfd)  # held: a waiter takes it again
         os.fsync(dfd)
         self._logs.pop(key, None)
         self._handles.drop(key)
@@ -642,7 +510,7 @@ class LocalFileStorage(CompareAndPut, AutoPrune):
                 if k.startswith(prefix) and is_valid_key(k)
             ]
         finally:
-            _close_all(fds)
+            close_all(fds)
         return sorted(found)
 
     @staticmethod
@@ -671,7 +539,7 @@ class LocalFileStorage(CompareAndPut, AutoPrune):
                             found.append(child)
                         elif is_dir and is_valid_segment(name):
                             try:
-                                sub = os.open(name, _DIR_FLAGS, dir_fd=dfd)
+                                sub = os.open(name, DIR_FLAGS, dir_fd=dfd)
                             except OSError:
                                 continue  # vanished, or swapped for a symlink since scandir
                             stack.append((sub, child, ""))
@@ -747,11 +615,11 @@ class LocalFileStorage(CompareAndPut, AutoPrune):
         except (FileNotFoundError, _NotADir):
             return None
         try:
-            lock = _key_lock(
+            lock = key_lock(
                 key, fds[-1], name, exclusive=exclusive, create=exclusive, deadline=deadline
             )
         except BaseException as exc:
-            _close_all(fds)
+            close_all(fds)
             if isinstance(exc, FileNotFoundError):
                 return None  # the directory went with a concurrent delete
             raise
@@ -773,7 +641,7 @@ class LocalFileStorage(CompareAndPut, AutoPrune):
         finally:
             if lock is not None:
                 os.close(lock)
-            _close_all(fds)
+            close_all(fds)
 
     def _append_logged_sync(
         self,
@@ -789,7 +657,7 @@ class LocalFileStorage(CompareAndPut, AutoPrune):
         lock: int | None = None
         if dfd is not None:
             try:
-                lock = _key_lock(key, dfd, name, exclusive=True, create=True, deadline=deadline)
+                lock = key_lock(key, dfd, name, exclusive=True, create=True, deadline=deadline)
             except FileNotFoundError:
                 os.close(dfd)  # removed with a delete of its last key: walk again
                 dfd = None
@@ -803,7 +671,7 @@ class LocalFileStorage(CompareAndPut, AutoPrune):
                 raise AssertionError("unreachable")  # pragma: no cover
             fds, lock = held
             dfd = fds.pop()
-            _close_all(fds)
+            close_all(fds)
         assert lock is not None  # created when missing
         try:
             tag = self._append_at(key, dfd, name, record, expected)
@@ -901,34 +769,14 @@ class LocalFileStorage(CompareAndPut, AutoPrune):
         return await self._io("list", prefix, self._list_sync, prefix, dirs, tail)
 
 
-def _check_target(key: str, dfd: int, name: str, *, new_only: bool) -> None:
-    """Refuse to publish over what ``name`` is, unless a value file or nothing.
-
-    ``new_only``: a value file there is ``_Exists``. A symlink, a directory (of other
-    keys) or an odd file is ``STORAGE_KEY_INVALID``.
-    """
-    try:
-        st = os.stat(name, dir_fd=dfd, follow_symlinks=False)
-    except FileNotFoundError:
-        return
-    if new_only and stat.S_ISREG(st.st_mode):
-        raise _Exists
-    if stat.S_ISLNK(st.st_mode):
-        raise _symlink_error(key, name)
-    if stat.S_ISDIR(st.st_mode):
-        raise StorageKeyInvalidError(f"cannot store {key!r}: other keys are stored under it")
-    if not stat.S_ISREG(st.st_mode):
-        raise _odd_file_error(key)
-
-
 def _write_temp(dfd: int, name: str, head: bytes, data: bytes) -> str:
     """A new temp file beside ``name`` holding ``head`` then ``data``, fsynced: its name.
 
     Removed again when writing it fails.
     """
     tmp = f".{name}.{uuid.uuid4().hex}{TEMP_SUFFIX}"
-    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW | _CLOEXEC
-    fd = os.open(tmp, flags, _FILE_MODE, dir_fd=dfd)
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | NOFOLLOW | CLOEXEC
+    fd = os.open(tmp, flags, FILE_MODE, dir_fd=dfd)
     try:
         try:
             for part in (head, data):
@@ -948,7 +796,7 @@ def _write_temp(dfd: int, name: str, head: bytes, data: bytes) -> str:
 def _link_temp(tmp: str, dfd: int, name: str, *, new_only: bool) -> None:
     """Put the temp file ``tmp`` in place as ``name`` (renamed over it); removed on failure.
 
-    ``new_only``: linked in only where no value exists (``_Exists`` otherwise), then the
+    ``new_only``: linked in only where no value exists (``ValueExists`` otherwise), then the
     temp name removed.
     """
     try:
@@ -958,64 +806,10 @@ def _link_temp(tmp: str, dfd: int, name: str, *, new_only: bool) -> None:
         try:
             os.link(tmp, name, src_dir_fd=dfd, dst_dir_fd=dfd)
         except FileExistsError:
-            raise _Exists from None
+            raise ValueExists from None
         finally:
             os.unlink(tmp, dir_fd=dfd)
     except BaseException:
         with contextlib.suppress(OSError):
             os.unlink(tmp, dir_fd=dfd)
         raise
-
-
-def _read_whole(fd: int, size: int) -> bytes:
-    """The rest of the file ``fd`` (``size`` bytes expected): one buffer, no join then."""
-    parts = [os.read(fd, size + 1)]  # one more: a file that grew meanwhile is still read
-    while chunk := os.read(fd, 1 << 20):
-        parts.append(chunk)
-    return parts[0] if len(parts) == 1 else b"".join(parts)
-
-
-def _holds_keys(fd: int) -> bool:
-    """Whether the directory ``fd`` holds anything a key could be (a valid segment)."""
-    with os.scandir(fd) as entries:
-        return any(is_valid_segment(e.name) for e in entries)
-
-
-def _holds_value_file(key: str, dfd: int, name: str) -> bool:
-    """Whether ``name`` in the directory ``dfd`` is a regular file (a symlink is an error)."""
-    try:
-        st = os.stat(name, dir_fd=dfd, follow_symlinks=False)
-    except FileNotFoundError:
-        return False
-    if stat.S_ISLNK(st.st_mode):
-        raise _symlink_error(key, name)
-    return stat.S_ISREG(st.st_mode)
-
-
-def _written_since(dfd: int, name: str, value: FileIdent | None, cutoff: float | None) -> bool:
-    """Whether value ``name`` (ident ``value``) or its log was written since ``cutoff``.
-
-    ``cutoff`` is in epoch seconds (a write at that very moment counts); ``False`` with
-    no value or no cutoff.
-    """
-    if value is None or cutoff is None:
-        return False
-    log = ident_or_none(log_name(name), dir_fd=dfd)
-    newest = max(value[3], log[3] if log else 0)
-    return newest >= cutoff * 1e9
-
-
-def _prune_empty_dirs(dirs: list[str], fds: list[int]) -> None:
-    """Remove the directories left empty, deepest first; stop at the first non-empty one."""
-    for depth in range(len(dirs), 0, -1):
-        try:
-            os.rmdir(dirs[depth - 1], dir_fd=fds[depth - 1])
-        except OSError:
-            break
-        os.fsync(fds[depth - 1])
-
-
-def _close_all(fds: list[int]) -> None:
-    """Close the directory descriptors of a walk."""
-    for fd in fds:
-        os.close(fd)
