@@ -36,21 +36,22 @@ demo: $(STAMP)
 serve: $(STAMP)
 	$(BIN)/framework-agents serve --model local --store .data/server
 
-# `make test` runs everything but the tests marked `slow`, in two worker processes (each
-# test module stays in one: its fixtures are made once); it stays under two minutes on two
-# cores. `make stress` runs the `slow` ones, one at a time: the families that need real
+# `make test` runs everything but the tests marked `slow`, in three worker processes (each
+# test module stays in one: its fixtures are made once): on two cores a third worker runs
+# while the others wait on a database, a child process or a server (2:22 against 2:46 with
+# two, 2:26 with four, measured 2026-12-06 at load 2-4). `make stress` runs the `slow` ones, one at a time: the families that need real
 # processes, servers or a browser for seconds each (multi-process kill and lock stress
 # runs, the console's browser pages, the demo with the local model, the fresh-venv
 # install), each of which keeps a quick representative case in `make test`, and every
 # property test (`properties`) again with all of its examples: `make test` tries a quarter
 # of those asked for as `examples(n)` (tests/property_budget.py). The workers
 # get the longest modules first (`LONGEST_FIRST` in tests/conftest.py, with
-# --no-loadscope-reorder), so both end together. Each worker collects every test module:
+# --no-loadscope-reorder), so they end together. Each worker collects every test module:
 # pytest keeps the modules it rewrote (assertions) in __pycache__ only where bytecode may
 # be written, so with PYTHONDONTWRITEBYTECODE set (as on CI) each worker would rewrite all
 # of them on every run (~8 s of CPU each); the runs after the first reuse them.
 test: $(STAMP)
-	PYTHONDONTWRITEBYTECODE= $(BIN)/python -m pytest -q -m "not slow" -n 2 --dist loadscope --no-loadscope-reorder
+	PYTHONDONTWRITEBYTECODE= $(BIN)/python -m pytest -q -m "not slow" -n 3 --dist loadscope --no-loadscope-reorder
 
 stress: $(STAMP)
 	FRAMEWORK_AGENTS_PROPERTIES=full $(BIN)/python -m pytest -q -m "slow or properties"

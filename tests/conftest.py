@@ -44,7 +44,7 @@ settings.load_profile("ci" if os.environ.get("CI") else "dev")
 #: test with ``--junitxml``-like timing of a ``make test`` run (2026-12-06, on a machine
 #: loaded about 5-9 by other runs: the order, not the figures, is what counts here; the
 #: classes of test_stores_conformance.py rank where its PostgreSQL class does, the others
-#: taking 2-6 s each). ``make test`` hands scopes to its two workers in collection order
+#: taking 2-6 s each). ``make test`` hands scopes to its workers in collection order
 #: (``--no-loadscope-reorder``), a worker taking the next when it has two tests left, so
 #: these go first and the many short modules fill in after them: the workers end together
 #: instead of one running a long module alone at the end (a long module of one or two
