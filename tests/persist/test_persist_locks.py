@@ -15,6 +15,7 @@ import os
 import threading
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -387,6 +388,55 @@ def test_a_waiter_behind_a_given_up_helper_waits_without_spinning(
     finally:
         os.close(other)
     assert len(calls) <= 2  # one try, maybe one after the orphan ended; no busy loop
+    for helper in _helpers():
+        helper.join(10)
+    assert _free(lock_file)
+
+
+def test_a_lock_its_orphan_takes_and_lets_go_is_not_busy_for_a_zero_bound(
+    lock_file: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A cancelled wait leaves its helper waiting (an orphan); when the holder lets go the
+    # orphan takes the lock and lets it go at once. A try with no time to wait (the
+    # graph store's default) at that moment found it busy: LOCK_TIMEOUT with no holder.
+    other = _hold(lock_file)
+    first = os.open(lock_file, os.O_RDWR)
+    paused = wait_began(monkeypatch)
+    write = functools.partial(flock, first, exclusive=True)
+    arun(cancel_while_waiting(lambda: run_blocking(write), paused))
+    os.close(first)
+    took, gate = threading.Event(), threading.Event()
+    real_end = locks_module._Waiter._end
+
+    def held_until_the_gate(waiter: Any) -> None:  # the orphan holds it until let through
+        took.set()
+        gate.wait(30)
+        real_end(waiter)
+
+    monkeypatch.setattr(locks_module._Waiter, "_end", held_until_the_gate)
+    os.close(other)  # the orphan takes the lock
+    assert took.wait(10)
+    outcome: list[object] = []
+    trying = threading.Event()
+
+    def try_at_once() -> None:
+        fd = os.open(lock_file, os.O_RDWR)
+        trying.set()
+        try:
+            flock(fd, exclusive=True, deadline=Deadline.after(0))
+            outcome.append("taken")
+        except LockTimeoutError as exc:
+            outcome.append(exc)
+        finally:
+            os.close(fd)
+
+    tryer = threading.Thread(target=try_at_once)
+    tryer.start()
+    assert trying.wait(10)
+    tryer.join(0.5)  # waits for the orphan to let go (without the fix: LOCK_TIMEOUT now)
+    gate.set()
+    tryer.join(10)
+    assert outcome == ["taken"]
     for helper in _helpers():
         helper.join(10)
     assert _free(lock_file)

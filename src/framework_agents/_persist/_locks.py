@@ -334,6 +334,30 @@ def _join_waiter(
     return helper
 
 
+def _let_go_by_orphan(key: tuple[int, int, int]) -> bool:
+    """Whether the orphan of lock ``key`` held it, and has let it go by now (waited for).
+
+    An orphan (its owner gave up, :class:`_Waiter`) takes the lock when its holder lets
+    go, and lets it go at once; a try at that moment finds the lock busy although nobody
+    holds it for long, so a bound of zero, or one just spent, would be LOCK_TIMEOUT with
+    no holder at all. Whether the orphan is the holder, a try on its own open file
+    description tells (it succeeds there only), made under the lock it closes it under.
+    """
+    fcntl = posix_fcntl()
+    with _WAITERS_LOCK:
+        orphan = _ORPHANS.get(key)
+        if orphan is None:
+            return False
+        try:
+            fcntl.flock(orphan._fd, orphan._operation | fcntl.LOCK_NB)
+        except OSError:  # busy: another holder has it
+            return False
+        ended = threading.Event()
+        orphan.events.append(ended)
+    wait_or_stop(ended, None)  # it lets go as soon as its thread runs
+    return True
+
+
 def _await_waiter(
     wake: threading.Event, helper: _Waiter | None, deadline: Deadline | None, name: object
 ) -> None:
@@ -368,11 +392,17 @@ def flock(fd: int, *, exclusive: bool, deadline: Deadline | None = None, name: o
             return
         except BlockingIOError:
             pass
-        if deadline is not None and deadline.left() <= 0:
-            raise deadline.error(name)
         if key is None:
             st = os.fstat(fd)
             key = (st.st_dev, st.st_ino, operation)
+        if deadline is not None and deadline.left() <= 0:
+            if _let_go_by_orphan(key):
+                continue  # a given-up waiter's, let go now: try again
+            try:  # or the orphan let it go since the try above
+                fcntl.flock(fd, operation | fcntl.LOCK_NB)
+            except BlockingIOError:
+                raise deadline.error(name) from None
+            return
         wake = threading.Event()  # ours alone: a cancel of ours sets it, nobody else's
         helper = _join_waiter(key, fd, operation, wake)
         _await_waiter(wake, helper, deadline, name)
