@@ -79,3 +79,20 @@ def test_a_sealed_session_opened_without_the_cipher_is_store_integrity(url: str)
             assert loaded is not None and loaded.data.messages == grown
 
     arun(run())
+
+
+def test_a_sealed_memory_opened_without_the_cipher_is_store_integrity(url: str) -> None:
+    turn = [Message("user", "hello", id="u1"), Message("assistant", "hi", id="a1")]
+    grown = [*turn, Message("user", "again", id="u2")]
+
+    async def run() -> None:
+        async with open_store(url, cipher=_cipher()) as sealed:
+            await sealed.memory("m").save(turn)
+            await sealed.memory("m").save(grown)  # appended (a journal record on disk)
+        async with open_store(url) as plain:
+            with pytest.raises(StoreIntegrityError, match="opened without cipher="):
+                await plain.memory("m").load()
+        async with open_store(url, cipher=_cipher()) as sealed:
+            assert await sealed.memory("m").load() == grown
+
+    arun(run())

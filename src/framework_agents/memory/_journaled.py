@@ -21,7 +21,14 @@ from dataclasses import dataclass, field
 from itertools import islice
 from pathlib import Path
 
-from .._crypto import Cipher, Place, is_sealed, is_sealed_json_string, sealed_json_envelope
+from .._crypto import (
+    Cipher,
+    Place,
+    is_sealed,
+    is_sealed_json_string,
+    sealed_json_envelope,
+    sealed_without_cipher,
+)
 from .._persist import (
     JOURNAL_FORMAT_VERSION,
     FileIdent,
@@ -200,7 +207,14 @@ class MemoryFiles:
                     self.stale_key = True
                 plain = cipher.open(sealed, place)
                 data = header(token, folded, plain) + plain + FOOTER
-        return parse_document(data, self.doc, max_items=self.max_items)
+            return parse_document(data, self.doc, max_items=self.max_items)
+        try:
+            return parse_document(data, self.doc, max_items=self.max_items)
+        except MemoryCorruptError:
+            parts = split_v3(data)
+            if parts is not None and is_sealed_json_string(parts[2]):
+                raise sealed_without_cipher(f"memory {str(self.doc)!r}") from None
+            raise
 
     def _record_place(self, token: str | None, index: int) -> Place:
         return Place("memory.record", self.where, f"{token}:{index}", MEMORY_FORMAT_VERSION)
@@ -216,6 +230,8 @@ class MemoryFiles:
                 if not cipher.is_current(payload):
                     self.stale_key = True
                 payload = cipher.open(payload, place)
+        elif is_sealed(payload):
+            raise sealed_without_cipher(f"memory journal {str(self.journal)!r}")
         return parse_record(payload, self.journal, max_items=self.max_items)
 
     # -- errors ------------------------------------------------------------------------

@@ -24,7 +24,7 @@ from typing import Any, Generic, Protocol, Self, TypeVar
 from pydantic import ValidationError
 from pydantic_core import PydanticSerializationError
 
-from .._crypto import Cipher
+from .._crypto import Cipher, sealed_without_cipher
 from .._persist import check_seconds, encode_message, overlong_int
 from .._util import redact
 from ..checkpoint.model import ThreadCheckpoint, to_json
@@ -46,7 +46,7 @@ from ..memory._base import (
     window,
 )
 from ..messages import Message, MessageList
-from ._sealed import MEMORY_MESSAGE, open_bodies, seal_body
+from ._sealed import MEMORY_MESSAGE, is_sealed_body, open_bodies, seal_body
 
 __all__ = [
     "AsyncClosing",
@@ -303,7 +303,14 @@ class MergingMemory:
         """The history a load read (``bodies`` and the ``marker`` with them), windowed."""
         if self._cipher is not None:
             bodies = open_bodies(self._cipher, MEMORY_MESSAGE, self.key, bodies, indexed=False)
-        messages = decode_messages(bodies, source=source)
+            messages = decode_messages(bodies, source=source)
+        else:
+            try:
+                messages = decode_messages(bodies, source=source)
+            except MemoryCorruptError:
+                if any(is_sealed_body(body) for body in bodies):
+                    raise sealed_without_cipher(source) from None
+                raise
         self._seen = {m.id for m in messages}
         self._observe(marker)
         return bounded_view(messages, self.max_messages)
