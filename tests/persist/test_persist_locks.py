@@ -361,6 +361,18 @@ def test_a_cancel_of_one_waiter_does_not_end_another_ones_wait(
         os.close(mine)
 
 
+def _orphaned_behind_a_holder(lock_file: Path, monkeypatch: pytest.MonkeyPatch) -> int:
+    """A holder of the lock (its descriptor, returned) and a wait for it cancelled while it
+    waited: that wait's helper is left waiting, an orphan."""
+    other = _hold(lock_file)
+    first = os.open(lock_file, os.O_RDWR)
+    paused = wait_began(monkeypatch)
+    write = functools.partial(flock, first, exclusive=True)
+    arun(cancel_while_waiting(lambda: run_blocking(write), paused))
+    os.close(first)
+    return other
+
+
 def test_a_waiter_behind_a_given_up_helper_waits_without_spinning(
     lock_file: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -374,14 +386,7 @@ def test_a_waiter_behind_a_given_up_helper_waits_without_spinning(
             calls.append(operation)
             fcntl.flock(fd, operation)
 
-    other = _hold(lock_file)
-    first = os.open(lock_file, os.O_RDWR)
-    paused = wait_began(monkeypatch)
-
-    # Cancelled while it waits: leaves its helper waiting, an orphan.
-    write = functools.partial(flock, first, exclusive=True)
-    arun(cancel_while_waiting(lambda: run_blocking(write), paused))
-    os.close(first)
+    other = _orphaned_behind_a_holder(lock_file, monkeypatch)
     monkeypatch.setattr(locks_module, "posix_fcntl", Counting)
     try:
         _gives_up(lock_file, seconds=0.2)
@@ -399,12 +404,7 @@ def test_a_lock_its_orphan_takes_and_lets_go_is_not_busy_for_a_zero_bound(
     # A cancelled wait leaves its helper waiting (an orphan); when the holder lets go the
     # orphan takes the lock and lets it go at once. A try with no time to wait (the
     # graph store's default) at that moment found it busy: LOCK_TIMEOUT with no holder.
-    other = _hold(lock_file)
-    first = os.open(lock_file, os.O_RDWR)
-    paused = wait_began(monkeypatch)
-    write = functools.partial(flock, first, exclusive=True)
-    arun(cancel_while_waiting(lambda: run_blocking(write), paused))
-    os.close(first)
+    other = _orphaned_behind_a_holder(lock_file, monkeypatch)
     took, gate = threading.Event(), threading.Event()
     real_end = locks_module._Waiter._end
 
