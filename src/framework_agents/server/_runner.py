@@ -33,7 +33,6 @@ import logging
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
-from datetime import datetime
 from typing import Any
 
 from .._util import maybe_await
@@ -68,7 +67,7 @@ from ._index import ThreadIndex
 from ._listing import ThreadList
 from ._questions import ANSWER_KINDS, question_of
 from ._replay import replay
-from ._shapes import Pending, ThreadSummary, summary_json, title_of
+from ._shapes import Pending, summary_json, title_of
 from ._store import ServerStore
 from ._tenants import current_tenant
 from ._timeline import Timeline
@@ -193,6 +192,9 @@ class ThreadRunner:
         self.index = ThreadIndex(store.storage, summary_json)
         self.timelines = Timeline(store.storage)
         self.threads = ThreadList(self.index, self._known_threads, self.load, self.busy)
+        #: A page of threads, newest first, and the cursor of the next page
+        #: (:meth:`ThreadList.page <framework_agents.server._listing.ThreadList.page>`).
+        self.list_threads = self.threads.page
         self.keepalive = float(keepalive)
         #: The runs in progress here, by tenant and thread id (one thread id, several tenants).
         self._active: dict[tuple[str | None, str], RunHandle] = {}
@@ -332,26 +334,6 @@ class ThreadRunner:
             kind="elicitation" if question else "tool_call",
             message=question.message if question else None,
             schema=question.schema if question else None,
-        )
-
-    async def list_threads(
-        self,
-        *,
-        limit: int = 50,
-        cursor: str | None = None,
-        query: str | None = None,
-        state: str | None = None,
-        updated_after: datetime | None = None,
-        updated_before: datetime | None = None,
-    ) -> tuple[list[ThreadSummary], str | None]:
-        """A page of threads, newest first, and the cursor of the next page (``_listing``)."""
-        return await self.threads.page(
-            limit=limit,
-            cursor=cursor,
-            query=query,
-            state=state,
-            updated_after=updated_after,
-            updated_before=updated_before,
         )
 
     async def _known_threads(self) -> list[str]:
