@@ -62,7 +62,7 @@ from ..hitl import (
 from ..messages import Message, new_id
 from ..tools import DECISION_KINDS
 from ._errors import ApprovalPendingError, ShuttingDownError
-from ._held import HeldCheckpointer, placement, ran_unanswered
+from ._held import HeldCheckpointer, placement, ran_unanswered, timed_lock
 from ._index import ThreadIndex
 from ._listing import ThreadList
 from ._questions import ANSWER_KINDS, question_of
@@ -292,16 +292,7 @@ class ThreadRunner:
 
     def _probe_lock(self, thread_id: str) -> Any:
         """The thread lock taken without waiting (``THREAD_BUSY`` when a run holds it)."""
-        lock = self.checkpointer.thread_lock
-        try:
-            takes_timeout = "timeout" in inspect.signature(lock).parameters
-        except (TypeError, ValueError):
-            takes_timeout = False
-        return (
-            lock(thread_id, timeout=0)
-            if takes_timeout
-            else thread_lock(self.checkpointer, thread_id)
-        )
+        return timed_lock(self.checkpointer, thread_id, 0)
 
     async def require(self, thread_id: str, *, claimed: bool = False) -> ThreadCheckpoint:
         """The thread's checkpoint, or ``CHECKPOINT_MISSING`` (``claimed``: see :meth:`load`)."""
