@@ -11,11 +11,13 @@ import threading
 import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import pytest
 import uvicorn
 
+from async_helper import arun
 from framework_agents import (
     Agent,
     FunctionModel,
@@ -27,7 +29,9 @@ from framework_agents import (
     errors,
     tool,
 )
+from framework_agents.checkpoint.model import ThreadCheckpoint
 from framework_agents.elicitation import Elicitation, ElicitationRequired
+from framework_agents.server._store import resolve_store
 
 PUBLISHED: list[dict[str, Any]] = []
 
@@ -219,3 +223,42 @@ def scratch_store(kind: str, tag: str) -> Iterator[str]:
 
     with psycopg.connect(PG_URL, autocommit=True) as conn:
         conn.execute(f"DROP SCHEMA IF EXISTS {scratch} CASCADE")
+
+
+def rewrite_thread(
+    store: str | Path, thread_id: str, update: Callable[[ThreadCheckpoint], dict[str, Any]]
+) -> None:
+    """Save the thread of ``store`` with the fields ``update`` gives for its checkpoint.
+
+    How the tests leave a thread as a process that died mid-run would have (the store is
+    opened for this, then closed).
+    """
+
+    async def save() -> None:
+        opened = resolve_store(str(store))
+        try:
+            checkpoint = await opened.checkpointer.load(thread_id)
+            assert checkpoint is not None
+            await opened.checkpointer.save(checkpoint.model_copy(update=update(checkpoint)))
+        finally:
+            await opened.close()
+
+    arun(save())
+
+
+async def a2a_send(url: str, message: Any) -> Any:
+    """Send ``message`` over A2A (blocking mode); its task as the server then has it."""
+    from a2a.client import ClientConfig, create_client
+    from a2a.types import a2a_pb2
+
+    client = await create_client(url, client_config=ClientConfig(streaming=False))
+    try:
+        task_id = message.task_id
+        async for response in client.send_message(a2a_pb2.SendMessageRequest(message=message)):
+            if response.HasField("task"):
+                task_id = response.task.id
+            elif response.HasField("status_update"):
+                task_id = response.status_update.task_id
+        return await client.get_task(a2a_pb2.GetTaskRequest(id=task_id))
+    finally:
+        await client.close()

@@ -21,7 +21,7 @@ pytest.importorskip("a2a")
 from a2a.client import ClientConfig, create_client
 from a2a.helpers.proto_helpers import get_data_parts, get_text_parts, new_data_part, new_text_part
 from a2a.types import a2a_pb2
-from server_support import PUBLISHED, Served, make_agent, start_server
+from server_support import PUBLISHED, Served, a2a_send, make_agent, start_server
 
 from async_helper import arun
 from framework_agents import Agent, FunctionModel, InMemoryCheckpointer, InMemoryStorage, Message
@@ -48,27 +48,15 @@ def _message(text: str, context_id: str, message_id: str) -> a2a_pb2.Message:
     )
 
 
-async def _send(url: str, message: a2a_pb2.Message) -> a2a_pb2.Task:
-    client = await create_client(url, client_config=ClientConfig(streaming=False))
-    try:
-        task_id = ""
-        async for response in client.send_message(a2a_pb2.SendMessageRequest(message=message)):
-            if response.HasField("task"):
-                task_id = response.task.id
-        return await client.get_task(a2a_pb2.GetTaskRequest(id=task_id))
-    finally:
-        await client.close()
-
-
 def test_a_message_sent_again_under_its_id_runs_once(served: Served) -> None:
     PUBLISHED.clear()
     context = f"again-{uuid.uuid4().hex[:8]}"
 
     async def scenario() -> tuple[a2a_pb2.Task, ...]:
-        first = await _send(served.url, _message("hello", context, "m-hello"))
-        again = await _send(served.url, _message("hello", context, "m-hello"))
-        asked = await _send(served.url, _message("publish Once", context, "m-publish"))
-        asked_again = await _send(served.url, _message("publish Once", context, "m-publish"))
+        first = await a2a_send(served.url, _message("hello", context, "m-hello"))
+        again = await a2a_send(served.url, _message("hello", context, "m-hello"))
+        asked = await a2a_send(served.url, _message("publish Once", context, "m-publish"))
+        asked_again = await a2a_send(served.url, _message("publish Once", context, "m-publish"))
         return first, again, asked, asked_again
 
     first, again, asked, asked_again = arun(scenario())
@@ -155,7 +143,7 @@ def test_a_run_that_lost_its_thread_ends_its_task_as_the_thread_stands(tmp_path:
         )
     )
     try:
-        task = arun(_send(served.url, _message("conflict", "lost-ctx", "m-conflict")))
+        task = arun(a2a_send(served.url, _message("conflict", "lost-ctx", "m-conflict")))
     finally:
         served.stop()
     assert task.status.state == State.TASK_STATE_FAILED
@@ -219,7 +207,7 @@ def test_an_answer_that_cannot_run_now_leaves_its_task_waiting(
     async def scenario() -> tuple[list[str], a2a_pb2.Task, a2a_pb2.Task]:
         client = await create_client(served.url, client_config=ClientConfig(streaming=False))
         try:
-            asked = await _send(served.url, _message("publish Held", "held-ctx", "m-held"))
+            asked = await a2a_send(served.url, _message("publish Held", "held-ctx", "m-held"))
             (request,) = get_data_parts(list(asked.status.message.parts))
             data = {"decision": "approve", "interruptId": request["interruptId"]}
             answer = a2a_pb2.Message(
@@ -274,7 +262,7 @@ def test_a_decision_after_its_approval_was_settled_reads_the_answer(served: Serv
     PUBLISHED.clear()
 
     async def scenario() -> a2a_pb2.Task:
-        asked = await _send(served.url, _message("publish Twice", "settled-ctx", "m-settled"))
+        asked = await a2a_send(served.url, _message("publish Twice", "settled-ctx", "m-settled"))
         (request,) = get_data_parts(list(asked.status.message.parts))
         headers = {"Accept": "application/json"}
         async with httpx.AsyncClient(base_url=served.url, headers=headers) as api:

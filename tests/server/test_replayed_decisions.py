@@ -12,6 +12,7 @@ showing it, AG-UI ends the run with it, the JSON API answers ``interrupted`` wit
 from __future__ import annotations
 
 import uuid
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -20,15 +21,14 @@ import pytest
 
 pytest.importorskip("a2a")
 
-from a2a.client import ClientConfig, create_client
 from a2a.helpers.proto_helpers import get_data_parts, get_text_parts, new_data_part, new_text_part
 from a2a.types import a2a_pb2
-from server_support import PUBLISHED, Served
+from server_support import PUBLISHED, Served, a2a_send, rewrite_thread
 from test_agui import agui, kinds, run_input
 
 from async_helper import arun
 from framework_agents import Message
-from framework_agents.server._store import resolve_store
+from framework_agents.checkpoint.model import ThreadCheckpoint
 
 State = a2a_pb2.TaskState
 
@@ -41,23 +41,17 @@ def _died_in_the_call(store_dir: Path, thread_id: str) -> None:
     outcome, under a new interrupt id.
     """
 
-    async def save() -> None:
-        store = resolve_store(str(store_dir))
-        try:
-            checkpoint = await store.checkpointer.load(thread_id)
-            assert checkpoint is not None and checkpoint.pending is not None
-            update = {
-                "turn": checkpoint.pending_turn,
-                "in_flight": [checkpoint.pending],
-                "pending": None,
-                "pending_turn": None,
-                "interrupt_id": None,
-            }
-            await store.checkpointer.save(checkpoint.model_copy(update=update))
-        finally:
-            await store.close()
+    def update(checkpoint: ThreadCheckpoint) -> dict[str, Any]:
+        assert checkpoint.pending is not None
+        return {
+            "turn": checkpoint.pending_turn,
+            "in_flight": [checkpoint.pending],
+            "pending": None,
+            "pending_turn": None,
+            "interrupt_id": None,
+        }
 
-    arun(save())
+    rewrite_thread(store_dir, thread_id, update)
 
 
 def _died_after_the_result(store_dir: Path, thread_id: str, result: str) -> None:
@@ -67,42 +61,24 @@ def _died_after_the_result(store_dir: Path, thread_id: str, result: str) -> None
     flight, no answer yet.
     """
 
-    async def save() -> None:
-        store = resolve_store(str(store_dir))
-        try:
-            checkpoint = await store.checkpointer.load(thread_id)
-            assert checkpoint is not None and checkpoint.pending is not None
-            call = checkpoint.pending
-            landed = Message(role="tool", content=result, tool_call_id=call.id, name=call.name)
-            update = {
-                "turn": checkpoint.pending_turn,
-                "results": [landed],
-                "pending": None,
-                "pending_turn": None,
-                "interrupt_id": None,
-            }
-            await store.checkpointer.save(checkpoint.model_copy(update=update))
-        finally:
-            await store.close()
+    def update(checkpoint: ThreadCheckpoint) -> dict[str, Any]:
+        call = checkpoint.pending
+        assert call is not None
+        landed = Message(role="tool", content=result, tool_call_id=call.id, name=call.name)
+        return {
+            "turn": checkpoint.pending_turn,
+            "results": [landed],
+            "pending": None,
+            "pending_turn": None,
+            "interrupt_id": None,
+        }
 
-    arun(save())
+    rewrite_thread(store_dir, thread_id, update)
 
 
 def _request(parts: Any) -> dict[str, Any]:
     (request,) = [d for d in get_data_parts(list(parts)) if d.get("type")]
     return dict(request)
-
-
-async def _a2a(url: str, message: a2a_pb2.Message) -> a2a_pb2.Task:
-    client = await create_client(url, client_config=ClientConfig(streaming=False))
-    try:
-        task_id = message.task_id
-        async for response in client.send_message(a2a_pb2.SendMessageRequest(message=message)):
-            if response.HasField("task"):
-                task_id = response.task.id
-        return await client.get_task(a2a_pb2.GetTaskRequest(id=task_id))
-    finally:
-        await client.close()
 
 
 def _a2a_message(context: str, task_id: str, *, text: str = "", data: Any = None) -> Any:
@@ -116,22 +92,35 @@ def _a2a_message(context: str, task_id: str, *, text: str = "", data: Any = None
     )
 
 
+def _approved_again(
+    url: str, context: str, died: Callable[[], None], *, same_task: bool
+) -> tuple[dict[str, Any], dict[str, Any], a2a_pb2.Task]:
+    """Ask for a publish, let ``died`` leave the thread, then send its approval again.
+
+    On the task that showed the approval (``same_task``) or as a new task: the approval
+    shown, the decision sent, and the task as the server then has it.
+    """
+    asked = arun(a2a_send(url, _a2a_message(context, "", text="publish Once")))
+    shown = _request(asked.status.message.parts)
+    died()
+    decision = {
+        "decision": "approve",
+        "toolCallId": shown["toolCallId"],
+        "interruptId": shown["interruptId"],
+    }
+    task_id = asked.id if same_task else ""
+    again = arun(a2a_send(url, _a2a_message(context, task_id, data=decision)))
+    return shown, decision, again
+
+
 @pytest.mark.parametrize("same_task", [True, False], ids=["on-its-task", "as-a-new-task"])
 def test_a2a_a_decision_sent_again_shows_the_calls_new_interrupt(
     served: Served, store_dir: Path, same_task: bool
 ) -> None:
     PUBLISHED.clear()
     context = f"replayed-{uuid.uuid4().hex[:8]}"
-    asked = arun(_a2a(served.url, _a2a_message(context, "", text="publish Once")))
-    shown = _request(asked.status.message.parts)
-    _died_in_the_call(store_dir, context)
-    decision = {
-        "decision": "approve",
-        "toolCallId": shown["toolCallId"],
-        "interruptId": shown["interruptId"],
-    }
-    again = arun(
-        _a2a(served.url, _a2a_message(context, asked.id if same_task else "", data=decision))
+    shown, _decision, again = _approved_again(
+        served.url, context, lambda: _died_in_the_call(store_dir, context), same_task=same_task
     )
     assert again.status.state == State.TASK_STATE_INPUT_REQUIRED, again.status
     unknown = _request(again.status.message.parts)
@@ -141,7 +130,7 @@ def test_a2a_a_decision_sent_again_shows_the_calls_new_interrupt(
     assert PUBLISHED == []  # the call is never run again by the decision sent again
     settle = {"decision": "reject", "toolCallId": unknown["toolCallId"]}
     settle["interruptId"] = unknown["interruptId"]
-    done = arun(_a2a(served.url, _a2a_message(context, again.id, data=settle)))
+    done = arun(a2a_send(served.url, _a2a_message(context, again.id, data=settle)))
     assert done.status.state == State.TASK_STATE_COMPLETED, done.status
     assert get_text_parts(list(done.status.message.parts))[0].startswith("done: ")
     assert PUBLISHED == []
@@ -149,11 +138,11 @@ def test_a2a_a_decision_sent_again_shows_the_calls_new_interrupt(
 
 def test_a2a_a_decision_for_another_call_is_still_refused(served: Served, store_dir: Path) -> None:
     context = f"other-{uuid.uuid4().hex[:8]}"
-    asked = arun(_a2a(served.url, _a2a_message(context, "", text="publish Once")))
+    asked = arun(a2a_send(served.url, _a2a_message(context, "", text="publish Once")))
     shown = _request(asked.status.message.parts)
     _died_in_the_call(store_dir, context)
     decision = {"decision": "approve", "toolCallId": "call-9", "interruptId": shown["interruptId"]}
-    again = arun(_a2a(served.url, _a2a_message(context, "", data=decision)))
+    again = arun(a2a_send(served.url, _a2a_message(context, "", data=decision)))
     assert again.status.state == State.TASK_STATE_FAILED
     assert "HITL_DECISION" in get_text_parts(list(again.status.message.parts))[0]
 
@@ -220,23 +209,18 @@ def test_a2a_a_decision_sent_again_after_its_call_landed_is_answered_once(
     new task, and the task failed SHUTTING_DOWN "send it again" on its own)."""
     PUBLISHED.clear()
     context = f"landed-{uuid.uuid4().hex[:8]}"
-    asked = arun(_a2a(served.url, _a2a_message(context, "", text="publish Once")))
-    shown = _request(asked.status.message.parts)
-    _died_after_the_result(store_dir, context, "published 'Once' x3")
-    decision = {
-        "decision": "approve",
-        "toolCallId": shown["toolCallId"],
-        "interruptId": shown["interruptId"],
-    }
-    again = arun(
-        _a2a(served.url, _a2a_message(context, asked.id if same_task else "", data=decision))
+    _shown, decision, again = _approved_again(
+        served.url,
+        context,
+        lambda: _died_after_the_result(store_dir, context, "published 'Once' x3"),
+        same_task=same_task,
     )
     assert again.status.state == State.TASK_STATE_COMPLETED, again.status
     assert get_text_parts(list(again.status.message.parts)) == ["done: published 'Once' x3"]
     assert PUBLISHED == []
     thread = httpx.get(f"{served.url}/api/threads/{context}").json()
     assert [m["role"] for m in thread["messages"]] == ["user", "assistant", "tool", "assistant"]
-    once_more = arun(_a2a(served.url, _a2a_message(context, "", data=decision)))
+    once_more = arun(a2a_send(served.url, _a2a_message(context, "", data=decision)))
     assert once_more.status.state == State.TASK_STATE_FAILED  # nothing waits: not run again
     assert len(httpx.get(f"{served.url}/api/threads/{context}").json()["messages"]) == 4
 

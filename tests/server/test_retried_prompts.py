@@ -19,35 +19,27 @@ import pytest
 
 pytest.importorskip("a2a")
 
-from a2a.client import ClientConfig, create_client
 from a2a.helpers.proto_helpers import get_text_parts, new_text_part
 from a2a.types import a2a_pb2
-from server_support import Served, answer, make_agent
+from server_support import Served, a2a_send, answer, make_agent, rewrite_thread
 from test_agui import agui, kinds, run_input
 
 from async_helper import arun
 from framework_agents import Agent, FunctionModel, InMemoryCheckpointer, InMemoryStorage, Message
 from framework_agents.checkpoint.model import ThreadCheckpoint
 from framework_agents.server._runner import RunHandle, ThreadRunner
-from framework_agents.server._store import ServerStore, resolve_store
+from framework_agents.server._store import ServerStore
 
 State = a2a_pb2.TaskState
 
 
 def _left_unanswered(store_dir: Path, thread_id: str, message: Message) -> None:
     """The thread as a replica that died after saving ``message``, before the answer, left it."""
-
-    async def save() -> None:
-        store = resolve_store(str(store_dir))
-        try:
-            checkpoint = await store.checkpointer.load(thread_id)
-            assert checkpoint is not None
-            update = {"messages": [*checkpoint.messages, message], "finished": False}
-            await store.checkpointer.save(checkpoint.model_copy(update=update))
-        finally:
-            await store.close()
-
-    arun(save())
+    rewrite_thread(
+        store_dir,
+        thread_id,
+        lambda checkpoint: {"messages": [*checkpoint.messages, message], "finished": False},
+    )
 
 
 def _thread(served: Served, thread_id: str) -> list[tuple[str, str]]:
@@ -80,21 +72,14 @@ def test_agui_a_prompt_left_unanswered_is_answered_when_sent_again(
 
 
 async def _send(url: str, text: str, context_id: str, message_id: str) -> a2a_pb2.Task:
-    client = await create_client(url, client_config=ClientConfig(streaming=False))
     message = a2a_pb2.Message(
         message_id=message_id,
         role=a2a_pb2.Role.ROLE_USER,
         parts=[new_text_part(text)],
         context_id=context_id,
     )
-    try:
-        task_id = ""
-        async for response in client.send_message(a2a_pb2.SendMessageRequest(message=message)):
-            if response.HasField("task"):
-                task_id = response.task.id
-        return await client.get_task(a2a_pb2.GetTaskRequest(id=task_id))
-    finally:
-        await client.close()
+    task: a2a_pb2.Task = await a2a_send(url, message)
+    return task
 
 
 def test_a2a_a_prompt_left_unanswered_is_answered_when_sent_again(

@@ -28,6 +28,7 @@ from typing import Any
 
 import httpx
 import pytest
+from server_support import a2a_send
 
 from processes import close_process
 
@@ -151,24 +152,6 @@ def _a2a_message(text: str | None = None, data: Any = None, **ids: str) -> Any:
     )
 
 
-async def _a2a_send(url: str, message: Any) -> Any:
-    """Send ``message`` (blocking mode) and return the task as the server then has it."""
-    from a2a.client import ClientConfig, create_client
-    from a2a.types import a2a_pb2
-
-    client = await create_client(url, client_config=ClientConfig(streaming=False))
-    try:
-        task_id = ""
-        async for response in client.send_message(a2a_pb2.SendMessageRequest(message=message)):
-            if response.HasField("task"):
-                task_id = response.task.id
-            elif response.HasField("status_update"):
-                task_id = response.status_update.task_id
-        return await client.get_task(a2a_pb2.GetTaskRequest(id=task_id))
-    finally:
-        await client.close()
-
-
 async def _a2a_get(url: str, task_id: str) -> Any:
     from a2a.client import ClientConfig, create_client
     from a2a.types import a2a_pb2
@@ -224,14 +207,14 @@ def crashed(tmp_path: Path, store: str) -> Iterator[tuple[str, dict[str, Any]]]:
             entry = {"interruptId": interrupt["id"], "status": "resolved"}
             resume = _agui_body("g1", [], resume=[{**entry, "payload": {"approved": True}}])
             waiting.append(_in_background(lambda: httpx.post(f"{url}/agui", json=resume)))
-        task = asyncio.run(_a2a_send(url, _a2a_message("publish A")))
+        task = asyncio.run(a2a_send(url, _a2a_message("publish A")))
         seen["a2a_task"] = task.id
         approve = _a2a_message(
             data={"decision": "approve", "toolCallId": _approval(task)["toolCallId"]},
             task_id=task.id,
             context_id=task.context_id,
         )
-        waiting.append(_in_background(lambda: asyncio.run(_a2a_send(url, approve))))
+        waiting.append(_in_background(lambda: asyncio.run(a2a_send(url, approve))))
         started = {"start J", "start G", "start A"}
         _until(lambda: started <= set(_log(tmp_path)), "the three calls started")
         first.send_signal(signal.SIGKILL)  # dies in the three calls
@@ -339,7 +322,7 @@ def test_calls_of_a_killed_server_are_shown_and_settled_on_every_protocol(
         "interruptId": approval["interruptId"],
     }
     message = _a2a_message(data=decision, task_id=task.id, context_id=task.context_id)
-    finished = asyncio.run(_a2a_send(url, message))
+    finished = asyncio.run(a2a_send(url, message))
     assert finished.status.state == a2a_pb2.TaskState.TASK_STATE_COMPLETED, finished.status
 
     # No call finished twice; the one approved again ran once more, on that decision.

@@ -60,7 +60,6 @@ from typing import Any
 from a2a.helpers.proto_helpers import (
     get_data_parts,
     get_text_parts,
-    new_data_part,
     new_task_from_user_message,
     new_text_part,
 )
@@ -88,12 +87,12 @@ from ._a2a_tasks import (
     failure_parts,
     input_request,
     progress_parts,
+    retry_parts,
     revive_orphan,
     revive_settled,
     shown_interrupt,
     shown_request,
 )
-from ._errors import error_payload
 from ._held import placement, ran_unanswered
 from ._questions import answer_decision
 from ._runner import RunHandle, ThreadRunner
@@ -227,6 +226,53 @@ def replaced(pending: Pending, task: Task | None, data: dict[str, Any]) -> bool:
     return decided_call(data, task) == pending.tool_call_id
 
 
+async def _new_task(context: RequestContext, event_queue: EventQueue) -> Task:
+    """The task a message without one starts, sent to the queue (``InvalidParamsError``)."""
+    assert context.message is not None
+    try:
+        task = new_task_from_user_message(context.message)
+    except ValueError as exc:  # not from the user, no parts, an empty text part
+        raise InvalidParamsError(message=str(exc)) from None
+    await event_queue.enqueue_event(task)
+    return task
+
+
+async def _relay(handle: RunHandle, updater: TaskUpdater, task: Task) -> ours.AgentEvent | None:
+    """Relay the run's events as task updates; its last interrupt, finish or error, if any."""
+    last: ours.AgentEvent | None = None
+    streamed: set[str] = set()
+    async for event in handle.events():
+        if isinstance(event, ours.RunStartedEvent):
+            await updater.start_work()
+        elif isinstance(event, ours.TextDeltaEvent) and event.delta:
+            # Tokens as they come: chunks of the message's "answer" artifact.
+            await updater.add_artifact(
+                [new_text_part(event.delta)],
+                artifact_id=event.message_id,
+                name="answer",
+                append=event.message_id in streamed,
+                last_chunk=False,
+            )
+            streamed.add(event.message_id)
+        elif isinstance(event, ours.MessageCompletedEvent) and event.message.text:
+            # The whole text closes the artifact (it replaces the chunks).
+            await updater.add_artifact(
+                [new_text_part(event.message.text)],
+                artifact_id=event.message.id,
+                name="answer",
+                append=False,
+                last_chunk=True,
+            )
+        elif isinstance(event, ours.ToolProgressEvent):
+            await updater.update_status(
+                TaskState.TASK_STATE_WORKING,
+                message=agent_message(task, progress_parts(event)),
+            )
+        elif isinstance(event, ours.InterruptEvent | ours.RunFinishedEvent | ours.RunErrorEvent):
+            last = event
+    return last
+
+
 class A2AExecutor(AgentExecutor):
     """Runs the thread of a task's context with our runner; maps our events to task updates."""
 
@@ -245,12 +291,7 @@ class A2AExecutor(AgentExecutor):
             )
         answers = task is not None and task.status.state == TaskState.TASK_STATE_INPUT_REQUIRED
         if task is None:
-            assert context.message is not None
-            try:
-                task = new_task_from_user_message(context.message)
-            except ValueError as exc:  # not from the user, no parts, an empty text part
-                raise InvalidParamsError(message=str(exc)) from None
-            await event_queue.enqueue_event(task)
+            task = await _new_task(context, event_queue)
         updater = TaskUpdater(event_queue, task.id, task.context_id)
         try:
             handle = await self._start(task, context)
@@ -261,23 +302,25 @@ class A2AExecutor(AgentExecutor):
             await updater.requires_input(agent_message(task, input_request(replay.pending)))
             return
         except Exception as exc:
-            shown = shown_request(task) if answers else None
-            if shown is not None and getattr(exc, "code", None) in _RETRY_LATER:
-                # An answer that cannot run now leaves its task waiting (failing it would
-                # leave the approval with no task to show it on): read it again (it shows
-                # what the thread waits for then) and answer.
-                payload = error_payload(exc)
-                note = new_text_part(f"[{payload['code']}] {payload['message']}")
-                parts = [
-                    note,
-                    *(p for p in shown.parts if p.HasField("data")),
-                    new_data_part({"error": payload}),
-                ]
-                await updater.requires_input(agent_message(task, parts))
-                return
-            await self._fail(updater, task, exc)
+            await self._refused(updater, task, exc, answers=answers)
             return
         await self._follow(handle, updater, task, context.message)
+
+    async def _refused(
+        self, updater: TaskUpdater, task: Task, exc: Exception, *, answers: bool
+    ) -> None:
+        """A run that could not start: its task fails, or an answer's task is left waiting.
+
+        An answer (``answers``: the task was ``input-required``) that cannot run now
+        (``_RETRY_LATER``) leaves its task waiting (failing it would leave the approval
+        with no task to show it on): read it again (it shows what the thread waits for
+        then) and answer.
+        """
+        shown = shown_request(task) if answers else None
+        if shown is not None and getattr(exc, "code", None) in _RETRY_LATER:
+            await updater.requires_input(agent_message(task, retry_parts(exc, shown)))
+            return
+        await self._fail(updater, task, exc)
 
     async def _landed(
         self, updater: TaskUpdater, task: Task, checkpoint: Any, asked: Message | None
@@ -320,6 +363,7 @@ class A2AExecutor(AgentExecutor):
             await updater.failed(message)
 
     async def _start(self, task: Task, context: RequestContext) -> RunHandle:
+        """Start the run of the task's message: a decision's, else a prompt's."""
         thread_id = check_thread_id(task.context_id)
         message = context.message
         parts = list(message.parts) if message is not None else []
@@ -329,40 +373,57 @@ class A2AExecutor(AgentExecutor):
             if isinstance(d, dict) and ("decision" in d or "action" in d)
         ]
         if decisions:
-            checkpoint = await self.runner.require(thread_id)
-            pending = await self.runner.pending_of(checkpoint)
-            if pending is None:
-                if await self.runner.held(thread_id):
-                    # A run holds the thread: the decision itself, maybe, on a replica that
-                    # died in its call (shown as of unknown outcome once its lease ran out).
-                    raise ThreadBusyError(
-                        f"a run holds context {thread_id!r} and nothing waits for a decision "
-                        "now: read the task again once that run has ended"
-                    )
-                task_shown = context.current_task
-                call_id = decided_call(decisions[0], task_shown)
-                if call_id is not None and ran_unanswered(checkpoint, call_id):
-                    # The decision ran the call and its run died after the result landed,
-                    # before the answer: the thread goes on from there (runs nothing again).
-                    return await self.runner.start_answer(thread_id, call_id)
-                if task_shown is not None and shown_request(task_shown) is not None:
-                    # The approval this task showed was settled since (by this decision on
-                    # a replica that stopped before it saved the task's end, say): the task
-                    # ends as the thread stands, as it reads once settled (revive_settled).
-                    raise _Landed(checkpoint)
-                raise HitlDecisionError(f"context {thread_id!r} has no approval waiting")
-            if replaced(pending, context.current_task, decisions[0]):
-                raise _Shown(pending)
-            check_bound(pending, context.current_task, decisions[0])
-            if pending.outcome_unknown and decisions[0].get("interruptId") != pending.interrupt_id:
-                raise HitlDecisionError(
-                    f"the call of {pending.tool!r} was approved and started, whether it ran "
-                    "is unknown: settle it by a decision naming its interruptId "
-                    f"{pending.interrupt_id!r}"
-                )
-            read = answer_of if pending.asks else decision_of
-            decision = read(decisions[0], pending)
-            return await self.runner.start_resume(thread_id, {pending.interrupt_id: decision})
+            return await self._start_decision(thread_id, decisions[0], context.current_task)
+        return await self._start_prompt(thread_id, parts, message)
+
+    async def _start_decision(
+        self, thread_id: str, data: dict[str, Any], task: Task | None
+    ) -> RunHandle:
+        """Resume the thread with the decision (or answer) ``data`` sent on ``task``."""
+        checkpoint = await self.runner.require(thread_id)
+        pending = await self.runner.pending_of(checkpoint)
+        if pending is None:
+            return await self._start_unawaited(thread_id, checkpoint, data, task)
+        if replaced(pending, task, data):
+            raise _Shown(pending)
+        check_bound(pending, task, data)
+        if pending.outcome_unknown and data.get("interruptId") != pending.interrupt_id:
+            raise HitlDecisionError(
+                f"the call of {pending.tool!r} was approved and started, whether it ran "
+                "is unknown: settle it by a decision naming its interruptId "
+                f"{pending.interrupt_id!r}"
+            )
+        read = answer_of if pending.asks else decision_of
+        decision = read(data, pending)
+        return await self.runner.start_resume(thread_id, {pending.interrupt_id: decision})
+
+    async def _start_unawaited(
+        self, thread_id: str, checkpoint: Any, data: dict[str, Any], task: Task | None
+    ) -> RunHandle:
+        """A decision sent when the thread waits for none: answered, landed, or refused."""
+        if await self.runner.held(thread_id):
+            # A run holds the thread: the decision itself, maybe, on a replica that
+            # died in its call (shown as of unknown outcome once its lease ran out).
+            raise ThreadBusyError(
+                f"a run holds context {thread_id!r} and nothing waits for a decision "
+                "now: read the task again once that run has ended"
+            )
+        call_id = decided_call(data, task)
+        if call_id is not None and ran_unanswered(checkpoint, call_id):
+            # The decision ran the call and its run died after the result landed,
+            # before the answer: the thread goes on from there (runs nothing again).
+            return await self.runner.start_answer(thread_id, call_id)
+        if task is not None and shown_request(task) is not None:
+            # The approval this task showed was settled since (by this decision on
+            # a replica that stopped before it saved the task's end, say): the task
+            # ends as the thread stands, as it reads once settled (revive_settled).
+            raise _Landed(checkpoint)
+        raise HitlDecisionError(f"context {thread_id!r} has no approval waiting")
+
+    async def _start_prompt(
+        self, thread_id: str, parts: list[Part], message: Message | None
+    ) -> RunHandle:
+        """Run the thread on the text of ``parts`` (``_Landed`` if its message ran before)."""
         text = "\n".join(get_text_parts(parts)).strip()
         if not text or message is None or not message.message_id:
             return await self.runner.start_run(thread_id, text)
@@ -379,41 +440,10 @@ class A2AExecutor(AgentExecutor):
     async def _follow(
         self, handle: RunHandle, updater: TaskUpdater, task: Task, asked: Message | None
     ) -> None:
+        """Relay the run's events to the task, then end it as the run ended."""
         # The terminal update goes out once the run has released its thread, so a client
         # that sends its next turn as soon as it sees it never finds the thread busy.
-        last: ours.AgentEvent | None = None
-        streamed: set[str] = set()
-        async for event in handle.events():
-            if isinstance(event, ours.RunStartedEvent):
-                await updater.start_work()
-            elif isinstance(event, ours.TextDeltaEvent) and event.delta:
-                # Tokens as they come: chunks of the message's "answer" artifact.
-                await updater.add_artifact(
-                    [new_text_part(event.delta)],
-                    artifact_id=event.message_id,
-                    name="answer",
-                    append=event.message_id in streamed,
-                    last_chunk=False,
-                )
-                streamed.add(event.message_id)
-            elif isinstance(event, ours.MessageCompletedEvent) and event.message.text:
-                # The whole text closes the artifact (it replaces the chunks).
-                await updater.add_artifact(
-                    [new_text_part(event.message.text)],
-                    artifact_id=event.message.id,
-                    name="answer",
-                    append=False,
-                    last_chunk=True,
-                )
-            elif isinstance(event, ours.ToolProgressEvent):
-                await updater.update_status(
-                    TaskState.TASK_STATE_WORKING,
-                    message=agent_message(task, progress_parts(event)),
-                )
-            elif isinstance(
-                event, ours.InterruptEvent | ours.RunFinishedEvent | ours.RunErrorEvent
-            ):
-                last = event
+        last = await _relay(handle, updater, task)
         if last is None and handle.taken:  # its message was taken meanwhile
             await self._landed(updater, task, await self.runner.load(handle.thread_id), asked)
             return

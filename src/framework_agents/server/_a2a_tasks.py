@@ -25,7 +25,7 @@ from ..messages import new_id
 from ._errors import ShuttingDownError, error_payload
 from ._held import placement, ran_unanswered
 from ._runner import ThreadRunner
-from ._shapes import Pending
+from ._shapes import Pending, progress_value
 
 __all__ = [
     "agent_message",
@@ -38,6 +38,7 @@ __all__ = [
     "failure_parts",
     "input_request",
     "progress_parts",
+    "retry_parts",
     "revive_orphan",
     "revive_settled",
     "shown_interrupt",
@@ -51,16 +52,23 @@ Task = a2a_pb2.Task
 TaskState = a2a_pb2.TaskState
 
 
+def _call_shown(pending: Pending) -> dict[str, Any]:
+    """What a request shows of the call waiting: its interrupt, call id, tool and arguments."""
+    return {
+        "interruptId": pending.interrupt_id,
+        "toolCallId": pending.tool_call_id,
+        "tool": pending.tool,
+        "args": pending.args,
+    }
+
+
 def approval_request(pending: Pending) -> dict[str, Any]:
     """The data part of an ``input-required`` status."""
     return {
         "type": "tool_approval_request",
-        "toolCallId": pending.tool_call_id,
-        "tool": pending.tool,
-        "args": pending.args,
+        **_call_shown(pending),
         "key": pending.key,
         "allowedDecisions": list(pending.allowed_decisions),
-        "interruptId": pending.interrupt_id,
         "outcomeUnknown": pending.outcome_unknown,
     }
 
@@ -71,10 +79,7 @@ def elicitation_request(pending: Pending) -> dict[str, Any]:
         "type": "elicitation",
         "message": pending.message,
         "schema": pending.schema,
-        "interruptId": pending.interrupt_id,
-        "toolCallId": pending.tool_call_id,
-        "tool": pending.tool,
-        "args": pending.args,
+        **_call_shown(pending),
         "allowedActions": ["accept", "decline", "cancel"],
     }
 
@@ -92,14 +97,7 @@ def progress_parts(event: ours.ToolProgressEvent) -> list[Part]:
     """The status message parts of a running call's progress: a text and a data part."""
     done = f"{event.progress:g}" + (f"/{event.total:g}" if event.total is not None else "")
     text = f"{event.tool}: {done}" + (f" {event.message}" if event.message else "")
-    data = {
-        "type": "tool_progress",
-        "toolCallId": event.call_id,
-        "tool": event.tool,
-        "progress": event.progress,
-        "total": event.total,
-        "message": event.message,
-    }
+    data = {"type": "tool_progress", **progress_value(event)}
     return [new_text_part(text), new_data_part(data)]
 
 
@@ -176,23 +174,34 @@ def answer_in(checkpoint: Any, asked: Message | None) -> tuple[bool, str | None]
     """
     if asked is None:
         return False, None
+    messages = list(checkpoint.messages)
+    start = _turn_of(messages, asked)
+    if start is None:
+        return False, None
+    return True, _answer_after(messages[start + 1 :])
+
+
+def _turn_of(messages: list[Any], asked: Message) -> int | None:
+    """Where the last turn of ``asked`` starts in ``messages`` (its prompt, its call's result)."""
     decided = [d for d in get_data_parts(list(asked.parts)) if isinstance(d, dict)]
     call_id = decided[0].get("toolCallId") if decided else None
-    messages = list(checkpoint.messages)
     start = None
     for at, message in enumerate(messages):
         if (call_id is None and message.role == "user" and message.id == asked.message_id) or (
             call_id is not None and message.role == "tool" and message.tool_call_id == call_id
         ):
             start = at
-    if start is None:
-        return False, None
-    for message in messages[start + 1 :]:
+    return start
+
+
+def _answer_after(messages: list[Any]) -> str | None:
+    """The text of the first assistant message without calls before the next prompt, if any."""
+    for message in messages:
         if message.role == "user":
             break
         if message.role == "assistant" and not message.tool_calls and message.text:
-            return True, str(message.text)
-    return True, None
+            return str(message.text)
+    return None
 
 
 def failure_parts(exc: BaseException) -> list[Part]:
@@ -202,6 +211,16 @@ def failure_parts(exc: BaseException) -> list[Part]:
         new_text_part(f"[{payload['code']}] {payload['message']}"),
         new_data_part({"error": payload}),
     ]
+
+
+def retry_parts(exc: BaseException, shown: Message) -> list[Part]:
+    """The parts of a task left waiting after an answer that could not run now.
+
+    ``[CODE] message``, the data parts of ``shown`` (the request the task showed), and
+    ``{"error": ...}``.
+    """
+    note, error = failure_parts(exc)
+    return [note, *(p for p in shown.parts if p.HasField("data")), error]
 
 
 async def ended_status(

@@ -87,7 +87,7 @@ from ._errors import BadRequestError, error_payload
 from ._held import placement, ran_unanswered
 from ._questions import answer_decision
 from ._runner import RunHandle, ThreadRunner
-from ._shapes import Pending
+from ._shapes import Pending, progress_value
 
 __all__ = [
     "AguiTranslator",
@@ -120,17 +120,6 @@ def answer_schema(requested: dict[str, Any] | None) -> dict[str, Any]:
             "content": requested or {"type": "object"},
         },
         "required": ["action"],
-    }
-
-
-def progress_value(event: ours.ToolProgressEvent) -> dict[str, Any]:
-    """The ``value`` of the ``CUSTOM`` event ``tool_progress`` (A2A's data part, less its type)."""
-    return {
-        "toolCallId": event.call_id,
-        "tool": event.tool,
-        "progress": event.progress,
-        "total": event.total,
-        "message": event.message,
     }
 
 
@@ -271,6 +260,10 @@ class AguiTranslator:
         events.append(ReasoningMessageContentEvent(message_id=rid, delta=delta))
         return events
 
+    def _close(self) -> list[BaseEvent]:
+        """Close the open reasoning, then the open text."""
+        return self._close_reasoning() + self._close_text()
+
     def translate(self, event: ours.AgentEvent | MemberEvent | HandoffEvent) -> list[BaseEvent]:
         """The AG-UI events of one of our events (terminal events: see :meth:`finish`).
 
@@ -278,18 +271,8 @@ class AguiTranslator:
         ``STEP_FINISHED`` named by the member, and a handoff a ``CUSTOM`` event ``handoff``.
         A running call's progress is a ``CUSTOM`` event ``tool_progress``.
         """
-        if isinstance(event, MemberEvent):
-            if isinstance(event.event, ours.RunStartedEvent):
-                return [StepStartedEvent(step_name=event.agent)]
-            return [
-                *self._close_reasoning(),
-                *self._close_text(),
-                StepFinishedEvent(step_name=event.agent),
-            ]
-        if isinstance(event, HandoffEvent):
-            data = event.to_dict()
-            value = {name: data[name] for name in ("from", "to", "message")}
-            return [CustomEvent(name="handoff", value=value)]
+        if isinstance(event, MemberEvent | HandoffEvent):
+            return self._swarm(event)
         if isinstance(event, ours.ToolProgressEvent):
             return [CustomEvent(name="tool_progress", value=progress_value(event))]
         if isinstance(event, ours.TextDeltaEvent):
@@ -303,38 +286,47 @@ class AguiTranslator:
                 events += self._text(message.id, message.text)
             return events + self._close_text()
         if isinstance(event, ours.ToolCallEvent):
-            call = event.call
-            self.call_parent[call.id] = event.message_id
-            return [
-                *self._close_reasoning(),
-                *self._close_text(),
-                ToolCallStartEvent(
-                    tool_call_id=call.id,
-                    tool_call_name=call.name,
-                    parent_message_id=event.message_id,
-                ),
-                ToolCallArgsEvent(tool_call_id=call.id, delta=json.dumps(call.args)),
-                ToolCallEndEvent(tool_call_id=call.id),
-            ]
+            return self._tool_call(event)
         if isinstance(event, ours.ToolResultEvent):
-            return [
-                *self._close_reasoning(),
-                *self._close_text(),
-                ToolCallResultEvent(
-                    message_id=event.message.id,
-                    tool_call_id=event.call_id,
-                    content=event.message.text,
-                    role="tool",
-                ),
-            ]
+            result = ToolCallResultEvent(
+                message_id=event.message.id,
+                tool_call_id=event.call_id,
+                content=event.message.text,
+                role="tool",
+            )
+            return [*self._close(), result]
         return []
+
+    def _swarm(self, event: MemberEvent | HandoffEvent) -> list[BaseEvent]:
+        """A member's turn starting or ending (a step), or a handoff (``CUSTOM``)."""
+        if isinstance(event, HandoffEvent):
+            data = event.to_dict()
+            value = {name: data[name] for name in ("from", "to", "message")}
+            return [CustomEvent(name="handoff", value=value)]
+        if isinstance(event.event, ours.RunStartedEvent):
+            return [StepStartedEvent(step_name=event.agent)]
+        return [*self._close(), StepFinishedEvent(step_name=event.agent)]
+
+    def _tool_call(self, event: ours.ToolCallEvent) -> list[BaseEvent]:
+        """A call, whole: its start (under the message that made it), arguments and end."""
+        call = event.call
+        self.call_parent[call.id] = event.message_id
+        return [
+            *self._close(),
+            ToolCallStartEvent(
+                tool_call_id=call.id,
+                tool_call_name=call.name,
+                parent_message_id=event.message_id,
+            ),
+            ToolCallArgsEvent(tool_call_id=call.id, delta=json.dumps(call.args)),
+            ToolCallEndEvent(tool_call_id=call.id),
+        ]
 
     def error(self, exc: BaseException) -> list[BaseEvent]:
         """Close what is open, then ``RUN_ERROR`` with our code."""
         payload = error_payload(exc)
         return [
-            *self._close_reasoning(),
-            *self._close_text(),
+            *self._close(),
             RunErrorEvent(message=payload["message"], code=payload["code"], timestamp=_now_ms()),
         ]
 
@@ -343,7 +335,7 @@ class AguiTranslator:
 
         ``event=None``: no run ran; the outcome is the interrupt the thread waits for.
         """
-        events = self._close_reasoning() + self._close_text()
+        events = self._close()
         checkpoint = await runner.load(self.thread_id)
         pending = await runner.pending_of(checkpoint) if checkpoint else None
         messages = checkpoint.messages if checkpoint else []

@@ -21,14 +21,16 @@ no second lock, and saves under the held one: a leased store's fence is the serv
 from __future__ import annotations
 
 import contextlib
+import inspect
 from collections.abc import AsyncIterator
+from contextlib import AbstractAsyncContextManager
 from types import EllipsisType
 from typing import Any, Literal
 
 from ..checkpoint._base import HeldThread, hold_thread, save_progress, thread_lock
 from ..checkpoint.model import ThreadCheckpoint
 
-__all__ = ["HeldCheckpointer", "Placement", "placement", "ran_unanswered"]
+__all__ = ["HeldCheckpointer", "Placement", "placement", "ran_unanswered", "timed_lock"]
 
 #: How a run's message goes on a thread (see the module docstring).
 Placement = Literal["new", "continue", "taken"]
@@ -73,6 +75,25 @@ def ran_unanswered(checkpoint: ThreadCheckpoint | None, call_id: str | None) -> 
     return call_id is None or any(r.tool_call_id == call_id for r in checkpoint.results)
 
 
+def timed_lock(
+    checkpointer: Any, thread_id: str, timeout: float | EllipsisType | None
+) -> AbstractAsyncContextManager[None]:
+    """``checkpointer``'s lock of ``thread_id``, waiting ``timeout`` seconds (``None``: forever).
+
+    ``...`` waits the checkpointer's own ``lock_timeout``; so does a lock that takes no
+    ``timeout=`` (the in-process stand-in of :func:`thread_lock`, a third party's).
+    """
+    lock = getattr(checkpointer, "thread_lock", None)
+    try:
+        takes_timeout = lock is not None and "timeout" in inspect.signature(lock).parameters
+    except (TypeError, ValueError):
+        takes_timeout = False
+    if timeout is ... or not takes_timeout:
+        return thread_lock(checkpointer, thread_id)
+    timed: AbstractAsyncContextManager[None] = checkpointer.thread_lock(thread_id, timeout=timeout)
+    return timed
+
+
 class HeldCheckpointer:
     """``inner`` seen by a run of ``thread_id``, whose lock its caller holds already.
 
@@ -108,19 +129,16 @@ class HeldCheckpointer:
         listed: list[str] = await self.inner.list_threads()
         return listed
 
-    @contextlib.asynccontextmanager
-    async def thread_lock(
-        self,
-        thread_id: str,
-        *,
-        timeout: float | EllipsisType | None = ...,  # noqa: ASYNC109 - a lock wait
-    ) -> AsyncIterator[None]:
-        """Nothing to take for the held thread; ``inner``'s lock for any other."""
+    def thread_lock(
+        self, thread_id: str, *, timeout: float | EllipsisType | None = ...
+    ) -> AbstractAsyncContextManager[None]:
+        """Nothing to take for the held thread; ``inner``'s lock for any other.
+
+        That lock waits ``timeout`` where ``inner``'s lock takes one (:func:`timed_lock`).
+        """
         if thread_id == self.thread_id:
-            yield
-            return
-        async with thread_lock(self.inner, thread_id):
-            yield
+            return contextlib.nullcontext()
+        return timed_lock(self.inner, thread_id, timeout)
 
     @contextlib.asynccontextmanager
     async def hold_thread(self, thread_id: str) -> AsyncIterator[HeldThread]:

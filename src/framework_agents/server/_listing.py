@@ -14,20 +14,32 @@ import logging
 import time
 from collections.abc import Awaitable, Callable
 from datetime import datetime
-from typing import Any
+from typing import Any, TypedDict, Unpack
 
 from ..errors import InvalidArgumentError
 from ._index import MAX_LIMIT, STATES, ThreadIndex, decode_cursor, encode_cursor
 from ._shapes import ThreadSummary, summary_from_json, summary_json
 from ._tenants import current_tenant
 
-__all__ = ["RECONCILE_SECONDS", "ThreadList"]
+__all__ = ["RECONCILE_SECONDS", "Match", "ThreadList"]
 
 logger = logging.getLogger(__name__)
 
 #: A first page of the thread list looks for threads the server never recorded (written
 #: by another tool: every thread id listed, O(threads)) at most this often.
 RECONCILE_SECONDS = 30.0
+
+
+class Match(TypedDict, total=False):
+    """What a page of the thread list matches, passed on to the index as it is.
+
+    ``query``: a text the line's title or id holds (any case); ``updated_after`` /
+    ``updated_before``: last updated after / before that time.
+    """
+
+    query: str | None
+    updated_after: datetime | None
+    updated_before: datetime | None
 
 
 class ThreadList:
@@ -58,16 +70,14 @@ class ThreadList:
         *,
         limit: int = 50,
         cursor: str | None = None,
-        query: str | None = None,
         state: str | None = None,
-        updated_after: datetime | None = None,
-        updated_before: datetime | None = None,
+        **match: Unpack[Match],
     ) -> tuple[list[ThreadSummary], str | None]:
         """A page of threads, newest first, and the cursor of the next page.
 
         Reads the page's summaries only (see ``_index``), never the threads' histories.
-        ``state``: ``running``, ``waiting`` or ``finished`` only; ``updated_after`` /
-        ``updated_before``: last updated after / before that time.
+        ``state``: ``running``, ``waiting`` or ``finished`` only; ``match``: what the
+        index matches lines on (:class:`Match`).
         """
         if not 1 <= limit <= MAX_LIMIT:
             raise InvalidArgumentError(f"limit must be between 1 and {MAX_LIMIT}, got {limit}")
@@ -76,14 +86,7 @@ class ThreadList:
         after = decode_cursor(cursor) if cursor else None
         if after is None:
             await self._before_first_page(state)
-        rows, last = await self.index.page(
-            limit=limit,
-            after=after,
-            query=query,
-            state=state,
-            updated_after=updated_after,
-            updated_before=updated_before,
-        )
+        rows, last = await self.index.page(limit=limit, after=after, state=state, **match)
         page = [s for s in map(summary_from_json, rows) if s is not None]
         page = list(await asyncio.gather(*map(self.settled, page)))
         if state is not None:

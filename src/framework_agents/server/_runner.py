@@ -33,7 +33,6 @@ import logging
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
-from datetime import datetime
 from typing import Any
 
 from .._util import maybe_await
@@ -63,12 +62,12 @@ from ..hitl import (
 from ..messages import Message, new_id
 from ..tools import DECISION_KINDS
 from ._errors import ApprovalPendingError, ShuttingDownError
-from ._held import HeldCheckpointer, placement, ran_unanswered
+from ._held import HeldCheckpointer, placement, ran_unanswered, timed_lock
 from ._index import ThreadIndex
 from ._listing import ThreadList
 from ._questions import ANSWER_KINDS, question_of
 from ._replay import replay
-from ._shapes import Pending, ThreadSummary, summary_json, title_of
+from ._shapes import Pending, summary_json, title_of
 from ._store import ServerStore
 from ._tenants import current_tenant
 from ._timeline import Timeline
@@ -193,6 +192,9 @@ class ThreadRunner:
         self.index = ThreadIndex(store.storage, summary_json)
         self.timelines = Timeline(store.storage)
         self.threads = ThreadList(self.index, self._known_threads, self.load, self.busy)
+        #: A page of threads, newest first, and the cursor of the next page
+        #: (:meth:`ThreadList.page <framework_agents.server._listing.ThreadList.page>`).
+        self.list_threads = self.threads.page
         self.keepalive = float(keepalive)
         #: The runs in progress here, by tenant and thread id (one thread id, several tenants).
         self._active: dict[tuple[str | None, str], RunHandle] = {}
@@ -290,16 +292,7 @@ class ThreadRunner:
 
     def _probe_lock(self, thread_id: str) -> Any:
         """The thread lock taken without waiting (``THREAD_BUSY`` when a run holds it)."""
-        lock = self.checkpointer.thread_lock
-        try:
-            takes_timeout = "timeout" in inspect.signature(lock).parameters
-        except (TypeError, ValueError):
-            takes_timeout = False
-        return (
-            lock(thread_id, timeout=0)
-            if takes_timeout
-            else thread_lock(self.checkpointer, thread_id)
-        )
+        return timed_lock(self.checkpointer, thread_id, 0)
 
     async def require(self, thread_id: str, *, claimed: bool = False) -> ThreadCheckpoint:
         """The thread's checkpoint, or ``CHECKPOINT_MISSING`` (``claimed``: see :meth:`load`)."""
@@ -332,26 +325,6 @@ class ThreadRunner:
             kind="elicitation" if question else "tool_call",
             message=question.message if question else None,
             schema=question.schema if question else None,
-        )
-
-    async def list_threads(
-        self,
-        *,
-        limit: int = 50,
-        cursor: str | None = None,
-        query: str | None = None,
-        state: str | None = None,
-        updated_after: datetime | None = None,
-        updated_before: datetime | None = None,
-    ) -> tuple[list[ThreadSummary], str | None]:
-        """A page of threads, newest first, and the cursor of the next page (``_listing``)."""
-        return await self.threads.page(
-            limit=limit,
-            cursor=cursor,
-            query=query,
-            state=state,
-            updated_after=updated_after,
-            updated_before=updated_before,
         )
 
     async def _known_threads(self) -> list[str]:

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from .. import agent as ours
 from ..checkpoint.model import ThreadCheckpoint
 from ..hitl import InterruptKind, is_interrupt_id
 from ..messages import Message
@@ -22,12 +23,28 @@ __all__ = [
     "Pending",
     "ThreadSummary",
     "pending_kind",
+    "progress_value",
     "summary_from_json",
     "summary_json",
     "title_of",
 ]
 
 _TITLE_LENGTH = 80
+
+
+def progress_value(event: ours.ToolProgressEvent) -> dict[str, Any]:
+    """A running call's progress as every protocol shows it.
+
+    AG-UI's ``CUSTOM`` event ``tool_progress`` has it as its ``value``; A2A's data part is
+    it with ``"type": "tool_progress"``.
+    """
+    return {
+        "toolCallId": event.call_id,
+        "tool": event.tool,
+        "progress": event.progress,
+        "total": event.total,
+        "message": event.message,
+    }
 
 
 @dataclass(frozen=True, slots=True)

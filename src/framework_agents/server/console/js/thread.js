@@ -423,17 +423,7 @@ async function sendAnswer(pending, answer) {
       answer.action === "cancel"
         ? { interruptId: pending.interruptId, status: "cancelled" }
         : { interruptId: pending.interruptId, status: "resolved", payload: answer };
-    const input = {
-      threadId: view.id,
-      runId: randomId(),
-      messages: [],
-      state: {},
-      tools: [],
-      context: [],
-      forwardedProps: {},
-      resume: [entry],
-    };
-    await runStream((onEvent) => api.agui(input, onEvent), null);
+    await runAgui({ resume: [entry] }, null);
     return;
   }
   const value = answer.action === "accept" ? { answer: answer.content } : { [answer.action]: true };
@@ -445,17 +435,7 @@ async function sendDecision(pending, decision) {
     let payload = { approved: true };
     if (decision.kind === "edit") payload = { approved: true, editedArgs: decision.args };
     if (decision.kind === "reject") payload = decision.reason ? { approved: false, reason: decision.reason } : { approved: false };
-    const input = {
-      threadId: view.id,
-      runId: randomId(),
-      messages: [],
-      state: {},
-      tools: [],
-      context: [],
-      forwardedProps: {},
-      resume: [{ interruptId: pending.interruptId, status: "resolved", payload }],
-    };
-    await runStream((onEvent) => api.agui(input, onEvent), null);
+    await runAgui({ resume: [{ interruptId: pending.interruptId, status: "resolved", payload }] }, null);
     return;
   }
   let value = "approve";
@@ -501,16 +481,23 @@ function renderComposer(blockedReason) {
 
 async function sendPrompt(prompt) {
   const userMessage = { id: randomId(), role: "user", content: prompt };
+  const run = { messages: [userMessage] };
+  document.getElementById("composer-input").value = "";
+  await runAgui(run, userMessage);
+}
+
+/** Run the thread over AG-UI: an input with `run`'s messages (or resume entries), streamed. */
+async function runAgui(run, userMessage) {
   const input = {
     threadId: view.id,
     runId: randomId(),
-    messages: [userMessage],
+    messages: [],
     state: {},
     tools: [],
     context: [],
     forwardedProps: {},
+    ...run,
   };
-  document.getElementById("composer-input").value = "";
   await runStream((onEvent) => api.agui(input, onEvent), userMessage);
 }
 
