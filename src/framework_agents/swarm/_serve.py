@@ -11,8 +11,8 @@ handoff event) reads the swarm's own events instead (``docs/swarm.md``).
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Mapping
-from typing import TYPE_CHECKING, Any
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Concatenate, ParamSpec
 
 from ..agent.events import (
     AgentEvent,
@@ -22,7 +22,6 @@ from ..agent.events import (
     RunStartedEvent,
 )
 from ..agent.result import RunResult
-from ..messages import Message
 from ..tools import Tool
 from ._types import (
     HandoffEvent,
@@ -34,11 +33,11 @@ from ._types import (
     SwarmResult,
     SwarmStartedEvent,
 )
-
-if TYPE_CHECKING:
-    from .swarm import Swarm
+from .swarm import Swarm
 
 __all__ = ["SwarmAgentView", "swarm_agent_events", "swarm_run_result"]
+
+P = ParamSpec("P")
 
 #: A member's own bracket events: the swarm's run has one bracket for all members.
 _BRACKETS = (RunStartedEvent, RunFinishedEvent, InterruptEvent, RunErrorEvent)
@@ -91,6 +90,36 @@ async def swarm_agent_events(events: AsyncIterator[SwarmEvent]) -> AsyncIterator
             await aclose()
 
 
+def _agent_result(
+    method: Callable[Concatenate[Swarm, P], Awaitable[SwarmResult]],
+) -> Callable[Concatenate[SwarmAgentView, P], Awaitable[RunResult]]:
+    """The view's ``method``: the swarm's, its result as a :class:`RunResult`."""
+
+    async def call(view: SwarmAgentView, /, *args: P.args, **kwargs: P.kwargs) -> RunResult:
+        return swarm_run_result(await method(view.swarm, *args, **kwargs))
+
+    call.__name__, call.__qualname__ = method.__name__, f"SwarmAgentView.{method.__name__}"
+    call.__doc__ = f":meth:`Swarm.{method.__name__}` with an agent's result."
+    return call
+
+
+def _agent_stream(
+    method: Callable[Concatenate[Swarm, P], AsyncIterator[SwarmEvent]],
+) -> Callable[Concatenate[SwarmAgentView, P], AsyncIterator[ServedEvent]]:
+    """The view's ``method``: the swarm's stream as agent events (:func:`swarm_agent_events`)."""
+
+    def call(
+        view: SwarmAgentView, /, *args: P.args, **kwargs: P.kwargs
+    ) -> AsyncIterator[ServedEvent]:
+        return swarm_agent_events(method(view.swarm, *args, **kwargs))
+
+    call.__name__, call.__qualname__ = method.__name__, f"SwarmAgentView.{method.__name__}"
+    call.__doc__ = (
+        f":meth:`Swarm.{method.__name__}` as agent events (the interrupt ends it, not raised)."
+    )
+    return call
+
+
 class SwarmAgentView:
     """A swarm behind an agent's surface: ``run``/``stream``/``resume`` with agent events.
 
@@ -111,67 +140,12 @@ class SwarmAgentView:
                 tools.setdefault(tool.name, tool)
         self.tools: tuple[Tool, ...] = tuple(tools.values())
 
-    async def run(
-        self,
-        prompt: str | Message | None,
-        *,
-        checkpointer: Any = None,
-        thread_id: str | None = None,
-        decisions: Mapping[str, Any] | None = None,
-    ) -> RunResult:
-        """:meth:`Swarm.run` with an agent's result."""
-        result = await self.swarm.run(
-            prompt, checkpointer=checkpointer, thread_id=thread_id, decisions=decisions
-        )
-        return swarm_run_result(result)
-
-    def stream(
-        self,
-        prompt: str | Message | None,
-        *,
-        checkpointer: Any = None,
-        thread_id: str | None = None,
-        decisions: Mapping[str, Any] | None = None,
-    ) -> AsyncIterator[ServedEvent]:
-        """:meth:`Swarm.stream` as agent events (the interrupt ends it, not raised)."""
-        return swarm_agent_events(
-            self.swarm.stream(
-                prompt, checkpointer=checkpointer, thread_id=thread_id, decisions=decisions
-            )
-        )
-
-    async def resume(
-        self,
-        thread_id: str,
-        decisions: Mapping[str, Any] | None = None,
-        *,
-        checkpointer: Any,
-        reissue: bool = False,
-    ) -> RunResult:
-        """:meth:`Swarm.resume` with an agent's result."""
-        result = await self.swarm.resume(
-            thread_id, decisions, checkpointer=checkpointer, reissue=reissue
-        )
-        return swarm_run_result(result)
-
-    def resume_stream(
-        self,
-        thread_id: str,
-        decisions: Mapping[str, Any] | None = None,
-        *,
-        checkpointer: Any,
-        reissue: bool = False,
-    ) -> AsyncIterator[ServedEvent]:
-        """:meth:`Swarm.resume_stream` as agent events (the interrupt ends it, not raised).
-
-        With ``reissue=False`` (the default) the member runs the stored call the human
-        approved, and its events (tokens included) stream as they come.
-        """
-        return swarm_agent_events(
-            self.swarm.resume_stream(
-                thread_id, decisions, checkpointer=checkpointer, reissue=reissue
-            )
-        )
+    # Each method is the swarm's own (its arguments, checks and docs), answered in the
+    # agent's shape: one signature to keep, and nothing the swarm takes is lost here.
+    run = _agent_result(Swarm.run)
+    stream = _agent_stream(Swarm.stream)
+    resume = _agent_result(Swarm.resume)
+    resume_stream = _agent_stream(Swarm.resume_stream)
 
     def __repr__(self) -> str:
         return f"SwarmAgentView({self.swarm!r})"

@@ -20,10 +20,10 @@ import functools
 import warnings
 from collections.abc import AsyncGenerator, AsyncIterator, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, ParamSpec, TypeVar, cast
+from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar, cast
 
 from .._telemetry import trace_workflow
-from ..agent._base import check_target, until_interrupt
+from ..agent._base import aclose_events, at_least, check_target, finished_event, until_interrupt
 from ..agent.agent import Agent, as_prompt
 from ..agent.events import AgentEvent, InterruptEvent, RunFinishedEvent
 from ..agent.result import RunResult
@@ -34,7 +34,6 @@ from ..errors import AgentBusyError, CheckpointMissingError, InvalidArgumentErro
 from ..hitl import HitlInterrupt, check_decisions
 from ..messages import Message, new_id
 from ._handoff import HANDOFF_TOOL, HandoffGate, MemberTurn, TurnSlot, make_handoff_tool
-from ._serve import SwarmAgentView
 from ._state import SWARM_STATE_KEY, MemberCheckpointer, SwarmRecord, read_record
 from ._types import (
     Handoff,
@@ -47,6 +46,9 @@ from ._types import (
     SwarmResult,
     SwarmStartedEvent,
 )
+
+if TYPE_CHECKING:
+    from ._serve import SwarmAgentView
 
 __all__ = ["DEFAULT_THREAD", "Swarm"]
 
@@ -104,12 +106,6 @@ def _seconds(label: str, value: object) -> float | None:
     return float(value)
 
 
-def _count(label: str, value: object, low: int) -> int:
-    if not isinstance(value, int) or isinstance(value, bool) or value < low:
-        raise InvalidArgumentError(f"{label} must be an int >= {low}, not {value!r}")
-    return value
-
-
 def _deprecated_alias(new: Callable[P, R], warning: str, doc: str) -> Callable[P, R]:
     """``new`` under an old name that warns (``DeprecationWarning``) on every call."""
 
@@ -162,13 +158,13 @@ class Swarm:
             raise InvalidArgumentError("swarm_id must be a non-empty str")
         self.agents: tuple[Agent, ...] = members
         self.entry: str = entry
-        self.max_handoffs = _count("max_handoffs", max_handoffs, 0)
-        self.max_iterations = _count("max_iterations", max_iterations, 1)
+        self.max_handoffs = at_least(max_handoffs, "max_handoffs", 0)
+        self.max_iterations = at_least(max_iterations, "max_iterations", 1)
         self.execution_timeout = _seconds("execution_timeout", execution_timeout)
         self.node_timeout = _seconds("node_timeout", node_timeout)
         self.swarm_id = swarm_id
-        self.repetition_window = _count("repetition_window", repetition_window, 0)
-        self.repetition_min_agents = _count("repetition_min_agents", repetition_min_agents, 2)
+        self.repetition_window = at_least(repetition_window, "repetition_window", 0)
+        self.repetition_min_agents = at_least(repetition_min_agents, "repetition_min_agents", 2)
         self._slot = TurnSlot()
         self._members: dict[str, Agent] = {
             a.agent_id: self._clone(a, [i for i in ids if i != a.agent_id]) for a in members
@@ -271,6 +267,8 @@ class Swarm:
 
     def as_agent(self) -> SwarmAgentView:
         """This swarm behind an agent's surface (agent events, ``RunResult``): for servers."""
+        from ._serve import SwarmAgentView  # the view's module builds on this one
+
         return SwarmAgentView(self)
 
     # -- the driver ------------------------------------------------------------------
@@ -516,15 +514,7 @@ def _check_agents(agents: object) -> tuple[Agent, ...]:
 
 async def _result(events: AsyncGenerator[SwarmEvent, None]) -> SwarmResult:
     """Drain a driver; its result (an interrupt or error propagates)."""
-    result: SwarmResult | None = None
-    try:
-        async for event in events:
-            if isinstance(event, SwarmFinishedEvent):
-                result = event.result
-    finally:
-        await events.aclose()
-    assert result is not None  # the driver ends with SwarmFinished or raises
-    return result
+    return (await finished_event(events, SwarmFinishedEvent)).result
 
 
 _END = object()
@@ -553,9 +543,7 @@ async def _pumped(
                 raise _MemberTimeout from None
             raise
         finally:
-            aclose = getattr(events, "aclose", None)
-            if callable(aclose):
-                await aclose()  # frees the member (and its run lock) at once
+            await aclose_events(events)  # frees the member (and its run lock) at once
 
     task = asyncio.create_task(pump())
     task.add_done_callback(lambda _: queue.put_nowait(_END))
