@@ -57,9 +57,26 @@ class ProviderModel(StreamingModelBase, Generic[C]):
     _sdk_error: str
     _provider: str
 
-    def _open_clients(self, client_args: dict[str, Any], client: C | None) -> None:
-        """Make clients with ``client_args`` (or use ``client``); a bad key fails here."""
-        self._client_args = client_args
+    def _open_clients(
+        self,
+        client: C | None,
+        *,
+        api_key: str | None,
+        base_url: str | None,
+        timeout: float | None,
+        max_retries: int,
+    ) -> None:
+        """Make clients with these arguments (or use ``client``); a bad key fails here.
+
+        Both SDKs' async clients take the same four (``None``: the SDK's own default,
+        the key from the environment).
+        """
+        self._client_args: dict[str, Any] = {
+            "api_key": api_key,
+            "base_url": base_url,
+            "timeout": timeout,
+            "max_retries": max_retries,
+        }
         self._clients: LoopClients[C] = LoopClients(self._new_client, client)
         if client is None:
             self._new_client()  # fail fast on a missing key, not at the first call
