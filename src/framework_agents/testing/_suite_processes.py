@@ -6,6 +6,7 @@ import asyncio
 import contextlib
 import os
 import signal
+from typing import Any
 
 import pytest
 
@@ -17,6 +18,23 @@ from . import _store_workers as workers
 from ._suite import StoreFactory, needs, run_on_store, spawn, wait_answer
 
 __all__ = ["ProcessSuite"]
+
+
+def _all_answer(procs: list[tuple[Any, Any]], expected: tuple[str, int]) -> None:
+    """Wait for each spawned worker's answer (it must be ``expected``), then for its exit."""
+    for proc, conn in procs:
+        assert (got := wait_answer(conn, proc)) == expected, got
+        proc.join(30)
+
+
+def _each_turn_once(texts: list[str], workers: int, turns: int) -> None:
+    """Every agent's (``p{i}``) prompts and answers stored once, its prompts in order."""
+    for i in range(workers):
+        for j in range(turns):
+            assert texts.count(f"p{i}-{j}") == 1, texts
+            assert texts.count(f"answer to p{i}-{j}") == 1, texts
+        mine = [t for t in texts if t.startswith(f"p{i}-")]
+        assert mine == [f"p{i}-{j}" for j in range(turns)]  # each agent's in order
 
 
 class ProcessSuite:
@@ -33,9 +51,7 @@ class ProcessSuite:
         procs = [
             spawn(workers.append_worker, store_factory.open, "mem", f"p{i}", 20) for i in range(3)
         ]
-        for proc, conn in procs:
-            assert (got := wait_answer(conn, proc)) == ("ok", 20), got
-            proc.join(30)
+        _all_answer(procs, ("ok", 20))
 
         async def body(store: Store) -> None:
             texts = [m.text for m in await store.memory("mem", max_messages=100_000).load()]
@@ -57,18 +73,11 @@ class ProcessSuite:
             spawn(workers.agent_worker, store_factory.open, "mem/agents", f"p{i}", turns)
             for i in range(3)
         ]
-        for proc, conn in procs:
-            assert (got := wait_answer(conn, proc)) == ("ok", turns), got
-            proc.join(30)
+        _all_answer(procs, ("ok", turns))
 
         async def body(store: Store) -> None:
             texts = [m.text for m in await store.memory("mem/agents", max_messages=100_000).load()]
-            for i in range(3):
-                for j in range(turns):
-                    assert texts.count(f"p{i}-{j}") == 1, texts
-                    assert texts.count(f"answer to p{i}-{j}") == 1, texts
-                mine = [t for t in texts if t.startswith(f"p{i}-")]
-                assert mine == [f"p{i}-{j}" for j in range(turns)]  # each agent's in order
+            _each_turn_once(texts, 3, turns)
 
         run_on_store(store_factory, body)
 
@@ -86,23 +95,18 @@ class ProcessSuite:
             spawn(workers.session_agent_worker, store_factory.open, "shared", f"p{i}", turns)
             for i in range(3)
         ]
-        for proc, conn in procs:
-            assert (got := wait_answer(conn, proc)) == ("ok", turns), got
-            proc.join(30)
+        _all_answer(procs, ("ok", turns))
 
         async def body(store: Store) -> None:
             latest = await SessionManager("shared", store.storage).load_latest()
             assert latest is not None and latest.data.messages is not None
             texts = [m.text for m in latest.data.messages]
             assert len({m.id for m in latest.data.messages}) == len(texts)
+            _each_turn_once(texts, 3, turns)
             for i in range(3):
                 for j in range(turns):
-                    assert texts.count(f"p{i}-{j}") == 1, texts
-                    assert texts.count(f"answer to p{i}-{j}") == 1, texts
                     at = texts.index(f"p{i}-{j}")
                     assert texts[at + 1] == f"answer to p{i}-{j}", texts  # turns stay whole
-                mine = [t for t in texts if t.startswith(f"p{i}-")]
-                assert mine == [f"p{i}-{j}" for j in range(turns)]  # each agent's in order
             assert latest.data.state == {f"p{i}": turns - 1 for i in range(3)}
 
         run_on_store(store_factory, body)
@@ -118,9 +122,7 @@ class ProcessSuite:
         asyncio.run(probe.close())
         needs(able, "storage.compare_and_put")
         procs = [spawn(workers.counter_worker, store_factory.open, "counter", 20) for _ in range(2)]
-        for proc, conn in procs:
-            assert (got := wait_answer(conn, proc)) == ("ok", 20), got
-            proc.join(30)
+        _all_answer(procs, ("ok", 20))
 
         async def body(store: Store) -> None:
             assert await store.storage.get("counter") == b"40"
@@ -135,9 +137,7 @@ class ProcessSuite:
         procs = [
             spawn(workers.turns_worker, store_factory.open, "t", f"p{i}", turns) for i in range(2)
         ]
-        for proc, conn in procs:
-            assert (got := wait_answer(conn, proc)) == ("ok", turns), got
-            proc.join(30)
+        _all_answer(procs, ("ok", turns))
 
         async def body(store: Store) -> None:
             loaded = await store.checkpointer.load("t")
