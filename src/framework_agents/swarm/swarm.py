@@ -45,6 +45,7 @@ from ._types import (
     SwarmInterruptEvent,
     SwarmResult,
     SwarmStartedEvent,
+    SwarmStatus,
 )
 
 if TYPE_CHECKING:
@@ -81,7 +82,20 @@ class _Run:
     reissue: bool = False  # a resume runs the stored call (True: asks the member's model again)
     handoffs: list[Handoff] = field(default_factory=list)
     iterations: int = 0
-    last_text: str = ""
+
+    def result(self, text: str, status: SwarmStatus, stop_reason: str) -> SwarmResult:
+        """The run's result as it stands: its member, handoffs, messages and context."""
+        return SwarmResult(
+            text=text,
+            status=status,
+            agent=self.member,
+            handoffs=list(self.handoffs),
+            messages=list(self.messages),
+            stop_reason=stop_reason,
+            context=self.record.context_dict(),
+            iterations=self.iterations,
+            thread_id=self.thread_id,
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -359,7 +373,7 @@ class Swarm:
         while True:
             stop = self._limit_before_turn(run)
             if stop is not None:
-                yield SwarmFinishedEvent(run_id=run.run_id, result=self._stopped(run, stop))
+                yield SwarmFinishedEvent(run_id=run.run_id, result=run.result("", "failed", stop))
                 return
             budget, reason = self._budget(run)
             turn = MemberTurn(run.member, run.record)
@@ -376,7 +390,7 @@ class Swarm:
                             interrupt = event.interrupt
                         yield MemberEvent(agent=run.member, event=event)
             except _MemberTimeout:
-                yield SwarmFinishedEvent(run_id=run.run_id, result=self._stopped(run, reason))
+                yield SwarmFinishedEvent(run_id=run.run_id, result=run.result("", "failed", reason))
                 return
             except Exception as exc:
                 yield SwarmErrorEvent(run_id=run.run_id, agent=run.member, error=exc)
@@ -389,16 +403,17 @@ class Swarm:
                 raise interrupt
             assert finished is not None  # a member's stream ends in one of the three
             if turn.handoff is None:
-                yield SwarmFinishedEvent(run_id=run.run_id, result=self._completed(run, finished))
+                run.messages = list(finished.messages)
+                result = run.result(finished.text, "completed", finished.stop_reason)
+                yield SwarmFinishedEvent(run_id=run.run_id, result=result)
                 return
             assert turn.after is not None and turn.message is not None
             run.record, run.messages = turn.after, [*finished.messages, turn.message]
             run.handoffs.append(turn.handoff)
-            run.last_text = finished.text
             yield HandoffEvent(handoff=turn.handoff, context=turn.context)
             stop = self._limit_after_handoff(run)
             if stop is not None:
-                yield SwarmFinishedEvent(run_id=run.run_id, result=self._stopped(run, stop))
+                yield SwarmFinishedEvent(run_id=run.run_id, result=run.result("", "failed", stop))
                 return
             run.member, run.prompt, run.decisions, run.base = turn.handoff.to_agent, None, {}, None
 
@@ -450,33 +465,6 @@ class Swarm:
             if len(involved) < self.repetition_min_agents:
                 return "repetition"
         return None
-
-    def _stopped(self, run: _Run, reason: str) -> SwarmResult:
-        return SwarmResult(
-            text="",
-            status="failed",
-            agent=run.member,
-            handoffs=list(run.handoffs),
-            messages=list(run.messages),
-            stop_reason=reason,
-            context=run.record.context_dict(),
-            iterations=run.iterations,
-            thread_id=run.thread_id,
-        )
-
-    def _completed(self, run: _Run, finished: RunResult) -> SwarmResult:
-        run.messages = list(finished.messages)
-        return SwarmResult(
-            text=finished.text,
-            status="completed",
-            agent=run.member,
-            handoffs=list(run.handoffs),
-            messages=list(finished.messages),
-            stop_reason=finished.stop_reason,
-            context=run.record.context_dict(),
-            iterations=run.iterations,
-            thread_id=run.thread_id,
-        )
 
     def __repr__(self) -> str:
         """The swarm's id, members and entry."""
