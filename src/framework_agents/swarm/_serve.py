@@ -11,9 +11,11 @@ handoff event) reads the swarm's own events instead (``docs/swarm.md``).
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import AsyncIterator, Awaitable, Callable
-from typing import Concatenate, ParamSpec
+from typing import Any, Concatenate, ParamSpec, cast
 
+from ..agent._base import aclose_events
 from ..agent.events import (
     AgentEvent,
     InterruptEvent,
@@ -85,9 +87,7 @@ async def swarm_agent_events(events: AsyncIterator[SwarmEvent]) -> AsyncIterator
             elif isinstance(event, SwarmErrorEvent):
                 yield RunErrorEvent(run_id=run_id, error=event.error)
     finally:
-        aclose = getattr(events, "aclose", None)
-        if callable(aclose):
-            await aclose()
+        await aclose_events(events)
 
 
 def _agent_result(
@@ -98,8 +98,7 @@ def _agent_result(
     async def call(view: SwarmAgentView, /, *args: P.args, **kwargs: P.kwargs) -> RunResult:
         return swarm_run_result(await method(view.swarm, *args, **kwargs))
 
-    call.__name__, call.__qualname__ = method.__name__, f"SwarmAgentView.{method.__name__}"
-    call.__doc__ = f":meth:`Swarm.{method.__name__}` with an agent's result."
+    _named(call, method, "RunResult", "with an agent's result")
     return call
 
 
@@ -113,11 +112,24 @@ def _agent_stream(
     ) -> AsyncIterator[ServedEvent]:
         return swarm_agent_events(method(view.swarm, *args, **kwargs))
 
-    call.__name__, call.__qualname__ = method.__name__, f"SwarmAgentView.{method.__name__}"
-    call.__doc__ = (
-        f":meth:`Swarm.{method.__name__}` as agent events (the interrupt ends it, not raised)."
-    )
+    _named(call, method, "AsyncIterator[ServedEvent]", "as agent events (the interrupt ends it)")
     return call
+
+
+def _named(
+    call: Callable[..., object], method: Callable[..., object], returns: str, how: str
+) -> None:
+    """Name and document ``call`` as the view's ``method``, with the swarm method's parameters.
+
+    ``inspect.signature`` reads ``__signature__``: a server that asks whether ``resume``
+    takes ``reissue=`` sees the swarm's parameters (not ``*args, **kwargs``), and the
+    view's return type.
+    """
+    call.__name__ = method.__name__
+    call.__qualname__ = f"SwarmAgentView.{method.__name__}"
+    call.__doc__ = f":meth:`Swarm.{method.__name__}` {how}."
+    signature = inspect.signature(method).replace(return_annotation=returns)
+    cast(Any, call).__signature__ = signature
 
 
 class SwarmAgentView:
