@@ -6,6 +6,7 @@ import asyncio
 import contextlib
 import os
 import signal
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -25,6 +26,17 @@ def _all_answer(procs: list[tuple[Any, Any]], expected: tuple[str, int]) -> None
     for proc, conn in procs:
         assert (got := wait_answer(conn, proc)) == expected, got
         proc.join(30)
+
+
+def _run_workers(
+    store_factory: StoreFactory, worker: Callable[..., None], key: str, count: int, processes: int
+) -> None:
+    """``processes`` processes run ``worker`` on ``key`` at once, the i-th as ``p{i}``.
+
+    Each does ``count`` of its steps and must answer ``("ok", count)``.
+    """
+    procs = [spawn(worker, store_factory.open, key, f"p{i}", count) for i in range(processes)]
+    _all_answer(procs, ("ok", count))
 
 
 def _each_turn_once(texts: list[str], workers: int, turns: int) -> None:
@@ -48,10 +60,7 @@ class ProcessSuite:
     ) -> None:
         """Three processes append to one memory at once: every message once, each in order."""
         needs(store_factory.cross_process, "cross-process sharing")
-        procs = [
-            spawn(workers.append_worker, store_factory.open, "mem", f"p{i}", 20) for i in range(3)
-        ]
-        _all_answer(procs, ("ok", 20))
+        _run_workers(store_factory, workers.append_worker, "mem", 20, 3)
 
         async def body(store: Store) -> None:
             texts = [m.text for m in await store.memory("mem", max_messages=100_000).load()]
@@ -69,11 +78,7 @@ class ProcessSuite:
         """Three processes run agents on one memory key at once: every turn stored once."""
         needs(store_factory.cross_process, "cross-process sharing")
         turns = 8
-        procs = [
-            spawn(workers.agent_worker, store_factory.open, "mem/agents", f"p{i}", turns)
-            for i in range(3)
-        ]
-        _all_answer(procs, ("ok", turns))
+        _run_workers(store_factory, workers.agent_worker, "mem/agents", turns, 3)
 
         async def body(store: Store) -> None:
             texts = [m.text for m in await store.memory("mem/agents", max_messages=100_000).load()]
@@ -91,11 +96,7 @@ class ProcessSuite:
         """
         needs(store_factory.cross_process, "cross-process sharing")
         turns = 6
-        procs = [
-            spawn(workers.session_agent_worker, store_factory.open, "shared", f"p{i}", turns)
-            for i in range(3)
-        ]
-        _all_answer(procs, ("ok", turns))
+        _run_workers(store_factory, workers.session_agent_worker, "shared", turns, 3)
 
         async def body(store: Store) -> None:
             latest = await SessionManager("shared", store.storage).load_latest()
@@ -134,10 +135,7 @@ class ProcessSuite:
         """Two processes, 10 locked turns each on one thread: no lost, duplicated or split turn."""
         needs(store_factory.cross_process, "cross-process sharing")
         turns = 10
-        procs = [
-            spawn(workers.turns_worker, store_factory.open, "t", f"p{i}", turns) for i in range(2)
-        ]
-        _all_answer(procs, ("ok", turns))
+        _run_workers(store_factory, workers.turns_worker, "t", turns, 2)
 
         async def body(store: Store) -> None:
             loaded = await store.checkpointer.load("t")
