@@ -405,20 +405,8 @@ def read_keys_file(path: str | os.PathLike[str]) -> Cipher:
 def text_envelope(text: str, place: Place) -> bytes:
     """The envelope inside a sealed text value (STORE_INTEGRITY for plain or odd text)."""
     if not isinstance(text, str) or not is_sealed_text(text):
-        raise StoreIntegrityError(
-            f"{place.describe()} is plain (not sealed) in an encrypted store: planted, or "
-            "written without the cipher; left as it is (a store that holds plain data is "
-            "migrated with rotate())"
-        )
-    encoded = text[len(TEXT_PREFIX) :]
-    try:
-        data = binascii.a2b_base64(encoded, strict_mode=True)
-        canonical = _canonical_base64(data, encoded)
-    except (binascii.Error, ValueError):
-        canonical = False
-    if not canonical:
-        raise StoreIntegrityError(f"{place.describe()} is a damaged sealed value; left as it is")
-    return data
+        raise _plain(place)
+    return _decoded(text[len(TEXT_PREFIX) :], place)
 
 
 def sealed_json_envelope(raw: bytes, place: Place) -> bytes:
@@ -428,31 +416,42 @@ def sealed_json_envelope(raw: bytes, place: Place) -> bytes:
     document's payload of megabytes is not copied into a text first).
     """
     if not isinstance(raw, bytes) or not is_sealed_json_string(raw) or len(raw) < 10:
-        raise StoreIntegrityError(
-            f"{place.describe()} is plain (not sealed) in an encrypted store: planted, or "
-            "written without the cipher; left as it is (a store that holds plain data is "
-            "migrated with rotate())"
-        )
+        raise _plain(place)
+    return _decoded(memoryview(raw)[len(SEALED_JSON_PREFIX) : -1], place)
+
+
+def _plain(place: Place) -> StoreIntegrityError:
+    """The error for a plain value where an encrypted store keeps sealed ones."""
+    return StoreIntegrityError(
+        f"{place.describe()} is plain (not sealed) in an encrypted store: planted, or "
+        "written without the cipher; left as it is (a store that holds plain data is "
+        "migrated with rotate())"
+    )
+
+
+def _decoded(encoded: str | memoryview, place: Place) -> bytes:
+    """The bytes of base64 ``encoded``: STORE_INTEGRITY unless it is their one base64 text."""
     try:
-        data = binascii.a2b_base64(memoryview(raw)[len(SEALED_JSON_PREFIX) : -1], strict_mode=True)
-        canonical = _canonical_base64(data, raw[-5:-1].decode("ascii"))
+        data: bytes | None = binascii.a2b_base64(encoded, strict_mode=True)
     except (binascii.Error, ValueError):
-        canonical = False
-    if not canonical:
+        data = None
+    if data is None or not _canonical_base64(data, encoded[-4:]):
         raise StoreIntegrityError(f"{place.describe()} is a damaged sealed value; left as it is")
     return data
 
 
-def _canonical_base64(data: bytes, encoded: str) -> bool:
-    """Whether ``encoded`` is the one base64 text of ``data`` (its last group checked).
+def _canonical_base64(data: bytes, last: str | memoryview) -> bool:
+    """Whether ``last``, the last group of a base64 text of ``data``, is the one it has.
 
     A decoder ignores the unused low bits of a last group of two or three characters: a
-    text differing there decodes alike, so the stored text would change unnoticed.
+    text differing there decodes alike, so the stored text would change unnoticed. (A
+    text that decoded is ASCII.)
     """
     tail = len(data) % 3
     if not tail:
         return True
-    return binascii.b2a_base64(data[-tail:], newline=False).decode("ascii") == encoded[-4:]
+    group = last.encode("ascii") if isinstance(last, str) else bytes(last)
+    return binascii.b2a_base64(data[-tail:], newline=False) == group
 
 
 class DataKey(_Sealer):

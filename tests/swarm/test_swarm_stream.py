@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import inspect
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +29,7 @@ from framework_agents.agent import (
     ToolCallEvent,
     ToolResultEvent,
 )
+from framework_agents.server._runner import supports_reissue
 from framework_agents.swarm import (
     HandoffEvent,
     MemberEvent,
@@ -196,3 +198,17 @@ def test_the_agent_view_has_the_agent_surface_a_server_drives(tmp_path: Path) ->
     with pytest.raises(HitlInterrupt) as caught:  # billing refunds again: asks again
         asyncio.run(view.run("one more", checkpointer=cp, thread_id="t"))
     assert caught.value.agent == "billing"
+
+
+def test_the_agent_view_takes_what_the_swarm_takes_and_says_so(tmp_path: Path) -> None:
+    view = refund_swarm(tmp_path / "fx.txt").as_agent()
+    swarm = view.swarm
+    for name in ("run", "stream", "resume", "resume_stream"):
+        mine, theirs = (
+            inspect.signature(getattr(view, name)),
+            inspect.signature(getattr(swarm, name)),
+        )
+        assert mine.parameters == theirs.parameters, name
+        assert getattr(view, name).__qualname__ == f"SwarmAgentView.{name}"
+    assert inspect.signature(view.resume).return_annotation == "RunResult"
+    assert supports_reissue(view)  # a server runs the stored call on a swarm's resume too

@@ -1,4 +1,4 @@
-"""Draining an event stream that ends in an interrupt: one helper for agents and swarms."""
+"""Draining and closing event streams: one set of helpers for agents and swarms."""
 
 from __future__ import annotations
 
@@ -8,9 +8,10 @@ from typing import TypeVar
 
 from ..hitl import HitlInterrupt
 
-__all__ = ["until_interrupt"]
+__all__ = ["aclose_events", "finished_event", "until_interrupt"]
 
 E = TypeVar("E")
+F = TypeVar("F")
 
 
 async def until_interrupt(start: Callable[[], AsyncGenerator[E, None]]) -> AsyncGenerator[E, None]:
@@ -29,3 +30,25 @@ async def until_interrupt(start: Callable[[], AsyncGenerator[E, None]]) -> Async
                 yield event
         except HitlInterrupt:
             return
+
+
+async def finished_event(events: AsyncGenerator[object, None], finished: type[F]) -> F:
+    """The last ``finished`` event of a driver's ``events``, drained and then closed.
+
+    An interrupt or an error of the driver propagates; a driver that ends without a
+    ``finished`` event is a bug (it ends with one or raises).
+    """
+    last: F | None = None
+    async with contextlib.aclosing(events):
+        async for event in events:
+            if isinstance(event, finished):
+                last = event
+    assert last is not None  # the driver ends with its finished event or raises
+    return last
+
+
+async def aclose_events(events: object) -> None:
+    """Close ``events`` now if it can be closed (an async generator): its run ends here."""
+    aclose = getattr(events, "aclose", None)
+    if callable(aclose):
+        await aclose()

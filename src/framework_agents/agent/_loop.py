@@ -8,25 +8,24 @@ then the next model call, until the model answers without tool calls. It never t
 memory and knows nothing of ``Agent``: the caller commits ``run.visible()`` (or
 ``run.kept_on_interrupt()`` after an interrupt). The :class:`RunHooks` are the seams
 checkpointing uses. The run's types (``RunSetup``, ``LoopRun``, ``RunHooks``,
-``ToolProgress``) live in ``_run`` and are re-exported here.
+``ToolProgress``) live in ``_run`` and are re-exported here; one call's execution (its
+middleware, hooks and the tool itself) lives in ``_calls``.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import AsyncGenerator, AsyncIterator, Callable, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from pydantic import ValidationError
 
-from .._telemetry import tool_suspended, trace_chat, trace_chat_stream, trace_tool
+from .._telemetry import tool_suspended, trace_chat, trace_chat_stream
 from ..conversation.null import keeps_everything
-from ..elicitation import ElicitationAnswer, ElicitationRequired, schema_problem
+from ..elicitation import ElicitationRequired
 from ..errors import (
     AgentError,
-    BackendUnavailableError,
     ContextOverflowError,
     InvalidArgumentError,
     MaxTurnsError,
@@ -34,16 +33,11 @@ from ..errors import (
     OutputInvalidError,
 )
 from ..history import CheckedHistory, repair_history
-from ..hitl import (
-    HitlInterrupt,
-    ResolvedDecision,
-    ToolRejection,
-    check_edit,
-    resolve_decision,
-)
-from ..messages import Message, ReasoningBlock, TextBlock, ToolCall, new_id
+from ..hitl import HitlInterrupt, ResolvedDecision, check_edit, resolve_decision
+from ..messages import Message, ToolCall, new_id
 from ..models._base import ModelDone, ReasoningDelta, TextDelta, ToolSpec
-from ..tools import Tool, ToolArgumentsError, ToolContext, ToolOutput, encode_tool_result
+from ..tools import Tool
+from ._calls import Plan, Progress, run_planned
 from ._output import correction_text, parse_output
 from ._run import Asked, LoopRun, Replay, RunHooks, RunSetup, ToolProgress
 from .events import (
@@ -53,10 +47,9 @@ from .events import (
     ReasoningDeltaEvent,
     TextDeltaEvent,
     ToolCallEvent,
-    ToolProgressEvent,
     ToolResultEvent,
 )
-from .middleware import ModelCallContext, ToolCallContext
+from .middleware import ModelCallContext
 
 __all__ = [
     "MAX_OVERFLOW_RETRIES",
@@ -66,7 +59,6 @@ __all__ = [
     "ToolProgress",
     "kept_checked",
     "kept_well_formed",
-    "run_call",
     "run_loop",
     "unique_call_ids",
 ]
@@ -82,15 +74,6 @@ _RETRY_KIND = "output_retry"
 @dataclass(slots=True)
 class _Reply:
     message: Message
-
-
-@dataclass(slots=True)
-class _Plan:
-    call: ToolCall  # as the model made it (its id answers the result)
-    run_call: ToolCall  # as it will run (edited arguments)
-    decision: ResolvedDecision | None
-    answer: ElicitationAnswer | None = None  # a human's answer to the call's question
-    landed: Message | None = None  # its result, from before a question stopped the turn
 
 
 def _same(a: Sequence[Message], b: Sequence[Message]) -> bool:
@@ -160,12 +143,6 @@ def _check_model_context(ctx: ModelCallContext) -> None:
         raise InvalidArgumentError(
             f"before_model's ctx.system_prompt must be a str or None, got {prompt!r:.200}"
         )
-
-
-def _tool_message(
-    call: ToolCall, content: str | list[TextBlock | ReasoningBlock], **metadata: Any
-) -> Message:
-    return Message("tool", content, tool_call_id=call.id, name=call.name, metadata=metadata)
 
 
 def unique_call_ids(message: Message) -> Message:
@@ -333,23 +310,23 @@ def _final_form(setup: RunSetup, message: Message) -> Message:
     return message
 
 
-def _replayed_plan(call: ToolCall, replay: Replay | None) -> _Plan | None:
+def _replayed_plan(call: ToolCall, replay: Replay | None) -> Plan | None:
     """The plan of a replayed turn's call that landed or was answered, else ``None``."""
     if replay is None:
         return None
     if call.id in replay.landed:
-        return _Plan(call, call, None, landed=replay.landed[call.id])
+        return Plan(call, call, None, landed=replay.landed[call.id])
     if call.id in replay.answers:
         # Answering is the human's decision on this call: it runs guarded, like an
         # approved call (its result is saved before the loop goes on).
         answered = ResolvedDecision("approve", "exact")
-        return _Plan(call, call, answered, answer=replay.answers[call.id])
+        return Plan(call, call, answered, answer=replay.answers[call.id])
     return None
 
 
 async def _approval_plan(
     setup: RunSetup, run: LoopRun, response: Message, call: ToolCall, tool: Tool
-) -> _Plan:
+) -> Plan:
     """The decided plan of an approval call; a suspend saves and raises the interrupt."""
     reason: str | None = None
     try:
@@ -372,22 +349,22 @@ async def _approval_plan(
         assert decision.args is not None
         check_edit(decision, tool)
         run_call = call.model_copy(update={"args": decision.args})
-    return _Plan(call, run_call, decision)
+    return Plan(call, run_call, decision)
 
 
 async def _plan_turn(
     setup: RunSetup, run: LoopRun, response: Message, replay: Replay | None = None
-) -> list[_Plan]:
+) -> list[Plan]:
     """Decide every approval call of a turn before any call runs (raises on suspend).
 
     A turn fully decided spends the stored decisions it used (see :class:`DecisionBook`).
     """
-    plans: list[_Plan] = []
+    plans: list[Plan] = []
     for call in response.tool_calls:
         tool = setup.tools.get(call.name)
         plan = _replayed_plan(call, replay)
         if plan is None and (tool is None or not tool.requires_approval):
-            plan = _Plan(call, call, None)
+            plan = Plan(call, call, None)
         if plan is None:
             assert tool is not None
             plan = await _approval_plan(setup, run, response, call, tool)
@@ -402,213 +379,11 @@ async def _plan_turn(
     return plans
 
 
-async def _execute(
-    setup: RunSetup,
-    run: LoopRun,
-    tool: Tool | None,
-    call: ToolCall,
-    answer: ElicitationAnswer | None = None,
-    report: _Reporter | None = None,
-) -> Message:
-    """Run one call; every failure becomes a result the model can read.
-
-    But two: a backend the tool needs is gone (``BACKEND_UNAVAILABLE``, an MCP server that
-    died): the model cannot fix that, so the run fails with it and the turn's unanswered
-    calls are repaired as after a crash; and a question the tool asks a human
-    (``ElicitationRequired``, with a schema of an allowed form), which stops the turn.
-    """
-    if tool is None:
-        known = ", ".join(sorted(setup.tools)) or "none"
-        return _tool_message(
-            call, f"Unknown tool {call.name!r}. Available tools: {known}.", kind="tool_error"
-        )
-    try:
-        context = ToolContext(setup.owner, call, answer, pause=run.pause, on_progress=report)
-        value = await tool.invoke(call.args, context=context)
-    except ElicitationRequired as asked:
-        problem = schema_problem(asked.elicitation.schema)
-        if problem is None:
-            raise
-        return _tool_message(
-            call,
-            f"Error: tool {call.name!r} asked a question it may not ask: {problem}",
-            kind="tool_error",
-        )
-    except ToolArgumentsError as exc:
-        return _tool_message(
-            call, f"Error: {exc.message}. Fix the arguments and try again.", kind="tool_error"
-        )
-    except ToolRejection as exc:
-        return _tool_message(call, f"Rejected: {exc.reason}", kind="rejected", reason=exc.reason)
-    except BackendUnavailableError:
-        raise
-    except Exception as exc:
-        logger.info("tool %r raised", call.name, exc_info=True)
-        return _tool_message(
-            call, f"Error: tool {call.name!r} raised {type(exc).__name__}: {exc}", kind="tool_error"
-        )
-    if isinstance(value, ToolOutput):
-        return _tool_message(call, value.content, **value.metadata)
-    try:
-        text = encode_tool_result(value)
-    except Exception as exc:  # e.g. bytes that are not UTF-8, a circular structure
-        logger.info("tool %r returned a value that cannot be encoded", call.name, exc_info=True)
-        return _tool_message(
-            call,
-            f"Error: tool {call.name!r} returned a {type(value).__name__} that cannot be "
-            f"encoded as text for the model: {exc}",
-            kind="tool_error",
-        )
-    return _tool_message(call, text)
-
-
-def _preset_result(plan: _Plan) -> Message | None:
-    """The result a rejected call gets without running (``None``: the call runs)."""
-    if plan.decision is None or plan.decision.kind != "reject":
-        return None
-    reason = plan.decision.reason or ""
-    return _tool_message(plan.call, f"Rejected: {reason}", kind="rejected", reason=reason)
-
-
-def _checked_result(ctx: ToolCallContext, plan: _Plan) -> Message:
-    """``after_tool``'s result as a tool message answering ``plan.call``, arguments noted.
-
-    An edited call's result records the arguments it ran with; a call approved by bare
-    tool name (the human may never have seen these arguments: a re-issued call) records
-    which ones ran.
-    """
-    result = ctx.result
-    if not isinstance(result, Message):
-        raise InvalidArgumentError(
-            f"after_tool's ctx.result must be a Message, got {result!r:.200}"
-        )
-    if result.role != "tool" or result.tool_call_id != plan.call.id:
-        result = result.model_copy(
-            update={"role": "tool", "tool_call_id": plan.call.id, "name": plan.call.name}
-        )
-    decision = plan.decision
-    if decision is None:
-        return result
-    noted = "edited_args" if decision.kind == "edit" else None
-    if noted is None and decision.source == "wildcard":
-        noted = "ran_args"
-    if noted is None:
-        return result
-    return result.model_copy(update={"metadata": {**result.metadata, noted: plan.run_call.args}})
-
-
-async def _run_call(
-    setup: RunSetup, run: LoopRun, plan: _Plan, turn: int, progress: _Progress | None = None
-) -> Message:
-    """Middleware, decision and execution of one call; the result answers ``plan.call``.
-
-    ``progress`` collects what the tool reports (``ToolContext.report_progress``).
-    """
-    if plan.landed is not None:
-        return plan.landed  # ran before a question stopped its turn: not run again
-    ctx = ToolCallContext(
-        setup.owner,
-        plan.run_call,
-        setup.tools.get(plan.run_call.name),
-        turn,
-        decision=plan.decision,
-        result=_preset_result(plan),
-        pause=run.pause,
-    )
-    await setup.middleware.run("before_tool", ctx)
-    if not isinstance(ctx.call, ToolCall):
-        raise InvalidArgumentError(
-            f"before_tool's ctx.call must be a ToolCall, got {ctx.call!r:.200}"
-        )
-    if ctx.result is None:
-        tool = setup.tools.get(ctx.call.name)
-        if run.hooks.on_tool_start is not None:
-            await run.hooks.on_tool_start(ctx.call, plan.decision)
-        if plan.decision is not None:
-            run.ran.append(ctx.call)
-        report = progress.reporter(ctx.call) if progress is not None else None
-        ctx.result = await trace_tool(
-            ctx.call, _execute(setup, run, tool, ctx.call, plan.answer, report)
-        )
-    await setup.middleware.run("after_tool", ctx)
-    return _checked_result(ctx, plan)
-
-
-async def run_call(
-    setup: RunSetup,
-    run: LoopRun,
-    call: ToolCall,
-    decision: ResolvedDecision | None,
-    *,
-    run_args: dict[str, Any] | None = None,
-    answer: ElicitationAnswer | None = None,
-) -> Message:
-    """Run one call outside a model turn (a settled call of unknown outcome): its result.
-
-    Middleware, hooks and execution as in a turn; ``run_args`` are the arguments it runs
-    with (an edit), ``answer`` the answer to its question it ran with; the result answers
-    ``call``. A question asked again here is a tool error (nothing can stop a settle).
-    """
-    run_as = call if run_args is None else call.model_copy(update={"args": run_args})
-    plan = _Plan(call, run_as, decision, answer=answer)
-    try:
-        return await _run_call(setup, run, plan, 0)
-    except ElicitationRequired as asked:
-        return _tool_message(
-            call,
-            f"Error: tool {call.name!r} asked again ({asked.elicitation.message!r}) when it "
-            "was run again after its outcome was unknown; call it again to ask the human",
-            kind="tool_error",
-        )
-
-
 async def _cancel_all(tasks: Sequence[asyncio.Task[Message]]) -> None:
     """Cancel the calls still running and wait until every one has stopped."""
     for task in tasks:
         task.cancel()
     await asyncio.gather(*tasks, return_exceptions=True)
-
-
-#: What ``ToolContext.on_progress`` is: ``(progress, total, message)``.
-_Reporter = Callable[[float, float | None, str | None], None]
-
-
-class _Progress:
-    """The progress the calls of one turn report, kept until the loop yields it."""
-
-    def __init__(self) -> None:
-        self.events: list[ToolProgressEvent] = []
-        self.ready = asyncio.Event()
-
-    def reporter(self, call: ToolCall) -> _Reporter:
-        """What ``call``'s tool context reports through."""
-
-        def report(progress: float, total: float | None, message: str | None) -> None:
-            self.events.append(
-                ToolProgressEvent(
-                    call_id=call.id, tool=call.name, progress=progress, total=total, message=message
-                )
-            )
-            self.ready.set()
-
-        return report
-
-    def take(self) -> list[ToolProgressEvent]:
-        """The events reported since the last take."""
-        events, self.events = self.events, []
-        self.ready.clear()
-        return events
-
-    async def wait(
-        self, pending: set[asyncio.Task[Message]]
-    ) -> tuple[set[asyncio.Task[Message]], set[asyncio.Task[Message]]]:
-        """``asyncio.wait`` for the first of ``pending`` to finish, or for some progress."""
-        waiter: asyncio.Future[Any] = asyncio.ensure_future(self.ready.wait())
-        try:
-            done, left = await asyncio.wait({*pending, waiter}, return_when=asyncio.FIRST_COMPLETED)
-        finally:
-            waiter.cancel()
-        return {t for t in pending if t in done}, {t for t in pending if t in left}
 
 
 def _result_event(message: Message) -> ToolResultEvent:
@@ -618,7 +393,7 @@ def _result_event(message: Message) -> ToolResultEvent:
 
 
 async def _run_tools(
-    setup: RunSetup, run: LoopRun, response: Message, plans: list[_Plan], turn: int
+    setup: RunSetup, run: LoopRun, response: Message, plans: list[Plan], turn: int
 ) -> AsyncIterator[AgentEvent]:
     """Run a turn's calls concurrently; yield each result as it lands; store in call order."""
     history = run.visible()
@@ -626,8 +401,8 @@ async def _run_tools(
     hooks = run.hooks
     if hooks.on_turn_start is not None:
         await hooks.on_turn_start(list(history), response)
-    progress = _Progress()
-    tasks = [asyncio.create_task(_run_call(setup, run, plan, turn, progress)) for plan in plans]
+    progress = Progress()
+    tasks = [asyncio.create_task(run_planned(setup, run, plan, turn, progress)) for plan in plans]
     position = {task: i for i, task in enumerate(tasks)}
     results: list[Message | None] = [None] * len(tasks)
     asked: list[tuple[int, ElicitationRequired]] = []
@@ -678,7 +453,7 @@ async def _stop_on_question(
     run: LoopRun,
     history: list[Message],
     response: Message,
-    plans: list[_Plan],
+    plans: list[Plan],
     results: list[Message | None],
     first: tuple[int, ElicitationRequired],
 ) -> None:

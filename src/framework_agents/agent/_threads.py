@@ -76,8 +76,9 @@ from ..hitl import (
 from ..memory.carry import app_data_with_state, restore_state
 from ..messages import Message, ToolCall
 from ..tools import Tool
+from ._calls import run_call
 from ._history import AgentHistory
-from ._loop import LoopRun, RunHooks, RunSetup, ToolProgress, run_call
+from ._loop import LoopRun, RunHooks, RunSetup, ToolProgress
 from ._run import Asked, Replay
 
 __all__ = [

@@ -51,7 +51,7 @@ from ._checks import (
     seed_of,
     tool_list,
 )
-from ._drain import until_interrupt
+from ._drain import finished_event, until_interrupt
 from ._history import AgentHistory
 from ._loop import LoopRun, RunHooks, RunSetup, run_loop
 from ._output import output_instruction
@@ -755,13 +755,7 @@ _CONSTRUCTOR_ATTRIBUTES = (
 
 async def _result(events: AsyncGenerator[AgentEvent, None]) -> RunResult:
     """The result of a run's traced driver (its interrupt or error propagates)."""
-    result: RunResult | None = None
-    async with contextlib.aclosing(events):
-        async for event in events:
-            if isinstance(event, RunFinishedEvent):
-                result = event.result
-    assert result is not None  # the driver ends with RunFinished or raises
-    return result
+    return (await finished_event(events, RunFinishedEvent)).result
 
 
 def _added(managed: CheckedHistory, start: Sequence[Message]) -> list[Message]:

@@ -5,13 +5,14 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Protocol, Self, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from ..messages import Message
 
 __all__ = [
+    "ClosingModel",
     "Model",
     "ModelChunk",
     "ModelDone",
@@ -125,3 +126,17 @@ class StreamingModelBase(ABC):
         self, messages: Sequence[Message], tools: Sequence[ToolSpec], system_prompt: str | None
     ) -> AsyncIterator[ModelChunk]:
         """The chunks of one answer (an async generator)."""
+
+
+class ClosingModel(StreamingModelBase):
+    """A shipped model that holds clients: ``aclose()`` frees them, and so does ``async with``."""
+
+    @abstractmethod
+    async def aclose(self) -> None:
+        """Close what this model opened."""
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()

@@ -12,7 +12,7 @@ from __future__ import annotations
 from abc import abstractmethod
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from types import ModuleType
-from typing import Any, Generic, Protocol, Self, TypeVar
+from typing import Any, Generic, Protocol, TypeVar
 
 from ..errors import (
     AgentError,
@@ -22,7 +22,7 @@ from ..errors import (
     ModelTimeoutError,
 )
 from ..messages import Message
-from ._base import ModelChunk, ModelDone, StreamingModelBase, ToolSpec
+from ._base import ClosingModel, ModelChunk, ModelDone, ToolSpec
 from ._common import LoopClients, status_error
 
 __all__ = ["ProviderModel", "StreamReader"]
@@ -44,7 +44,7 @@ class StreamReader(Protocol):
         ...
 
 
-class ProviderModel(StreamingModelBase, Generic[C]):
+class ProviderModel(ClosingModel, Generic[C]):
     """Base of a model behind a provider's SDK; ``C`` is the SDK's async client class.
 
     A subclass sets ``_sdk`` (the SDK module), ``_client_class`` and ``_sdk_error`` (the
@@ -57,9 +57,26 @@ class ProviderModel(StreamingModelBase, Generic[C]):
     _sdk_error: str
     _provider: str
 
-    def _open_clients(self, client_args: dict[str, Any], client: C | None) -> None:
-        """Make clients with ``client_args`` (or use ``client``); a bad key fails here."""
-        self._client_args = client_args
+    def _open_clients(
+        self,
+        client: C | None,
+        *,
+        api_key: str | None,
+        base_url: str | None,
+        timeout: float | None,
+        max_retries: int,
+    ) -> None:
+        """Make clients with these arguments (or use ``client``); a bad key fails here.
+
+        Both SDKs' async clients take the same four (``None``: the SDK's own default,
+        the key from the environment).
+        """
+        self._client_args: dict[str, Any] = {
+            "api_key": api_key,
+            "base_url": base_url,
+            "timeout": timeout,
+            "max_retries": max_retries,
+        }
         self._clients: LoopClients[C] = LoopClients(self._new_client, client)
         if client is None:
             self._new_client()  # fail fast on a missing key, not at the first call
@@ -67,12 +84,6 @@ class ProviderModel(StreamingModelBase, Generic[C]):
     async def aclose(self) -> None:
         """Close the SDK clients this model opened (a client you passed in stays open)."""
         await self._clients.aclose()
-
-    async def __aenter__(self) -> Self:
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        await self.aclose()
 
     def _new_client(self) -> C:
         try:

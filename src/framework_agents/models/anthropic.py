@@ -333,13 +333,9 @@ class AnthropicModel(ProviderModel["AsyncAnthropic"]):
         elif thinking is not None:
             self.thinking = dict(thinking)
         self.extra_body: dict[str, Any] = dict(extra_body or {})
-        client_args = {
-            "api_key": api_key,
-            "base_url": base_url,
-            "timeout": timeout,
-            "max_retries": max_retries,
-        }
-        self._open_clients(client_args, client)
+        self._open_clients(
+            client, api_key=api_key, base_url=base_url, timeout=timeout, max_retries=max_retries
+        )
 
     def __repr__(self) -> str:
         return f"AnthropicModel({self.model!r})"

@@ -30,7 +30,7 @@ import urllib.request
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Self
+from typing import Any
 
 from ..errors import (
     InvalidArgumentError,
@@ -40,7 +40,7 @@ from ..errors import (
     ModelTimeoutError,
 )
 from ..messages import Message
-from ._base import ModelChunk, StreamingModelBase, ToolSpec
+from ._base import ClosingModel, ModelChunk, ToolSpec
 from ._common import extra_hint, require_module
 from .openai import OpenAIModel, to_openai_messages
 
@@ -152,7 +152,7 @@ def _default_threads() -> int:
     return max(1, min(4, available - 1))
 
 
-class LocalModel(StreamingModelBase):
+class LocalModel(ClosingModel):
     """SmolLM2-135M-Instruct run in-process by llama.cpp: offline, no key, no network."""
 
     def __init__(
@@ -232,12 +232,6 @@ class LocalModel(StreamingModelBase):
         """Close the client of the shared server (the server itself stops at exit)."""
         if self._inner is not None:
             await self._inner.aclose()
-
-    async def __aenter__(self) -> Self:
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        await self.aclose()
 
     async def _complete(
         self, messages: Sequence[Message], tools: Sequence[ToolSpec], system_prompt: str | None

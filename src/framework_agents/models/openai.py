@@ -306,13 +306,9 @@ class OpenAIModel(ProviderModel["AsyncOpenAI"]):
         self._provider = "OpenAI" if official else f"the server at {base_url}"
         if api_key is None and not official and not os.environ.get("OPENAI_API_KEY"):
             api_key = "unused"  # local servers need no key, but the SDK insists on one
-        client_args = {
-            "base_url": base_url,
-            "api_key": api_key,
-            "timeout": timeout,
-            "max_retries": max_retries,
-        }
-        self._open_clients(client_args, client)
+        self._open_clients(
+            client, api_key=api_key, base_url=base_url, timeout=timeout, max_retries=max_retries
+        )
 
     def __repr__(self) -> str:
         where = f", base_url={self.base_url!r}" if self.base_url else ""

@@ -11,9 +11,11 @@ handoff event) reads the swarm's own events instead (``docs/swarm.md``).
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Mapping
-from typing import TYPE_CHECKING, Any
+import inspect
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Any, Concatenate, ParamSpec, cast
 
+from ..agent._base import aclose_events
 from ..agent.events import (
     AgentEvent,
     InterruptEvent,
@@ -22,7 +24,6 @@ from ..agent.events import (
     RunStartedEvent,
 )
 from ..agent.result import RunResult
-from ..messages import Message
 from ..tools import Tool
 from ._types import (
     HandoffEvent,
@@ -34,11 +35,11 @@ from ._types import (
     SwarmResult,
     SwarmStartedEvent,
 )
-
-if TYPE_CHECKING:
-    from .swarm import Swarm
+from .swarm import Swarm
 
 __all__ = ["SwarmAgentView", "swarm_agent_events", "swarm_run_result"]
+
+P = ParamSpec("P")
 
 #: A member's own bracket events: the swarm's run has one bracket for all members.
 _BRACKETS = (RunStartedEvent, RunFinishedEvent, InterruptEvent, RunErrorEvent)
@@ -86,9 +87,49 @@ async def swarm_agent_events(events: AsyncIterator[SwarmEvent]) -> AsyncIterator
             elif isinstance(event, SwarmErrorEvent):
                 yield RunErrorEvent(run_id=run_id, error=event.error)
     finally:
-        aclose = getattr(events, "aclose", None)
-        if callable(aclose):
-            await aclose()
+        await aclose_events(events)
+
+
+def _agent_result(
+    method: Callable[Concatenate[Swarm, P], Awaitable[SwarmResult]],
+) -> Callable[Concatenate[SwarmAgentView, P], Awaitable[RunResult]]:
+    """The view's ``method``: the swarm's, its result as a :class:`RunResult`."""
+
+    async def call(view: SwarmAgentView, /, *args: P.args, **kwargs: P.kwargs) -> RunResult:
+        return swarm_run_result(await method(view.swarm, *args, **kwargs))
+
+    _named(call, method, "RunResult", "with an agent's result")
+    return call
+
+
+def _agent_stream(
+    method: Callable[Concatenate[Swarm, P], AsyncIterator[SwarmEvent]],
+) -> Callable[Concatenate[SwarmAgentView, P], AsyncIterator[ServedEvent]]:
+    """The view's ``method``: the swarm's stream as agent events (:func:`swarm_agent_events`)."""
+
+    def call(
+        view: SwarmAgentView, /, *args: P.args, **kwargs: P.kwargs
+    ) -> AsyncIterator[ServedEvent]:
+        return swarm_agent_events(method(view.swarm, *args, **kwargs))
+
+    _named(call, method, "AsyncIterator[ServedEvent]", "as agent events (the interrupt ends it)")
+    return call
+
+
+def _named(
+    call: Callable[..., object], method: Callable[..., object], returns: str, how: str
+) -> None:
+    """Name and document ``call`` as the view's ``method``, with the swarm method's parameters.
+
+    ``inspect.signature`` reads ``__signature__``: a server that asks whether ``resume``
+    takes ``reissue=`` sees the swarm's parameters (not ``*args, **kwargs``), and the
+    view's return type.
+    """
+    call.__name__ = method.__name__
+    call.__qualname__ = f"SwarmAgentView.{method.__name__}"
+    call.__doc__ = f":meth:`Swarm.{method.__name__}` {how}."
+    signature = inspect.signature(method).replace(return_annotation=returns)
+    cast(Any, call).__signature__ = signature
 
 
 class SwarmAgentView:
@@ -111,67 +152,12 @@ class SwarmAgentView:
                 tools.setdefault(tool.name, tool)
         self.tools: tuple[Tool, ...] = tuple(tools.values())
 
-    async def run(
-        self,
-        prompt: str | Message | None,
-        *,
-        checkpointer: Any = None,
-        thread_id: str | None = None,
-        decisions: Mapping[str, Any] | None = None,
-    ) -> RunResult:
-        """:meth:`Swarm.run` with an agent's result."""
-        result = await self.swarm.run(
-            prompt, checkpointer=checkpointer, thread_id=thread_id, decisions=decisions
-        )
-        return swarm_run_result(result)
-
-    def stream(
-        self,
-        prompt: str | Message | None,
-        *,
-        checkpointer: Any = None,
-        thread_id: str | None = None,
-        decisions: Mapping[str, Any] | None = None,
-    ) -> AsyncIterator[ServedEvent]:
-        """:meth:`Swarm.stream` as agent events (the interrupt ends it, not raised)."""
-        return swarm_agent_events(
-            self.swarm.stream(
-                prompt, checkpointer=checkpointer, thread_id=thread_id, decisions=decisions
-            )
-        )
-
-    async def resume(
-        self,
-        thread_id: str,
-        decisions: Mapping[str, Any] | None = None,
-        *,
-        checkpointer: Any,
-        reissue: bool = False,
-    ) -> RunResult:
-        """:meth:`Swarm.resume` with an agent's result."""
-        result = await self.swarm.resume(
-            thread_id, decisions, checkpointer=checkpointer, reissue=reissue
-        )
-        return swarm_run_result(result)
-
-    def resume_stream(
-        self,
-        thread_id: str,
-        decisions: Mapping[str, Any] | None = None,
-        *,
-        checkpointer: Any,
-        reissue: bool = False,
-    ) -> AsyncIterator[ServedEvent]:
-        """:meth:`Swarm.resume_stream` as agent events (the interrupt ends it, not raised).
-
-        With ``reissue=False`` (the default) the member runs the stored call the human
-        approved, and its events (tokens included) stream as they come.
-        """
-        return swarm_agent_events(
-            self.swarm.resume_stream(
-                thread_id, decisions, checkpointer=checkpointer, reissue=reissue
-            )
-        )
+    # Each method is the swarm's own (its arguments, checks and docs), answered in the
+    # agent's shape: one signature to keep, and nothing the swarm takes is lost here.
+    run = _agent_result(Swarm.run)
+    stream = _agent_stream(Swarm.stream)
+    resume = _agent_result(Swarm.resume)
+    resume_stream = _agent_stream(Swarm.resume_stream)
 
     def __repr__(self) -> str:
         return f"SwarmAgentView({self.swarm!r})"

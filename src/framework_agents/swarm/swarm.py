@@ -20,10 +20,10 @@ import functools
 import warnings
 from collections.abc import AsyncGenerator, AsyncIterator, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, ParamSpec, TypeVar, cast
+from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar, cast
 
 from .._telemetry import trace_workflow
-from ..agent._base import check_target, until_interrupt
+from ..agent._base import aclose_events, at_least, check_target, finished_event, until_interrupt
 from ..agent.agent import Agent, as_prompt
 from ..agent.events import AgentEvent, InterruptEvent, RunFinishedEvent
 from ..agent.result import RunResult
@@ -34,7 +34,6 @@ from ..errors import AgentBusyError, CheckpointMissingError, InvalidArgumentErro
 from ..hitl import HitlInterrupt, check_decisions
 from ..messages import Message, new_id
 from ._handoff import HANDOFF_TOOL, HandoffGate, MemberTurn, TurnSlot, make_handoff_tool
-from ._serve import SwarmAgentView
 from ._state import SWARM_STATE_KEY, MemberCheckpointer, SwarmRecord, read_record
 from ._types import (
     Handoff,
@@ -46,7 +45,11 @@ from ._types import (
     SwarmInterruptEvent,
     SwarmResult,
     SwarmStartedEvent,
+    SwarmStatus,
 )
+
+if TYPE_CHECKING:
+    from ._serve import SwarmAgentView
 
 __all__ = ["DEFAULT_THREAD", "Swarm"]
 
@@ -79,7 +82,20 @@ class _Run:
     reissue: bool = False  # a resume runs the stored call (True: asks the member's model again)
     handoffs: list[Handoff] = field(default_factory=list)
     iterations: int = 0
-    last_text: str = ""
+
+    def result(self, text: str, status: SwarmStatus, stop_reason: str) -> SwarmResult:
+        """The run's result as it stands: its member, handoffs, messages and context."""
+        return SwarmResult(
+            text=text,
+            status=status,
+            agent=self.member,
+            handoffs=list(self.handoffs),
+            messages=list(self.messages),
+            stop_reason=stop_reason,
+            context=self.record.context_dict(),
+            iterations=self.iterations,
+            thread_id=self.thread_id,
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -102,12 +118,6 @@ def _seconds(label: str, value: object) -> float | None:
             f"{label} must be a number of seconds > 0 or None, not {value!r}"
         )
     return float(value)
-
-
-def _count(label: str, value: object, low: int) -> int:
-    if not isinstance(value, int) or isinstance(value, bool) or value < low:
-        raise InvalidArgumentError(f"{label} must be an int >= {low}, not {value!r}")
-    return value
 
 
 def _deprecated_alias(new: Callable[P, R], warning: str, doc: str) -> Callable[P, R]:
@@ -162,13 +172,13 @@ class Swarm:
             raise InvalidArgumentError("swarm_id must be a non-empty str")
         self.agents: tuple[Agent, ...] = members
         self.entry: str = entry
-        self.max_handoffs = _count("max_handoffs", max_handoffs, 0)
-        self.max_iterations = _count("max_iterations", max_iterations, 1)
+        self.max_handoffs = at_least(max_handoffs, "max_handoffs", 0)
+        self.max_iterations = at_least(max_iterations, "max_iterations", 1)
         self.execution_timeout = _seconds("execution_timeout", execution_timeout)
         self.node_timeout = _seconds("node_timeout", node_timeout)
         self.swarm_id = swarm_id
-        self.repetition_window = _count("repetition_window", repetition_window, 0)
-        self.repetition_min_agents = _count("repetition_min_agents", repetition_min_agents, 2)
+        self.repetition_window = at_least(repetition_window, "repetition_window", 0)
+        self.repetition_min_agents = at_least(repetition_min_agents, "repetition_min_agents", 2)
         self._slot = TurnSlot()
         self._members: dict[str, Agent] = {
             a.agent_id: self._clone(a, [i for i in ids if i != a.agent_id]) for a in members
@@ -271,6 +281,8 @@ class Swarm:
 
     def as_agent(self) -> SwarmAgentView:
         """This swarm behind an agent's surface (agent events, ``RunResult``): for servers."""
+        from ._serve import SwarmAgentView  # the view's module builds on this one
+
         return SwarmAgentView(self)
 
     # -- the driver ------------------------------------------------------------------
@@ -361,7 +373,7 @@ class Swarm:
         while True:
             stop = self._limit_before_turn(run)
             if stop is not None:
-                yield SwarmFinishedEvent(run_id=run.run_id, result=self._stopped(run, stop))
+                yield SwarmFinishedEvent(run_id=run.run_id, result=run.result("", "failed", stop))
                 return
             budget, reason = self._budget(run)
             turn = MemberTurn(run.member, run.record)
@@ -378,7 +390,7 @@ class Swarm:
                             interrupt = event.interrupt
                         yield MemberEvent(agent=run.member, event=event)
             except _MemberTimeout:
-                yield SwarmFinishedEvent(run_id=run.run_id, result=self._stopped(run, reason))
+                yield SwarmFinishedEvent(run_id=run.run_id, result=run.result("", "failed", reason))
                 return
             except Exception as exc:
                 yield SwarmErrorEvent(run_id=run.run_id, agent=run.member, error=exc)
@@ -391,16 +403,17 @@ class Swarm:
                 raise interrupt
             assert finished is not None  # a member's stream ends in one of the three
             if turn.handoff is None:
-                yield SwarmFinishedEvent(run_id=run.run_id, result=self._completed(run, finished))
+                run.messages = list(finished.messages)
+                result = run.result(finished.text, "completed", finished.stop_reason)
+                yield SwarmFinishedEvent(run_id=run.run_id, result=result)
                 return
             assert turn.after is not None and turn.message is not None
             run.record, run.messages = turn.after, [*finished.messages, turn.message]
             run.handoffs.append(turn.handoff)
-            run.last_text = finished.text
             yield HandoffEvent(handoff=turn.handoff, context=turn.context)
             stop = self._limit_after_handoff(run)
             if stop is not None:
-                yield SwarmFinishedEvent(run_id=run.run_id, result=self._stopped(run, stop))
+                yield SwarmFinishedEvent(run_id=run.run_id, result=run.result("", "failed", stop))
                 return
             run.member, run.prompt, run.decisions, run.base = turn.handoff.to_agent, None, {}, None
 
@@ -453,33 +466,6 @@ class Swarm:
                 return "repetition"
         return None
 
-    def _stopped(self, run: _Run, reason: str) -> SwarmResult:
-        return SwarmResult(
-            text="",
-            status="failed",
-            agent=run.member,
-            handoffs=list(run.handoffs),
-            messages=list(run.messages),
-            stop_reason=reason,
-            context=run.record.context_dict(),
-            iterations=run.iterations,
-            thread_id=run.thread_id,
-        )
-
-    def _completed(self, run: _Run, finished: RunResult) -> SwarmResult:
-        run.messages = list(finished.messages)
-        return SwarmResult(
-            text=finished.text,
-            status="completed",
-            agent=run.member,
-            handoffs=list(run.handoffs),
-            messages=list(finished.messages),
-            stop_reason=finished.stop_reason,
-            context=run.record.context_dict(),
-            iterations=run.iterations,
-            thread_id=run.thread_id,
-        )
-
     def __repr__(self) -> str:
         """The swarm's id, members and entry."""
         return f"Swarm(swarm_id={self.swarm_id!r}, members={self.member_ids}, entry={self.entry!r})"
@@ -516,15 +502,7 @@ def _check_agents(agents: object) -> tuple[Agent, ...]:
 
 async def _result(events: AsyncGenerator[SwarmEvent, None]) -> SwarmResult:
     """Drain a driver; its result (an interrupt or error propagates)."""
-    result: SwarmResult | None = None
-    try:
-        async for event in events:
-            if isinstance(event, SwarmFinishedEvent):
-                result = event.result
-    finally:
-        await events.aclose()
-    assert result is not None  # the driver ends with SwarmFinished or raises
-    return result
+    return (await finished_event(events, SwarmFinishedEvent)).result
 
 
 _END = object()
@@ -553,9 +531,7 @@ async def _pumped(
                 raise _MemberTimeout from None
             raise
         finally:
-            aclose = getattr(events, "aclose", None)
-            if callable(aclose):
-                await aclose()  # frees the member (and its run lock) at once
+            await aclose_events(events)  # frees the member (and its run lock) at once
 
     task = asyncio.create_task(pump())
     task.add_done_callback(lambda _: queue.put_nowait(_END))

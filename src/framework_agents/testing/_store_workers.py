@@ -56,8 +56,20 @@ def append_worker(conn: Connection, open_store: Any, key: str, who: str, count: 
     _report(conn, body)
 
 
-def agent_worker(conn: Connection, open_store: Any, key: str, who: str, turns: int) -> None:
-    """Run ``turns`` agent runs ``<who>-<i>`` on memory ``key`` (no checkpointer, no lock)."""
+def _agent_worker(
+    conn: Connection,
+    open_store: Any,
+    who: str,
+    turns: int,
+    where: Callable[[Any], dict[str, Any]],
+    *,
+    mark_state: bool = False,
+) -> None:
+    """Run ``turns`` agent runs ``<who>-<i>``, keeping what ``where(store)`` gives the agent.
+
+    ``where`` names the agent's memory or session manager; with ``mark_state`` each run
+    first sets the state key ``<who>`` to its turn.
+    """
     from ..agent import Agent
     from ..conversation import NullConversationManager
     from .models import FunctionModel
@@ -70,17 +82,26 @@ def agent_worker(conn: Connection, open_store: Any, key: str, who: str, turns: i
         store = open_store()
         try:
             agent = Agent(
-                FunctionModel(reply),
-                memory=store.memory(key, max_messages=100_000),
-                conversation_manager=NullConversationManager(),
+                FunctionModel(reply), conversation_manager=NullConversationManager(), **where(store)
             )
             for i in range(turns):
+                if mark_state:
+                    agent.state[who] = i
                 await agent.run(f"{who}-{i}")
         finally:
             await store.close()
         return turns
 
     _report(conn, body)
+
+
+def agent_worker(conn: Connection, open_store: Any, key: str, who: str, turns: int) -> None:
+    """Run ``turns`` agent runs ``<who>-<i>`` on memory ``key`` (no checkpointer, no lock)."""
+
+    def where(store: Any) -> dict[str, Any]:
+        return {"memory": store.memory(key, max_messages=100_000)}
+
+    _agent_worker(conn, open_store, who, turns, where)
 
 
 def session_agent_worker(
@@ -91,31 +112,12 @@ def session_agent_worker(
     Each run also sets the state key ``<who>`` to its turn: the agents' keys differ, so
     every save merges (messages by id, state by key) and none is refused.
     """
-    from ..agent import Agent
-    from ..conversation import NullConversationManager
     from ..sessions.manager import SessionManager
-    from .models import FunctionModel
 
-    async def reply(history: list[Message], tools: object) -> str:
-        await asyncio.sleep(0.002)  # a model call: the other processes run meanwhile
-        return f"answer to {history[-1].text}"
+    def where(store: Any) -> dict[str, Any]:
+        return {"session_manager": SessionManager(session_id, store.storage)}
 
-    async def body() -> int:
-        store = open_store()
-        try:
-            agent = Agent(
-                FunctionModel(reply),
-                session_manager=SessionManager(session_id, store.storage),
-                conversation_manager=NullConversationManager(),
-            )
-            for i in range(turns):
-                agent.state[who] = i
-                await agent.run(f"{who}-{i}")
-        finally:
-            await store.close()
-        return turns
-
-    _report(conn, body)
+    _agent_worker(conn, open_store, who, turns, where, mark_state=True)
 
 
 def turns_worker(conn: Connection, open_store: Any, thread_id: str, who: str, turns: int) -> None:

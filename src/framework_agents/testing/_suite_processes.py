@@ -6,6 +6,8 @@ import asyncio
 import contextlib
 import os
 import signal
+from collections.abc import Callable
+from typing import Any
 
 import pytest
 
@@ -19,6 +21,34 @@ from ._suite import StoreFactory, needs, run_on_store, spawn, wait_answer
 __all__ = ["ProcessSuite"]
 
 
+def _all_answer(procs: list[tuple[Any, Any]], expected: tuple[str, int]) -> None:
+    """Wait for each spawned worker's answer (it must be ``expected``), then for its exit."""
+    for proc, conn in procs:
+        assert (got := wait_answer(conn, proc)) == expected, got
+        proc.join(30)
+
+
+def _run_workers(
+    store_factory: StoreFactory, worker: Callable[..., None], key: str, count: int, processes: int
+) -> None:
+    """``processes`` processes run ``worker`` on ``key`` at once, the i-th as ``p{i}``.
+
+    Each does ``count`` of its steps and must answer ``("ok", count)``.
+    """
+    procs = [spawn(worker, store_factory.open, key, f"p{i}", count) for i in range(processes)]
+    _all_answer(procs, ("ok", count))
+
+
+def _each_turn_once(texts: list[str], workers: int, turns: int) -> None:
+    """Every agent's (``p{i}``) prompts and answers stored once, its prompts in order."""
+    for i in range(workers):
+        for j in range(turns):
+            assert texts.count(f"p{i}-{j}") == 1, texts
+            assert texts.count(f"answer to p{i}-{j}") == 1, texts
+        mine = [t for t in texts if t.startswith(f"p{i}-")]
+        assert mine == [f"p{i}-{j}" for j in range(turns)]  # each agent's in order
+
+
 class ProcessSuite:
     """Conformance tests of several processes (marked slow)."""
 
@@ -30,12 +60,7 @@ class ProcessSuite:
     ) -> None:
         """Three processes append to one memory at once: every message once, each in order."""
         needs(store_factory.cross_process, "cross-process sharing")
-        procs = [
-            spawn(workers.append_worker, store_factory.open, "mem", f"p{i}", 20) for i in range(3)
-        ]
-        for proc, conn in procs:
-            assert (got := wait_answer(conn, proc)) == ("ok", 20), got
-            proc.join(30)
+        _run_workers(store_factory, workers.append_worker, "mem", 20, 3)
 
         async def body(store: Store) -> None:
             texts = [m.text for m in await store.memory("mem", max_messages=100_000).load()]
@@ -53,22 +78,11 @@ class ProcessSuite:
         """Three processes run agents on one memory key at once: every turn stored once."""
         needs(store_factory.cross_process, "cross-process sharing")
         turns = 8
-        procs = [
-            spawn(workers.agent_worker, store_factory.open, "mem/agents", f"p{i}", turns)
-            for i in range(3)
-        ]
-        for proc, conn in procs:
-            assert (got := wait_answer(conn, proc)) == ("ok", turns), got
-            proc.join(30)
+        _run_workers(store_factory, workers.agent_worker, "mem/agents", turns, 3)
 
         async def body(store: Store) -> None:
             texts = [m.text for m in await store.memory("mem/agents", max_messages=100_000).load()]
-            for i in range(3):
-                for j in range(turns):
-                    assert texts.count(f"p{i}-{j}") == 1, texts
-                    assert texts.count(f"answer to p{i}-{j}") == 1, texts
-                mine = [t for t in texts if t.startswith(f"p{i}-")]
-                assert mine == [f"p{i}-{j}" for j in range(turns)]  # each agent's in order
+            _each_turn_once(texts, 3, turns)
 
         run_on_store(store_factory, body)
 
@@ -82,27 +96,18 @@ class ProcessSuite:
         """
         needs(store_factory.cross_process, "cross-process sharing")
         turns = 6
-        procs = [
-            spawn(workers.session_agent_worker, store_factory.open, "shared", f"p{i}", turns)
-            for i in range(3)
-        ]
-        for proc, conn in procs:
-            assert (got := wait_answer(conn, proc)) == ("ok", turns), got
-            proc.join(30)
+        _run_workers(store_factory, workers.session_agent_worker, "shared", turns, 3)
 
         async def body(store: Store) -> None:
             latest = await SessionManager("shared", store.storage).load_latest()
             assert latest is not None and latest.data.messages is not None
             texts = [m.text for m in latest.data.messages]
             assert len({m.id for m in latest.data.messages}) == len(texts)
+            _each_turn_once(texts, 3, turns)
             for i in range(3):
                 for j in range(turns):
-                    assert texts.count(f"p{i}-{j}") == 1, texts
-                    assert texts.count(f"answer to p{i}-{j}") == 1, texts
                     at = texts.index(f"p{i}-{j}")
                     assert texts[at + 1] == f"answer to p{i}-{j}", texts  # turns stay whole
-                mine = [t for t in texts if t.startswith(f"p{i}-")]
-                assert mine == [f"p{i}-{j}" for j in range(turns)]  # each agent's in order
             assert latest.data.state == {f"p{i}": turns - 1 for i in range(3)}
 
         run_on_store(store_factory, body)
@@ -118,9 +123,7 @@ class ProcessSuite:
         asyncio.run(probe.close())
         needs(able, "storage.compare_and_put")
         procs = [spawn(workers.counter_worker, store_factory.open, "counter", 20) for _ in range(2)]
-        for proc, conn in procs:
-            assert (got := wait_answer(conn, proc)) == ("ok", 20), got
-            proc.join(30)
+        _all_answer(procs, ("ok", 20))
 
         async def body(store: Store) -> None:
             assert await store.storage.get("counter") == b"40"
@@ -132,12 +135,7 @@ class ProcessSuite:
         """Two processes, 10 locked turns each on one thread: no lost, duplicated or split turn."""
         needs(store_factory.cross_process, "cross-process sharing")
         turns = 10
-        procs = [
-            spawn(workers.turns_worker, store_factory.open, "t", f"p{i}", turns) for i in range(2)
-        ]
-        for proc, conn in procs:
-            assert (got := wait_answer(conn, proc)) == ("ok", turns), got
-            proc.join(30)
+        _run_workers(store_factory, workers.turns_worker, "t", turns, 2)
 
         async def body(store: Store) -> None:
             loaded = await store.checkpointer.load("t")
