@@ -57,7 +57,7 @@ from . import _bank_redis_lua as lua
 from ._codec import redact
 
 if TYPE_CHECKING:
-    from .redis import RedisDb
+    from ._redis_db import RedisDb
 
 __all__ = ["RedisBankBackend"]
 
