@@ -32,7 +32,7 @@ import builtins
 import functools
 from collections.abc import Collection, Sequence
 from datetime import timedelta
-from typing import Any
+from typing import Any, Unpack
 
 from .._crypto import Cipher
 from .._retention import AutoPrune, check_older_than, check_ttl
@@ -44,7 +44,6 @@ from ..errors import (
     MemoryCorruptError,
     StorageKeyInvalidError,
 )
-from ..memory._base import check_messages
 from ..messages import Message
 from ..sessions._base import (
     CompareAndPut,
@@ -57,7 +56,7 @@ from ..sessions.memory_storage import as_bytes
 from . import _redis_lua as lua
 from ._bank_redis import RedisBankBackend
 from ._base import Store, db_store
-from ._checkpointer import LeasedCheckpointer
+from ._checkpointer import LeasedCheckpointer, LeaseSettings
 from ._codec import (
     ClosableStore,
     MergingMemory,
@@ -259,18 +258,15 @@ class RedisCheckpointer(_Closable, LeasedCheckpointer):
         url: str | RedisDb,
         *,
         prefix: str = "fa:",
-        lock_timeout: float | None = 10.0,
-        lease: float = 30.0,
-        ttl: float | None = None,
-        cipher: Cipher | None = None,
+        **settings: Unpack[LeaseSettings],
     ) -> None:
-        """Set up the store; nothing connects before the first operation.
+        """Threads in the Redis database at ``url`` (or a ``RedisDb``), keys under ``prefix``.
 
-        ``cipher``: seal every head and message at rest (``docs/security.md``).
+        Nothing connects before the first operation. ``settings``: ``lock_timeout``,
+        ``lease``, ``ttl`` and ``cipher`` (:class:`~._checkpointer.LeaseSettings`).
         """
         self._db = _db(url, prefix)
-        self._set_up(lock_timeout=lock_timeout, lease=lease, ttl=ttl)
-        self.use_cipher(cipher)
+        self._set_up(**settings)
 
     def __repr__(self) -> str:
         """The store and where it keeps its data (password redacted)."""
@@ -436,14 +432,13 @@ class RedisMemory(MergingMemory, _Closable):
         prefix: str = "fa:",
         cipher: Cipher | None = None,
     ) -> None:
-        """Set up the store; nothing connects before the first operation.
+        """The history under ``key`` in the Redis database at ``url``, keys under ``prefix``.
 
-        ``cipher``: seal every message at rest (``docs/security.md``).
+        Nothing connects before the first operation. ``cipher``: seal every message at
+        rest (``docs/security.md``).
         """
-        validate_key(key)
+        super().__init__(key, max_messages, cipher)
         self._db = _db(url, prefix)
-        super().__init__(key, max_messages)
-        self.use_cipher(cipher)
         self._list = f"{self._db.prefix}mem:{key}"
         # The list, the set of its message ids (how a save skips a stored message) and
         # the marker every write moves forward (``MergingMemory``).
@@ -471,17 +466,10 @@ class RedisMemory(MergingMemory, _Closable):
                 raise MemoryCorruptError(f"{source}: message {i} has no shape prefix")
         return self._loaded([bytes(item[1:]) for item in items], int(marker or 0), source=source)
 
-    async def save(self, messages: Sequence[Message]) -> None:
-        """Append ``messages``, then keep the newest ``max_messages`` (atomically).
-
-        Idempotent by message id: a message whose id is stored already (or given twice) is
-        not appended again, so a save retried after a dropped connection stores nothing
-        twice.
-        """
-        given = check_messages(messages)
+    async def _append_new(self, given: list[Message]) -> None:
+        # One Lua script: it skips the stored ids (the id set) and trims the list.
         args = [self.max_messages, 0, *_row_items(self._rows(given))]
         _, _, marker = await self._db.script("MEMORY_APPEND", self._keys, args)
-        self._saved(given)
         if int(marker) != self._marker:
             self._wrote(int(marker))
 
