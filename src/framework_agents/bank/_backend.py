@@ -20,14 +20,17 @@ in-process and file backends, ``stores`` owns every database backend).
 
 from __future__ import annotations
 
+import json
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import Any, NamedTuple, Protocol, runtime_checkable
 
-from ._records import Namespace, Row, place_on_timeline
+from .._crypto import Cipher, DataKey
+from ..errors import InvalidArgumentError
+from ._records import Namespace, Row, check_namespace, place_on_timeline
 
-__all__ = ["BankBackend", "InMemoryBankBackend", "Job", "Revision"]
+__all__ = ["BankBackend", "InMemoryBankBackend", "Job", "Revision", "SealingBackend"]
 
 
 class Revision(NamedTuple):
@@ -110,6 +113,60 @@ class BankBackend(Protocol):
     async def close(self) -> None:
         """Release connections (idempotent)."""
         ...
+
+
+class SealingBackend:
+    """What the directory, SQLite, PostgreSQL and Redis banks share when they seal (``cipher=``).
+
+    Each namespace's records and jobs are sealed under a data key of its own, which the
+    backend stores sealed by the cipher; a subclass caches the keys it opened in
+    ``_dkeys`` (by namespace text) and implements :meth:`_drop_keys` and :meth:`_reseal`.
+    """
+
+    #: Seals the data keys (``cipher=``; ``None``: nothing sealed).
+    _cipher: Cipher | None = None
+    _dkeys: dict[str, DataKey]
+
+    def use_cipher(self, cipher: Cipher | None) -> None:
+        """Seal records, vectors and jobs with a data key per namespace, sealed by ``cipher``."""
+        if cipher is not None and not isinstance(cipher, Cipher):
+            raise InvalidArgumentError(f"cipher must be a Cipher, not {type(cipher).__name__}")
+        self._cipher = cipher
+        self._dkeys = {}
+
+    async def forget_keys(self, namespace: Sequence[str]) -> int:
+        """Destroy the data keys of ``namespace`` and of every namespace under it.
+
+        Whatever they sealed is unreadable from then on (``MemoryBank.forget_namespace``).
+        How many keys went (0 without ``cipher=``).
+        """
+        if self._cipher is None:
+            return 0
+        parts = tuple(check_namespace(tuple(namespace)))
+        gone = await self._drop_keys(lambda text: tuple(json.loads(text))[: len(parts)] == parts)
+        self._dkeys = {}
+        return gone
+
+    async def rotate(self, *, migrate: bool = False) -> int:
+        """Seal every data key under ``cipher.current``; how many values were written.
+
+        ``migrate``: also seal what is plain (a bank written without ``cipher=``);
+        otherwise a plain value is left as it is.
+        """
+        cipher = self._cipher
+        if cipher is None:
+            raise InvalidArgumentError("rotate() needs a bank with cipher=")
+        written = await self._reseal(cipher, migrate)
+        self._dkeys = {}
+        return written
+
+    async def _drop_keys(self, under: Callable[[str], bool]) -> int:
+        """Delete the stored data keys whose namespace text ``under`` accepts; how many."""
+        raise NotImplementedError
+
+    async def _reseal(self, cipher: Cipher, migrate: bool) -> int:
+        """:meth:`rotate`'s writes: the data keys re-sealed (and, ``migrate``, the plain)."""
+        raise NotImplementedError
 
 
 class InMemoryBankBackend:

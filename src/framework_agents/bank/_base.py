@@ -10,11 +10,12 @@ the packages that use them.
 
 from __future__ import annotations
 
-from ._backend import BankBackend, InMemoryBankBackend, Job, Revision
+from ._backend import BankBackend, InMemoryBankBackend, Job, Revision, SealingBackend
 from ._files import FileBankBackend
 from ._records import (
     Row,
     check_namespace,
+    key_digest,
     namespace_text,
     place_on_timeline,
     row_from_json,
@@ -28,7 +29,9 @@ __all__ = [
     "Job",
     "Revision",
     "Row",
+    "SealingBackend",
     "check_namespace",
+    "key_digest",
     "namespace_text",
     "place_on_timeline",
     "row_from_json",

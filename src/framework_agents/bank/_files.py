@@ -39,10 +39,11 @@ from .._crypto import Cipher, DataKey, Place
 from .._persist._files import atomic_publish, io_error, make_private_dirs
 from .._platform import posix_fcntl
 from ..errors import InvalidArgumentError, MemoryCorruptError, StoreIntegrityError
-from ._backend import Job, Revision
+from ._backend import Job, Revision, SealingBackend
 from ._records import (
     Row,
     check_namespace,
+    key_digest,
     namespace_text,
     place_on_timeline,
     row_from_json,
@@ -57,23 +58,14 @@ _ENTRY = 33  # 32 hex digits and a newline
 _MAX_RECORD_FILE = 64 * 1024 * 1024
 
 
-class FileBankBackend:
+class FileBankBackend(SealingBackend):
     """A bank kept as files under ``<root>/bank/`` (see the module docstring)."""
 
     def __init__(self, root: str | os.PathLike[str], *, cipher: Cipher | None = None) -> None:
         """The bank under ``root``; nothing is created before the first write."""
         self.root = Path(root) / "bank"
-        self._cipher: Cipher | None = None
-        self._dkeys: dict[str, DataKey] = {}
         self._migrating = False
         self.use_cipher(cipher)
-
-    def use_cipher(self, cipher: Cipher | None) -> None:
-        """Seal records and jobs with a data key per namespace, sealed by ``cipher``."""
-        if cipher is not None and not isinstance(cipher, Cipher):
-            raise InvalidArgumentError(f"cipher must be a Cipher, not {type(cipher).__name__}")
-        self._cipher = cipher
-        self._dkeys = {}
 
     # -- data keys ---------------------------------------------------------------------
 
@@ -113,12 +105,7 @@ class FileBankBackend:
             )
         return key
 
-    async def forget_keys(self, namespace: Sequence[str]) -> int:
-        """Destroy the data keys of ``namespace`` and every namespace under it; how many."""
-        if self._cipher is None:
-            return 0
-        parts = tuple(check_namespace(tuple(namespace)))
-
+    async def _drop_keys(self, under: Callable[[str], bool]) -> int:
         def forget() -> int:
             with self._locked():
                 directory = self.root / "datakeys"
@@ -126,23 +113,18 @@ class FileBankBackend:
                 for path in sorted(directory.iterdir()) if directory.is_dir() else []:
                     name = path.read_bytes().partition(b"\n")[0].decode("utf-8", "replace")
                     try:
-                        under = tuple(json.loads(name))[: len(parts)] == parts
+                        doomed = under(name)
                     except (ValueError, TypeError):
                         continue
-                    if under:
+                    if doomed:
                         path.unlink()
                         gone += 1
-                self._dkeys = {}
+                self._dkeys = {}  # under the lock: no write seals under a key gone
                 return gone
 
         return await self._run(forget, action="write")
 
-    async def rotate(self, *, migrate: bool = False) -> int:
-        """Seal every data key under ``cipher.current`` (and, ``migrate``, plain records)."""
-        cipher = self._cipher
-        if cipher is None:
-            raise InvalidArgumentError("rotate() needs a bank with cipher=")
-
+    async def _reseal(self, cipher: Cipher, migrate: bool) -> int:
         def rotate() -> int:
             with self._locked():
                 written = 0
@@ -156,7 +138,6 @@ class FileBankBackend:
                         written += 1
                 if migrate:
                     written += self._migrate()
-                self._dkeys = {}
                 return written
 
         return await self._run(rotate, action="write")
@@ -289,10 +270,7 @@ class FileBankBackend:
             os.close(fd)
 
     def _key_path(self, row: Row) -> Path:
-        digest = hashlib.sha256(
-            f"{namespace_text(row.namespace)}\x00{row.key}".encode()
-        ).hexdigest()
-        return self.root / "keys" / f"{digest}.json"
+        return self.root / "keys" / f"{key_digest(row)}.json"
 
     def _key_ids(self, path: Path) -> list[str]:
         try:

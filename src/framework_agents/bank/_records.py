@@ -13,6 +13,7 @@ The rules every backend applies inside its own transaction live here, once:
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 import uuid
@@ -324,6 +325,12 @@ def row_from_json(data: object, vector: bytes | None = None, *, where: str = "ba
 def namespace_text(namespace: Namespace) -> str:
     """The canonical text of a namespace (a JSON list), as the database backends store it."""
     return json.dumps(list(namespace), ensure_ascii=False, separators=(",", ":"))
+
+
+def key_digest(row: Row) -> str:
+    """The name of a keyed row's timeline: SHA-256 (hex) of its namespace's text, NUL, its key."""
+    assert row.key is not None
+    return hashlib.sha256(f"{namespace_text(row.namespace)}\x00{row.key}".encode()).hexdigest()
 
 
 # -- argument checks -------------------------------------------------------------------

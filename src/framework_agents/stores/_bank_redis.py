@@ -29,7 +29,6 @@ its member of the key's timeline: only the log keeps its id.
 from __future__ import annotations
 
 import base64
-import hashlib
 import json
 import re
 from collections.abc import Awaitable, Callable, Sequence
@@ -41,7 +40,9 @@ from ..bank._base import (
     Job,
     Revision,
     Row,
+    SealingBackend,
     check_namespace,
+    key_digest,
     namespace_text,
     place_on_timeline,
     row_from_json,
@@ -57,7 +58,7 @@ from . import _bank_redis_lua as lua
 from ._codec import redact
 
 if TYPE_CHECKING:
-    from .redis import RedisDb
+    from ._redis_db import RedisDb
 
 __all__ = ["RedisBankBackend"]
 
@@ -72,13 +73,6 @@ _PAGE = 10_000
 _BATCH = 1000
 _MICROS = re.compile(rb"-?[0-9]{1,20}\Z")
 _RECORD_FIELD = re.compile(rb"(n|to|k|m|[jv][1-9][0-9]*)\Z")
-
-
-def _digest(row: Row) -> str:
-    """The key-timeline digest of a keyed row (its namespace and key)."""
-    assert row.key is not None
-    text = namespace_text(row.namespace).encode() + b"\x00" + row.key.encode()
-    return hashlib.sha256(text).hexdigest()
 
 
 def _revision_json(row: Row) -> bytes:
@@ -155,7 +149,7 @@ class _KeyMiss(Exception):
     """A sealed row's namespace has no data key in this instance's cache (load them)."""
 
 
-class RedisBankBackend:
+class RedisBankBackend(SealingBackend):
     """A memory bank in Redis hashes, sorted sets and a stream (see the module docstring)."""
 
     def __init__(self, db: RedisDb) -> None:
@@ -165,19 +159,9 @@ class RedisBankBackend:
         self._writes = [f"{self._p}seq", f"{self._p}log"]
         self._jobs = f"{self._p}jobs"
         self._keys_hash = f"{self._p}datakeys"
-        self._cipher: Cipher | None = None
+        # Sealed (use_cipher): a revision is stored as its namespace's text, a newline and
+        # the envelope; the data keys live in <p>bank:datakeys (namespace -> wrapped key).
         self._dkeys: dict[str, DataKey] = {}
-
-    def use_cipher(self, cipher: Cipher | None) -> None:
-        """Seal revisions, vectors and jobs with a data key per namespace (``cipher=``).
-
-        A sealed revision is stored as its namespace's text, a newline and the envelope;
-        the data keys live in ``<p>bank:datakeys`` (namespace -> wrapped key).
-        """
-        if cipher is not None and not isinstance(cipher, Cipher):
-            raise InvalidArgumentError(f"cipher must be a Cipher, not {type(cipher).__name__}")
-        self._cipher = cipher
-        self._dkeys = {}
 
     # -- data keys -----------------------------------------------------------------------
 
@@ -250,27 +234,15 @@ class RedisBankBackend:
             vector = key.open(bytes(vector), Place("bank.vector", record_id, number))
         return body, vector
 
-    async def forget_keys(self, namespace: Sequence[str]) -> int:
-        """Destroy the data keys of ``namespace`` and every namespace under it; how many."""
-        if self._cipher is None:
-            return 0
-        parts = tuple(check_namespace(tuple(namespace)))
+    async def _drop_keys(self, under: Callable[[str], bool]) -> int:
         names = [bytes(n).decode() for n in await self._db.call("hkeys", self._keys_hash)]
-        doomed = [n for n in names if tuple(json.loads(n))[: len(parts)] == parts]
+        doomed = [n for n in names if under(n)]
         if doomed:
             await self._db.call("hdel", self._keys_hash, *doomed)
-        self._dkeys = {}
         return len(doomed)
 
-    async def rotate(self, *, migrate: bool = False) -> int:
-        """Seal every data key under ``cipher.current``; ``migrate``: plain records too.
-
-        A compare-and-set each (a value changed meanwhile is left to the next run). The
-        number of values written.
-        """
-        cipher = self._cipher
-        if cipher is None:
-            raise InvalidArgumentError("rotate() needs a bank with cipher=")
+    async def _reseal(self, cipher: Cipher, migrate: bool) -> int:
+        # A compare-and-set each: a value changed meanwhile is left to the next run.
         written = 0
         stored = await self._db.call("hgetall", self._keys_hash)
         for name, wrapped in stored.items():
@@ -281,7 +253,6 @@ class RedisBankBackend:
                 written += int(await self._db.script("RESEAL_HASH_FIELD", [self._keys_hash], args))
         if migrate:
             written += await self._migrate()
-        self._dkeys = {}
         return written
 
     async def _migrate(self) -> int:
@@ -509,7 +480,7 @@ class RedisBankBackend:
         for row in rows:
             mode, digest = "a", ""
             if row.key is not None and row.id not in final:
-                digest = _digest(row)
+                digest = key_digest(row)
                 mode = "e" if row.id in stored else "n"
             if mode == "n":
                 row = _place(timelines[digest], row, final, closings)
@@ -537,7 +508,7 @@ class RedisBankBackend:
         checks: list[Any] = []
         if not keyed:
             return timelines, checks, set()
-        spots = [(_digest(r), _member(r)) for r in keyed.values()]
+        spots = [(key_digest(r), _member(r)) for r in keyed.values()]
         args = [self._p, len(spots), *(x for spot in spots for x in spot), *keyed]
         reply = await self._script("SIBLINGS", self._writes[1:], args)
         stored = {i for i, flag in zip(keyed, reply[-1], strict=True) if flag}

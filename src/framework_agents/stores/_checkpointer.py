@@ -14,6 +14,7 @@ import bisect
 import contextlib
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass
+from typing import TypedDict
 
 from .._crypto import Cipher, sealed_without_cipher
 from .._persist import check_seconds, shared_prefix
@@ -75,6 +76,24 @@ def group_keep(starts: Sequence[int], stored: int, keep: int, total: int) -> int
     return keep
 
 
+class LeaseSettings(TypedDict, total=False):
+    """The settings of the SQLite, PostgreSQL and Redis checkpointers (keywords, all optional).
+
+    Their names, types and defaults are these for all three (the defaults are
+    :meth:`LeasedCheckpointer._set_up`'s).
+    """
+
+    #: Seconds a save or a run waits for a thread another run holds (10.0; ``None``: forever).
+    lock_timeout: float | None
+    #: Seconds a thread lock outlives a holder that stopped renewing it (30.0).
+    lease: float
+    #: Seconds a thread is kept after its last save (``None``, the default: forever).
+    ttl: float | None
+    #: Seals every head and message at rest (``None``, the default: plain;
+    #: ``docs/security.md``).
+    cipher: Cipher | None
+
+
 class LeasedCheckpointer(AutoPrune, ThreadLockBase):
     """The settings, cache and lock handling of the SQLite, PostgreSQL and Redis checkpointers."""
 
@@ -93,13 +112,15 @@ class LeasedCheckpointer(AutoPrune, ThreadLockBase):
 
     def _set_up(
         self,
-        *,
-        lock_timeout: float | None,
-        lease: float,
-        ttl: float | None,
         give_up: Callable[[str, str], Awaitable[None]] | None = None,
+        /,
+        *,
+        lock_timeout: float | None = 10.0,
+        lease: float = 30.0,
+        ttl: float | None = None,
+        cipher: Cipher | None = None,
     ) -> None:
-        """Check the settings; the lock runs on the backend's lock operations."""
+        """Check the settings (:class:`LeaseSettings`); the lock runs on the backend's hooks."""
         self.lock_timeout = check_seconds("lock_timeout", lock_timeout, optional=True)
         self.lease = check_lease(lease)
         self.ttl = check_ttl(ttl)
@@ -111,6 +132,7 @@ class LeasedCheckpointer(AutoPrune, ThreadLockBase):
             release=self._release,
             give_up=give_up,
         )
+        self.use_cipher(cipher)
 
     async def _try_acquire(self, thread_id: str, owner: str) -> int | None:
         """Take the thread's lock for ``owner`` if it is free: the fence, else ``None``."""

@@ -46,6 +46,7 @@ from ..memory._base import (
     window,
 )
 from ..messages import Message, MessageList
+from ..sessions._base import validate_key
 from ._sealed import MEMORY_MESSAGE, is_sealed_body, open_bodies, seal_body
 
 __all__ = [
@@ -273,12 +274,17 @@ class MergingMemory:
             for (shape, body), m in zip(rows, messages, strict=True)
         ]
 
-    def __init__(self, key: str, max_messages: int) -> None:
-        """The history under ``key`` (checked by the caller), windowed to ``max_messages``."""
+    def __init__(self, key: str, max_messages: int, cipher: Cipher | None) -> None:
+        """The history under ``key``, windowed to ``max_messages``, sealed with ``cipher``.
+
+        STORAGE_KEY_INVALID for a key outside the key rules; ``cipher`` ``None``: plain.
+        """
+        validate_key(key)
         self.key = key
         self.max_messages: int = check_max_messages(max_messages)
         # Ids of the history this instance last loaded or wrote (the base of a merge).
         self._seen: set[str] | None = None
+        self.use_cipher(cipher)
 
     @property
     def revision(self) -> int:
@@ -324,6 +330,25 @@ class MergingMemory:
         if not self._holds(revision):
             return False
         return await self._read_marker() == self._marker
+
+    async def save(self, messages: Sequence[Message]) -> None:
+        """Append ``messages``, then keep the newest ``max_messages`` (one atomic step).
+
+        Idempotent by message id: a message whose id is stored already (or given twice) is
+        not appended again, so a save retried after a dropped connection stores nothing
+        twice.
+        """
+        given = check_messages(messages)
+        await self._append_new(given)
+        self._saved(given)
+
+    async def _append_new(self, given: list[Message]) -> None:
+        """:meth:`save`'s write: the messages of ``given`` not stored yet, windowed.
+
+        One atomic step; it tells this instance where the marker went (:meth:`_wrote`, or
+        :meth:`_observe` when it wrote nothing).
+        """
+        raise NotImplementedError
 
     async def save_if(self, messages: Sequence[Message], *, revision: int) -> Appended | None:
         """Append ``messages`` if nothing was written under the key since ``revision``.

@@ -346,15 +346,29 @@ def _lead(body: bytes) -> tuple[bytes, int, str] | None:
     """(raw id, count, sealed text) of a group's first row; ``None``: not one."""
     if b'"count"' not in body:
         return None
+    return _lead_as_written(body) or _lead_parsed(body)
+
+
+def _lead_as_written(body: bytes) -> tuple[bytes, int, str] | None:
+    """:func:`_lead` of a row in the very form :func:`_lead_row` writes, unparsed.
+
+    The fast path: ``None`` for a row in any other form (:func:`_lead_parsed` decides).
+    """
     at = body.find(_COUNT, 7)
     end = body.find(_AFTER_COUNT, at) if at > 0 else -1
-    if body.startswith(_ID_OPEN) and body.endswith(b'"}') and end > 0:
-        digits = body[at + len(_COUNT) : end]
-        if digits.isdigit() and not digits.startswith(b"0"):
-            try:
-                return body[6:at], int(digits), body[end + len(_AFTER_COUNT) : -2].decode("ascii")
-            except UnicodeDecodeError:
-                pass
+    if not (body.startswith(_ID_OPEN) and body.endswith(b'"}') and end > 0):
+        return None
+    digits = body[at + len(_COUNT) : end]
+    if not digits.isdigit() or digits.startswith(b"0"):
+        return None
+    try:
+        return body[6:at], int(digits), body[end + len(_AFTER_COUNT) : -2].decode("ascii")
+    except UnicodeDecodeError:
+        return None
+
+
+def _lead_parsed(body: bytes) -> tuple[bytes, int, str] | None:
+    """:func:`_lead` of a row of any JSON form: exactly the fields ``id``, ``count``, ``sealed``."""
     found = _loads_row(body)
     if (
         found is None

@@ -38,6 +38,7 @@ from ..bank._base import (
     Job,
     Revision,
     Row,
+    SealingBackend,
     check_namespace,
     namespace_text,
     place_on_timeline,
@@ -187,7 +188,7 @@ def _body(row: Row) -> bytes:
     return text.encode("utf-8", "surrogatepass")
 
 
-class SqlBankBackend:
+class SqlBankBackend(SealingBackend):
     """The bank of a SQL database (see the module docstring); ``bank(db)`` of a store."""
 
     def __init__(self, db: SqlDb, sql: BankSql, array: Callable[[list[str]], Any]) -> None:
@@ -195,21 +196,9 @@ class SqlBankBackend:
         self._db = db
         self._sql = sql
         self._array = array
-        self._cipher: Cipher | None = None
-        # Data keys read from the database, by namespace text (never one a transaction
-        # made: it may roll back).
+        # Data keys (sealed by the cipher in fa_bank_keys) read from the database, by
+        # namespace text (never one a transaction made: it may roll back).
         self._dkeys: dict[str, DataKey] = {}
-
-    def use_cipher(self, cipher: Cipher | None) -> None:
-        """Seal every revision, vector and job payload with a data key per namespace.
-
-        Each namespace's data key is sealed by ``cipher`` in ``fa_bank_keys``;
-        :meth:`forget_keys` destroys it (``MemoryBank.forget_namespace``).
-        """
-        if cipher is not None and not isinstance(cipher, Cipher):
-            raise InvalidArgumentError(f"cipher must be a Cipher, not {type(cipher).__name__}")
-        self._cipher = cipher
-        self._dkeys = {}
 
     # -- data keys -----------------------------------------------------------------------
 
@@ -263,38 +252,24 @@ class SqlBankBackend:
                 params["vector"] = key.seal(row.vector, Place("bank.vector", row.id, number))
         return params
 
-    async def forget_keys(self, namespace: Sequence[str]) -> int:
-        """Destroy the data keys of ``namespace`` and of every namespace under it.
-
-        Whatever they sealed (journals, unvacuumed pages, backups) is unreadable from then
-        on. How many keys went (0 without ``cipher=``).
-        """
-        if self._cipher is None:
-            return 0
-        parts = tuple(check_namespace(tuple(namespace)))
-
+    async def _drop_keys(self, under: Callable[[str], bool]) -> int:
+        # Whatever the keys sealed (journals, unvacuumed pages, backups) is unreadable
+        # from then on; _forgotten() lets no copy of the text stay.
         def write() -> Steps[int]:
             found = yield Query(self._sql.all_keys, {}, "all")
-            doomed = [n for n, _w in found if tuple(json.loads(n))[: len(parts)] == parts]
+            doomed = [n for n, _w in found if under(n)]
             if doomed:
                 yield Query(self._sql.drop_keys, {"ids": self._array(doomed)})
             return len(doomed)
 
         gone = await self._transact(write)
-        self._dkeys = {}
+        self._dkeys = {}  # before any await: no write seals under a key gone
         if gone:
             await self._forgotten()
         return gone
 
-    async def rotate(self, *, migrate: bool = False) -> int:
-        """Seal every data key under ``cipher.current`` (one transaction); how many written.
-
-        ``migrate``: also seal the plain revisions and job payloads (a bank written
-        without ``cipher=``); otherwise a plain one is left as it is.
-        """
-        cipher = self._cipher
-        if cipher is None:
-            raise InvalidArgumentError("rotate() needs a bank with cipher=")
+    async def _reseal(self, cipher: Cipher, migrate: bool) -> int:
+        # One transaction; migrate: the plain revisions and job payloads too.
         sql = self._sql
 
         def write() -> Steps[int]:
@@ -327,9 +302,7 @@ class SqlBankBackend:
                 yield Query(sql.set_payload, {"id": job_id, "payload": sealed_payload})
             return written + len(plain) + len(jobs)
 
-        written = await self._transact(write)
-        self._dkeys = {}
-        return written
+        return await self._transact(write)
 
     def __repr__(self) -> str:
         """The backend and where its tables are."""

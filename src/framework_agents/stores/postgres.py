@@ -17,17 +17,16 @@ import builtins
 from collections.abc import Callable, Sequence
 from datetime import timedelta
 from types import EllipsisType
-from typing import Any, TypeVar
+from typing import Any, TypeVar, Unpack
 
 from .._crypto import Cipher
 from .._retention import check_older_than
 from ..errors import CheckpointConflictError
-from ..memory._base import check_messages
 from ..messages import Message
 from ..sessions._base import check_expected_tag, digest, validate_key
 from ..sessions.memory_storage import as_bytes
 from ._base import Store, db_store
-from ._checkpointer import SavePlan
+from ._checkpointer import LeaseSettings, SavePlan
 from ._codec import log_tag, redact, unavailable
 from ._pg_db import CONFLICT_SQLSTATE, NOW, PgDb, import_psycopg
 from ._sql import Query, SqlCheckpointer, SqlMemory, SqlStorage, Steps
@@ -214,21 +213,18 @@ class PostgresCheckpointer(SqlCheckpointer):
         dsn: str | PgDb,
         *,
         schema: str = "public",
-        lock_timeout: float | None = 10.0,
-        lease: float = 30.0,
-        ttl: float | None = None,
-        cipher: Cipher | None = None,
+        **settings: Unpack[LeaseSettings],
     ) -> None:
-        """Set up the store; nothing connects before the first operation.
+        """Threads in the database at ``dsn`` (or a shared ``PgDb``), tables in ``schema``.
 
-        ``cipher``: seal every head and message at rest (``docs/security.md``).
+        Nothing connects before the first operation. ``settings``: ``lock_timeout``,
+        ``lease``, ``ttl`` and ``cipher`` (:class:`~._checkpointer.LeaseSettings`).
         """
         self._db = _db(dsn, schema)
         self._lock_conns: dict[str, Any] = {}
         self._idle_lock_conns: list[Any] = []
         self._closing = False
-        self._set_up(lock_timeout=lock_timeout, lease=lease, ttl=ttl, give_up=self._give_up)
-        self.use_cipher(cipher)
+        self._set_up(self._give_up, **settings)
 
     def __repr__(self) -> str:
         """The store and where it keeps its data (password redacted)."""
@@ -424,14 +420,13 @@ class PostgresMemory(SqlMemory):
         schema: str = "public",
         cipher: Cipher | None = None,
     ) -> None:
-        """Set up the store; nothing connects before the first operation.
+        """The history under ``key`` in the database at ``dsn`` (or a ``PgDb``), in ``schema``.
 
-        ``cipher``: seal every message at rest (``docs/security.md``).
+        Nothing connects before the first operation. ``cipher``: seal every message at
+        rest (``docs/security.md``).
         """
-        validate_key(key)
+        super().__init__(key, max_messages, cipher)
         self._db = _db(dsn, schema)
-        super().__init__(key, max_messages)
-        self.use_cipher(cipher)
 
     def __repr__(self) -> str:
         """The store and where it keeps its data (password redacted)."""
@@ -490,14 +485,8 @@ class PostgresMemory(SqlMemory):
         assert row is not None
         return int(row[0]), int(row[1])
 
-    async def save(self, messages: Sequence[Message]) -> None:
-        """Append ``messages``, then keep the newest ``max_messages`` (one statement).
-
-        Idempotent by message id: a message whose id is stored already (or given twice) is
-        not appended again, so a save retried after a dropped connection stores nothing
-        twice.
-        """
-        given = check_messages(messages)
+    async def _append_new(self, given: list[Message]) -> None:
+        # One statement: fa_append_memory skips the stored ids and windows.
         async with self._db.connection() as conn:
             await conn.execute(
                 self._db.sql(
@@ -505,7 +494,6 @@ class PostgresMemory(SqlMemory):
                 ),
                 (self.key, self.max_messages, *_columns(self._rows(given))),
             )
-        self._saved(given)
         self._wrote(None)  # where the marker is now is learnt by the next load
 
     async def _append_if(

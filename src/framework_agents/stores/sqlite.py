@@ -17,15 +17,16 @@ import sqlite3
 from collections.abc import Sequence
 from datetime import timedelta
 from types import EllipsisType
+from typing import Unpack
 
 from .._crypto import Cipher
 from .._retention import check_older_than
 from ..errors import CheckpointConflictError
-from ..memory._base import check_messages, window_start
+from ..memory._base import window_start
 from ..messages import Message
 from ..sessions._base import check_expected_tag, check_tag, digest, validate_key
 from ..sessions.memory_storage import as_bytes
-from ._checkpointer import SavePlan
+from ._checkpointer import LeaseSettings, SavePlan
 from ._codec import log_tag, wall_clock
 from ._sql import Query, SqlCheckpointer, SqlMemory, SqlStorage, Steps
 from ._sql_bank import SqlBankBackend, bank_sql
@@ -191,21 +192,15 @@ class SqliteCheckpointer(SqlCheckpointer):
     _db: SqliteDb
 
     def __init__(
-        self,
-        path: str | os.PathLike[str] | SqliteDb,
-        *,
-        lock_timeout: float | None = 10.0,
-        lease: float = 30.0,
-        ttl: float | None = None,
-        cipher: Cipher | None = None,
+        self, path: str | os.PathLike[str] | SqliteDb, **settings: Unpack[LeaseSettings]
     ) -> None:
-        """Set up the store; nothing connects before the first operation.
+        """Threads in the SQLite file at ``path`` (or in a ``SqliteDb`` that others share).
 
-        ``cipher``: seal every head and message at rest (``docs/security.md``).
+        Nothing connects before the first operation. ``settings``: ``lock_timeout``,
+        ``lease``, ``ttl`` and ``cipher`` (:class:`~._checkpointer.LeaseSettings`).
         """
         self._db = _db(path)
-        self._set_up(lock_timeout=lock_timeout, lease=lease, ttl=ttl)
-        self.use_cipher(cipher)
+        self._set_up(**settings)
 
     def __repr__(self) -> str:
         """The store and where it keeps its data (password redacted)."""
@@ -332,14 +327,13 @@ class SqliteMemory(SqlMemory):
         *,
         cipher: Cipher | None = None,
     ) -> None:
-        """Set up the store; nothing connects before the first operation.
+        """The history under ``key`` in the SQLite file at ``path`` (or a shared ``SqliteDb``).
 
-        ``cipher``: seal every message at rest (``docs/security.md``).
+        Nothing connects before the first operation. ``cipher``: seal every message at
+        rest (``docs/security.md``).
         """
-        validate_key(key)
+        super().__init__(key, max_messages, cipher)
         self._db = _db(path)
-        super().__init__(key, max_messages)
-        self.use_cipher(cipher)
 
     def __repr__(self) -> str:
         """The store and where it keeps its data (password redacted)."""
@@ -441,14 +435,8 @@ class SqliteMemory(SqlMemory):
                 stored.add(found)
         return fresh
 
-    async def save(self, messages: Sequence[Message]) -> None:
-        """Append ``messages``, then keep the newest ``max_messages`` (one transaction).
-
-        Idempotent by message id: a message whose id is stored already (or given twice) is
-        not appended again, so a save retried after a dropped connection stores nothing
-        twice.
-        """
-        given = check_messages(messages)
+    async def _append_new(self, given: list[Message]) -> None:
+        # One transaction: the ids not stored, then their rows appended and windowed.
         rows, ids = self._rows(given), [m.id for m in given]
 
         def append(conn: sqlite3.Connection) -> tuple[int, bool]:
@@ -457,7 +445,6 @@ class SqliteMemory(SqlMemory):
             return marker, bool(fresh)
 
         marker, wrote = await self._db.run(append)
-        self._saved(given)
         if wrote:
             self._wrote(marker)
         else:
