@@ -12,7 +12,7 @@ handoff event) reads the swarm's own events instead (``docs/swarm.md``).
 from __future__ import annotations
 
 import inspect
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine
 from typing import Any, Concatenate, ParamSpec, cast
 
 from ..agent._base import aclose_events
@@ -92,8 +92,11 @@ async def swarm_agent_events(events: AsyncIterator[SwarmEvent]) -> AsyncIterator
 
 def _agent_result(
     method: Callable[Concatenate[Swarm, P], Awaitable[SwarmResult]],
-) -> Callable[Concatenate[SwarmAgentView, P], Awaitable[RunResult]]:
-    """The view's ``method``: the swarm's, its result as a :class:`RunResult`."""
+) -> Callable[Concatenate[SwarmAgentView, P], Coroutine[Any, Any, RunResult]]:
+    """The view's ``method``: the swarm's, its result as a :class:`RunResult`.
+
+    A coroutine function, as the agent's ``run`` is (``asyncio.run(view.run(...))``).
+    """
 
     async def call(view: SwarmAgentView, /, *args: P.args, **kwargs: P.kwargs) -> RunResult:
         return swarm_run_result(await method(view.swarm, *args, **kwargs))
