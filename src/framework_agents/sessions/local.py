@@ -49,6 +49,7 @@ from .._persist import (
     Deadline,
     FileIdent,
     check_seconds,
+    header_token_at,
     ident_or_none,
     io_error,
     mark_landed,
@@ -87,7 +88,6 @@ from ._log import (
     digest_tag,
     drop_log_at,
     log_name,
-    log_token_at,
     open_value_parts,
     read_log_at,
     tag_of,
@@ -271,7 +271,8 @@ class LocalFileStorage(CompareAndPut, AutoPrune):
                 try:
                     if isinstance(expected, _Blind) or expected is None:
                         try:  # a new key needs no lock (and leaves no lock file)
-                            folded = log_token_at(fds[-1], name)  # a log left by a removal
+                            # A log left by a removal: the value names it folded.
+                            folded = header_token_at(log_name(name), dir_fd=fds[-1])
                             self._publish(
                                 key, tuple(dirs), fds[-1], name, data, folded, new_only=True
                             )
