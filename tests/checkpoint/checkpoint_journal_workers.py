@@ -8,7 +8,7 @@ from multiprocessing.connection import Connection
 from multiprocessing.synchronize import Barrier
 
 from framework_agents import FileCheckpointer, Message, ThreadCheckpoint
-from framework_agents.checkpoint import file as checkpoint_file
+from framework_agents.checkpoint import _file_writer
 
 __all__ = ["append_turns", "crash_saver"]
 
@@ -37,7 +37,7 @@ def crash_saver(root: str, first_seq: int, conn: Connection, fold_min: int) -> N
     (acknowledged). The parent kills this process at random. ``fold_min`` is the
     journal size past which saves fold (small: most saves publish checkpoint.json).
     """
-    checkpoint_file.FOLD_MIN_BYTES = fold_min
+    _file_writer.FOLD_MIN_BYTES = fold_min  # read where saves run
 
     async def main() -> None:
         cp = FileCheckpointer(root)

@@ -225,7 +225,8 @@ def test_a_load_beside_a_save_gives_the_old_checkpoint_or_the_new_one(
     # in place, and the load returned the new messages with the old state.
     import threading
 
-    from framework_agents.checkpoint import file as file_module
+    # The save that builds the new view runs in ``_file_writer``: its ``kept_fields``.
+    from framework_agents.checkpoint import _file_writer
 
     cp = FileCheckpointer(tmp_path)
     first = [Message("user", "q1", id="q1")]
@@ -233,7 +234,7 @@ def test_a_load_beside_a_save_gives_the_old_checkpoint_or_the_new_one(
     asyncio.run(cp.load("t"))  # the instance knows the files: loads come from its value
     checked, kept, loaded = threading.Event(), threading.Event(), threading.Event()
     unchanged = cp._unchanged
-    kept_fields = getattr(file_module, "kept_fields")  # noqa: B009 (imported there, not exported)
+    kept_fields = getattr(_file_writer, "kept_fields")  # noqa: B009 (imported there, not exported)
 
     def unchanged_then_wait(thread_id: str) -> bool:
         result = unchanged(thread_id)
@@ -249,7 +250,7 @@ def test_a_load_beside_a_save_gives_the_old_checkpoint_or_the_new_one(
         return result
 
     monkeypatch.setattr(cp, "_unchanged", unchanged_then_wait)
-    monkeypatch.setattr(file_module, "kept_fields", kept_then_wait)
+    monkeypatch.setattr(_file_writer, "kept_fields", kept_then_wait)
     out: dict[str, ThreadCheckpoint | None] = {}
 
     def load() -> None:
@@ -302,7 +303,9 @@ def test_a_load_beside_the_first_save_after_a_read_leaves_the_record_whole(
     # the new state with the old messages. Loads now never change the record.
     import threading
 
-    from framework_agents.checkpoint import file as file_module
+    # A load from the instance copies its view in ``_file_records`` (``View.value``); the
+    # save builds the new view in ``_file_writer``.
+    from framework_agents.checkpoint import _file_records, _file_writer
 
     def msgs(n: int) -> list[Message]:
         return [Message("user", f"u{i}", id=f"u{i}") for i in range(n)]
@@ -311,8 +314,8 @@ def test_a_load_beside_the_first_save_after_a_read_leaves_the_record_whole(
     cp = FileCheckpointer(tmp_path)
     history = list(some(arun(cp.load("t"))).messages)  # read from the files
     in_view, extended, loaded = threading.Event(), threading.Event(), threading.Event()
-    detached = getattr(file_module, "detached")  # noqa: B009 (imported there, not exported)
-    kept_fields = getattr(file_module, "kept_fields")  # noqa: B009
+    detached = getattr(_file_records, "detached")  # noqa: B009 (imported there, not exported)
+    kept_fields = getattr(_file_writer, "kept_fields")  # noqa: B009
 
     def detached_then_wait(*args: Any) -> Any:
         result = detached(*args)  # the load has copied the old view...
@@ -326,8 +329,8 @@ def test_a_load_beside_the_first_save_after_a_read_leaves_the_record_whole(
         assert loaded.wait(10)
         return kept_fields(*args)
 
-    monkeypatch.setattr(file_module, "detached", detached_then_wait)
-    monkeypatch.setattr(file_module, "kept_fields", kept_then_wait)
+    monkeypatch.setattr(_file_records, "detached", detached_then_wait)
+    monkeypatch.setattr(_file_writer, "kept_fields", kept_then_wait)
 
     def load() -> None:
         cp._load_sync("t")

@@ -410,7 +410,7 @@ def test_a_checkpoint_fold_with_no_room_appends_instead(
     big = "x" * 40_000
     history = [Message("user", big, id="m0")]
     arun(cp.save(ThreadCheckpoint("t1", None, history)))
-    monkeypatch.setattr("framework_agents.checkpoint.file.atomic_write", _enospc)
+    monkeypatch.setattr("framework_agents.checkpoint._file_writer.atomic_write", _enospc)
     for i in range(1, 5):  # the journal outgrows half the document: each save would fold
         history = [*history, Message("user", big, id=f"m{i}")]
         arun(cp.save(ThreadCheckpoint("t1", None, history)))

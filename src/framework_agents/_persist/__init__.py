@@ -10,6 +10,7 @@ One place for what each store used to do its own way:
   ``OSError`` -> ``StorageIOError`` (``STORAGE_IO``);
 * ``_journal``: framed, checksummed records appended with one ``fdatasync``;
 * ``_locks``: the per-event-loop lock registry and the sidecar ``flock``;
+* ``_sealing``: opening values sealed at rest (``cipher=``) as a file store reads them;
 * ``_io``: blocking I/O handed to a worker thread (``run_blocking``), which a cancel
   never cuts in half;
 * ``_messages``: the persisted-message codec (a message's stored JSON fragment, arrays of
@@ -48,6 +49,7 @@ from ._journal import (
     bound,
     frame,
     header_payload,
+    header_token_at,
     header_token_of,
     parse_header,
     scan,
@@ -74,6 +76,7 @@ from ._messages import (
     stored_prefix,
     strict_equality,
 )
+from ._sealing import SealedReader, checked_cipher, sealed_payload
 from ._version import version_problem
 
 __all__ = [
@@ -92,11 +95,13 @@ __all__ = [
     "LoopLocks",
     "OddFileError",
     "Scan",
+    "SealedReader",
     "TooLargeError",
     "append_record",
     "atomic_publish",
     "bound",
     "check_seconds",
+    "checked_cipher",
     "encode_message",
     "file_ident",
     "flock",
@@ -113,6 +118,7 @@ __all__ = [
     "mark_landed",
     "open_lock_file",
     "overlong_int",
+    "header_token_at",
     "header_token_of",
     "parse_header",
     "parse_items",
@@ -123,6 +129,7 @@ __all__ = [
     "run_blocking",
     "same_json_message",
     "scan",
+    "sealed_payload",
     "shared_prefix",
     "split_messages",
     "stored_prefix",

@@ -51,6 +51,8 @@ __all__ = [
     "bound",
     "frame",
     "header_payload",
+    "header_token_at",
+    "header_token_of",
     "parse_header",
     "scan",
 ]
@@ -303,3 +305,21 @@ def header_token_of(fd: int) -> str | None:
         return parse_header(scan(head).payloads[0])
     except (JournalCorruptError, IndexError):
         return None
+
+
+_READ_FLAGS = os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
+
+
+def header_token_at(path: str | os.PathLike[str], *, dir_fd: int | None = None) -> str | None:
+    """The token in the header of the journal at ``path`` (``None``: none, or unreadable).
+
+    A symlink is never followed; ``dir_fd``: ``path`` is relative to that directory.
+    """
+    try:
+        fd = os.open(path, _READ_FLAGS, dir_fd=dir_fd)
+    except OSError:
+        return None
+    try:
+        return header_token_of(fd)
+    finally:
+        os.close(fd)

@@ -33,7 +33,6 @@ from .._persist import (
     bound,
     frame,
     header_payload,
-    header_token_of,
     mark_landed,
     overlong_int,
     parse_header,
@@ -43,6 +42,7 @@ from .._persist import (
 )
 from ..errors import CheckpointCorruptError
 from ..messages import Message, ToolCall
+from ._file_format import OVERLAY_FIELDS
 from .model import SavedAt, ThreadCheckpoint
 
 __all__ = [
@@ -51,20 +51,13 @@ __all__ = [
     "JournalView",
     "append_delta",
     "apply_deltas",
-    "journal_token",
     "read_journal",
 ]
 
-#: Fields a delta replaces (everything of a checkpoint but its history).
+#: Fields a delta replaces (everything of a checkpoint but its history): those of a
+#: progress file, and those added since.
 OVERLAY = (
-    "saved_at",
-    "state",
-    "pending",
-    "turn",
-    "results",
-    "in_flight",
-    "outcome_unknown",
-    "decisions",
+    *OVERLAY_FIELDS,
     "interrupt_id",
     "pending_turn",
     "finished",
@@ -221,18 +214,6 @@ def _delta(path: Path, payload: bytes) -> Delta:
         return Delta.model_validate(doc)
     except ValidationError as exc:
         raise _corrupt(path, f"a record is not a delta: {exc.errors()[0]['msg']}") from None
-
-
-def journal_token(path: Path) -> str | None:
-    """The token in the header of the journal at ``path`` (``None``: none, or unreadable)."""
-    try:
-        fd = os.open(path, _READ_FLAGS)
-    except OSError:
-        return None
-    try:
-        return header_token_of(fd)
-    finally:
-        os.close(fd)
 
 
 def _stamp(st: os.stat_result) -> tuple[int, int, int]:

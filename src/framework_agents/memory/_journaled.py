@@ -21,18 +21,12 @@ from dataclasses import dataclass, field
 from itertools import islice
 from pathlib import Path
 
-from .._crypto import (
-    Cipher,
-    Place,
-    is_sealed,
-    is_sealed_json_string,
-    sealed_json_envelope,
-    sealed_without_cipher,
-)
+from .._crypto import Place, is_sealed, sealed_without_cipher
 from .._persist import (
     JOURNAL_FORMAT_VERSION,
     FileIdent,
     JournalCorruptError,
+    SealedReader,
     TooLargeError,
     append_record,
     atomic_publish,
@@ -45,6 +39,7 @@ from .._persist import (
     parse_items,
     read_bounded,
     scan,
+    sealed_payload,
 )
 from ..errors import MemoryCorruptError
 from ..messages import Message
@@ -154,13 +149,17 @@ class State:
         return self.token is not None and self.version == MEMORY_FORMAT_VERSION
 
 
-class MemoryFiles:
+class MemoryFiles(SealedReader):
     """``<dir>/memory.json``, ``memory.json.journal`` and ``memory.json.lock``.
 
     ``max_bytes`` bounds the document plus its journal and ``max_items`` the messages
     and tool calls in the document; both are checked before parsing (``MEMORY_CORRUPT``).
     ``max_messages`` is the window, applied after the document and after each journal
     record (one record is one save), as every memory windows after each save.
+
+    Encryption at rest (``cipher=``, :class:`SealedReader`): ``where`` is what the sealed
+    values are bound to; ``migrating`` lets a read take plain values, and ``stale_key``
+    says one it made was not sealed under the current key (what ``rotate`` rewrites).
     """
 
     def __init__(
@@ -174,45 +173,24 @@ class MemoryFiles:
         self.max_bytes = max_bytes
         self.max_items = max_items
         self.reparses = 0  # documents parsed again although already known (tests, benchmarks)
-        # Encryption at rest (``cipher=``): what the sealed values are bound to, whether a
-        # read may take plain values (a migration) and whether one it made was not sealed
-        # under the current key (what ``rotate`` rewrites).
-        self.cipher: Cipher | None = None
+        super().__init__()
         self.where = ""
-        self.migrating = False
-        self.stale_key = False
 
     # -- sealing -----------------------------------------------------------------------
 
-    def _plain_found(self, place: Place) -> None:
-        """A plain document or record: taken while migrating, else STORE_INTEGRITY."""
-        if not self.migrating:
-            assert self.cipher is not None
-            self.cipher.open(b"{", place)  # raises: plain in an encrypted store
-        self.stale_key = True
-
     def _parse_document(self, data: bytes) -> Document:
         """:func:`parse_document` of ``data``, opened first when sealed (``cipher=``)."""
-        cipher = self.cipher
-        if cipher is not None:
+        if self.cipher is not None:
             parts = split_v3(data)
-            body = parts[2] if parts is not None else b""
-            if parts is None or not is_sealed_json_string(body):
-                self._plain_found(Place("memory.document", self.where))
-            else:
-                token, folded, _ = parts
-                place = Place("memory.document", self.where, token, MEMORY_FORMAT_VERSION)
-                sealed = sealed_json_envelope(body, place)  # decoded once, with no copy
-                if cipher.key_id_of(sealed) != cipher.current:
-                    self.stale_key = True
-                plain = cipher.open(sealed, place)
+            opened = self.open_document(parts, "memory.document", self.where, MEMORY_FORMAT_VERSION)
+            if opened is not None:
+                plain, token, folded = opened
                 data = header(token, folded, plain) + plain + FOOTER
             return parse_document(data, self.doc, max_items=self.max_items)
         try:
             return parse_document(data, self.doc, max_items=self.max_items)
         except MemoryCorruptError:
-            parts = split_v3(data)
-            if parts is not None and is_sealed_json_string(parts[2]):
+            if sealed_payload(split_v3(data)):
                 raise sealed_without_cipher(f"memory {str(self.doc)!r}") from None
             raise
 
@@ -221,15 +199,8 @@ class MemoryFiles:
 
     def _parse_record(self, payload: bytes, token: str | None, index: int) -> list[Message]:
         """:func:`parse_record` of journal record ``index``, opened first when sealed."""
-        cipher = self.cipher
-        if cipher is not None:
-            place = self._record_place(token, index)
-            if not is_sealed(payload):
-                self._plain_found(place)
-            else:
-                if not cipher.is_current(payload):
-                    self.stale_key = True
-                payload = cipher.open(payload, place)
+        if self.cipher is not None:
+            payload = self.open_record(payload, self._record_place(token, index))
         elif is_sealed(payload):
             raise sealed_without_cipher(f"memory journal {str(self.journal)!r}")
         return parse_record(payload, self.journal, max_items=self.max_items)

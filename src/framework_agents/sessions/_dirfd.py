@@ -3,7 +3,8 @@
 Every call here works relative to an open directory (``dir_fd``) and never follows a
 symlink (``O_NOFOLLOW``, ``follow_symlinks=False``): a symlink where a value, a lock or a
 directory belongs is ``STORAGE_KEY_INVALID``. Here are the sidecar lock files of values,
-the directories kept open between appends, the checks made before a value is published
+the directories kept open between appends, the checks made before a value is published,
+the temp files it is published through (and the sweep of those crashed writers left),
 and the reads and removals of a walk; the storage's layout, atomic writes and safety
 rules are told in ``sessions.local``.
 """
@@ -16,9 +17,11 @@ import errno
 import os
 import stat
 import threading
+import time
+import uuid
 from collections import OrderedDict
 
-from .._persist import Deadline, FileIdent, flock, ident_or_none
+from .._persist import TEMP_SUFFIX, Deadline, FileIdent, flock, ident_or_none
 from ..errors import StorageKeyInvalidError
 from ._keys import is_valid_segment
 from ._log import log_name
@@ -42,7 +45,10 @@ __all__ = [
     "odd_file_error",
     "prune_empty_dirs",
     "read_whole",
+    "link_temp",
+    "sweep_temps",
     "symlink_error",
+    "write_temp",
     "written_since",
 ]
 
@@ -276,3 +282,66 @@ def close_all(fds: list[int]) -> None:
     """Close the directory descriptors of a walk."""
     for fd in fds:
         os.close(fd)
+
+
+def write_temp(dfd: int, name: str, head: bytes, data: bytes) -> str:
+    """A new temp file beside ``name`` holding ``head`` then ``data``, fsynced: its name.
+
+    Removed again when writing it fails.
+    """
+    tmp = f".{name}.{uuid.uuid4().hex}{TEMP_SUFFIX}"
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | NOFOLLOW | CLOEXEC
+    fd = os.open(tmp, flags, FILE_MODE, dir_fd=dfd)
+    try:
+        try:
+            for part in (head, data):
+                view = memoryview(part)
+                while view:
+                    view = view[os.write(fd, view) :]
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp, dir_fd=dfd)
+        raise
+    return tmp
+
+
+def link_temp(tmp: str, dfd: int, name: str, *, new_only: bool) -> None:
+    """Put the temp file ``tmp`` in place as ``name`` (renamed over it); removed on failure.
+
+    ``new_only``: linked in only where no value exists (``ValueExists`` otherwise), then the
+    temp name removed.
+    """
+    try:
+        if not new_only:
+            os.replace(tmp, name, src_dir_fd=dfd, dst_dir_fd=dfd)
+            return
+        try:
+            os.link(tmp, name, src_dir_fd=dfd, dst_dir_fd=dfd)
+        except FileExistsError:
+            raise ValueExists from None
+        finally:
+            os.unlink(tmp, dir_fd=dfd)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp, dir_fd=dfd)
+        raise
+
+
+def sweep_temps(dfd: int, grace_seconds: float) -> None:
+    """Remove the temp files of crashed writers (older than ``grace_seconds``) from ``dfd``."""
+    now = time.time()
+    with os.scandir(dfd) as entries:
+        stale = [
+            e.name
+            for e in entries
+            if e.name.startswith(".")
+            and e.name.endswith(TEMP_SUFFIX)
+            and e.is_file(follow_symlinks=False)
+            and now - e.stat(follow_symlinks=False).st_mtime >= grace_seconds
+        ]
+    for name in stale:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(name, dir_fd=dfd)

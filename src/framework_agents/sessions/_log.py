@@ -43,7 +43,6 @@ from .._persist import (
     bound,
     frame,
     header_payload,
-    header_token_of,
     mark_landed,
     parse_header,
     scan,
@@ -59,7 +58,6 @@ __all__ = [
     "digest_tag",
     "drop_log_at",
     "log_name",
-    "log_token_at",
     "open_value",
     "open_value_parts",
     "read_log_at",
@@ -178,19 +176,6 @@ class LogState:
         self.stale = stale
         self.token = token
         self.version = version
-
-
-def log_token_at(dfd: int, name: str) -> str | None:
-    """The token in the header of the log of ``name`` (``None``: none, or unreadable)."""
-    flags = os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | _CLOEXEC
-    try:
-        fd = os.open(log_name(name), flags, dir_fd=dfd)
-    except OSError:
-        return None
-    try:
-        return header_token_of(fd)
-    finally:
-        os.close(fd)
 
 
 def read_log_at(key: str, dfd: int, name: str, value: Value | None) -> LogState:

@@ -45,10 +45,10 @@ from typing import TypeVar
 
 from .._persist import (
     JOURNAL_FORMAT_VERSION,
-    TEMP_SUFFIX,
     Deadline,
     FileIdent,
     check_seconds,
+    header_token_at,
     ident_or_none,
     io_error,
     mark_landed,
@@ -61,7 +61,6 @@ from ._dirfd import (
     CLOEXEC,
     DIR_FLAGS,
     DIR_MODE,
-    FILE_MODE,
     NOFOLLOW,
     DirHandles,
     ValueExists,
@@ -71,11 +70,14 @@ from ._dirfd import (
     holds_value_file,
     key_lock,
     lexists,
+    link_temp,
     lock_name,
     odd_file_error,
     prune_empty_dirs,
     read_whole,
+    sweep_temps,
     symlink_error,
+    write_temp,
     written_since,
 )
 from ._keys import is_valid_key, is_valid_segment, validate_key, validate_prefix
@@ -87,7 +89,6 @@ from ._log import (
     digest_tag,
     drop_log_at,
     log_name,
-    log_token_at,
     open_value_parts,
     read_log_at,
     tag_of,
@@ -271,7 +272,8 @@ class LocalFileStorage(CompareAndPut, AutoPrune):
                 try:
                     if isinstance(expected, _Blind) or expected is None:
                         try:  # a new key needs no lock (and leaves no lock file)
-                            folded = log_token_at(fds[-1], name)  # a log left by a removal
+                            # A log left by a removal: the value names it folded.
+                            folded = header_token_at(log_name(name), dir_fd=fds[-1])
                             self._publish(
                                 key, tuple(dirs), fds[-1], name, data, folded, new_only=True
                             )
@@ -364,8 +366,8 @@ class LocalFileStorage(CompareAndPut, AutoPrune):
         check_target(key, dfd, name, new_only=new_only)
         self._sweep_when_due(dirs, dfd)
         token = uuid.uuid4().hex
-        tmp = _write_temp(dfd, name, value_header(token, folded or "", data), data)
-        _link_temp(tmp, dfd, name, new_only=new_only)
+        tmp = write_temp(dfd, name, value_header(token, folded or "", data), data)
+        link_temp(tmp, dfd, name, new_only=new_only)
         try:
             os.fsync(dfd)
         except OSError as exc:
@@ -380,25 +382,8 @@ class LocalFileStorage(CompareAndPut, AutoPrune):
         """
         now = time.monotonic()
         if now >= self._next_sweep.get(dirs, 0.0):
-            self._sweep(dfd)
+            sweep_temps(dfd, _TEMP_GRACE_SECONDS)
             self._next_sweep[dirs] = now + _SWEEP_INTERVAL_SECONDS
-
-    @staticmethod
-    def _sweep(dfd: int) -> None:
-        """Remove stale temp files (of crashed writers) from the directory ``dfd``."""
-        now = time.time()
-        with os.scandir(dfd) as entries:
-            stale = [
-                e.name
-                for e in entries
-                if e.name.startswith(".")
-                and e.name.endswith(TEMP_SUFFIX)
-                and e.is_file(follow_symlinks=False)
-                and now - e.stat(follow_symlinks=False).st_mtime >= _TEMP_GRACE_SECONDS
-            ]
-        for name in stale:
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(name, dir_fd=dfd)
 
     def _read_value(self, key: str, dfd: int, name: str) -> bytes | None:
         """The value of ``name`` in the directory ``dfd``, or ``None`` (no value there)."""
@@ -767,49 +752,3 @@ class LocalFileStorage(CompareAndPut, AutoPrune):
         if dirs:
             self._check_contained(prefix, dirs)
         return await self._io("list", prefix, self._list_sync, prefix, dirs, tail)
-
-
-def _write_temp(dfd: int, name: str, head: bytes, data: bytes) -> str:
-    """A new temp file beside ``name`` holding ``head`` then ``data``, fsynced: its name.
-
-    Removed again when writing it fails.
-    """
-    tmp = f".{name}.{uuid.uuid4().hex}{TEMP_SUFFIX}"
-    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | NOFOLLOW | CLOEXEC
-    fd = os.open(tmp, flags, FILE_MODE, dir_fd=dfd)
-    try:
-        try:
-            for part in (head, data):
-                view = memoryview(part)
-                while view:
-                    view = view[os.write(fd, view) :]
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp, dir_fd=dfd)
-        raise
-    return tmp
-
-
-def _link_temp(tmp: str, dfd: int, name: str, *, new_only: bool) -> None:
-    """Put the temp file ``tmp`` in place as ``name`` (renamed over it); removed on failure.
-
-    ``new_only``: linked in only where no value exists (``ValueExists`` otherwise), then the
-    temp name removed.
-    """
-    try:
-        if not new_only:
-            os.replace(tmp, name, src_dir_fd=dfd, dst_dir_fd=dfd)
-            return
-        try:
-            os.link(tmp, name, src_dir_fd=dfd, dst_dir_fd=dfd)
-        except FileExistsError:
-            raise ValueExists from None
-        finally:
-            os.unlink(tmp, dir_fd=dfd)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp, dir_fd=dfd)
-        raise
