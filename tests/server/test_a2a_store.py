@@ -224,6 +224,12 @@ def test_a_page_costs_the_same_calls_and_names_with_20_or_1000_tasks(count: int)
         assert storage.calls == {"list_after": 1, "get_many": 1, "count_after": 1}
         assert storage.names == 6 and storage.record_reads == 6  # the page and one more
         storage.reset()
+        again = a2a_pb2.ListTasksRequest(page_size=5, page_token=page.next_page_token)
+        assert (await store.list(again, ctx())).total_size == count  # carried by the token
+        assert storage.calls == {"list_after": 1, "get_many": 1}
+        assert storage.names == 6 and storage.record_reads == 6
+        storage.reset()
+        # Other filters: the token's place holds, its total is counted again.
         request = a2a_pb2.ListTasksRequest(
             page_size=5, page_token=page.next_page_token, status=State.TASK_STATE_COMPLETED
         )
@@ -504,9 +510,13 @@ def test_a_page_token_not_given_by_the_server_is_refused() -> None:
         for token in ("not-a-token!", "eyJ0cyI6MX0", unsafe, "%%%"):
             with pytest.raises(InvalidParamsError):
                 await store.list(a2a_pb2.ListTasksRequest(page_token=token), ctx())
-        # The SDK's cursor of a task that is gone still names a place: the tasks after it.
+        # The SDK's cursor of a task that is gone still names a place: the tasks after it
+        # (a token of the previous release: the cursor alone, its total counted).
         gone = encode_list_tasks_cursor(ListTasksCursor(2 * SECOND, "zz"))
         page = await store.list(a2a_pb2.ListTasksRequest(page_token=gone), ctx())
-        assert [t.id for t in page.tasks] == ["a"]
+        assert [t.id for t in page.tasks] == ["a"] and page.total_size == 1
+        for bad in (f"{gone}.1", f"{gone}.1.zzzzzzzz", f"{gone}.12345678901.0123abcd", "."):
+            with pytest.raises(InvalidParamsError):
+                await store.list(a2a_pb2.ListTasksRequest(page_token=bad), ctx())
 
     arun(body())

@@ -107,6 +107,8 @@ _MIRRORED = "-.0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZ_abcdefghijklmnopqrstuvwxy"[:
 _DOWN = str.maketrans(_ID_CHARS, _MIRRORED)
 _UP = str.maketrans(_MIRRORED, _ID_CHARS)
 _NAME = re.compile(r"(?:\d{22}|none)\.([-.0-9A-Z_a-y]{1,128})z")
+#: The total a page token carries, and the owner and filters it was counted for.
+_CARRIED = re.compile(r"([0-9]{1,10})\.([0-9a-f]{8})")
 
 
 def _digest(text: str) -> str:
@@ -175,14 +177,24 @@ def _stop(prefix: str, params: a2a_pb2.ListTasksRequest) -> str | None:
     return prefix + _stamp(params.status_timestamp_after.ToNanoseconds() - 1)
 
 
-def _page_start(page_token: str) -> str | None:
-    """The name a page token resumes after (``None``: the first page)."""
+def _page_start(page_token: str, scope: str) -> tuple[str | None, int | None]:
+    """The name a page token resumes after, and the total it carries (``None``: none).
+
+    A token is ``<the SDK's cursor>.<total>.<scope>``: the total is the walk's, carried
+    only to a request with the same owner and filters (``scope``); the SDK's cursor alone
+    (an older token) resumes as well, its total counted again.
+    """
     if not page_token:
-        return None
-    cursor = decode_list_tasks_cursor(page_token)
-    if cursor is None or not _TASK_ID.fullmatch(cursor.task_id):
+        return None, None
+    cursor_part, _, rest = page_token.partition(".")
+    cursor = decode_list_tasks_cursor(cursor_part)
+    carried = _CARRIED.fullmatch(rest) if rest else None
+    if cursor is None or not _TASK_ID.fullmatch(cursor.task_id) or (rest and not carried):
         raise InvalidParamsError("page token is not one this server gave")
-    return _name(cursor.timestamp_ns, cursor.task_id)
+    name = _name(cursor.timestamp_ns, cursor.task_id)
+    if carried is None or carried.group(2) != scope:
+        return name, None
+    return name, int(carried.group(1))
 
 
 def _parsed(key: str, raw: bytes) -> tuple[str, Task] | None:
@@ -305,29 +317,33 @@ class StorageTaskStore(TaskStore):
         """The caller's tasks, newest status first, filtered by context, state and time.
 
         One keyset read of the index the filters name, from the token's name on, and
-        one read of the page's records; the total is a count of the names in range
-        (less the stale ones the page met).
+        one read of the page's records. The total is a count of the names in range on a
+        walk's first page (less the stale ones the page met), carried by the tokens.
         """
-        start = _page_start(params.page_token)
-        await self._enter_missing()
         owner = resolve_user_scope(context)
         prefix = _list_prefix(owner, params.context_id, int(params.status))
         stop = _stop(prefix, params)
+        scope = _digest(prefix + (stop or ""))[:8]
+        start, carried = _page_start(params.page_token, scope)
+        await self._enter_missing()
         size = params.page_size or _PAGE_SIZE
         after = None if start is None else prefix + start
-        page, token, stale = await self._page(prefix, after, stop, size, owner)
-        total = max(await count_keys(self.storage, prefix, stop) - stale, len(page))
+        page, more, stale = await self._page(prefix, after, stop, size, owner)
+        if carried is None:
+            carried = await count_keys(self.storage, prefix, stop)
+        total = max(carried - stale, 0)
+        token = f"{encode_list_tasks_cursor(_cursor(page[-1]))}.{total}.{scope}" if more else None
         return a2a_pb2.ListTasksResponse(
             tasks=page, next_page_token=token, total_size=total, page_size=size
         )
 
     async def _page(
         self, prefix: str, after: str | None, stop: str | None, size: int, owner: str
-    ) -> tuple[builtins.list[Task], str | None, int]:
-        """Up to ``size`` tasks after ``after``, the next token, the stale entries met.
+    ) -> tuple[builtins.list[Task], bool, int]:
+        """Up to ``size`` tasks after ``after``, whether more follow, the stale entries met.
 
         Reads names ``size + 1`` at a time (more only where some were stale) until one
-        past the page is found: the token is ``None`` on the last page.
+        past the page is found.
         """
         page: builtins.list[Task] = []
         stale = 0
@@ -339,11 +355,11 @@ class StorageTaskStore(TaskStore):
                 if task is None:
                     stale += 1
                 elif len(page) == size:  # one more exists: the page ends at its last
-                    return page, encode_list_tasks_cursor(_cursor(page[-1])), stale
+                    return page, True, stale
                 else:
                     page.append(task)
             if len(keys) < want or len(inside) < len(keys):
-                return page, None, stale
+                return page, False, stale
             after = keys[-1]
 
     async def _current(self, keys: builtins.list[str], owner: str) -> builtins.list[Task | None]:
