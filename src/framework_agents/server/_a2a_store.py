@@ -16,10 +16,14 @@ exactly in the SDK's listing order: newest status first, then task id descending
 without a timestamp last. A ListTasks page is one keyset read of the index its filters
 name (``list_after`` after the cursor's name: on the SQL and Redis stores a range of the
 key index, O(log n + page)), then one read of the page's records (``get_many``);
-``status_timestamp_after`` is an upper bound on the names (reading stops there), and the
-total is a count of the names in range (``count_keys``: SQL ``count(*)``, Redis
-``ZLEXCOUNT``; other stores list the names). The page token is the SDK's cursor of the
-page's last task, i.e. the name the next page starts after.
+``status_timestamp_after`` is an upper bound on the names (reading stops there). The
+total is a count of the names in range on a walk's first page (``count_keys``: SQL
+``count(*)``, which walks the range in the database, Redis ``ZLEXCOUNT``; other stores
+list the names), carried to the later pages by the page token:
+``<the SDK's cursor of the page's last task>.<total>.<scope>``. The cursor is the name
+the next page starts after; ``scope`` ties the total to the owner and filters it was
+counted for (another request resumes at the cursor and counts again, as does the SDK's
+cursor alone, the token of the previous release).
 
 A save moves a task's index entries only when its status timestamp or state changed, so
 the many saves of a streaming answer (artifact chunks) write only the record; the entries
@@ -30,7 +34,7 @@ record without one.
 
 A page trusts the records it reads, not the names: an entry its record does not name (a
 save cut short, two replicas saving one task at once, a record gone) is skipped and the
-page filled from the next names; the total leaves out the ones the page met and counts
+page filled from the next names; the total leaves out the ones the walk met and counts
 the others. A listing never removes entries: a save may be half-way. A client paging
 meets every task that does not change meanwhile exactly once. A task whose status changes
 meanwhile moves to its new place (usually the front): when that is before the cursor, the
