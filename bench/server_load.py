@@ -3,7 +3,7 @@
 Usage::
 
     PYTHONPATH=src python bench/server_load.py [--runs 256] [--clients 1,16,64]
-    PYTHONPATH=src python bench/server_load.py --listing [--threads 100000]
+    PYTHONPATH=src python bench/server_load.py --listing [--a2a] [--threads 100000]
         [--stores sqlite,postgres,redis]
     PYTHONPATH=src python bench/server_load.py --replicas 1,2,3 --store-url URL
         [--clients 16] [--runs 256]
@@ -28,6 +28,12 @@ transaction, 100k of them take minutes), then 50-item pages are read at random c
 threads and for one state, through ``ThreadRunner.list_threads`` (the route's work but
 HTTP). The baseline, in the same run on the same data, is the listing before the keyset
 index: every entry's key listed, then the page's 50 entries read.
+
+``--listing --a2a`` measures A2A ListTasks the same way: ``--threads`` tasks of one owner
+(the rows ``StorageTaskStore.save`` writes; on SQLite and PostgreSQL in one statement),
+50-task pages at random cursors (with the token the server gives there), for all tasks
+and for ``input-required``, and a walk's first page (which counts the total); the same
+baseline: every index name of the owner listed, then the page's 50 records read.
 """
 
 from __future__ import annotations
