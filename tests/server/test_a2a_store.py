@@ -307,7 +307,8 @@ def test_streaming_saves_write_only_the_record_and_a_status_change_moves_the_ent
         storage.reset()
         for n in range(20):  # artifact chunks: same status
             await store.save(task("a", "c", State.TASK_STATE_WORKING, SECOND, "x" * n), ctx())
-        assert (storage.puts, storage.deletes, storage.record_reads) == (20, 0, 0)
+        # Each reads the stored record (another replica may have moved the entries).
+        assert (storage.puts, storage.deletes, storage.record_reads) == (20, 0, 20)
         storage.reset()
         await store.save(task("a", "c", State.TASK_STATE_COMPLETED, at=2 * SECOND), ctx())
         # The record, and the owner's, state's, context's and context-state's entries.
@@ -343,15 +344,39 @@ def test_two_replicas_leave_one_listing_per_task() -> None:
         one, two = StorageTaskStore(storage), StorageTaskStore(storage)
         await one.save(task("a", "c", State.TASK_STATE_WORKING, at=SECOND), ctx())
         await two.save(task("a", "c", State.TASK_STATE_INPUT_REQUIRED, at=2 * SECOND), ctx())
-        # `one` still remembers the first entries: the second replica's stay behind.
         await one.save(task("a", "c", State.TASK_STATE_COMPLETED, at=3 * SECOND), ctx())
-        assert len(await storage.list("a2a/index/all/")) == 2
+        assert len(await storage.list("a2a/index/all/")) == 1
         page = await two.list(a2a_pb2.ListTasksRequest(), ctx())
         assert [(t.id, t.status.state) for t in page.tasks] == [("a", State.TASK_STATE_COMPLETED)]
         assert page.total_size == 1
         waiting = a2a_pb2.ListTasksRequest(status=State.TASK_STATE_INPUT_REQUIRED)
         page = await two.list(waiting, ctx())
-        assert list(page.tasks) == [] and page.total_size == 0  # the record decides
+        assert list(page.tasks) == [] and page.total_size == 0
+
+    arun(body())
+
+
+def test_a_replica_saving_its_earlier_status_again_keeps_the_task_listed() -> None:
+    # One replica streams chunks of a working task; another moves the task meanwhile (and
+    # drops the working entries); the first then saves a chunk with the status it had.
+    async def body() -> None:
+        storage = InMemoryStorage()
+        one, two = StorageTaskStore(storage), StorageTaskStore(storage)
+        working = task("a", "c", State.TASK_STATE_WORKING, at=SECOND)
+        await one.save(working, ctx())
+        await two.save(task("a", "c", State.TASK_STATE_INPUT_REQUIRED, at=2 * SECOND), ctx())
+        await one.save(working, ctx())
+        for request in (
+            a2a_pb2.ListTasksRequest(),
+            a2a_pb2.ListTasksRequest(context_id="c"),
+            a2a_pb2.ListTasksRequest(status=State.TASK_STATE_WORKING),
+            a2a_pb2.ListTasksRequest(context_id="c", status=State.TASK_STATE_WORKING),
+        ):
+            page = await two.list(request, ctx())
+            assert [(t.id, t.status.state) for t in page.tasks] == [
+                ("a", State.TASK_STATE_WORKING)
+            ], request
+            assert page.total_size == 1
 
     arun(body())
 

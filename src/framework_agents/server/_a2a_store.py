@@ -26,11 +26,14 @@ counted for (another request resumes at the cursor and counts again, as does the
 cursor alone, the token of the previous release).
 
 A save moves a task's index entries only when its status timestamp or state changed, so
-the many saves of a streaming answer (artifact chunks) write only the record; the entries
-a task has are remembered per process (:data:`_REMEMBERED` tasks) and otherwise read from
-its previous record. A save writes the new entries before the record and drops the old
-ones after it, so a save cut short by a crash leaves at worst an entry too many, never a
-record without one.
+the many saves of a streaming answer (artifact chunks) write only the record. The entries
+a task has are those its stored record names, read at every save (one read): a process
+does not remember them, since another replica may have moved them meanwhile (a replica
+that remembered its last save's entries would skip writing them again while the other
+had dropped them, leaving the task unlisted). A save writes the new entries before the
+record and drops the old ones after it, so a save cut short by a crash leaves at worst an
+entry too many, never a record without one. Two replicas saving one task at the same
+instant can still leave its record without its entries (each read the other's old ones).
 
 A page trusts the records it reads, not the names: an entry its record does not name (a
 save cut short, two replicas saving one task at once, a record gone) is skipped and the
@@ -60,7 +63,6 @@ import hashlib
 import json
 import logging
 import re
-from collections import OrderedDict
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -98,8 +100,6 @@ INDEX = "a2a/index/"
 #: Where the previous layout kept its names (``<stamp>.<state>.<task_id>``).
 OLD_INDEXES = ("a2a/owners/", "a2a/contexts/")
 _PAGE_SIZE = 50
-#: Tasks whose index entries a store remembers (the rest are read from their record).
-_REMEMBERED = 4096
 _TASK_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,127}")
 #: Status timestamps are inverted against this bound (and kept within it).
 _BOUND = 10**21
@@ -227,7 +227,6 @@ class StorageTaskStore(TaskStore):
         """
         self.storage = storage
         self.revive = revive
-        self._entries: OrderedDict[str, tuple[str, ...]] = OrderedDict()
         self._entered = False
 
     @staticmethod
@@ -235,22 +234,14 @@ class StorageTaskStore(TaskStore):
         # Task ids are the SDK's UUIDs or a client's: only safe single names become keys.
         return f"{TASKS}{task_id}.json" if _TASK_ID.fullmatch(task_id) else None
 
-    def _remember(self, task_id: str, keys: tuple[str, ...]) -> None:
-        self._entries[task_id] = keys
-        self._entries.move_to_end(task_id)
-        while len(self._entries) > _REMEMBERED:
-            self._entries.popitem(last=False)
-
     async def save(self, task: Task, context: ServerCallContext) -> None:
         """Save ``task`` for the caller's owner (its index entries move if it changed)."""
         key = self._key(task.id)
         if key is None:
             raise InvalidParamsError(f"task id {task.id!r:.80} is not a safe name")
         owner = resolve_user_scope(context)
-        old = self._entries.get(task.id)
-        if old is None:
-            found = await self._read(key)
-            old = _index_keys(*found) if found is not None else ()
+        found = await self._read(key)
+        old = _index_keys(*found) if found is not None else ()
         new = _index_keys(owner, task)
         for entry in new:  # entries first: a cut-short save leaves no record unlisted
             if entry not in old:
@@ -258,7 +249,6 @@ class StorageTaskStore(TaskStore):
         record = {"owner": owner, "task": json_format.MessageToDict(task)}
         await self.storage.put(key, json.dumps(record).encode())
         await self._drop(old, keep=new)
-        self._remember(task.id, new)
 
     async def _drop(self, entries: tuple[str, ...], keep: tuple[str, ...] = ()) -> None:
         for entry in entries:
@@ -392,4 +382,3 @@ class StorageTaskStore(TaskStore):
             return
         await self.storage.delete(key)
         await self._drop(_index_keys(*found))
-        self._entries.pop(task_id, None)
