@@ -3,7 +3,7 @@
 Usage::
 
     PYTHONPATH=src python bench/server_load.py [--runs 256] [--clients 1,16,64]
-    PYTHONPATH=src python bench/server_load.py --listing [--threads 100000]
+    PYTHONPATH=src python bench/server_load.py --listing [--a2a] [--threads 100000]
         [--stores sqlite,postgres,redis]
     PYTHONPATH=src python bench/server_load.py --replicas 1,2,3 --store-url URL
         [--clients 16] [--runs 256]
@@ -28,6 +28,12 @@ transaction, 100k of them take minutes), then 50-item pages are read at random c
 threads and for one state, through ``ThreadRunner.list_threads`` (the route's work but
 HTTP). The baseline, in the same run on the same data, is the listing before the keyset
 index: every entry's key listed, then the page's 50 entries read.
+
+``--listing --a2a`` measures A2A ListTasks the same way: ``--threads`` tasks of one owner
+(the rows ``StorageTaskStore.save`` writes; on SQLite and PostgreSQL in one statement),
+50-task pages at random cursors (with the token the server gives there), for all tasks
+and for ``input-required``, and a walk's first page (which counts the total); the same
+baseline: every index name of the owner listed, then the page's 50 records read.
 """
 
 from __future__ import annotations
@@ -44,6 +50,7 @@ import time
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import httpx
 
@@ -380,6 +387,167 @@ async def _listing(kind: str, threads: int, pages: int, tmp: str) -> None:
         await _drop_scratch(kind, url, scratch)
 
 
+def _a2a_task(i: int) -> Any:
+    """Task ``i`` of the A2A listing: a context of 100 tasks, a fifth waiting for input."""
+    from a2a.types import a2a_pb2
+
+    made = a2a_pb2.Task(id=f"t{i:07d}", context_id=f"ctx{i // 100}")
+    waiting = a2a_pb2.TaskState.TASK_STATE_INPUT_REQUIRED
+    made.status.state = waiting if i % 5 == 0 else a2a_pb2.TaskState.TASK_STATE_COMPLETED
+    made.status.timestamp.FromNanoseconds((1_767_225_600 + i) * 1_000_000_000)
+    return made
+
+
+def _a2a_rows(owner: str, first: int, tasks: int) -> Any:
+    """The ``(key, value)`` rows ``StorageTaskStore.save`` writes for tasks ``first``..."""
+    from google.protobuf import json_format  # type: ignore[import-untyped]
+
+    from framework_agents.server._a2a_store import TASKS, _index_keys
+
+    for i in range(first, tasks):
+        made = _a2a_task(i)
+        for key in _index_keys(owner, made):
+            yield key, b""
+        record = {"owner": owner, "task": json_format.MessageToDict(made)}
+        yield f"{TASKS}{made.id}.json", json.dumps(record).encode()
+
+
+async def _a2a_bulk_seed(kind: str, url: str, scratch: str, owner: str, tasks: int) -> None:
+    """SQLite and PostgreSQL: the rows the saves write, in one statement (a put is a
+    transaction: 100k tasks of them take minutes); the schema exists (one save made it)."""
+    from framework_agents.sessions._base import digest
+
+    now = time.time()
+    rows = [(k, v, now, digest(v)) for k, v in _a2a_rows(owner, 1, tasks)]
+    if kind == "sqlite":
+        import sqlite3
+
+        def insert() -> None:
+            with sqlite3.connect(url.removeprefix("sqlite:///")) as conn:
+                conn.executemany(
+                    "INSERT INTO fa_kv (key, data, updated_at, digest) VALUES (?, ?, ?, ?)", rows
+                )
+
+        await asyncio.to_thread(insert)
+        return
+    import psycopg
+
+    async with await psycopg.AsyncConnection.connect(_LISTING_URLS["postgres"]) as conn:
+        copy_sql = f"COPY {scratch}.fa_kv (key, data, updated_at, digest) FROM STDIN"
+        async with conn.cursor() as cursor, cursor.copy(copy_sql) as copy:
+            for row in rows:
+                await copy.write_row(row)
+        await conn.commit()
+        await conn.set_autocommit(True)
+        await conn.execute(f"VACUUM ANALYZE {scratch}.fa_kv")  # what autovacuum does after
+
+
+async def _a2a_listing(kind: str, tasks: int, pages: int, tmp: str) -> None:
+    """Seed one owner's A2A tasks, then time ListTasks pages against the same baseline."""
+    import random
+
+    from a2a.auth.user import User
+    from a2a.server.context import ServerCallContext
+    from a2a.types import a2a_pb2
+    from a2a.utils.task import ListTasksCursor, encode_list_tasks_cursor
+
+    from framework_agents.server._a2a_store import StorageTaskStore, _list_prefix, _name
+    from framework_agents.stores import open_store
+
+    class Owner(User):
+        @property
+        def is_authenticated(self) -> bool:
+            return True
+
+        @property
+        def user_name(self) -> str:
+            return "bench"
+
+    context = ServerCallContext(user=Owner())
+    scratch = f"bench_a2a_{uuid.uuid4().hex[:8]}"
+    url = _listing_url(kind, scratch, tmp)
+    store = open_store(url)
+    tasks_store = StorageTaskStore(store.storage)
+    try:
+        started = time.perf_counter()
+        bulk = kind in ("sqlite", "postgres")
+        await tasks_store.save(_a2a_task(0), context)  # the owner's scope, the schema
+        if bulk:
+            await _a2a_bulk_seed(kind, url, scratch, "bench", tasks)
+        else:  # Redis: the same keys through the storage, 64 at a time
+            batch: list[Any] = []
+            for key, value in _a2a_rows("bench", 1, tasks):
+                batch.append(store.storage.put(key, value))
+                if len(batch) == 64:
+                    await asyncio.gather(*batch)
+                    batch = []
+            await asyncio.gather(*batch)
+        seeded = time.perf_counter() - started
+        t0 = time.perf_counter()
+        await tasks_store.list(a2a_pb2.ListTasksRequest(page_size=50), context)
+        first_listing = time.perf_counter() - t0  # looks for records the index lacks
+        rng = random.Random(7)
+        chosen = [_a2a_task(rng.randrange(tasks)) for _ in range(pages)]
+        prefix = _list_prefix("bench", "", 0)
+        waiting = a2a_pb2.TaskState.TASK_STATE_INPUT_REQUIRED
+        timings: dict[str, list[float]] = {"page": [], "waiting": [], "first": [], "baseline": []}
+        for made in chosen:
+            nanos = made.status.timestamp.ToNanoseconds()
+            place = encode_list_tasks_cursor(ListTasksCursor(nanos, made.id))
+            t0 = time.perf_counter()
+            page = await tasks_store.list(  # the token the server gives at that place
+                a2a_pb2.ListTasksRequest(page_size=50, page_token=_token(place, tasks, 0)),
+                context,
+            )
+            t1 = time.perf_counter()
+            token = _token(place, tasks // 5, int(waiting))
+            await tasks_store.list(
+                a2a_pb2.ListTasksRequest(page_size=50, page_token=token, status=waiting), context
+            )
+            t2 = time.perf_counter()
+            first_page = await tasks_store.list(a2a_pb2.ListTasksRequest(page_size=50), context)
+            t3 = time.perf_counter()
+            names = sorted(await store.storage.list(prefix))  # the listing before the index
+            after = prefix + _name(nanos, made.id)
+            cut = [k for k in names if k > after][:50]
+            records = [f"a2a/tasks/{_name_id(k)}.json" for k in cut]
+            await asyncio.gather(*(store.storage.get(k) for k in records))
+            t4 = time.perf_counter()
+            assert first_page.total_size == tasks and len(page.tasks) == len(cut)
+            for label, spent in (("page", t1 - t0), ("waiting", t2 - t1), ("first", t3 - t2)):
+                timings[label].append(spent)
+            timings["baseline"].append(t4 - t3)
+        base = _p50(timings["baseline"])
+        print(
+            f"{kind}: {tasks} A2A tasks of one owner seeded in {seeded:.1f} s; first listing "
+            f"{first_listing * 1000:.0f} ms; {pages} ListTasks pages of 50"
+        )
+        for label in ("page", "waiting", "first", "baseline"):
+            p50 = _p50(timings[label])
+            p99 = statistics.quantiles(timings[label], n=100)[98] * 1000
+            ratio = base / p50
+            print(f"  {label:<9} p50 {p50:8.2f} ms  p99 {p99:8.2f} ms  baseline/p50 {ratio:6.1f}x")
+    finally:
+        await store.close()
+        await _drop_scratch(kind, url, scratch)
+
+
+def _token(place: str, total: int, state: int) -> str:
+    """The page token the server gives after ``place`` (the SDK's cursor), with its total."""
+    from framework_agents.server._a2a_store import _digest, _list_prefix
+
+    return f"{place}.{total}.{_digest(_list_prefix('bench', '', state))[:8]}"
+
+
+def _name_id(key: str) -> str:
+    """The task id an A2A index key names."""
+    from framework_agents.server._a2a_store import _task_of
+
+    task_id = _task_of(key)
+    assert task_id is not None
+    return task_id
+
+
 def cursor_suffix(cursor: str) -> str:
     """The entry suffix a cursor names."""
     from framework_agents.server._index import decode_cursor
@@ -423,6 +591,9 @@ def main() -> None:
     parser.add_argument("--pages", type=int, default=200, help="pages timed (--listing)")
     parser.add_argument("--stores", default="sqlite,postgres,redis", help="(--listing)")
     parser.add_argument(
+        "--a2a", action="store_true", help="(--listing) A2A ListTasks instead of threads"
+    )
+    parser.add_argument(
         "--replicas", default=None, help="e.g. 1,2,3: AG-UI through HAProxy to that many"
     )
     parser.add_argument("--serve", choices=["agent", "echo"], help=argparse.SUPPRESS)
@@ -441,7 +612,8 @@ def main() -> None:
     if args.listing:
         with tempfile.TemporaryDirectory() as tmp:
             for kind in args.stores.split(","):
-                asyncio.run(_listing(kind, args.threads, args.pages, tmp))
+                listing = _a2a_listing if args.a2a else _listing
+                asyncio.run(listing(kind, args.threads, args.pages, tmp))
         print(json.dumps({"python": sys.version.split()[0], "cpus": os.cpu_count()}))
         return
     levels = [int(n) for n in args.clients.split(",")]

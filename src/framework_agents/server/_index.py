@@ -52,8 +52,11 @@ __all__ = [
     "RECENT",
     "STATES",
     "ThreadIndex",
+    "count_keys",
     "decode_cursor",
     "encode_cursor",
+    "get_many",
+    "list_after",
     "state_of",
 ]
 
@@ -126,6 +129,21 @@ async def list_after(storage: Any, prefix: str, after: str | None, limit: int) -
     every = sorted(await storage.list(prefix))
     start = 0 if after is None else bisect.bisect_right(every, after)
     return every[start : start + limit]
+
+
+async def count_keys(storage: Any, prefix: str, before: str | None = None) -> int:
+    """How many keys under ``prefix`` are less than ``before`` (``None``: all of them).
+
+    A storage with ``count_after`` (SQL: one ``count(*)`` over the key range, no key sent
+    back; Redis: one ``ZLEXCOUNT``) counts them; any other lists the prefix (names only,
+    O(keys under it): the directory store) and cuts it.
+    """
+    counted = getattr(storage, "count_after", None)
+    if callable(counted):
+        found: int = await counted(prefix, None, before)
+        return found
+    every = sorted(await storage.list(prefix))
+    return len(every) if before is None else bisect.bisect_left(every, before)
 
 
 def _key_range(

@@ -363,6 +363,26 @@ class TenantStorage:
         start = 0 if after is None else bisect.bisect_right(every, after)
         return every[start : start + limit]
 
+    async def count_after(self, prefix: str, after: str | None, before: str | None = None) -> int:
+        """How many of the tenant's keys under ``prefix`` lie between two bounds.
+
+        Greater than ``after``, less than ``before`` (``None``: no bound): the inner
+        count where it has one, else a list of the tenant's keys.
+        """
+        mine = self._prefix()
+        counted = getattr(self.inner, "count_after", None)
+        if callable(counted):
+            found: int = await counted(
+                mine + prefix,
+                None if after is None else mine + after,
+                None if before is None else mine + before,
+            )
+            return found
+        keys = await self.list(prefix)
+        return sum(
+            1 for k in keys if (after is None or k > after) and (before is None or k < before)
+        )
+
     async def get_many(self, keys: builtins.list[str]) -> dict[str, bytes]:
         """The stored values of the tenant's ``keys`` (one read where the inner can)."""
         mine = self._prefix()

@@ -82,8 +82,8 @@ class SealedStorage:
 
     ``SealedStorage(storage, cipher)``; ``open_store(url, cipher=...)`` builds it. It
     has the wrapped storage's capabilities (``swap``, ``read_logged``,
-    ``append_logged``, ``compare_and_put``, ``list_after``, ``get_many``, ``prune``,
-    ``close``), plus :meth:`forget_scope` and :meth:`rotate`.
+    ``append_logged``, ``compare_and_put``, ``list_after``, ``count_after``,
+    ``get_many``, ``prune``, ``close``), plus :meth:`forget_scope` and :meth:`rotate`.
     """
 
     def __init__(self, storage: Storage, cipher: Cipher) -> None:
@@ -225,6 +225,23 @@ class SealedStorage:
             keys = [k for k in await self.inner.list(prefix) if after is None or k > after]
             keys = keys[:limit]
         return [k for k in keys if not k.startswith(RESERVED)]
+
+    async def count_after(self, prefix: str, after: str | None, before: str | None = None) -> int:
+        """How many keys under ``prefix`` lie between ``after`` and ``before`` (exclusive).
+
+        The wrapped storage's count, unless the range may hold the cipher's own keys
+        (then a filtered list, as ``list`` shows them).
+        """
+        validate_prefix(prefix)
+        counted = getattr(self.inner, "count_after", None)
+        if counted is not None and not (RESERVED.startswith(prefix) or prefix.startswith(RESERVED)):
+            found: int = await counted(prefix, after, before)
+            return found
+        return sum(
+            1
+            for k in await self.list(prefix)
+            if (after is None or k > after) and (before is None or k < before)
+        )
 
     async def get_many(self, keys: Sequence[str]) -> dict[str, bytes]:
         """The plain values of those ``keys`` that are stored."""

@@ -312,6 +312,25 @@ class SqlStorage(ClosableStore[SqlDb], AutoPrune, CompareAndPut):
         rows = await self._db.query(query)
         return [r[0] for r in rows]
 
+    async def count_after(self, prefix: str, after: str | None, before: str | None = None) -> int:
+        """How many keys under ``prefix`` are above ``after`` and below ``before``.
+
+        ``None``: no bound. One ``count(*)`` over that range of the key index: no key is
+        sent back, but the database still walks the range (O(log n + counted)).
+        """
+        validate_prefix(prefix)
+        for bound in (after, before):
+            if bound is not None:
+                validate_prefix(bound)
+        low = prefix if after is None or after < prefix else after + "\x01"
+        high = prefix + KEY_END
+        if before is not None and before < high:
+            high = before
+        _select, _, rest = self._db.dialect.kv_keys.partition(" FROM ")
+        sql = "SELECT count(*) FROM " + rest.removesuffix(" ORDER BY key")
+        row = await self._db.query(Query(sql, {"low": low, "high": high}, "one"))
+        return 0 if row is None else int(row[0])
+
 
 # -- checkpointer -------------------------------------------------------------------------
 

@@ -238,6 +238,23 @@ class RedisStorage(_Closable, AutoPrune, CompareAndPut):
         keys = await self._db.call("zrangebylex", self._index, low, high, 0, limit)
         return [k.decode() for k in keys]
 
+    async def count_after(self, prefix: str, after: str | None, before: str | None = None) -> int:
+        """How many keys under ``prefix`` are above ``after`` and below ``before``.
+
+        ``None``: no bound. One ``ZLEXCOUNT`` of the key index (O(log n)).
+        """
+        for bound in (prefix, after, before):
+            if bound is not None:
+                validate_prefix(bound)
+        low = b"[" + prefix.encode() if prefix else b"-"
+        if after is not None and after >= prefix:
+            low = b"(" + after.encode()
+        end = prefix + "\x7f" if prefix else None
+        if before is not None and (end is None or before < end):
+            end = before
+        high = b"+" if end is None else b"(" + end.encode()
+        return int(await self._db.call("zlexcount", self._index, low, high))
+
     async def prune(self, older_than: timedelta | None = None) -> int:
         """Remove values (and logs) not written for ``older_than`` (default: ``ttl``).
 
