@@ -27,6 +27,7 @@ from framework_agents import (
     open_store,
 )
 from framework_agents.checkpoint import FileCheckpointer
+from framework_agents.checkpoint._file_writer import FileWriter
 from framework_agents.stores._sql import SqlCheckpointer
 
 OLD = bytes(range(32))
@@ -86,7 +87,7 @@ async def rotator(url: str, stop_after: int) -> None:
     SqlCheckpointer._rotate_one = rotate_one  # type: ignore[method-assign]
     original_file = FileCheckpointer._rotate_sync
 
-    def rotate_sync(self: FileCheckpointer, thread_id: str, migrate: bool) -> int:
+    def rotate_sync(self: FileWriter, thread_id: str, migrate: bool) -> int:
         nonlocal done
         if done == stop_after:
             print("mid", flush=True)

@@ -107,7 +107,7 @@ class RangedStorage(CountingStorage):
         self.names += len(keys)
         return keys
 
-    async def list_after(self, prefix: str, after: str | None, limit: int) -> list[str]:
+    async def list_after(self, prefix: str, after: str | None, limit: int) -> builtins.list[str]:
         self.count("list_after")
         keys = self._range(prefix, after, None)[:limit]
         self.names += len(keys)
@@ -117,7 +117,7 @@ class RangedStorage(CountingStorage):
         self.count("count_after")
         return len(self._range(prefix, after, before))
 
-    async def get_many(self, keys: list[str]) -> dict[str, bytes]:
+    async def get_many(self, keys: builtins.list[str]) -> dict[str, bytes]:
         self.count("get_many")
         self.record_reads += sum(k.startswith("a2a/tasks/") for k in keys)
         return {k: self._data[k] for k in keys if k in self._data}

@@ -23,11 +23,11 @@ from a2a.types import a2a_pb2
 from a2a.utils.errors import InvalidParamsError
 from a2a.utils.task import ListTasksCursor, encode_list_tasks_cursor
 from server_support import scratch_store
-from test_a2a_store import SECOND, State, Task, all_pages, brute, ctx, sort_key, task
+from test_a2a_store import SECOND, State, Task, all_pages, brute, ctx, task
 
 from async_helper import arun
 from framework_agents import Cipher, InMemoryStorage, LocalFileStorage
-from framework_agents.server._a2a_store import StorageTaskStore
+from framework_agents.server._a2a_store import StorageTaskStore, sort_key
 from framework_agents.server._tenants import TenantStorage, serving_tenant
 from framework_agents.stores import open_store
 
@@ -260,15 +260,17 @@ def test_count_after_counts_a_key_range_also_through_tenants_and_a_cipher(
         async with open_store(url) as store:
             await check(store.storage)
             with serving_tenant(f"ten{uuid.uuid4().hex[:6]}"):
-                tenant = TenantStorage(store.storage)
+                tenant: Any = TenantStorage(store.storage)
                 await check(tenant)
                 assert await tenant.count_after("", None) == len(keys)
         cipher = Cipher(keys={"k1": bytes(range(32))}, current="k1")
         async with open_store(url, cipher=cipher) as sealed:
-            assert type(sealed.storage).__name__ == "SealedStorage"
-            assert await sealed.storage.count_after("a/", "a/2", "a/4") == 2
+            sealed_storage: Any = sealed.storage
+            assert type(sealed_storage).__name__ == "SealedStorage"
+            assert await sealed_storage.count_after("a/", "a/2", "a/4") == 2
             # The cipher's own keys are not counted where they could be in range.
-            assert await sealed.storage.count_after("", None) == len(await sealed.storage.list(""))
+            everything = await sealed_storage.list("")
+            assert await sealed_storage.count_after("", None) == len(everything)
 
     if kind == "sqlite":
         arun(body(f"sqlite:///{tmp_path / 'k.db'}"))
