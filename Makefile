@@ -38,8 +38,9 @@ serve: $(STAMP)
 
 # `make test` runs everything but the tests marked `slow`, in three worker processes (each
 # test module stays in one: its fixtures are made once): on two cores a third worker runs
-# while the others wait on a database, a child process or a server (2:22 against 2:46 with
-# two, 2:26 with four, measured 2026-12-06 at load 2-4). `make stress` runs the `slow` ones, one at a time: the families that need real
+# while the others wait on a database, a child process or a server (1:34-1:43 against 1:48
+# with two, 1:45 with four, measured 2026-12-06 at load 2-5, the run's own included).
+# `make stress` runs the `slow` ones, one at a time: the families that need real
 # processes, servers or a browser for seconds each (multi-process kill and lock stress
 # runs, the console's browser pages, the demo with the local model, the fresh-venv
 # install), each of which keeps a quick representative case in `make test`, and every

@@ -10,109 +10,223 @@ kinds, history helpers, graph terms, the swarm's serving glue) stays in its subp
 ``docs/exports.md`` says where. ``tests/test_exports.py`` pins ``__all__`` by equality.
 """
 
-from ._crypto import Cipher
-from .agent import (
-    Agent,
-    AgentEvent,
-    Middleware,
-    ModelCallContext,
-    RunResult,
-    TimelineEntry,
-    ToolCallContext,
-)
-from .bank import BankMemory, MemoryBank, MemoryHit, MemoryRecord
-from .checkpoint import (
-    Checkpointer,
-    FileCheckpointer,
-    InMemoryCheckpointer,
-    ThreadCheckpoint,
-    with_file_lock,
-)
-from .conversation import (
-    ConversationManager,
-    NullConversationManager,
-    SlidingWindowConversationManager,
-    SummarizingConversationManager,
-)
-from .errors import (
-    AgentBusyError,
-    AgentError,
-    BackendUnavailableError,
-    BusyError,
-    CheckpointConflictError,
-    CheckpointCorruptError,
-    CheckpointMissingError,
-    ContextOverflowError,
-    CorruptStoreError,
-    DataValidationError,
-    GraphStateError,
-    GraphStoreBusyError,
-    GraphStoreCorruptError,
-    GraphStoreIOError,
-    GraphTermError,
-    HitlDecisionError,
-    InvalidArgumentError,
-    InvalidInputError,
-    LockTimeoutError,
-    MaxTurnsError,
-    MemoryCorruptError,
-    MemoryNotFoundError,
-    MessageNotEditableError,
-    MessageNotFoundError,
-    ModelAuthError,
-    ModelBadRequestError,
-    ModelConnectionError,
-    ModelError,
-    ModelNotFoundError,
-    ModelRateLimitError,
-    ModelServerError,
-    ModelTimeoutError,
-    NotFoundError,
-    OutputInvalidError,
-    ScriptExhaustedError,
-    SnapshotCorruptError,
-    SnapshotFieldError,
-    SnapshotMissingError,
-    StateNotJsonError,
-    StorageIOError,
-    StorageKeyInvalidError,
-    StoreError,
-    StoreIntegrityError,
-    ThreadBusyError,
-    ThreadIdInvalidError,
-)
-from .graph import GraphMemory, GraphStore
-from .history import is_well_formed, repair_history, trim_dangling
-from .hitl import HitlInterrupt, ToolRejection, hitl_key
-from .memory import CompactedMemory, FileMemory, InMemoryMemory, Memory
-from .messages import Message, ReasoningBlock, TextBlock, ToolCall
-from .models import AnthropicModel, LocalModel, Model, OpenAIModel, ToolSpec
-from .sessions import (
-    InMemoryStorage,
-    LocalFileStorage,
-    SessionManager,
-    Snapshot,
-    SnapshotData,
-    Storage,
-    select_snapshot_fields,
-)
-from .stores import (
-    PostgresCheckpointer,
-    PostgresMemory,
-    PostgresStorage,
-    RedisCheckpointer,
-    RedisMemory,
-    RedisStorage,
-    SchemaTooNewError,
-    SqliteCheckpointer,
-    SqliteMemory,
-    SqliteStorage,
-    Store,
-    open_store,
-)
-from .swarm import Handoff, Swarm, SwarmEvent, SwarmResult
-from .testing import FunctionModel, ScriptedModel
-from .tools import Tool, ToolArgumentsError, ToolContext, tool
+from typing import TYPE_CHECKING as _TYPE_CHECKING
+
+from . import _lazy
+
+if _TYPE_CHECKING:
+    from ._crypto import Cipher
+    from .agent import (
+        Agent,
+        AgentEvent,
+        Middleware,
+        ModelCallContext,
+        RunResult,
+        TimelineEntry,
+        ToolCallContext,
+    )
+    from .bank import BankMemory, MemoryBank, MemoryHit, MemoryRecord
+    from .checkpoint import (
+        Checkpointer,
+        FileCheckpointer,
+        InMemoryCheckpointer,
+        ThreadCheckpoint,
+        with_file_lock,
+    )
+    from .conversation import (
+        ConversationManager,
+        NullConversationManager,
+        SlidingWindowConversationManager,
+        SummarizingConversationManager,
+    )
+    from .errors import (
+        AgentBusyError,
+        AgentError,
+        BackendUnavailableError,
+        BusyError,
+        CheckpointConflictError,
+        CheckpointCorruptError,
+        CheckpointMissingError,
+        ContextOverflowError,
+        CorruptStoreError,
+        DataValidationError,
+        GraphStateError,
+        GraphStoreBusyError,
+        GraphStoreCorruptError,
+        GraphStoreIOError,
+        GraphTermError,
+        HitlDecisionError,
+        InvalidArgumentError,
+        InvalidInputError,
+        LockTimeoutError,
+        MaxTurnsError,
+        MemoryCorruptError,
+        MemoryNotFoundError,
+        MessageNotEditableError,
+        MessageNotFoundError,
+        ModelAuthError,
+        ModelBadRequestError,
+        ModelConnectionError,
+        ModelError,
+        ModelNotFoundError,
+        ModelRateLimitError,
+        ModelServerError,
+        ModelTimeoutError,
+        NotFoundError,
+        OutputInvalidError,
+        ScriptExhaustedError,
+        SnapshotCorruptError,
+        SnapshotFieldError,
+        SnapshotMissingError,
+        StateNotJsonError,
+        StorageIOError,
+        StorageKeyInvalidError,
+        StoreError,
+        StoreIntegrityError,
+        ThreadBusyError,
+        ThreadIdInvalidError,
+    )
+    from .graph import GraphMemory, GraphStore
+    from .history import is_well_formed, repair_history, trim_dangling
+    from .hitl import HitlInterrupt, ToolRejection, hitl_key
+    from .memory import CompactedMemory, FileMemory, InMemoryMemory, Memory
+    from .messages import Message, ReasoningBlock, TextBlock, ToolCall
+    from .models import AnthropicModel, LocalModel, Model, OpenAIModel, ToolSpec
+    from .sessions import (
+        InMemoryStorage,
+        LocalFileStorage,
+        SessionManager,
+        Snapshot,
+        SnapshotData,
+        Storage,
+        select_snapshot_fields,
+    )
+    from .stores import (
+        PostgresCheckpointer,
+        PostgresMemory,
+        PostgresStorage,
+        RedisCheckpointer,
+        RedisMemory,
+        RedisStorage,
+        SchemaTooNewError,
+        SqliteCheckpointer,
+        SqliteMemory,
+        SqliteStorage,
+        Store,
+        open_store,
+    )
+    from .swarm import Handoff, Swarm, SwarmEvent, SwarmResult
+    from .testing import FunctionModel, ScriptedModel
+    from .tools import Tool, ToolArgumentsError, ToolContext, tool
+else:
+    _lazy.install(
+        globals(),
+        {
+            "._crypto": ("Cipher",),
+            ".agent": (
+                "Agent",
+                "AgentEvent",
+                "Middleware",
+                "ModelCallContext",
+                "RunResult",
+                "TimelineEntry",
+                "ToolCallContext",
+            ),
+            ".bank": ("BankMemory", "MemoryBank", "MemoryHit", "MemoryRecord"),
+            ".checkpoint": (
+                "Checkpointer",
+                "FileCheckpointer",
+                "InMemoryCheckpointer",
+                "ThreadCheckpoint",
+                "with_file_lock",
+            ),
+            ".conversation": (
+                "ConversationManager",
+                "NullConversationManager",
+                "SlidingWindowConversationManager",
+                "SummarizingConversationManager",
+            ),
+            ".errors": (
+                "AgentBusyError",
+                "AgentError",
+                "BackendUnavailableError",
+                "BusyError",
+                "CheckpointConflictError",
+                "CheckpointCorruptError",
+                "CheckpointMissingError",
+                "ContextOverflowError",
+                "CorruptStoreError",
+                "DataValidationError",
+                "GraphStateError",
+                "GraphStoreBusyError",
+                "GraphStoreCorruptError",
+                "GraphStoreIOError",
+                "GraphTermError",
+                "HitlDecisionError",
+                "InvalidArgumentError",
+                "InvalidInputError",
+                "LockTimeoutError",
+                "MaxTurnsError",
+                "MemoryCorruptError",
+                "MemoryNotFoundError",
+                "MessageNotEditableError",
+                "MessageNotFoundError",
+                "ModelAuthError",
+                "ModelBadRequestError",
+                "ModelConnectionError",
+                "ModelError",
+                "ModelNotFoundError",
+                "ModelRateLimitError",
+                "ModelServerError",
+                "ModelTimeoutError",
+                "NotFoundError",
+                "OutputInvalidError",
+                "ScriptExhaustedError",
+                "SnapshotCorruptError",
+                "SnapshotFieldError",
+                "SnapshotMissingError",
+                "StateNotJsonError",
+                "StorageIOError",
+                "StorageKeyInvalidError",
+                "StoreError",
+                "StoreIntegrityError",
+                "ThreadBusyError",
+                "ThreadIdInvalidError",
+            ),
+            ".graph": ("GraphMemory", "GraphStore"),
+            ".history": ("is_well_formed", "repair_history", "trim_dangling"),
+            ".hitl": ("HitlInterrupt", "ToolRejection", "hitl_key"),
+            ".memory": ("CompactedMemory", "FileMemory", "InMemoryMemory", "Memory"),
+            ".messages": ("Message", "ReasoningBlock", "TextBlock", "ToolCall"),
+            ".models": ("AnthropicModel", "LocalModel", "Model", "OpenAIModel", "ToolSpec"),
+            ".sessions": (
+                "InMemoryStorage",
+                "LocalFileStorage",
+                "SessionManager",
+                "Snapshot",
+                "SnapshotData",
+                "Storage",
+                "select_snapshot_fields",
+            ),
+            ".stores": (
+                "PostgresCheckpointer",
+                "PostgresMemory",
+                "PostgresStorage",
+                "RedisCheckpointer",
+                "RedisMemory",
+                "RedisStorage",
+                "SchemaTooNewError",
+                "SqliteCheckpointer",
+                "SqliteMemory",
+                "SqliteStorage",
+                "Store",
+                "open_store",
+            ),
+            ".swarm": ("Handoff", "Swarm", "SwarmEvent", "SwarmResult"),
+            ".testing": ("FunctionModel", "ScriptedModel"),
+            ".tools": ("Tool", "ToolArgumentsError", "ToolContext", "tool"),
+        },
+    )
 
 __version__ = "0.1.0"
 

@@ -260,7 +260,10 @@ def test_sigkill_at_random_points_of_saves_and_folds_leaves_an_acknowledged_stat
     tmp_path: Path,
 ) -> None:
     ctx = mp.get_context("forkserver")
-    ctx.set_forkserver_preload(["framework_agents", "checkpoint_journal_workers"])
+    # The modules the children use (the package itself imports nothing until a name is
+    # used): the worker module is found only from its directory (3.11's forkserver
+    # ignores the parent's sys.path), so it cannot be the one that loads them.
+    ctx.set_forkserver_preload(["framework_agents.checkpoint.file", "checkpoint_journal_workers"])
     rng = random.Random(4242)
     stored = 0
     for _ in range(KILLS):

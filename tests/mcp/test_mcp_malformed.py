@@ -113,8 +113,10 @@ def test_stdio_a_twelve_megabyte_message(mode: str, expected: Any) -> None:
 def test_stdio_a_handshake_answered_with_garbage_is_backend_unavailable_after_start_timeout() -> (
     None
 ):
-    with pytest.raises(BackendUnavailableError, match=r"did not answer within 2\.0 s") as info:
-        arun(answers(stdio("garbage-handshake", start_timeout=2)), timeout=60)
+    # The garbage comes back within milliseconds of the initialize; then only the start
+    # timeout ends the wait (a second: what this costs the suite, with room for a slow start).
+    with pytest.raises(BackendUnavailableError, match=r"did not answer within 1\.0 s") as info:
+        arun(answers(stdio("garbage-handshake", start_timeout=1.0)), timeout=60)
     assert "garbage-handshake" in info.value.message
 
 
@@ -208,7 +210,9 @@ def http_server(request: pytest.FixtureRequest) -> Iterator[str]:
     """The bad HTTP server in ``request.param``'s mode: its /mcp URL."""
     handler = type("Handler", (_Handler,), {"mode": request.param})
     server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    # shutdown() waits for serve_forever to notice it between two polls: at the default
+    # interval (0.5 s) that was half a second of every test of this module's HTTP half.
+    thread = threading.Thread(target=server.serve_forever, args=(0.01,), daemon=True)
     thread.start()
     try:
         yield f"http://127.0.0.1:{server.server_address[1]}/mcp"

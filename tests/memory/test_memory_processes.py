@@ -73,7 +73,10 @@ def _recv(conn: object, proc: mp.process.BaseProcess) -> int:
 def test_sigkill_at_random_moments_leaves_an_acknowledged_state(tmp_path: Path) -> None:
     # Forking from a server that already imported the package makes a child cost ~10 ms.
     ctx = mp.get_context("forkserver")
-    ctx.set_forkserver_preload(["framework_agents", "memory_proc_workers"])
+    # The modules the children use (the package itself imports nothing until a name is
+    # used): the worker module is found only from its directory (3.11's forkserver
+    # ignores the parent's sys.path), so it cannot be the one that loads them.
+    ctx.set_forkserver_preload(["framework_agents.memory.file", "memory_proc_workers"])
     rng = random.Random(1729)
     stored = 0  # messages s0 .. s<stored-1> are in memory.json
     save_times: list[float] = [0.004]

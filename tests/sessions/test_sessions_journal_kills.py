@@ -40,7 +40,16 @@ def _recv(conn: Any, proc: Any) -> int:
 
 def _kill_rounds(root: Path, kills: int, seed: int) -> int:
     ctx = mp.get_context("forkserver")
-    ctx.set_forkserver_preload(["framework_agents", "sessions_journal_workers"])
+    # The modules the children use (the package itself imports nothing until a name is
+    # used): the worker module is found only from its directory (3.11's forkserver
+    # ignores the parent's sys.path), so it cannot be the one that loads them.
+    ctx.set_forkserver_preload(
+        [
+            "framework_agents.sessions.manager",
+            "framework_agents.sessions.local",
+            "sessions_journal_workers",
+        ]
+    )
     rng = random.Random(seed)
     stored = 0
     for _ in range(kills):

@@ -21,9 +21,10 @@ from typing import Any, Literal, TypeVar, Union, get_args, get_origin
 from pydantic import ValidationError
 from pydantic_core import PydanticSerializationError
 
+# framework_agents.messages first: making Message writes _pydantic_fast's copy_message.
+from ..messages import STRICT_EQUALITY, Message, MessageList  # isort: skip
 from .._pydantic_fast import copy_message, share_fields_set
 from ..errors import InvalidArgumentError
-from ..messages import STRICT_EQUALITY, Message, MessageList
 from ._json import json_problem, strict_loads
 
 __all__ = [

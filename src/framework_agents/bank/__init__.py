@@ -7,9 +7,23 @@ and gives its model tools to search, remember and forget within the namespace th
 application chose. See ``docs/memory-bank.md``.
 """
 
-from ._records import MemoryHit, MemoryRecord, Namespace
-from .bank import Embedder, MemoryBank
-from .memory import RECALL_HEADER, BankMemory
+from typing import TYPE_CHECKING
+
+from .. import _lazy
+
+if TYPE_CHECKING:
+    from ._records import MemoryHit, MemoryRecord, Namespace
+    from .bank import Embedder, MemoryBank
+    from .memory import RECALL_HEADER, BankMemory
+else:
+    _lazy.install(
+        globals(),
+        {
+            "._records": ("MemoryHit", "MemoryRecord", "Namespace"),
+            ".bank": ("Embedder", "MemoryBank"),
+            ".memory": ("RECALL_HEADER", "BankMemory"),
+        },
+    )
 
 __all__ = [
     "RECALL_HEADER",

@@ -7,11 +7,27 @@ all three from one URL. The PostgreSQL and Redis drivers are imported on first u
 (extras ``postgres`` and ``redis``).
 """
 
-from ._base import Store, open_store
-from ._codec import SchemaTooNewError
-from .postgres import PostgresCheckpointer, PostgresMemory, PostgresStorage
-from .redis import RedisCheckpointer, RedisMemory, RedisStorage
-from .sqlite import SqliteCheckpointer, SqliteMemory, SqliteStorage
+from typing import TYPE_CHECKING
+
+from .. import _lazy
+
+if TYPE_CHECKING:
+    from ._base import Store, open_store
+    from ._codec import SchemaTooNewError
+    from .postgres import PostgresCheckpointer, PostgresMemory, PostgresStorage
+    from .redis import RedisCheckpointer, RedisMemory, RedisStorage
+    from .sqlite import SqliteCheckpointer, SqliteMemory, SqliteStorage
+else:
+    _lazy.install(
+        globals(),
+        {
+            "._base": ("Store", "open_store"),
+            "._codec": ("SchemaTooNewError",),
+            ".postgres": ("PostgresCheckpointer", "PostgresMemory", "PostgresStorage"),
+            ".redis": ("RedisCheckpointer", "RedisMemory", "RedisStorage"),
+            ".sqlite": ("SqliteCheckpointer", "SqliteMemory", "SqliteStorage"),
+        },
+    )
 
 __all__ = [
     "PostgresCheckpointer",
