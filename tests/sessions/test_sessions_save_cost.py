@@ -28,7 +28,7 @@ def _stored(n: int) -> tuple[SessionManager, list[Message]]:
 def test_an_owned_history_is_held_as_it_is() -> None:
     manager, history = _stored(6)
     grown = [*history, *_history(2)]
-    data = manager._snapshot_data(grown, {}, None, None, owned=True)
+    data = manager.snapshot_data(grown, {}, owned=True)
     assert data.messages is grown
     arun(manager.save_latest(Snapshot(data)))
     latest = arun(SessionManager("s", manager.storage).load_latest())
@@ -48,23 +48,23 @@ def test_an_owned_history_still_checks_what_is_new() -> None:
     manager, history = _stored(4)
     bad = Message("user", "x", metadata={"when": {1, 2}})  # a set is not JSON
     with pytest.raises(StateNotJsonError):
-        manager._snapshot_data([*history, bad], {}, None, None, owned=True)
+        manager.snapshot_data([*history, bad], {}, owned=True)
 
 
 def test_an_owned_history_that_is_not_the_stored_one_is_validated_whole() -> None:
     manager, _ = _stored(4)
     other = _history(3)
-    data = manager._snapshot_data(other, {}, None, None, owned=True)
+    data = manager.snapshot_data(other, {}, owned=True)
     assert data.messages == other
 
 
 def test_a_save_of_the_checked_list_appends_what_is_new() -> None:
     manager, history = _stored(6)
     grown = [*history, *_history(2)]
-    arun(manager.save_latest(Snapshot(manager._snapshot_data(grown, {}, None, None, owned=True))))
+    arun(manager.save_latest(Snapshot(manager.snapshot_data(grown, {}, owned=True))))
     # The manager's record moved on: a list checked before it did is looked at again.
     stale = [*history, Message("user", "other")]
-    data = manager._snapshot_data(stale, {}, None, None, owned=True)
+    data = manager.snapshot_data(stale, {}, owned=True)
     arun(manager.load_latest())  # the record is read again: no check of before holds
     arun(manager.save_latest(Snapshot(data)))
     latest = arun(SessionManager("s", manager.storage).load_latest())

@@ -213,7 +213,7 @@ class SessionSync:
         data = (
             # Checks what is new; the snapshot holds these very lists (not kept past the
             # save, which copies what it keeps).
-            manager._snapshot_data(messages, state, None, timeline, owned=True)
+            manager.snapshot_data(messages, state, timeline=timeline, owned=True)
             if isinstance(manager, SessionManager)
             else SnapshotData(messages=messages, state=state, timeline=timeline)  # copies
         )

@@ -285,7 +285,7 @@ class SessionManager:
         self._plain = True
         self._base_bytes = 0
         self._log_bytes = 0
-        # An owned list (never changed) whose first messages _snapshot_data found to be
+        # An owned list (never changed) whose first messages snapshot_data found to be
         # all of ``_messages``, with that very list: the save then needs no second look.
         self._extends: tuple[list[Message], list[Message]] | None = None
 
@@ -398,7 +398,7 @@ class SessionManager:
         """The stored messages a record keeps, as ``(keep, drop)``; ``None``: none worth it."""
         proof, self._extends = self._extends, None
         if proof is not None and proof[0] is new and proof[1] is messages:
-            return len(messages), 0  # found by _snapshot_data; nothing changed since
+            return len(messages), 0  # found by snapshot_data; nothing changed since
         keep = stored_prefix(messages, new)
         if keep == len(messages):
             return keep, 0
@@ -457,6 +457,7 @@ class SessionManager:
         system_prompt: str | None = None,
         *,
         timeline: list[TimelineEntry] | None = None,
+        owned: bool = False,
     ) -> SnapshotData:
         """``SnapshotData(messages, state, system_prompt, timeline=...)``, checking what is new.
 
@@ -464,26 +465,14 @@ class SessionManager:
         valid: when ``messages`` (``timeline``) starts with those same objects, only the
         rest is checked, so building the next latest snapshot costs what the run added
         (what ``Agent`` does each run). Same errors as the constructor (``STATE_NOT_JSON``).
-        """
-        return self._snapshot_data(messages, state, system_prompt, timeline, owned=False)
 
-    def _snapshot_data(
-        self,
-        messages: list[Message] | None,
-        state: dict[str, Any] | None,
-        system_prompt: str | None,
-        timeline: list[TimelineEntry] | None,
-        *,
-        owned: bool,
-    ) -> SnapshotData:
-        """:meth:`snapshot_data`; ``owned``: the caller's lists are never changed again.
-
-        An agent's save passes its history and timeline (lists it replaces, never
-        changes, but for a timeline's entries recorded after the save): the data then
-        holds those very lists, so a save makes no list of the history's size (a copy
-        touches every message object, a cache miss each on a long history, and hands
-        the collector a list it traverses). Otherwise the data holds copies, so that
-        changing a list afterwards cannot change what was checked.
+        ``owned=True``: the caller never changes these lists again (an agent's save
+        passes its history and timeline, lists it replaces rather than changes, but for
+        a timeline's entries recorded after the save): the data then holds those very
+        lists, so a save makes no list of the history's size (a copy touches every
+        message object, a cache miss each on a long history, and hands the collector a
+        list it traverses). Otherwise the data holds copies, so that changing a list
+        afterwards cannot change what was checked.
         """
         stored = self._messages if self._plain else None
         # The manager's own copies (unless ``owned``): user code the comparison runs (a
