@@ -187,11 +187,11 @@ def store_steps(root: Path) -> dict[str, Step]:
     # it has not stored, and the data holds the history list itself (the agent's, which
     # it never changes; the harness's grows after the save, which no longer needs it).
     async def session_step(i: int, new: list[Message], history: list[Message]) -> None:
-        data = session._snapshot_data(history, {"turn": i}, None, None, owned=True)
+        data = session.snapshot_data(history, {"turn": i}, owned=True)
         await session.save_latest(Snapshot(data))
 
     async def session_append_step(i: int, new: list[Message], history: list[Message]) -> None:
-        data = appending._snapshot_data(history, {"turn": i}, None, None, owned=True)
+        data = appending.snapshot_data(history, {"turn": i}, owned=True)
         await appending.save_latest(Snapshot(data))
 
     async def checkpoint_step(i: int, new: list[Message], history: list[Message]) -> None:
