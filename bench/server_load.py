@@ -351,7 +351,7 @@ async def _listing(kind: str, threads: int, pages: int, tmp: str) -> None:
     runner = ThreadRunner(
         lambda: Agent(model), ServerStore(store.checkpointer, store.storage, store.close)
     )
-    runner._reconciled = time.monotonic()  # seeded entries only: no look for others
+    runner.threads._reconciled[None] = time.monotonic()  # seeded entries only: no look for others
     try:
         started = time.perf_counter()
         copy = (url, scratch) if kind == "postgres" else None
