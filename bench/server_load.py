@@ -6,7 +6,7 @@ Usage::
     PYTHONPATH=src python bench/server_load.py --listing [--a2a] [--threads 100000]
         [--stores sqlite,postgres,redis]
     PYTHONPATH=src python bench/server_load.py --replicas 1,2,3 --store-url URL
-        [--clients 16] [--runs 256]
+        [--clients 16] [--runs 256] [--balance roundrobin,leastconn]
 
 The server runs in a child process (uvicorn, one worker) with a scripted model that answers
 at once, on a directory store, so what is measured is the framework: protocol parsing,
@@ -17,9 +17,11 @@ request body, served the same way: the ratio says what one agent run costs on to
 HTTP round trip. Figures are printed, never asserted.
 
 ``--replicas 1,2,3`` serves the agent from that many processes on ``--store-url``
-(PostgreSQL or Redis) behind HAProxy (Debian's package, round robin, loopback) and runs
-AG-UI turns through it, beside one replica reached directly (the proxy's own hop is the
-difference) and the echo floor, in the same run.
+(PostgreSQL or Redis) behind HAProxy (Debian's package, loopback; round robin, then least
+connections) and runs AG-UI turns through it, beside one replica reached directly (the
+proxy's own hop is the difference) and the echo floor, in the same run. Every replica serves
+a few untimed runs first: a replica's first runs import the agent's modules and open its
+pool, and cold replicas met first by the 2- and 3-replica levels were their p99.
 
 ``--listing`` measures the thread list instead: ``--threads`` thread entries are written
 through the server's own index (``ThreadIndex.enter_summary``, a fifth of them waiting for
@@ -191,13 +193,15 @@ frontend agents
     bind 127.0.0.1:{port}
     default_backend replicas
 backend replicas
-    balance roundrobin
+    balance {balance}
 {servers}
 """
 
 
-def _proxy(ports: list[int], tmp: str) -> tuple[subprocess.Popen[str], str]:
-    """HAProxy (Debian's package) round robin over ``ports`` on loopback; its URL."""
+def _proxy(
+    ports: list[int], tmp: str, balance: str = "roundrobin"
+) -> tuple[subprocess.Popen[str], str]:
+    """HAProxy (Debian's package) over ``ports`` on loopback, balanced by ``balance``; its URL."""
     import shutil
     import socket
 
@@ -207,7 +211,7 @@ def _proxy(ports: list[int], tmp: str) -> tuple[subprocess.Popen[str], str]:
         front = sock.getsockname()[1]
     servers = "\n".join(f"    server r{i} 127.0.0.1:{p}" for i, p in enumerate(ports))
     config = Path(tmp) / f"haproxy-{front}.cfg"
-    config.write_text(_HAPROXY.format(port=front, servers=servers))
+    config.write_text(_HAPROXY.format(port=front, servers=servers, balance=balance))
     child = subprocess.Popen(
         [haproxy, "-db", "-f", str(config)],
         stdout=subprocess.DEVNULL,
@@ -225,8 +229,13 @@ def _proxy(ports: list[int], tmp: str) -> tuple[subprocess.Popen[str], str]:
     raise RuntimeError("haproxy did not start")
 
 
-def _replicas(store_url: str, counts: list[int], clients: int, runs: int) -> None:
-    """AG-UI runs through HAProxy to 1..3 replicas, beside one replica direct and the floor."""
+def _replicas(
+    store_url: str, counts: list[int], clients: int, runs: int, balances: list[str]
+) -> None:
+    """AG-UI runs through HAProxy to 1..3 replicas, beside one replica direct and the floor.
+
+    Each of ``balances`` (HAProxy's ``roundrobin``, ``leastconn``) is measured in turn.
+    """
     with tempfile.TemporaryDirectory() as tmp:
         children: list[subprocess.Popen[str]] = []
         try:
@@ -238,15 +247,23 @@ def _replicas(store_url: str, counts: list[int], clients: int, runs: int) -> Non
             print(f"{runs} AG-UI runs, {clients} clients; store {store_url.split('?')[0]}")
             header = f"{'route':<8} {'clients':>4} {'runs':>6} {'runs/s':>9} {'p50 ms':>8}"
             print(f"{header} {'p99 ms':>8} {'errors':>6}  floor / rate")
+            # Every replica serves a few runs before anything is timed: a replica's first
+            # runs import the agent's modules, open its pool and build its models, and
+            # 256 runs have a p99 of their third slowest, so two cold replicas met first
+            # by the 2- and 3-replica levels would be that tail.
+            for _, replica in started:
+                asyncio.run(_level(replica, "agui", clients, 2 * clients))
             floor = asyncio.run(_level(echo_url, "echo", clients, runs))
             print(floor.line(None))
             direct = asyncio.run(_level(started[0][1], "agui", clients, runs))
             print(direct.line(floor).replace("agui    ", "direct  "))
-            for count in counts:
-                proxy, url = _proxy(ports[:count], tmp)
-                children.append(proxy)
-                result = asyncio.run(_level(url, "agui", clients, runs))
-                print(result.line(floor).replace("agui    ", f"proxy x{count}"))
+            for balance in balances:
+                print(f"balance {balance}")
+                for count in counts:
+                    proxy, url = _proxy(ports[:count], tmp, balance)
+                    children.append(proxy)
+                    result = asyncio.run(_level(url, "agui", clients, runs))
+                    print(result.line(floor).replace("agui    ", f"proxy x{count}"))
         finally:
             for child in children:
                 child.terminate()
@@ -596,6 +613,11 @@ def main() -> None:
     parser.add_argument(
         "--replicas", default=None, help="e.g. 1,2,3: AG-UI through HAProxy to that many"
     )
+    parser.add_argument(
+        "--balance",
+        default="roundrobin,leastconn",
+        help="(--replicas) HAProxy balance algorithms, each measured in turn",
+    )
     parser.add_argument("--serve", choices=["agent", "echo"], help=argparse.SUPPRESS)
     parser.add_argument("--port", type=int, help=argparse.SUPPRESS)
     parser.add_argument("--store", help=argparse.SUPPRESS)
@@ -607,7 +629,8 @@ def main() -> None:
         if not args.store_url:
             parser.error("--replicas needs a shared --store-url (postgresql://... or redis://...)")
         counts = [int(n) for n in args.replicas.split(",")]
-        _replicas(args.store_url, counts, int(args.clients.split(",")[-1]), args.runs)
+        clients = int(args.clients.split(",")[-1])
+        _replicas(args.store_url, counts, clients, args.runs, args.balance.split(","))
         return
     if args.listing:
         with tempfile.TemporaryDirectory() as tmp:
