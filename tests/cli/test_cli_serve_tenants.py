@@ -9,6 +9,7 @@ debug level, never holds a token; a bad file is refused before anything listens,
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import signal
 import socket
@@ -260,4 +261,21 @@ def test_workers_read_the_tokens_file_and_get_no_token_in_their_environment(
             assert httpx.get(f"{url}/api/threads/w{i}", headers=beta).status_code == 404
             assert httpx.get(f"{url}/api/threads/w{i}", headers=alpha).status_code == 200
     finally:
-        close_process(process)
+        _stop_with_workers(process)
+
+
+def _stop_with_workers(process: subprocess.Popen[bytes]) -> None:
+    """SIGTERM to ``serve`` (it stops its workers), then kill whatever is left of them.
+
+    A SIGKILL to the supervisor alone leaves its workers running, orphaned, holding the port.
+    """
+    workers = _children(process.pid) if process.poll() is None else []
+    if process.poll() is None:
+        process.send_signal(signal.SIGTERM)
+        with contextlib.suppress(subprocess.TimeoutExpired):  # killed below
+            process.wait(timeout=30)
+    close_process(process)
+    for pid in workers:
+        with contextlib.suppress(OSError):  # gone (the usual case)
+            if b"spawn_main" in Path(f"/proc/{pid}/cmdline").read_bytes():
+                os.kill(pid, signal.SIGKILL)
