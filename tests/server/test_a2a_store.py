@@ -545,3 +545,67 @@ def test_a_page_token_not_given_by_the_server_is_refused() -> None:
                 await store.list(a2a_pb2.ListTasksRequest(page_token=bad), ctx())
 
     arun(body())
+
+
+def _put_record(made: Task) -> tuple[str, bytes]:
+    record = {"owner": "", "task": json_format.MessageToDict(made)}
+    return f"a2a/tasks/{made.id}.json", json.dumps(record).encode()
+
+
+def test_every_tenant_s_older_records_are_entered_under_one_store() -> None:
+    from framework_agents.server._tenants import TenantStorage, serving_tenant
+
+    async def body() -> None:
+        inner = InMemoryStorage()
+        for tenant in ("a", "b"):
+            for i in range(3):
+                key, raw = _put_record(task(f"{tenant}{i}", "c", at=i * SECOND))
+                await inner.put(f"tenants/{tenant}/{key}", raw)
+        store = StorageTaskStore(TenantStorage(inner))  # as the server builds it
+        for tenant in ("a", "b"):
+            with serving_tenant(tenant):
+                page = await store.list(a2a_pb2.ListTasksRequest(), ctx())
+            assert [t.id for t in page.tasks] == [f"{tenant}2", f"{tenant}1", f"{tenant}0"]
+            assert page.total_size == 3
+
+    arun(body())
+
+
+def test_an_older_replica_s_state_change_at_the_same_time_is_entered_in_every_index() -> None:
+    async def body() -> None:
+        storage = InMemoryStorage()
+        await StorageTaskStore(storage).save(
+            task("t", "c", State.TASK_STATE_WORKING, SECOND), ctx()
+        )
+        # A replica of the previous release completes it, same status time: the owner's
+        # entry (no state in it) stays right, the state's entries are its old layout's.
+        done = task("t", "c", State.TASK_STATE_COMPLETED, at=SECOND)
+        await storage.put(*_put_record(done))
+        for name in _old_layout(storage, "", done, State.TASK_STATE_COMPLETED):
+            await storage.put(name, b"")
+        store = StorageTaskStore(storage)  # a restarted process
+        for state, listed in (
+            (State.TASK_STATE_COMPLETED, ["t"]),
+            (State.TASK_STATE_WORKING, []),
+        ):
+            for context_id in ("", "c"):
+                request = a2a_pb2.ListTasksRequest(status=state, context_id=context_id)
+                page = await store.list(request, ctx())
+                assert [t.id for t in page.tasks] == listed, (state, context_id)
+                assert page.total_size == len(listed)
+
+    arun(body())
+
+
+def test_a_token_carrying_a_total_past_int32_is_refused() -> None:
+    async def body() -> None:
+        store = StorageTaskStore(InMemoryStorage())
+        for i in range(3):
+            await store.save(task(f"t{i}", "c", at=i * SECOND), ctx())
+        first = await store.list(a2a_pb2.ListTasksRequest(page_size=1), ctx())
+        cursor, _, scope = first.next_page_token.rsplit(".", 2)
+        forged = a2a_pb2.ListTasksRequest(page_size=1, page_token=f"{cursor}.9999999999.{scope}")
+        with pytest.raises(InvalidParamsError):
+            await store.list(forged, ctx())
+
+    arun(body())

@@ -58,6 +58,7 @@ import os
 # The SDK reads this when it is first imported: its spans stay off unless asked for.
 os.environ.setdefault("OTEL_INSTRUMENTATION_A2A_SDK_ENABLED", "false")
 
+import asyncio
 import builtins
 import hashlib
 import json
@@ -79,6 +80,7 @@ from a2a.utils.task import (
 from google.protobuf import json_format  # type: ignore[import-untyped]
 
 from ._index import count_keys, get_many, list_after
+from ._tenants import current_tenant
 
 __all__ = ["StorageTaskStore"]
 
@@ -112,7 +114,7 @@ _DOWN = str.maketrans(_ID_CHARS, _MIRRORED)
 _UP = str.maketrans(_MIRRORED, _ID_CHARS)
 _NAME = re.compile(r"(?:\d{22}|none)\.([-.0-9A-Z_a-y]{1,128})z")
 #: The total a page token carries, and the owner and filters it was counted for.
-_CARRIED = re.compile(r"([0-9]{1,10})\.([0-9a-f]{8})")
+_CARRIED = re.compile(r"([0-9]{1,9})\.([0-9a-f]{8})")  # total_size is an int32
 
 
 def _digest(text: str) -> str:
@@ -227,7 +229,9 @@ class StorageTaskStore(TaskStore):
         """
         self.storage = storage
         self.revive = revive
-        self._entered = False
+        #: The tenants (``None``: no tenants) whose records were entered by this process.
+        self._entered: set[str | None] = set()
+        self._entering = asyncio.Lock()
 
     @staticmethod
     def _key(task_id: str) -> str | None:
@@ -276,12 +280,20 @@ class StorageTaskStore(TaskStore):
     async def _enter_missing(self) -> None:
         """Enter the records the index lacks; remove the previous layout's names.
 
-        Once per store (every save since writes its entries before its record): lists
-        every record and every owner entry, reads the records with no entry and those
-        the previous layout indexed, and enters those whose owner entry is missing.
+        Once per tenant and process (every save since writes its entries before its
+        record; a server with ``tokens=`` keeps each tenant's tasks apart, under one
+        store): lists every record and every owner entry, reads the records with no
+        entry and those the previous layout indexed, and enters them.
         """
-        if self._entered:
+        tenant = current_tenant()
+        if tenant in self._entered:
             return
+        async with self._entering:  # two first listings: one pass
+            if tenant not in self._entered:
+                await self._enter_all()
+                self._entered.add(tenant)
+
+    async def _enter_all(self) -> None:
         records = await self.storage.list(TASKS)
         entered = set(await self.storage.list(f"{INDEX}all/"))
         indexed = {_task_of(key) for key in entered}
@@ -290,20 +302,21 @@ class StorageTaskStore(TaskStore):
         for key in records:
             task_id = key[len(TASKS) : -len(".json")]
             if key.endswith(".json") and (task_id not in indexed or task_id in moved):
-                await self._enter(key, task_id, entered)
+                await self._enter(key, task_id)
         for key in old:
             await self.storage.delete(key)
-        self._entered = True
 
-    async def _enter(self, key: str, task_id: str, entered: set[str]) -> None:
-        """Write the entries of the record at ``key`` unless its owner entry is there."""
+    async def _enter(self, key: str, task_id: str) -> None:
+        """Write every entry the record at ``key`` names (a put of one there is harmless).
+
+        A task the previous layout saved last may have kept its owner entry (the same
+        status time) while its state or context moved: its other entries are written too.
+        """
         found = await self._read(key)
         if found is None or found[1].id != task_id:
             return
-        keys = _index_keys(*found)
-        if keys[0] not in entered:
-            for index_key in keys:
-                await self.storage.put(index_key, b"")
+        for index_key in _index_keys(*found):
+            await self.storage.put(index_key, b"")
 
     async def list(
         self, params: a2a_pb2.ListTasksRequest, context: ServerCallContext
