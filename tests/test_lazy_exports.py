@@ -81,3 +81,10 @@ def test_importing_the_package_loads_nothing_until_a_name_is_used() -> None:
     )
     assert result.returncode == 0, result.stderr
     assert result.stdout.split("\n")[:3] == ["['framework_agents._lazy']", "False", "False"]
+
+
+def test_a_name_that_is_no_identifier_is_no_attribute() -> None:
+    import framework_agents
+
+    assert getattr(framework_agents, "x.y", None) is None
+    assert not hasattr(framework_agents, "no-such-module")

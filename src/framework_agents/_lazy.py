@@ -36,7 +36,11 @@ def install(namespace: dict[str, Any], sources: Mapping[str, tuple[str, ...]]) -
             value = getattr(importlib.import_module(module, package), name)
             namespace[name] = value
             return value
-        if not name.startswith("__") and importlib.util.find_spec(f"{package}.{name}"):
+        if (
+            name.isidentifier()
+            and not name.startswith("__")
+            and importlib.util.find_spec(f"{package}.{name}")
+        ):
             return importlib.import_module(f"{package}.{name}")
         raise AttributeError(f"module {package!r} has no attribute {name!r}")
 

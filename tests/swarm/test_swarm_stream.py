@@ -212,3 +212,22 @@ def test_the_agent_view_takes_what_the_swarm_takes_and_says_so(tmp_path: Path) -
         assert getattr(view, name).__qualname__ == f"SwarmAgentView.{name}"
     assert inspect.signature(view.resume).return_annotation == "RunResult"
     assert supports_reissue(view)  # a server runs the stored call on a swarm's resume too
+
+
+def test_the_agent_view_calls_a_subclass_s_own_methods() -> None:
+    called: list[str] = []
+
+    class Logged(Swarm):
+        async def run(self, *args: Any, **kwargs: Any) -> Any:
+            called.append("run")
+            return await super().run(*args, **kwargs)
+
+        def stream(self, *args: Any, **kwargs: Any) -> Any:
+            called.append("stream")
+            return super().stream(*args, **kwargs)
+
+    view = Logged([Agent(ScriptedModel(["hi", "hi"]), agent_id="a")]).as_agent()
+    assert asyncio.run(view.run("x")).text == "hi"
+    events = asyncio.run(collect(view.stream("y")))
+    assert isinstance(events[-1], RunFinishedEvent)
+    assert called == ["run", "stream"]

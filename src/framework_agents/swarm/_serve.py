@@ -97,9 +97,13 @@ def _agent_result(
 
     A coroutine function, as the agent's ``run`` is (``asyncio.run(view.run(...))``).
     """
+    name = method.__name__
 
     async def call(view: SwarmAgentView, /, *args: P.args, **kwargs: P.kwargs) -> RunResult:
-        return swarm_run_result(await method(view.swarm, *args, **kwargs))
+        # The swarm's own (a subclass's override), called by name; ``method`` gives the
+        # signature and the docs.
+        bound: Callable[P, Awaitable[SwarmResult]] = getattr(view.swarm, name)
+        return swarm_run_result(await bound(*args, **kwargs))
 
     _named(call, method, "RunResult", "with an agent's result")
     return call
@@ -109,11 +113,13 @@ def _agent_stream(
     method: Callable[Concatenate[Swarm, P], AsyncIterator[SwarmEvent]],
 ) -> Callable[Concatenate[SwarmAgentView, P], AsyncIterator[ServedEvent]]:
     """The view's ``method``: the swarm's stream as agent events (:func:`swarm_agent_events`)."""
+    name = method.__name__
 
     def call(
         view: SwarmAgentView, /, *args: P.args, **kwargs: P.kwargs
     ) -> AsyncIterator[ServedEvent]:
-        return swarm_agent_events(method(view.swarm, *args, **kwargs))
+        bound: Callable[P, AsyncIterator[SwarmEvent]] = getattr(view.swarm, name)
+        return swarm_agent_events(bound(*args, **kwargs))
 
     _named(call, method, "AsyncIterator[ServedEvent]", "as agent events (the interrupt ends it)")
     return call
