@@ -12,6 +12,9 @@ import asyncio
 import contextlib
 import sqlite3
 from pathlib import Path
+from typing import Any
+
+import pytest
 
 from framework_agents.stores import SqliteCheckpointer
 from framework_agents.stores._lease import LeaseLocks
@@ -142,3 +145,9 @@ def test_a_cancel_during_the_release_does_not_stop_it() -> None:
 
     asyncio.run(body())
     assert state == {}
+
+
+def test_a_misspelt_setting_names_the_checkpointer_and_its_settings(tmp_path: Path) -> None:
+    settings: dict[str, Any] = {"lock_timout": 5}
+    with pytest.raises(TypeError, match=r"SqliteCheckpointer\(\) .* 'lock_timout' .*lock_timeout"):
+        SqliteCheckpointer(tmp_path / "c.db", **settings)

@@ -119,8 +119,15 @@ class LeasedCheckpointer(AutoPrune, ThreadLockBase):
         lease: float = 30.0,
         ttl: float | None = None,
         cipher: Cipher | None = None,
+        **unknown: object,
     ) -> None:
         """Check the settings (:class:`LeaseSettings`); the lock runs on the backend's hooks."""
+        if unknown:  # a misspelt keyword, named as the constructor the caller called
+            settings = ", ".join(LeaseSettings.__annotations__)
+            raise TypeError(
+                f"{type(self).__name__}() got an unexpected keyword argument "
+                f"{next(iter(unknown))!r} (its settings: {settings})"
+            )
         self.lock_timeout = check_seconds("lock_timeout", lock_timeout, optional=True)
         self.lease = check_lease(lease)
         self.ttl = check_ttl(ttl)
