@@ -14,8 +14,8 @@ what landed before sending again (AG-UI: the same messages, which the server tak
 once; A2A: the task, found by its message's id); a call whose outcome is unknown (its
 replica died in it) it settles with a rejection. Afterwards every conversation loads,
 holds each message once, its approved tool ran at most once (the tool appends one line
-per call to a log file), and every client got its answer (at most 2 % ran out of
-retries of errors meant for retrying; no other error).
+per call to a log file), and every client got its answer: none ends in an error, not
+even a retryable one it ran out of retries of (``GAVE_UP``, which says what it last got).
 
 Marked ``slow`` (about a minute per store); needs ``haproxy`` (``.ci/run`` installs it),
 Node 20 with ``tests/js``'s packages, and the servers.
@@ -618,23 +618,20 @@ def test_official_clients_survive_a_replica_killed_and_one_frozen(
     why = [line for line in log if line.split(":")[0] in wrong]  # the clients' reasons
     counted = dict(Counter(outcomes.values()))
     print("outcomes:", counted, "retries:", sum(retries), "".join(why))  # shown with -s
-    if wrong:  # what the server holds of those, and when the replicas died (UTC)
-        print("; ".join(moments), _final_states(url, list(wrong)), sep="\n")
+    # what the server holds of those, and when the replicas died (UTC)
+    states = "\n".join(["; ".join(moments), _final_states(url, list(wrong))]) if wrong else ""
+    if states:
+        print(states)
     assert not any(o == "error:INTERNAL" for o in wrong.values()), _tracebacks(tmp_path)
     # None ends in an error: a prompt whose replica died before the model answered is
     # answered when sent again, and a decision sent again for a call whose replica died in
     # it is shown the call's new interrupt (docs/server.md, "Running several replicas").
-    # A client that ran out of retries of errors meant for retrying (GAVE_UP: a busy
-    # thread, a 503, the proxy's 502 each time it tried) got a coded error it could retry:
-    # allowed for at most 2 % of the conversations (seen, not explained: issue 35's note);
-    # any other code is a defect.
-    gave_up = {t for t, o in wrong.items() if o == "error:GAVE_UP"}
-    assert len(gave_up) <= len(threads) // 50, (wrong, why, _tracebacks(tmp_path))
-    assert not {t: o for t, o in wrong.items() if t not in gave_up}, (
-        wrong,
-        why,
-        _tracebacks(tmp_path),
-    )
+    # Nor in GAVE_UP: a client ran out of retries (60, a quarter of a second apart) of a
+    # busy thread, a 503, the proxy's 502, a task that kept working, for 15 s and more,
+    # where a dead or frozen replica keeps a thread LEASE (2) seconds. The GAVE_UPs seen
+    # before (issue 35) were all a task its answer reached as its replica was killed,
+    # left showing nothing (revive_answered settles it now).
+    assert not wrong, (wrong, why, states, _tracebacks(tmp_path))
     published = Counter((tmp_path / "published.log").read_text().split())
     assert all(n == 1 for n in published.values()), published  # at most once
     assert all(published[t] == 1 for t, o in outcomes.items() if o == "completed")
