@@ -41,63 +41,89 @@ class Coded extends Error {
   }
 }
 
+/** A wall-clock time to match with the replicas' logs (UTC, to the millisecond). */
+function clock(at) {
+  return new Date(at).toISOString().slice(11, 23);
+}
+
+/** What a call that threw got: its error's name, message and cause, shortened. */
+function failure(error) {
+  const cause = error?.cause ? ` (cause: ${error.cause?.code ?? error.cause?.message ?? error.cause})` : "";
+  return `${error?.name ?? "Error"}: ${error?.message ?? error}${cause}`.slice(0, 300);
+}
+
+/** GAVE_UP saying which request ran out of retries, how often, when, and what it last got. */
+function gaveUp(step, started, attempts, last) {
+  return new Coded("GAVE_UP", `${step}: ${attempts} attempts ${clock(started)}-${clock(Date.now())} UTC, last: ${last}`);
+}
+
 // -- AG-UI ---------------------------------------------------------------------------------
 
-/** One runAgent: "ok", a RUN_ERROR's code, or "LOST" (the stream broke: look before resending). */
-async function aguiRun(agent, params) {
+/** One runAgent: "ok", a RUN_ERROR's code, or "LOST" (the stream broke: look before resending).
+ * What it got, in words, goes to stats.last. */
+async function aguiRun(agent, params, stats) {
   let code;
+  let message = "";
   const subscriber = {
     onRunErrorEvent: ({ event }) => {
       code = event.code ?? "RUN_ERROR";
+      message = event.message ?? "";
     },
   };
   try {
     await agent.runAgent({ runId: randomUUID(), ...params }, subscriber);
   } catch (error) {
+    stats.last = code ? `${code}: ${message}` : `LOST: ${failure(error)}`;
     return code ?? "LOST";
   }
+  stats.last = code ? `${code}: ${message}` : "ok";
   return code ?? "ok";
 }
 
 /** Run until it lands: a turn is resent as it was (the server takes a message id once). */
-async function aguiUntil(agent, params, stats) {
+async function aguiUntil(agent, params, stats, step) {
+  const started = Date.now();
   for (let i = 0; i < ATTEMPTS; i += 1) {
-    const got = await aguiRun(agent, params);
+    const got = await aguiRun(agent, params, stats);
     if (got === "ok") return;
-    if (got !== "LOST" && !RETRYABLE.has(got)) throw new Coded(got, "ag-ui run error");
+    if (got !== "LOST" && !RETRYABLE.has(got)) throw new Coded(got, `ag-ui run error (${step}): ${stats.last}`);
     stats.retries += 1;
-    stats.last = got;
     await sleep(PAUSE_MS);
   }
-  throw new Coded("GAVE_UP", `ag-ui run: ${stats.last}`);
+  throw gaveUp(`ag-ui run (${step})`, started, ATTEMPTS, stats.last);
 }
 
 async function aguiConversation(threadId, stats) {
   const agent = new HttpAgent({ url: `${BASE}/agui`, threadId });
   agent.messages = [{ id: randomUUID(), role: "user", content: "hello" }];
-  await aguiUntil(agent, {}, stats);
+  await aguiUntil(agent, {}, stats, "hello");
   if (agent.messages.at(-1)?.content !== "echo: hello") throw new Coded("WRONG_ANSWER", "hello");
   agent.messages = [...agent.messages, { id: randomUUID(), role: "user", content: `publish ${threadId}` }];
-  await aguiUntil(agent, {}, stats);
-  for (let i = 0; i < ATTEMPTS; i += 1) {
+  await aguiUntil(agent, {}, stats, "publish");
+  const started = Date.now();
+  let rounds = 0;
+  for (; rounds < ATTEMPTS; rounds += 1) {
     if (agent.pendingInterrupts.length === 0) break;
     const [interrupt] = agent.pendingInterrupts;
     const unknown = interrupt.metadata?.outcomeUnknown === true;
     const payload = unknown ? { approved: false, reason: "outcome unknown: not run twice" } : { approved: true };
-    const got = await aguiRun(agent, { resume: [{ interruptId: interrupt.id, status: "resolved", payload }] });
+    const got = await aguiRun(agent, { resume: [{ interruptId: interrupt.id, status: "resolved", payload }] }, stats);
     if (got === "ok") {
       if (unknown) return "unknown-settled";
       continue;
     }
-    if (got !== "LOST" && !RETRYABLE.has(got)) throw new Coded(got, "ag-ui resume");
+    if (got !== "LOST" && !RETRYABLE.has(got)) throw new Coded(got, `ag-ui resume: ${stats.last}`);
     stats.retries += 1;
     await sleep(PAUSE_MS);
     // Catch up: a run with no new message and no resume shows the thread as it stands (the
     // client refuses such a run while it holds interrupts, so it lets go of the stale one).
     agent.pendingInterrupts = [];
-    await aguiUntil(agent, {}, stats);
+    await aguiUntil(agent, {}, stats, "catch up");
   }
-  if (agent.pendingInterrupts.length > 0) throw new Coded("GAVE_UP", "ag-ui resume");
+  if (agent.pendingInterrupts.length > 0) {
+    const [interrupt] = agent.pendingInterrupts;
+    throw gaveUp("ag-ui resume", started, rounds, `${stats.last}; still pending ${interrupt.id}`);
+  }
   const last = agent.messages.at(-1)?.content;
   if (last !== `done: published ${threadId}`) {
     // Caught up after a lost answer to a rejection of an unknown call: settled, not run.
@@ -112,31 +138,34 @@ async function aguiConversation(threadId, stats) {
 const FINAL = new Set([TASK_STATE.COMPLETED, 4 /* FAILED */, 5 /* CANCELED */, 7 /* REJECTED */]);
 const OPEN = new Set([TASK_STATE.INPUT_REQUIRED, ...FINAL]);
 
-/** The error code of a failed task's status (its {"error": {"code"}} data part). */
-function failure(status) {
+/** The error of a failed task's status (its {"error": {"code", "message"}} data part). */
+function taskError(status) {
   const [data] = dataParts(status?.message).filter((d) => d.error);
-  return data?.error?.code ?? "FAILED";
+  return { code: data?.error?.code ?? "FAILED", message: data?.error?.message ?? "" };
 }
 
 /** A task's status once no run works on it any more (a lost stream: the run may go on). */
 async function settledTask(client, taskId, stats) {
-  let last;
+  const started = Date.now();
+  let last = "";
   for (let i = 0; i < ATTEMPTS; i += 1) {
     try {
       const task = await client.getTask({ tenant: "", id: taskId, historyLength: undefined });
       if (OPEN.has(task.status.state)) return task;
-      last = task;
+      last = `state ${task.status.state}: ${JSON.stringify(task.status)}`.slice(0, 300);
     } catch (error) {
-      // the replica asked died under the request: ask again
+      last = failure(error); // the replica asked died under the request: ask again
     }
     stats.retries += 1;
     await sleep(PAUSE_MS);
   }
-  throw new Coded("GAVE_UP", `task ${taskId} kept working: ${JSON.stringify(last?.status)}`);
+  throw gaveUp(`getTask ${taskId}`, started, ATTEMPTS, last);
 }
 
 /** The task a lost message started, if it started one (found by the message's id). */
 async function taskOf(client, contextId, messageId) {
+  const started = Date.now();
+  let last = "";
   for (let i = 0; i < ATTEMPTS; i += 1) {
     try {
       const listed = await client.listTasks({
@@ -151,10 +180,11 @@ async function taskOf(client, contextId, messageId) {
       });
       return listed.tasks.find((t) => t.history.some((m) => m.messageId === messageId)) ?? null;
     } catch (error) {
+      last = failure(error);
       await sleep(PAUSE_MS);
     }
   }
-  throw new Coded("GAVE_UP", "listTasks");
+  throw gaveUp(`listTasks of ${contextId}`, started, ATTEMPTS, last);
 }
 
 /** Send one message until it lands: the task's status then (open or final). */
@@ -162,6 +192,10 @@ async function a2aUntil(client, message, contextId, stats) {
   // Sent again under its own id: the server does not run a message of an id it holds twice.
   // A decision whose task failed goes again as a new task of the context (a failed task is
   // final); it names the interrupt it answers, so it cannot answer a newer one.
+  const started = Date.now();
+  const what = message.parts[0]?.content?.$case === "data" ? "decision" : "prompt";
+  const messageId = message.messageId;
+  let last = "";
   for (let i = 0; i < ATTEMPTS; i += 1, message = { ...message, taskId: "" }) {
     let taskId = "";
     let status;
@@ -178,6 +212,7 @@ async function a2aUntil(client, message, contextId, stats) {
       }
     } catch (error) {
       status = undefined; // the stream broke: look at what landed before sending again
+      last = failure(error);
     }
     if (status === undefined || !OPEN.has(status.state)) {
       // the task it answered (a decision), else the one it started, found by the message's id
@@ -191,13 +226,14 @@ async function a2aUntil(client, message, contextId, stats) {
     }
     if (status !== undefined && OPEN.has(status.state)) {
       if (status.state !== 4) return { taskId, status };
-      const code = failure(status);
-      if (!RETRYABLE.has(code)) throw new Coded(code, "a2a task failed");
+      const error = taskError(status);
+      if (!RETRYABLE.has(error.code)) throw new Coded(error.code, `a2a task failed: ${error.message}`);
+      last = `task ${taskId} failed: ${error.code}: ${error.message}`.slice(0, 300);
     }
     stats.retries += 1;
     await sleep(PAUSE_MS);
   }
-  throw new Coded("GAVE_UP", "a2a send");
+  throw gaveUp(`send ${what} ${messageId}`, started, ATTEMPTS, last);
 }
 
 async function a2aConversation(client, threadId, stats) {
@@ -209,7 +245,9 @@ async function a2aConversation(client, threadId, stats) {
   let turn = await a2aUntil(client, text(`publish ${threadId}`), threadId, stats);
   let answered;
   let reread = false;
-  for (let i = 0; i < ATTEMPTS && turn.status.state === TASK_STATE.INPUT_REQUIRED; i += 1) {
+  const started = Date.now();
+  let rounds = 0;
+  for (; rounds < ATTEMPTS && turn.status.state === TASK_STATE.INPUT_REQUIRED; rounds += 1) {
     const [request] = dataParts(turn.status.message).filter((d) => d.type === "tool_approval_request");
     if (request === undefined) {
       // a status without the request (seen once with the Python client): read it again
@@ -239,7 +277,10 @@ async function a2aConversation(client, threadId, stats) {
     turn = await a2aUntil(client, userMessage({ data, taskId, contextId: threadId }), threadId, stats);
     if (unknown && turn.status.state === TASK_STATE.COMPLETED) return "unknown-settled";
   }
-  if (turn.status.state !== TASK_STATE.COMPLETED) throw new Coded("GAVE_UP", "a2a decision");
+  if (turn.status.state !== TASK_STATE.COMPLETED) {
+    const shows = `task ${turn.taskId} state ${turn.status.state}, answered ${answered}, shows ${JSON.stringify(turn.status.message?.parts)}`;
+    throw gaveUp("a2a decisions", started, rounds, shows.slice(0, 400));
+  }
   const [answer] = textParts(turn.status.message);
   if (answer !== `done: published ${threadId}`) throw new Coded("WRONG_ANSWER", `publish: ${answer}`);
   return "completed";

@@ -8,6 +8,8 @@ read ``TASK_STATE_WORKING`` on every other replica, so its client never got an a
 
 from __future__ import annotations
 
+import asyncio
+import json
 import time
 import uuid
 from pathlib import Path
@@ -21,7 +23,15 @@ pytest.importorskip("a2a")
 from a2a.client import ClientConfig, create_client
 from a2a.helpers.proto_helpers import get_data_parts, get_text_parts, new_data_part, new_text_part
 from a2a.types import a2a_pb2
-from server_support import PUBLISHED, Served, a2a_send, make_agent, start_server
+from google.protobuf import json_format
+from server_support import (
+    PUBLISHED,
+    Served,
+    a2a_send,
+    make_agent,
+    rewrite_thread,
+    start_server,
+)
 
 from async_helper import arun
 from framework_agents import Agent, FunctionModel, InMemoryCheckpointer, InMemoryStorage, Message
@@ -295,3 +305,118 @@ def test_a_decision_after_its_approval_was_settled_reads_the_answer(served: Serv
     assert task.status.state == State.TASK_STATE_COMPLETED
     assert get_text_parts(list(task.status.message.parts)) == ["done: published 'Twice' x3"]
     assert PUBLISHED == [{"title": "Twice", "copies": 3}]
+
+
+async def _answer_cut_short(served: Served, context: str) -> tuple[Any, dict[str, Any], Any]:
+    """Ask for a publish, then save its task as the answer's replica left it when it died.
+
+    The SDK moves the request into the history when the answer arrives and saves the task
+    (``TaskManager.update_with_message``) before the answer's run starts. The task asked,
+    the request it showed, and how to save the cut-short task again.
+    """
+    storage = served.app.state.runner.store.storage
+    asked = await a2a_send(served.url, _message("publish Cut", context, f"m-{context}"))
+    (request,) = get_data_parts(list(asked.status.message.parts))
+    key = f"a2a/tasks/{asked.id}.json"
+    record = json.loads(await storage.get(key))
+    task = json_format.ParseDict(record["task"], a2a_pb2.Task())
+    decision = {"decision": "approve", **{k: request[k] for k in ("interruptId", "toolCallId")}}
+    answer = a2a_pb2.Message(
+        message_id=uuid.uuid4().hex,
+        role=a2a_pb2.Role.ROLE_USER,
+        parts=[new_data_part(decision)],
+        context_id=context,
+        task_id=asked.id,
+    )
+    task.history.append(task.status.message)
+    task.status.ClearField("message")
+    task.history.append(answer)
+    record["task"] = json_format.MessageToDict(task)
+
+    async def cut() -> None:
+        await storage.put(key, json.dumps(record).encode())
+
+    await cut()
+    return asked, request, cut
+
+
+def _shown(task: a2a_pb2.Task) -> list[str]:
+    return [d["type"] for d in get_data_parts(list(task.status.message.parts)) if "type" in d]
+
+
+def test_a_task_its_answer_reached_before_its_replica_died_is_settled(served: Served) -> None:
+    """The answer's replica died after the SDK saved the task, before or after the run:
+    the task read input-required showing nothing.
+
+    Seen in the replica test (issue 35's ``GAVE_UP``): the client read the task, empty, for
+    as long as it tried; no other replica settled it (it showed no request to settle).
+    Read now, it shows the approval again while the thread still waits for it (the
+    answer's run never took the thread), and ends as the thread stands once it ran.
+    """
+    runner = served.app.state.runner
+    PUBLISHED.clear()
+
+    async def scenario() -> tuple[a2a_pb2.Task, a2a_pb2.Task]:
+        asked, request, cut = await _answer_cut_short(served, "cut-ctx")
+        client = await create_client(served.url, client_config=ClientConfig(streaming=False))
+        try:
+            waiting = await client.get_task(a2a_pb2.GetTaskRequest(id=asked.id))
+            await cut()  # cut short again, this time after the answer's run
+            await (await runner.start_resume("cut-ctx", {request["interruptId"]: "approve"})).wait()
+            done = await client.get_task(a2a_pb2.GetTaskRequest(id=asked.id))
+        finally:
+            await client.close()
+        return waiting, done
+
+    waiting, done = arun(scenario())
+    assert waiting.status.state == State.TASK_STATE_INPUT_REQUIRED
+    assert _shown(waiting) == ["tool_approval_request"]
+    assert done.status.state == State.TASK_STATE_COMPLETED
+    assert get_text_parts(list(done.status.message.parts)) == ["done: published 'Cut' x3"]
+    assert PUBLISHED == [{"title": "Cut", "copies": 3}]
+
+
+def test_a_task_its_answer_reached_shows_its_request_when_the_call_landed_unanswered(
+    served: Served, store_dir: Path
+) -> None:
+    """The answer's run died after its call's result landed, before the model answered:
+    the task shows the request again, and the decision sent again has the thread answered
+    (the call does not run again)."""
+    PUBLISHED.clear()
+
+    async def scenario() -> tuple[a2a_pb2.Task, a2a_pb2.Task]:
+        asked, request, _cut = await _answer_cut_short(served, "landed-ctx")
+
+        def landed(checkpoint: Any) -> dict[str, Any]:
+            call = checkpoint.pending
+            result = Message(role="tool", content="published Cut", tool_call_id=call.id)
+            return {
+                "turn": checkpoint.pending_turn,
+                "results": [result],
+                "pending": None,
+                "pending_turn": None,
+                "interrupt_id": None,
+            }
+
+        await asyncio.to_thread(rewrite_thread, store_dir, "landed-ctx", landed)
+        client = await create_client(served.url, client_config=ClientConfig(streaming=False))
+        try:
+            waiting = await client.get_task(a2a_pb2.GetTaskRequest(id=asked.id))
+        finally:
+            await client.close()
+        decision = {k: request[k] for k in ("interruptId", "toolCallId")}
+        again = a2a_pb2.Message(
+            message_id=uuid.uuid4().hex,
+            role=a2a_pb2.Role.ROLE_USER,
+            parts=[new_data_part({"decision": "approve", **decision})],
+            context_id="landed-ctx",
+            task_id=asked.id,
+        )
+        return waiting, await a2a_send(served.url, again)
+
+    waiting, done = arun(scenario())
+    assert waiting.status.state == State.TASK_STATE_INPUT_REQUIRED
+    assert _shown(waiting) == ["tool_approval_request"]
+    assert done.status.state == State.TASK_STATE_COMPLETED
+    assert get_text_parts(list(done.status.message.parts)) == ["done: published Cut"]
+    assert PUBLISHED == []  # its result had landed: not run again

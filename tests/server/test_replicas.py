@@ -14,8 +14,8 @@ what landed before sending again (AG-UI: the same messages, which the server tak
 once; A2A: the task, found by its message's id); a call whose outcome is unknown (its
 replica died in it) it settles with a rejection. Afterwards every conversation loads,
 holds each message once, its approved tool ran at most once (the tool appends one line
-per call to a log file), and every client got its answer (at most 2 % ran out of
-retries of errors meant for retrying; no other error).
+per call to a log file), and every client got its answer: none ends in an error, not
+even a retryable one it ran out of retries of (``GAVE_UP``, which says what it last got).
 
 Marked ``slow`` (about a minute per store); needs ``haproxy`` (``.ci/run`` installs it),
 Node 20 with ``tests/js``'s packages, and the servers.
@@ -31,6 +31,7 @@ import socket
 import subprocess
 import sys
 import threading
+import time
 import uuid
 from collections import Counter
 from collections.abc import Iterator
@@ -236,6 +237,45 @@ def _get(client: httpx.Client, path: str) -> dict[str, Any]:
     return last
 
 
+def _port_of(replica: subprocess.Popen[str]) -> str:
+    """The port a replica listens on (its log is ``replica-<port>.log``)."""
+    args = list(replica.args)  # type: ignore[arg-type]
+    return str(args[args.index("--port") + 1])
+
+
+def _final_states(url: str, thread_ids: list[str]) -> str:
+    """How ``thread_ids`` stand at the end: the thread (pending, last messages) and its tasks.
+
+    For a conversation a client ended with an error: what the server holds then.
+    """
+    lines = []
+    with httpx.Client(base_url=url, timeout=30) as client:
+        for thread_id in sorted(thread_ids):
+            thread = _get(client, f"/api/threads/{thread_id}")
+            tail = [(m.get("role"), m.get("content")) for m in thread.get("messages", [])[-3:]]
+            pending = thread.get("pending")
+            shown = {k: pending.get(k) for k in ("kind", "interrupt_id", "id")} if pending else None
+            lines.append(f"{thread_id}: pending {shown}, ends {tail}, error {thread.get('error')}")
+            try:
+                listed = client.get(
+                    "/a2a/rest/tasks",
+                    params={"contextId": thread_id, "historyLength": "0"},
+                    headers={**JSON, "A2A-Version": "1.0"},
+                ).json()
+            except (httpx.TransportError, ValueError) as exc:
+                listed = {"error": str(exc)}
+            for task in listed.get("tasks", []):
+                status = task.get("status", {})
+                parts = json.dumps(status.get("message", {}).get("parts", []))[:300]
+                lines.append(
+                    f"  task {task.get('id')} {status.get('state')} at {status.get('timestamp')}:"
+                    f" {parts}"
+                )
+            if "tasks" not in listed:
+                lines.append(f"  tasks: {json.dumps(listed)[:300]}")
+    return "\n".join(lines)
+
+
 # -- the a2a-sdk Python client (HTTP+JSON binding) -----------------------------------------------
 
 
@@ -245,6 +285,22 @@ class _Coded(Exception):
     def __init__(self, code: str, detail: str = "") -> None:
         super().__init__(f"{code}: {detail}")
         self.code = code
+
+
+def _clock(at: float) -> str:
+    """A wall-clock time to match with the replicas' logs (UTC, to the millisecond)."""
+    return time.strftime("%H:%M:%S", time.gmtime(at)) + f".{int(at * 1000) % 1000:03d}"
+
+
+def _failure(exc: BaseException) -> str:
+    """What a call that raised got: the exception's type and message, shortened."""
+    return f"{type(exc).__name__}: {exc}"[:300]
+
+
+def _gave_up(step: str, started: float, attempts: int, last: str) -> _Coded:
+    """``GAVE_UP`` saying which request ran out of retries, how often, when, and what it got."""
+    span = f"{_clock(started)}-{_clock(time.time())}"
+    return _Coded("GAVE_UP", f"{step}: {attempts} attempts {span} UTC, last: {last}")
 
 
 def _a2a_message(context_id: str, *, text: str = "", data: Any = None, task_id: str = "") -> Any:
@@ -287,30 +343,34 @@ class _A2AConversations:
 
     async def _settled(self, task_id: str) -> Any:
         """The task once no run works on it (a lost stream: its run may still go on)."""
+        started, last = time.time(), ""
         for _ in range(ATTEMPTS):
             try:
                 task = await self.client.get_task(self.pb.GetTaskRequest(id=task_id))
                 if task.status.state in self.open:
                     return task
-            except Exception:  # the replica asked died under the request: ask again
-                pass
+                last = self.pb.TaskState.Name(task.status.state)
+            except Exception as exc:  # the replica asked died under the request: ask again
+                last = _failure(exc)
             await self._pause()
-        raise _Coded("GAVE_UP")
+        raise _gave_up(f"get_task {task_id}", started, ATTEMPTS, last)
 
     async def _task_of(self, context_id: str, message_id: str) -> Any:
         """The task a lost message started, if it started one (by the message's id)."""
         request = self.pb.ListTasksRequest(context_id=context_id, page_size=100, history_length=50)
+        started, last = time.time(), ""
         for _ in range(ATTEMPTS):
             try:
                 listed = await self.client.list_tasks(request)
-            except Exception:
+            except Exception as exc:
+                last = _failure(exc)
                 await self._pause()
                 continue
             for task in listed.tasks:
                 if any(m.message_id == message_id for m in task.history):
                     return task
             return None
-        raise _Coded("GAVE_UP")
+        raise _gave_up(f"list_tasks of {context_id}", started, ATTEMPTS, last)
 
     async def _until(self, message: Any, context_id: str) -> Any:
         """Send ``message`` until it lands: the task, open or final.
@@ -322,6 +382,7 @@ class _A2AConversations:
         """
         from a2a.helpers.proto_helpers import get_data_parts
 
+        started, last = time.time(), ""
         for _ in range(ATTEMPTS):
             task_id, status = "", None
             try:
@@ -332,8 +393,8 @@ class _A2AConversations:
                     elif response.HasField("status_update"):
                         task_id = response.status_update.task_id
                         status = response.status_update.status
-            except Exception:  # the stream broke: look at what landed before sending again
-                status = None
+            except Exception as exc:  # the stream broke: look at what landed before sending again
+                status, last = None, _failure(exc)
             if status is None or status.state not in self.open:
                 # the task it answered (a decision), else the one it started (by its id)
                 task_id = task_id or message.task_id
@@ -350,9 +411,13 @@ class _A2AConversations:
                 error = errors[0]["error"] if errors else {"code": "FAILED", "message": ""}
                 if error["code"] not in RETRYABLE:
                     raise _Coded(str(error["code"]), f"a2a task failed: {error['message']}")
+                last = f"task {task_id} failed: {error['code']}: {error['message']}"[:300]
+            elif status is not None:
+                last = f"task {task_id} {self.pb.TaskState.Name(status.state)}; {last}"[:300]
             message.task_id = ""  # a decision: again as a new task (see above)
             await self._pause()
-        raise _Coded("GAVE_UP")
+        what = "decision" if message.parts[0].HasField("data") else "prompt"
+        raise _gave_up(f"send {what} {message.message_id}", started, ATTEMPTS, last)
 
     async def conversation(self, thread_id: str) -> str:
         """Hello, publish (an approval), the approval: how it ended."""
@@ -365,9 +430,9 @@ class _A2AConversations:
         task_id, status = await self._until(
             _a2a_message(thread_id, text=f"publish {thread_id}"), thread_id
         )
-        answered, reread = None, False
-        for _ in range(ATTEMPTS):
-            if status.state != self.pb.TaskState.TASK_STATE_INPUT_REQUIRED:
+        answered, reread, started, rounds = None, False, time.time(), 0
+        for rounds in range(ATTEMPTS + 1):  # the GAVE_UP below says how many
+            if status.state != self.pb.TaskState.TASK_STATE_INPUT_REQUIRED or rounds == ATTEMPTS:
                 break
             requests = [
                 d
@@ -399,7 +464,9 @@ class _A2AConversations:
             if unknown and status.state == completed:
                 return "unknown-settled"
         if status.state != completed:
-            raise _Coded("GAVE_UP")
+            state = self.pb.TaskState.Name(status.state)
+            last = f"task {task_id} {state}, answered {answered}, shows {status.message.parts}"
+            raise _gave_up("decisions", started, rounds, last[:400])
         if get_text_parts(list(status.message.parts)) != [f"done: published {thread_id}"]:
             raise _Coded("WRONG_ANSWER")
         return "completed"
@@ -520,6 +587,7 @@ def test_official_clients_survive_a_replica_killed_and_one_frozen(
             done.wait_for(lambda: len(outcomes) >= count, timeout=180)
 
     log: list[str] = []
+    moments = []  # when the test killed and froze replicas, to match with the clients' reasons
     nodes = [_node_clients(url, k, groups[k], report, CONCURRENCY, log) for k in ("agui", "a2a")]
     python = threading.Thread(
         target=_python_clients, args=(url, groups["python"], report, CONCURRENCY, log)
@@ -528,10 +596,13 @@ def test_official_clients_survive_a_replica_killed_and_one_frozen(
     try:
         reached(len(threads) // 3)  # a third done, the rest under way: one replica dies
         replicas[1].kill()
+        moments.append(f"SIGKILL replica {_port_of(replicas[1])} {_clock(time.time())}")
         reached(2 * len(threads) // 3)  # two thirds: another freezes past its lease
         replicas[2].send_signal(signal.SIGSTOP)
+        moments.append(f"SIGSTOP replica {_port_of(replicas[2])} {_clock(time.time())}")
         threading.Event().wait(LEASE * 1.5)  # the lease is wall-clock time: let it run out
         replicas[2].send_signal(signal.SIGCONT)  # it wakes holding nothing it may write
+        moments.append(f"SIGCONT {_clock(time.time())}")
         python.join(180)
         for node in nodes:
             node.wait(180)
@@ -547,21 +618,20 @@ def test_official_clients_survive_a_replica_killed_and_one_frozen(
     why = [line for line in log if line.split(":")[0] in wrong]  # the clients' reasons
     counted = dict(Counter(outcomes.values()))
     print("outcomes:", counted, "retries:", sum(retries), "".join(why))  # shown with -s
+    # what the server holds of those, and when the replicas died (UTC)
+    states = "\n".join(["; ".join(moments), _final_states(url, list(wrong))]) if wrong else ""
+    if states:
+        print(states)
     assert not any(o == "error:INTERNAL" for o in wrong.values()), _tracebacks(tmp_path)
     # None ends in an error: a prompt whose replica died before the model answered is
     # answered when sent again, and a decision sent again for a call whose replica died in
     # it is shown the call's new interrupt (docs/server.md, "Running several replicas").
-    # A client that ran out of retries of errors meant for retrying (GAVE_UP: a busy
-    # thread, a 503, the proxy's 502 each time it tried) got a coded error it could retry:
-    # allowed for at most 2 % of the conversations (seen, not explained: issue 35's note);
-    # any other code is a defect.
-    gave_up = {t for t, o in wrong.items() if o == "error:GAVE_UP"}
-    assert len(gave_up) <= len(threads) // 50, (wrong, why, _tracebacks(tmp_path))
-    assert not {t: o for t, o in wrong.items() if t not in gave_up}, (
-        wrong,
-        why,
-        _tracebacks(tmp_path),
-    )
+    # Nor in GAVE_UP: a client ran out of retries (60, a quarter of a second apart) of a
+    # busy thread, a 503, the proxy's 502, a task that kept working, for 15 s and more,
+    # where a dead or frozen replica keeps a thread LEASE (2) seconds. The GAVE_UPs seen
+    # before (issue 35) were all a task its answer reached as its replica was killed,
+    # left showing nothing (revive_answered settles it now).
+    assert not wrong, (wrong, why, states, _tracebacks(tmp_path))
     published = Counter((tmp_path / "published.log").read_text().split())
     assert all(n == 1 for n in published.values()), published  # at most once
     assert all(published[t] == 1 for t, o in outcomes.items() if o == "completed")

@@ -30,8 +30,10 @@ Routes: ``POST /a2a`` (JSON-RPC), ``/a2a/rest/...`` (HTTP+JSON) and the agent ca
   ``_held``); a decision sent again for a call its replica died in, now shown as of
   unknown outcome under a new interrupt, leaves its task showing that one; a task
   left working by a replica that died, whose run lost its thread
-  (``CHECKPOINT_CONFLICT``), or still showing an approval its thread no longer waits
-  for, ends as the thread stands (:func:`ended_status`).
+  (``CHECKPOINT_CONFLICT``), still showing an approval its thread no longer waits for,
+  or left by a replica that died after its answer arrived (input-required showing
+  nothing: the SDK had moved the request into the history), ends as the thread stands
+  (:func:`ended_status`).
 * An answer on an ``input-required`` task that cannot run now (``THREAD_BUSY``: a run
   holds the thread, a dead replica's until its lease runs out; ``LOCK_TIMEOUT``,
   ``SHUTTING_DOWN``, ``BACKEND_UNAVAILABLE``) leaves the task ``input-required``, its
@@ -88,6 +90,7 @@ from ._a2a_tasks import (
     input_request,
     progress_parts,
     retry_parts,
+    revive_answered,
     revive_orphan,
     revive_settled,
     shown_interrupt,
@@ -597,14 +600,15 @@ def a2a_routes(
     card = agent_card("http://127.0.0.1", name=name, description=description)
 
     async def revive(task: Task) -> Task | None:
-        """A task whose run died (:func:`revive_orphan`), or died in a call of unknown outcome.
+        """A task whose run died, or died in a call of unknown outcome.
 
-        The second: input-required, showing that call. A task showing an approval its
-        thread no longer waits for: :func:`revive_settled`.
+        The first: :func:`revive_orphan` (working), :func:`revive_answered` (its answer
+        arrived). The second: input-required, showing that call. A task showing an
+        approval its thread no longer waits for: :func:`revive_settled`.
         """
         if not task.context_id or runner.busy(task.context_id):
             return None
-        orphan = await revive_orphan(runner, task)
+        orphan = await revive_orphan(runner, task) or await revive_answered(runner, task)
         if orphan is not None:
             return orphan
         checkpoint = await runner.load(check_thread_id(task.context_id))

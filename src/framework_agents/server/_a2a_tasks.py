@@ -3,8 +3,8 @@
 The parts of an ``input-required`` status (an approval request, a tool's question), of a
 running call's progress and of a failure; what a task showed and asked; and the
 settling of a task whose run died with its replica, lost its thread, or ran elsewhere
-(:func:`ended_status`, :func:`revive_orphan`, :func:`revive_settled`): the thread's
-checkpoint says how far its turn got.
+(:func:`ended_status`, :func:`revive_orphan`, :func:`revive_answered`,
+:func:`revive_settled`): the thread's checkpoint says how far its turn got.
 """
 
 from __future__ import annotations
@@ -29,6 +29,7 @@ from ._shapes import Pending, progress_value
 
 __all__ = [
     "agent_message",
+    "answer_arrived",
     "answer_in",
     "approval_request",
     "asked_of",
@@ -39,6 +40,7 @@ __all__ = [
     "input_request",
     "progress_parts",
     "retry_parts",
+    "revive_answered",
     "revive_orphan",
     "revive_settled",
     "shown_interrupt",
@@ -154,6 +156,20 @@ def shown_request(task: Task) -> Message | None:
                 shown: Message = message
                 return shown
     return None
+
+
+def answer_arrived(task: Task) -> bool:
+    """Whether ``task`` waits with its request moved to its history: an answer arrived.
+
+    The SDK moves a waiting task's status message into its history when the answer
+    arrives, and saves the task so before the answer's run starts: until that run saves
+    the task's end, the task reads input-required showing nothing.
+    """
+    return (
+        task.status.state == TaskState.TASK_STATE_INPUT_REQUIRED
+        and shown_interrupt(task) is None
+        and shown_request(task) is not None
+    )
 
 
 def asked_of(task: Task) -> Message | None:
@@ -275,6 +291,41 @@ async def revive_orphan(runner: ThreadRunner, task: Task) -> Task | None:
     if await runner.held(thread_id):
         return None
     checkpoint = await runner.load(thread_id)
+    return await _ended_as_thread_stands(runner, task, checkpoint)
+
+
+async def revive_answered(runner: ThreadRunner, task: Task) -> Task | None:
+    """``task`` whose answer arrived but whose run is gone (:func:`answer_arrived`), else ``None``.
+
+    The answer's replica died after the SDK saved the task (before the run took the
+    thread, or after the run's last save): the task read input-required showing nothing,
+    which no client can answer, and no replica settled it (the replica test's clients
+    read it for as long as they tried: issue 35's ``GAVE_UP``). Once no run holds the
+    thread, it shows what the thread waits for (the approval again when the answer never
+    ran); the request again when the decided call's result landed unanswered (the
+    decision sent again has the thread answered, :func:`revive_settled`); else it ends
+    as the thread stands (:func:`ended_status`).
+    """
+    if not answer_arrived(task):
+        return None
+    thread_id = check_thread_id(task.context_id)
+    if await runner.held(thread_id):
+        return None  # the answer's run, on this replica or another: it saves the task's end
+    checkpoint = await runner.load(thread_id)
+    call_id = decided_call({}, task)
+    shown = shown_request(task)
+    if (
+        checkpoint is not None
+        and checkpoint.pending is None
+        and call_id is not None
+        and shown is not None
+        and ran_unanswered(checkpoint, call_id)
+    ):
+        revived = Task()
+        revived.CopyFrom(task)
+        revived.status.timestamp.GetCurrentTime()
+        revived.status.message.CopyFrom(shown)
+        return revived
     return await _ended_as_thread_stands(runner, task, checkpoint)
 
 
