@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import builtins
 import contextlib
 import json
 import os
@@ -262,3 +263,55 @@ async def a2a_send(url: str, message: Any) -> Any:
         return await client.get_task(a2a_pb2.GetTaskRequest(id=task_id))
     finally:
         await client.close()
+
+
+class Counting:
+    """Forwards to a storage and counts the calls (its range reads only where it has them).
+
+    What a listing costs, counted in calls: the A2A task store's and the thread index's
+    tests wrap a real store's storage in it.
+    """
+
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+        self.calls: dict[str, int] = {}
+        if hasattr(inner, "list_after"):
+            self.list_after = self._list_after
+            self.get_many = self._get_many
+            self.count_after = self._count_after
+
+    def count(self, name: str) -> None:
+        self.calls[name] = self.calls.get(name, 0) + 1
+
+    async def get(self, key: str) -> bytes | None:
+        self.count("get")
+        value: bytes | None = await self.inner.get(key)
+        return value
+
+    async def put(self, key: str, data: bytes) -> None:
+        self.count("put")
+        await self.inner.put(key, data)
+
+    async def delete(self, key: str) -> None:
+        self.count("delete")
+        await self.inner.delete(key)
+
+    async def list(self, prefix: str = "") -> builtins.list[str]:
+        self.count("list")
+        keys: builtins.list[str] = await self.inner.list(prefix)
+        return keys
+
+    async def _list_after(self, prefix: str, after: str | None, limit: int) -> builtins.list[str]:
+        self.count("list_after")
+        keys: builtins.list[str] = await self.inner.list_after(prefix, after, limit)
+        return keys
+
+    async def _get_many(self, keys: builtins.list[str]) -> dict[str, bytes]:
+        self.count("get_many")
+        found: dict[str, bytes] = await self.inner.get_many(keys)
+        return found
+
+    async def _count_after(self, prefix: str, after: str | None, before: str | None) -> int:
+        self.count("count_after")
+        found: int = await self.inner.count_after(prefix, after, before)
+        return found

@@ -23,7 +23,7 @@ pytest.importorskip("a2a")
 from a2a.client import ClientConfig, create_client
 from a2a.helpers.proto_helpers import get_data_parts, get_text_parts, new_data_part, new_text_part
 from a2a.types import a2a_pb2
-from google.protobuf import json_format
+from google.protobuf import json_format  # type: ignore[import-untyped]
 from server_support import (
     PUBLISHED,
     Served,

@@ -9,7 +9,6 @@ the cipher's views of them.
 
 from __future__ import annotations
 
-import builtins
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -22,7 +21,7 @@ pytest.importorskip("a2a")
 from a2a.types import a2a_pb2
 from a2a.utils.errors import InvalidParamsError
 from a2a.utils.task import ListTasksCursor, encode_list_tasks_cursor
-from server_support import scratch_store
+from server_support import Counting, scratch_store
 from test_a2a_store import SECOND, State, Task, all_pages, brute, ctx, task
 
 from async_helper import arun
@@ -50,54 +49,6 @@ def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
     else:
         with scratch_store(request.param, "h35a2a") as url:
             yield url
-
-
-class Counting:
-    """Forwards to a storage and counts the calls (its range reads only where it has them)."""
-
-    def __init__(self, inner: Any) -> None:
-        self.inner = inner
-        self.calls: dict[str, int] = {}
-        if hasattr(inner, "list_after"):
-            self.list_after = self._list_after
-            self.get_many = self._get_many
-            self.count_after = self._count_after
-
-    def count(self, name: str) -> None:
-        self.calls[name] = self.calls.get(name, 0) + 1
-
-    async def get(self, key: str) -> bytes | None:
-        self.count("get")
-        value: bytes | None = await self.inner.get(key)
-        return value
-
-    async def put(self, key: str, data: bytes) -> None:
-        self.count("put")
-        await self.inner.put(key, data)
-
-    async def delete(self, key: str) -> None:
-        self.count("delete")
-        await self.inner.delete(key)
-
-    async def list(self, prefix: str = "") -> builtins.list[str]:
-        self.count("list")
-        keys: builtins.list[str] = await self.inner.list(prefix)
-        return keys
-
-    async def _list_after(self, prefix: str, after: str | None, limit: int) -> builtins.list[str]:
-        self.count("list_after")
-        keys: builtins.list[str] = await self.inner.list_after(prefix, after, limit)
-        return keys
-
-    async def _get_many(self, keys: builtins.list[str]) -> dict[str, bytes]:
-        self.count("get_many")
-        found: dict[str, bytes] = await self.inner.get_many(keys)
-        return found
-
-    async def _count_after(self, prefix: str, after: str | None, before: str | None) -> int:
-        self.count("count_after")
-        found: int = await self.inner.count_after(prefix, after, before)
-        return found
 
 
 async def _with_storage(url: str, body: Any) -> None:

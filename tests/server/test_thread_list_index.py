@@ -8,7 +8,6 @@ that a page after the first costs its own keys and entries: no listing of every 
 from __future__ import annotations
 
 import asyncio
-import builtins
 import contextlib
 import uuid
 from collections.abc import AsyncIterator, Iterator
@@ -18,7 +17,7 @@ from typing import Any
 
 import httpx
 import pytest
-from server_support import PG_URL, REDIS_URL, make_agent, reachable, scratch_store
+from server_support import PG_URL, REDIS_URL, Counting, make_agent, reachable, scratch_store
 
 from async_helper import arun
 from framework_agents import Agent, FunctionModel, Message, ToolCall, tool
@@ -48,48 +47,6 @@ def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
         return
     with scratch_store(request.param, "h35list") as url:
         yield url
-
-
-class Counting:
-    """A storage that counts the calls a listing makes (and forwards ``list_after``)."""
-
-    def __init__(self, inner: Any) -> None:
-        self.inner = inner
-        self.calls: dict[str, int] = {}
-        if hasattr(inner, "list_after"):
-            self.list_after = self._list_after
-            self.get_many = self._get_many
-
-    def count(self, name: str) -> None:
-        self.calls[name] = self.calls.get(name, 0) + 1
-
-    async def get(self, key: str) -> bytes | None:
-        self.count("get")
-        value: bytes | None = await self.inner.get(key)
-        return value
-
-    async def put(self, key: str, data: bytes) -> None:
-        self.count("put")
-        await self.inner.put(key, data)
-
-    async def delete(self, key: str) -> None:
-        self.count("delete")
-        await self.inner.delete(key)
-
-    async def list(self, prefix: str = "") -> list[str]:
-        self.count("list")
-        keys: list[str] = await self.inner.list(prefix)
-        return keys
-
-    async def _get_many(self, keys: builtins.list[str]) -> dict[str, bytes]:
-        self.count("get_many")
-        found: dict[str, bytes] = await self.inner.get_many(keys)
-        return found
-
-    async def _list_after(self, prefix: str, after: str | None, limit: int) -> builtins.list[str]:
-        self.count("list_after")
-        keys: builtins.list[str] = await self.inner.list_after(prefix, after, limit)
-        return keys
 
 
 GATE: asyncio.Event | None = None
