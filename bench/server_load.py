@@ -351,6 +351,14 @@ def _p50(samples: list[float]) -> float:
     return statistics.median(samples) * 1000
 
 
+def _print_pages(timings: dict[str, list[float]], labels: tuple[str, ...], base: float) -> None:
+    """One line per ``labels``: p50 and p99 in ms, and the baseline's p50 over this p50."""
+    for label in labels:
+        p50 = _p50(timings[label])
+        p99 = statistics.quantiles(timings[label], n=100)[98] * 1000
+        print(f"  {label:<9} p50 {p50:8.2f} ms  p99 {p99:8.2f} ms  baseline/p50 {base / p50:6.1f}x")
+
+
 async def _listing(kind: str, threads: int, pages: int, tmp: str) -> None:
     """Seed one store, then time keyset pages against the list-every-key baseline."""
     import random
@@ -394,11 +402,7 @@ async def _listing(kind: str, threads: int, pages: int, tmp: str) -> None:
             timings["baseline"].append(t3 - t2)
         base = _p50(timings["baseline"])
         print(f"{kind}: {threads} threads seeded in {seeded:.1f} s; {pages} pages of 50")
-        for label in ("page", "waiting", "baseline"):
-            p50 = _p50(timings[label])
-            p99 = statistics.quantiles(timings[label], n=100)[98] * 1000
-            ratio = base / p50
-            print(f"  {label:<9} p50 {p50:8.2f} ms  p99 {p99:8.2f} ms  baseline/p50 {ratio:6.1f}x")
+        _print_pages(timings, ("page", "waiting", "baseline"), base)
     finally:
         await runner.aclose()
         await _drop_scratch(kind, url, scratch)
@@ -539,11 +543,7 @@ async def _a2a_listing(kind: str, tasks: int, pages: int, tmp: str) -> None:
             f"{kind}: {tasks} A2A tasks of one owner seeded in {seeded:.1f} s; first listing "
             f"{first_listing * 1000:.0f} ms; {pages} ListTasks pages of 50"
         )
-        for label in ("page", "waiting", "first", "baseline"):
-            p50 = _p50(timings[label])
-            p99 = statistics.quantiles(timings[label], n=100)[98] * 1000
-            ratio = base / p50
-            print(f"  {label:<9} p50 {p50:8.2f} ms  p99 {p99:8.2f} ms  baseline/p50 {ratio:6.1f}x")
+        _print_pages(timings, ("page", "waiting", "first", "baseline"), base)
     finally:
         await store.close()
         await _drop_scratch(kind, url, scratch)
